@@ -1,0 +1,14 @@
+"""Workflow catch-all MarkFailed: record why the job failed."""
+
+from batch_gateway import wiring
+from batch_gateway.edge.entry import workflow_handler
+from batch_gateway.service.finalize import mark_failed
+from batch_gateway.service.state import FailureState
+
+
+def _step(event: dict) -> dict:
+    state = FailureState.model_validate(event)
+    return mark_failed(wiring.services(), state.job_id, state.error)
+
+
+handler = workflow_handler(_step)

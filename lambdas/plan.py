@@ -1,0 +1,8 @@
+"""Workflow step Plan: split the job into chunks that fit the provider."""
+
+from batch_gateway import wiring
+from batch_gateway.edge.entry import workflow_handler
+from batch_gateway.service.plan import plan_job
+from batch_gateway.service.state import WorkflowState
+
+handler = workflow_handler(lambda event: plan_job(wiring.services(), WorkflowState.model_validate(event)).out())

@@ -1,0 +1,8 @@
+"""Workflow step Submit: one provider batch per chunk, never two."""
+
+from batch_gateway import wiring
+from batch_gateway.edge.entry import workflow_handler
+from batch_gateway.service.state import WorkflowState
+from batch_gateway.service.submit import submit_job
+
+handler = workflow_handler(lambda event: submit_job(wiring.services(), WorkflowState.model_validate(event)).out())

@@ -1,0 +1,54 @@
+"""Names shared by the runtime and the CDK app.
+
+This module is the only part of ``batch_gateway`` that ``stacks/`` may import: plain constants, no imports,
+no side effects.
+"""
+
+SERVICE_NAME = "batch-gateway"
+METRICS_NAMESPACE = "BatchGateway"
+STACK_NAME = "BatchGatewayStack"
+
+# Environment variables read by the Lambda settings (batch_gateway.settings).
+ENV_JOBS_TABLE = "JOBS_TABLE"
+ENV_PAYLOAD_BUCKET = "PAYLOAD_BUCKET"
+ENV_STATE_MACHINE_ARN = "STATE_MACHINE_ARN"
+ENV_ANTHROPIC_SECRET_ARN = "ANTHROPIC_SECRET_ARN"
+ENV_OPENAI_SECRET_ARN = "OPENAI_SECRET_ARN"
+ENV_POLL_SCHEDULE = "POLL_SCHEDULE_SECONDS"  # comma separated, e.g. "30,60,120,300,600"
+ENV_PRESIGN_EXPIRY = "PRESIGN_EXPIRY_SECONDS"
+ENV_DROP_PREFIX = "DROP_FOLDER_PREFIX"
+ENV_DROP_OWNER = "DROP_FOLDER_OWNER"
+ENV_EVENT_BUS_NAME = "EVENT_BUS_NAME"
+ENV_MAX_CHUNK_REQUESTS = "MAX_CHUNK_REQUESTS"  # operator's lower limit, optional
+ENV_MAX_CHUNK_BYTES = "MAX_CHUNK_BYTES"  # operator's lower limit, optional
+
+DEFAULT_POLL_SCHEDULE = "30,60,120,300,600,900"
+DEFAULT_PRESIGN_EXPIRY = 900
+DEFAULT_DROP_PREFIX = "inbox/"
+OUTBOX_PREFIX = "outbox/"
+
+# DynamoDB layout: one table, job and chunk items under the job's partition.
+TABLE_PK = "pk"
+TABLE_SK = "sk"
+OWNER_INDEX = "by-owner"
+OWNER_INDEX_PK = "owner"
+OWNER_INDEX_SK = "created_at"
+
+# Lambda entry points: function id -> handler path inside the bundle.
+API_HANDLERS = {
+    "Create": "lambdas.create.handler",
+    "Status": "lambdas.status.handler",
+    "Retrieve": "lambdas.retrieve.handler",
+    "List": "lambdas.list_jobs.handler",
+    "Cancel": "lambdas.cancel.handler",
+}
+WORKFLOW_HANDLERS = {
+    "Plan": "lambdas.plan.handler",
+    "Submit": "lambdas.submit.handler",
+    "Poll": "lambdas.poll.handler",
+    "Finalize": "lambdas.finalize.handler",
+    "MarkFailed": "lambdas.mark_failed.handler",
+}
+
+# Error names the state machine retries (raised by the workflow Lambdas, see batch_gateway.models.errors).
+RETRYABLE_ERRORS = ["TransientError", "ProviderUnavailable", "ProviderRateLimited", "ProviderAmbiguousError"]

@@ -1,0 +1,118 @@
+"""The one place where errors become HTTP answers, and API Gateway events become a caller and a body."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+
+from batch_gateway.edge.observability import logger
+from batch_gateway.models.errors import (
+    BatchGatewayError,
+    InvalidRequestError,
+    NotFoundError,
+    PayloadTooLargeError,
+    UnauthorizedError,
+    UnsupportedMediaTypeError,
+)
+
+MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's own limit; the drop folder takes larger inputs
+MAX_JSON_DEPTH = 64
+
+
+def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(status_code=status, content_type="application/json",
+                    body=json.dumps(body, ensure_ascii=False, separators=(",", ":")), headers=headers or {})
+
+
+def error_response(error: BatchGatewayError) -> Response:
+    return json_response(error.http_status, error.to_body())
+
+
+def make_resolver() -> APIGatewayRestResolver:
+    app = APIGatewayRestResolver(serializer=lambda body: json.dumps(body, separators=(",", ":")))
+
+    @app.exception_handler(BatchGatewayError)
+    def _known(error: BatchGatewayError) -> Response:
+        if error.http_status >= 500:
+            logger.warning("request failed", extra={"error_type": error.type})
+        return error_response(error)
+
+    @app.not_found
+    def _no_route(_: RouteNotFound) -> Response:
+        return error_response(NotFoundError("no such route"))
+
+    @app.exception_handler(Exception)
+    def _unknown(error: Exception) -> Response:
+        logger.exception("unhandled error")
+        return error_response(BatchGatewayError("internal error; the request id is in the logs"))
+
+    return app
+
+
+def caller(event: APIGatewayProxyEvent) -> str:
+    """The IAM principal API Gateway authenticated. No principal means IAM auth did not run: refuse."""
+    identity = event.request_context.identity
+    principal = identity.user_arn or identity.caller
+    if not principal:
+        raise UnauthorizedError("requests must be signed with AWS SigV4 (IAM auth)")
+    return principal
+
+
+def json_body(event: APIGatewayProxyEvent) -> Any:
+    content_type = (event.headers or {}).get("content-type") or (event.headers or {}).get("Content-Type") or ""
+    if content_type and content_type.split(";")[0].strip().lower() not in ("application/json", "application/*+json"):
+        raise UnsupportedMediaTypeError(f"send the body as application/json, not {content_type.split(';')[0]}")
+    raw: str | bytes | None = event.body
+    if raw and event.is_base64_encoded:
+        try:
+            raw = base64.b64decode(raw, validate=True)
+        except ValueError:
+            raise InvalidRequestError("the body is marked base64 but is not valid base64") from None
+    if raw is None or raw == "":
+        raise InvalidRequestError("the request body is empty; send a JSON object with provider, model and requests")
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if len(data) > MAX_BODY_BYTES:
+        raise PayloadTooLargeError("the body is over 10 MB; use the S3 drop folder for larger jobs")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequestError(f"the body is not valid UTF-8 (byte {exc.start})") from None
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as dup:
+        raise InvalidRequestError(f"duplicate key '{dup.key}' in the JSON body; every key and request id must be "
+                                  "unique", details=[{"field": dup.key, "message": "duplicate key"}]) from None
+    except RecursionError:
+        raise InvalidRequestError("the JSON body is nested too deeply") from None
+    except ValueError as exc:
+        raise InvalidRequestError(f"the body is not valid JSON: {exc}") from None
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key[:100]
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return result
+
+
+def query(event: APIGatewayProxyEvent, name: str) -> str | None:
+    return (event.query_string_parameters or {}).get(name)
+
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]

@@ -1,0 +1,148 @@
+"""The synthesized CloudFormation template, read the way CloudFormation would deploy it.
+
+The local stack runs exactly what CDK deploys: the state machine definition, the Lambda handlers and their
+environment, and the API routes all come from ``cdk synth`` (bundling skipped), cached by a hash of the CDK code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+CACHE_DIR = REPO_ROOT / ".local"
+
+
+def _fingerprint(context: dict[str, Any]) -> str:
+    digest = hashlib.sha256(json.dumps(context, sort_keys=True).encode())
+    sources = [REPO_ROOT / "cdk.json", REPO_ROOT / "src/batch_gateway/constants.py"]
+    sources += sorted((REPO_ROOT / "stacks").glob("*.py"))
+    for path in sources:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def synthesized_template(context: dict[str, Any]) -> dict[str, Any]:
+    """Synthesize (about 5-10 s) or reuse the cached template for this exact CDK code and context."""
+    cache = CACHE_DIR / f"template-{_fingerprint(context)}.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    from stacks.app_factory import synth_template
+
+    template = synth_template({"nag": False, **context})
+    CACHE_DIR.mkdir(exist_ok=True)
+    tmp = cache.with_suffix(".tmp")
+    tmp.write_text(json.dumps(template))
+    tmp.replace(cache)
+    return template
+
+
+@dataclass
+class Function:
+    logical_id: str
+    handler: str
+    environment: dict[str, Any]
+
+
+@dataclass
+class Route:
+    method: str
+    path: str  # e.g. /batches/{id}/results
+    function: str  # logical id
+
+    def match(self, method: str, path: str) -> dict[str, str] | None:
+        if method != self.method:
+            return None
+        pattern = "^" + re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/]+)", re.escape(self.path)) + "$"
+        found = re.match(pattern, path)
+        return found.groupdict() if found else None
+
+
+class Template:
+    def __init__(self, template: dict[str, Any]) -> None:
+        self.raw = template
+        self.resources: dict[str, dict[str, Any]] = template["Resources"]
+
+    def of_type(self, kind: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.resources.items() if v["Type"] == kind}
+
+    def functions(self) -> list[Function]:
+        return [
+            Function(k, v["Properties"]["Handler"], v["Properties"].get("Environment", {}).get("Variables", {}))
+            for k, v in self.of_type("AWS::Lambda::Function").items()
+            if str(v["Properties"].get("Handler", "")).startswith("lambdas.")
+        ]
+
+    def state_machine(self) -> tuple[str, Any]:
+        [(logical_id, resource)] = self.of_type("AWS::StepFunctions::StateMachine").items()
+        props = resource["Properties"]
+        return logical_id, props.get("DefinitionString") or json.dumps(props["Definition"])
+
+    def routes(self) -> list[Route]:
+        api_resources = self.of_type("AWS::ApiGateway::Resource")
+
+        def path_of(ref: Any) -> str:
+            if isinstance(ref, dict) and "Ref" in ref and ref["Ref"] in api_resources:
+                props = api_resources[ref["Ref"]]["Properties"]
+                return path_of(props["ParentId"]) + "/" + props["PathPart"]
+            return ""  # the API's root resource
+
+        routes = []
+        for method in self.of_type("AWS::ApiGateway::Method").values():
+            props = method["Properties"]
+            if props["HttpMethod"] == "OPTIONS":
+                continue
+            function = _function_in(props.get("Integration", {}).get("Uri"))
+            if function:
+                routes.append(Route(props["HttpMethod"], path_of(props["ResourceId"]) or "/", function))
+        return routes
+
+
+def _function_in(value: Any) -> str | None:
+    """The Lambda logical id an integration URI points at."""
+    if isinstance(value, dict):
+        if "Fn::GetAtt" in value and value["Fn::GetAtt"][1] == "Arn":
+            return value["Fn::GetAtt"][0]
+        for item in value.values():
+            found = _function_in(item)
+            if found:
+                return found
+    if isinstance(value, list):
+        for item in value:
+            found = _function_in(item)
+            if found:
+                return found
+    return None
+
+
+def resolve(value: Any, refs: dict[str, str], attrs: dict[tuple[str, str], str], pseudo: dict[str, str]) -> Any:
+    """Resolve Ref, Fn::GetAtt, Fn::Join and Fn::Sub against the local resources."""
+    if isinstance(value, list):
+        return [resolve(v, refs, attrs, pseudo) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "Ref" in value:
+        name = value["Ref"]
+        return pseudo.get(name) or refs.get(name) or f"local-{name}"
+    if "Fn::GetAtt" in value:
+        logical_id, attribute = value["Fn::GetAtt"]
+        return attrs.get((logical_id, attribute)) or refs.get(logical_id) or f"local-{logical_id}-{attribute}"
+    if "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return separator.join(str(resolve(p, refs, attrs, pseudo)) for p in parts)
+    if "Fn::Sub" in value:
+        text = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
+        return re.sub(r"\$\{([^}]+)\}", lambda m: str(
+            pseudo.get(m.group(1)) or refs.get(m.group(1)) or attrs.get(tuple(m.group(1).split(".", 1)), "")
+        ), text)
+    return {k: resolve(v, refs, attrs, pseudo) for k, v in value.items()}

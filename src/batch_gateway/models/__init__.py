@@ -1,0 +1,1 @@
+"""Domain models: jobs, requests, results, statuses and errors. No AWS imports here."""

@@ -1,0 +1,143 @@
+"""One error tree for the whole service.
+
+Each edge maps it once: the API Lambdas to HTTP codes (``batch_gateway.service.http_errors``), the state machine
+retries or catches by class name, the client SDK rebuilds the same classes from the error ``type``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class BatchGatewayError(Exception):
+    """Base of every error the service raises on purpose."""
+
+    type: ClassVar[str] = "internal_error"
+    http_status: ClassVar[int] = 500
+
+    def __init__(self, message: str, *, details: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details or []
+
+    def to_body(self) -> dict[str, Any]:
+        return {"error": {"type": self.type, "message": self.message, "details": self.details}}
+
+
+# --- caller errors (4xx): nothing is stored or started -------------------------------------------------------------
+
+
+class InvalidRequestError(BatchGatewayError):
+    type = "invalid_request"
+    http_status = 400
+
+
+class UnauthorizedError(BatchGatewayError):
+    type = "forbidden"
+    http_status = 403
+
+
+class NotFoundError(BatchGatewayError):
+    type = "not_found"
+    http_status = 404
+
+
+class ConflictError(BatchGatewayError):
+    """The job is in a state that does not allow the operation, or a duplicate request is still in flight."""
+
+    type = "conflict"
+    http_status = 409
+
+
+class PayloadTooLargeError(BatchGatewayError):
+    type = "payload_too_large"
+    http_status = 413
+
+
+class UnsupportedMediaTypeError(BatchGatewayError):
+    type = "unsupported_media_type"
+    http_status = 415
+
+
+class IdempotencyMismatchError(BatchGatewayError):
+    type = "idempotency_key_mismatch"
+    http_status = 422
+
+
+# --- service and provider errors --------------------------------------------------------------------------------
+
+
+class TransientError(BatchGatewayError):
+    """Worth retrying as is (the state machine retries errors by this class name)."""
+
+    type = "transient_error"
+    http_status = 503
+
+
+class ProviderError(BatchGatewayError):
+    """The provider refused or failed in a way that retrying will not fix."""
+
+    type = "provider_error"
+    http_status = 502
+
+
+class ProviderRateLimited(TransientError):
+    type = "provider_rate_limited"
+    http_status = 503
+
+
+class ProviderUnavailable(TransientError):
+    type = "provider_unavailable"
+    http_status = 503
+
+
+class ProviderAmbiguousError(TransientError):
+    """The provider may or may not have accepted a create call (timeout after sending): reconcile before retrying."""
+
+    type = "provider_ambiguous"
+    http_status = 503
+
+
+class ProviderAuthError(ProviderError):
+    type = "provider_auth_error"
+
+
+class ProviderRequestError(ProviderError):
+    """The provider rejected what we sent (bad request, over a limit)."""
+
+    type = "provider_request_error"
+
+
+class ProviderNotFound(ProviderError):
+    type = "provider_not_found"
+
+
+class IntegrityError(BatchGatewayError):
+    """Stored results do not match the job's requests; the job is not marked finished."""
+
+    type = "integrity_error"
+    http_status = 500
+
+
+ERROR_TYPES: dict[str, type[BatchGatewayError]] = {
+    cls.type: cls
+    for cls in (
+        BatchGatewayError,
+        InvalidRequestError,
+        UnauthorizedError,
+        NotFoundError,
+        ConflictError,
+        PayloadTooLargeError,
+        UnsupportedMediaTypeError,
+        IdempotencyMismatchError,
+        TransientError,
+        ProviderError,
+        ProviderRateLimited,
+        ProviderUnavailable,
+        ProviderAmbiguousError,
+        ProviderAuthError,
+        ProviderRequestError,
+        ProviderNotFound,
+        IntegrityError,
+    )
+}

@@ -1,0 +1,29 @@
+"""Caller ids <-> provider-safe ``custom_id``s.
+
+Both providers accept ``^[a-zA-Z0-9_-]{1,64}$``. A caller id that already fits is sent as is (the common case, so
+nothing needs storing); any other id, and any id that starts with our reserved prefix, becomes ``bgw-<n>`` where
+``n`` is the request's position in the job. Only those few are kept in a per-chunk map.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+CUSTOM_ID_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+RESERVED_PREFIX = "bgw-"
+
+
+def custom_id_for(caller_id: str, position: int) -> str:
+    if CUSTOM_ID_RE.match(caller_id) and not caller_id.startswith(RESERVED_PREFIX):
+        return caller_id
+    return f"{RESERVED_PREFIX}{position}"
+
+
+def is_mapped(custom_id: str) -> bool:
+    return custom_id.startswith(RESERVED_PREFIX)
+
+
+def new_job_id() -> str:
+    """Sortable enough for humans, unguessable for everyone else."""
+    return "job_" + secrets.token_hex(12)

@@ -1,0 +1,32 @@
+"""Provider-specific parameters callers may pass through (``provider_options``), per provider and endpoint.
+
+Only parameters the providers document for batch requests are accepted, so a typo fails at create time instead of
+failing a whole provider batch hours later.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from batch_gateway.models.errors import InvalidRequestError
+
+ALLOWED: dict[tuple[str, str], frozenset[str]] = {
+    ("anthropic", "chat"): frozenset({"metadata", "thinking", "tools", "tool_choice", "service_tier"}),
+    ("openai", "chat"): frozenset(
+        {"response_format", "seed", "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty", "tools",
+         "tool_choice", "reasoning_effort", "service_tier", "user", "logit_bias", "parallel_tool_calls"}
+    ),
+    ("openai", "responses"): frozenset({"reasoning", "text", "tools", "tool_choice", "store", "user", "truncation"}),
+    ("openai", "embeddings"): frozenset({"dimensions", "encoding_format", "user"}),
+}
+
+
+def check_provider_options(provider: str, endpoint: str | None, options: dict[str, Any]) -> None:
+    allowed = ALLOWED.get((provider, endpoint or "chat"), frozenset())
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise InvalidRequestError(
+            f"provider_options {', '.join(unknown)} not accepted for {provider} ({endpoint or 'chat'}); "
+            f"allowed: {', '.join(sorted(allowed)) or 'none'}",
+            details=[{"field": f"provider_options.{k}", "message": "not accepted"} for k in unknown],
+        )

@@ -1,0 +1,314 @@
+"""What callers send: the create body, and one request in any of its accepted forms, normalised.
+
+A request is a prompt string, a list of content parts (one user message), a list of messages, or an object with
+``messages`` (or ``prompt``), optional ``system`` and per-request hyperparameters. Normalisation is plain Python on
+purpose: a job can hold 100,000 requests and a pydantic model per item would cost more than the rest of create.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from batch_gateway.models.errors import InvalidRequestError
+
+PROVIDERS = ("anthropic", "openai")
+ENDPOINTS = ("chat", "responses", "embeddings")
+MAX_ID_CHARS = 256
+MAX_REQUEST_CHARS = 1_000_000  # text of one request; far above any model's context window in characters
+MAX_METADATA_PAIRS = 16
+MAX_ERROR_DETAILS = 50
+MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}$")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+# name -> (type check, description, bounds)
+_NUMBER = (int, float)
+HYPERPARAMETERS: dict[str, tuple[tuple[type, ...], float | None, float | None]] = {
+    "max_tokens": ((int,), 1, 200_000),
+    "temperature": (_NUMBER, 0.0, 2.0),
+    "top_p": (_NUMBER, 0.0, 1.0),
+    "top_k": ((int,), 1, 1_000_000),
+    "stop": ((list, str), None, None),
+}
+PROVIDER_HYPERPARAMETER_LIMITS: dict[str, dict[str, tuple[float, float] | None]] = {
+    "anthropic": {"temperature": (0.0, 1.0)},
+    "openai": {"top_k": None},  # None: not supported by the provider
+}
+DEFAULT_MAX_TOKENS = 1024
+REQUEST_KEYS = frozenset({"messages", "prompt", "system", *HYPERPARAMETERS})
+
+
+def _detail(loc: str, message: str) -> dict[str, str]:
+    return {"field": loc, "message": message}
+
+
+class CreateJobInput(BaseModel):
+    """The body of ``POST /batches`` (the requests themselves are checked by :func:`normalize_requests`)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    provider: Literal["anthropic", "openai"]
+    model: str = Field(min_length=1, max_length=200)
+    requests: dict[str, Any] = Field(min_length=1)
+    hyperparameters: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, str] = Field(default_factory=dict)
+    endpoint: Literal["chat", "responses", "embeddings"] | None = None
+    provider_options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("model")
+    @classmethod
+    def _model_format(cls, value: str) -> str:
+        if not MODEL_RE.match(value):
+            raise ValueError("model must be a provider model name such as 'claude-sonnet-4-20250514' or 'gpt-4o-mini'")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_limits(cls, value: dict[str, str]) -> dict[str, str]:
+        if len(value) > MAX_METADATA_PAIRS:
+            raise ValueError(f"metadata holds at most {MAX_METADATA_PAIRS} pairs")
+        for key, item in value.items():
+            if not 1 <= len(key) <= 64 or len(item) > 512:
+                raise ValueError("metadata keys are 1-64 characters and values at most 512 characters")
+        return value
+
+    @classmethod
+    def parse(cls, body: Any) -> CreateJobInput:
+        if not isinstance(body, dict):
+            raise InvalidRequestError("the request body must be a JSON object with provider, model and requests")
+        try:
+            return cls.model_validate(body)
+        except ValidationError as exc:
+            details = [
+                _detail(".".join(str(p) for p in err["loc"]) or "body", _friendly(err))
+                for err in exc.errors(include_url=False)[:MAX_ERROR_DETAILS]
+            ]
+            raise InvalidRequestError(
+                "invalid batch: " + "; ".join(f"{d['field']}: {d['message']}" for d in details[:3]), details=details
+            ) from None
+
+
+def _friendly(err: dict[str, Any]) -> str:
+    kind = err["type"]
+    if kind == "missing":
+        return "is required"
+    if kind == "extra_forbidden":
+        return "is not a known field (allowed: provider, model, requests, hyperparameters, metadata, endpoint, " \
+            "provider_options)"
+    if kind == "literal_error":
+        return err["msg"].replace("Input should be", "must be")
+    if kind == "too_short" and err["loc"] and err["loc"][0] == "requests":
+        return "must hold at least one request"
+    return err["msg"]
+
+
+def check_model_for_provider(provider: str, model: str) -> None:
+    if provider == "anthropic" and not model.startswith("claude"):
+        raise InvalidRequestError(
+            f"model '{model}' is not an Anthropic model name (they start with 'claude-')",
+            details=[_detail("model", "not an Anthropic model")],
+        )
+    if provider == "openai" and model.startswith("claude"):
+        raise InvalidRequestError(
+            f"model '{model}' is an Anthropic model; use provider 'anthropic'",
+            details=[_detail("model", "not an OpenAI model")],
+        )
+
+
+def check_endpoint_for_provider(provider: str, endpoint: str | None) -> None:
+    if provider == "anthropic" and endpoint not in (None, "chat"):
+        raise InvalidRequestError(
+            f"endpoint '{endpoint}' is only available with provider 'openai'",
+            details=[_detail("endpoint", "Anthropic batches support messages only")],
+        )
+
+
+def validate_hyperparameters(params: dict[str, Any], provider: str, where: str) -> list[dict[str, str]]:
+    """Return problems (empty when valid). ``where`` names the place for the message."""
+    problems: list[dict[str, str]] = []
+    limits = PROVIDER_HYPERPARAMETER_LIMITS.get(provider, {})
+    for name, value in params.items():
+        spec = HYPERPARAMETERS.get(name)
+        if spec is None:
+            problems.append(
+                _detail(f"{where}.{name}", f"unknown hyperparameter; allowed: {', '.join(HYPERPARAMETERS)}")
+            )
+            continue
+        types, low, high = spec
+        if name in limits and limits[name] is None:
+            problems.append(_detail(f"{where}.{name}", f"not supported by provider '{provider}'"))
+            continue
+        if name in limits:
+            low, high = limits[name]  # type: ignore[misc]
+        if isinstance(value, bool) or not isinstance(value, types):
+            problems.append(_detail(f"{where}.{name}", f"must be {' or '.join(t.__name__ for t in types)}"))
+            continue
+        if name == "stop":
+            stops = [value] if isinstance(value, str) else value
+            if len(stops) > 4 or not all(isinstance(s, str) and s for s in stops):
+                problems.append(_detail(f"{where}.stop", "must be a string or a list of at most 4 non-empty strings"))
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            problems.append(_detail(f"{where}.{name}", "must be a finite number"))
+        elif low is not None and high is not None and not low <= value <= high:
+            problems.append(_detail(f"{where}.{name}", f"must be between {low:g} and {high:g}"))
+    return problems
+
+
+def check_caller_id(caller_id: Any) -> str | None:
+    """Return why a caller id is unusable, or None."""
+    if not isinstance(caller_id, str) or not caller_id:
+        return "request ids must be non-empty strings"
+    if len(caller_id) > MAX_ID_CHARS:
+        return f"request ids are at most {MAX_ID_CHARS} characters"
+    if _CONTROL_RE.search(caller_id):
+        return "request ids must not contain control characters"
+    return None
+
+
+def _text_of_part(part: Any) -> str | None:
+    if isinstance(part, str):
+        return part
+    if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str) and len(part) == 2:
+        return part["text"]
+    return None
+
+
+def _content(content: Any, where: str) -> str | list[dict[str, str]]:
+    if isinstance(content, str):
+        if not content.strip():
+            raise _bad(where, "content must not be empty")
+        return content
+    if isinstance(content, list) and content:
+        texts = [_text_of_part(p) for p in content]
+        if any(t is None for t in texts):
+            raise _bad(where, "content parts must be strings or {\"type\": \"text\", \"text\": ...} objects")
+        if not any(t.strip() for t in texts):  # type: ignore[union-attr]
+            raise _bad(where, "content must not be empty")
+        return [{"type": "text", "text": t} for t in texts]  # type: ignore[misc]
+    raise _bad(where, "content must be a non-empty string or a non-empty list of text parts")
+
+
+class _RequestProblem(Exception):
+    def __init__(self, where: str, message: str) -> None:
+        self.detail = _detail(where, message)
+
+
+def _bad(where: str, message: str) -> _RequestProblem:
+    return _RequestProblem(where, message)
+
+
+def _messages(raw: list[Any], where: str) -> tuple[list[dict[str, Any]], str | None]:
+    messages: list[dict[str, Any]] = []
+    systems: list[str] = []
+    for i, msg in enumerate(raw):
+        at = f"{where}.messages[{i}]"
+        if not isinstance(msg, dict) or set(msg) - {"role", "content"} or "content" not in msg:
+            raise _bad(at, "a message is an object with 'role' and 'content' only")
+        role = msg.get("role")
+        if role == "system":
+            content = _content(msg["content"], at)
+            systems.append(content if isinstance(content, str) else "".join(p["text"] for p in content))
+            continue
+        if role not in ("user", "assistant"):
+            raise _bad(at, "role must be 'user', 'assistant' or 'system'")
+        messages.append({"role": role, "content": _content(msg["content"], at)})
+    if not messages:
+        raise _bad(where, "at least one user message is required")
+    if messages[0]["role"] != "user":
+        raise _bad(where, "the first message must have role 'user'")
+    return messages, ("\n\n".join(systems) if systems else None)
+
+
+def _text_size(messages: list[dict[str, Any]], system: str | None) -> int:
+    size = len(system or "")
+    for msg in messages:
+        content = msg["content"]
+        size += len(content) if isinstance(content, str) else sum(len(p["text"]) for p in content)
+    return size
+
+
+def normalize_request(
+    caller_id: str, raw: Any, job_params: dict[str, Any], provider: str
+) -> dict[str, Any]:
+    """One request in neutral form: ``{"id", "messages", "system", "params"}``; raises _RequestProblem."""
+    where = f"requests.{caller_id}"
+    system: str | None = None
+    overrides: dict[str, Any] = {}
+    if isinstance(raw, str):
+        messages = [{"role": "user", "content": _content(raw, where)}]
+    elif isinstance(raw, list):
+        if raw and all(isinstance(m, dict) and "role" in m for m in raw):
+            messages, system = _messages(raw, where)
+        else:
+            messages = [{"role": "user", "content": _content(raw, where)}]
+    elif isinstance(raw, dict):
+        unknown = set(raw) - REQUEST_KEYS
+        if unknown:
+            raise _bad(
+                where,
+                f"unknown field(s) {', '.join(sorted(unknown))}; a request object has messages or prompt, "
+                f"optional system, and hyperparameters ({', '.join(HYPERPARAMETERS)})",
+            )
+        if ("messages" in raw) == ("prompt" in raw):
+            raise _bad(where, "a request object needs exactly one of 'messages' or 'prompt'")
+        if "prompt" in raw:
+            messages = [{"role": "user", "content": _content(raw["prompt"], where + ".prompt")}]
+        elif isinstance(raw["messages"], list):
+            messages, system = _messages(raw["messages"], where)
+        else:
+            raise _bad(where + ".messages", "must be a list of messages")
+        if "system" in raw:
+            if not isinstance(raw["system"], str):
+                raise _bad(where + ".system", "must be a string")
+            system = "\n\n".join(s for s in (system, raw["system"]) if s)
+        overrides = {k: v for k, v in raw.items() if k in HYPERPARAMETERS}
+        problems = validate_hyperparameters(overrides, provider, where)
+        if problems:
+            raise _RequestProblem(problems[0]["field"], problems[0]["message"])
+    else:
+        raise _bad(where, "a request is a prompt string, a list of messages, or an object with messages")
+    if _text_size(messages, system) > MAX_REQUEST_CHARS:
+        raise _bad(where, f"the request's text is longer than {MAX_REQUEST_CHARS:,} characters")
+    params = {**job_params, **overrides} if overrides else job_params
+    return {"id": caller_id, "messages": messages, "system": system, "params": params}
+
+
+def job_hyperparameters(raw: dict[str, Any], provider: str) -> dict[str, Any]:
+    problems = validate_hyperparameters(raw, provider, "hyperparameters")
+    if problems:
+        raise InvalidRequestError(
+            "invalid hyperparameters: " + "; ".join(f"{p['field']}: {p['message']}" for p in problems[:3]),
+            details=problems,
+        )
+    return {"max_tokens": DEFAULT_MAX_TOKENS, **raw}
+
+
+def iter_normalized(
+    requests: dict[str, Any], job_params: dict[str, Any], provider: str
+) -> Any:
+    """Yield normalised requests; collect every problem and raise them together at the end."""
+    problems: list[dict[str, str]] = []
+    for caller_id, raw in requests.items():
+        why = check_caller_id(caller_id)
+        if why:
+            problems.append(_detail(f"requests[{caller_id!r:.80}]", why))
+            continue
+        try:
+            item = normalize_request(caller_id, raw, job_params, provider)
+        except _RequestProblem as problem:
+            problems.append(problem.detail)
+            continue
+        except RecursionError:
+            problems.append(_detail(f"requests.{caller_id}", "the request is nested too deeply"))
+            continue
+        if not problems:
+            yield item
+    if problems:
+        raise InvalidRequestError(
+            f"{len(problems)} request(s) are invalid; first: {problems[0]['field']}: {problems[0]['message']}",
+            details=problems[:MAX_ERROR_DETAILS],
+        )

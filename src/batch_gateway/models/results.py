@@ -1,0 +1,43 @@
+"""The result item of DESIGN.md: one per request id, keyed by the caller's id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from batch_gateway.models.jobs import ItemStatus
+
+
+def result_item(
+    caller_id: str,
+    status: ItemStatus,
+    *,
+    outputs: list[dict[str, Any]] | None = None,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    finish_type: str | None = None,
+    code: str | None = None,
+    message: str | None = None,
+) -> dict[str, Any]:
+    """Build a result item as a plain dict (collect writes 100,000 of these; no model object per line)."""
+    outputs = outputs or []
+    text = next((o["text"] for o in outputs if o.get("type") == "text"), None)
+    if status is ItemStatus.SUCCEEDED:
+        finish: dict[str, Any] = {"type": finish_type or "stop"}
+    else:
+        finish = {"type": "error", "code": code or status.value, "message": message or _DEFAULT_MESSAGES[status]}
+    return {
+        "id": caller_id,
+        "status": status.value,
+        "text": text,
+        "outputs": outputs,
+        "token_usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+        "finish_details": finish,
+    }
+
+
+_DEFAULT_MESSAGES = {
+    ItemStatus.ERRORED: "the provider returned an error for this request",
+    ItemStatus.CANCELED: "the batch was canceled before this request was processed",
+    ItemStatus.EXPIRED: "the batch expired before this request was processed",
+    ItemStatus.SUCCEEDED: "",
+}

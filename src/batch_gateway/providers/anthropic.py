@@ -1,0 +1,220 @@
+"""Anthropic Message Batches adapter on the official SDK (imported on first use, never by the API Lambdas)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from typing import Any
+
+from batch_gateway.models import errors
+from batch_gateway.models.jobs import ItemStatus, RequestCounts
+from batch_gateway.providers.base import BatchProvider, ChunkRef, ProviderBatch, ProviderResult
+
+# provider_options keys passed through into every request's params (documented Messages API params).
+PASSTHROUGH_PARAMS = frozenset({"metadata", "thinking", "tools", "tool_choice", "service_tier", "stop_sequences"})
+CREATE_TIMEOUT_SECONDS = 120.0
+RECONCILE_WINDOW = timedelta(minutes=15)
+
+
+class AnthropicBatchProvider(BatchProvider):
+    name = "anthropic"
+    max_requests = 100_000
+    max_bytes = 256 * 1024 * 1024
+
+    def __init__(self, *, api_key: str, base_url: str | None = None) -> None:
+        self._api_key = api_key
+        self._base_url = base_url
+
+    @cached_property
+    def _client(self) -> Any:
+        import anthropic
+
+        return anthropic.Anthropic(api_key=self._api_key, base_url=self._base_url, max_retries=2)
+
+    # --- requests -------------------------------------------------------------------------------------------
+
+    def check_options(self, provider_options: dict[str, Any], endpoint: str | None) -> list[dict[str, str]]:
+        return [
+            {"field": f"provider_options.{key}", "message": f"not a Messages API parameter we pass through; "
+             f"allowed: {', '.join(sorted(PASSTHROUGH_PARAMS))}"}
+            for key in provider_options
+            if key not in PASSTHROUGH_PARAMS
+        ]
+
+    def to_provider(self, custom_id: str, request: dict[str, Any], *, model: str, endpoint: str | None,
+                    provider_options: dict[str, Any]) -> dict[str, Any]:
+        hp = request["params"]
+        params: dict[str, Any] = {"model": model, "max_tokens": hp["max_tokens"], "messages": request["messages"]}
+        if request.get("system"):
+            params["system"] = request["system"]
+        for name in ("temperature", "top_p", "top_k"):
+            if name in hp:
+                params[name] = hp[name]
+        if "stop" in hp:
+            params["stop_sequences"] = [hp["stop"]] if isinstance(hp["stop"], str) else hp["stop"]
+        if provider_options:
+            params.update(provider_options)
+        return {"custom_id": custom_id, "params": params}
+
+    # --- batches --------------------------------------------------------------------------------------------
+
+    def submit(self, lines: Iterable[bytes], ref: ChunkRef) -> str:
+        requests = [json.loads(line) for line in lines]
+        client = self._client.with_options(max_retries=0, timeout=CREATE_TIMEOUT_SECONDS)
+        with _mapped_errors(creating=True):
+            batch = client.messages.batches.create(requests=requests)
+        return batch.id
+
+    def status(self, batch_id: str) -> ProviderBatch:
+        with _mapped_errors():
+            batch = self._client.messages.batches.retrieve(batch_id)
+        return _to_batch(batch)
+
+    def cancel(self, batch_id: str) -> ProviderBatch:
+        with _mapped_errors():
+            batch = self._client.messages.batches.cancel(batch_id)
+        return _to_batch(batch)
+
+    def results(self, batch: ProviderBatch) -> Iterator[ProviderResult]:
+        with _mapped_errors(), self._client.messages.batches.with_streaming_response.results(batch.id) as response:
+            for line in response.iter_lines():
+                if line.strip():
+                    yield _to_result(json.loads(line))
+
+    def find_submitted(self, ref: ChunkRef) -> str | None:
+        """Anthropic batches carry no metadata: match on request count and creation time after our claim."""
+        if ref.claimed_at is None:
+            return None
+        earliest = ref.claimed_at - timedelta(seconds=5)
+        candidates = []
+        with _mapped_errors():
+            for batch in self._client.messages.batches.list(limit=100):
+                created = batch.created_at if batch.created_at.tzinfo else batch.created_at.replace(tzinfo=UTC)
+                if created < earliest:
+                    break  # newest first
+                if created > ref.claimed_at + RECONCILE_WINDOW:
+                    continue
+                counts = batch.request_counts
+                total = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
+                if total == ref.request_count:
+                    candidates.append(batch)
+        if len(candidates) > 1:
+            raise errors.ProviderError(
+                f"{len(candidates)} Anthropic batches match chunk {ref.index} of {ref.job_id}; "
+                "refusing to guess which one is ours"
+            )
+        return candidates[0].id if candidates else None
+
+
+def _to_batch(batch: Any) -> ProviderBatch:
+    c = batch.request_counts
+    counts = RequestCounts(
+        total=c.processing + c.succeeded + c.errored + c.canceled + c.expired,
+        processing=c.processing,
+        succeeded=c.succeeded,
+        errored=c.errored,
+        canceled=c.canceled,
+        expired=c.expired,
+    )
+    return ProviderBatch(
+        id=batch.id,
+        status=batch.processing_status,
+        ended=batch.processing_status == "ended",
+        counts=counts,
+        created_at=batch.created_at,
+    )
+
+
+_RESULT_STATUS = {
+    "succeeded": ItemStatus.SUCCEEDED,
+    "errored": ItemStatus.ERRORED,
+    "canceled": ItemStatus.CANCELED,
+    "expired": ItemStatus.EXPIRED,
+}
+
+
+def _to_result(line: dict[str, Any]) -> ProviderResult:
+    result = line.get("result") or {}
+    status = _RESULT_STATUS.get(result.get("type"), ItemStatus.ERRORED)
+    if status is ItemStatus.SUCCEEDED:
+        message = result.get("message") or {}
+        usage = message.get("usage") or {}
+        outputs = [_output(block) for block in message.get("content") or []]
+        return ProviderResult(
+            custom_id=line["custom_id"],
+            status=status,
+            outputs=[o for o in outputs if o],
+            input_tokens=int(usage.get("input_tokens") or 0),
+            output_tokens=int(usage.get("output_tokens") or 0),
+            finish_type=_FINISH.get(message.get("stop_reason"), message.get("stop_reason") or "stop"),
+        )
+    if status is ItemStatus.ERRORED:
+        error = (result.get("error") or {}).get("error") or result.get("error") or {}
+        return ProviderResult(
+            custom_id=line["custom_id"],
+            status=status,
+            code=error.get("type") or "errored",
+            message=error.get("message") or "the provider returned an error for this request",
+        )
+    return ProviderResult(custom_id=line["custom_id"], status=status)
+
+
+_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
+
+
+def _output(block: dict[str, Any]) -> dict[str, Any] | None:
+    if block.get("type") == "text":
+        return {"type": "text", "text": block.get("text", "")}
+    if block.get("type") == "tool_use":
+        return {"type": "tool_call", "id": block.get("id"), "name": block.get("name"), "input": block.get("input")}
+    if block.get("type") == "thinking":
+        return {"type": "thinking", "text": block.get("thinking", "")}
+    return None
+
+
+class _mapped_errors:  # noqa: N801 - used as a context manager
+    """Turn SDK exceptions into our error tree. On create, a lost response means "maybe accepted"."""
+
+    def __init__(self, *, creating: bool = False) -> None:
+        self.creating = creating
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        if exc is None:
+            return False
+        import anthropic
+
+        if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts
+            if self.creating:
+                raise errors.ProviderAmbiguousError(
+                    "no answer from Anthropic after sending the batch; it may have been accepted"
+                ) from exc
+            raise errors.ProviderUnavailable("could not reach Anthropic") from exc
+        if isinstance(exc, anthropic.RateLimitError):
+            raise errors.ProviderRateLimited("Anthropic rate limit (429)") from exc
+        if isinstance(exc, anthropic.InternalServerError):
+            raise errors.ProviderUnavailable(f"Anthropic is unavailable ({exc.status_code})") from exc
+        if isinstance(exc, anthropic.AuthenticationError | anthropic.PermissionDeniedError):
+            raise errors.ProviderAuthError("Anthropic refused the API key; set the key in Secrets Manager") from exc
+        if isinstance(exc, anthropic.NotFoundError):
+            raise errors.ProviderNotFound("Anthropic does not know this batch") from exc
+        if isinstance(exc, anthropic.APIStatusError):
+            raise errors.ProviderRequestError(f"Anthropic refused the request: {_message(exc)}") from exc
+        return False
+
+
+def _message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error") or {}
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])[:500]
+    return str(exc)[:500]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

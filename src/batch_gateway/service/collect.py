@@ -1,0 +1,96 @@
+"""Collect: stream an ended provider batch's results into S3 under the caller's ids, one line per request.
+
+Idempotent: the chunk's results object is rewritten whole on every run, lines are de-duplicated by custom_id, and
+every request the provider did not answer for gets a line saying why, so a chunk always has exactly one line per
+request.
+"""
+
+from __future__ import annotations
+
+import json
+
+from aws_lambda_powertools import Logger
+
+from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, RequestCounts, Usage, utcnow
+from batch_gateway.models.results import result_item
+from batch_gateway.providers.base import BatchProvider, ProviderBatch
+from batch_gateway.service.context import Services
+from batch_gateway.service.keys import chunk_idmap_key, chunk_ids_key, chunk_results_key
+
+logger = Logger(child=True)
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+# What a request the provider never answered for became, by the provider's final batch status.
+_UNANSWERED = {
+    "canceled": ItemStatus.CANCELED, "cancelled": ItemStatus.CANCELED, "expired": ItemStatus.EXPIRED,
+}
+
+
+def _idmap(services: Services, job: Job, chunk: Chunk) -> dict[str, str]:
+    key = chunk_idmap_key(job.id, chunk.index)
+    return json.loads(services.payloads.get_bytes(key)) if services.payloads.exists(key) else {}
+
+
+def _expected_ids(services: Services, job: Job, chunk: Chunk) -> dict[str, bool]:
+    """custom_id -> answered yet; insertion-ordered so unanswered lines come out in input order."""
+    return {line.decode(): False for line in services.payloads.iter_lines(chunk_ids_key(job.id, chunk.index)) if line}
+
+
+def collect_chunk(
+    services: Services, job: Job, chunk: Chunk, provider: BatchProvider | None, batch: ProviderBatch | None,
+    *, unanswered: ItemStatus | None = None, reason: str | None = None,
+) -> Chunk:
+    """Write the chunk's results. Without a batch (never sent, or refused) every request gets ``unanswered``."""
+    idmap = _idmap(services, job, chunk)
+    expected = _expected_ids(services, job, chunk)
+    tally: dict[str, int] = {s.value: 0 for s in ItemStatus}
+    in_tokens = out_tokens = 0
+    with services.payloads.writer(chunk_results_key(job.id, chunk.index)) as out:
+        if batch is not None and provider is not None:
+            for result in provider.results(batch):
+                if expected.get(result.custom_id, True):  # unknown or already seen
+                    continue
+                expected[result.custom_id] = True
+                out.write_line(_dumps(result_item(
+                    idmap.get(result.custom_id, result.custom_id), result.status, outputs=result.outputs,
+                    input_tokens=result.input_tokens, output_tokens=result.output_tokens,
+                    finish_type=result.finish_type, code=result.code, message=result.message,
+                )).encode())
+                tally[result.status.value] += 1
+                if result.status is ItemStatus.SUCCEEDED:
+                    in_tokens += result.input_tokens
+                    out_tokens += result.output_tokens
+        status = unanswered or _UNANSWERED.get(batch.status if batch else "", ItemStatus.ERRORED)
+        code = None if status is not ItemStatus.ERRORED else ("batch_failed" if reason else "missing_result")
+        message = reason or (None if code is None else "the provider returned no result for this request")
+        for custom_id, answered in expected.items():
+            if not answered:
+                out.write_line(_dumps(result_item(idmap.get(custom_id, custom_id), status, code=code,
+                                                  message=message)).encode())
+                tally[status.value] += 1
+    counts = RequestCounts(total=chunk.request_count, **tally)
+    usage = Usage(input_tokens=in_tokens, output_tokens=out_tokens)
+    logger.info("chunk collected", extra={"job_id": job.id, "chunk": chunk.index, **tally})
+    state = ChunkState.FAILED if chunk.state is ChunkState.FAILED else ChunkState.COLLECTED
+    return services.jobs.update_chunk(
+        chunk, state=state, request_counts=counts, usage=usage, ended_at=utcnow(),
+        provider_status=batch.status if batch else (chunk.provider_status or status.value),
+        collected=True,
+    )
+
+
+def summarize(chunks: list[Chunk]) -> tuple[RequestCounts, Usage]:
+    counts, usage = RequestCounts(), Usage()
+    for chunk in chunks:
+        if chunk.collected:
+            counts = counts.add(chunk.request_counts)
+        else:
+            c = chunk.request_counts
+            done = c.succeeded + c.errored + c.canceled + c.expired
+            counts = counts.add(RequestCounts(
+                total=chunk.request_count, processing=chunk.request_count - done, succeeded=c.succeeded,
+                errored=c.errored, canceled=c.canceled, expired=c.expired,
+            ))
+        usage = usage.add(chunk.usage)
+    return counts, usage
+

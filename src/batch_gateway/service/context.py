@@ -1,0 +1,22 @@
+"""The collaborators a use case needs, built once per cold start by ``batch_gateway.wiring``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from batch_gateway.providers.base import BatchProvider
+from batch_gateway.settings import Settings
+from batch_gateway.store.jobs import JobStore
+from batch_gateway.store.payloads import PayloadStore
+
+
+@dataclass
+class Services:
+    settings: Settings
+    jobs: JobStore
+    payloads: PayloadStore
+    start_workflow: Callable[[str, dict[str, Any]], str]  # (execution name, input) -> execution ARN
+    provider_for: Callable[[str], BatchProvider]
+    emit_event: Callable[[str, dict[str, Any]], None] = lambda detail_type, detail: None

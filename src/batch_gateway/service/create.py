@@ -1,0 +1,74 @@
+"""Create a job: validate everything, store the normalised requests, record the job, start the workflow.
+
+A rejected body stores nothing and starts nothing; a failure after the first write undoes what was written.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from batch_gateway.models.errors import BatchGatewayError, InvalidRequestError, TransientError
+from batch_gateway.models.ids import new_job_id
+from batch_gateway.models.jobs import Job, RequestCounts
+from batch_gateway.models.provider_options import check_provider_options
+from batch_gateway.models.requests import (
+    CreateJobInput,
+    check_endpoint_for_provider,
+    check_model_for_provider,
+    iter_normalized,
+    job_hyperparameters,
+)
+from batch_gateway.service.context import Services
+from batch_gateway.service.keys import requests_key
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def create_job(services: Services, *, owner: str, body: Any, source: str = "api") -> Job:
+    spec = CreateJobInput.parse(body)
+    enabled = services.settings.secret_arns
+    if enabled and spec.provider not in enabled:
+        raise InvalidRequestError(
+            f"provider '{spec.provider}' is not enabled in this deployment (enabled: {', '.join(sorted(enabled))})",
+            details=[{"field": "provider", "message": "not enabled"}],
+        )
+    check_model_for_provider(spec.provider, spec.model)
+    check_endpoint_for_provider(spec.provider, spec.endpoint)
+    check_provider_options(spec.provider, spec.endpoint, spec.provider_options)
+    params = job_hyperparameters(spec.hyperparameters, spec.provider)
+
+    job_id = new_job_id()
+    key = requests_key(job_id)
+    with services.payloads.writer(key) as writer:  # aborted (nothing stored) if any request is invalid
+        for item in iter_normalized(spec.requests, params, spec.provider):
+            writer.write_line(_dumps(item).encode())
+        total = writer.lines_written
+
+    job = Job(
+        id=job_id,
+        owner=owner,
+        provider=spec.provider,
+        model=spec.model,
+        endpoint=spec.endpoint if spec.provider == "openai" else None,
+        request_counts=RequestCounts(total=total, processing=total),
+        metadata=spec.metadata,
+        hyperparameters=params,
+        provider_options=spec.provider_options,
+        source=source,
+    )
+    try:
+        services.jobs.put_new_job(job)
+        arn = services.start_workflow(job_id, {"job_id": job_id})
+    except BatchGatewayError:
+        _undo(services, job_id)
+        raise
+    except Exception as exc:
+        _undo(services, job_id)
+        raise TransientError("could not start the batch; nothing was kept, try again") from exc
+    return services.jobs.update_job(job_id, execution_arn=arn)
+
+
+def _undo(services: Services, job_id: str) -> None:
+    services.payloads.delete_prefix(f"jobs/{job_id}/")
+    services.jobs.delete_job(job_id)

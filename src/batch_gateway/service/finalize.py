@@ -1,0 +1,89 @@
+"""Finalize: join the chunks' results into ``results.jsonl``, prove one line per request id, total usage and cost,
+set the terminal status and announce it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from aws_lambda_powertools import Logger
+
+from batch_gateway.models.errors import IntegrityError
+from batch_gateway.models.jobs import ChunkState, Job, JobStatus, utcnow
+from batch_gateway.models.pricing import estimate_cost
+from batch_gateway.service.collect import summarize
+from batch_gateway.service.context import Services
+from batch_gateway.service.keys import chunk_results_key, results_key
+from batch_gateway.service.state import WorkflowState
+
+logger = Logger(child=True)
+
+
+def _terminal_status(job: Job, chunk_states: list[ChunkState], provider_statuses: list[str | None]) -> JobStatus:
+    if any(s is ChunkState.FAILED for s in chunk_states):
+        return JobStatus.FAILED
+    if job.status is JobStatus.CANCELING:
+        return JobStatus.CANCELED
+    if any(s == "expired" for s in provider_statuses):
+        return JobStatus.EXPIRED
+    return JobStatus.FINISHED
+
+
+def finalize_job(services: Services, state: WorkflowState) -> dict[str, str]:
+    job = services.jobs.require_job(state.job_id)
+    if job.status.terminal:
+        return {"job_id": job.id, "status": job.status.value}
+    chunks = services.jobs.get_chunks(job.id)
+    if any(c.open for c in chunks):
+        raise IntegrityError(f"job {job.id} has chunks whose results are not collected")
+
+    seen: set[bytes] = set()
+    lines = 0
+    with services.payloads.writer(results_key(job.id)) as out:
+        for chunk in chunks:
+            for line in services.payloads.iter_lines(chunk_results_key(job.id, chunk.index)):
+                if not line:
+                    continue
+                seen.add(hashlib.blake2b(json.loads(line)["id"].encode(), digest_size=12).digest())
+                out.write_line(line)
+                lines += 1
+        if lines != job.request_counts.total or len(seen) != lines:
+            raise IntegrityError(
+                f"results of {job.id} have {lines} lines for {len(seen)} ids; the job has "
+                f"{job.request_counts.total} requests"
+            )
+
+    counts, usage = summarize(chunks)
+    status = _terminal_status(job, [c.state for c in chunks], [c.provider_status for c in chunks])
+    failed = [c for c in chunks if c.state is ChunkState.FAILED]
+    error = f"the provider refused chunk {failed[0].index}: {failed[0].error}" if failed else None
+    job = services.jobs.update_job(
+        job.id, expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING], status=status,
+        request_counts=counts, usage=usage, cost_usd=estimate_cost(job.provider, job.model, usage),
+        ended_at=utcnow(), error=error,
+    )
+    logger.info("job ended", extra={"job_id": job.id, "status": status.value, **counts.model_dump()})
+    services.emit_event("Batch Job Ended", {"job_id": job.id, "owner": job.owner, "status": status.value,
+                                            "request_counts": counts.model_dump()})
+    return {"job_id": job.id, "status": status.value}
+
+
+def mark_failed(services: Services, job_id: str, error: dict[str, object]) -> dict[str, str]:
+    """The workflow's catch-all: record why, in words a caller can act on, without stack traces or payloads."""
+    name = str(error.get("Error") or "UnknownError")
+    cause = error.get("Cause")
+    message = ""
+    if isinstance(cause, str):
+        try:
+            parsed = json.loads(cause)
+            message = str(parsed.get("errorMessage") or "") if isinstance(parsed, dict) else ""
+        except ValueError:
+            message = cause
+    reason = f"{name}: {message[:500]}" if message else name
+    job = services.jobs.require_job(job_id)
+    if not job.status.terminal:
+        services.jobs.update_job(job_id, expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING],
+                                 status=JobStatus.FAILED, error=reason, ended_at=utcnow())
+        services.emit_event("Batch Job Ended", {"job_id": job_id, "owner": job.owner, "status": "failed"})
+    logger.error("job failed", extra={"job_id": job_id, "error_type": name})
+    return {"job_id": job_id, "status": JobStatus.FAILED.value}

@@ -1,0 +1,33 @@
+"""Where each payload lives in the bucket (DESIGN.md, Storage)."""
+
+
+def requests_key(job_id: str) -> str:
+    return f"jobs/{job_id}/requests.jsonl"
+
+
+def results_key(job_id: str) -> str:
+    return f"jobs/{job_id}/results.jsonl"
+
+
+def chunk_prefix(job_id: str, index: int) -> str:
+    return f"jobs/{job_id}/chunks/{index:05d}/"
+
+
+def chunk_input_key(job_id: str, index: int) -> str:
+    """The provider lines exactly as sent."""
+    return chunk_prefix(job_id, index) + "input.jsonl"
+
+
+def chunk_ids_key(job_id: str, index: int) -> str:
+    """One custom_id per line, in input order: what collect must find in the output."""
+    return chunk_prefix(job_id, index) + "custom_ids.txt"
+
+
+def chunk_idmap_key(job_id: str, index: int) -> str:
+    """custom_id -> caller id, only for ids that could not be sent as they were."""
+    return chunk_prefix(job_id, index) + "idmap.json"
+
+
+def chunk_results_key(job_id: str, index: int) -> str:
+    """Normalised results of the chunk, keyed by the caller's ids."""
+    return chunk_prefix(job_id, index) + "results.jsonl"

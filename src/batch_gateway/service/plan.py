@@ -1,0 +1,97 @@
+"""Plan: cut a job into chunks that fit the provider's limits (and any lower limits the operator set).
+
+Reads the normalised requests line by line and writes each chunk's provider lines, its custom_id list and (only
+when some caller ids had to be replaced) its id map, so memory stays flat whatever the job's size.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from batch_gateway.models.ids import custom_id_for, is_mapped
+from batch_gateway.models.jobs import Chunk, Job, JobStatus
+from batch_gateway.providers.base import BatchProvider
+from batch_gateway.service.context import Services
+from batch_gateway.service.keys import chunk_idmap_key, chunk_ids_key, chunk_input_key, requests_key
+from batch_gateway.service.state import WorkflowState
+from batch_gateway.store.payloads import MultipartWriter
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+ENVELOPE_BYTES = 64  # '{"requests":[' ... ']}' and commas, with room to spare
+
+
+def chunk_limits(provider: BatchProvider, services: Services) -> tuple[int, int]:
+    max_requests = min(provider.max_requests, services.settings.max_chunk_requests or provider.max_requests)
+    max_bytes = min(provider.max_bytes, services.settings.max_chunk_bytes or provider.max_bytes) - ENVELOPE_BYTES
+    return max_requests, max_bytes
+
+
+class _ChunkWriter:
+    def __init__(self, services: Services, job: Job, index: int) -> None:
+        self.index = index
+        self.inputs: MultipartWriter = services.payloads.writer(chunk_input_key(job.id, index))
+        self.ids: MultipartWriter = services.payloads.writer(chunk_ids_key(job.id, index), "text/plain")
+        self.idmap: dict[str, str] = {}
+        self.count = 0
+        self.bytes = 0
+
+    def add(self, custom_id: str, caller_id: str, line: bytes) -> None:
+        self.inputs.write_line(line)
+        self.ids.write_line(custom_id.encode())
+        if is_mapped(custom_id):
+            self.idmap[custom_id] = caller_id
+        self.count += 1
+        self.bytes += len(line) + 1
+
+    def close(self, services: Services, job: Job) -> Chunk:
+        self.inputs.close()
+        self.ids.close()
+        if self.idmap:
+            services.payloads.put_bytes(chunk_idmap_key(job.id, self.index), _dumps(self.idmap).encode(),
+                                        "application/json")
+        return Chunk(job_id=job.id, index=self.index, request_count=self.count, byte_size=self.bytes)
+
+    def abort(self) -> None:
+        self.inputs.abort()
+        self.ids.abort()
+
+
+def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
+    job = services.jobs.require_job(state.job_id)
+    if job.chunk_count:  # a retried Plan: the chunks are already there
+        return WorkflowState(job_id=job.id)
+    provider = services.provider_for(job.provider)
+    max_requests, max_bytes = chunk_limits(provider, services)
+
+    chunks: list[Chunk] = []
+    current: _ChunkWriter | None = None
+    try:
+        for position, raw in enumerate(services.payloads.iter_lines(requests_key(job.id))):
+            if not raw:
+                continue
+            request: dict[str, Any] = json.loads(raw)
+            custom_id = custom_id_for(request["id"], position)
+            line = _dumps(
+                provider.to_provider(custom_id, request, model=job.model, endpoint=job.endpoint,
+                                     provider_options=job.provider_options)
+            ).encode()
+            if current is not None and (current.count >= max_requests or current.bytes + len(line) + 1 > max_bytes):
+                chunks.append(current.close(services, job))
+                current = None
+            if current is None:
+                current = _ChunkWriter(services, job, len(chunks))
+            current.add(custom_id, request["id"], line)
+        if current is not None:
+            chunks.append(current.close(services, job))
+    except BaseException:
+        if current is not None:
+            current.abort()
+        raise
+    services.jobs.put_chunks(chunks)
+    services.jobs.update_job(job.id, chunk_count=len(chunks))
+    return WorkflowState(job_id=job.id)
+
+
+def is_cancel_requested(job: Job) -> bool:
+    return job.status is JobStatus.CANCELING

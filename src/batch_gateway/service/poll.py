@@ -1,0 +1,72 @@
+"""Poll: refresh every open chunk in one call, collect the ones that ended, pass cancels on, and say how long to
+wait before the next poll (short at first, longer later, so a 24 h batch stays cheap)."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools import Logger
+
+from batch_gateway.models import errors
+from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, utcnow
+from batch_gateway.providers.base import BatchProvider
+from batch_gateway.service.collect import collect_chunk, summarize
+from batch_gateway.service.context import Services
+from batch_gateway.service.state import WorkflowState
+from batch_gateway.service.submit import submit_chunk
+
+logger = Logger(child=True)
+
+
+def _refresh(services: Services, job: Job, chunk: Chunk, provider: BatchProvider, canceling: bool) -> Chunk:
+    if chunk.state is ChunkState.FAILED:  # refused at submit: record why for each of its requests
+        return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.ERRORED, reason=chunk.error)
+    if chunk.state in (ChunkState.PENDING, ChunkState.SUBMITTING):
+        if canceling and chunk.state is ChunkState.PENDING:
+            return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.CANCELED)
+        chunk = submit_chunk(services, job, chunk, provider)
+        if chunk.state is not ChunkState.SUBMITTED:
+            return chunk
+    assert chunk.provider_batch_id is not None
+    batch = provider.status(chunk.provider_batch_id)
+    if canceling and not batch.ended and chunk.cancel_requested_at is None:
+        logger.info("canceling provider batch", extra={"job_id": job.id, "chunk": chunk.index})
+        batch = provider.cancel(chunk.provider_batch_id)
+        chunk = services.jobs.update_chunk(chunk, cancel_requested_at=utcnow())
+    if batch.failed_reason:
+        chunk = services.jobs.update_chunk(chunk, state=ChunkState.FAILED, error=batch.failed_reason,
+                                           provider_status=batch.status)
+        chunk = collect_chunk(services, job, chunk, provider, batch, unanswered=ItemStatus.ERRORED,
+                              reason=batch.failed_reason)
+    elif batch.ended:
+        chunk = collect_chunk(services, job, chunk, provider, batch)
+    else:
+        return services.jobs.update_chunk(chunk, provider_status=batch.status, request_counts=batch.counts)
+    provider.cleanup(batch)
+    return chunk
+
+
+def poll_job(services: Services, state: WorkflowState) -> WorkflowState:
+    job = services.jobs.require_job(state.job_id)
+    provider = services.provider_for(job.provider)
+    canceling = job.status is JobStatus.CANCELING
+    chunks = []
+    for chunk in services.jobs.get_chunks(job.id):
+        if chunk.open:
+            try:
+                chunk = _refresh(services, job, chunk, provider, canceling)
+            except errors.TransientError:
+                logger.warning("chunk refresh failed; retrying at the next poll",
+                               extra={"job_id": job.id, "chunk": chunk.index})
+        chunks.append(chunk)
+    counts, usage = summarize(chunks)
+    fields = {"request_counts": counts, "usage": usage}
+    if job.status is JobStatus.QUEUED and any(c.state is ChunkState.SUBMITTED for c in chunks):
+        fields["status"] = JobStatus.IN_PROGRESS
+    try:
+        services.jobs.update_job(job.id, expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING],
+                                 **fields)
+    except errors.ConflictError:
+        fields.pop("status", None)  # canceled between our read and write: keep its status
+        services.jobs.update_job(job.id, **fields)
+    polls = state.polls + 1
+    return WorkflowState(job_id=job.id, polls=polls, wait_seconds=services.settings.wait_after(polls),
+                         done=not any(c.open for c in chunks))

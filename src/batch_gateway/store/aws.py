@@ -1,0 +1,33 @@
+"""boto3 clients, built once per process and shared (wire once per cold start)."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=60)
+
+
+_S3_CONFIG = _CONFIG.merge(Config(signature_version="s3v4"))  # presigned URLs signed with SigV4
+
+
+@cache
+def client(service: str) -> Any:
+    return boto3.session.Session().client(service, config=_S3_CONFIG if service == "s3" else _CONFIG)
+
+
+def start_execution(state_machine_arn: str, name: str, payload: dict[str, Any]) -> str:
+    response = client("stepfunctions").start_execution(
+        stateMachineArn=state_machine_arn, name=name, input=json.dumps(payload)
+    )
+    return response["executionArn"]
+
+
+def put_event(bus: str, source: str, detail_type: str, detail: dict[str, Any]) -> None:
+    client("events").put_events(
+        Entries=[{"EventBusName": bus, "Source": source, "DetailType": detail_type, "Detail": json.dumps(detail)}]
+    )

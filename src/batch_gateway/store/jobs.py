@@ -1,0 +1,243 @@
+"""JobStore: job and chunk items in one DynamoDB table.
+
+Layout: ``pk = JOB#<id>``; the job item has ``sk = JOB``, chunk items ``sk = CHUNK#<00000>``. Only job items carry
+``owner``, so the ``by-owner`` index (owner + created_at) lists jobs and nothing else.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from batch_gateway.constants import OWNER_INDEX
+from batch_gateway.models.errors import ConflictError, InvalidRequestError, NotFoundError
+from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, iso, utcnow
+
+_ser = TypeSerializer()
+_de = TypeDeserializer()
+JOB_SK = "JOB"
+
+
+def _pk(job_id: str) -> str:
+    return f"JOB#{job_id}"
+
+
+def _chunk_sk(index: int) -> str:
+    return f"CHUNK#{index:05d}"
+
+
+def _to_item(data: dict[str, Any]) -> dict[str, Any]:
+    plain = json.loads(json.dumps(data, default=str), parse_float=Decimal)
+    return {k: _ser.serialize(v) for k, v in plain.items() if v is not None}
+
+
+def _from_item(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _plain(_de.deserialize(v)) for k, v in item.items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _values(values: dict[str, Any]) -> dict[str, Any]:
+    plain = json.loads(json.dumps(values, default=str), parse_float=Decimal)
+    return {k: _ser.serialize(v) for k, v in plain.items()}
+
+
+def _dump(model: Job | Chunk) -> dict[str, Any]:
+    data = model.model_dump(mode="json")
+    for key in list(data):
+        if isinstance(getattr(model, key, None), datetime):
+            data[key] = iso(getattr(model, key))
+    return data
+
+
+def _update_parts(fields: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """UPDATE expression, names and values for ``fields`` (a None value removes the attribute)."""
+    sets, removes, names, values = [], [], {}, {}
+    for i, (name, value) in enumerate(fields.items()):
+        names[f"#f{i}"] = name
+        if value is None:
+            removes.append(f"#f{i}")
+            continue
+        if isinstance(value, datetime):
+            value = iso(value)
+        elif hasattr(value, "model_dump"):
+            value = value.model_dump(mode="json")
+        elif hasattr(value, "value"):
+            value = value.value
+        values[f":v{i}"] = value
+        sets.append(f"#f{i} = :v{i}")
+    expression = ("SET " + ", ".join(sets) if sets else "") + (" REMOVE " + ", ".join(removes) if removes else "")
+    return expression.strip(), names, values
+
+
+class JobStore:
+    def __init__(self, dynamodb_client: Any, table: str) -> None:
+        self._db = dynamodb_client
+        self.table = table
+
+    # --- jobs ---------------------------------------------------------------------------------------------------
+
+    def put_new_job(self, job: Job) -> None:
+        item = _to_item({"pk": _pk(job.id), "sk": JOB_SK, **_dump(job)})
+        try:
+            self._db.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)")
+        except self._db.exceptions.ConditionalCheckFailedException as exc:
+            raise ConflictError(f"job {job.id} exists already") from exc
+
+    def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None:
+        item = self._db.get_item(
+            TableName=self.table, Key=_values({"pk": _pk(job_id), "sk": JOB_SK}), ConsistentRead=consistent
+        ).get("Item")
+        return Job.model_validate(_from_item(item)) if item else None
+
+    def require_job(self, job_id: str) -> Job:
+        job = self.get_job(job_id)
+        if job is None:
+            raise NotFoundError(f"no batch with id '{job_id}'")
+        return job
+
+    def get_owned_job(self, job_id: str, owner: str) -> Job:
+        """A job the caller owns; another caller's job answers exactly like a missing one."""
+        job = self.get_job(job_id) if job_id.startswith("job_") and len(job_id) <= 64 else None
+        if job is None or job.owner != owner:
+            raise NotFoundError(f"no batch with id '{job_id}'")
+        return job
+
+    def delete_job(self, job_id: str) -> None:
+        self._db.delete_item(TableName=self.table, Key=_values({"pk": _pk(job_id), "sk": JOB_SK}))
+
+    def update_job(self, job_id: str, *, expect: Iterable[JobStatus] | None = None, **fields: Any) -> Job:
+        """Set fields (None removes one); with ``expect``, only while the job is in one of those statuses."""
+        fields["updated_at"] = iso(utcnow())
+        expression, names, values = _update_parts(fields)
+        condition = "attribute_exists(pk)"
+        if expect is not None:
+            statuses = [s.value for s in expect]
+            names["#status"] = "status"
+            placeholders = []
+            for i, status in enumerate(statuses):
+                values[f":e{i}"] = status
+                placeholders.append(f":e{i}")
+            condition += f" AND #status IN ({', '.join(placeholders)})"
+        try:
+            response = self._db.update_item(
+                TableName=self.table,
+                Key=_values({"pk": _pk(job_id), "sk": JOB_SK}),
+                UpdateExpression=expression,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=_values(values),
+                ReturnValues="ALL_NEW",
+            )
+        except self._db.exceptions.ConditionalCheckFailedException as exc:
+            raise ConflictError(f"job {job_id} is not in an expected status for this change") from exc
+        return Job.model_validate(_from_item(response["Attributes"]))
+
+    def list_jobs(
+        self, owner: str, *, status: JobStatus | None = None, limit: int = 50, next_token: str | None = None
+    ) -> tuple[list[Job], str | None]:
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": OWNER_INDEX,
+            "KeyConditionExpression": "#owner = :owner",
+            "ExpressionAttributeNames": {"#owner": "owner"},
+            "ExpressionAttributeValues": _values({":owner": owner}),
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if status is not None:
+            kwargs["FilterExpression"] = "#status = :status"
+            kwargs["ExpressionAttributeNames"]["#status"] = "status"
+            kwargs["ExpressionAttributeValues"].update(_values({":status": status.value}))
+        if next_token:
+            kwargs["ExclusiveStartKey"] = _decode_token(next_token, owner)
+        response = self._db.query(**kwargs)
+        jobs = [Job.model_validate(_from_item(item)) for item in response.get("Items", [])]
+        last = response.get("LastEvaluatedKey")
+        return jobs, (_encode_token(last) if last else None)
+
+    # --- chunks -------------------------------------------------------------------------------------------------
+
+    def put_chunks(self, chunks: list[Chunk]) -> None:
+        for start in range(0, len(chunks), 25):
+            requests = [
+                {"PutRequest": {"Item": _to_item({"pk": _pk(c.job_id), "sk": _chunk_sk(c.index), **_dump(c)})}}
+                for c in chunks[start:start + 25]
+            ]
+            pending: dict[str, Any] = {self.table: requests}
+            while pending:
+                pending = self._db.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+
+    def get_chunks(self, job_id: str) -> list[Chunk]:
+        chunks: list[Chunk] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :chunk)",
+            "ExpressionAttributeValues": _values({":pk": _pk(job_id), ":chunk": "CHUNK#"}),
+            "ConsistentRead": True,
+        }
+        while True:
+            response = self._db.query(**kwargs)
+            chunks.extend(Chunk.model_validate(_from_item(item)) for item in response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                return chunks
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def update_chunk(
+        self, chunk: Chunk, *, expect_state: ChunkState | None = None, expect_claim: str | None = None,
+        **fields: Any,
+    ) -> Chunk:
+        """Conditional write of chunk fields; raises ConflictError when the expectation does not hold."""
+        expression, names, values = _update_parts(fields)
+        conditions = ["attribute_exists(pk)"]
+        if expect_state is not None:
+            names["#state"] = "state"
+            values[":expect_state"] = expect_state.value
+            conditions.append("#state = :expect_state")
+        if expect_claim is not None:
+            names["#claim"] = "claim_token"
+            values[":expect_claim"] = expect_claim
+            conditions.append("#claim = :expect_claim")
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "Key": _values({"pk": _pk(chunk.job_id), "sk": _chunk_sk(chunk.index)}),
+            "UpdateExpression": expression,
+            "ConditionExpression": " AND ".join(conditions),
+            "ExpressionAttributeNames": names,
+            "ReturnValues": "ALL_NEW",
+        }
+        if values:
+            kwargs["ExpressionAttributeValues"] = _values(values)
+        try:
+            response = self._db.update_item(**kwargs)
+        except self._db.exceptions.ConditionalCheckFailedException as exc:
+            raise ConflictError(f"chunk {chunk.index} of {chunk.job_id} changed under us") from exc
+        return Chunk.model_validate(_from_item(response["Attributes"]))
+
+
+def _encode_token(key: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
+
+
+def _decode_token(token: str, owner: str) -> dict[str, Any]:
+    try:
+        key = json.loads(base64.urlsafe_b64decode(token.encode()))
+        if not isinstance(key, dict) or key.get("owner", {}).get("S") != owner:
+            raise ValueError
+    except (ValueError, TypeError) as exc:
+        raise InvalidRequestError("next_token is not one this service gave you") from exc
+    return key

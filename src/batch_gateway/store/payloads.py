@@ -1,0 +1,138 @@
+"""PayloadStore: request and result payloads in S3, streamed both ways."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from typing import Any
+
+from batch_gateway.models.errors import TransientError
+
+PART_SIZE = 8 * 1024 * 1024  # S3 multipart parts must be >= 5 MiB except the last
+
+
+class PayloadStore:
+    def __init__(self, s3_client: Any, bucket: str) -> None:
+        self._s3 = s3_client
+        self.bucket = bucket
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/x-ndjson") -> None:
+        self._s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
+
+    def get_bytes(self, key: str) -> bytes:
+        return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+
+    def exists(self, key: str) -> bool:
+        try:
+            self._s3.head_object(Bucket=self.bucket, Key=key)
+        except self._s3.exceptions.ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+        return True
+
+    def iter_lines(self, key: str, start: int = 0) -> Iterator[bytes]:
+        """Lines of an object (without the newline), read in chunks: memory stays flat whatever the size."""
+        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+        if start:
+            kwargs["Range"] = f"bytes={start}-"
+        body = self._s3.get_object(**kwargs)["Body"]
+        pending = b""
+        for chunk in body.iter_chunks(chunk_size=1024 * 1024):
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            yield from lines
+        if pending:
+            yield pending
+
+    def iter_lines_with_offsets(self, key: str, start: int = 0) -> Iterator[tuple[int, bytes]]:
+        """(offset just past the line, line) pairs, for byte-offset pagination."""
+        offset = start
+        for line in self.iter_lines(key, start):
+            offset += len(line) + 1
+            yield offset, line
+
+    def writer(self, key: str, content_type: str = "application/x-ndjson") -> MultipartWriter:
+        return MultipartWriter(self._s3, self.bucket, key, content_type)
+
+    def presign_get(self, key: str, expires_in: int) -> str:
+        return self._s3.generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_in
+        )
+
+    def delete_prefix(self, prefix: str) -> None:
+        paginator = self._s3.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+            keys = [{"Key": obj["Key"]} for obj in page.get("Contents", [])]
+            if keys:
+                self._s3.delete_objects(Bucket=self.bucket, Delete={"Objects": keys, "Quiet": True})
+
+
+class MultipartWriter:
+    """Write an object as a stream of lines: parts of 8 MiB go up as they fill; nothing is visible until close.
+
+    On an exception inside the ``with`` block the upload is aborted, so a failed write leaves no object behind.
+    """
+
+    def __init__(self, s3: Any, bucket: str, key: str, content_type: str) -> None:
+        self._s3, self._bucket, self.key, self._content_type = s3, bucket, key, content_type
+        self._buffer = io.BytesIO()
+        self._upload_id: str | None = None
+        self._parts: list[dict[str, Any]] = []
+        self.bytes_written = 0
+        self.lines_written = 0
+
+    def write_line(self, line: bytes) -> None:
+        self._buffer.write(line)
+        self._buffer.write(b"\n")
+        self.bytes_written += len(line) + 1
+        self.lines_written += 1
+        if self._buffer.tell() >= PART_SIZE:
+            self._flush_part()
+
+    def write(self, data: bytes) -> None:
+        self._buffer.write(data)
+        self.bytes_written += len(data)
+        if self._buffer.tell() >= PART_SIZE:
+            self._flush_part()
+
+    def _flush_part(self) -> None:
+        if self._upload_id is None:
+            self._upload_id = self._s3.create_multipart_upload(
+                Bucket=self._bucket, Key=self.key, ContentType=self._content_type
+            )["UploadId"]
+        number = len(self._parts) + 1
+        response = self._s3.upload_part(
+            Bucket=self._bucket, Key=self.key, UploadId=self._upload_id, PartNumber=number,
+            Body=self._buffer.getvalue(),
+        )
+        self._parts.append({"ETag": response["ETag"], "PartNumber": number})
+        self._buffer = io.BytesIO()
+
+    def close(self) -> None:
+        if self._upload_id is None:
+            self._s3.put_object(
+                Bucket=self._bucket, Key=self.key, Body=self._buffer.getvalue(), ContentType=self._content_type
+            )
+            return
+        if self._buffer.tell():
+            self._flush_part()
+        self._s3.complete_multipart_upload(
+            Bucket=self._bucket, Key=self.key, UploadId=self._upload_id, MultipartUpload={"Parts": self._parts}
+        )
+
+    def abort(self) -> None:
+        if self._upload_id is not None:
+            try:
+                self._s3.abort_multipart_upload(Bucket=self._bucket, Key=self.key, UploadId=self._upload_id)
+            except Exception as exc:  # the bucket's lifecycle rule cleans up what we could not
+                raise TransientError(f"could not abort upload of {self.key}") from exc
+
+    def __enter__(self) -> MultipartWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        if exc is None:
+            self.close()
+        else:
+            self.abort()

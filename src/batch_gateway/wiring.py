@@ -1,0 +1,79 @@
+"""Builds the services from the environment, once per cold start. The only runtime module that reads os.environ.
+
+Provider API keys come from Secrets Manager through Powertools' cached parameters (5 minutes), never from plain
+environment variables or the workflow state.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+
+from batch_gateway.models.errors import ProviderAuthError
+from batch_gateway.providers import make_provider
+from batch_gateway.providers.base import BatchProvider
+from batch_gateway.service.context import Services
+from batch_gateway.settings import Settings
+from batch_gateway.store import aws
+from batch_gateway.store.jobs import JobStore
+from batch_gateway.store.payloads import PayloadStore
+
+SECRET_MAX_AGE = 300
+
+
+@cache
+def settings() -> Settings:
+    return Settings.from_env(os.environ)
+
+
+def _api_key(provider: str) -> str:
+    from aws_lambda_powertools.utilities import parameters
+
+    arn = settings().secret_arns.get(provider)
+    if not arn:
+        raise ProviderAuthError(f"provider '{provider}' is not enabled in this deployment")
+    value = parameters.get_secret(arn, max_age=SECRET_MAX_AGE)
+    if not isinstance(value, str) or not value.strip():
+        raise ProviderAuthError(f"the {provider} API key secret is empty; set it in Secrets Manager")
+    return value.strip()
+
+
+@cache
+def _provider_with_key(name: str, api_key: str) -> BatchProvider:
+    return make_provider(name, api_key=api_key)
+
+
+def _provider(name: str) -> BatchProvider:
+    """One adapter per provider and key: a rotated key (seen within SECRET_MAX_AGE) gets a fresh client."""
+    return _provider_with_key(name, _api_key(name))
+
+
+@cache
+def services() -> Services:
+    s = settings()
+
+    def start(name: str, payload: dict) -> str:
+        if not s.state_machine_arn:
+            raise RuntimeError("STATE_MACHINE_ARN is not set")
+        return aws.start_execution(s.state_machine_arn, name, payload)
+
+    def emit(detail_type: str, detail: dict) -> None:
+        if s.event_bus:
+            aws.put_event(s.event_bus, "batch-gateway", detail_type, detail)
+
+    return Services(
+        settings=s,
+        jobs=JobStore(aws.client("dynamodb"), s.table),
+        payloads=PayloadStore(aws.client("s3"), s.bucket),
+        start_workflow=start,
+        provider_for=_provider,
+        emit_event=emit,
+    )
+
+
+def reset() -> None:
+    """Forget everything built so far (tests and the local stack change the environment between runs)."""
+    settings.cache_clear()
+    services.cache_clear()
+    _provider_with_key.cache_clear()
+    aws.client.cache_clear()

@@ -1,0 +1,93 @@
+"""POST /batches with bad input: a 4xx that says what to fix, and nothing stored, started or billed."""
+
+import base64
+import json
+
+import boto3
+import pytest
+
+from lambdas import create
+from tests.integration.conftest import call, load_event
+
+GOOD = {"provider": "anthropic", "model": "claude-sonnet-4-20250514", "requests": {"a": "Hi"}}
+
+
+def body(**changes):
+    data = {**GOOD, **changes}
+    return json.dumps({k: v for k, v in data.items() if v is not ...})
+
+
+CORPUS = [
+    # (name, raw body (str | bytes), headers, expected status, fragment of the message)
+    ("not json", "{provider: anthropic", None, 400, "not valid JSON"),
+    ("json array", "[1, 2]", None, 400, "must be a JSON object"),
+    ("json string", '"hello"', None, 400, "must be a JSON object"),
+    ("empty body", "", None, 400, "body is empty"),
+    ("wrong content type", body(), {"Content-Type": "text/plain"}, 415, "application/json"),
+    ("form content type", body(), {"Content-Type": "application/x-www-form-urlencoded"}, 415, "application/json"),
+    ("missing provider", body(provider=...), None, 400, "provider: is required"),
+    ("missing model", body(model=...), None, 400, "model: is required"),
+    ("missing requests", body(requests=...), None, 400, "requests: is required"),
+    ("unknown provider", body(provider="gemini"), None, 400, "'anthropic' or 'openai'"),
+    ("provider wrong type", body(provider=7), None, 400, "provider"),
+    ("model wrong type", body(model=["claude"]), None, 400, "model"),
+    ("model bad format", body(model="claude sonnet!"), None, 400, "model must be"),
+    ("openai model for anthropic", body(model="gpt-4o"), None, 400, "not an Anthropic model"),
+    ("empty requests", body(requests={}), None, 400, "at least one request"),
+    ("requests as list", body(requests=["Hi"]), None, 400, "requests"),
+    ("empty prompt", body(requests={"a": ""}), None, 400, "must not be empty"),
+    ("numeric prompt", body(requests={"a": 5}), None, 400, "prompt string"),
+    ("null prompt", body(requests={"a": None}), None, 400, "prompt string"),
+    ("empty id", body(requests={"": "Hi"}), None, 400, "non-empty"),
+    ("id too long", body(requests={"x" * 300: "Hi"}), None, 400, "at most 256"),
+    ("id with control char", body(requests={"a\nb": "Hi"}), None, 400, "control characters"),
+    ("duplicate request id", '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi","a":"Yo"}}', None,
+     400, "duplicate key 'a'"),
+    ("duplicate top-level key", '{"provider":"anthropic","provider":"openai","model":"claude-x","requests":{}}',
+     None, 400, "duplicate key 'provider'"),
+    ("unknown hyperparameter", body(hyperparameters={"max_tokenz": 3}), None, 400, "unknown hyperparameter"),
+    ("negative max_tokens", body(hyperparameters={"max_tokens": -1}), None, 400, "max_tokens"),
+    ("max_tokens as string", body(hyperparameters={"max_tokens": "64"}), None, 400, "max_tokens"),
+    ("temperature too high", body(hyperparameters={"temperature": 3}), None, 400, "temperature"),
+    ("nan temperature", '{"provider":"anthropic","model":"claude-x","requests":{"a":"b"},'
+     '"hyperparameters":{"temperature":NaN}}', None, 400, "finite"),
+    ("unknown top-level field", body(priority="high"), None, 400, "not a known field"),
+    ("metadata not strings", body(metadata={"team": 5}), None, 400, "metadata"),
+    ("too much metadata", body(metadata={f"k{i}": "v" for i in range(20)}), None, 400, "16 pairs"),
+    ("endpoint for anthropic", body(endpoint="embeddings"), None, 400, "only available with provider 'openai'"),
+    ("unknown endpoint", body(endpoint="images"), None, 400, "endpoint"),
+    ("unknown provider option", body(provider_options={"temprature": 1}), None, 400, "not accepted"),
+    ("message with bad role", body(requests={"a": [{"role": "bot", "content": "x"}]}), None, 400, "role must be"),
+    ("assistant first", body(requests={"a": {"messages": [{"role": "assistant", "content": "x"}]}}), None, 400,
+     "first message"),
+    ("oversize prompt", body(requests={"a": "x" * 1_000_001}), None, 400, "longer than"),
+    ("deeply nested", '{"provider":"anthropic","model":"claude-x","requests":{"a":' + "[" * 100_000
+     + "]" * 100_000 + "}}", None, 400, "nested too deeply"),
+    ("non-utf8 body", b'{"provider":"anthropic","model":"claude-x","requests":{"a":"\xff\xfe"}}', None, 400,
+     "not valid UTF-8"),
+    ("body over 10 MB", body(requests={"a": "x" * (10 * 1024 * 1024)}), None, 413, "drop folder"),
+]
+
+
+@pytest.mark.parametrize(("name", "raw", "headers", "code", "fragment"), CORPUS, ids=[c[0] for c in CORPUS])
+def test_bad_create_is_refused_clearly_and_nothing_is_kept(aws, ctx, name, raw, headers, code, fragment):
+    event = load_event("api_create.json")
+    if isinstance(raw, bytes):
+        event["body"] = base64.b64encode(raw).decode()
+        event["isBase64Encoded"] = True
+    else:
+        event["body"] = raw
+    if headers:
+        event["headers"].update(headers)
+    status, answer = call(create.handler, event, ctx)
+    assert status == code, answer
+    assert fragment in json.dumps(answer["error"]), answer["error"]
+    assert set(answer["error"]) == {"type", "message", "details"}
+    assert boto3.client("s3").list_objects_v2(Bucket="payloads").get("KeyCount", 0) == 0
+    assert boto3.client("dynamodb").scan(TableName="jobs")["Count"] == 0
+    executions = boto3.client("stepfunctions").list_executions(stateMachineArn=aws.settings.state_machine_arn)
+    assert executions["executions"] == []
+
+
+def test_corpus_is_at_least_thirty_cases():
+    assert len(CORPUS) >= 30
