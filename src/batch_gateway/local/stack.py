@@ -41,7 +41,7 @@ def _empty_zip() -> bytes:
 class LocalStack:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, poll_schedule: str = "1,1,2,2,3,5",
                  processing_seconds: float = 2.0, use_simulators: bool | None = None,
-                 context: dict[str, Any] | None = None) -> None:
+                 context: dict[str, Any] | None = None, quiet: bool = False) -> None:
         self.host, self.port = host, port
         self.poll_schedule = poll_schedule
         self.processing_seconds = processing_seconds
@@ -56,6 +56,7 @@ class LocalStack:
         self.front: ApiFront | None = None
         self.state_machine_arn = ""
         self._saved_env: dict[str, str | None] = {}
+        self.quiet = quiet  # warnings and errors only, no metrics lines: for people watching a terminal
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
 
@@ -186,6 +187,8 @@ class LocalStack:
             roleArn=role, type="STANDARD",
         )
         # One process runs every handler, so they share one environment: the union of the functions' variables.
+        if self.quiet:
+            env.update(POWERTOOLS_LOG_LEVEL="WARNING", POWERTOOLS_METRICS_DISABLED="true")
         self._set_env(env)
         return refs, attrs
 

@@ -41,7 +41,7 @@ def synthesized_template(context: dict[str, Any]) -> dict[str, Any]:
 
     template = synth_template({"nag": False, **context})
     CACHE_DIR.mkdir(exist_ok=True)
-    tmp = cache.with_suffix(".tmp")
+    tmp = cache.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(template))
     tmp.replace(cache)
     return template
