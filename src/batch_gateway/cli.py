@@ -1,0 +1,419 @@
+"""``batch-gateway``: the service's verbs on JSONL files.
+
+    batch-gateway submit requests.jsonl --wait -o results.jsonl
+    batch-gateway status ID | results ID [-o FILE] | list [--status S] | cancel ID
+    batch-gateway local [--host H] [--port N]
+
+Exit codes: 0 ok, 1 the service (or the input file) said no, 2 usage error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import IO, Any, NoReturn
+
+from batch_gateway.client.errors import error_from_job
+from batch_gateway.client.invoker import ENDPOINT_ENV
+from batch_gateway.client.models import Job, JobStatus
+from batch_gateway.client.sync_client import BatchGatewayClient
+from batch_gateway.models.errors import BatchGatewayError
+from batch_gateway.models.jsonl import ParsedFile, dumps_line, iter_jsonl_lines, parse_jsonl
+
+EXIT_OK, EXIT_SERVICE_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+JOB_STATUSES = [status.value for status in JobStatus]
+
+
+class UsageError(Exception):
+    """Wrong invocation: reported as ``error: ...`` with exit code 2."""
+
+
+# --- output helpers --------------------------------------------------------------------------------------------------
+
+
+def _out(text: str = "") -> None:
+    print(text, file=sys.stdout)
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def _json_out(value: Any) -> None:
+    _out(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _job_json(job: Job) -> dict[str, Any]:
+    return job.model_dump(mode="json")
+
+
+@contextmanager
+def _output(path: str | None) -> Iterator[IO[str]]:
+    """stdout, or a file that appears complete or not at all (written aside, then renamed)."""
+    if path in (None, "-"):
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    partial = f"{path}.part"
+    try:
+        with open(partial, "w", encoding="utf-8") as stream:
+            yield stream
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+
+
+def _format_detail(detail: dict[str, Any]) -> str:
+    message = detail.get("message", "")
+    for key in ("line", "field", "id"):
+        if key in detail:
+            label = f"line {detail[key]}" if key == "line" else str(detail[key])
+            return f"  {label}: {message}"
+    return f"  {json.dumps(detail, ensure_ascii=False)}"
+
+
+def _report_error(error: BatchGatewayError, as_json: bool) -> None:
+    if as_json:
+        body = error.to_body()
+        body["error"]["status_code"] = getattr(error, "status_code", None)
+        _err(json.dumps(body, ensure_ascii=False))
+        return
+    _err(f"error: {error.type}: {error.message}")
+    for detail in error.details:
+        _err(_format_detail(detail))
+
+
+def _elapsed(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
+class Progress:
+    """Waiting feedback on stderr: one redrawn line on a terminal, a plain line per change otherwise (logs, CI)."""
+
+    BAR_WIDTH = 24
+
+    def __init__(self, stream: IO[str], *, tty: bool, clock: Callable[[], float] = time.monotonic) -> None:
+        self._stream = stream
+        self._tty = tty
+        self._clock = clock
+        self._start = clock()
+        self._drawn = 0
+        self._last: str | None = None
+
+    def update(self, job: Job) -> None:
+        counts = job.request_counts
+        done, total = counts.done, counts.total
+        filled = self.BAR_WIDTH * done // total if total else 0
+        bar = "#" * filled + "-" * (self.BAR_WIDTH - filled)
+        state = (
+            f"{job.id} {job.status:<11} [{bar}] {done}/{total} done | succeeded {counts.succeeded}"
+            f" errored {counts.errored} canceled {counts.canceled} expired {counts.expired}"
+        )
+        line = f"{state} | {_elapsed(self._clock() - self._start)}"
+        if self._tty:
+            width = shutil.get_terminal_size((120, 20)).columns - 1  # a wrapped line cannot be redrawn
+            line = line[:width]
+            self._stream.write("\r" + line.ljust(self._drawn))
+            self._drawn = len(line)
+        elif state != self._last:
+            self._stream.write(line + "\n")
+        self._last = state
+        self._stream.flush()
+
+    def close(self) -> None:
+        if self._tty and self._drawn:
+            self._stream.write("\n")
+            self._stream.flush()
+
+
+# --- commands ----------------------------------------------------------------------------------------------------
+
+
+def _json_arg(text: str, option: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{option} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{option} must be a JSON object")
+    return value
+
+
+def _read_input(path: str) -> ParsedFile:
+    if path == "-":
+        return parse_jsonl(iter_jsonl_lines(sys.stdin.buffer))
+    try:
+        with open(path, "rb") as stream:
+            return parse_jsonl(iter_jsonl_lines(stream))
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _write_results(client: BatchGatewayClient, batch_id: str, path: str | None) -> dict[str, int]:
+    tally: dict[str, int] = {}
+    with _output(path) as stream:
+        for item in client.iter_results(batch_id):
+            stream.write(dumps_line(item.model_dump(mode="json")))
+            tally[item.status] = tally.get(item.status, 0) + 1
+    return tally
+
+
+def _tally_text(tally: dict[str, int]) -> str:
+    return ", ".join(f"{count} {status}" for status, count in sorted(tally.items())) or "no results"
+
+
+def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    parsed = _read_input(args.file)
+    header = parsed.header or {}
+    provider = args.provider or header.get("provider")
+    model = args.model or header.get("model")
+    missing = [name for name, value in (("provider", provider), ("model", model)) if not value]
+    if missing:
+        raise UsageError(f"no {' or '.join(missing)}: pass --{missing[0]} or put it in the file's header line")
+    hyperparameters = {
+        **header.get("hyperparameters", {}),
+        **_json_arg(args.hyperparameters or "{}", "--hyperparameters"),
+    }
+    metadata = {**header.get("metadata", {}), **_json_arg(args.metadata or "{}", "--metadata")}
+    job = client.create_job(
+        parsed.requests,
+        provider=provider,
+        model=model,
+        hyperparameters=hyperparameters or None,
+        metadata=metadata or None,
+        endpoint=args.api_endpoint or header.get("endpoint"),
+        provider_options=header.get("provider_options"),
+        idempotency_key=args.idempotency_key,
+    )
+    if not args.wait:
+        if args.json:
+            _json_out(_job_json(job))
+        else:
+            _out(f"submitted {job.id}: {len(parsed.requests)} requests to {job.provider} {job.model} ({job.status})")
+        return EXIT_OK
+
+    progress = Progress(sys.stderr, tty=sys.stderr.isatty())
+    try:
+        job = client.batch.wait(job.id, status_check_interval=args.poll_interval, on_update=progress.update)
+    except KeyboardInterrupt:
+        progress.close()
+        _err(f"stopped waiting; {job.id} keeps running: batch-gateway status {job.id}")
+        return EXIT_INTERRUPTED
+    progress.close()
+    if job.status == JobStatus.FAILED:
+        raise error_from_job(job.error, batch_id=job.id)
+    tally = _write_results(client, job.id, args.output)
+    where = f" -> {args.output}" if args.output not in (None, "-") else ""
+    _err(f"{job.id} {job.status}: {_tally_text(tally)}{where}")
+    if args.json and where:
+        _json_out(_job_json(job))
+    return EXIT_OK
+
+
+def _status_lines(job: Job) -> Iterable[tuple[str, str]]:
+    counts = job.request_counts
+    yield "id", job.id
+    yield "status", f"{job.status} (gllm: {job.batch_status.value})"
+    yield "provider", job.provider
+    yield "model", job.model
+    yield (
+        "requests",
+        (
+            f"{counts.done}/{counts.total} done (succeeded {counts.succeeded}, errored {counts.errored}, "
+            f"canceled {counts.canceled}, expired {counts.expired}, processing {counts.processing})"
+        ),
+    )
+    yield "usage", f"{job.usage.input_tokens} input tokens, {job.usage.output_tokens} output tokens"
+    if job.cost_usd is not None:
+        yield "cost", f"${job.cost_usd:.4f} (estimate)"
+    chunks = ", ".join(f"{c.provider_batch_id or '-'} {c.status}" for c in job.chunks)
+    yield "chunks", f"{len(job.chunks)}" + (f" ({chunks})" if chunks else "")
+    if job.metadata:
+        yield "metadata", ", ".join(f"{key}={value}" for key, value in job.metadata.items())
+    for name in ("created_at", "updated_at", "ended_at"):
+        value = getattr(job, name)
+        yield name, value.isoformat() if value else "-"
+    if job.error:
+        yield "error", json.dumps(job.error, ensure_ascii=False) if isinstance(job.error, dict) else str(job.error)
+
+
+def cmd_status(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    job = client.get_job(args.batch_id)
+    if args.json:
+        _json_out(_job_json(job))
+        return EXIT_OK
+    lines = list(_status_lines(job))
+    width = max(len(key) for key, _ in lines) + 1
+    for key, value in lines:
+        _out(f"{key + ':':<{width}} {value}")
+    return EXIT_OK
+
+
+def cmd_results(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    tally = _write_results(client, args.batch_id, args.output)
+    if args.output not in (None, "-"):
+        _err(f"{args.batch_id}: {_tally_text(tally)} -> {args.output}")
+    return EXIT_OK
+
+
+def _table(rows: list[list[str]]) -> Iterator[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        yield "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+
+
+def cmd_list(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    jobs: list[Job] = []
+    for job in client.iter_jobs(status=args.status):
+        jobs.append(job)
+        if args.limit and len(jobs) >= args.limit:
+            break
+    if args.json:
+        _json_out([_job_json(job) for job in jobs])
+        return EXIT_OK
+    if not jobs:
+        _err("no batches" + (f" with status {args.status}" if args.status else ""))
+        return EXIT_OK
+    rows = [["ID", "STATUS", "PROVIDER", "MODEL", "DONE", "CREATED"]]
+    for job in jobs:
+        counts = job.request_counts
+        created = job.created_at.strftime("%Y-%m-%d %H:%M:%S") if job.created_at else "-"
+        rows.append([job.id, job.status, job.provider, job.model, f"{counts.done}/{counts.total}", created])
+    for line in _table(rows):
+        _out(line)
+    return EXIT_OK
+
+
+def cmd_cancel(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    job = client.cancel_job(args.batch_id)
+    if args.json:
+        _json_out(_job_json(job))
+    else:
+        _out(f"{job.id} {job.status}: finished items stay retrievable (batch-gateway results {job.id})")
+    return EXIT_OK
+
+
+def cmd_local(args: argparse.Namespace) -> int:
+    try:
+        from batch_gateway.local import serve  # heavy (moto, the handlers): only for this command
+    except ImportError as exc:
+        _err(f"error: the local stack is not available: {exc}")
+        return EXIT_SERVICE_ERROR
+    serve(host=args.host, port=args.port)
+    return EXIT_OK
+
+
+# --- parser --------------------------------------------------------------------------------------------------------
+
+
+def _global_options() -> argparse.ArgumentParser:
+    # SUPPRESS lets the options go before or after the command without one position resetting the other.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--endpoint", default=argparse.SUPPRESS, help=f"the API's URL, stage included (default: ${ENDPOINT_ENV})"
+    )
+    common.add_argument("--region", default=argparse.SUPPRESS, help="signing region (default: from the URL/profile)")
+    common.add_argument("--profile", default=argparse.SUPPRESS, help="AWS profile for credentials")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _global_options()
+    parser = argparse.ArgumentParser(
+        prog="batch-gateway",
+        parents=[common],
+        description="Run LLM requests through the providers' batch APIs via a Batch Gateway deployment.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    submit = commands.add_parser("submit", parents=[common], help="submit a JSONL file of requests")
+    submit.add_argument("file", metavar="FILE.jsonl", help="requests, one per line ('-' for stdin)")
+    submit.add_argument("--provider", choices=["anthropic", "openai"], help="overrides the header's provider")
+    submit.add_argument("--model", help="overrides the header's model")
+    submit.add_argument("--hyperparameters", metavar="JSON", help="merged over the header's hyperparameters")
+    submit.add_argument("--metadata", metavar="JSON", help="merged over the header's metadata")
+    submit.add_argument(
+        "--api-endpoint", choices=["chat", "responses", "embeddings"], help="OpenAI endpoint (header: endpoint)"
+    )
+    submit.add_argument("--idempotency-key", help="resubmitting with the same key returns the first job")
+    submit.add_argument("--wait", action="store_true", help="wait for the job to end, then write its results")
+    submit.add_argument("-o", "--output", metavar="OUT.jsonl", help="results file with --wait (default: stdout)")
+    submit.add_argument("--poll-interval", type=float, default=5.0, metavar="S", help="seconds between status checks")
+    submit.set_defaults(handler=cmd_submit)
+
+    status = commands.add_parser("status", parents=[common], help="show a job")
+    status.add_argument("batch_id", metavar="ID")
+    status.set_defaults(handler=cmd_status)
+
+    results = commands.add_parser("results", parents=[common], help="write an ended job's results as JSONL")
+    results.add_argument("batch_id", metavar="ID")
+    results.add_argument("-o", "--output", metavar="FILE", help="default: stdout")
+    results.set_defaults(handler=cmd_results)
+
+    listing = commands.add_parser("list", parents=[common], help="list your jobs, newest first")
+    listing.add_argument("--status", choices=JOB_STATUSES)
+    listing.add_argument("--limit", type=int, metavar="N", help="show at most N jobs")
+    listing.set_defaults(handler=cmd_list)
+
+    cancel = commands.add_parser("cancel", parents=[common], help="cancel a job (finished items are kept)")
+    cancel.add_argument("batch_id", metavar="ID")
+    cancel.set_defaults(handler=cmd_cancel)
+
+    local = commands.add_parser("local", parents=[common], help="run the whole service on this machine")
+    local.add_argument("--host", default="127.0.0.1")
+    local.add_argument("--port", type=int, default=0, help="0 picks a free port (the stack prints its api_url)")
+    local.set_defaults(handler=None)
+    return parser
+
+
+def _usage_exit(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+    parser.print_usage(sys.stderr)
+    _err(f"error: {message}")
+    raise SystemExit(EXIT_USAGE)
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    args.json = getattr(args, "json", False)
+    if args.command == "local":
+        return cmd_local(args)
+    endpoint = getattr(args, "endpoint", None) or os.environ.get(ENDPOINT_ENV)
+    if not endpoint:
+        _usage_exit(parser, f"no endpoint: pass --endpoint URL or set {ENDPOINT_ENV}")
+    try:
+        client = BatchGatewayClient(endpoint, getattr(args, "region", None), profile=getattr(args, "profile", None))
+    except ValueError as exc:
+        _usage_exit(parser, str(exc))
+    with client:
+        try:
+            return args.handler(args, client)
+        except UsageError as exc:
+            _usage_exit(parser, str(exc))
+        except BatchGatewayError as exc:
+            _report_error(exc, args.json)
+            return EXIT_SERVICE_ERROR
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return _run(parser, args)
+    except SystemExit as exc:  # argparse's and ours: return the code instead of exiting (tests, embedding)
+        return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_USAGE)
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

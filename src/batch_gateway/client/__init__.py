@@ -1,0 +1,76 @@
+"""Python SDK for Batch Gateway: a SigV4-signed client of its HTTP API, with gllm's ``.batch`` interface.
+
+::
+
+    from batch_gateway.client import BatchGatewayClient
+
+    client = BatchGatewayClient("https://abc123.execute-api.eu-west-1.amazonaws.com/prod")
+    results = client.batch.invoke({"q1": "Name an animal"}, provider="anthropic", model="claude-sonnet-4-20250514")
+    print(results["q1"].text)
+
+Errors are the service's own classes (``batch_gateway.models.errors``), re-exported here.
+"""
+
+from batch_gateway.client.async_client import AsyncBatch, AsyncBatchGatewayClient
+from batch_gateway.client.inputs import LMInput, to_api_request, to_api_requests
+from batch_gateway.client.invoker import ENDPOINT_ENV, GatewayLMInvoker
+from batch_gateway.client.models import (
+    BatchStatus,
+    ChunkInfo,
+    EmbeddingOutput,
+    Job,
+    JobsPage,
+    JobStatus,
+    LMOutput,
+    RequestCounts,
+    ResultItem,
+    ResultsDownload,
+    ResultsPage,
+    TextOutput,
+    TokenUsage,
+    Usage,
+)
+from batch_gateway.client.sync_client import Batch, BatchGatewayClient, BatchWaitTimeout
+from batch_gateway.models.errors import (
+    BatchGatewayError,
+    ConflictError,
+    IdempotencyMismatchError,
+    InvalidRequestError,
+    NotFoundError,
+    TransientError,
+    UnauthorizedError,
+)
+
+__all__ = [
+    "ENDPOINT_ENV",
+    "AsyncBatch",
+    "AsyncBatchGatewayClient",
+    "Batch",
+    "BatchGatewayClient",
+    "BatchGatewayError",
+    "BatchStatus",
+    "BatchWaitTimeout",
+    "ChunkInfo",
+    "ConflictError",
+    "EmbeddingOutput",
+    "GatewayLMInvoker",
+    "IdempotencyMismatchError",
+    "InvalidRequestError",
+    "Job",
+    "JobStatus",
+    "JobsPage",
+    "LMInput",
+    "LMOutput",
+    "NotFoundError",
+    "RequestCounts",
+    "ResultItem",
+    "ResultsDownload",
+    "ResultsPage",
+    "TextOutput",
+    "TokenUsage",
+    "TransientError",
+    "UnauthorizedError",
+    "Usage",
+    "to_api_request",
+    "to_api_requests",
+]

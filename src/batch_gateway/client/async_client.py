@@ -1,0 +1,198 @@
+"""``AsyncBatchGatewayClient``: the same surface as ``BatchGatewayClient``, every call awaitable.
+
+Each HTTP call runs the sync transport in a worker thread (``asyncio.to_thread``): the pooled connections, signing
+and retries stay in one place, and the event loop is never blocked. Waiting between status checks is
+``asyncio.sleep``, so a thousand concurrent ``invoke`` calls hold no threads while they wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from batch_gateway.client.models import BatchStatus, Job, JobsPage, LMOutput, ResultItem, ResultsDownload, ResultsPage
+from batch_gateway.client.sync_client import (
+    Batch,
+    BatchGatewayClient,
+    check_max_iterations,
+    check_wait,
+    raise_if_failed,
+)
+
+if TYPE_CHECKING:
+    import boto3
+    import botocore.session
+
+
+class AsyncBatchGatewayClient:
+    """Async twin of ``BatchGatewayClient`` (same arguments, same methods, awaitable)."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        region: str | None = None,
+        *,
+        session: boto3.Session | botocore.session.Session | None = None,
+        profile: str | None = None,
+        timeout: float = 30,
+        max_attempts: int = 5,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 20.0,
+    ) -> None:
+        self.sync = BatchGatewayClient(
+            endpoint,
+            region,
+            session=session,
+            profile=profile,
+            timeout=timeout,
+            max_attempts=max_attempts,
+            backoff_base=backoff_base,
+            backoff_cap=backoff_cap,
+        )
+        self.batch = AsyncBatch(self.sync.batch)
+
+    @property
+    def endpoint(self) -> str:
+        return self.sync.endpoint
+
+    async def create_job(self, requests: Mapping[str, Any], **kwargs: Any) -> Job:
+        """See ``BatchGatewayClient.create_job``."""
+        return await asyncio.to_thread(self.sync.create_job, requests, **kwargs)
+
+    async def get_job(self, batch_id: str) -> Job:
+        return await asyncio.to_thread(self.sync.get_job, batch_id)
+
+    async def results_page(
+        self, batch_id: str, *, limit: int | None = None, next_token: str | None = None
+    ) -> ResultsPage:
+        return await asyncio.to_thread(self.sync.results_page, batch_id, limit=limit, next_token=next_token)
+
+    async def iter_results(self, batch_id: str, *, page_size: int | None = None) -> AsyncIterator[ResultItem]:
+        next_token: str | None = None
+        while True:
+            page = await self.results_page(batch_id, limit=page_size, next_token=next_token)
+            for item in page.results.values():
+                yield item
+            if not page.next_token or page.next_token == next_token:
+                return
+            next_token = page.next_token
+
+    async def results_download(self, batch_id: str) -> ResultsDownload:
+        return await asyncio.to_thread(self.sync.results_download, batch_id)
+
+    async def jobs_page(
+        self, *, status: str | None = None, limit: int | None = None, next_token: str | None = None
+    ) -> JobsPage:
+        return await asyncio.to_thread(self.sync.jobs_page, status=status, limit=limit, next_token=next_token)
+
+    async def iter_jobs(self, *, status: str | None = None, page_size: int | None = None) -> AsyncIterator[Job]:
+        next_token: str | None = None
+        while True:
+            page = await self.jobs_page(status=status, limit=page_size, next_token=next_token)
+            for job in page.batches:
+                yield job
+            if not page.next_token or page.next_token == next_token:
+                return
+            next_token = page.next_token
+
+    async def cancel_job(self, batch_id: str) -> Job:
+        return await asyncio.to_thread(self.sync.cancel_job, batch_id)
+
+    async def close(self) -> None:
+        self.sync.close()
+
+    async def __aenter__(self) -> AsyncBatchGatewayClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+class AsyncBatch:
+    """gllm's ``.batch`` interface, awaitable: ``invoke``, ``create``, ``status``, ``get``, ``wait``, ``retrieve``,
+    ``list``, ``cancel`` (see ``Batch`` for what each does)."""
+
+    def __init__(self, batch: Batch) -> None:
+        self.sync = batch
+
+    def bind(
+        self, *, provider: str, model: str, hyperparameters: Mapping[str, Any] | None = None, **job_options: Any
+    ) -> AsyncBatch:
+        return AsyncBatch(
+            self.sync.bind(provider=provider, model=model, hyperparameters=hyperparameters, **job_options)
+        )
+
+    async def create(
+        self,
+        requests: Mapping[str, Any],
+        hyperparameters: Mapping[str, Any] | None = None,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        idempotency_key: str | None = None,
+        **job_options: Any,
+    ) -> str:
+        return await asyncio.to_thread(
+            self.sync.create,
+            requests,
+            hyperparameters,
+            provider=provider,
+            model=model,
+            idempotency_key=idempotency_key,
+            **job_options,
+        )
+
+    async def get(self, batch_id: str) -> Job:
+        return await asyncio.to_thread(self.sync.get, batch_id)
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        return (await self.get(batch_id)).batch_status
+
+    async def wait(
+        self,
+        batch_id: str,
+        *,
+        status_check_interval: float = 5.0,
+        max_iterations: int | None = None,
+        on_update: Callable[[Job], Awaitable[None] | None] | None = None,
+    ) -> Job:
+        check_max_iterations(max_iterations)
+        checks = 0
+        while True:
+            job = await self.get(batch_id)
+            checks += 1
+            if on_update:
+                maybe = on_update(job)
+                if maybe is not None:
+                    await maybe
+            if check_wait(job, checks, max_iterations):
+                return job
+            await asyncio.sleep(status_check_interval)
+
+    async def retrieve(self, batch_id: str) -> dict[str, LMOutput]:
+        return await asyncio.to_thread(self.sync.retrieve, batch_id)
+
+    async def invoke(
+        self,
+        requests: Mapping[str, Any],
+        hyperparameters: Mapping[str, Any] | None = None,
+        status_check_interval: float = 5.0,
+        max_iterations: int | None = None,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        **job_options: Any,
+    ) -> dict[str, LMOutput]:
+        """Create, wait (``asyncio.sleep`` between checks), retrieve; as ``Batch.invoke``."""
+        check_max_iterations(max_iterations)
+        batch_id = await self.create(requests, hyperparameters, provider=provider, model=model, **job_options)
+        job = await self.wait(batch_id, status_check_interval=status_check_interval, max_iterations=max_iterations)
+        raise_if_failed(job)
+        return await self.retrieve(batch_id)
+
+    async def cancel(self, batch_id: str) -> None:
+        await asyncio.to_thread(self.sync.cancel, batch_id)
+
+    async def list(self, status: str | None = None) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.list, status)

@@ -1,0 +1,221 @@
+"""What the client hands back: the service's job and result shapes, and the gllm-style ``BatchStatus`` / ``LMOutput``.
+
+Response models ignore fields they do not know (``extra="allow"`` keeps them reachable), so a newer server does not
+break an older client.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, computed_field
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class JobStatus(StrEnum):
+    """The service's own job statuses."""
+
+    QUEUED = "queued"
+    IN_PROGRESS = "in_progress"
+    CANCELING = "canceling"
+    FINISHED = "finished"
+    CANCELED = "canceled"
+    EXPIRED = "expired"
+    FAILED = "failed"
+
+
+TERMINAL_JOB_STATUSES = frozenset({JobStatus.FINISHED, JobStatus.CANCELED, JobStatus.EXPIRED, JobStatus.FAILED})
+
+
+class BatchStatus(StrEnum):
+    """gllm's batch status names (the seed interface)."""
+
+    IN_PROGRESS = "in_progress"
+    FINISHED = "finished"
+    FAILED = "failed"
+    CANCELING = "canceling"
+    EXPIRED = "expired"
+    UNKNOWN = "unknown"
+
+    @classmethod
+    def from_job_status(cls, status: str) -> BatchStatus:
+        return _BATCH_STATUS_OF.get(status, cls.UNKNOWN)
+
+
+_BATCH_STATUS_OF: dict[str, BatchStatus] = {
+    JobStatus.QUEUED: BatchStatus.IN_PROGRESS,
+    JobStatus.IN_PROGRESS: BatchStatus.IN_PROGRESS,
+    JobStatus.CANCELING: BatchStatus.CANCELING,
+    JobStatus.FINISHED: BatchStatus.FINISHED,
+    # A canceled job still has results (finished items, the rest marked canceled), so gllm callers retrieve it.
+    JobStatus.CANCELED: BatchStatus.FINISHED,
+    JobStatus.EXPIRED: BatchStatus.EXPIRED,
+    JobStatus.FAILED: BatchStatus.FAILED,
+}
+
+
+class RequestCounts(_Response):
+    total: int = 0
+    processing: int = 0
+    succeeded: int = 0
+    errored: int = 0
+    canceled: int = 0
+    expired: int = 0
+
+    @property
+    def done(self) -> int:
+        """Requests that have an outcome, whatever it is."""
+        return self.succeeded + self.errored + self.canceled + self.expired
+
+
+class Usage(_Response):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ChunkInfo(_Response):
+    provider_batch_id: str | None = None
+    status: str
+    request_counts: RequestCounts = Field(default_factory=RequestCounts)
+
+
+class Job(_Response):
+    """A batch job as ``GET /batches/{id}`` answers it."""
+
+    id: str
+    status: str
+    provider: str
+    model: str
+    endpoint: str | None = None
+    request_counts: RequestCounts = Field(default_factory=RequestCounts)
+    chunks: list[ChunkInfo] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    ended_at: datetime | None = None
+    error: dict[str, Any] | str | None = None
+
+    @property
+    def batch_status(self) -> BatchStatus:
+        return BatchStatus.from_job_status(self.status)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_JOB_STATUSES
+
+
+class JobsPage(_Response):
+    batches: list[Job]
+    next_token: str | None = None
+
+
+class ResultItem(_Response):
+    """One result as the service stores it (``GET /batches/{id}/results``), keyed by the caller's id."""
+
+    id: str
+    status: str
+    text: str | None = None
+    outputs: list[dict[str, Any]] = Field(default_factory=list)
+    token_usage: Usage | None = None
+    finish_details: dict[str, Any] | None = None
+
+
+class ResultsPage(_Response):
+    id: str
+    status: str
+    results: dict[str, ResultItem]
+    next_token: str | None = None
+
+
+class ResultsDownload(_Response):
+    """``?format=jsonl``: a presigned URL of the job's ``results.jsonl``."""
+
+    id: str
+    status: str
+    url: str
+    expires_in: int
+
+
+# --- gllm-style output ---------------------------------------------------------------------------------------------
+
+
+class TextOutput(_Response):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class EmbeddingOutput(_Response):
+    type: Literal["embedding"] = "embedding"
+    embedding: list[float]
+
+
+class OtherOutput(_Response):
+    """An output type this client does not know yet, kept as sent."""
+
+    type: str
+
+
+def _output_kind(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if kind in ("text", "embedding") else "other"
+
+
+Output = Annotated[
+    Annotated[TextOutput, Tag("text")]
+    | Annotated[EmbeddingOutput, Tag("embedding")]
+    | Annotated[OtherOutput, Tag("other")],
+    Discriminator(_output_kind),
+]
+
+
+class TokenUsage(_Response):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class LMOutput(BaseModel):
+    """One request's outcome, as gllm's ``LMOutput``: a failed item is data, never an exception.
+
+    ``finish_details`` is ``{"type": "error", "error": {"message": ..., "code": ...}}`` for an item that did not
+    succeed (errored, canceled or expired), and the provider's stop details otherwise (e.g. ``{"type": "stop"}``).
+    """
+
+    outputs: list[Output] = Field(default_factory=list)
+    token_usage: TokenUsage | None = None
+    duration: float | None = None
+    finish_details: dict[str, Any] | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def text(self) -> str:
+        """The first text output, or ``""``."""
+        return next((out.text for out in self.outputs if isinstance(out, TextOutput)), "")
+
+    @property
+    def is_error(self) -> bool:
+        return bool(self.finish_details) and self.finish_details.get("type") == "error"
+
+    @classmethod
+    def from_result_item(cls, item: ResultItem) -> LMOutput:
+        outputs: list[Any] = list(item.outputs)
+        if not outputs and item.text:
+            outputs = [{"type": "text", "text": item.text}]
+        usage = TokenUsage(**item.token_usage.model_dump()) if item.token_usage else None
+        return cls(outputs=outputs, token_usage=usage, finish_details=_finish_details(item))
+
+
+def _finish_details(item: ResultItem) -> dict[str, Any] | None:
+    details = dict(item.finish_details or {})
+    if item.status == "succeeded" and details.get("type") != "error":
+        return details or None
+    # Not succeeded: reshape the service's flat {"type": "error", "code", "message"} into gllm's nested error.
+    code = details.get("code") or item.status
+    message = details.get("message") or f"request {item.status}"
+    return {"type": "error", "error": {"message": message, "code": code}}

@@ -1,0 +1,327 @@
+"""``BatchGatewayClient``: the HTTP API as Python calls, plus the gllm-style ``client.batch`` interface."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from batch_gateway.client.errors import error_from_job
+from batch_gateway.client.inputs import to_api_requests
+from batch_gateway.client.models import (
+    BatchStatus,
+    Job,
+    JobsPage,
+    JobStatus,
+    LMOutput,
+    ResultItem,
+    ResultsDownload,
+    ResultsPage,
+)
+from batch_gateway.client.transport import SignedTransport
+
+if TYPE_CHECKING:
+    import boto3
+    import botocore.session
+
+JOB_OPTIONS = frozenset({"metadata", "endpoint", "provider_options"})
+
+
+class BatchWaitTimeout(TimeoutError):
+    """``max_iterations`` status checks passed and the job has not ended; it keeps running on the service."""
+
+    def __init__(self, batch_id: str, job: Job, checks: int) -> None:
+        super().__init__(f"batch {batch_id} is still {job.status} after {checks} status checks")
+        self.batch_id = batch_id
+        self.job = job
+
+
+def _path(*segments: str) -> str:
+    return "/" + "/".join(quote(segment, safe="") for segment in segments)
+
+
+class BatchGatewayClient:
+    """A client of one Batch Gateway deployment (``endpoint`` is the API's URL, stage included).
+
+    Requests are signed with SigV4 for ``execute-api`` using the standard AWS credential chain (``profile`` or
+    ``session`` to choose). The region is ``region``, else the one in an ``execute-api`` endpoint URL, else the
+    session's, else ``us-east-1``. 429, 5xx and connection errors are retried ``max_attempts`` times in all.
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        region: str | None = None,
+        *,
+        session: boto3.Session | botocore.session.Session | None = None,
+        profile: str | None = None,
+        timeout: float = 30,
+        max_attempts: int = 5,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 20.0,
+    ) -> None:
+        self._transport = SignedTransport(
+            endpoint,
+            region,
+            session=session,
+            profile=profile,
+            timeout=timeout,
+            max_attempts=max_attempts,
+            backoff_base=backoff_base,
+            backoff_cap=backoff_cap,
+        )
+        self.batch = Batch(self)
+
+    @property
+    def endpoint(self) -> str:
+        return self._transport.endpoint
+
+    # --- the HTTP API, one method per route ------------------------------------------------------------------------
+
+    def create_job(
+        self,
+        requests: Mapping[str, Any],
+        *,
+        provider: str,
+        model: str,
+        hyperparameters: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, str] | None = None,
+        endpoint: str | None = None,
+        provider_options: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Job:
+        """``POST /batches``. ``requests`` maps caller ids to ``LMInput`` or API request forms.
+
+        Safe to retry: one ``Idempotency-Key`` (a new uuid4 unless given) is sent on every attempt.
+        """
+        body: dict[str, Any] = {"provider": provider, "model": model, "requests": to_api_requests(requests)}
+        optional = {
+            "hyperparameters": hyperparameters,
+            "metadata": metadata,
+            "endpoint": endpoint,
+            "provider_options": provider_options,
+        }
+        body.update(
+            {key: dict(value) if isinstance(value, Mapping) else value for key, value in optional.items() if value}
+        )
+        key = idempotency_key or str(uuid.uuid4())
+        # 409 on create means "this key is still being handled" (e.g. our own earlier attempt that timed out):
+        # waiting and asking again returns the first answer.
+        answer = self._transport.request(
+            "POST", "/batches", body=body, headers={"Idempotency-Key": key}, also_retry=frozenset({409})
+        )
+        return Job.model_validate(answer)
+
+    def get_job(self, batch_id: str) -> Job:
+        """``GET /batches/{id}``."""
+        return Job.model_validate(self._transport.request("GET", _path("batches", batch_id)))
+
+    def results_page(self, batch_id: str, *, limit: int | None = None, next_token: str | None = None) -> ResultsPage:
+        """``GET /batches/{id}/results``: one page. ``ConflictError`` while the job has not ended."""
+        query = {"limit": limit, "next_token": next_token}
+        return ResultsPage.model_validate(
+            self._transport.request("GET", _path("batches", batch_id, "results"), query=query)
+        )
+
+    def iter_results(self, batch_id: str, *, page_size: int | None = None) -> Iterator[ResultItem]:
+        """Every result item of an ended job, page after page (memory: one page)."""
+        next_token: str | None = None
+        while True:
+            page = self.results_page(batch_id, limit=page_size, next_token=next_token)
+            yield from page.results.values()
+            if not page.next_token or page.next_token == next_token:
+                return
+            next_token = page.next_token
+
+    def results_download(self, batch_id: str) -> ResultsDownload:
+        """``GET /batches/{id}/results?format=jsonl``: a presigned URL of ``results.jsonl``."""
+        return ResultsDownload.model_validate(
+            self._transport.request("GET", _path("batches", batch_id, "results"), query={"format": "jsonl"})
+        )
+
+    def jobs_page(
+        self, *, status: str | None = None, limit: int | None = None, next_token: str | None = None
+    ) -> JobsPage:
+        """``GET /batches``: one page of the caller's jobs, newest first."""
+        query = {"status": status, "limit": limit, "next_token": next_token}
+        return JobsPage.model_validate(self._transport.request("GET", "/batches", query=query))
+
+    def iter_jobs(self, *, status: str | None = None, page_size: int | None = None) -> Iterator[Job]:
+        """Every job of the caller (optionally of one service status), newest first."""
+        next_token: str | None = None
+        while True:
+            page = self.jobs_page(status=status, limit=page_size, next_token=next_token)
+            yield from page.batches
+            if not page.next_token or page.next_token == next_token:
+                return
+            next_token = page.next_token
+
+    def cancel_job(self, batch_id: str) -> Job:
+        """``POST /batches/{id}/cancel``. ``ConflictError`` when the job has already ended."""
+        return Job.model_validate(self._transport.request("POST", _path("batches", batch_id, "cancel")))
+
+    # --- lifecycle -----------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._transport.close()
+
+    def __enter__(self) -> BatchGatewayClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def check_wait(job: Job, checks: int, max_iterations: int | None) -> bool:
+    """True when waiting is over; raises ``BatchWaitTimeout`` when the checks are used up first."""
+    if job.is_terminal:
+        return True
+    if max_iterations is not None and checks >= max_iterations:
+        raise BatchWaitTimeout(job.id, job, checks)
+    return False
+
+
+def raise_if_failed(job: Job) -> None:
+    """A ``failed`` job has no results to hand back: raise the job's error as its typed class."""
+    if job.status == JobStatus.FAILED:
+        raise error_from_job(job.error, batch_id=job.id)
+
+
+class Batch:
+    """gllm's ``.batch`` interface over the service (sync).
+
+    ``provider``, ``model``, ``hyperparameters`` and job options given here are defaults for every call (this is how
+    ``GatewayLMInvoker`` binds its model); a call's own values win, hyperparameters are merged key by key.
+    """
+
+    def __init__(
+        self,
+        client: BatchGatewayClient,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        hyperparameters: Mapping[str, Any] | None = None,
+        **job_options: Any,
+    ) -> None:
+        _check_job_options(job_options)
+        self._client = client
+        self._provider = provider
+        self._model = model
+        self._hyperparameters = dict(hyperparameters or {})
+        self._job_options = job_options
+
+    def bind(
+        self, *, provider: str, model: str, hyperparameters: Mapping[str, Any] | None = None, **job_options: Any
+    ) -> Batch:
+        """A ``Batch`` whose calls default to this provider and model."""
+        return Batch(self._client, provider=provider, model=model, hyperparameters=hyperparameters, **job_options)
+
+    @property
+    def provider(self) -> str | None:
+        return self._provider
+
+    def create(
+        self,
+        requests: Mapping[str, Any],
+        hyperparameters: Mapping[str, Any] | None = None,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        idempotency_key: str | None = None,
+        **job_options: Any,
+    ) -> str:
+        """Start a batch job; returns its id. ``job_options``: ``metadata``, ``endpoint``, ``provider_options``."""
+        _check_job_options(job_options)
+        provider = provider or self._provider
+        model = model or self._model
+        if not provider or not model:
+            missing = " and ".join(name for name, value in (("provider", provider), ("model", model)) if not value)
+            raise TypeError(f"create() needs {missing} (pass it, or bind it with GatewayLMInvoker/Batch.bind)")
+        merged = {**self._hyperparameters, **(hyperparameters or {})}
+        job = self._client.create_job(
+            requests,
+            provider=provider,
+            model=model,
+            hyperparameters=merged or None,
+            idempotency_key=idempotency_key,
+            **{**self._job_options, **job_options},
+        )
+        return job.id
+
+    def get(self, batch_id: str) -> Job:
+        """The full job: service status, request counts, chunks, usage, timestamps, error."""
+        return self._client.get_job(batch_id)
+
+    def status(self, batch_id: str) -> BatchStatus:
+        """The job's status in gllm's names (see ``BatchStatus.from_job_status``)."""
+        return self.get(batch_id).batch_status
+
+    def wait(
+        self,
+        batch_id: str,
+        *,
+        status_check_interval: float = 5.0,
+        max_iterations: int | None = None,
+        on_update: Callable[[Job], None] | None = None,
+    ) -> Job:
+        """Poll until the job ends; ``on_update`` sees every status check. ``BatchWaitTimeout`` after
+        ``max_iterations`` checks (the job keeps running)."""
+        check_max_iterations(max_iterations)
+        checks = 0
+        while True:
+            job = self.get(batch_id)
+            checks += 1
+            if on_update:
+                on_update(job)
+            if check_wait(job, checks, max_iterations):
+                return job
+            time.sleep(status_check_interval)
+
+    def retrieve(self, batch_id: str) -> dict[str, LMOutput]:
+        """Every result of an ended job, keyed by the caller's ids (all pages)."""
+        return {item.id: LMOutput.from_result_item(item) for item in self._client.iter_results(batch_id)}
+
+    def invoke(
+        self,
+        requests: Mapping[str, Any],
+        hyperparameters: Mapping[str, Any] | None = None,
+        status_check_interval: float = 5.0,
+        max_iterations: int | None = None,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        **job_options: Any,
+    ) -> dict[str, LMOutput]:
+        """Create a job, wait for it to end, return ``{id: LMOutput}``. A ``failed`` job raises its typed error;
+        errored, canceled and expired items are returned as data (``finish_details["type"] == "error"``)."""
+        check_max_iterations(max_iterations)
+        batch_id = self.create(requests, provider=provider, model=model, hyperparameters=hyperparameters, **job_options)
+        job = self.wait(batch_id, status_check_interval=status_check_interval, max_iterations=max_iterations)
+        raise_if_failed(job)
+        return self.retrieve(batch_id)
+
+    def cancel(self, batch_id: str) -> None:
+        """Ask the service to cancel the job; finished items stay retrievable."""
+        self._client.cancel_job(batch_id)
+
+    def list(self, status: str | None = None) -> list[dict[str, Any]]:
+        """The caller's jobs as ``[{"id", "status"}]`` (gllm names), newest first, all pages. ``status`` filters by
+        the service's job status; a bound ``provider`` keeps only that provider's jobs."""
+        return [
+            {"id": job.id, "status": job.batch_status}
+            for job in self._client.iter_jobs(status=status)
+            if self._provider is None or job.provider == self._provider
+        ]
+
+
+def _check_job_options(options: Mapping[str, Any]) -> None:
+    unknown = sorted(set(options) - JOB_OPTIONS)
+    if unknown:
+        raise TypeError(f"unknown job option(s): {', '.join(unknown)} (known: {', '.join(sorted(JOB_OPTIONS))})")
+
+
+def check_max_iterations(max_iterations: int | None) -> None:
+    if max_iterations is not None and max_iterations < 1:
+        raise ValueError("max_iterations must be at least 1 (or None to wait until the job ends)")

@@ -1,0 +1,233 @@
+"""The one JSONL input format, shared by the CLI (``batch-gateway submit``) and the S3 drop folder.
+
+::
+
+    {"batch_gateway": {"provider": "anthropic", "model": "claude-sonnet-4-20250514", "hyperparameters": {...}}}
+    {"id": "request_A", "request": "Name an animal that starts with the letter 'A'"}
+    {"id": "r2", "request": {"messages": [{"role": "user", "content": "Hi"}], "system": "Be brief"}}
+
+The header line is optional and, when present, must be the first non-blank line. Every other non-blank line is one
+request: ``id`` is the caller's id (a non-empty string, unique in the file), ``request`` is a request in any form the
+HTTP API accepts (a prompt string, a list of messages, or an object with ``messages``). Blank lines are ignored.
+
+The parser reads every line before it answers and reports all problems at once, each with its 1-based line number,
+so a user fixes a file in one pass. Pure Python: no AWS imports.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from batch_gateway.models.errors import InvalidRequestError
+
+HEADER_KEY = "batch_gateway"
+HEADER_FIELDS: dict[str, tuple[type, ...]] = {
+    "provider": (str,),
+    "model": (str,),
+    "hyperparameters": (dict,),
+    "endpoint": (str,),
+    "metadata": (dict,),
+    "provider_options": (dict,),
+}
+LINE_FIELDS = frozenset({"id", "request"})
+MAX_DETAILS = 100
+
+_TYPE_NAMES = {str: "a string", dict: "an object"}
+
+
+@dataclass(frozen=True)
+class ParsedFile:
+    """A parsed input file: the header's job options (or ``None``) and the requests keyed by caller id, in file
+    order."""
+
+    header: dict[str, Any] | None
+    requests: dict[str, Any] = field(default_factory=dict)
+
+
+class _Problems:
+    """Collects line problems; keeps the first ``MAX_DETAILS`` and counts the rest."""
+
+    def __init__(self) -> None:
+        self.details: list[dict[str, Any]] = []
+        self.total = 0
+
+    def add(self, line: int, message: str) -> None:
+        self.total += 1
+        if len(self.details) < MAX_DETAILS:
+            self.details.append({"line": line, "message": message})
+
+    def raise_if_any(self) -> None:
+        if not self.total:
+            return
+        first = self.details[0]
+        noun = "problem" if self.total == 1 else "problems"
+        more = f" (first {MAX_DETAILS} listed)" if self.total > len(self.details) else ""
+        raise InvalidRequestError(
+            f"invalid JSONL input: {self.total} {noun}{more}; line {first['line']}: {first['message']}",
+            details=self.details,
+        )
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _decode(raw: bytes | str, line_no: int, problems: _Problems) -> str | None:
+    if isinstance(raw, bytes):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.add(line_no, f"invalid UTF-8 at byte {exc.start + 1}")
+            return None
+    else:
+        text = raw
+    if line_no == 1:
+        text = text.removeprefix("\ufeff")  # editors on Windows write a byte order mark
+    return text
+
+
+def _check_header(header: Any, line_no: int, problems: _Problems) -> dict[str, Any] | None:
+    if not isinstance(header, dict):
+        problems.add(line_no, f'"{HEADER_KEY}" header must be an object')
+        return None
+    ok = True
+    for key, value in header.items():
+        expected = HEADER_FIELDS.get(key)
+        if expected is None:
+            allowed = ", ".join(HEADER_FIELDS)
+            problems.add(line_no, f'unknown header field "{key}" (allowed: {allowed})')
+            ok = False
+        elif not isinstance(value, expected):
+            problems.add(line_no, f'header field "{key}" must be {_TYPE_NAMES[expected[0]]}')
+            ok = False
+    return header if ok else None
+
+
+def _check_request_line(obj: dict[str, Any], line_no: int, problems: _Problems) -> tuple[str, Any] | None:
+    ok = True
+    caller_id = obj.get("id")
+    if "id" not in obj:
+        hint = ' (this looks like a provider batch line; use {"id": ..., "request": ...})' if "custom_id" in obj else ""
+        problems.add(line_no, f'missing "id"{hint}')
+        ok = False
+    elif not isinstance(caller_id, str):
+        problems.add(line_no, '"id" must be a string')
+        ok = False
+    elif not caller_id.strip():
+        problems.add(line_no, '"id" must not be empty')
+        ok = False
+
+    request = obj.get("request")
+    if request is None:
+        problems.add(line_no, 'missing "request"')
+        ok = False
+    elif not isinstance(request, str | list | dict):
+        problems.add(line_no, '"request" must be a prompt string, a list of messages or an object')
+        ok = False
+
+    for key in sorted(obj.keys() - LINE_FIELDS):
+        problems.add(line_no, f'unknown field "{key}" (a request line has only "id" and "request")')
+        ok = False
+    return (caller_id, request) if ok else None
+
+
+def parse_jsonl(lines: Iterable[bytes | str]) -> ParsedFile:
+    """Parse an input file given as lines (bytes or text, with or without line endings).
+
+    Raises ``InvalidRequestError`` listing every problem as ``{"line": n, "message": ...}`` (at most
+    ``MAX_DETAILS``); nothing is returned for a file with any problem.
+    """
+    problems = _Problems()
+    header: dict[str, Any] | None = None
+    requests: dict[str, Any] = {}
+    first_line_of: dict[str, int] = {}
+    seen_content = False
+    request_lines = 0
+
+    for line_no, raw in enumerate(lines, start=1):
+        text = _decode(raw, line_no, problems)
+        if text is None:
+            seen_content = True
+            request_lines += 1
+            continue
+        if not text.strip():
+            continue
+        is_first = not seen_content
+        seen_content = True
+        try:
+            obj = json.loads(text, parse_constant=_reject_constant)
+        except ValueError as exc:
+            problems.add(line_no, f"invalid JSON: {exc}")
+            request_lines += 1
+            continue
+        if not isinstance(obj, dict):
+            problems.add(line_no, f"expected a JSON object, got {type(obj).__name__}")
+            request_lines += 1
+            continue
+
+        if HEADER_KEY in obj:
+            if not is_first:
+                problems.add(line_no, f'the "{HEADER_KEY}" header must be on the first line')
+            elif len(obj) > 1:
+                extra = ", ".join(sorted(k for k in obj if k != HEADER_KEY))
+                problems.add(line_no, f'the header line holds only "{HEADER_KEY}" (found also: {extra})')
+            else:
+                header = _check_header(obj[HEADER_KEY], line_no, problems)
+            continue
+
+        request_lines += 1
+        parsed = _check_request_line(obj, line_no, problems)
+        if parsed is None:
+            continue
+        caller_id, request = parsed
+        if caller_id in first_line_of:
+            problems.add(line_no, f'duplicate id "{caller_id}" (first on line {first_line_of[caller_id]})')
+            continue
+        first_line_of[caller_id] = line_no
+        requests[caller_id] = request
+
+    if request_lines == 0:
+        problems.add(1, "the file has no requests")
+    problems.raise_if_any()
+    return ParsedFile(header=header, requests=requests)
+
+
+def iter_jsonl_lines(stream: BinaryIO | Iterable[bytes], chunk_size: int = 1 << 16) -> Iterator[bytes]:
+    """Split a binary stream (a file, an S3 ``StreamingBody``) or an iterable of byte chunks into lines, in
+    constant memory.
+
+    Splits on ``\\n`` only, so line numbers agree with what editors show even when a line holds other Unicode line
+    separators inside a JSON string.
+    """
+    read = getattr(stream, "read", None)
+    chunks: Iterable[bytes] = iter(lambda: read(chunk_size), b"") if read else stream
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            yield line.removesuffix(b"\r")
+    if pending:
+        yield pending.removesuffix(b"\r")
+
+
+def parse_jsonl_file(path: str) -> ParsedFile:
+    """Parse the file at ``path`` (see ``parse_jsonl``)."""
+    with open(path, "rb") as stream:
+        return parse_jsonl(iter_jsonl_lines(stream))
+
+
+def dumps_line(obj: Any) -> str:
+    """One JSONL line (with its newline): compact, UTF-8 kept readable."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def dump_jsonl(requests: Mapping[str, Any], header: Mapping[str, Any] | None = None) -> Iterator[str]:
+    """The inverse of ``parse_jsonl``: lines of an input file for ``requests`` (and an optional header)."""
+    if header:
+        yield dumps_line({HEADER_KEY: dict(header)})
+    for caller_id, request in requests.items():
+        yield dumps_line({"id": caller_id, "request": request})
