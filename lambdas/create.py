@@ -5,6 +5,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from batch_gateway import wiring
 from batch_gateway.edge.entry import api_handler
 from batch_gateway.edge.http import caller, json_body, json_response, make_resolver
+from batch_gateway.edge.idempotency import idempotency_key, run_once
 from batch_gateway.edge.observability import metrics
 from batch_gateway.service.create import create_job
 
@@ -13,10 +14,21 @@ app = make_resolver()
 
 @app.post("/batches")
 def create():
-    job = create_job(wiring.services(), owner=caller(app.current_event), body=json_body(app.current_event))
-    metrics.add_metric(name="JobsCreated", unit=MetricUnit.Count, value=1)
-    metrics.add_metric(name="RequestsAccepted", unit=MetricUnit.Count, value=job.request_counts.total)
-    return json_response(202, job.public())
+    event = app.current_event
+    services = wiring.services()
+    owner = caller(event)
+    key = idempotency_key(event.headers)
+    body = json_body(event)  # validates content type, size and JSON before any key is recorded
+
+    def _create() -> dict:
+        job = create_job(services, owner=owner, body=body)
+        metrics.add_metric(name="JobsCreated", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(name="RequestsAccepted", unit=MetricUnit.Count, value=job.request_counts.total)
+        return job.public()
+
+    view = run_once(services.settings.table, owner, key, event.body or "", _create, app.lambda_context) if key \
+        else _create()
+    return json_response(202, view)
 
 
 handler = api_handler(app)

@@ -118,3 +118,55 @@ def test_unsigned_request_without_iam_principal_is_403(aws, ctx):
     event["requestContext"]["identity"]["caller"] = None
     code, body = call(list_jobs.handler, event, ctx)
     assert code == 403 and body["error"]["type"] == "forbidden"
+
+
+def _create_with_key(ctx, key, **body_changes):
+    import json
+
+    event = load_event("api_create.json")
+    event["headers"]["Idempotency-Key"] = key
+    if body_changes:
+        body = json.loads(event["body"])
+        body.update(body_changes)
+        event["body"] = json.dumps(body)
+    return call(create.handler, event, ctx)
+
+
+def test_same_idempotency_key_and_body_returns_the_first_answer_and_one_job(aws, ctx):
+    first_code, first = _create_with_key(ctx, "key-1")
+    again_code, again = _create_with_key(ctx, "key-1")
+    assert (first_code, again_code) == (202, 202)
+    assert again == first
+    executions = boto3.client("stepfunctions").list_executions(stateMachineArn=aws.settings.state_machine_arn)
+    assert len(executions["executions"]) == 1
+
+
+def test_same_idempotency_key_with_another_body_is_422(aws, ctx):
+    _create_with_key(ctx, "key-2")
+    code, body = _create_with_key(ctx, "key-2", metadata={"team": "other"})
+    assert code == 422 and body["error"]["type"] == "idempotency_key_mismatch"
+
+
+def test_idempotency_keys_are_scoped_to_the_caller(aws, ctx):
+    _, mine = _create_with_key(ctx, "shared-key")
+    event = as_caller(load_event("api_create.json"), "bob")
+    event["headers"]["Idempotency-Key"] = "shared-key"
+    code, theirs = call(create.handler, event, ctx)
+    assert code == 202 and theirs["id"] != mine["id"]
+
+
+def test_a_concurrent_duplicate_with_the_same_key_is_409(aws, ctx, monkeypatch):
+    import lambdas.create as create_module
+
+    real_create_job = create_module.create_job
+    inner = {}
+
+    def create_while_a_duplicate_arrives(*args, **kwargs):
+        inner["answer"] = _create_with_key(ctx, "key-3")  # the same request arrives while the first is in flight
+        return real_create_job(*args, **kwargs)
+
+    monkeypatch.setattr(create_module, "create_job", create_while_a_duplicate_arrives)
+    code, _ = _create_with_key(ctx, "key-3")
+    assert code == 202
+    inner_code, inner_body = inner["answer"]
+    assert inner_code == 409 and "still being handled" in inner_body["error"]["message"]

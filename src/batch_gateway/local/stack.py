@@ -147,7 +147,7 @@ class LocalStack:
             attrs[(logical_id, "Arn")] = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{self.table}"
         create_table(self.client("dynamodb"), self.table)
         create_bucket(self.client("s3"), self.bucket, REGION)
-        for logical_id, bucket in template.of_type("AWS::S3::Bucket").items():
+        for logical_id in template.of_type("AWS::S3::Bucket"):
             name = self.bucket if "Payload" in logical_id or "Storage" in logical_id and "Log" not in logical_id \
                 else f"batch-gateway-{logical_id.lower()[:40]}"
             refs[logical_id] = name

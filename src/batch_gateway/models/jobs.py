@@ -135,6 +135,7 @@ class Job(BaseModel):
     cancel_requested_at: datetime | None = None
     execution_arn: str | None = None
     source: str = "api"
+    drop_name: str | None = None  # drop-folder jobs: where results go under outbox/
     error: str | None = None
 
     def public(self, chunks: list[Chunk] | None = None) -> dict[str, Any]:

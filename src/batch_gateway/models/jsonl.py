@@ -45,6 +45,7 @@ class ParsedFile:
 
     header: dict[str, Any] | None
     requests: dict[str, Any] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)  # caller id -> its 1-based line number
 
 
 class _Problems:
@@ -192,7 +193,7 @@ def parse_jsonl(lines: Iterable[bytes | str]) -> ParsedFile:
     if request_lines == 0:
         problems.add(1, "the file has no requests")
     problems.raise_if_any()
-    return ParsedFile(header=header, requests=requests)
+    return ParsedFile(header=header, requests=requests, lines=first_line_of)
 
 
 def iter_jsonl_lines(stream: BinaryIO | Iterable[bytes], chunk_size: int = 1 << 16) -> Iterator[bytes]:

@@ -25,7 +25,8 @@ from batch_gateway.service.keys import requests_key
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def create_job(services: Services, *, owner: str, body: Any, source: str = "api") -> Job:
+def create_job(services: Services, *, owner: str, body: Any, source: str = "api", drop_name: str | None = None
+               ) -> Job:
     spec = CreateJobInput.parse(body)
     enabled = services.settings.secret_arns
     if enabled and spec.provider not in enabled:
@@ -56,6 +57,7 @@ def create_job(services: Services, *, owner: str, body: Any, source: str = "api"
         hyperparameters=params,
         provider_options=spec.provider_options,
         source=source,
+        drop_name=drop_name,
     )
     try:
         services.jobs.put_new_job(job)

@@ -13,6 +13,7 @@ from batch_gateway.models.jobs import ChunkState, Job, JobStatus, utcnow
 from batch_gateway.models.pricing import estimate_cost
 from batch_gateway.service.collect import summarize
 from batch_gateway.service.context import Services
+from batch_gateway.service.ingest import outbox_key
 from batch_gateway.service.keys import chunk_results_key, results_key
 from batch_gateway.service.state import WorkflowState
 
@@ -62,6 +63,8 @@ def finalize_job(services: Services, state: WorkflowState) -> dict[str, str]:
         request_counts=counts, usage=usage, cost_usd=estimate_cost(job.provider, job.model, usage),
         ended_at=utcnow(), error=error,
     )
+    if job.drop_name:
+        services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))
     logger.info("job ended", extra={"job_id": job.id, "status": status.value, **counts.model_dump()})
     services.emit_event("Batch Job Ended", {"job_id": job.id, "owner": job.owner, "status": status.value,
                                             "request_counts": counts.model_dump()})
@@ -85,5 +88,8 @@ def mark_failed(services: Services, job_id: str, error: dict[str, object]) -> di
         services.jobs.update_job(job_id, expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING],
                                  status=JobStatus.FAILED, error=reason, ended_at=utcnow())
         services.emit_event("Batch Job Ended", {"job_id": job_id, "owner": job.owner, "status": "failed"})
+        if job.drop_name:
+            services.payloads.put_bytes(outbox_key(job.drop_name, "error.json"), json.dumps(
+                {"job_id": job_id, "status": "failed", "error": reason}, indent=2).encode(), "application/json")
     logger.error("job failed", extra={"job_id": job_id, "error_type": name})
     return {"job_id": job_id, "status": JobStatus.FAILED.value}

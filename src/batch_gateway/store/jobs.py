@@ -170,6 +170,20 @@ class JobStore:
         last = response.get("LastEvaluatedKey")
         return jobs, (_encode_token(last) if last else None)
 
+    # --- markers (at-least-once deliveries) ----------------------------------------------------------------------
+
+    def claim_marker(self, marker: str, attributes: dict[str, Any]) -> bool:
+        """Record ``marker`` once; False when it exists already (a repeated delivery)."""
+        item = _to_item({"pk": marker, "sk": "MARKER", "claimed_at": iso(utcnow()), **attributes})
+        try:
+            self._db.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)")
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def release_marker(self, marker: str) -> None:
+        self._db.delete_item(TableName=self.table, Key=_values({"pk": marker, "sk": "MARKER"}))
+
     # --- chunks -------------------------------------------------------------------------------------------------
 
     def put_chunks(self, chunks: list[Chunk]) -> None:

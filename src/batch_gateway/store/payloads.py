@@ -22,6 +22,16 @@ class PayloadStore:
     def get_bytes(self, key: str) -> bytes:
         return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
 
+    def open_object(self, key: str, version: str | None = None) -> Any:
+        """A streaming body of one object (version), to be read in chunks."""
+        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+        if version:
+            kwargs["VersionId"] = version
+        return self._s3.get_object(**kwargs)["Body"]
+
+    def copy(self, source_key: str, target_key: str) -> None:
+        self._s3.copy({"Bucket": self.bucket, "Key": source_key}, self.bucket, target_key)
+
     def exists(self, key: str) -> bool:
         try:
             self._s3.head_object(Bucket=self.bucket, Key=key)

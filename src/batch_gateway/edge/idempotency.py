@@ -1,0 +1,71 @@
+"""``Idempotency-Key`` on ``POST /batches`` with Powertools idempotency, stored in the jobs table.
+
+Same key and body: the first answer again, and no second job. Same key, another body: 422. The same key while the
+first request is still being handled: 409. Keys are scoped to the caller, so two callers never collide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyValidationError,
+)
+
+from batch_gateway.models.errors import ConflictError, IdempotencyMismatchError, InvalidRequestError
+
+KEY_TTL_SECONDS = 24 * 3600
+MAX_KEY_CHARS = 255
+
+
+@cache
+def _persistence(table: str) -> DynamoDBPersistenceLayer:
+    from batch_gateway.store import aws
+
+    return DynamoDBPersistenceLayer(
+        table_name=table, key_attr="pk", sort_key_attr="sk", static_pk_value="IDEMPOTENCY#create-batch",
+        expiry_attr="expires_at", boto3_client=aws.client("dynamodb"),
+    )
+
+
+def idempotency_key(headers: dict[str, str] | None) -> str | None:
+    value = next((v for k, v in (headers or {}).items() if k.lower() == "idempotency-key"), None)
+    if value is None:
+        return None
+    if not value.strip() or len(value) > MAX_KEY_CHARS:
+        raise InvalidRequestError(f"Idempotency-Key must be 1 to {MAX_KEY_CHARS} characters")
+    return value.strip()
+
+
+def run_once(table: str, owner: str, key: str, body: bytes | str, create: Callable[[], dict[str, Any]],
+             lambda_context: Any = None) -> dict[str, Any]:
+    """Call ``create`` once per (owner, key); replay its answer for the same body."""
+    body_bytes = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+    config = IdempotencyConfig(
+        event_key_jmespath="[owner, key]", payload_validation_jmespath="body_sha256",
+        expires_after_seconds=KEY_TTL_SECONDS, raise_on_no_idempotency_key=True,
+    )
+    if lambda_context is not None:
+        config.register_lambda_context(lambda_context)  # an in-progress record expires with the invocation
+
+    @idempotent_function(data_keyword_argument="request", persistence_store=_persistence(table), config=config)
+    def _create(request: dict[str, str]) -> dict[str, Any]:
+        return create()
+
+    try:
+        return _create(request={"owner": owner, "key": key, "body_sha256": hashlib.sha256(body_bytes).hexdigest()})
+    except IdempotencyValidationError:
+        raise IdempotencyMismatchError(
+            "this Idempotency-Key was already used with a different body; use a new key for a new batch"
+        ) from None
+    except IdempotencyAlreadyInProgressError:
+        raise ConflictError("a request with this Idempotency-Key is still being handled; retry shortly") from None
