@@ -42,12 +42,12 @@ def simulator():
         yield sim
 
 
-@pytest.fixture
-def aws(monkeypatch, simulator):
-    simulator.reset()
-    simulator.configure(processing_seconds=0.2)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", simulator.url)
-    monkeypatch.setenv("OPENAI_BASE_URL", simulator.openai_base_url)
+@pytest.fixture(scope="session")
+def _moto_account(simulator):
+    """One emulated account per test process (clients are slow to build); each test starts from empty storage."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("ANTHROPIC_BASE_URL", simulator.url)
+    patch.setenv("OPENAI_BASE_URL", simulator.openai_base_url)
     with mock_aws():
         region = "us-east-1"
         create_table(boto3.client("dynamodb", region_name=region), "jobs")
@@ -66,11 +66,39 @@ def aws(monkeypatch, simulator):
             "JOBS_TABLE": "jobs", "PAYLOAD_BUCKET": "payloads", "STATE_MACHINE_ARN": machine,
             "ANTHROPIC_SECRET_ARN": anthropic_arn, "OPENAI_SECRET_ARN": openai_arn,
             "POLL_SCHEDULE_SECONDS": "0", "EVENT_BUS_NAME": "default",
+            "DROP_FOLDER_OWNER": "arn:aws:iam::123456789012:role/data-pipeline",
         }.items():
-            monkeypatch.setenv(key, value)
+            patch.setenv(key, value)
         wiring.reset()
-        yield wiring.services()
+        yield {"s3": boto3.client("s3"), "dynamodb": boto3.client("dynamodb"), "sfn": sfn}
+    patch.undo()
     wiring.reset()
+
+
+def _empty(clients: dict[str, Any]) -> None:
+    s3, ddb = clients["s3"], clients["dynamodb"]
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket="payloads"):
+        for version in page.get("Versions", []) + page.get("DeleteMarkers", []):
+            s3.delete_object(Bucket="payloads", Key=version["Key"], VersionId=version["VersionId"])
+    for page in ddb.get_paginator("scan").paginate(TableName="jobs", ProjectionExpression="pk, sk"):
+        for item in page["Items"]:
+            ddb.delete_item(TableName="jobs", Key=item)
+
+
+@pytest.fixture
+def aws(_moto_account, simulator):
+    """Empty storage, a reset simulator, and the services as the handlers build them."""
+    simulator.reset()
+    simulator.configure(processing_seconds=0.2)
+    _empty(_moto_account)
+    wiring.reset()
+    yield wiring.services()
+    wiring.reset()
+
+
+def executions(services) -> list[str]:
+    sfn = boto3.client("stepfunctions")
+    return [e["name"] for e in sfn.list_executions(stateMachineArn=services.settings.state_machine_arn)["executions"]]
 
 
 class FakeContext:

@@ -3,7 +3,7 @@
 import boto3
 
 from lambdas import cancel, create, list_jobs, retrieve, status
-from tests.integration.conftest import as_caller, call, load_event
+from tests.integration.conftest import as_caller, call, executions, load_event
 from tests.integration.workflow_driver import run_workflow
 
 
@@ -22,8 +22,7 @@ def test_create_answers_202_with_a_queued_job_and_starts_one_execution(aws, ctx)
     code, job = _create(ctx)
     assert code == 202
     assert job["status"] == "queued" and job["request_counts"]["total"] == 5
-    executions = boto3.client("stepfunctions").list_executions(stateMachineArn=aws.settings.state_machine_arn)
-    assert [e["name"] for e in executions["executions"]] == [job["id"]]
+    assert job["id"] in executions(aws)
     stored = aws.payloads.get_bytes(f"jobs/{job['id']}/requests.jsonl").decode().splitlines()
     assert len(stored) == 5 and '"id":"request_A"' in stored[0]
 
@@ -137,8 +136,8 @@ def test_same_idempotency_key_and_body_returns_the_first_answer_and_one_job(aws,
     again_code, again = _create_with_key(ctx, "key-1")
     assert (first_code, again_code) == (202, 202)
     assert again == first
-    executions = boto3.client("stepfunctions").list_executions(stateMachineArn=aws.settings.state_machine_arn)
-    assert len(executions["executions"]) == 1
+    assert executions(aws).count(first["id"]) == 1
+    assert aws.jobs.list_jobs("arn:aws:iam::123456789012:user/alice")[0] == [aws.jobs.require_job(first["id"])]
 
 
 def test_same_idempotency_key_with_another_body_is_422(aws, ctx):

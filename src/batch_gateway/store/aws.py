@@ -16,8 +16,14 @@ _S3_CONFIG = _CONFIG.merge(Config(signature_version="s3v4"))  # presigned URLs s
 
 
 @cache
+def _session() -> boto3.session.Session:
+    """One session per process: it holds botocore's loaded service models, which are slow to load."""
+    return boto3.session.Session()
+
+
+@cache
 def client(service: str) -> Any:
-    return boto3.session.Session().client(service, config=_S3_CONFIG if service == "s3" else _CONFIG)
+    return _session().client(service, config=_S3_CONFIG if service == "s3" else _CONFIG)
 
 
 def start_execution(state_machine_arn: str, name: str, payload: dict[str, Any]) -> str:

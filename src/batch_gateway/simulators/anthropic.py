@@ -1,0 +1,363 @@
+"""Anthropic Message Batches API (`/v1/messages/batches`), as the official `anthropic` SDK sees it.
+
+Shapes follow the SDK types `MessageBatch`, `DeletedMessageBatch` and `MessageBatchIndividualResponse`. A batch
+keeps one small tuple per request (custom_id, model, prompt excerpt, input tokens); results are generated from
+those tuples while they are streamed.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import string
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from batch_gateway.simulators import content, settings
+from batch_gateway.simulators.errors import ApiError
+from batch_gateway.simulators.schedule import CANCELED, ERRORED, EXPIRED, SUCCEEDED, Plan
+from batch_gateway.simulators.wire import (
+    BadBody,
+    Reply,
+    Request,
+    Route,
+    dumps,
+    json_reply,
+    json_template,
+    parse_json,
+    quote,
+)
+
+PROVIDER = "anthropic"
+_CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}").fullmatch
+_ID_ALPHABET = string.ascii_letters + string.digits
+_DAY = 24 * 3600
+_LINES_PER_CHUNK = 1000
+
+Item = tuple[str, str, str, int]  # custom_id, model, prompt excerpt, input tokens
+
+
+def rfc3339(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _invalid(message: str) -> ApiError:
+    return ApiError(400, "invalid_request_error", message)
+
+
+def _not_found(batch_id: str) -> ApiError:
+    return ApiError(404, "not_found_error", f"Message Batch {batch_id!r} not found.")
+
+
+class _Batch:
+    __slots__ = ("id", "plan", "items", "cancel_at", "cancel_seconds", "_final")
+
+    def __init__(self, batch_id: str, plan: Plan, items: list[Item]) -> None:
+        self.id = batch_id
+        self.plan = plan
+        self.items = items
+        self.cancel_at: float | None = None
+        self.cancel_seconds = 0.0
+        self._final: dict[str, int] | None = None
+
+    def timeline(self, now: float) -> tuple[str, float, int, str]:
+        """(processing_status, end time, finished-item cutoff, outcome of the unfinished) at `now`."""
+        if self.cancel_at is not None:
+            end = self.cancel_at + self.cancel_seconds
+            cutoff, leftover = self.plan.done_by(self.cancel_at), CANCELED
+        else:
+            end, cutoff, leftover = self.plan.end, self.plan.cap, EXPIRED
+        if now >= end:
+            return "ended", end, cutoff, leftover
+        return ("canceling" if self.cancel_at is not None else "in_progress"), end, cutoff, leftover
+
+    def view(self, now: float, base_url: str) -> dict[str, Any]:
+        status, end, cutoff, leftover = self.timeline(now)
+        if status == "ended":
+            if self._final is None:
+                self._final = self.plan.counts(cutoff, leftover)
+            counts = {"processing": 0, **self._final}
+        else:
+            counts = {"processing": self.plan.n, SUCCEEDED: 0, ERRORED: 0, CANCELED: 0, EXPIRED: 0}
+        created = self.plan.created
+        return {
+            "id": self.id,
+            "type": "message_batch",
+            "processing_status": status,
+            "request_counts": counts,
+            "ended_at": rfc3339(end) if status == "ended" else None,
+            "created_at": rfc3339(created),
+            "expires_at": rfc3339(created + _DAY),
+            "archived_at": None,
+            "cancel_initiated_at": rfc3339(self.cancel_at),
+            "results_url": f"{base_url}/v1/messages/batches/{self.id}/results" if status == "ended" else None,
+        }
+
+
+def parse_requests(body: Any, max_requests: int) -> list[Item]:
+    """Validate a create body and reduce each request to an `Item`; errors name the index and custom_id."""
+    if not isinstance(body, dict):
+        raise _invalid("The request body must be a JSON object.")
+    requests = body.get("requests")
+    if requests is None:
+        raise _invalid("requests: Field required")
+    if not isinstance(requests, list):
+        raise _invalid("requests: Input should be a valid list")
+    if not requests:
+        raise _invalid("requests: List should have at least 1 item")
+    if len(requests) > max_requests:
+        raise _invalid(f"requests: a Message Batch may contain at most {max_requests} requests, got {len(requests)}")
+    seen: dict[str, int] = {}
+    models: dict[str, str] = {}
+    items: list[Item] = []
+    for index, entry in enumerate(requests):
+        where = f"requests.{index}"
+        if not isinstance(entry, dict):
+            raise _invalid(f"{where}: Input should be an object with custom_id and params")
+        cid = entry.get("custom_id")
+        if not isinstance(cid, str) or not _CUSTOM_ID(cid):
+            raise _invalid(f"{where}.custom_id: {cid!r} is invalid; it must match ^[a-zA-Z0-9_-]{{1,64}}$")
+        if cid in seen:
+            raise _invalid(
+                f"{where}.custom_id: duplicate custom_id {cid!r} (also used by requests.{seen[cid]}); "
+                "custom_id must be unique within a Message Batch"
+            )
+        seen[cid] = index
+        params = entry.get("params")
+        if not isinstance(params, dict):
+            raise _invalid(f"{where}.params: Field required (custom_id {cid!r})")
+        model = params.get("model")
+        if not isinstance(model, str) or not model:
+            raise _invalid(f"{where}.params.model: Field required (custom_id {cid!r})")
+        max_tokens = params.get("max_tokens")
+        if max_tokens is None:
+            raise _invalid(f"{where}.params.max_tokens: Field required (custom_id {cid!r})")
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise _invalid(
+                f"{where}.params.max_tokens: must be an integer >= 1, got {max_tokens!r} (custom_id {cid!r})"
+            )
+        messages = params.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise _invalid(f"{where}.params.messages: must be a non-empty list of messages (custom_id {cid!r})")
+        for j, message in enumerate(messages):
+            if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+                raise _invalid(
+                    f"{where}.params.messages.{j}.role: Input should be 'user' or 'assistant' (custom_id {cid!r}); "
+                    "`system` is a top-level parameter"
+                )
+            if not isinstance(message.get("content"), str | list):
+                raise _invalid(f"{where}.params.messages.{j}.content: Field required (custom_id {cid!r})")
+        if params.get("stream"):
+            raise _invalid(f"{where}.params.stream: streaming is not supported in Message Batches (custom_id {cid!r})")
+        excerpt, tokens = content.summarize_anthropic(params)
+        items.append((cid, models.setdefault(model, model), excerpt, tokens))
+    return items
+
+
+_SUCCEEDED = json_template(
+    {
+        "custom_id": "<<custom_id>>",
+        "result": {
+            "type": "succeeded",
+            "message": {
+                "id": "<<id>>",
+                "type": "message",
+                "role": "assistant",
+                "model": "<<model>>",
+                "content": [{"type": "text", "text": "<<text>>"}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": "<<input_tokens>>",
+                    "output_tokens": "<<output_tokens>>",
+                    "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 0,
+                    "service_tier": "batch",
+                },
+            },
+        },
+    }
+)
+
+
+def _succeeded_line(batch_id: str, item: Item) -> str:
+    """A `MessageBatchIndividualResponse` line with a full `Message`."""
+    cid, model, excerpt, input_tokens = item
+    return _SUCCEEDED % {
+        "custom_id": quote(cid),
+        "id": quote("msg_sim_" + content.short_hash(batch_id, cid)),
+        "model": quote(model),
+        "text": quote(content.reply_text(model, excerpt)),
+        "input_tokens": input_tokens,
+        "output_tokens": content.output_tokens(model, excerpt),
+    }
+
+
+def _errored_line(cid: str) -> str:
+    error = {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": f"[simulated] request {cid} was configured to fail (item_outcomes / error_every)",
+        },
+    }
+    return dumps({"custom_id": cid, "result": {"type": "errored", "error": error}})
+
+
+class AnthropicBatches:
+    """Batch store and endpoint handlers. `state` provides `lock` and the current `settings` dict."""
+
+    provider = PROVIDER
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+        self.batches: dict[str, _Batch] = {}
+        self.created = 0
+        self.routes = [
+            Route("POST", "/v1/messages/batches", "create_batch", self.create),
+            Route("GET", "/v1/messages/batches", "list_batches", self.list),
+            Route("GET", "/v1/messages/batches/{id}", "get_batch", self.retrieve),
+            Route("DELETE", "/v1/messages/batches/{id}", "delete", self.delete),
+            Route("POST", "/v1/messages/batches/{id}/cancel", "cancel_batch", self.cancel),
+            Route("GET", "/v1/messages/batches/{id}/results", "results", self.results),
+        ]
+
+    def reset(self) -> None:
+        self.batches.clear()
+        self.created = 0
+
+    def stats(self) -> dict[str, Any]:
+        return {"batches_created": self.created, "batches": list(self.batches)}
+
+    @staticmethod
+    def authorize(req: Request) -> None:
+        key = req.header("x-api-key")
+        bearer = req.header("authorization") or ""
+        if key or (bearer.lower().startswith("bearer ") and bearer[7:].strip()):
+            return
+        raise ApiError(401, "authentication_error", "x-api-key header is required")
+
+    def _get(self, batch_id: str) -> _Batch:
+        batch = self.batches.get(batch_id)
+        if batch is None:
+            raise _not_found(batch_id)
+        return batch
+
+    def create(self, req: Request) -> Reply:
+        config = self.state.settings
+        max_bytes = settings.limit(config, PROVIDER, "max_bytes")
+        if len(req.body) > max_bytes:
+            raise ApiError(413, "request_too_large", f"Request exceeds the maximum size of {max_bytes} bytes.")
+        try:
+            body = parse_json(req.body)
+        except BadBody as exc:
+            raise _invalid(str(exc)) from None
+        items = parse_requests(body, settings.limit(config, PROVIDER, "max_requests"))
+        now = time.time()
+        plan = Plan.from_settings(now, config, [item[0] for item in items])
+        batch = _Batch("msgbatch_01" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(22)), plan, items)
+        with self.state.lock:
+            self.batches[batch.id] = batch
+            self.created += 1
+            return json_reply(batch.view(now, req.base_url))
+
+    def retrieve(self, req: Request, id: str) -> Reply:
+        with self.state.lock:
+            return json_reply(self._get(id).view(time.time(), req.base_url))
+
+    def list(self, req: Request) -> Reply:
+        try:
+            limit = int(req.query.get("limit", 20))
+        except ValueError:
+            raise _invalid("limit: Input should be a valid integer") from None
+        if not 1 <= limit <= 1000:
+            raise _invalid("limit: Input should be between 1 and 1000")
+        after, before = req.query.get("after_id"), req.query.get("before_id")
+        if after and before:
+            raise _invalid("Only one of after_id and before_id may be given.")
+        with self.state.lock:
+            ids = list(reversed(self.batches))  # newest first
+            if after:
+                start = ids.index(after) + 1 if after in ids else len(ids)
+                page, has_more = ids[start : start + limit], start + limit < len(ids)
+            elif before:
+                stop = ids.index(before) if before in ids else 0
+                start = max(0, stop - limit)
+                page, has_more = ids[start:stop], start > 0
+            else:
+                page, has_more = ids[:limit], len(ids) > limit
+            now = time.time()
+            data = [self.batches[i].view(now, req.base_url) for i in page]
+        return json_reply(
+            {
+                "data": data,
+                "has_more": has_more,
+                "first_id": page[0] if page else None,
+                "last_id": page[-1] if page else None,
+            }
+        )
+
+    def cancel(self, req: Request, id: str) -> Reply:
+        with self.state.lock:
+            batch = self._get(id)
+            now = time.time()
+            status = batch.timeline(now)[0]
+            if status == "ended":
+                raise _invalid(f"Message Batch {id!r} has already ended and cannot be canceled.")
+            if batch.cancel_at is None:
+                batch.cancel_at = now
+                batch.cancel_seconds = self.state.settings["cancel_seconds"]
+            view = batch.view(now, req.base_url)
+            if batch.cancel_seconds == 0 or view["processing_status"] == "ended":
+                # The API answers a cancel with `canceling`; the end shows on the next retrieve.
+                view.update(processing_status="canceling", ended_at=None, results_url=None)
+                view["request_counts"] = {
+                    "processing": batch.plan.n,
+                    SUCCEEDED: 0,
+                    ERRORED: 0,
+                    CANCELED: 0,
+                    EXPIRED: 0,
+                }
+            return json_reply(view)
+
+    def delete(self, req: Request, id: str) -> Reply:
+        with self.state.lock:
+            batch = self._get(id)
+            if batch.timeline(time.time())[0] != "ended":
+                raise _invalid(f"Message Batch {id!r} cannot be deleted while it is still processing; cancel it first.")
+            del self.batches[id]
+        return json_reply({"id": id, "type": "message_batch_deleted"})
+
+    def results(self, req: Request, id: str) -> Reply:
+        with self.state.lock:
+            batch = self._get(id)
+            status, _end, cutoff, leftover = batch.timeline(time.time())
+        if status != "ended":
+            raise _invalid(f"Results for Message Batch {id!r} are not available until processing has ended.")
+        accept = (req.header("accept") or "").lower()
+        content_type = "application/x-jsonl" if "jsonl" in accept else "application/binary"
+        return Reply(200, content_type=content_type, stream=self._result_chunks(batch, cutoff, leftover))
+
+    @staticmethod
+    def _result_chunks(batch: _Batch, cutoff: int, leftover: str) -> Iterator[bytes]:
+        lines: list[str] = []
+        outcome = batch.plan.outcome
+        for i, item in enumerate(batch.items):
+            kind = outcome(i, cutoff, leftover)
+            if kind == SUCCEEDED:
+                lines.append(_succeeded_line(batch.id, item))
+            elif kind == ERRORED:
+                lines.append(_errored_line(item[0]))
+            else:
+                lines.append(dumps({"custom_id": item[0], "result": {"type": kind}}))
+            if len(lines) >= _LINES_PER_CHUNK:
+                lines.append("")
+                yield "\n".join(lines).encode()
+                lines = []
+        if lines:
+            lines.append("")
+            yield "\n".join(lines).encode()

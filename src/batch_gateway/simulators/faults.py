@@ -1,0 +1,117 @@
+"""One-shot fault injection: queued faults are consumed by the next matching provider call(s).
+
+Two families: HTTP faults answer with the provider's real error status and body instead of performing the call
+(`http_429`, `http_500`, `http_503`, `http_529`); accept faults perform the call and then close the connection
+without an answer (`drop_after_accept`, `timeout_after_accept`), the case that makes SDK retries double-submit.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from batch_gateway.simulators.errors import ApiError
+
+PROVIDERS = ("anthropic", "openai")
+OPS = (
+    "create_batch",
+    "get_batch",
+    "list_batches",
+    "cancel_batch",
+    "results",
+    "upload_file",
+    "get_file",
+    "list_files",
+    "file_content",
+    "delete",
+)
+HTTP_KINDS = ("http_429", "http_500", "http_503", "http_529")
+ACCEPT_KINDS = ("drop_after_accept", "timeout_after_accept")
+KINDS = HTTP_KINDS + ACCEPT_KINDS
+_EXTRA_KEYS = {"seconds", "retry_after", "message"}
+
+# status -> (Anthropic error type, OpenAI error type, OpenAI code, message)
+_HTTP_ERRORS = {
+    429: ("rate_limit_error", "requests", "rate_limit_exceeded", "Rate limit exceeded (simulated)."),
+    500: ("api_error", "server_error", None, "Internal server error (simulated)."),
+    503: ("api_error", "server_error", "service_unavailable", "Service unavailable (simulated)."),
+    529: ("overloaded_error", "server_error", "overloaded", "Overloaded (simulated)."),
+}
+
+
+@dataclass
+class Fault:
+    provider: str
+    op: str
+    kind: str
+    times: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def after_accept(self) -> bool:
+        return self.kind in ACCEPT_KINDS
+
+    @property
+    def seconds(self) -> float:
+        """How long `timeout_after_accept` holds the connection before closing it."""
+        return float(self.extra.get("seconds", 3.0))
+
+    def error(self) -> ApiError:
+        """The HTTP fault as an error answer for this fault's provider."""
+        status = int(self.kind.removeprefix("http_"))
+        anthropic_type, openai_type, code, message = _HTTP_ERRORS[status]
+        message = str(self.extra.get("message", message))
+        headers = {}
+        if status == 429:
+            headers["retry-after"] = str(self.extra.get("retry_after", 1))
+        if self.provider == "anthropic":
+            return ApiError(status, anthropic_type, message, headers=headers)
+        return ApiError(status, openai_type, message, code=code, headers=headers)
+
+    def describe(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class FaultQueue:
+    """FIFO of pending faults, consumed per (provider, op)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._faults: list[Fault] = []
+
+    def add(self, provider: str, op: str, kind: str, times: int = 1, **extra: Any) -> Fault:
+        if provider not in PROVIDERS:
+            raise ValueError(f"provider must be one of {PROVIDERS}, got {provider!r}")
+        if op not in OPS:
+            raise ValueError(f"op must be one of {OPS}, got {op!r}")
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        if not isinstance(times, int) or isinstance(times, bool) or times < 1:
+            raise ValueError(f"times must be an integer >= 1, got {times!r}")
+        unknown = set(extra) - _EXTRA_KEYS
+        if unknown:
+            raise ValueError(f"unknown fault options {sorted(unknown)}; allowed: {sorted(_EXTRA_KEYS)}")
+        fault = Fault(provider, op, kind, times, dict(extra))
+        with self._lock:
+            self._faults.append(fault)
+        return fault
+
+    def take(self, provider: str, op: str) -> Fault | None:
+        """The next pending fault for this call, if any, using up one of its `times`."""
+        with self._lock:
+            for index, fault in enumerate(self._faults):
+                if fault.provider == provider and fault.op == op:
+                    fault.times -= 1
+                    if fault.times <= 0:
+                        del self._faults[index]
+                    return fault
+        return None
+
+    def pending(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [f.describe() for f in self._faults]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._faults.clear()

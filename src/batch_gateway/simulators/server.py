@@ -1,0 +1,293 @@
+"""HTTP plumbing, admin endpoints and the public `SimulatorServer`.
+
+Standard library only: a `ThreadingHTTPServer` speaking HTTP/1.1 with keep-alive (every answer has a
+Content-Length, or is chunked when streamed), so the SDKs' httpx connection pools behave as against the real APIs.
+One server answers both APIs; paths never collide (`/v1/messages/batches...` vs `/v1/files`, `/v1/batches`).
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from batch_gateway.simulators import errors
+from batch_gateway.simulators.errors import ApiError
+from batch_gateway.simulators.faults import Fault
+from batch_gateway.simulators.state import SimulatorState
+from batch_gateway.simulators.wire import BadBody, Reply, Request, json_reply, parse_json
+
+ADMIN_PREFIX = "/_simulator"
+_HARD_BODY_CAP = 1024 * 1024 * 1024  # beyond this the body is not even read
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # small answers would otherwise wait ~40 ms for the client's delayed ACK
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet: tests start many servers
+        pass
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    def do_POST(self) -> None:
+        self._handle()
+
+    def do_DELETE(self) -> None:
+        self._handle()
+
+    def do_PUT(self) -> None:
+        self._handle()
+
+    def do_PATCH(self) -> None:
+        self._handle()
+
+    # ---- plumbing
+
+    def _read_body(self) -> bytes | None:
+        """The request body (Content-Length or chunked); None when it is too large to read at all."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            parts, total = [], 0
+            while True:
+                size = int(self.rfile.readline(65537).split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(parts)
+                total += size
+                if total > _HARD_BODY_CAP:
+                    return None
+                parts.append(self.rfile.read(size))
+                self.rfile.readline(65537)
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > _HARD_BODY_CAP:
+            return None
+        return self.rfile.read(length) if length else b""
+
+    def _send(self, reply: Reply) -> None:
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type)
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        if reply.stream is None:
+            self.send_header("Content-Length", str(len(reply.body)))
+            self._headers_buffer.append(b"\r\n")  # headers and body in one write
+            self._headers_buffer.append(reply.body)
+            self.flush_headers()
+            return
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for chunk in reply.stream:
+            if chunk:
+                self.wfile.write(b"".join((b"%X\r\n" % len(chunk), chunk, b"\r\n")))
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _drop(self) -> None:
+        """Close the connection without answering: the client sees a connection error."""
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _handle(self) -> None:
+        split = urlsplit(self.path)
+        body = self._read_body()
+        if body is None:
+            self.close_connection = True
+            provider = "anthropic" if split.path.startswith("/v1/messages") else "openai"
+            self._send(errors.render(provider, ApiError(413, "request_too_large", "Request body too large.")))
+            return
+        request = Request(
+            method=self.command,
+            path=split.path,
+            query=dict(parse_qsl(split.query)),
+            headers=self.headers,  # case-insensitive email.message.Message
+            body=body,
+            base_url="http://" + (self.headers.get("Host") or self.server.fallback_host),
+        )
+        try:
+            if request.path.startswith(ADMIN_PREFIX):
+                reply, fault = self._admin(request), None
+            else:
+                reply, fault = self._provider(request)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+            return
+        if fault is not None and fault.after_accept:
+            if fault.kind == "timeout_after_accept":
+                self.server.stopping.wait(fault.seconds)
+            self._drop()
+            return
+        try:
+            self._send(reply)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _provider(self, req: Request) -> tuple[Reply, Fault | None]:
+        state = self.server.state
+        provider_name = "anthropic" if req.path.startswith("/v1/messages") else "openai"
+        for provider in state.providers:
+            for route in provider.routes:
+                match = route.pattern.match(req.path)
+                if match is None or route.method != req.method:
+                    continue
+                state.count(f"{req.method} {route.template}")
+                header, rid = errors.request_id(provider.provider)
+                fault = None
+                try:
+                    provider.authorize(req)
+                    fault = state.faults.take(provider.provider, route.op)
+                    if fault is not None and not fault.after_accept:
+                        return errors.render(provider.provider, fault.error()), None
+                    reply = route.handler(req, **match.groupdict())
+                except ApiError as exc:
+                    return errors.render(provider.provider, exc), fault
+                except Exception as exc:  # a simulator bug: answer 500 and say so on stderr
+                    traceback.print_exc(file=sys.stderr)
+                    failure = ApiError(500, "api_error" if provider_name == "anthropic" else "server_error", repr(exc))
+                    return errors.render(provider.provider, failure), fault
+                reply.headers.setdefault(header, rid)
+                return reply, fault
+        kind = "not_found_error" if provider_name == "anthropic" else "invalid_request_error"
+        message = f"Unknown request URL: {req.method} {req.path}."
+        return errors.render(provider_name, ApiError(404, kind, message)), None
+
+    def _admin(self, req: Request) -> Reply:
+        state = self.server.state
+        route = req.path[len(ADMIN_PREFIX) :].rstrip("/")
+        try:
+            if req.method == "GET" and route in ("/state", ""):
+                return json_reply(state.stats())
+            if req.method == "GET" and route == "/config":
+                return json_reply(state.current_settings())
+            if req.method == "POST" and route == "/config":
+                return json_reply(state.configure(parse_json(req.body or b"{}")))
+            if req.method == "POST" and route == "/faults":
+                spec = parse_json(req.body)
+                if not isinstance(spec, dict):
+                    raise ValueError("fault must be a JSON object")
+                fault = state.faults.add(**spec)
+                return json_reply({"queued": fault.describe(), "pending": state.faults.pending()})
+            if req.method == "POST" and route == "/reset":
+                state.reset()
+                return json_reply({"reset": True})
+        except (ValueError, TypeError, BadBody) as exc:
+            return json_reply({"error": str(exc)}, 400)
+        return json_reply({"error": f"unknown admin endpoint {req.method} {req.path}"}, 404)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], state: SimulatorState) -> None:
+        super().__init__(address, _Handler)
+        self.state = state
+        self.stopping = threading.Event()
+        self.fallback_host = f"{self.server_address[0]}:{self.server_address[1]}"
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = super().get_request()
+        with self._connections_lock:
+            self._connections.add(sock)
+        return sock, address
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        """Unblock handler threads parked on idle keep-alive connections."""
+        with self._connections_lock:
+            open_sockets = list(self._connections)
+        for sock in open_sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class SimulatorServer:
+    """Anthropic Message Batches + OpenAI Files/Batches simulator on one loopback port.
+
+    `SimulatorServer(port=0).start()` picks a free port; use `url` as ANTHROPIC_BASE_URL and `openai_base_url` as
+    OPENAI_BASE_URL. `configure`, `add_fault`, `reset` and `stats` are the in-process twins of the
+    `/_simulator/...` admin endpoints.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, processing_seconds: float = 0.5) -> None:
+        self.host = host
+        self.port = port
+        self.state = SimulatorState(processing_seconds)
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> SimulatorServer:
+        if self._httpd is not None:
+            return self
+        self._httpd = _HTTPServer((self.host, self.port), self.state)
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"simulator:{self.port}", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        httpd.stopping.set()
+        httpd.shutdown()
+        httpd.close_connections()
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> SimulatorServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """Base URL for the Anthropic SDK (no `/v1`)."""
+        if self._httpd is None:
+            raise RuntimeError("SimulatorServer is not started; call start() first")
+        host = "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """Base URL for the OpenAI SDK (with `/v1`)."""
+        return self.url + "/v1"
+
+    def configure(self, **settings: Any) -> dict[str, Any]:
+        """Merge settings (same keys as POST /_simulator/config); returns the resulting settings."""
+        return self.state.configure(settings)
+
+    def add_fault(self, provider: str, op: str, kind: str, times: int = 1, **extra: Any) -> dict[str, Any]:
+        """Queue a one-shot fault (same as POST /_simulator/faults); returns it."""
+        return self.state.faults.add(provider, op, kind, times, **extra).describe()
+
+    def reset(self) -> None:
+        """Forget all batches, files and faults and restore the default settings."""
+        self.state.reset()
+
+    def stats(self) -> dict[str, Any]:
+        """Same as GET /_simulator/state."""
+        return self.state.stats()

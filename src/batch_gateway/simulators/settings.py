@@ -1,0 +1,105 @@
+"""Simulator behaviour settings: defaults, validation and the per-provider limits they override.
+
+Updates merge at the top level: each given key replaces its previous value (so `item_outcomes` replaces the whole
+map). Settings are read when a batch is created (timing and outcomes are fixed then), except `cancel_seconds`,
+which is read when the cancel arrives. `max_requests` / `max_bytes` take None (the real limits), one int for both
+providers, or {"anthropic": int, "openai": int}.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+MB = 1024 * 1024
+REAL_LIMITS = {
+    "anthropic": {"max_requests": 100_000, "max_bytes": 256 * MB},
+    "openai": {"max_requests": 50_000, "max_bytes": 200 * MB},
+}
+BATCH_OUTCOMES = ("complete", "expire")
+ITEM_OUTCOMES = ("errored", "expired")
+ERRORED_ITEMS_FILES = ("error", "output")
+
+DEFAULTS: dict[str, Any] = {
+    "processing_seconds": 0.5,
+    "cancel_seconds": 0.0,
+    "item_outcomes": {},
+    "error_every": 0,
+    "batch_outcome": "complete",
+    "enqueued_token_limit": None,
+    "max_requests": None,
+    "max_bytes": None,
+    # Where OpenAI lines answered with a 4xx go: the real API writes them to the error file.
+    "openai_errored_items_file": "error",
+}
+
+
+def _number(key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ValueError(f"{key} must be a number >= 0, got {value!r}")
+    return float(value)
+
+
+def _count(key: str, value: Any, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{key} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _limit(key: str, value: Any) -> Any:
+    """None (real limit), an int for both providers, or {"anthropic": int, "openai": int}."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        unknown = set(value) - set(REAL_LIMITS)
+        if unknown:
+            raise ValueError(f"{key}: unknown providers {sorted(unknown)}")
+        return {p: (None if v is None else _count(f"{key}.{p}", v, 1)) for p, v in value.items()}
+    return _count(key, value, 1)
+
+
+def validate(updates: dict[str, Any]) -> dict[str, Any]:
+    """Checked and normalised copy of `updates`; raises ValueError naming the bad key."""
+    if not isinstance(updates, dict):
+        raise ValueError("settings must be a JSON object")
+    unknown = set(updates) - set(DEFAULTS)
+    if unknown:
+        raise ValueError(f"unknown settings {sorted(unknown)}; known: {sorted(DEFAULTS)}")
+    clean: dict[str, Any] = {}
+    for key, value in updates.items():
+        if key in ("processing_seconds", "cancel_seconds"):
+            clean[key] = _number(key, value)
+        elif key == "error_every":
+            clean[key] = _count(key, value)
+        elif key == "enqueued_token_limit":
+            clean[key] = None if value is None else _count(key, value)
+        elif key in ("max_requests", "max_bytes"):
+            clean[key] = _limit(key, value)
+        elif key == "batch_outcome":
+            if value not in BATCH_OUTCOMES:
+                raise ValueError(f"batch_outcome must be one of {BATCH_OUTCOMES}, got {value!r}")
+            clean[key] = value
+        elif key == "openai_errored_items_file":
+            if value not in ERRORED_ITEMS_FILES:
+                raise ValueError(f"openai_errored_items_file must be one of {ERRORED_ITEMS_FILES}, got {value!r}")
+            clean[key] = value
+        elif key == "item_outcomes":
+            if not isinstance(value, dict) or any(v not in ITEM_OUTCOMES for v in value.values()):
+                raise ValueError(f"item_outcomes must map custom_id to one of {ITEM_OUTCOMES}")
+            clean[key] = {str(k): v for k, v in value.items()}
+    return clean
+
+
+def defaults(processing_seconds: float | None = None) -> dict[str, Any]:
+    settings = copy.deepcopy(DEFAULTS)
+    if processing_seconds is not None:
+        settings["processing_seconds"] = _number("processing_seconds", processing_seconds)
+    return settings
+
+
+def limit(settings: dict[str, Any], provider: str, key: str) -> int:
+    """Effective `max_requests` / `max_bytes` for `provider`."""
+    value = settings.get(key)
+    if isinstance(value, dict):
+        value = value.get(provider)
+    return REAL_LIMITS[provider][key] if value is None else int(value)

@@ -1,0 +1,100 @@
+"""The simulator's HTTP plumbing and control surface, independent of either provider's SDK."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from batch_gateway.simulators import SimulatorServer
+
+
+def test_keep_alive_serves_several_requests_on_one_connection_with_content_length():
+    with SimulatorServer() as sim:
+        conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
+        for _ in range(3):
+            conn.request("GET", "/v1/messages/batches", headers={"x-api-key": "k"})
+            response = conn.getresponse()
+            assert response.status == 200 and response.getheader("Content-Length")
+            assert json.loads(response.read())["data"] == []
+            assert response.getheader("request-id", "").startswith("req_")
+        conn.close()
+
+
+def test_stop_returns_promptly_with_idle_connections_and_a_connection_held_by_a_timeout_fault():
+    sim = SimulatorServer().start()
+    idle = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
+    idle.request("GET", "/_simulator/state")
+    idle.getresponse().read()
+    sim.add_fault("openai", "list_batches", "timeout_after_accept", seconds=30)
+    held = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=10)
+
+    outcome = []
+
+    def call():
+        held.request("GET", "/v1/batches", headers={"Authorization": "Bearer k"})
+        try:
+            held.getresponse()
+            outcome.append("answered")
+        except (ConnectionError, http.client.RemoteDisconnected):
+            outcome.append("dropped")
+
+    waiter = threading.Thread(target=call)
+    waiter.start()
+    time.sleep(0.1)
+    started = time.monotonic()
+    sim.stop()
+    waiter.join(5)
+    assert time.monotonic() - started < 2 and outcome == ["dropped"]
+
+
+def test_configure_and_add_fault_reject_unknown_or_malformed_values():
+    sim = SimulatorServer()  # validation needs no running server
+    with pytest.raises(ValueError, match="unknown settings"):
+        sim.configure(processing_second=1)
+    with pytest.raises(ValueError, match="batch_outcome"):
+        sim.configure(batch_outcome="explode")
+    with pytest.raises(ValueError, match="item_outcomes"):
+        sim.configure(item_outcomes={"a": "succeeded"})
+    with pytest.raises(ValueError, match="kind"):
+        sim.add_fault("anthropic", "create_batch", "http_418")
+    with pytest.raises(ValueError, match="op"):
+        sim.add_fault("openai", "create", "http_500")
+    with pytest.raises(ValueError, match="times"):
+        sim.add_fault("openai", "create_batch", "http_500", times=0)
+    assert sim.configure(max_requests={"openai": 10}, error_every=2)["max_requests"] == {"openai": 10}
+    sim.reset()
+    assert sim.stats()["settings"]["max_requests"] is None
+
+
+def test_url_is_only_known_once_started():
+    sim = SimulatorServer()
+    with pytest.raises(RuntimeError):
+        _ = sim.url
+    with sim:
+        assert sim.url.startswith("http://127.0.0.1:") and sim.openai_base_url == sim.url + "/v1"
+
+
+def test_module_entry_point_prints_its_urls_and_serves_until_terminated():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "batch_gateway.simulators", "--port", "0", "--processing-seconds", "0.1"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        announced = json.loads(proc.stdout.readline())
+        assert announced["openai_base_url"] == announced["url"] + "/v1"
+        host, port = announced["url"].removeprefix("http://").split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=5)
+        conn.request("GET", "/_simulator/state")
+        state = json.loads(conn.getresponse().read())
+        assert state["settings"]["processing_seconds"] == 0.1
+        conn.close()
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=5) == 0
