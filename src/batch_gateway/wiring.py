@@ -77,3 +77,6 @@ def reset() -> None:
     services.cache_clear()
     _provider_with_key.cache_clear()
     aws.client.cache_clear()
+    from aws_lambda_powertools.utilities import parameters
+
+    parameters.clear_caches()

@@ -1,0 +1,112 @@
+"""Exactly one provider batch per chunk, whatever fails around the create call.
+
+The fault matrix: 500 / 429 / 529 before acceptance, a lost answer after acceptance (connection dropped, read
+timeout), and a crash between the provider's acceptance and our record. Each time the next attempt (what the state
+machine's Retry does) must end with exactly one provider batch, adopted or created, and a finished job.
+"""
+
+import pytest
+
+from batch_gateway.models import errors
+from batch_gateway.models.jobs import ChunkState
+from batch_gateway.providers import anthropic as anthropic_adapter
+from lambdas import create, finalize, plan, poll, submit
+from tests.integration.conftest import call, load_event
+
+
+def _planned_job(ctx):
+    _, job = call(create.handler, load_event("api_create.json"), ctx)
+    return plan.handler({"job_id": job["id"]}, ctx)
+
+
+def _finish(state, ctx):
+    for _ in range(200):
+        state = poll.handler(state, ctx)
+        if state["done"]:
+            return finalize.handler(state, ctx)
+    raise AssertionError("job did not finish")
+
+
+@pytest.mark.parametrize(
+    ("kind", "error"),
+    [("http_500", errors.ProviderUnavailable), ("http_429", errors.ProviderRateLimited),
+     ("http_529", errors.ProviderUnavailable), ("http_503", errors.ProviderUnavailable)],
+)
+def test_refusal_before_acceptance_releases_the_claim_and_the_retry_creates_one_batch(aws, ctx, simulator, kind,
+                                                                                      error):
+    state = _planned_job(ctx)
+    simulator.add_fault("anthropic", "create_batch", kind)
+    with pytest.raises(error):
+        submit.handler(state, ctx)
+    [chunk] = aws.jobs.get_chunks(state["job_id"])
+    assert chunk.state is ChunkState.PENDING and chunk.claim_token is None
+    assert simulator.stats()["anthropic"]["batches_created"] == 0
+    state = submit.handler(state, ctx)  # the state machine's retry
+    assert _finish(state, ctx)["status"] == "finished"
+    assert simulator.stats()["anthropic"]["batches_created"] == 1
+
+
+def test_answer_lost_after_acceptance_is_reconciled_not_resubmitted(aws, ctx, simulator):
+    state = _planned_job(ctx)
+    simulator.add_fault("anthropic", "create_batch", "drop_after_accept")
+    with pytest.raises(errors.ProviderAmbiguousError):
+        submit.handler(state, ctx)
+    [chunk] = aws.jobs.get_chunks(state["job_id"])
+    assert chunk.state is ChunkState.SUBMITTING and chunk.provider_batch_id is None
+    assert simulator.stats()["anthropic"]["batches_created"] == 1
+    state = submit.handler(state, ctx)
+    [chunk] = aws.jobs.get_chunks(state["job_id"])
+    assert chunk.state is ChunkState.SUBMITTED
+    assert chunk.provider_batch_id == simulator.stats()["anthropic"]["batches"][0]
+    assert _finish(state, ctx)["status"] == "finished"
+    assert simulator.stats()["anthropic"]["batches_created"] == 1
+
+
+def test_read_timeout_after_acceptance_is_reconciled_not_resubmitted(aws, ctx, simulator, monkeypatch):
+    monkeypatch.setattr(anthropic_adapter, "CREATE_TIMEOUT_SECONDS", 0.5)
+    state = _planned_job(ctx)
+    simulator.add_fault("anthropic", "create_batch", "timeout_after_accept", seconds=2)
+    with pytest.raises(errors.ProviderAmbiguousError):
+        submit.handler(state, ctx)
+    state = submit.handler(state, ctx)
+    assert _finish(state, ctx)["status"] == "finished"
+    assert simulator.stats()["anthropic"]["batches_created"] == 1
+
+
+def test_crash_between_acceptance_and_our_record_adopts_the_accepted_batch(aws, ctx, simulator, monkeypatch):
+    state = _planned_job(ctx)
+    real_update = type(aws.jobs).update_chunk
+    crashed = []
+
+    def crash_when_recording(self, chunk, **fields):
+        if fields.get("state") is ChunkState.SUBMITTED and not crashed:
+            crashed.append(True)
+            raise RuntimeError("Lambda ran out of time")
+        return real_update(self, chunk, **fields)
+
+    monkeypatch.setattr(type(aws.jobs), "update_chunk", crash_when_recording)
+    with pytest.raises(RuntimeError):
+        submit.handler(state, ctx)
+    assert simulator.stats()["anthropic"]["batches_created"] == 1
+    state = submit.handler(state, ctx)  # the next attempt finds the accepted batch
+    assert _finish(state, ctx)["status"] == "finished"
+    assert simulator.stats()["anthropic"]["batches_created"] == 1
+
+
+def test_a_second_submitter_never_sends_a_claimed_chunk(aws, ctx, simulator):
+    state = _planned_job(ctx)
+    [chunk] = aws.jobs.get_chunks(state["job_id"])
+    aws.jobs.update_chunk(chunk, expect_state=ChunkState.PENDING, state=ChunkState.SUBMITTING, claim_token="other",
+                          claimed_at=chunk.claimed_at or __import__("datetime").datetime.now(
+                              __import__("datetime").UTC))
+    # a concurrent submitter sees the claim; with nothing at the provider it takes over and sends once
+    submit.handler(state, ctx)
+    submit.handler(state, ctx)
+    assert simulator.stats()["anthropic"]["batches_created"] == 1
+
+
+def test_poll_survives_a_transient_provider_error_and_collects_later(aws, ctx, simulator):
+    state = submit.handler(_planned_job(ctx), ctx)
+    simulator.add_fault("anthropic", "get_batch", "http_500", times=3)
+    state = poll.handler(state, ctx)  # the SDK's own retries on reads may absorb some; the poll must not fail
+    assert _finish(state, ctx)["status"] == "finished"
