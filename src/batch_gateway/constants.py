@@ -33,6 +33,9 @@ TABLE_SK = "sk"
 OWNER_INDEX = "by-owner"
 OWNER_INDEX_PK = "owner"
 OWNER_INDEX_SK = "created_at"
+OPEN_INDEX = "open-jobs"  # sparse: only jobs that have not ended carry OPEN_INDEX_PK
+OPEN_INDEX_PK = "open_job"
+OPEN_INDEX_SK = "created_at"
 
 # Lambda entry points: function id -> handler path inside the bundle.
 API_HANDLERS = {
@@ -49,6 +52,9 @@ WORKFLOW_HANDLERS = {
     "Finalize": "lambdas.finalize.handler",
     "MarkFailed": "lambdas.mark_failed.handler",
 }
+INGEST_HANDLER = "lambdas.ingest.handler"  # S3 drop folder, fed by SQS
+SWEEPER_HANDLER = "lambdas.sweeper.handler"  # scheduled: stuck jobs and orphaned provider batches
+SWEEP_EVERY_MINUTES = 30
 
 # Error names the state machine retries (raised by the workflow Lambdas, see batch_gateway.models.errors).
 RETRYABLE_ERRORS = ["TransientError", "ProviderUnavailable", "ProviderRateLimited", "ProviderAmbiguousError"]

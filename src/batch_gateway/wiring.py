@@ -68,6 +68,7 @@ def services() -> Services:
         start_workflow=start,
         provider_for=_provider,
         emit_event=emit,
+        describe_workflow=aws.execution_status,
     )
 
 

@@ -16,6 +16,7 @@ def create_table(dynamodb: Any, name: str) -> None:
             {"AttributeName": c.TABLE_SK, "AttributeType": "S"},
             {"AttributeName": c.OWNER_INDEX_PK, "AttributeType": "S"},
             {"AttributeName": c.OWNER_INDEX_SK, "AttributeType": "S"},
+            {"AttributeName": c.OPEN_INDEX_PK, "AttributeType": "S"},
         ],
         KeySchema=[
             {"AttributeName": c.TABLE_PK, "KeyType": "HASH"},
@@ -28,6 +29,13 @@ def create_table(dynamodb: Any, name: str) -> None:
                 {"AttributeName": c.OWNER_INDEX_SK, "KeyType": "RANGE"},
             ],
             "Projection": {"ProjectionType": "ALL"},
+        }, {
+            "IndexName": c.OPEN_INDEX,
+            "KeySchema": [
+                {"AttributeName": c.OPEN_INDEX_PK, "KeyType": "HASH"},
+                {"AttributeName": c.OPEN_INDEX_SK, "KeyType": "RANGE"},
+            ],
+            "Projection": {"ProjectionType": "KEYS_ONLY"},
         }],
     )
 

@@ -134,6 +134,7 @@ class Job(BaseModel):
     ended_at: datetime | None = None
     cancel_requested_at: datetime | None = None
     execution_arn: str | None = None
+    restarts: int = 0  # fresh executions the sweeper started after the workflow stopped
     source: str = "api"
     drop_name: str | None = None  # drop-folder jobs: where results go under outbox/
     error: str | None = None

@@ -85,5 +85,10 @@ class BatchProvider(abc.ABC):
     def find_submitted(self, ref: ChunkRef) -> str | None:
         """After an ambiguous create: the batch the provider accepted for this chunk, if any."""
 
+    def owned_open_batches(self) -> list[tuple[str, str, int]]:
+        """(batch id, job id, chunk index) of unfinished batches we stamped with our ids; providers that carry no
+        metadata (Anthropic) cannot say, and answer nothing."""
+        return []
+
     def cleanup(self, batch: ProviderBatch) -> None:  # noqa: B027 - optional hook
         """Delete provider-side copies once results are safe with us (OpenAI files)."""

@@ -20,3 +20,4 @@ class Services:
     start_workflow: Callable[[str, dict[str, Any]], str]  # (execution name, input) -> execution ARN
     provider_for: Callable[[str], BatchProvider]
     emit_event: Callable[[str, dict[str, Any]], None] = lambda detail_type, detail: None
+    describe_workflow: Callable[[str], str] = lambda execution_arn: "RUNNING"  # RUNNING, FAILED, ..., MISSING

@@ -37,3 +37,12 @@ def put_event(bus: str, source: str, detail_type: str, detail: dict[str, Any]) -
     client("events").put_events(
         Entries=[{"EventBusName": bus, "Source": source, "DetailType": detail_type, "Detail": json.dumps(detail)}]
     )
+
+
+def execution_status(execution_arn: str) -> str:
+    """RUNNING, SUCCEEDED, FAILED, TIMED_OUT, ABORTED, or MISSING when Step Functions does not know it."""
+    sfn = client("stepfunctions")
+    try:
+        return sfn.describe_execution(executionArn=execution_arn)["status"]
+    except sfn.exceptions.ExecutionDoesNotExist:
+        return "MISSING"

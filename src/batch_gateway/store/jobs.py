@@ -15,7 +15,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
-from batch_gateway.constants import OWNER_INDEX
+from batch_gateway.constants import OPEN_INDEX, OPEN_INDEX_PK, OWNER_INDEX
 from batch_gateway.models.errors import ConflictError, InvalidRequestError, NotFoundError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, iso, utcnow
 
@@ -92,7 +92,7 @@ class JobStore:
     # --- jobs ---------------------------------------------------------------------------------------------------
 
     def put_new_job(self, job: Job) -> None:
-        item = _to_item({"pk": _pk(job.id), "sk": JOB_SK, **_dump(job)})
+        item = _to_item({"pk": _pk(job.id), "sk": JOB_SK, OPEN_INDEX_PK: "open", **_dump(job)})
         try:
             self._db.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)")
         except self._db.exceptions.ConditionalCheckFailedException as exc:
@@ -123,6 +123,9 @@ class JobStore:
     def update_job(self, job_id: str, *, expect: Iterable[JobStatus] | None = None, **fields: Any) -> Job:
         """Set fields (None removes one); with ``expect``, only while the job is in one of those statuses."""
         fields["updated_at"] = iso(utcnow())
+        status = fields.get("status")
+        if status is not None and JobStatus(status).terminal:
+            fields[OPEN_INDEX_PK] = None  # leaves the sparse open-jobs index
         expression, names, values = _update_parts(fields)
         condition = "attribute_exists(pk)"
         if expect is not None:
@@ -169,6 +172,22 @@ class JobStore:
         jobs = [Job.model_validate(_from_item(item)) for item in response.get("Items", [])]
         last = response.get("LastEvaluatedKey")
         return jobs, (_encode_token(last) if last else None)
+
+    def open_job_ids(self) -> list[str]:
+        """Jobs that have not ended, oldest first (the sparse ``open-jobs`` index holds nothing else)."""
+        ids: list[str] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self.table, "IndexName": OPEN_INDEX,
+            "KeyConditionExpression": "#open = :open",
+            "ExpressionAttributeNames": {"#open": OPEN_INDEX_PK},
+            "ExpressionAttributeValues": _values({":open": "open"}),
+        }
+        while True:
+            response = self._db.query(**kwargs)
+            ids.extend(item["pk"]["S"].removeprefix("JOB#") for item in response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                return ids
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     # --- markers (at-least-once deliveries) ----------------------------------------------------------------------
 
