@@ -1,0 +1,90 @@
+"""Response shapes of the HTTP API, kept apart from the stored models; the OpenAPI document is built from these."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class RequestCountsView(BaseModel):
+    total: int
+    processing: int
+    succeeded: int
+    errored: int
+    canceled: int
+    expired: int
+
+
+class ChunkView(BaseModel):
+    index: int
+    provider_batch_id: str | None
+    status: str = Field(description="the provider's own status word, or ours before the provider has the chunk")
+    request_counts: RequestCountsView
+    error: str | None
+
+
+class UsageView(BaseModel):
+    input_tokens: int
+    output_tokens: int
+
+
+class JobView(BaseModel):
+    id: str
+    status: Literal["queued", "in_progress", "canceling", "finished", "canceled", "expired", "failed"]
+    provider: Literal["anthropic", "openai"]
+    model: str
+    endpoint: Literal["chat", "responses", "embeddings"] | None
+    request_counts: RequestCountsView
+    chunks: list[ChunkView]
+    usage: UsageView
+    cost_usd: float | None = Field(description="estimate at batch prices; null for models without a known price")
+    metadata: dict[str, str]
+    created_at: str
+    updated_at: str
+    ended_at: str | None
+    error: str | None
+
+
+class JobsPage(BaseModel):
+    batches: list[JobView]
+    next_token: str | None
+
+
+class TokenUsage(BaseModel):
+    input_tokens: int
+    output_tokens: int
+
+
+class ResultItem(BaseModel):
+    id: str = Field(description="the caller's request id")
+    status: Literal["succeeded", "errored", "canceled", "expired"]
+    text: str | None
+    outputs: list[dict[str, Any]]
+    token_usage: TokenUsage
+    finish_details: dict[str, Any] = Field(description='{"type": "stop"|"length"|...} or {"type": "error", "code", '
+                                                       '"message"}')
+
+
+class ResultsPage(BaseModel):
+    id: str
+    status: str
+    results: dict[str, ResultItem]
+    next_token: str | None
+
+
+class ResultsDownload(BaseModel):
+    id: str
+    status: str
+    url: str = Field(description="presigned S3 URL of results.jsonl, for the job's owner only")
+    expires_in: int
+
+
+class ErrorDetail(BaseModel):
+    type: str
+    message: str
+    details: list[dict[str, Any]]
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail

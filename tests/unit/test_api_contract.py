@@ -1,0 +1,26 @@
+"""The committed API contract matches the code, and real responses match the contract."""
+
+from pathlib import Path
+
+from batch_gateway.edge.openapi import render
+from batch_gateway.models.api import JobView, ResultItem
+from batch_gateway.models.jobs import Chunk, ItemStatus, Job
+from batch_gateway.models.results import result_item
+
+OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
+
+
+def test_docs_openapi_json_is_what_the_code_generates():
+    assert OPENAPI.read_text() == render(), "run: uv run python -m batch_gateway.edge.openapi > docs/openapi.json"
+
+
+def test_the_job_view_the_api_returns_matches_the_contract():
+    job = Job(id="job_1", owner="o", provider="anthropic", model="claude-x", metadata={"a": "b"})
+    view = job.public([Chunk(job_id="job_1", index=0, request_count=2)])
+    assert JobView.model_validate(view).model_dump() == view
+
+
+def test_result_items_match_the_contract():
+    for item in (result_item("a", ItemStatus.SUCCEEDED, outputs=[{"type": "text", "text": "x"}]),
+                 result_item("b", ItemStatus.EXPIRED)):
+        assert ResultItem.model_validate(item).model_dump() == item
