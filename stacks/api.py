@@ -1,0 +1,188 @@
+"""The HTTP API: a regional REST API, IAM (SigV4) auth on every method, one Lambda proxy integration per route."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from batch_gateway import constants
+from stacks import nag
+from stacks.config import GatewayConfig
+from stacks.functions import API_SIZING, FunctionFactory
+from stacks.storage import JOBS_PREFIX, StorageConstruct
+
+STAGE_NAME = "v1"
+THROTTLE_RATE = 50  # requests per second, every method
+THROTTLE_BURST = 100
+
+# (HTTP method, resource path, function id, request parameters: name -> required)
+ROUTES: list[tuple[str, str, str, dict[str, bool]]] = [
+    ("POST", "/batches", "Create", {"method.request.header.Idempotency-Key": False}),
+    (
+        "GET",
+        "/batches",
+        "List",
+        {
+            "method.request.querystring.limit": False,
+            "method.request.querystring.next_token": False,
+            "method.request.querystring.status": False,
+        },
+    ),
+    ("GET", "/batches/{id}", "Status", {"method.request.path.id": True}),
+    (
+        "GET",
+        "/batches/{id}/results",
+        "Retrieve",
+        {
+            "method.request.path.id": True,
+            "method.request.querystring.limit": False,
+            "method.request.querystring.next_token": False,
+            "method.request.querystring.format": False,
+        },
+    ),
+    ("POST", "/batches/{id}/cancel", "Cancel", {"method.request.path.id": True}),
+]
+
+# API Gateway's own errors (unsigned request, throttling, bad parameters) in the service's error shape.
+_ERROR_TEMPLATE = (
+    '{"error": {"type": "$context.error.responseType", "message": $context.error.messageString, "details": []}}'
+)
+
+
+class ApiConstruct(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: GatewayConfig,
+        functions: FunctionFactory,
+        storage: StorageConstruct,
+        state_machine: sfn.IStateMachine,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        table, bucket = storage.table, storage.bucket
+
+        def api_function(function_id: str, environment: dict[str, str] | None = None) -> lambda_.Function:
+            return functions.create(
+                self,
+                function_id,
+                handler=constants.API_HANDLERS[function_id],
+                bundle="api",
+                sizing=API_SIZING,
+                environment=environment,
+            )
+
+        self.functions: dict[str, lambda_.Function] = {
+            "Create": api_function("Create", {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn}),
+            "Status": api_function("Status"),
+            "Retrieve": api_function("Retrieve", {constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY)}),
+            "List": api_function("List"),
+            "Cancel": api_function("Cancel"),
+        }
+        self._grant(table=table, bucket=bucket, state_machine=state_machine)
+        self.rest_api = self._rest_api(config)
+
+    def _grant(self, *, table: dynamodb.Table, bucket: s3.Bucket, state_machine: sfn.IStateMachine) -> None:
+        """Least privilege per route: only Create writes objects and starts executions; reads stay reads."""
+        fns = self.functions
+        table.grant_read_write_data(fns["Create"])
+        bucket.grant_put(fns["Create"], f"{JOBS_PREFIX}*")
+        state_machine.grant_start_execution(fns["Create"])
+        nag.acknowledge_object_grant(fns["Create"].role, bucket, JOBS_PREFIX, ["s3:Abort*"])
+
+        table.grant_read_data(fns["Status"])
+        table.grant_read_data(fns["List"])
+        table.grant_read_data(fns["Retrieve"])
+        bucket.grant_read(fns["Retrieve"], f"{JOBS_PREFIX}*")
+        nag.acknowledge_object_grant(
+            fns["Retrieve"].role, bucket, JOBS_PREFIX, ["s3:GetObject*", "s3:GetBucket*", "s3:List*"]
+        )
+        table.grant_read_write_data(fns["Cancel"])
+        for function in fns.values():
+            nag.acknowledge_table_index_grant(function.role, table)
+
+    def _rest_api(self, config: GatewayConfig) -> apigw.RestApi:
+        access_logs = logs.LogGroup(self, "AccessLogs", retention=config.log_retention)
+        api = apigw.RestApi(
+            self,
+            "RestApi",
+            description="Batch Gateway: LLM batch jobs over the providers' batch APIs.",
+            endpoint_types=[apigw.EndpointType.REGIONAL],
+            cloud_watch_role=False,
+            deploy_options=apigw.StageOptions(
+                stage_name=STAGE_NAME,
+                access_log_destination=apigw.LogGroupLogDestination(access_logs),
+                # Request metadata only; never the body.
+                access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
+                    caller=True,
+                    http_method=True,
+                    ip=True,
+                    protocol=True,
+                    request_time=True,
+                    resource_path=True,
+                    response_length=True,
+                    status=True,
+                    user=True,
+                ),
+                tracing_enabled=True,
+                data_trace_enabled=False,
+                metrics_enabled=True,
+                throttling_rate_limit=THROTTLE_RATE,
+                throttling_burst_limit=THROTTLE_BURST,
+            ),
+            default_method_options=apigw.MethodOptions(authorization_type=apigw.AuthorizationType.IAM),
+        )
+        api.node.try_remove_child("Endpoint")  # CDK's automatic URL output; the stack outputs ApiUrl itself
+        # Parameters only: the body is validated in the Lambda, so its errors keep the service's JSON shape.
+        validator = api.add_request_validator(
+            "RequestParameters", validate_request_parameters=True, validate_request_body=False
+        )
+        for response_type in (apigw.ResponseType.DEFAULT_4_XX, apigw.ResponseType.DEFAULT_5_XX):
+            api.add_gateway_response(
+                f"Gateway{response_type.response_type}",
+                type=response_type,
+                templates={"application/json": _ERROR_TEMPLATE},
+            )
+
+        for http_method, path, function_id, parameters in ROUTES:
+            resource = api.root.resource_for_path(path)
+            resource.add_method(
+                http_method,
+                apigw.LambdaIntegration(self.functions[function_id], allow_test_invoke=False),
+                authorization_type=apigw.AuthorizationType.IAM,
+                request_parameters=parameters,
+                request_validator=validator,
+            )
+
+        nag.acknowledge(
+            api,
+            "AwsSolutions-APIG2",
+            "Request parameters are validated by API Gateway; the body is validated in the Create Lambda so that "
+            "its errors keep the service's JSON error shape (error.type, message, details).",
+        )
+        nag.acknowledge(
+            api,
+            "AwsSolutions-COG4",
+            "Every method uses IAM (SigV4) authorization: the callers are AWS principals of the platform, and "
+            "jobs are owned by the caller's IAM identity, so there is no Cognito user pool.",
+        )
+        stage = api.deployment_stage
+        nag.acknowledge(
+            stage,
+            "AwsSolutions-APIG3",
+            "Regional API behind IAM authorization with per-method throttling; a WAF web ACL is an account-level "
+            "choice (e.g. Firewall Manager) that the operator can attach to the stage.",
+        )
+        nag.acknowledge(
+            stage,
+            "AwsSolutions-APIG6",
+            "Access logging is on (JSON, no bodies). Execution logging needs the account-wide API Gateway "
+            "CloudWatch role (AWS::ApiGateway::Account), a singleton this stack does not take over.",
+        )
+        return api

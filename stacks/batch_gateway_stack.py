@@ -1,0 +1,46 @@
+"""``BatchGatewayStack``: composes one construct per capability and exports what operators and clients need."""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from stacks.api import ApiConstruct
+from stacks.config import GatewayConfig
+from stacks.functions import FunctionFactory
+from stacks.secrets import SecretsConstruct
+from stacks.storage import StorageConstruct
+from stacks.workflow import WorkflowConstruct
+
+
+class BatchGatewayStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, config: GatewayConfig, **kwargs) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.config = config
+
+        self.storage = StorageConstruct(self, "Storage")
+        self.secrets = SecretsConstruct(self, "Secrets", providers=config.providers)
+        self.functions = FunctionFactory(config, table=self.storage.table, bucket=self.storage.bucket)
+        self.workflow = WorkflowConstruct(
+            self, "Workflow", config=config, functions=self.functions, storage=self.storage, secrets=self.secrets
+        )
+        self.api = ApiConstruct(
+            self,
+            "Api",
+            config=config,
+            functions=self.functions,
+            storage=self.storage,
+            state_machine=self.workflow.state_machine,
+        )
+        # Later capabilities plug in the same way, e.g. DropFolderConstruct(self, "DropFolder", ...) on
+        # self.storage.bucket (S3 -> SQS + DLQ -> Lambda) and a scheduled sweeper built with self.functions.
+
+        CfnOutput(self, "ApiUrl", value=self.api.rest_api.url, description="Base URL of the API (stage v1)")
+        CfnOutput(self, "BucketName", value=self.storage.bucket.bucket_name, description="Payload bucket")
+        CfnOutput(self, "TableName", value=self.storage.table.table_name, description="Jobs table")
+        CfnOutput(
+            self,
+            "StateMachineArn",
+            value=self.workflow.state_machine.state_machine_arn,
+            description="Batch workflow state machine",
+        )

@@ -1,0 +1,113 @@
+"""Lambda defaults, set once: every function of the stack is made by ``FunctionFactory.create``.
+
+Each function ``<Id>`` (the keys of ``constants.API_HANDLERS`` / ``constants.WORKFLOW_HANDLERS``) is created in
+its construct's scope as ``<Id>`` (the function, CloudFormation resource at ``<scope>/<Id>/Resource``),
+``<Id>Role`` (its own role, no managed policies) and ``<Id>Logs`` (its log group).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from batch_gateway import constants
+from stacks import nag
+from stacks.bundling import RUNTIME, lambda_code
+from stacks.config import GatewayConfig
+
+
+@dataclass(frozen=True)
+class Sizing:
+    memory_mb: int
+    timeout: Duration
+
+
+API_SIZING = Sizing(memory_mb=256, timeout=Duration.seconds(29))  # API Gateway's integration limit
+WORKFLOW_SIZING = Sizing(memory_mb=1024, timeout=Duration.minutes(5))
+POLL_SIZING = Sizing(memory_mb=1024, timeout=Duration.minutes(10))  # streams ended chunks' results into S3
+
+
+class FunctionFactory:
+    """Python 3.13, architecture from context, JSON logs to an explicit log group, X-Ray, Powertools env."""
+
+    def __init__(self, config: GatewayConfig, *, table: dynamodb.ITable, bucket: s3.IBucket) -> None:
+        self._config = config
+        self._table = table
+        self._bucket = bucket
+        self._code: dict[str, lambda_.Code] = {}
+
+    def code(self, bundle: str) -> lambda_.Code:
+        # One Code object per bundle, so every function of a bundle shares one asset (bundled once).
+        if bundle not in self._code:
+            self._code[bundle] = lambda_code(bundle, self._config.architecture)
+        return self._code[bundle]
+
+    def create(
+        self,
+        scope: Construct,
+        function_id: str,
+        *,
+        handler: str,
+        bundle: str,
+        sizing: Sizing,
+        environment: dict[str, str] | None = None,
+        description: str | None = None,
+    ) -> lambda_.Function:
+        log_group = logs.LogGroup(scope, f"{function_id}Logs", retention=self._config.log_retention)
+        # An explicit role instead of the default one, which carries the AWSLambdaBasicExecutionRole managed
+        # policy (logs on every log group): this one may only write to the function's own log group.
+        role = iam.Role(
+            scope,
+            f"{function_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"Batch Gateway {function_id} function",
+        )
+        log_group.grant_write(role)
+
+        function = lambda_.Function(
+            scope,
+            function_id,
+            description=description or f"Batch Gateway: {function_id}",
+            runtime=RUNTIME,
+            architecture=self._config.lambda_architecture,
+            code=self.code(bundle),
+            handler=handler,
+            memory_size=sizing.memory_mb,
+            timeout=sizing.timeout,
+            role=role,
+            log_group=log_group,
+            logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
+            system_log_level_v2=lambda_.SystemLogLevel.INFO,
+            tracing=lambda_.Tracing.ACTIVE,
+            environment={
+                "POWERTOOLS_SERVICE_NAME": constants.SERVICE_NAME,
+                "POWERTOOLS_METRICS_NAMESPACE": constants.METRICS_NAMESPACE,
+                "POWERTOOLS_LOG_LEVEL": "INFO",
+                # Handler responses can hold completions; they never go into trace metadata.
+                "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
+                constants.ENV_JOBS_TABLE: self._table.table_name,
+                constants.ENV_PAYLOAD_BUCKET: self._bucket.bucket_name,
+                **(environment or {}),
+            },
+        )
+        nag.acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "X-Ray tracing (Tracing.ACTIVE): xray:PutTraceSegments and xray:PutTelemetryRecords do not support "
+            "resource-level permissions, so AWS requires Resource '*'.",
+        )
+        nag.acknowledge(
+            function,
+            "AwsSolutions-L1",
+            f"The {RUNTIME.name} runtime is pinned on purpose: the bundle's wheels and pycs are built for this minor "
+            "version (stacks/bundling.py); the runtime moves together with the bundle, not on its own.",
+        )
+        return function

@@ -1,0 +1,53 @@
+"""Provider API keys: one Secrets Manager secret per enabled provider, its value set by the operator after deploy."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+from batch_gateway import constants
+from stacks import nag
+
+_SECRET_ARN_ENV = {
+    "anthropic": constants.ENV_ANTHROPIC_SECRET_ARN,
+    "openai": constants.ENV_OPENAI_SECRET_ARN,
+}
+
+
+def secret_name(provider: str) -> str:
+    return f"{constants.SERVICE_NAME}/{provider}-api-key"
+
+
+class SecretsConstruct(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, providers: tuple[str, ...]) -> None:
+        super().__init__(scope, construct_id)
+        self.secrets: dict[str, secretsmanager.Secret] = {}
+        for provider in providers:
+            secret = secretsmanager.Secret(
+                self,
+                f"{provider.capitalize()}ApiKey",
+                secret_name=secret_name(provider),
+                description=(
+                    f"{provider} API key for Batch Gateway. The stack creates a random placeholder: put the real "
+                    f"key here after deploy (aws secretsmanager put-secret-value --secret-id {secret_name(provider)})."
+                ),
+                generate_secret_string=secretsmanager.SecretStringGenerator(
+                    password_length=32, exclude_punctuation=True
+                ),
+            )
+            nag.acknowledge(
+                secret,
+                "AwsSolutions-SMG4",
+                f"The {provider} API key is issued and rotated at the provider by the operator, who then puts the "
+                "new value here; Secrets Manager has no way to rotate a third-party key.",
+            )
+            self.secrets[provider] = secret
+
+    def environment(self) -> dict[str, str]:
+        """``ANTHROPIC_SECRET_ARN`` / ``OPENAI_SECRET_ARN`` for the enabled providers."""
+        return {_SECRET_ARN_ENV[provider]: secret.secret_arn for provider, secret in self.secrets.items()}
+
+    def grant_read(self, grantee: iam.IGrantable) -> None:
+        for secret in self.secrets.values():
+            secret.grant_read(grantee)

@@ -1,0 +1,80 @@
+"""Storage: the payload bucket, its access-log bucket and the jobs table."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from batch_gateway import constants
+
+JOBS_PREFIX = "jobs/"
+TTL_ATTRIBUTE = "expires_at"
+
+
+class StorageConstruct(Construct):
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+
+        self.access_logs_bucket = s3.Bucket(
+            self,
+            "AccessLogsBucket",
+            # Server access logs can only be delivered to an SSE-S3 bucket.
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            enforce_ssl=True,
+            minimum_tls_version=1.2,
+            versioned=True,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="expire-access-logs",
+                    expiration=Duration.days(365),
+                    noncurrent_version_expiration=Duration.days(30),
+                )
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        # No access logs of its own: cdk-nag's S1 exempts a bucket that is another bucket's log target.
+
+        self.bucket = s3.Bucket(
+            self,
+            "PayloadBucket",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            enforce_ssl=True,
+            minimum_tls_version=1.2,
+            versioned=True,
+            server_access_logs_bucket=self.access_logs_bucket,
+            server_access_logs_prefix="payload-bucket/",
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="expire-noncurrent-versions",
+                    noncurrent_version_expiration=Duration.days(30),
+                    abort_incomplete_multipart_upload_after=Duration.days(7),
+                )
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+        self.table = dynamodb.Table(
+            self,
+            "JobsTable",
+            partition_key=dynamodb.Attribute(name=constants.TABLE_PK, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=constants.TABLE_SK, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            time_to_live_attribute=TTL_ATTRIBUTE,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.table.add_global_secondary_index(
+            index_name=constants.OWNER_INDEX,
+            partition_key=dynamodb.Attribute(name=constants.OWNER_INDEX_PK, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=constants.OWNER_INDEX_SK, type=dynamodb.AttributeType.STRING),
+            projection_type=dynamodb.ProjectionType.ALL,
+        )

@@ -1,0 +1,149 @@
+"""The batch workflow: five worker Lambdas and the Standard state machine that drives a job to a terminal status.
+
+    Plan -> Submit -> Wait($.wait_seconds) -> Poll -> Collected? --done--> Finalize -> Done
+                        ^                              |
+                        +------------ not done --------+       any error after retries -> MarkFailed -> JobFailed
+
+Every task passes the whole state to its Lambda and takes the Lambda's return value as the next state
+(``output_path="$.Payload"``): ids and small numbers only, never prompts or results.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_events as events
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from batch_gateway import constants
+from stacks import nag
+from stacks.config import GatewayConfig
+from stacks.functions import POLL_SIZING, WORKFLOW_SIZING, FunctionFactory
+from stacks.secrets import SecretsConstruct
+from stacks.storage import JOBS_PREFIX, StorageConstruct
+
+LAMBDA_TRANSIENT_ERRORS = [
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+]
+RETRY_ERRORS = [*constants.RETRYABLE_ERRORS, *LAMBDA_TRANSIENT_ERRORS]
+# Providers finish or expire a batch within 24 h; a bound keeps a stuck execution from running for a year.
+EXECUTION_TIMEOUT = Duration.hours(48)
+DEFAULT_EVENT_BUS = "default"
+
+_READ_WRITE_OBJECT_ACTIONS = ["s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*", "s3:Abort*"]
+
+
+class WorkflowConstruct(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: GatewayConfig,
+        functions: FunctionFactory,
+        storage: StorageConstruct,
+        secrets: SecretsConstruct,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        table, bucket = storage.table, storage.bucket
+        handlers = constants.WORKFLOW_HANDLERS
+        poll_env = {constants.ENV_POLL_SCHEDULE: config.poll_schedule}
+
+        def worker(function_id: str, environment: dict[str, str] | None = None) -> lambda_.Function:
+            return functions.create(
+                self,
+                function_id,
+                handler=handlers[function_id],
+                bundle="worker",
+                sizing=POLL_SIZING if function_id == "Poll" else WORKFLOW_SIZING,
+                environment={**poll_env, **(environment or {})},
+            )
+
+        self.functions: dict[str, lambda_.Function] = {
+            "Plan": worker("Plan"),
+            "Submit": worker("Submit", secrets.environment()),
+            "Poll": worker("Poll", secrets.environment()),
+            "Finalize": worker("Finalize", {constants.ENV_EVENT_BUS_NAME: DEFAULT_EVENT_BUS}),
+            "MarkFailed": worker("MarkFailed"),
+        }
+
+        for function_id, function in self.functions.items():
+            table.grant_read_write_data(function)
+            nag.acknowledge_table_index_grant(function.role, table)
+            if function_id != "MarkFailed":
+                bucket.grant_read_write(function, f"{JOBS_PREFIX}*")
+                nag.acknowledge_object_grant(function.role, bucket, JOBS_PREFIX, _READ_WRITE_OBJECT_ACTIONS)
+        for function_id in ("Submit", "Poll"):
+            secrets.grant_read(self.functions[function_id])
+        events.EventBus.from_event_bus_name(self, "DefaultEventBus", DEFAULT_EVENT_BUS).grant_put_events_to(
+            self.functions["Finalize"]
+        )
+
+        self.state_machine = self._state_machine(config)
+
+    def _task(self, function_id: str) -> tasks.LambdaInvoke:
+        task = tasks.LambdaInvoke(
+            self,
+            f"{function_id}Task",
+            state_name=function_id,
+            lambda_function=self.functions[function_id],
+            payload=sfn.TaskInput.from_json_path_at("$"),
+            output_path="$.Payload",
+            retry_on_service_exceptions=False,  # replaced by the one retry policy below
+        )
+        task.add_retry(
+            errors=RETRY_ERRORS,
+            interval=Duration.seconds(2),
+            backoff_rate=2.0,
+            max_attempts=6,
+            jitter_strategy=sfn.JitterType.FULL,
+        )
+        return task
+
+    def _state_machine(self, config: GatewayConfig) -> sfn.StateMachine:
+        plan, submit, poll, finalize = (self._task(name) for name in ("Plan", "Submit", "Poll", "Finalize"))
+        mark_failed = self._task("MarkFailed")
+        job_failed = sfn.Fail(self, "JobFailed", error="JobFailed", cause="The job failed; MarkFailed recorded why.")
+        mark_failed.next(job_failed)
+        for task in (plan, submit, poll, finalize):
+            task.add_catch(mark_failed, errors=["States.ALL"], result_path="$.error")
+
+        wait = sfn.Wait(self, "Wait", time=sfn.WaitTime.seconds_path("$.wait_seconds"))
+        collected = (
+            sfn.Choice(self, "Collected?")
+            .when(sfn.Condition.boolean_equals("$.done", True), finalize.next(sfn.Succeed(self, "Done")))
+            .otherwise(wait)
+        )
+        definition = plan.next(submit).next(wait).next(poll).next(collected)
+
+        log_group = logs.LogGroup(self, "StateMachineLogs", retention=config.log_retention)
+        state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            comment="Batch Gateway job: plan, submit, poll until collected, finalize.",
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            definition_body=sfn.DefinitionBody.from_chainable(definition),
+            timeout=EXECUTION_TIMEOUT,
+            tracing_enabled=True,
+            logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
+        )
+        nag.acknowledge(
+            state_machine.role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "Step Functions logging (logs:CreateLogDelivery and friends) and X-Ray tracing (xray:PutTraceSegments, "
+            "GetSamplingRules, ...) do not support resource-level permissions, so AWS requires Resource '*'.",
+        )
+        for function_id, function in self.functions.items():
+            nag.acknowledge(
+                state_machine.role,
+                f"AwsSolutions-IAM5[Resource::{nag.arn_token(function)}:*]",
+                f"CDK's LambdaInvoke grant lets the state machine invoke the {function_id} function and its "
+                "versions/aliases (<function arn>:*); nothing else.",
+            )
+        return state_machine

@@ -1,0 +1,92 @@
+"""Infra tests: the CDK app is synthesized once per session (bundling skipped, cdk-nag on, as `cdk synth` runs it)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk.assertions import Template
+
+from batch_gateway import constants
+from stacks.app_factory import SKIP_BUNDLING, build_app
+
+
+@dataclass
+class Synthesized:
+    app: App
+    stack: Stack
+    template: Template
+    json: dict[str, Any]
+    nag_error: Exception | None
+
+    @property
+    def resources(self) -> dict[str, dict[str, Any]]:
+        return self.json["Resources"]
+
+    def of_type(self, cfn_type: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.resources.items() if v["Type"] == cfn_type}
+
+    def by_path(self, path: str) -> tuple[str, dict[str, Any]]:
+        """The resource whose ``aws:cdk:path`` is ``BatchGatewayStack/<path>``."""
+        full = f"{constants.STACK_NAME}/{path}"
+        found = [(k, v) for k, v in self.resources.items() if v.get("Metadata", {}).get("aws:cdk:path") == full]
+        assert len(found) == 1, f"expected one resource at {full}, found {[k for k, _ in found]}"
+        return found[0]
+
+    def function(self, function_id: str) -> tuple[str, dict[str, Any]]:
+        scope = "Api" if function_id in constants.API_HANDLERS else "Workflow"
+        return self.by_path(f"{scope}/{function_id}/Resource")
+
+    def role_actions(self, function_id: str) -> set[str]:
+        """Every IAM action granted to the function's role (all policies attached to it)."""
+        role_id = self.function(function_id)[1]["Properties"]["Role"]["Fn::GetAtt"][0]
+        actions: set[str] = set()
+        for policy in self.of_type("AWS::IAM::Policy").values():
+            if {"Ref": role_id} in policy["Properties"]["Roles"]:
+                for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                    found = statement["Action"]
+                    actions.update([found] if isinstance(found, str) else found)
+        return actions
+
+    def state_machine_definition(self) -> dict[str, Any]:
+        """The ASL, with ``Fn::GetAtt [<id>, Arn]`` written as ``${<id>.Arn}`` and ``Ref`` as ``${<name>}``."""
+        (state_machine,) = self.of_type("AWS::StepFunctions::StateMachine").values()
+        return json.loads(resolve_join(state_machine["Properties"]["DefinitionString"]))
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    app = build_app(dict(SKIP_BUNDLING), outdir=str(outdir))
+    nag_error: Exception | None = None
+    try:
+        assembly = app.synth()
+    except Exception as error:  # cdk-nag findings: let the nag tests report them, the others still run
+        nag_error = error
+        app = build_app({**SKIP_BUNDLING, "nag": False}, outdir=str(tmp_path_factory.mktemp("cdk.out.nag-off")))
+        assembly = app.synth()
+    template_json = json.loads(json.dumps(assembly.get_stack_by_name(constants.STACK_NAME).template))
+    return Synthesized(
+        app=app,
+        stack=app.node.find_child(constants.STACK_NAME),
+        template=Template.from_json(template_json),
+        json=template_json,
+        nag_error=nag_error,
+    )
+
+
+def resolve_join(value: Any) -> str:
+    """Render an ``Fn::Join`` for reading: references become ``${LogicalId}`` / ``${LogicalId.Attr}``."""
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return separator.join(resolve_join(part) for part in parts)
+    if "Ref" in value:
+        return "${" + value["Ref"] + "}"
+    if "Fn::GetAtt" in value:
+        return "${" + ".".join(value["Fn::GetAtt"]) + "}"
+    raise AssertionError(f"unexpected intrinsic {value}")

@@ -1,0 +1,129 @@
+"""The HTTP API: five routes, SigV4 on every method, a v1 stage that logs metadata only and throttles."""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk.assertions import Match
+
+from batch_gateway import constants
+
+EXPECTED_ROUTES = {
+    ("POST", "/batches"): "Create",
+    ("GET", "/batches"): "List",
+    ("GET", "/batches/{id}"): "Status",
+    ("GET", "/batches/{id}/results"): "Retrieve",
+    ("POST", "/batches/{id}/cancel"): "Cancel",
+}
+
+
+def _resource_paths(synthesized) -> dict[str, str]:
+    """Logical id of each AWS::ApiGateway::Resource (and the root) -> its full path."""
+    resources = synthesized.of_type("AWS::ApiGateway::Resource")
+    (api_id,) = synthesized.of_type("AWS::ApiGateway::RestApi")
+
+    def path_of(ref: dict) -> str:
+        if "Fn::GetAtt" in ref and ref["Fn::GetAtt"] == [api_id, "RootResourceId"]:
+            return ""
+        props = resources[ref["Ref"]]["Properties"]
+        return f"{path_of(props['ParentId'])}/{props['PathPart']}"
+
+    paths = {logical_id: path_of({"Ref": logical_id}) for logical_id in resources}
+    return paths
+
+
+def _routes(synthesized) -> dict[tuple[str, str], dict]:
+    paths = _resource_paths(synthesized)
+    return {
+        (m["Properties"]["HttpMethod"], paths[m["Properties"]["ResourceId"]["Ref"]]): m["Properties"]
+        for m in synthesized.of_type("AWS::ApiGateway::Method").values()
+    }
+
+
+def test_api_exposes_exactly_the_five_routes_each_proxied_to_its_lambda(synthesized):
+    routes = _routes(synthesized)
+    assert set(routes) == set(EXPECTED_ROUTES)
+    for route, function_id in EXPECTED_ROUTES.items():
+        integration = routes[route]["Integration"]
+        assert integration["Type"] == "AWS_PROXY"
+        uri = json.dumps(integration["Uri"])
+        assert synthesized.function(function_id)[0] in uri, f"{route} is not wired to {function_id}"
+
+
+def test_every_api_method_requires_iam_sigv4_authorization(synthesized):
+    methods = synthesized.of_type("AWS::ApiGateway::Method").values()
+    assert {m["Properties"]["AuthorizationType"] for m in methods} == {"AWS_IAM"}
+
+
+def test_api_validates_request_parameters_but_leaves_body_validation_to_the_lambda(synthesized):
+    synthesized.template.resource_count_is("AWS::ApiGateway::RequestValidator", 1)
+    synthesized.template.has_resource_properties(
+        "AWS::ApiGateway::RequestValidator", {"ValidateRequestParameters": True, "ValidateRequestBody": False}
+    )
+    routes = _routes(synthesized)
+    assert all("RequestValidatorId" in props for props in routes.values())
+    for method, path in routes:
+        if "{id}" in path:
+            assert routes[(method, path)]["RequestParameters"]["method.request.path.id"] is True
+
+
+def test_api_is_regional(synthesized):
+    synthesized.template.has_resource_properties(
+        "AWS::ApiGateway::RestApi", {"EndpointConfiguration": {"Types": ["REGIONAL"]}}
+    )
+
+
+def test_v1_stage_traces_throttles_and_never_logs_request_data(synthesized):
+    synthesized.template.has_resource_properties(
+        "AWS::ApiGateway::Stage",
+        {
+            "StageName": "v1",
+            "TracingEnabled": True,
+            "MethodSettings": [
+                Match.object_like(
+                    {
+                        "HttpMethod": "*",
+                        "ResourcePath": "/*",
+                        "DataTraceEnabled": False,
+                        "ThrottlingRateLimit": 50,
+                        "ThrottlingBurstLimit": 100,
+                    }
+                )
+            ],
+        },
+    )
+
+
+def test_access_log_is_json_request_metadata_without_the_body(synthesized):
+    (stage,) = synthesized.of_type("AWS::ApiGateway::Stage").values()
+    log_format = json.loads(stage["Properties"]["AccessLogSetting"]["Format"])
+    assert set(log_format) == {
+        "requestId",
+        "ip",
+        "caller",
+        "user",
+        "requestTime",
+        "httpMethod",
+        "resourcePath",
+        "status",
+        "protocol",
+        "responseLength",
+    }
+    assert "body" not in stage["Properties"]["AccessLogSetting"]["Format"].lower()
+
+
+def test_api_gateway_errors_use_the_service_error_shape(synthesized):
+    responses = synthesized.of_type("AWS::ApiGateway::GatewayResponse").values()
+    assert {r["Properties"]["ResponseType"] for r in responses} == {"DEFAULT_4XX", "DEFAULT_5XX"}
+    for response in responses:
+        template = response["Properties"]["ResponseTemplates"]["application/json"]
+        assert template.startswith('{"error": {"type": ')
+
+
+def test_stack_outputs_api_url_bucket_table_and_state_machine(synthesized):
+    outputs = synthesized.json["Outputs"]
+    assert set(outputs) == {"ApiUrl", "BucketName", "TableName", "StateMachineArn"}
+    stage_id, _ = synthesized.by_path("Api/RestApi/DeploymentStage.v1/Resource")
+    assert {"Ref": stage_id} in outputs["ApiUrl"]["Value"]["Fn::Join"][1]
+    assert outputs["StateMachineArn"]["Value"] == {"Ref": synthesized.by_path("Workflow/StateMachine/Resource")[0]}
+    assert synthesized.stack.stack_name == constants.STACK_NAME

@@ -1,0 +1,58 @@
+"""Context keys: cdk.json holds the defaults and the feature flags, bad values fail early, others change the stack."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from batch_gateway import constants
+from stacks.app_factory import CDK_JSON, synth_template
+from stacks.config import DEFAULTS, ConfigError, GatewayConfig
+
+
+def _config(**context) -> GatewayConfig:
+    return GatewayConfig.from_context(context.get)
+
+
+def test_cdk_json_context_defaults_match_the_documented_defaults():
+    context = json.loads(CDK_JSON.read_text())["context"]
+    assert {key: context[key] for key in DEFAULTS} == DEFAULTS
+    assert context["poll_schedule"] == constants.DEFAULT_POLL_SCHEDULE
+    assert context["@aws-cdk/core:enablePartitionLiterals"] is True  # cdk init's recommended flags are committed
+    assert len([key for key in context if key.startswith("@aws-cdk")]) > 50
+
+
+def test_context_values_from_the_cli_are_parsed_like_cdk_json_values():
+    config = _config(providers="openai, anthropic", architecture="X86_64", log_retention_days="90", nag="false")
+    assert config.providers == ("openai", "anthropic")
+    assert config.architecture == "x86_64"
+    assert config.log_retention_days == 90
+    assert config.nag is False
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        {"providers": "anthropic,bedrock"},
+        {"providers": ""},
+        {"architecture": "arm"},
+        {"log_retention_days": 31},
+        {"drop_folder_prefix": "inbox"},
+        {"poll_schedule": "30,soon"},
+    ],
+)
+def test_unusable_context_values_are_rejected_with_the_key_named(context):
+    with pytest.raises(ConfigError, match=next(iter(context))):
+        _config(**context)
+
+
+def test_one_provider_on_x86_creates_one_secret_and_x86_lambdas():
+    template = synth_template({"providers": "anthropic", "architecture": "x86_64", "nag": False})
+    resources = template["Resources"].values()
+    secrets = [r["Properties"]["Name"] for r in resources if r["Type"] == "AWS::SecretsManager::Secret"]
+    assert secrets == ["batch-gateway/anthropic-api-key"]
+    functions = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::Function"]
+    assert {tuple(f["Architectures"]) for f in functions} == {("x86_64",)}
+    for function in functions:
+        assert constants.ENV_OPENAI_SECRET_ARN not in function["Environment"]["Variables"]

@@ -1,0 +1,71 @@
+"""Least privilege: each function's role holds only what its use case needs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from batch_gateway import constants
+
+
+def _has(actions: set[str], prefix: str) -> bool:
+    return any(action.startswith(prefix) for action in actions)
+
+
+@pytest.mark.parametrize("function_id", sorted(constants.API_HANDLERS))
+def test_api_lambdas_cannot_read_provider_secrets(synthesized, function_id):
+    assert not _has(synthesized.role_actions(function_id), "secretsmanager:")
+
+
+@pytest.mark.parametrize("function_id", sorted(constants.API_HANDLERS))
+def test_only_create_may_start_the_workflow(synthesized, function_id):
+    actions = synthesized.role_actions(function_id)
+    if function_id == "Create":
+        assert {a for a in actions if a.startswith("states:")} == {"states:StartExecution"}
+    else:
+        assert not _has(actions, "states:")
+
+
+def test_read_only_routes_cannot_write_the_table_or_the_bucket(synthesized):
+    for function_id in ("Status", "List", "Retrieve"):
+        actions = synthesized.role_actions(function_id)
+        assert not {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"} & actions
+        assert not _has(actions, "s3:PutObject") and not _has(actions, "s3:DeleteObject")
+    assert not _has(synthesized.role_actions("Status"), "s3:")
+    assert not _has(synthesized.role_actions("List"), "s3:")
+    assert "s3:GetObject*" in synthesized.role_actions("Retrieve")
+
+
+def test_create_may_put_objects_only_under_jobs_prefix_and_cancel_touches_only_the_table(synthesized):
+    create_role = synthesized.function("Create")[1]["Properties"]["Role"]["Fn::GetAtt"][0]
+    s3_resources = [
+        statement["Resource"]
+        for policy in synthesized.of_type("AWS::IAM::Policy").values()
+        if {"Ref": create_role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if "s3:PutObject" in statement["Action"]
+    ]
+    assert len(s3_resources) == 1 and json.dumps(s3_resources[0]).endswith('"/jobs/*"]]}')
+    assert not _has(synthesized.role_actions("Create"), "s3:GetObject")
+    cancel = synthesized.role_actions("Cancel")
+    assert "dynamodb:UpdateItem" in cancel and not _has(cancel, "s3:")
+
+
+def test_only_submit_and_poll_read_provider_secrets(synthesized):
+    for function_id in constants.WORKFLOW_HANDLERS:
+        reads = "secretsmanager:GetSecretValue" in synthesized.role_actions(function_id)
+        assert reads == (function_id in ("Submit", "Poll")), function_id
+
+
+def test_only_finalize_puts_events_and_mark_failed_only_touches_the_table(synthesized):
+    for function_id in constants.WORKFLOW_HANDLERS:
+        assert ("events:PutEvents" in synthesized.role_actions(function_id)) == (function_id == "Finalize")
+    mark_failed = synthesized.role_actions("MarkFailed")
+    assert not _has(mark_failed, "s3:") and not _has(mark_failed, "secretsmanager:")
+    assert "dynamodb:UpdateItem" in mark_failed
+
+
+def test_lambda_roles_carry_no_managed_policies(synthesized):
+    for role in synthesized.of_type("AWS::IAM::Role").values():
+        assert "ManagedPolicyArns" not in role["Properties"]

@@ -1,0 +1,96 @@
+"""Storage: the jobs table and the payload bucket are encrypted, private, recoverable and retained."""
+
+from __future__ import annotations
+
+from aws_cdk.assertions import Match
+
+from batch_gateway import constants
+
+
+def test_jobs_table_has_the_key_schema_and_owner_index_the_store_uses(synthesized):
+    synthesized.template.resource_count_is("AWS::DynamoDB::Table", 1)
+    synthesized.template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "KeySchema": [
+                {"AttributeName": constants.TABLE_PK, "KeyType": "HASH"},
+                {"AttributeName": constants.TABLE_SK, "KeyType": "RANGE"},
+            ],
+            "AttributeDefinitions": Match.array_with(
+                [
+                    {"AttributeName": constants.TABLE_PK, "AttributeType": "S"},
+                    {"AttributeName": constants.OWNER_INDEX_SK, "AttributeType": "S"},
+                ]
+            ),
+            "GlobalSecondaryIndexes": [
+                {
+                    "IndexName": constants.OWNER_INDEX,
+                    "KeySchema": [
+                        {"AttributeName": constants.OWNER_INDEX_PK, "KeyType": "HASH"},
+                        {"AttributeName": constants.OWNER_INDEX_SK, "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "ALL"},
+                }
+            ],
+            "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
+        },
+    )
+
+
+def test_jobs_table_is_on_demand_with_pitr_aws_managed_encryption_and_retained(synthesized):
+    synthesized.template.has_resource(
+        "AWS::DynamoDB::Table",
+        {
+            "Properties": Match.object_like(
+                {
+                    "BillingMode": "PAY_PER_REQUEST",
+                    "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+                    "SSESpecification": {"SSEEnabled": True},
+                }
+            ),
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
+        },
+    )
+    (table,) = synthesized.of_type("AWS::DynamoDB::Table").values()
+    assert "StreamSpecification" not in table["Properties"]
+
+
+def test_buckets_are_encrypted_private_versioned_and_retained(synthesized):
+    buckets = synthesized.of_type("AWS::S3::Bucket")
+    assert len(buckets) == 2  # payload + its access logs
+    for bucket in buckets.values():
+        props = bucket["Properties"]
+        assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
+        assert props["PublicAccessBlockConfiguration"] == {
+            "BlockPublicAcls": True,
+            "BlockPublicPolicy": True,
+            "IgnorePublicAcls": True,
+            "RestrictPublicBuckets": True,
+        }
+        assert props["VersioningConfiguration"] == {"Status": "Enabled"}
+        assert bucket["DeletionPolicy"] == "Retain"
+
+
+def test_payload_bucket_logs_access_to_the_log_bucket_and_expires_old_versions(synthesized):
+    _, payload = synthesized.by_path("Storage/PayloadBucket/Resource")
+    logs_id, _ = synthesized.by_path("Storage/AccessLogsBucket/Resource")
+    props = payload["Properties"]
+    assert props["LoggingConfiguration"]["DestinationBucketName"] == {"Ref": logs_id}
+    rules = props["LifecycleConfiguration"]["Rules"]
+    assert any(rule.get("NoncurrentVersionExpiration") == {"NoncurrentDays": 30} for rule in rules)
+
+
+def test_bucket_policies_deny_requests_without_tls(synthesized):
+    policies = synthesized.of_type("AWS::S3::BucketPolicy").values()
+    assert len(policies) == 2
+    for policy in policies:
+        statements = policy["Properties"]["PolicyDocument"]["Statement"]
+        assert any(
+            s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements
+        )
+
+
+def test_one_secret_per_provider_with_the_documented_names(synthesized):
+    names = {s["Properties"]["Name"] for s in synthesized.of_type("AWS::SecretsManager::Secret").values()}
+    assert names == {"batch-gateway/anthropic-api-key", "batch-gateway/openai-api-key"}
