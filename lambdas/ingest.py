@@ -13,7 +13,7 @@ from batch_gateway import wiring
 from batch_gateway.edge.entry import workflow_handler
 from batch_gateway.service.ingest import ingest_object
 
-processor = BatchProcessor(event_type=EventType.SQS)
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)  # report, not raise
 
 
 def _record(record: SQSRecord) -> None:

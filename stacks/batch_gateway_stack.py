@@ -7,9 +7,11 @@ from constructs import Construct
 
 from stacks.api import ApiConstruct
 from stacks.config import GatewayConfig
+from stacks.drop_folder import DropFolderConstruct
 from stacks.functions import FunctionFactory
 from stacks.secrets import SecretsConstruct
 from stacks.storage import StorageConstruct
+from stacks.sweeper import SweeperConstruct
 from stacks.workflow import WorkflowConstruct
 
 
@@ -32,8 +34,14 @@ class BatchGatewayStack(Stack):
             storage=self.storage,
             state_machine=self.workflow.state_machine,
         )
-        # Later capabilities plug in the same way, e.g. DropFolderConstruct(self, "DropFolder", ...) on
-        # self.storage.bucket (S3 -> SQS + DLQ -> Lambda) and a scheduled sweeper built with self.functions.
+        self.drop_folder = DropFolderConstruct(
+            self, "DropFolder", config=config, functions=self.functions, storage=self.storage,
+            state_machine=self.workflow.state_machine,
+        )
+        self.sweeper = SweeperConstruct(
+            self, "Sweeper", config=config, functions=self.functions, storage=self.storage, secrets=self.secrets,
+            state_machine=self.workflow.state_machine,
+        )
 
         CfnOutput(self, "ApiUrl", value=self.api.rest_api.url, description="Base URL of the API (stage v1)")
         CfnOutput(self, "BucketName", value=self.storage.bucket.bucket_name, description="Payload bucket")

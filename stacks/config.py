@@ -12,6 +12,9 @@ Context keys:
     Must be one of CloudWatch Logs' allowed values (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, ...).
 ``drop_folder_prefix``
     S3 prefix of the drop folder, default ``"inbox/"`` (used by the drop-folder construct).
+``drop_folder_owner``
+    IAM principal ARN that owns drop-folder jobs (they show up in its ``GET /batches``), default
+    ``arn:aws:iam::<account>:role/BatchGatewayDropFolder``.
 ``poll_schedule``
     Comma separated seconds between polls, e.g. ``"30,60,120,300,600,900"`` (the last one repeats).
 ``nag``
@@ -35,6 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "architecture": "arm64",
     "log_retention_days": 30,
     "drop_folder_prefix": constants.DEFAULT_DROP_PREFIX,
+    "drop_folder_owner": "",
     "poll_schedule": constants.DEFAULT_POLL_SCHEDULE,
     "nag": True,
 }
@@ -77,6 +81,7 @@ class GatewayConfig:
     architecture: str
     log_retention_days: int
     drop_folder_prefix: str
+    drop_folder_owner: str
     poll_schedule: str
     nag: bool
 
@@ -113,6 +118,10 @@ class GatewayConfig:
         if not prefix or prefix.startswith("/") or not prefix.endswith("/"):
             raise ConfigError(f"context 'drop_folder_prefix' must look like 'inbox/', got {prefix!r}")
 
+        owner = str(value("drop_folder_owner")).strip()
+        if owner and not owner.startswith("arn:"):
+            raise ConfigError(f"context 'drop_folder_owner' must be an IAM principal ARN, got {owner!r}")
+
         schedule = str(value("poll_schedule")).replace(" ", "")
         steps = schedule.split(",")
         if not all(s.isdigit() and int(s) > 0 for s in steps):
@@ -127,6 +136,7 @@ class GatewayConfig:
             architecture=architecture,
             log_retention_days=retention,
             drop_folder_prefix=prefix,
+            drop_folder_owner=owner,
             poll_schedule=schedule,
             nag=bool(nag),
         )

@@ -27,6 +27,11 @@ def arn_token(resource: IConstruct) -> str:
     return f"<{stack.resolve(stack.get_logical_id(resource.node.default_child))}.Arn>"
 
 
+def logical_id(resource: IConstruct) -> str:
+    stack = Stack.of(resource)
+    return stack.resolve(stack.get_logical_id(resource.node.default_child))
+
+
 def acknowledge_table_index_grant(construct: IConstruct, table: dynamodb.Table) -> None:
     acknowledge(
         construct,

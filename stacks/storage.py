@@ -78,3 +78,10 @@ class StorageConstruct(Construct):
             sort_key=dynamodb.Attribute(name=constants.OWNER_INDEX_SK, type=dynamodb.AttributeType.STRING),
             projection_type=dynamodb.ProjectionType.ALL,
         )
+        # Sparse: only jobs that have not ended carry the key, so the sweeper reads open jobs and nothing else.
+        self.table.add_global_secondary_index(
+            index_name=constants.OPEN_INDEX,
+            partition_key=dynamodb.Attribute(name=constants.OPEN_INDEX_PK, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=constants.OPEN_INDEX_SK, type=dynamodb.AttributeType.STRING),
+            projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+        )

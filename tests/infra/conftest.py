@@ -13,6 +13,13 @@ from aws_cdk.assertions import Template
 from batch_gateway import constants
 from stacks.app_factory import SKIP_BUNDLING, build_app
 
+ALL_HANDLERS = {**constants.API_HANDLERS, **constants.WORKFLOW_HANDLERS, "Ingest": constants.INGEST_HANDLER,
+                "Sweeper": constants.SWEEPER_HANDLER}
+FUNCTION_SCOPES = {**{f: "Api" for f in constants.API_HANDLERS}, **{f: "Workflow" for f in constants.WORKFLOW_HANDLERS},
+                   "Ingest": "DropFolder", "Sweeper": "Sweeper"}
+# CDK's singleton custom resource that writes the bucket's notification configuration at deploy time.
+CDK_NOTIFICATIONS_HANDLER = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"
+
 
 @dataclass
 class Synthesized:
@@ -37,8 +44,12 @@ class Synthesized:
         return found[0]
 
     def function(self, function_id: str) -> tuple[str, dict[str, Any]]:
-        scope = "Api" if function_id in constants.API_HANDLERS else "Workflow"
-        return self.by_path(f"{scope}/{function_id}/Resource")
+        return self.by_path(f"{FUNCTION_SCOPES[function_id]}/{function_id}/Resource")
+
+    def our_functions(self) -> dict[str, dict[str, Any]]:
+        """Our Lambdas (not CDK's own deploy-time custom resource handler for bucket notifications)."""
+        return {k: v for k, v in self.of_type("AWS::Lambda::Function").items()
+                if str(v["Properties"].get("Handler", "")).startswith("lambdas.")}
 
     def role_actions(self, function_id: str) -> set[str]:
         """Every IAM action granted to the function's role (all policies attached to it)."""

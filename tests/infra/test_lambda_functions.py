@@ -1,16 +1,16 @@
-"""Lambda defaults set once: the ten functions, their handlers, runtime, architecture, logs, tracing and env."""
+"""Lambda defaults set once: the twelve functions, their handlers, runtime, architecture, logs, tracing and env."""
 
 from __future__ import annotations
 
 import pytest
 
 from batch_gateway import constants
+from tests.infra.conftest import ALL_HANDLERS, FUNCTION_SCOPES
 
-ALL_HANDLERS = {**constants.API_HANDLERS, **constants.WORKFLOW_HANDLERS}
 
-
-def test_stack_has_exactly_the_ten_lambdas_with_handlers_from_constants(synthesized):
-    functions = synthesized.of_type("AWS::Lambda::Function")
+def test_stack_has_exactly_our_twelve_lambdas_with_handlers_from_constants(synthesized):
+    functions = synthesized.our_functions()
+    assert len(functions) == 12
     assert sorted(f["Properties"]["Handler"] for f in functions.values()) == sorted(ALL_HANDLERS.values())
     for function_id, handler in ALL_HANDLERS.items():
         assert synthesized.function(function_id)[1]["Properties"]["Handler"] == handler
@@ -24,7 +24,7 @@ def test_lambda_runs_python313_on_arm64_with_xray_and_json_logs_to_its_own_log_g
     assert props["Architectures"] == ["arm64"]
     assert props["TracingConfig"] == {"Mode": "Active"}
     assert props["LoggingConfig"]["LogFormat"] == "JSON"
-    scope = "Api" if function_id in constants.API_HANDLERS else "Workflow"
+    scope = FUNCTION_SCOPES[function_id]
     log_group_id, log_group = synthesized.by_path(f"{scope}/{function_id}Logs/Resource")
     assert props["LoggingConfig"]["LogGroup"] == {"Ref": log_group_id}
     assert log_group["Properties"]["RetentionInDays"] == 30

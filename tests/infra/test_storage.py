@@ -30,7 +30,15 @@ def test_jobs_table_has_the_key_schema_and_owner_index_the_store_uses(synthesize
                         {"AttributeName": constants.OWNER_INDEX_SK, "KeyType": "RANGE"},
                     ],
                     "Projection": {"ProjectionType": "ALL"},
-                }
+                },
+                {
+                    "IndexName": constants.OPEN_INDEX,
+                    "KeySchema": [
+                        {"AttributeName": constants.OPEN_INDEX_PK, "KeyType": "HASH"},
+                        {"AttributeName": constants.OPEN_INDEX_SK, "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "KEYS_ONLY"},
+                },
             ],
             "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
         },

@@ -92,5 +92,5 @@ def test_state_machine_is_standard_traced_and_logs_all_events_without_execution_
 
 def test_every_log_group_keeps_logs_for_the_configured_retention(synthesized):
     log_groups = synthesized.of_type("AWS::Logs::LogGroup").values()
-    assert len(log_groups) == 12  # 10 functions, API access logs, state machine
+    assert len(log_groups) == 14  # 12 functions, API access logs, state machine
     assert {lg["Properties"]["RetentionInDays"] for lg in log_groups} == {30}

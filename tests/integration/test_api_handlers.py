@@ -168,3 +168,13 @@ def test_a_concurrent_duplicate_with_the_same_key_is_409(aws, ctx, monkeypatch):
     assert code == 202
     inner_code, inner_body = inner["answer"]
     assert inner_code == 409 and "still being handled" in inner_body["error"]["message"]
+
+
+def test_every_session_of_a_role_is_the_same_caller(aws, ctx):
+    event = load_event("api_create.json")
+    event["requestContext"]["identity"]["userArn"] = "arn:aws:sts::123456789012:assumed-role/search-svc/session-1"
+    _, job = call(create.handler, event, ctx)
+    listing = load_event("api_list.json")
+    listing["requestContext"]["identity"]["userArn"] = "arn:aws:sts::123456789012:assumed-role/search-svc/other"
+    assert [b["id"] for b in call(list_jobs.handler, listing, ctx)[1]["batches"]] == [job["id"]]
+    assert aws.jobs.require_job(job["id"]).owner == "arn:aws:iam::123456789012:role/search-svc"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -55,13 +56,21 @@ def make_resolver() -> APIGatewayRestResolver:
     return app
 
 
+_ASSUMED_ROLE = re.compile(r"^arn:(aws[\w-]*):sts::(\d{12}):assumed-role/([^/]+)/.+$")
+
+
 def caller(event: APIGatewayProxyEvent) -> str:
-    """The IAM principal API Gateway authenticated. No principal means IAM auth did not run: refuse."""
+    """The IAM principal API Gateway authenticated. No principal means IAM auth did not run: refuse.
+
+    A role's sessions are one caller: ``arn:aws:sts::<acct>:assumed-role/<role>/<session>`` becomes
+    ``arn:aws:iam::<acct>:role/<role>``, so a service sees its jobs whatever its session name.
+    """
     identity = event.request_context.identity
     principal = identity.user_arn or identity.caller
     if not principal:
         raise UnauthorizedError("requests must be signed with AWS SigV4 (IAM auth)")
-    return principal
+    role = _ASSUMED_ROLE.match(principal)
+    return f"arn:{role.group(1)}:iam::{role.group(2)}:role/{role.group(3)}" if role else principal
 
 
 def json_body(event: APIGatewayProxyEvent) -> Any:

@@ -28,6 +28,7 @@ from batch_gateway.local.template import REPO_ROOT, Template, resolve, synthesiz
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "local"}
+DROP_FOLDER_OWNER = f"arn:aws:iam::{ACCOUNT}:user/DROPFOLDER"  # sign with access key DROPFOLDER to list its jobs
 PROVIDER_KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
 
@@ -48,7 +49,7 @@ class LocalStack:
         keys = {p: os.environ.get(v) for p, v in PROVIDER_KEY_VARS.items()}
         self.use_simulators = use_simulators if use_simulators is not None else not any(keys.values())
         self._provider_keys = keys
-        self.context = {"poll_schedule": poll_schedule, **(context or {})}
+        self.context = {"poll_schedule": poll_schedule, "drop_folder_owner": DROP_FOLDER_OWNER, **(context or {})}
         self.table = "batch-gateway-jobs"
         self.bucket = "batch-gateway-payloads"
         self._moto: Any = None
@@ -124,6 +125,8 @@ class LocalStack:
             "table": self.table,
             "state_machine_arn": self.state_machine_arn,
             "simulator_url": self.simulator.url if self.simulator else None,
+            "drop_folder": f"s3://{self.bucket}/{self.context.get('drop_folder_prefix', 'inbox/')}",
+            "drop_folder_owner": self.context["drop_folder_owner"],
         }
 
     def client(self, service: str) -> Any:
@@ -171,6 +174,17 @@ class LocalStack:
         refs[machine_id] = self.state_machine_arn
         attrs[(machine_id, "Name")] = "batch-gateway-workflow"
 
+        sqs = self.client("sqs")
+        queues = template.of_type("AWS::SQS::Queue")
+        for logical_id in sorted(queues, key=lambda q: "RedrivePolicy" in queues[q]["Properties"]):  # DLQs first
+            props = queues[logical_id]["Properties"]
+            attributes = {}
+            if "RedrivePolicy" in props:
+                attributes["RedrivePolicy"] = json.dumps(resolve(props["RedrivePolicy"], refs, attrs, pseudo))
+            url = sqs.create_queue(QueueName=logical_id, Attributes=attributes)["QueueUrl"]
+            refs[logical_id] = url
+            attrs[(logical_id, "Arn")] = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{logical_id}"
+
         env: dict[str, str] = {}
         lam = self.client("lambda")
         for function in functions:
@@ -181,6 +195,16 @@ class LocalStack:
                 Code={"ZipFile": _empty_zip()}, Timeout=900, MemorySize=1024,
                 Environment={"Variables": variables},
             )
+        for mapping in template.of_type("AWS::Lambda::EventSourceMapping").values():
+            props = resolve(mapping["Properties"], refs, attrs, pseudo)
+            lam.create_event_source_mapping(
+                EventSourceArn=props["EventSourceArn"], FunctionName=props["FunctionName"],
+                BatchSize=int(props.get("BatchSize", 10)), FunctionResponseTypes=props.get("FunctionResponseTypes", []),
+            )
+        for notifications in template.of_type("Custom::S3BucketNotifications").values():
+            config = resolve(notifications["Properties"]["NotificationConfiguration"], refs, attrs, pseudo)
+            self.client("s3").put_bucket_notification_configuration(
+                Bucket=self.bucket, NotificationConfiguration=config)
         resolved = resolve(definition, refs, attrs, pseudo)
         self.client("stepfunctions").create_state_machine(
             name="batch-gateway-workflow", definition=resolved if isinstance(resolved, str) else json.dumps(resolved),

@@ -65,6 +65,7 @@ def ingest_object(services: Services, bucket: str, raw_key: str, version: str | 
     if not key.startswith(prefix) or key.endswith("/"):
         return None
     name = drop_name_for(key, prefix)
+    version = version or services.payloads.current_version(key, etag)  # same identity whoever delivers the event
     identity = f"{bucket}/{key}@{version or etag or 'unversioned'}"
     claim = "DROP#" + hashlib.sha256(identity.encode()).hexdigest()
     if not services.jobs.claim_marker(claim, {"source": f"s3://{bucket}/{key}", "version_id": version}):

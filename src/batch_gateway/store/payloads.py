@@ -29,6 +29,16 @@ class PayloadStore:
             kwargs["VersionId"] = version
         return self._s3.get_object(**kwargs)["Body"]
 
+    def current_version(self, key: str, etag: str | None) -> str | None:
+        """The version id of the object as it is now (if its ETag still matches), for events that carry none."""
+        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+        if etag:
+            kwargs["IfMatch"] = etag if etag.startswith('"') else f'"{etag}"'  # events carry it unquoted
+        try:
+            return self._s3.head_object(**kwargs).get("VersionId")
+        except self._s3.exceptions.ClientError:
+            return None
+
     def copy(self, source_key: str, target_key: str) -> None:
         self._s3.copy({"Bucket": self.bucket, "Key": source_key}, self.bucket, target_key)
 

@@ -1,0 +1,73 @@
+"""The S3 drop folder: ``<prefix>*.jsonl`` -> S3 event -> SQS (+ dead-letter queue) -> Ingest Lambda.
+
+SQS between S3 and the Lambda absorbs bursts and retries; partial batch responses keep one bad message from holding
+back the others, and after five receives a message moves to the dead-letter queue (kept 14 days, alarmable).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Aws, Duration, Stack
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_notifications as s3n
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from batch_gateway import constants
+from stacks import nag
+from stacks.config import GatewayConfig
+from stacks.functions import WORKFLOW_SIZING, FunctionFactory
+from stacks.storage import JOBS_PREFIX, StorageConstruct
+
+_OBJECT_ACTIONS = ["s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*", "s3:Abort*"]
+
+
+class DropFolderConstruct(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, config: GatewayConfig, functions: FunctionFactory,
+                 storage: StorageConstruct, state_machine: sfn.IStateMachine) -> None:
+        super().__init__(scope, construct_id)
+        bucket, table = storage.bucket, storage.table
+        owner = config.drop_folder_owner or f"arn:aws:iam::{Aws.ACCOUNT_ID}:role/BatchGatewayDropFolder"
+
+        self.dead_letters = sqs.Queue(
+            self, "DeadLetters", retention_period=Duration.days(14), enforce_ssl=True,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+        )
+        self.queue = sqs.Queue(
+            self, "Events", visibility_timeout=Duration.minutes(6), enforce_ssl=True,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letters, max_receive_count=5),
+        )
+        bucket.add_event_notification(
+            s3.EventType.OBJECT_CREATED, s3n.SqsDestination(self.queue),
+            s3.NotificationKeyFilter(prefix=config.drop_folder_prefix, suffix=".jsonl"),
+        )
+
+        self.function = functions.create(
+            self, "Ingest", handler=constants.INGEST_HANDLER, bundle="api", sizing=WORKFLOW_SIZING,
+            environment={
+                constants.ENV_DROP_PREFIX: config.drop_folder_prefix,
+                constants.ENV_DROP_OWNER: owner,
+                constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
+            },
+            description="Batch Gateway: drop-folder ingest (S3 -> SQS -> job)",
+        )
+        self.function.add_event_source(sources.SqsEventSource(
+            self.queue, batch_size=5, report_batch_item_failures=True,
+        ))
+        table.grant_read_write_data(self.function)
+        nag.acknowledge_table_index_grant(self.function.role, table)
+        for prefix in (JOBS_PREFIX, config.drop_folder_prefix, constants.OUTBOX_PREFIX):
+            bucket.grant_read_write(self.function, f"{prefix}*")
+            nag.acknowledge_object_grant(self.function.role, bucket, prefix, _OBJECT_ACTIONS)
+        state_machine.grant_start_execution(self.function)
+        # CDK's singleton custom resource that writes the bucket's notification configuration.
+        handler = Stack.of(self).node.try_find_child("BucketNotificationsHandler050a0587b7544547bf325f094a3db834")
+        if handler is not None:
+            nag.acknowledge(
+                handler, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                "AWSLambdaBasicExecutionRole]",
+                "CDK's BucketNotificationsHandler (a deploy-time custom resource that only sets the bucket's "
+                "notification configuration) is created by CDK with this managed policy for its own logs.",
+            )

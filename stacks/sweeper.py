@@ -1,0 +1,43 @@
+"""The sweeper: a scheduled Lambda that restarts jobs whose workflow stopped and cancels orphaned provider batches."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from batch_gateway import constants
+from stacks import nag
+from stacks.config import GatewayConfig
+from stacks.functions import WORKFLOW_SIZING, FunctionFactory
+from stacks.secrets import SecretsConstruct
+from stacks.storage import StorageConstruct
+
+
+class SweeperConstruct(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, config: GatewayConfig, functions: FunctionFactory,
+                 storage: StorageConstruct, secrets: SecretsConstruct, state_machine: sfn.IStateMachine) -> None:
+        super().__init__(scope, construct_id)
+        self.function = functions.create(
+            self, "Sweeper", handler=constants.SWEEPER_HANDLER, bundle="worker", sizing=WORKFLOW_SIZING,
+            environment={constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
+                         constants.ENV_POLL_SCHEDULE: config.poll_schedule, **secrets.environment()},
+            description="Batch Gateway: restart stopped workflows, cancel orphaned provider batches",
+        )
+        storage.table.grant_read_write_data(self.function)
+        nag.acknowledge_table_index_grant(self.function.role, storage.table)
+        secrets.grant_read(self.function)
+        state_machine.grant_start_execution(self.function)
+        state_machine.grant_read(self.function)  # DescribeExecution
+        nag.acknowledge(
+            self.function.role, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
+            "<AWS::AccountId>:execution:{\"Fn::Select\":[6,{\"Fn::Split\":[\":\",{\"Ref\":\""
+            + nag.logical_id(state_machine) + "\"}]}]}:*]",
+            "DescribeExecution on this state machine's executions, whose names are per job.",
+        )
+        events.Rule(
+            self, "Schedule", schedule=events.Schedule.rate(Duration.minutes(constants.SWEEP_EVERY_MINUTES)),
+            targets=[targets.LambdaFunction(self.function, retry_attempts=2)],
+        )

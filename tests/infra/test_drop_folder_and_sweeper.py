@@ -1,0 +1,40 @@
+"""Drop folder: S3 -> SQS (+DLQ) -> Ingest with partial batch responses; the sweeper runs on a schedule."""
+
+from batch_gateway import constants
+from tests.infra.conftest import CDK_NOTIFICATIONS_HANDLER
+
+
+def test_jsonl_files_under_the_drop_prefix_notify_the_event_queue(synthesized):
+    (notifications,) = synthesized.of_type("Custom::S3BucketNotifications").values()
+    [queue_config] = notifications["Properties"]["NotificationConfiguration"]["QueueConfigurations"]
+    assert queue_config["Events"] == ["s3:ObjectCreated:*"]
+    rules = {r["Name"]: r["Value"] for r in queue_config["Filter"]["Key"]["FilterRules"]}
+    assert rules == {"prefix": constants.DEFAULT_DROP_PREFIX, "suffix": ".jsonl"}
+    queue_id, _ = synthesized.by_path("DropFolder/Events/Resource")
+    assert queue_config["QueueArn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+    assert any(k.startswith(CDK_NOTIFICATIONS_HANDLER) for k in synthesized.resources)
+
+
+def test_failed_messages_go_to_a_dead_letter_queue_after_five_receives(synthesized):
+    _, queue = synthesized.by_path("DropFolder/Events/Resource")
+    dlq_id, dlq = synthesized.by_path("DropFolder/DeadLetters/Resource")
+    assert queue["Properties"]["RedrivePolicy"] == {"deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]},
+                                                    "maxReceiveCount": 5}
+    assert dlq["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
+
+
+def test_ingest_reads_the_queue_with_partial_batch_responses(synthesized):
+    (mapping,) = synthesized.of_type("AWS::Lambda::EventSourceMapping").values()
+    function_id, function = synthesized.function("Ingest")
+    assert mapping["Properties"]["FunctionName"] == {"Ref": function_id}
+    assert mapping["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    env = function["Properties"]["Environment"]["Variables"]
+    assert env[constants.ENV_DROP_PREFIX] == constants.DEFAULT_DROP_PREFIX
+    assert env[constants.ENV_DROP_OWNER]  # a principal, so the jobs show up in its GET /batches
+
+
+def test_sweeper_runs_every_half_hour(synthesized):
+    (rule,) = synthesized.of_type("AWS::Events::Rule").values()
+    assert rule["Properties"]["ScheduleExpression"] == f"rate({constants.SWEEP_EVERY_MINUTES} minutes)"
+    function_id, _ = synthesized.function("Sweeper")
+    assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}
