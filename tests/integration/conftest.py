@@ -42,9 +42,12 @@ def simulator():
         yield sim
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def _moto_account(simulator):
-    """One emulated account per test process (clients are slow to build); each test starts from empty storage."""
+    """One emulated account per test module (clients are slow to build); each test starts from empty storage.
+
+    Module scope, not session: the mock must be gone before an e2e module starts the local stack in this process.
+    """
     patch = pytest.MonkeyPatch()
     patch.setenv("ANTHROPIC_BASE_URL", simulator.url)
     patch.setenv("OPENAI_BASE_URL", simulator.openai_base_url)
