@@ -1,0 +1,421 @@
+"""OpenAI Batch adapter (Files + Batches) on the official SDK (imported on first use, never by the API Lambdas).
+
+A chunk becomes one uploaded JSONL file and one batch. The batch carries our job id and chunk index as metadata,
+so reconciling after a lost create answer is an exact lookup. Input, output and error files are deleted at
+OpenAI once the results are safe with us.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from batch_gateway.models import errors
+from batch_gateway.models.jobs import ItemStatus, RequestCounts
+from batch_gateway.models.provider_options import ALLOWED
+from batch_gateway.providers.base import BatchProvider, ChunkRef, ProviderBatch, ProviderResult
+
+logger = Logger(child=True)
+
+URLS = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "embeddings": "/v1/embeddings"}
+CREATE_TIMEOUT_SECONDS = 120.0
+SPOOL_BYTES = 8 * 1024 * 1024  # chunk files above this go to the temp dir instead of memory
+RECONCILE_SLACK = timedelta(minutes=1)  # clock skew between our claim and OpenAI's created_at
+MAX_REASONS = 5
+META_JOB = "batch_gateway_job"
+META_CHUNK = "batch_gateway_chunk"
+_ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
+_UNFINISHED = {"expired": "expired", "cancelled": "canceled"}  # RequestCounts field for lines never run
+
+
+def _url(endpoint: str | None) -> str:
+    return URLS[endpoint or "chat"]
+
+
+class OpenAIBatchProvider(BatchProvider):
+    name = "openai"
+    max_requests = 50_000
+    max_bytes = 200 * 1024 * 1024
+
+    def __init__(self, *, api_key: str, base_url: str | None = None) -> None:
+        self._api_key = api_key
+        self._base_url = base_url
+
+    @cached_property
+    def _client(self) -> Any:
+        import openai
+
+        return openai.OpenAI(api_key=self._api_key, base_url=self._base_url, max_retries=2)
+
+    # --- requests -------------------------------------------------------------------------------------------
+
+    def check_options(self, provider_options: dict[str, Any], endpoint: str | None) -> list[dict[str, str]]:
+        allowed = ALLOWED.get(("openai", endpoint or "chat"), frozenset())
+        return [
+            {"field": f"provider_options.{key}", "message": f"not accepted for {endpoint or 'chat'}; "
+             f"allowed: {', '.join(sorted(allowed))}"}
+            for key in provider_options
+            if key not in allowed
+        ]
+
+    def to_provider(self, custom_id: str, request: dict[str, Any], *, model: str, endpoint: str | None,
+                    provider_options: dict[str, Any]) -> dict[str, Any]:
+        url = _url(endpoint)
+        if url == URLS["responses"]:
+            body = _responses_body(request, model)
+        elif url == URLS["embeddings"]:
+            body = _embeddings_body(request, model)
+        else:
+            body = _chat_body(request, model)
+        if provider_options:
+            body.update(provider_options)
+        return {"custom_id": custom_id, "method": "POST", "url": url, "body": body}
+
+    # --- batches --------------------------------------------------------------------------------------------
+
+    def submit(self, lines: Iterable[bytes], ref: ChunkRef) -> str:
+        with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+b") as spool:
+            for line in lines:
+                if line:
+                    spool.write(line)
+                    spool.write(b"\n")
+            spool.seek(0)
+            name = f"batch-gateway-{ref.job_id}-{ref.index}.jsonl"
+            with _mapped_errors():  # SDK retries are fine here: an orphan file costs nothing
+                uploaded = self._client.files.create(file=(name, spool), purpose="batch")
+        client = self._client.with_options(max_retries=0, timeout=CREATE_TIMEOUT_SECONDS)
+        try:
+            with _mapped_errors(creating=True):
+                batch = client.batches.create(
+                    input_file_id=uploaded.id, endpoint=_url(ref.endpoint), completion_window="24h",
+                    metadata={META_JOB: ref.job_id, META_CHUNK: str(ref.index)},
+                )
+        except errors.ProviderAmbiguousError:
+            raise  # the batch may be using the file
+        except errors.BatchGatewayError:
+            self._delete_file(uploaded.id)  # refused: nothing will ever read it
+            raise
+        return batch.id
+
+    def status(self, batch_id: str) -> ProviderBatch:
+        with _mapped_errors():
+            batch = self._client.batches.retrieve(batch_id)
+        return _to_batch(batch)
+
+    def cancel(self, batch_id: str) -> ProviderBatch:
+        try:
+            with _mapped_errors():
+                batch = self._client.batches.cancel(batch_id)
+        except errors.ProviderRequestError:
+            current = self.status(batch_id)
+            if current.ended:  # it ended between our status and our cancel: nothing left to cancel
+                return current
+            raise
+        answer = _to_batch(batch)
+        # A cancel answer that already shows the end may not name the files yet; the batch itself does.
+        return self.status(batch_id) if answer.ended else answer
+
+    def results(self, batch: ProviderBatch) -> Iterator[ProviderResult]:
+        if "output_file_id" not in batch.raw:
+            batch = self.status(batch.id)
+        for file_id in (batch.raw.get("output_file_id"), batch.raw.get("error_file_id")):
+            if file_id:
+                yield from self._file_results(file_id)
+
+    def _file_results(self, file_id: str) -> Iterator[ProviderResult]:
+        with _mapped_errors(), self._client.files.with_streaming_response.content(file_id) as response:
+            for line in response.iter_lines():
+                if line.strip():
+                    yield _to_result(json.loads(line))
+
+    def find_submitted(self, ref: ChunkRef) -> str | None:
+        """Batches carry our job id and chunk index as metadata: the match is exact."""
+        earliest = ref.claimed_at - RECONCILE_SLACK if ref.claimed_at else None
+        found = []
+        with _mapped_errors():
+            for batch in self._client.batches.list(limit=100):  # newest first; the SDK follows the pages
+                if earliest is not None and _timestamp(batch.created_at) < earliest:
+                    break
+                metadata = batch.metadata or {}
+                if metadata.get(META_JOB) == ref.job_id and metadata.get(META_CHUNK) == str(ref.index):
+                    found.append(batch)
+        if not found:
+            return None
+        adopted, *duplicates = sorted(found, key=lambda b: (b.created_at, b.id))
+        for extra in duplicates:  # accepted twice: keep the first, stop paying for the others
+            logger.warning("canceling a duplicate provider batch", extra={
+                "job_id": ref.job_id, "chunk": ref.index, "provider_batch_id": extra.id, "adopted": adopted.id})
+            try:
+                self.cancel(extra.id)
+            except errors.BatchGatewayError:
+                logger.warning("could not cancel a duplicate provider batch",
+                               extra={"job_id": ref.job_id, "chunk": ref.index, "provider_batch_id": extra.id})
+        return adopted.id
+
+    def cleanup(self, batch: ProviderBatch) -> None:
+        """Delete the batch's files at OpenAI. Best effort: never fails a poll."""
+        for key in ("input_file_id", "output_file_id", "error_file_id"):
+            file_id = batch.raw.get(key)
+            if file_id:
+                self._delete_file(file_id, batch_id=batch.id)
+
+    def _delete_file(self, file_id: str, batch_id: str | None = None) -> None:
+        try:
+            with _mapped_errors():
+                self._client.files.delete(file_id)
+        except errors.ProviderNotFound:
+            pass  # gone already
+        except Exception:  # cleanup must never fail the caller (a poll)
+            logger.warning("could not delete a file at OpenAI", exc_info=True,
+                           extra={"provider_batch_id": batch_id, "file_id": file_id})
+
+
+# --- request bodies -----------------------------------------------------------------------------------------
+
+
+def _text(content: str | list[dict[str, str]]) -> str:
+    return content if isinstance(content, str) else "".join(part["text"] for part in content)
+
+
+def _parts(content: str | list[dict[str, str]], part_type: str) -> str | list[dict[str, str]]:
+    if isinstance(content, str):
+        return content
+    return [{"type": part_type, "text": part["text"]} for part in content]
+
+
+def _sampling(body: dict[str, Any], params: dict[str, Any]) -> None:
+    for name in ("temperature", "top_p"):
+        if name in params:
+            body[name] = params[name]
+
+
+def _chat_body(request: dict[str, Any], model: str) -> dict[str, Any]:
+    messages = [{"role": "system", "content": request["system"]}] if request.get("system") else []
+    messages += [{"role": m["role"], "content": _parts(m["content"], "text")} for m in request["messages"]]
+    params = request["params"]
+    body: dict[str, Any] = {"model": model, "messages": messages}
+    if "max_tokens" in params:
+        body["max_completion_tokens"] = params["max_tokens"]
+    _sampling(body, params)
+    if "stop" in params:
+        body["stop"] = params["stop"]
+    return body
+
+
+def _responses_body(request: dict[str, Any], model: str) -> dict[str, Any]:
+    params = request["params"]
+    if "stop" in params:
+        raise errors.InvalidRequestError(
+            "the OpenAI Responses API has no stop sequences; remove 'stop' or use the chat endpoint",
+            details=[{"field": "stop", "message": "not supported by endpoint 'responses'"}],
+        )
+    kinds = {"user": "input_text", "assistant": "output_text"}
+    body: dict[str, Any] = {
+        "model": model,
+        "input": [{"role": m["role"], "content": _parts(m["content"], kinds[m["role"]])} for m in request["messages"]],
+    }
+    if request.get("system"):
+        body["instructions"] = request["system"]
+    if "max_tokens" in params:
+        body["max_output_tokens"] = params["max_tokens"]
+    _sampling(body, params)
+    return body
+
+
+def _embeddings_body(request: dict[str, Any], model: str) -> dict[str, Any]:
+    messages = request["messages"]
+    if len(messages) != 1 or messages[0]["role"] != "user" or request.get("system"):
+        raise errors.InvalidRequestError(
+            f"request {request['id']!r}: an embeddings request is one user message (its text is embedded)",
+            details=[{"field": f"requests.{request['id']}", "message": "one user message only"}],
+        )
+    return {"model": model, "input": _text(messages[0]["content"])}
+
+
+# --- batches and results ------------------------------------------------------------------------------------
+
+
+def _timestamp(seconds: int | float | None) -> datetime | None:
+    return datetime.fromtimestamp(seconds, UTC) if seconds is not None else None
+
+
+def _failed_reason(batch: Any) -> str:
+    data = list(getattr(batch.errors, "data", None) or [])
+    reasons = []
+    for error in data[:MAX_REASONS]:
+        where = f" (line {error.line})" if error.line is not None else ""
+        reasons.append(f"{error.code or 'invalid_batch'}{where}: {error.message or 'no message'}")
+    if len(data) > MAX_REASONS:
+        reasons.append(f"and {len(data) - MAX_REASONS} more")
+    return "; ".join(reasons) or "OpenAI failed the batch without saying why"
+
+
+def _to_batch(batch: Any) -> ProviderBatch:
+    c = batch.request_counts
+    total, completed, failed = (c.total, c.completed, c.failed) if c is not None else (0, 0, 0)
+    ended = batch.status in _ENDED
+    counts = RequestCounts(total=total, processing=0 if ended else max(0, total - completed - failed),
+                           succeeded=completed, errored=failed)
+    if batch.status in _UNFINISHED:
+        setattr(counts, _UNFINISHED[batch.status], max(0, total - completed - failed))
+    return ProviderBatch(
+        id=batch.id,
+        status=batch.status,
+        ended=ended,
+        counts=counts,
+        failed_reason=_failed_reason(batch) if batch.status == "failed" else None,
+        created_at=_timestamp(batch.created_at),
+        raw={"input_file_id": batch.input_file_id, "output_file_id": batch.output_file_id,
+             "error_file_id": batch.error_file_id, "endpoint": batch.endpoint},
+    )
+
+
+_LINE_ERRORS = {"batch_expired": ItemStatus.EXPIRED, "batch_cancelled": ItemStatus.CANCELED}
+_FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "function_call": "tool_calls",
+           "content_filter": "content_filter"}
+
+
+def _to_result(line: dict[str, Any]) -> ProviderResult:
+    custom_id = line["custom_id"]
+    response = line.get("response") or {}
+    body = response.get("body") or {}
+    if response and response.get("status_code") == 200 and isinstance(body, dict):
+        return _succeeded(custom_id, body)
+    if response:
+        error = (body.get("error") if isinstance(body, dict) else None) or {}
+        return ProviderResult(
+            custom_id=custom_id, status=ItemStatus.ERRORED,
+            code=error.get("code") or error.get("type") or f"http_{response.get('status_code')}",
+            message=error.get("message") or f"OpenAI answered {response.get('status_code')} for this request",
+        )
+    error = line.get("error") or {}
+    status = _LINE_ERRORS.get(error.get("code"), ItemStatus.ERRORED)
+    return ProviderResult(custom_id=custom_id, status=status, code=error.get("code") or status.value,
+                          message=error.get("message"))
+
+
+def _succeeded(custom_id: str, body: dict[str, Any]) -> ProviderResult:
+    usage = body.get("usage") or {}
+    kind = body.get("object")
+    if kind == "chat.completion" or "choices" in body:
+        choice = (body.get("choices") or [{}])[0]
+        outputs = _chat_outputs(choice.get("message") or {})
+        reason = choice.get("finish_reason")
+        finish = _FINISH.get(reason, reason or "stop")
+        tokens = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
+    elif kind == "response" or "output" in body:
+        outputs = _response_outputs(body.get("output") or [])
+        finish = _response_finish(body)
+        tokens = (usage.get("input_tokens"), usage.get("output_tokens"))
+    else:  # embeddings: a list with one vector
+        outputs = [{"type": "embedding", "embedding": item.get("embedding")} for item in body.get("data") or []]
+        finish, tokens = "stop", (usage.get("prompt_tokens"), 0)
+    return ProviderResult(custom_id=custom_id, status=ItemStatus.SUCCEEDED, outputs=outputs,
+                          input_tokens=int(tokens[0] or 0), output_tokens=int(tokens[1] or 0), finish_type=finish)
+
+
+def _arguments(raw: Any) -> Any:
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def _chat_outputs(message: dict[str, Any]) -> list[dict[str, Any]]:
+    outputs: list[dict[str, Any]] = []
+    if message.get("content"):
+        outputs.append({"type": "text", "text": message["content"]})
+    if message.get("refusal"):
+        outputs.append({"type": "refusal", "text": message["refusal"]})
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        outputs.append({"type": "tool_call", "id": call.get("id"), "name": function.get("name"),
+                        "input": _arguments(function.get("arguments"))})
+    return outputs
+
+
+def _response_outputs(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    outputs: list[dict[str, Any]] = []
+    for item in items:
+        if item.get("type") == "message":
+            for part in item.get("content") or []:
+                if part.get("type") == "output_text":
+                    outputs.append({"type": "text", "text": part.get("text", "")})
+                elif part.get("type") == "refusal":
+                    outputs.append({"type": "refusal", "text": part.get("refusal", "")})
+        elif item.get("type") == "function_call":
+            outputs.append({"type": "tool_call", "id": item.get("call_id"), "name": item.get("name"),
+                            "input": _arguments(item.get("arguments"))})
+    return outputs
+
+
+def _response_finish(body: dict[str, Any]) -> str:
+    if body.get("status") == "incomplete":
+        reason = (body.get("incomplete_details") or {}).get("reason")
+        return "length" if reason == "max_output_tokens" else (reason or "incomplete")
+    if any(item.get("type") == "function_call" for item in body.get("output") or []):
+        return "tool_calls"
+    return "stop"
+
+
+# --- errors -------------------------------------------------------------------------------------------------
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The HTTP library's transport errors (a stream cut mid-download surfaces as these, not as SDK errors)."""
+    return tuple(module.TransportError for name in ("httpx2", "httpx") if (module := sys.modules.get(name)))
+
+
+class _mapped_errors:  # noqa: N801 - used as a context manager
+    """Turn SDK exceptions into our error tree. On create, a lost response means "maybe accepted"."""
+
+    def __init__(self, *, creating: bool = False) -> None:
+        self.creating = creating
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        if exc is None:
+            return False
+        import openai
+
+        if isinstance(exc, openai.APIConnectionError):  # includes timeouts
+            if self.creating:
+                raise errors.ProviderAmbiguousError(
+                    "no answer from OpenAI after sending the batch; it may have been accepted"
+                ) from exc
+            raise errors.ProviderUnavailable("could not reach OpenAI") from exc
+        if isinstance(exc, openai.RateLimitError):
+            raise errors.ProviderRateLimited("OpenAI rate limit (429)") from exc
+        if isinstance(exc, openai.InternalServerError):
+            raise errors.ProviderUnavailable(f"OpenAI is unavailable ({exc.status_code})") from exc
+        if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+            raise errors.ProviderAuthError("OpenAI refused the API key; set the key in Secrets Manager") from exc
+        if isinstance(exc, openai.NotFoundError):
+            raise errors.ProviderNotFound("OpenAI does not know this batch or file") from exc
+        if isinstance(exc, openai.APIStatusError):
+            raise errors.ProviderRequestError(f"OpenAI refused the request: {_message(exc)}") from exc
+        if isinstance(exc, _transport_errors()):
+            if self.creating:
+                raise errors.ProviderAmbiguousError("the connection to OpenAI broke off while creating") from exc
+            raise errors.ProviderUnavailable("the connection to OpenAI broke off") from exc
+        return False
+
+
+def _message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error") if isinstance(body.get("error"), dict) else body
+        if err.get("message"):
+            return str(err["message"])[:500]
+    return str(exc)[:500]

@@ -1,0 +1,253 @@
+"""The planner's chunk limits at and around each boundary: the operator's request and byte limits, the providers'
+real request limits (OpenAI 50,000, Anthropic 100,000 per batch), order and completeness of the chunks, and caller
+ids that had to be replaced on the way to the provider and back.
+
+Runs ``plan_job`` against moto; requests.jsonl is written straight to S3 so the 100,000-request cases stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from batch_gateway import wiring
+from batch_gateway.local.resources import create_bucket, create_table
+from batch_gateway.models.ids import CUSTOM_ID_RE, new_job_id
+from batch_gateway.models.jobs import Job, JobStatus, RequestCounts
+from batch_gateway.service.finalize import finalize_job
+from batch_gateway.service.keys import chunk_idmap_key, chunk_ids_key, chunk_input_key, requests_key, results_key
+from batch_gateway.service.plan import ENVELOPE_BYTES, plan_job
+from batch_gateway.service.poll import poll_job
+from batch_gateway.service.state import WorkflowState
+from batch_gateway.service.submit import submit_job
+from batch_gateway.simulators import SimulatorServer
+
+REGION = "us-east-1"
+
+
+@pytest.fixture(scope="module")
+def simulator():
+    with SimulatorServer(processing_seconds=0.2) as sim:
+        yield sim
+
+
+@pytest.fixture(scope="module")
+def account():
+    """An emulated account with the stack's table and bucket (uniquely named: other modules may share moto)."""
+    suffix = uuid.uuid4().hex[:8]
+    with mock_aws():
+        names = {"JOBS_TABLE": f"plan-jobs-{suffix}", "PAYLOAD_BUCKET": f"plan-payloads-{suffix}"}
+        create_table(boto3.client("dynamodb", region_name=REGION), names["JOBS_TABLE"])
+        create_bucket(boto3.client("s3", region_name=REGION), names["PAYLOAD_BUCKET"], REGION)
+        secrets = boto3.client("secretsmanager", region_name=REGION)
+        for provider in ("anthropic", "openai"):
+            arn = secrets.create_secret(Name=f"plan-{suffix}/{provider}-api-key", SecretString="sim-key")["ARN"]
+            names[f"{provider.upper()}_SECRET_ARN"] = arn
+        yield names
+
+
+@pytest.fixture
+def aws(account, simulator, monkeypatch):
+    """The services as the workflow handlers build them, with fresh settings for each test."""
+    simulator.reset()
+    simulator.configure(processing_seconds=0.2)
+    for key, value in {**account, "POLL_SCHEDULE_SECONDS": "0", "ANTHROPIC_BASE_URL": simulator.url,
+                       "OPENAI_BASE_URL": simulator.openai_base_url}.items():
+        monkeypatch.setenv(key, value)
+    for key in ("MAX_CHUNK_REQUESTS", "MAX_CHUNK_BYTES", "EVENT_BUS_NAME", "STATE_MACHINE_ARN"):
+        monkeypatch.delenv(key, raising=False)
+    wiring.reset()
+    yield wiring.services()
+    wiring.reset()
+
+
+MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-20250514"}
+
+
+def neutral_line(caller_id: str, text: str = "q") -> bytes:
+    return json.dumps({"id": caller_id, "messages": [{"role": "user", "content": text}], "system": None,
+                       "params": {"max_tokens": 16}}, separators=(",", ":")).encode()
+
+
+def new_job(services, lines: list[bytes], provider: str = "openai") -> str:
+    job_id = new_job_id()
+    services.payloads.put_bytes(requests_key(job_id), b"".join(line + b"\n" for line in lines))
+    services.jobs.put_new_job(Job(id=job_id, owner="alice", provider=provider, model=MODELS[provider],
+                                  request_counts=RequestCounts(total=len(lines), processing=len(lines))))
+    return job_id
+
+
+def plan(services, ids: list[str], provider: str = "openai", texts: list[str] | None = None) -> str:
+    job_id = new_job(services, [neutral_line(i, t) for i, t in zip(ids, texts or ["q"] * len(ids), strict=True)],
+                     provider)
+    plan_job(services, WorkflowState(job_id=job_id))
+    return job_id
+
+
+def chunk_sizes(services, job_id: str) -> list[int]:
+    chunks = services.jobs.get_chunks(job_id)
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+    assert services.jobs.require_job(job_id).chunk_count == len(chunks)
+    return [c.request_count for c in chunks]
+
+
+def chunk_ids(services, job_id: str) -> list[list[str]]:
+    return [[line.decode() for line in services.payloads.iter_lines(chunk_ids_key(job_id, c.index)) if line]
+            for c in services.jobs.get_chunks(job_id)]
+
+
+def chunk_lines(services, job_id: str, index: int) -> list[bytes]:
+    return [line for line in services.payloads.iter_lines(chunk_input_key(job_id, index)) if line]
+
+
+def provider_line_bytes(services, provider: str = "openai", caller_id: str = "r0", text: str = "q") -> int:
+    """Bytes one request takes in a chunk file (its provider line plus the newline)."""
+    adapter = services.provider_for(provider)
+    request = json.loads(neutral_line(caller_id, text))
+    line = adapter.to_provider(caller_id, request, model=MODELS[provider], endpoint=None, provider_options={})
+    return len(json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()) + 1
+
+
+# ---- the operator's request limit
+
+
+@pytest.mark.parametrize(
+    ("requests", "expected"),
+    [(1, [1]), (2, [2]), (3, [3]), (4, [3, 1]), (6, [3, 3]), (7, [3, 3, 1])],
+)
+def test_operator_request_limit_fills_each_chunk_up_to_the_limit_and_no_further(aws, requests, expected):
+    aws.settings.max_chunk_requests = 3
+    job_id = plan(aws, [f"r{i}" for i in range(requests)])
+    assert chunk_sizes(aws, job_id) == expected
+
+
+def test_every_request_lands_in_exactly_one_chunk_in_input_order(aws):
+    aws.settings.max_chunk_requests = 4
+    ids = [f"r{i}" for i in range(11)]
+    job_id = plan(aws, ids)
+    per_chunk = chunk_ids(aws, job_id)
+    assert [len(c) for c in per_chunk] == [4, 4, 3]
+    assert [cid for chunk in per_chunk for cid in chunk] == ids
+    for index, expected in enumerate(per_chunk):  # the provider lines say the same, in the same order
+        assert [json.loads(line)["custom_id"] for line in chunk_lines(aws, job_id, index)] == expected
+
+
+def test_a_retried_plan_keeps_the_chunks_it_made(aws):
+    aws.settings.max_chunk_requests = 2
+    job_id = plan(aws, ["a", "b", "c"])
+    aws.settings.max_chunk_requests = 1
+    plan_job(aws, WorkflowState(job_id=job_id))
+    assert chunk_sizes(aws, job_id) == [2, 1]
+
+
+# ---- the operator's byte limit
+
+
+@pytest.mark.parametrize(
+    ("lines_that_fit", "slack", "expected"),
+    [(3, 0, [3, 3, 1]), (3, -1, [2, 2, 2, 1]), (3, +1, [3, 3, 1]), (1, 0, [1] * 7)],
+    ids=["exactly-three-lines", "one-byte-short-of-three", "one-byte-over-three", "one-line"],
+)
+def test_byte_limit_closes_a_chunk_when_the_next_line_would_cross_it(aws, lines_that_fit, slack, expected):
+    size = provider_line_bytes(aws)  # every line is the same size: ids r0..r6 and the same text
+    aws.settings.max_chunk_bytes = ENVELOPE_BYTES + lines_that_fit * size + slack
+    job_id = plan(aws, [f"r{i}" for i in range(7)])
+    assert chunk_sizes(aws, job_id) == expected
+    assert all(c.byte_size <= lines_that_fit * size + slack for c in aws.jobs.get_chunks(job_id))
+
+
+def test_byte_limit_with_uneven_lines_packs_greedily_and_never_exceeds_the_limit(aws):
+    texts = ["a" * n for n in (10, 300, 20, 20, 500, 5, 5, 5, 250, 1)]
+    limit = 700
+    aws.settings.max_chunk_bytes = ENVELOPE_BYTES + limit
+    ids = [f"r{i}" for i in range(len(texts))]
+    job_id = plan(aws, ids, texts=texts)
+    chunks = aws.jobs.get_chunks(job_id)
+    per_chunk = chunk_ids(aws, job_id)
+    assert [cid for chunk in per_chunk for cid in chunk] == ids
+    sizes = {cid: provider_line_bytes(aws, caller_id=cid, text=text) for cid, text in zip(ids, texts, strict=True)}
+    for chunk, members in zip(chunks, per_chunk, strict=True):
+        assert chunk.byte_size == sum(sizes[cid] for cid in members) <= limit
+        assert sum(len(line) + 1 for line in chunk_lines(aws, job_id, chunk.index)) == chunk.byte_size
+    for members, following in zip(per_chunk, per_chunk[1:], strict=False):
+        assert sum(sizes[cid] for cid in members) + sizes[following[0]] > limit  # closed only when it had to
+
+
+def test_a_request_larger_than_the_byte_limit_travels_alone(aws):
+    aws.settings.max_chunk_bytes = ENVELOPE_BYTES + 400
+    job_id = plan(aws, ["a", "big", "b"], texts=["x", "y" * 1000, "z"])
+    assert chunk_ids(aws, job_id) == [["a"], ["big"], ["b"]]
+
+
+def test_request_and_byte_limits_together_whichever_is_reached_first_closes_the_chunk(aws):
+    size = provider_line_bytes(aws)
+    aws.settings.max_chunk_requests = 2
+    aws.settings.max_chunk_bytes = ENVELOPE_BYTES + 3 * size
+    assert chunk_sizes(aws, plan(aws, [f"r{i}" for i in range(5)])) == [2, 2, 1]
+    aws.settings.max_chunk_requests = 5
+    assert chunk_sizes(aws, plan(aws, [f"r{i}" for i in range(5)])) == [3, 2]
+
+
+# ---- the providers' real request limits
+
+
+@pytest.mark.parametrize(
+    ("provider", "requests", "expected"),
+    [("openai", 50_000, [50_000]), ("openai", 50_001, [50_000, 1]),
+     ("anthropic", 100_000, [100_000]), ("anthropic", 100_001, [100_000, 1])],
+    ids=["openai-50000", "openai-50001", "anthropic-100000", "anthropic-100001"],
+)
+def test_provider_request_limit_splits_only_past_the_limit(aws, provider, requests, expected):
+    aws.settings.max_chunk_requests = 10 * requests  # an operator limit above the provider's does not raise it
+    ids = [f"r{i}" for i in range(requests)]
+    started = time.perf_counter()
+    job_id = plan(aws, ids, provider)
+    planned = time.perf_counter() - started
+    assert chunk_sizes(aws, job_id) == expected
+    per_chunk = chunk_ids(aws, job_id)
+    assert per_chunk[-1][-1] == ids[-1] and [cid for chunk in per_chunk for cid in chunk] == ids
+    assert planned < 30, f"planning {requests} requests took {planned:.1f} s"
+
+
+# ---- caller ids that are not provider-safe
+
+
+ODD_IDS = ["plain", "has space", "ünïcode", "bgw-7", "x" * 65, "slash/and.dot", "bgw-3", "ok_id-2"]
+
+
+def test_ids_that_need_mapping_get_unique_provider_safe_custom_ids_kept_in_the_chunks_id_map(aws):
+    aws.settings.max_chunk_requests = 3
+    job_id = plan(aws, ODD_IDS)
+    per_chunk = chunk_ids(aws, job_id)
+    custom_ids = [cid for chunk in per_chunk for cid in chunk]
+    assert all(CUSTOM_ID_RE.match(cid) for cid in custom_ids) and len(set(custom_ids)) == len(ODD_IDS)
+    assert custom_ids[0] == "plain" and custom_ids[-1] == "ok_id-2"  # safe ids travel as they are
+    back: dict[str, str] = {}
+    for index, members in enumerate(per_chunk):
+        key = chunk_idmap_key(job_id, index)
+        idmap = json.loads(aws.payloads.get_bytes(key)) if aws.payloads.exists(key) else {}
+        assert set(idmap) <= set(members)  # a chunk's map holds only its own ids
+        back.update({cid: idmap.get(cid, cid) for cid in members})
+    assert [back[cid] for cid in custom_ids] == ODD_IDS
+
+
+def test_ids_that_needed_mapping_come_back_as_the_callers_ids_in_the_results(aws, simulator):
+    aws.settings.max_chunk_requests = 3
+    job_id = plan(aws, ODD_IDS)
+    submit_job(aws, WorkflowState(job_id=job_id))
+    state = WorkflowState(job_id=job_id)
+    for _ in range(100):
+        state = poll_job(aws, state)
+        if state.done:
+            break
+        time.sleep(0.05)
+    assert finalize_job(aws, state)["status"] == JobStatus.FINISHED.value
+    results = [json.loads(line) for line in aws.payloads.iter_lines(results_key(job_id)) if line]
+    assert [r["id"] for r in results] == ODD_IDS
+    assert all(r["status"] == "succeeded" and r["text"] for r in results)
+    assert len(simulator.stats()["openai"]["batches"]) == 3
