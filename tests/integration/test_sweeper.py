@@ -40,3 +40,27 @@ def test_ended_jobs_leave_the_open_index(aws, ctx):
     assert aws.jobs.open_job_ids() == [job["id"]]
     run_workflow(job["id"], ctx)
     assert aws.jobs.open_job_ids() == []
+
+
+def test_an_openai_batch_no_chunk_owns_is_canceled_and_owned_ones_are_kept(aws, ctx, simulator):
+    import json as _json
+
+    from batch_gateway.providers.base import ChunkRef
+    from lambdas import plan, submit
+
+    event = load_event("api_create.json")
+    body = _json.loads(event["body"])
+    body.update(provider="openai", model="gpt-4o-mini")
+    event["body"] = _json.dumps(body)
+    simulator.configure(processing_seconds=30)
+    _, job = call(create.handler, event, ctx)
+    submit.handler(plan.handler({"job_id": job["id"]}, ctx), ctx)
+    [chunk] = aws.jobs.get_chunks(job["id"])
+    provider = aws.provider_for("openai")
+    # an extra batch for the same chunk, e.g. a resend after an ambiguous create that no reconcile adopted
+    lines = (line for line in aws.payloads.iter_lines(f"jobs/{job['id']}/chunks/00000/input.jsonl") if line)
+    orphan = provider.submit(lines, ChunkRef(job_id=job["id"], index=0, request_count=5, model="gpt-4o-mini"))
+    report = sweeper.handler(load_event("scheduled_sweeper.json"), ctx)
+    assert report["orphans_canceled"] == [orphan]
+    assert provider.status(orphan).status in ("cancelling", "cancelled")
+    assert provider.status(chunk.provider_batch_id).status not in ("cancelling", "cancelled")

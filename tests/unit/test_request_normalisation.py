@@ -136,3 +136,21 @@ def test_model_must_belong_to_the_provider():
         check_model_for_provider("anthropic", "gpt-4o")
     with pytest.raises(InvalidRequestError, match="use provider 'anthropic'"):
         check_model_for_provider("openai", "claude-sonnet-4-20250514")
+
+
+def test_embeddings_requests_are_one_text_without_system():
+    assert normalise_for("embeddings", {"a": "embed me"})[0]["messages"] == [{"role": "user", "content": "embed me"}]
+    with pytest.raises(InvalidRequestError, match="embeddings request is one text"):
+        normalise_for("embeddings", {"a": {"prompt": "x", "system": "s"}})
+    with pytest.raises(InvalidRequestError, match="embeddings request is one text"):
+        normalise_for("embeddings", {"a": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"},
+                                           {"role": "user", "content": "z"}]})
+
+
+def test_stop_sequences_are_refused_for_the_responses_api():
+    with pytest.raises(InvalidRequestError, match="Responses API has no stop"):
+        normalise_for("responses", {"a": {"prompt": "x", "stop": ["\n"]}})
+
+
+def normalise_for(endpoint, requests):
+    return list(iter_normalized(requests, job_hyperparameters({}, "openai"), "openai", endpoint))

@@ -231,8 +231,16 @@ def _text_size(messages: list[dict[str, Any]], system: str | None) -> int:
     return size
 
 
+def _check_endpoint(where: str, messages: list[dict[str, Any]], system: str | None, params: dict[str, Any],
+                    endpoint: str | None) -> None:
+    if endpoint == "embeddings" and (system or len(messages) != 1):
+        raise _bad(where, "an embeddings request is one text: a prompt string or a single user message, no system")
+    if endpoint == "responses" and "stop" in params:
+        raise _bad(where + ".stop", "the Responses API has no stop sequences")
+
+
 def normalize_request(
-    caller_id: str, raw: Any, job_params: dict[str, Any], provider: str
+    caller_id: str, raw: Any, job_params: dict[str, Any], provider: str, endpoint: str | None = None
 ) -> dict[str, Any]:
     """One request in neutral form: ``{"id", "messages", "system", "params"}``; raises _RequestProblem."""
     where = f"requests.{caller_id}"
@@ -274,6 +282,8 @@ def normalize_request(
     if _text_size(messages, system) > MAX_REQUEST_CHARS:
         raise _bad(where, f"the request's text is longer than {MAX_REQUEST_CHARS:,} characters")
     params = {**job_params, **overrides} if overrides else job_params
+    if endpoint in ("embeddings", "responses"):
+        _check_endpoint(where, messages, system, params, endpoint)
     return {"id": caller_id, "messages": messages, "system": system, "params": params}
 
 
@@ -288,7 +298,7 @@ def job_hyperparameters(raw: dict[str, Any], provider: str) -> dict[str, Any]:
 
 
 def iter_normalized(
-    requests: dict[str, Any], job_params: dict[str, Any], provider: str
+    requests: dict[str, Any], job_params: dict[str, Any], provider: str, endpoint: str | None = None
 ) -> Any:
     """Yield normalised requests; collect every problem and raise them together at the end."""
     problems: list[dict[str, str]] = []
@@ -298,7 +308,7 @@ def iter_normalized(
             problems.append(_detail(f"requests[{caller_id!r:.80}]", why))
             continue
         try:
-            item = normalize_request(caller_id, raw, job_params, provider)
+            item = normalize_request(caller_id, raw, job_params, provider, endpoint)
         except _RequestProblem as problem:
             problems.append(problem.detail)
             continue

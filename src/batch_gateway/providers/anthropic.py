@@ -73,8 +73,14 @@ class AnthropicBatchProvider(BatchProvider):
         return _to_batch(batch)
 
     def cancel(self, batch_id: str) -> ProviderBatch:
-        with _mapped_errors():
-            batch = self._client.messages.batches.cancel(batch_id)
+        try:
+            with _mapped_errors():
+                batch = self._client.messages.batches.cancel(batch_id)
+        except errors.ProviderRequestError:
+            current = self.status(batch_id)
+            if current.ended:  # it ended between our status and our cancel: nothing left to cancel
+                return current
+            raise
         return _to_batch(batch)
 
     def results(self, batch: ProviderBatch) -> Iterator[ProviderResult]:
@@ -215,6 +221,3 @@ def _message(exc: Any) -> str:
             return str(err["message"])[:500]
     return str(exc)[:500]
 
-
-def _now() -> datetime:
-    return datetime.now(UTC)

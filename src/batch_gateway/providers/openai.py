@@ -31,6 +31,8 @@ RECONCILE_SLACK = timedelta(minutes=1)  # clock skew between our claim and OpenA
 MAX_REASONS = 5
 META_JOB = "batch_gateway_job"
 META_CHUNK = "batch_gateway_chunk"
+ORPHAN_LOOKBACK = timedelta(days=2)  # batches run at most 24 h; older ones have ended
+OPEN_STATUSES = frozenset({"validating", "in_progress", "finalizing"})
 _ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
 _UNFINISHED = {"expired": "expired", "cancelled": "canceled"}  # RequestCounts field for lines never run
 
@@ -158,6 +160,20 @@ class OpenAIBatchProvider(BatchProvider):
                 logger.warning("could not cancel a duplicate provider batch",
                                extra={"job_id": ref.job_id, "chunk": ref.index, "provider_batch_id": extra.id})
         return adopted.id
+
+    def owned_open_batches(self) -> list[tuple[str, str, int]]:
+        """Unfinished batches created in the last two days that carry our job and chunk ids."""
+        earliest = datetime.now(UTC) - ORPHAN_LOOKBACK
+        owned = []
+        with _mapped_errors():
+            for batch in self._client.batches.list(limit=100):
+                created = _timestamp(batch.created_at)
+                if created is not None and created < earliest:
+                    break
+                metadata = batch.metadata or {}
+                if batch.status in OPEN_STATUSES and META_JOB in metadata and metadata.get(META_CHUNK, "").isdigit():
+                    owned.append((batch.id, metadata[META_JOB], int(metadata[META_CHUNK])))
+        return owned
 
     def cleanup(self, batch: ProviderBatch) -> None:
         """Delete the batch's files at OpenAI. Best effort: never fails a poll."""

@@ -42,7 +42,7 @@ def create_job(services: Services, *, owner: str, body: Any, source: str = "api"
     job_id = new_job_id()
     key = requests_key(job_id)
     with services.payloads.writer(key) as writer:  # aborted (nothing stored) if any request is invalid
-        for item in iter_normalized(spec.requests, params, spec.provider):
+        for item in iter_normalized(spec.requests, params, spec.provider, spec.endpoint):
             writer.write_line(_dumps(item).encode())
         total = writer.lines_written
 
