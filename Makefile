@@ -4,6 +4,9 @@ SHELL := /bin/bash
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export UV_NO_PROGRESS := 1
+# Byte-compile the venv once at install: this machine sets PYTHONDONTWRITEBYTECODE, so otherwise every test process
+# and every CLI call would compile the SDKs from source again.
+export UV_COMPILE_BYTECODE := 1
 PYTHON ?= python3
 UV := $(PYTHON) -m uv
 VENV_STAMP := .venv/.synced
