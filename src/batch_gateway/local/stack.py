@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 import zipfile
 from typing import Any
 
@@ -65,6 +66,8 @@ class LocalStack:
         from moto.server import ThreadedMotoServer
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access log
+        # S3's test event reaches the ingest function with no records, so no metrics: not worth a warning here.
+        warnings.filterwarnings("ignore", message="No application metrics to publish")
 
         if str(REPO_ROOT) not in sys.path:
             sys.path.insert(0, str(REPO_ROOT))  # the handlers live in lambdas/

@@ -11,6 +11,7 @@ from typing import Any
 from batch_gateway.models import errors
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.providers.base import BatchProvider, ChunkRef, ProviderBatch, ProviderResult
+from batch_gateway.providers.sdk_errors import mapped_errors
 
 # provider_options keys passed through into every request's params (documented Messages API params).
 PASSTHROUGH_PARAMS = frozenset({"metadata", "thinking", "tools", "tool_choice", "service_tier", "stop_sequences"})
@@ -63,18 +64,18 @@ class AnthropicBatchProvider(BatchProvider):
     def submit(self, lines: Iterable[bytes], ref: ChunkRef) -> str:
         requests = [json.loads(line) for line in lines]
         client = self._client.with_options(max_retries=0, timeout=CREATE_TIMEOUT_SECONDS)
-        with _mapped_errors(creating=True):
+        with mapped_errors("anthropic", "Anthropic", creating=True):
             batch = client.messages.batches.create(requests=requests)
         return batch.id
 
     def status(self, batch_id: str) -> ProviderBatch:
-        with _mapped_errors():
+        with mapped_errors("anthropic", "Anthropic"):
             batch = self._client.messages.batches.retrieve(batch_id)
         return _to_batch(batch)
 
     def cancel(self, batch_id: str) -> ProviderBatch:
         try:
-            with _mapped_errors():
+            with mapped_errors("anthropic", "Anthropic"):
                 batch = self._client.messages.batches.cancel(batch_id)
         except errors.ProviderRequestError:
             current = self.status(batch_id)
@@ -84,7 +85,8 @@ class AnthropicBatchProvider(BatchProvider):
         return _to_batch(batch)
 
     def results(self, batch: ProviderBatch) -> Iterator[ProviderResult]:
-        with _mapped_errors(), self._client.messages.batches.with_streaming_response.results(batch.id) as response:
+        stream = self._client.messages.batches.with_streaming_response
+        with mapped_errors("anthropic", "Anthropic"), stream.results(batch.id) as response:
             for line in response.iter_lines():
                 if line.strip():
                     yield _to_result(json.loads(line))
@@ -95,7 +97,7 @@ class AnthropicBatchProvider(BatchProvider):
             return None
         earliest = ref.claimed_at - timedelta(seconds=5)
         candidates = []
-        with _mapped_errors():
+        with mapped_errors("anthropic", "Anthropic"):
             for batch in self._client.messages.batches.list(limit=100):
                 created = batch.created_at if batch.created_at.tzinfo else batch.created_at.replace(tzinfo=UTC)
                 if created < earliest:
@@ -178,46 +180,3 @@ def _output(block: dict[str, Any]) -> dict[str, Any] | None:
     if block.get("type") == "thinking":
         return {"type": "thinking", "text": block.get("thinking", "")}
     return None
-
-
-class _mapped_errors:  # noqa: N801 - used as a context manager
-    """Turn SDK exceptions into our error tree. On create, a lost response means "maybe accepted"."""
-
-    def __init__(self, *, creating: bool = False) -> None:
-        self.creating = creating
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
-        if exc is None:
-            return False
-        import anthropic
-
-        if isinstance(exc, anthropic.APIConnectionError):  # includes timeouts
-            if self.creating:
-                raise errors.ProviderAmbiguousError(
-                    "no answer from Anthropic after sending the batch; it may have been accepted"
-                ) from exc
-            raise errors.ProviderUnavailable("could not reach Anthropic") from exc
-        if isinstance(exc, anthropic.RateLimitError):
-            raise errors.ProviderRateLimited("Anthropic rate limit (429)") from exc
-        if isinstance(exc, anthropic.InternalServerError):
-            raise errors.ProviderUnavailable(f"Anthropic is unavailable ({exc.status_code})") from exc
-        if isinstance(exc, anthropic.AuthenticationError | anthropic.PermissionDeniedError):
-            raise errors.ProviderAuthError("Anthropic refused the API key; set the key in Secrets Manager") from exc
-        if isinstance(exc, anthropic.NotFoundError):
-            raise errors.ProviderNotFound("Anthropic does not know this batch") from exc
-        if isinstance(exc, anthropic.APIStatusError):
-            raise errors.ProviderRequestError(f"Anthropic refused the request: {_message(exc)}") from exc
-        return False
-
-
-def _message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error") or {}
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])[:500]
-    return str(exc)[:500]
-

@@ -8,7 +8,6 @@ OpenAI once the results are safe with us.
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -21,6 +20,7 @@ from batch_gateway.models import errors
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.models.provider_options import ALLOWED
 from batch_gateway.providers.base import BatchProvider, ChunkRef, ProviderBatch, ProviderResult
+from batch_gateway.providers.sdk_errors import mapped_errors
 
 logger = Logger(child=True)
 
@@ -90,11 +90,11 @@ class OpenAIBatchProvider(BatchProvider):
                     spool.write(b"\n")
             spool.seek(0)
             name = f"batch-gateway-{ref.job_id}-{ref.index}.jsonl"
-            with _mapped_errors():  # SDK retries are fine here: an orphan file costs nothing
+            with mapped_errors("openai", "OpenAI"):  # SDK retries are fine here: an orphan file costs nothing
                 uploaded = self._client.files.create(file=(name, spool), purpose="batch")
         client = self._client.with_options(max_retries=0, timeout=CREATE_TIMEOUT_SECONDS)
         try:
-            with _mapped_errors(creating=True):
+            with mapped_errors("openai", "OpenAI", creating=True):
                 batch = client.batches.create(
                     input_file_id=uploaded.id, endpoint=_url(ref.endpoint), completion_window="24h",
                     metadata={META_JOB: ref.job_id, META_CHUNK: str(ref.index)},
@@ -107,13 +107,13 @@ class OpenAIBatchProvider(BatchProvider):
         return batch.id
 
     def status(self, batch_id: str) -> ProviderBatch:
-        with _mapped_errors():
+        with mapped_errors("openai", "OpenAI"):
             batch = self._client.batches.retrieve(batch_id)
         return _to_batch(batch)
 
     def cancel(self, batch_id: str) -> ProviderBatch:
         try:
-            with _mapped_errors():
+            with mapped_errors("openai", "OpenAI"):
                 batch = self._client.batches.cancel(batch_id)
         except errors.ProviderRequestError:
             current = self.status(batch_id)
@@ -132,7 +132,7 @@ class OpenAIBatchProvider(BatchProvider):
                 yield from self._file_results(file_id)
 
     def _file_results(self, file_id: str) -> Iterator[ProviderResult]:
-        with _mapped_errors(), self._client.files.with_streaming_response.content(file_id) as response:
+        with mapped_errors("openai", "OpenAI"), self._client.files.with_streaming_response.content(file_id) as response:
             for line in response.iter_lines():
                 if line.strip():
                     yield _to_result(json.loads(line))
@@ -141,7 +141,7 @@ class OpenAIBatchProvider(BatchProvider):
         """Batches carry our job id and chunk index as metadata: the match is exact."""
         earliest = ref.claimed_at - RECONCILE_SLACK if ref.claimed_at else None
         found = []
-        with _mapped_errors():
+        with mapped_errors("openai", "OpenAI"):
             for batch in self._client.batches.list(limit=100):  # newest first; the SDK follows the pages
                 if earliest is not None and _timestamp(batch.created_at) < earliest:
                     break
@@ -165,7 +165,7 @@ class OpenAIBatchProvider(BatchProvider):
         """Unfinished batches created in the last two days that carry our job and chunk ids."""
         earliest = datetime.now(UTC) - ORPHAN_LOOKBACK
         owned = []
-        with _mapped_errors():
+        with mapped_errors("openai", "OpenAI"):
             for batch in self._client.batches.list(limit=100):
                 created = _timestamp(batch.created_at)
                 if created is not None and created < earliest:
@@ -184,7 +184,7 @@ class OpenAIBatchProvider(BatchProvider):
 
     def _delete_file(self, file_id: str, batch_id: str | None = None) -> None:
         try:
-            with _mapped_errors():
+            with mapped_errors("openai", "OpenAI"):
                 self._client.files.delete(file_id)
         except errors.ProviderNotFound:
             pass  # gone already
@@ -381,57 +381,3 @@ def _response_finish(body: dict[str, Any]) -> str:
     if any(item.get("type") == "function_call" for item in body.get("output") or []):
         return "tool_calls"
     return "stop"
-
-
-# --- errors -------------------------------------------------------------------------------------------------
-
-
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    """The HTTP library's transport errors (a stream cut mid-download surfaces as these, not as SDK errors)."""
-    return tuple(module.TransportError for name in ("httpx2", "httpx") if (module := sys.modules.get(name)))
-
-
-class _mapped_errors:  # noqa: N801 - used as a context manager
-    """Turn SDK exceptions into our error tree. On create, a lost response means "maybe accepted"."""
-
-    def __init__(self, *, creating: bool = False) -> None:
-        self.creating = creating
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
-        if exc is None:
-            return False
-        import openai
-
-        if isinstance(exc, openai.APIConnectionError):  # includes timeouts
-            if self.creating:
-                raise errors.ProviderAmbiguousError(
-                    "no answer from OpenAI after sending the batch; it may have been accepted"
-                ) from exc
-            raise errors.ProviderUnavailable("could not reach OpenAI") from exc
-        if isinstance(exc, openai.RateLimitError):
-            raise errors.ProviderRateLimited("OpenAI rate limit (429)") from exc
-        if isinstance(exc, openai.InternalServerError):
-            raise errors.ProviderUnavailable(f"OpenAI is unavailable ({exc.status_code})") from exc
-        if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-            raise errors.ProviderAuthError("OpenAI refused the API key; set the key in Secrets Manager") from exc
-        if isinstance(exc, openai.NotFoundError):
-            raise errors.ProviderNotFound("OpenAI does not know this batch or file") from exc
-        if isinstance(exc, openai.APIStatusError):
-            raise errors.ProviderRequestError(f"OpenAI refused the request: {_message(exc)}") from exc
-        if isinstance(exc, _transport_errors()):
-            if self.creating:
-                raise errors.ProviderAmbiguousError("the connection to OpenAI broke off while creating") from exc
-            raise errors.ProviderUnavailable("the connection to OpenAI broke off") from exc
-        return False
-
-
-def _message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error") if isinstance(body.get("error"), dict) else body
-        if err.get("message"):
-            return str(err["message"])[:500]
-    return str(exc)[:500]

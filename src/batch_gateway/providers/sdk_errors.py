@@ -1,0 +1,57 @@
+"""Provider SDK exceptions -> our error tree, once for both SDKs (their exception classes share names).
+
+On create, a lost answer (timeout, dropped connection) means "maybe accepted": ``ProviderAmbiguousError``, which
+Submit reconciles before any resend. Elsewhere the same failure is plain ``ProviderUnavailable``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+from batch_gateway.models import errors
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The HTTP library's transport errors (a stream cut mid-download surfaces as these, not as SDK errors)."""
+    return tuple(module.TransportError for name in ("httpx2", "httpx") if (module := sys.modules.get(name)))
+
+
+def _message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error") if isinstance(body.get("error"), dict) else body
+        if err.get("message"):
+            return str(err["message"])[:500]
+    return str(exc)[:500]
+
+
+class mapped_errors:  # noqa: N801 - used as a context manager
+    def __init__(self, sdk: str, provider: str, *, creating: bool = False) -> None:
+        self.sdk, self.provider, self.creating = sdk, provider, creating
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        if exc is None or isinstance(exc, errors.BatchGatewayError):
+            return False
+        sdk = importlib.import_module(self.sdk)
+        name = self.provider
+        if isinstance(exc, (sdk.APIConnectionError, *_transport_errors())):  # includes timeouts
+            if self.creating:
+                raise errors.ProviderAmbiguousError(
+                    f"no answer from {name} after sending the batch; it may have been accepted") from exc
+            raise errors.ProviderUnavailable(f"could not reach {name}") from exc
+        if isinstance(exc, sdk.RateLimitError):
+            raise errors.ProviderRateLimited(f"{name} rate limit (429)") from exc
+        if isinstance(exc, sdk.InternalServerError):
+            raise errors.ProviderUnavailable(f"{name} is unavailable ({exc.status_code})") from exc
+        if isinstance(exc, sdk.AuthenticationError | sdk.PermissionDeniedError):
+            raise errors.ProviderAuthError(f"{name} refused the API key; set the key in Secrets Manager") from exc
+        if isinstance(exc, sdk.NotFoundError):
+            raise errors.ProviderNotFound(f"{name} does not know this batch or file") from exc
+        if isinstance(exc, sdk.APIStatusError):
+            raise errors.ProviderRequestError(f"{name} refused the request: {_message(exc)}") from exc
+        return False
