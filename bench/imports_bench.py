@@ -1,0 +1,153 @@
+"""Cold import of every Lambda entry module, in a fresh interpreter, against the floor of Powertools + boto3.
+
+Each sample is a new interpreter that times ``import <module>`` alone and exits with ``os._exit`` (so interpreter
+start, ``site`` and teardown are left out, and nothing instruments the imports). The figure is CPU time
+(``time.process_time``): the import is CPU-bound once the files are in the page cache, and CPU time does not grow
+when other processes share the two cores, as wall time does; wall time is recorded beside it.
+
+Floor: ``from aws_lambda_powertools import Logger, Tracer, Metrics; import boto3``. A second floor that also
+instantiates Logger, Tracer and Metrics (as every handler does; ``Tracer()`` loads aws_xray_sdk) is reported
+beside it. One warm-up run per module first (so every .pyc exists), then ``runs`` rounds over all modules in turn;
+the figure is the median per module. Each sample also lists the provider SDKs the import loaded (should be none).
+"""
+
+from __future__ import annotations
+
+import ast
+import statistics
+import subprocess
+import sys
+from typing import Any
+
+from bench.common import REPO_ROOT, child_env
+
+BRIEF_MODULES = (
+    "lambdas.create", "lambdas.status", "lambdas.retrieve", "lambdas.list_jobs", "lambdas.cancel",
+    "lambdas.plan", "lambdas.submit", "lambdas.poll", "lambdas.finalize", "lambdas.mark_failed",
+)
+FLOOR = "from aws_lambda_powertools import Logger, Tracer, Metrics; import boto3"
+
+
+def handler_modules() -> dict[str, str]:
+    """module -> "api" (behind an API route) | "worker" (a workflow step) | "other", from batch_gateway.constants."""
+    from batch_gateway import constants
+
+    kinds = {m: "api" for m in BRIEF_MODULES[:5]}
+    kinds.update({m: "worker" for m in BRIEF_MODULES[5:]})
+    for path in constants.API_HANDLERS.values():
+        kinds[path.rsplit(".", 1)[0]] = "api"
+    for path in constants.WORKFLOW_HANDLERS.values():
+        kinds.setdefault(path.rsplit(".", 1)[0], "worker")
+    for name, value in vars(constants).items():  # other entry points (drop folder, sweeper, ...)
+        if not name.endswith(("_HANDLER", "_HANDLERS")):
+            continue
+        for handler in value.values() if isinstance(value, dict) else [value]:
+            if isinstance(handler, str) and handler.startswith("lambdas."):
+                kinds.setdefault(handler.rsplit(".", 1)[0], "other")
+    return kinds
+
+
+FLOOR_WITH_INSTANCES = (FLOOR + "; Logger(service='x'); Tracer(service='x'); "
+                        "Metrics(namespace='x', service='x')")
+_TIMED = ("import time as _t, os as _os, sys as _sys\n_w = _t.perf_counter(); _c = _t.process_time()\n{code}\n"
+          "_c = _t.process_time() - _c; _w = _t.perf_counter() - _w\n"
+          "_sdk = sorted({{m.split('.')[0] for m in _sys.modules}} & {{'anthropic', 'openai', 'httpx2', 'httpx'}})\n"
+          "_sys.stdout.write(repr((_c, _w, _sdk))); _sys.stdout.flush(); _os._exit(0)")
+
+
+def import_seconds(code: str) -> tuple[float, float, list[str]]:
+    """(CPU seconds, wall seconds, provider SDK packages loaded) of ``code`` in a fresh interpreter."""
+    proc = subprocess.run([sys.executable, "-c", _TIMED.format(code=code)], cwd=REPO_ROOT, env=child_env(),
+                          capture_output=True, text=True, timeout=120, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"python -c {code!r} failed:\n{proc.stderr[-2000:]}")
+    cpu, wall, sdks = ast.literal_eval(proc.stdout.strip())
+    return cpu, wall, sdks
+
+
+def measure(runs: int = 5) -> dict[str, Any]:
+    modules = handler_modules()
+    codes = {"floor": FLOOR, "floor_with_instances": FLOOR_WITH_INSTANCES, **{m: f"import {m}" for m in modules}}
+    cpu: dict[str, list[float]] = {key: [] for key in codes}
+    wall: dict[str, list[float]] = {key: [] for key in codes}
+    errors: dict[str, str] = {}
+    sdks: dict[str, list[str]] = {}
+    try:  # warm-up: one interpreter imports everything, so every .pyc exists before the timed runs
+        import_seconds("; ".join([FLOOR, *(f"import {m}" for m in modules)]))
+    except RuntimeError:
+        pass  # a module that does not import is reported below
+    for round_ in range(runs):
+        for key, code in codes.items():
+            if key in errors:
+                continue
+            try:
+                c, w, loaded = import_seconds(code)
+            except RuntimeError as exc:
+                errors[key] = str(exc)[-500:]
+                continue
+            cpu[key].append(c)
+            wall[key].append(w)
+            if round_ == 0:
+                sdks[key] = loaded
+    med = {key: statistics.median(v) if v else float("nan") for key, v in cpu.items()}
+    med_wall = {key: statistics.median(v) if v else float("nan") for key, v in wall.items()}
+    per_module = {}
+    for module, kind in modules.items():
+        if module in errors:
+            per_module[module] = {"kind": kind, "error": errors[module]}
+            continue
+        per_module[module] = {
+            "kind": kind,
+            "import_ms": round(med[module] * 1000, 1),
+            "ratio": round(med[module] / med["floor"], 2),
+            "wall_ms": round(med_wall[module] * 1000, 1),
+            "wall_ratio": round(med_wall[module] / med_wall["floor"], 2),
+            "ratio_to_floor_with_instances": round(med[module] / med["floor_with_instances"], 2),
+            "ratio_of_minima": round(min(cpu[module]) / min(cpu["floor"]), 2),
+            "cpu_ms_runs": [round(v * 1000) for v in cpu[module]],
+            "provider_sdks_loaded": sdks.get(module, []),
+        }
+    return {
+        "floor_ms": round(med["floor"] * 1000, 1), "floor_wall_ms": round(med_wall["floor"] * 1000, 1),
+        "floor_cpu_ms_runs": [round(v * 1000) for v in cpu["floor"]],
+        "floor_code": FLOOR,
+        "floor_with_instances_ms": round(med["floor_with_instances"] * 1000, 1),
+        "floor_with_instances_code": FLOOR_WITH_INSTANCES,
+        "runs": runs, "modules": per_module,
+        "method": "fresh interpreter per sample; CPU time (process_time) around the import statement, so other "
+                  "load on the machine does not count; median of the runs; wall time beside it",
+    }
+
+
+def _importtime_self(code: str) -> dict[str, int]:
+    """module -> self import time in microseconds (``python -X importtime``)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", code], cwd=REPO_ROOT, env=child_env(),
+                          capture_output=True, text=True, timeout=120, check=False)
+    found = {}
+    for line in proc.stderr.splitlines():
+        if line.startswith("import time:") and "cumulative" not in line:
+            own, _, name = line[len("import time:"):].split("|", 2)
+            found[name.strip()] = int(own)
+    return found
+
+
+def extra_imports(module: str, runs: int = 3, top: int = 8) -> dict[str, Any]:
+    """What ``module`` imports beyond the floor, by top-level package: median self time under ``-X importtime``
+    (which inflates every import a little, so compare the packages with each other, not with the CPU figures)."""
+    floor_modules = set(_importtime_self(FLOOR))
+    samples: dict[str, list[float]] = {}
+    counts: dict[str, int] = {}
+    for _ in range(runs):
+        by_package: dict[str, float] = {}
+        names = _importtime_self(f"import {module}")
+        for name, own in names.items():
+            if name not in floor_modules:
+                package = name.split(".")[0]
+                by_package[package] = by_package.get(package, 0) + own / 1000
+        counts = {p: sum(1 for n in names if n not in floor_modules and n.split(".")[0] == p) for p in by_package}
+        for package, ms in by_package.items():
+            samples.setdefault(package, []).append(ms)
+    ranked = sorted(((p, statistics.median(v)) for p, v in samples.items()), key=lambda kv: -kv[1])
+    return {"module": module, "packages_ms": {p: round(ms, 1) for p, ms in ranked[:top]},
+            "modules_beyond_floor": sum(counts.values()),
+            "total_ms": round(sum(ms for _, ms in ranked), 1)}

@@ -1,0 +1,330 @@
+"""``python -m bench`` (``make bench``): every figure, each a ratio to a floor measured in the same run, written to
+``bench/results/summary.json`` and printed as a table. Speed targets live here, never in timed tests.
+
+Exit code 0 even when a target fails: the table says FAIL and summary.json has ``"all_targets_met": false``.
+Loopback only, except that the Lambda bundles are built with pip the first time (then cached in bench/.cache/).
+
+Options: ``--only create,collect,imports,history,assets`` runs a subset (summary.json is then written to
+``bench/results/partial.json`` instead); ``--profile`` also writes cProfile stats of one create and one 100,000-line
+collect to ``bench/.cache/profiles/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import assets_bench, imports_bench, workflow_bench
+from bench.common import (
+    CACHE_DIR,
+    MB,
+    REPO_ROOT,
+    RESULTS_DIR,
+    child_env,
+    create_resources,
+    ensure_paths,
+    median,
+    moto_process,
+    run_worker,
+    simulator_process,
+)
+
+STEPS = ("history", "assets", "imports", "create", "collect")
+CREATE_N = 100_000
+COLLECT_SIZES = (10_000, 50_000, 100_000)
+FLAT_BYTES_PER_REQUEST = 16  # heap growth allowed per extra request between 50,000 and 100,000 lines
+PROFILES = CACHE_DIR / "profiles"
+
+
+def _log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# --- steps: each returns (summary values, details) ------------------------------------------------------------------
+
+
+def step_template(ctx: dict[str, Any]) -> dict[str, Any]:
+    if "template" not in ctx:
+        ctx["template"] = run_worker("bench.workflow_bench", ["template"], timeout=180)
+    return ctx["template"]
+
+
+def step_history(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    figures = workflow_bench.history_figures(step_template(ctx))
+    try:
+        validation = run_worker("bench.workflow_bench", ["validate"], timeout=120)
+    except Exception as exc:  # optional: the model stands without it
+        validation = {"error": str(exc)[-1000:], "matches": None}
+    values = {
+        "history_events_24h": figures["ours"]["history_events"],
+        "transitions_24h": figures["ours"]["transitions"],
+        "history_events_24h_fixed_30s_poller": figures["fixed_30s"]["history_events"],
+        "transitions_24h_fixed_30s_poller": figures["fixed_30s"]["transitions"],
+        "history_model_matches_moto": validation.get("matches"),
+    }
+    for run in ("ours", "fixed_30s"):
+        figures[run].pop("states_entered", None)
+    return values, {**figures, "moto_validation": validation}
+
+
+def step_assets(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    architecture = json.loads((REPO_ROOT / "cdk.json").read_text()).get("context", {}).get("architecture", "arm64")
+    bundles = run_worker("bench.assets_bench", ["--arch", architecture], timeout=480)
+    functions = assets_bench.function_bundles(step_template(ctx))
+    values = {
+        "asset_mb": {name: bundles[bundle]["unzipped_mb"] for name, bundle in sorted(functions.items())},
+        "api_bundle_has_provider_sdk": bool(bundles["api"]["provider_sdks"]),
+    }
+    return values, {"architecture": architecture, "function_bundle": functions, "bundles": bundles}
+
+
+def step_imports(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    result = imports_bench.measure(runs=5)
+    values = {"import_ratio_to_floor": {m: r.get("ratio") for m, r in result["modules"].items()}}
+    api = {m: r["ratio"] for m, r in result["modules"].items() if r.get("kind") == "api" and "ratio" in r}
+    if api:  # where the slowest API handler's import time goes
+        result["slowest_api_handler_beyond_floor"] = imports_bench.extra_imports(max(api, key=api.get))
+    return values, result
+
+
+def step_create(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    runs = []
+    for i in range(3):  # timing: moto in-process, as tests/integration does; 3 fresh processes x 3 rounds
+        _log(f"create: in-process moto, run {i + 1}/3")
+        args = ["--n", str(CREATE_N), "--reps", "3", "--moto", "inproc"]
+        if ctx.get("profile") and i == 0:
+            args += ["--profile", str(PROFILES / "create.txt")]
+        runs.append(run_worker("bench.create_bench", args, timeout=180))
+    memory_runs = []
+    with moto_process() as moto:  # memory: moto in its own process, so only the handler's memory counts
+        url = moto.info["url"]
+        os.environ.update(child_env())
+        create_resources(url)
+        for i in range(3):
+            _log(f"create: moto server process, run {i + 1}/3")
+            memory_runs.append(run_worker("bench.create_bench",
+                                          ["--n", str(CREATE_N), "--reps", "1", "--moto", url], timeout=180))
+    create_s = [t for r in runs for t in r["create_s"]]
+    floor_s = [t for r in runs for t in r["floor_s"]]
+    body_mb = runs[0]["body_bytes"] / MB
+    growth = [r["memory"]["growth_mb"] for r in memory_runs]
+    values = {
+        "create_ratio_to_floor": round(median(create_s) / median(floor_s), 2),
+        "create_peak_rss_mb": round(median(growth), 1),
+        "body_mb": round(body_mb, 2),
+        "create_peak_rss_mb_moto_in_process": round(median([r["memory"]["growth_mb"] for r in runs]), 1),
+    }
+    details = {
+        "requests": CREATE_N, "body_bytes": runs[0]["body_bytes"],
+        "create_s": [round(t, 3) for t in create_s], "floor_s": [round(t, 3) for t in floor_s],
+        "create_median_s": round(median(create_s), 3), "floor_median_s": round(median(floor_s), 3),
+        "peak_rss_growth_mb_runs": growth,
+        "peak_rss_growth_mb_runs_moto_in_process": [r["memory"]["growth_mb"] for r in runs],
+        "memory_method": memory_runs[0]["memory"]["method"],
+        "create_s_moto_server": [round(t, 3) for r in memory_runs for t in r["create_s"]],
+        "floor_s_moto_server": [round(t, 3) for r in memory_runs for t in r["floor_s"]],
+    }
+    return values, details
+
+
+def step_collect(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    plan = {100_000: 3, 50_000: 1, 10_000: 2}  # fresh measuring processes per size
+    results: dict[int, list[dict[str, Any]]] = {}
+    setups: dict[int, dict[str, Any]] = {}
+    with moto_process() as moto, simulator_process(processing_seconds=0.2) as sim:
+        url, sim_url = moto.info["url"], sim.info["url"]
+        os.environ.update(child_env())
+        create_resources(url)
+        for n in COLLECT_SIZES:
+            _log(f"collect: setting up a job of {n:,} requests (create, plan, submit, wait)")
+            setups[n] = run_worker("bench.collect_bench", ["setup", "--n", str(n), "--moto", url, "--sim", sim_url],
+                                   timeout=180)
+            results[n] = []
+            for i in range(plan[n]):
+                _log(f"collect: {n:,} lines, run {i + 1}/{plan[n]}")
+                args = ["measure", "--job-id", setups[n]["job_id"], "--moto", url, "--sim", sim_url,
+                        "--reps", "2" if n == 100_000 else "1"]
+                if i == 0:
+                    args.append("--trace")
+                if ctx.get("profile") and n == 100_000 and i == 0:
+                    args += ["--profile", str(PROFILES / "collect.txt")]
+                results[n].append(run_worker("bench.collect_bench", args, timeout=180))
+    big = results[100_000]
+    collect_s = [t for r in big for t in r["collect_s"]]
+    floor_s = [t for r in big for t in r["floor_s"]]
+    rss = {n: median([r["memory"]["growth_mb"] for r in results[n]]) for n in COLLECT_SIZES}
+    heap = {n: results[n][0]["heap_peak_mb"] for n in COLLECT_SIZES}
+    slope = (heap[100_000] - heap[50_000]) * MB / 50_000
+    values = {
+        "collect_ratio_to_floor": round(median(collect_s) / median(floor_s), 2),
+        "collect_peak_rss_mb": {str(n): round(rss[n], 1) for n in (10_000, 100_000)},
+        "collect_flat": slope <= FLAT_BYTES_PER_REQUEST,
+    }
+    details = {
+        "collect_s": [round(t, 3) for t in collect_s], "floor_s": [round(t, 3) for t in floor_s],
+        "collect_median_s": round(median(collect_s), 3), "floor_median_s": round(median(floor_s), 3),
+        "raw_result_bytes": big[0]["raw_bytes"],
+        "peak_rss_growth_mb_runs": {str(n): [r["memory"]["growth_mb"] for r in results[n]] for n in COLLECT_SIZES},
+        "heap_peak_mb": {str(n): heap[n] for n in COLLECT_SIZES},
+        "heap_bytes_per_extra_request_50k_to_100k": round(slope, 1),
+        "flat_rule": f"Python-heap peak (tracemalloc) grows by <= {FLAT_BYTES_PER_REQUEST} bytes per request "
+                     "between 50,000 and 100,000 lines (both sizes fill several 8 MiB parts)",
+        "memory_method": big[0]["memory"]["method"],
+        "setup_s": {str(n): round(s["setup_s"], 1) for n, s in setups.items()},
+    }
+    return values, details
+
+
+STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]] = {
+    "history": step_history, "assets": step_assets, "imports": step_imports, "create": step_create,
+    "collect": step_collect,
+}
+
+# --- targets -------------------------------------------------------------------------------------------------------
+
+
+def _api_modules(details: dict[str, Any]) -> dict[str, float | None]:
+    modules = details.get("imports", {}).get("modules", {})
+    return {m: r.get("ratio") for m, r in modules.items() if r.get("kind") == "api"}
+
+
+def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    def check(key: str, target: str, test: Callable[[Any], bool]) -> None:
+        value = values.get(key)
+        try:
+            ok = value is not None and bool(test(value))
+        except (TypeError, ValueError, KeyError):
+            ok = False
+        result[key] = {"target": target, "pass": ok}
+
+    result: dict[str, dict[str, Any]] = {}
+    check("create_ratio_to_floor", "<= 3.0", lambda v: v <= 3.0)
+    body = values.get("body_mb")
+    check("create_peak_rss_mb", f"<= 4 x body_mb ({4 * body:.1f})" if body else "<= 4 x body_mb",
+          lambda v: v <= 4 * body)
+    check("collect_ratio_to_floor", "<= 3.0", lambda v: v <= 3.0)
+    check("collect_peak_rss_mb", "both <= 64 and flat",
+          lambda v: all(x <= 64 for x in v.values()) and len(v) == 2 and values.get("collect_flat") is True)
+    api = _api_modules(details)
+    check("import_ratio_to_floor", "every API handler <= 1.5",
+          lambda v: bool(api) and all(r is not None and r <= 1.5 for r in api.values()))
+    check("history_events_24h", "<= 1500", lambda v: v <= 1500)
+    check("transitions_24h", "<= 600", lambda v: v <= 600)
+    check("asset_mb", "API functions carry no provider SDK",
+          lambda v: values.get("api_bundle_has_provider_sdk") is False)
+    return result
+
+
+# --- output --------------------------------------------------------------------------------------------------------
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if value is None:
+        return "ERROR"
+    return str(value)
+
+
+def table(values: dict[str, Any], checks: dict[str, dict[str, Any]], details: dict[str, Any]) -> str:
+    rows: list[tuple[str, str, str, str]] = []
+    api = _api_modules(details)
+    shown = set()
+    for key, check in checks.items():
+        value = values.get(key)
+        verdict = "PASS" if check["pass"] else ("ERROR" if value is None else "FAIL")
+        if key == "import_ratio_to_floor" and isinstance(value, dict):
+            worst = max(api.items(), key=lambda kv: kv[1] or 0, default=("-", None))
+            rows.append((key, f"max API {worst[1]} ({worst[0]})", check["target"], verdict))
+            kinds = {m: r.get("kind", "") for m, r in details.get("imports", {}).get("modules", {}).items()}
+            for module, ratio in value.items():
+                rows.append((f"  {module}", _fmt(ratio), "<= 1.5" if module in api else f"({kinds.get(module)})",
+                             ""))
+        elif key == "asset_mb" and isinstance(value, dict):
+            sdk = values.get("api_bundle_has_provider_sdk")
+            rows.append((key, f"api_bundle_has_provider_sdk={sdk}", check["target"], verdict))
+            for name, size in value.items():
+                rows.append((f"  {name}", f"{size} MB", "", ""))
+        elif key == "collect_peak_rss_mb" and isinstance(value, dict):
+            rows.append((key, ", ".join(f"{k}: {v}" for k, v in value.items())
+                         + f"; flat={values.get('collect_flat')}", check["target"], verdict))
+        elif key == "create_peak_rss_mb":
+            rows.append((key, f"{_fmt(value)} (body_mb {values.get('body_mb')})", check["target"], verdict))
+        else:
+            rows.append((key, _fmt(value), check["target"], verdict))
+        shown.add(key)
+    for key, value in values.items():
+        if key not in shown and key not in ("body_mb", "api_bundle_has_provider_sdk", "collect_flat"):
+            rows.append((key, _fmt(value), "(info)", ""))
+    widths = [max(len(r[i]) for r in [("key", "value", "target", "result"), *rows]) for i in range(4)]
+    line = "  ".join(f"{{:<{w}}}" for w in widths)
+    out = [line.format("key", "value", "target", "result"), line.format(*("-" * w for w in widths))]
+    out += [line.format(*row) for row in rows]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", help=f"comma separated subset of {','.join(STEPS)}")
+    parser.add_argument("--profile", action="store_true", help="write cProfile stats to bench/.cache/profiles/")
+    args = parser.parse_args(argv)
+    ensure_paths()
+    os.chdir(REPO_ROOT)
+    steps = [s.strip() for s in args.only.split(",")] if args.only else list(STEPS)
+    unknown = set(steps) - set(STEPS)
+    if unknown:
+        parser.error(f"unknown steps {sorted(unknown)}; known: {', '.join(STEPS)}")
+    if args.profile:
+        PROFILES.mkdir(parents=True, exist_ok=True)
+
+    started = time.monotonic()
+    ctx: dict[str, Any] = {"profile": args.profile}
+    values: dict[str, Any] = {}
+    details: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for step in steps:
+        _log(f"{step} ...")
+        step_started = time.monotonic()
+        try:
+            step_values, step_details = STEP_FUNCTIONS[step](ctx)
+            values.update(step_values)
+            details[step] = {**step_details, "step_s": round(time.monotonic() - step_started, 1)}
+        except Exception as exc:
+            errors[step] = f"{type(exc).__name__}: {exc}"[-3000:]
+            _log(f"{step} FAILED:\n{traceback.format_exc()}")
+        _log(f"{step} done in {time.monotonic() - step_started:.0f} s")
+
+    checks = {k: v for k, v in targets(values, details).items() if args.only is None or k in values}
+    summary = {
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "units": "MB are MiB (2**20 bytes); ratios are medians of the measured call over medians of its floor",
+        **values,
+        "targets": checks,
+        "all_targets_met": bool(checks) and all(c["pass"] for c in checks.values()) and not errors,
+        "errors": errors,
+        "bench_wall_s": round(time.monotonic() - started, 1),
+        "details": details,
+    }
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    target = RESULTS_DIR / ("summary.json" if args.only is None else "partial.json")
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    tmp.replace(target)
+
+    print(table(values, checks, details))
+    print(f"\nall_targets_met: {summary['all_targets_met']}   wall time: {summary['bench_wall_s']:.0f} s   "
+          f"-> {Path(target).relative_to(REPO_ROOT)}")
+    for step, error in errors.items():
+        print(f"ERROR in {step}: {error.splitlines()[0] if error else ''}")
+    return 0
