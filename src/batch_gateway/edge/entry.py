@@ -13,7 +13,6 @@ from batch_gateway.edge.observability import logger, metrics, tracer
 
 def api_handler(app: Any) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, log_event=False)
-    @tracer.capture_lambda_handler(capture_response=False)
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return app.resolve(event, context)
@@ -26,7 +25,7 @@ def workflow_handler(step: Callable[[dict[str, Any]], dict[str, Any]]) -> Callab
     Step Functions retries or catches them by class name."""
 
     @logger.inject_lambda_context(log_event=False)
-    @tracer.capture_lambda_handler(capture_response=False)
+    @tracer().capture_lambda_handler(capture_response=False)
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         if isinstance(event, dict) and "job_id" in event:
