@@ -65,6 +65,10 @@ CORPUS = [
      + "]" * 100_000 + "}}", None, 400, "nested too deeply"),
     ("non-utf8 body", b'{"provider":"anthropic","model":"claude-x","requests":{"a":"\xff\xfe"}}', None, 400,
      "not valid UTF-8"),
+    ("lone surrogate", '{"provider":"anthropic","model":"claude-x","requests":{"a":"bad \\ud800 text"}}', None,
+     400, "invalid Unicode"),
+    ("duplicate nested key", '{"provider":"anthropic","model":"claude-x","requests":{"a":{"prompt":"x",'
+     '"prompt":"y"}}}', None, 400, "duplicate key 'prompt'"),
     ("body over 10 MB", body(requests={"a": "x" * (10 * 1024 * 1024)}), None, 413, "drop folder"),
 ]
 

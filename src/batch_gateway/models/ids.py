@@ -7,6 +7,7 @@ nothing needs storing); any other id, and any id that starts with our reserved p
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 
@@ -27,3 +28,8 @@ def is_mapped(custom_id: str) -> bool:
 def new_job_id() -> str:
     """Sortable enough for humans, unguessable for everyone else."""
     return "job_" + secrets.token_hex(12)
+
+
+def id_hash(custom_id: str) -> int:
+    """64 bits of the id: collect tracks 100,000 ids in 9 bytes each (a sorted array of these plus a flag)."""
+    return int.from_bytes(hashlib.blake2b(custom_id.encode(), digest_size=8).digest(), "little")

@@ -43,7 +43,14 @@ def create_job(services: Services, *, owner: str, body: Any, source: str = "api"
     key = requests_key(job_id)
     with services.payloads.writer(key) as writer:  # aborted (nothing stored) if any request is invalid
         for item in iter_normalized(spec.requests, params, spec.provider, spec.endpoint):
-            writer.write_line(_dumps(item).encode())
+            try:
+                line = _dumps(item).encode()
+            except UnicodeEncodeError:
+                raise InvalidRequestError(
+                    f"request '{item['id'][:100]}' holds invalid Unicode (a lone surrogate escape such as \\ud800)",
+                    details=[{"field": f"requests.{item['id'][:100]}", "message": "invalid Unicode"}],
+                ) from None
+            writer.write_line(line)
         total = writer.lines_written
 
     job = Job(

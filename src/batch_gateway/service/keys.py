@@ -23,6 +23,11 @@ def chunk_ids_key(job_id: str, index: int) -> str:
     return chunk_prefix(job_id, index) + "custom_ids.txt"
 
 
+def chunk_id_hashes_key(job_id: str, index: int) -> str:
+    """The chunk's custom_ids as sorted 64-bit hashes (8 bytes each), for constant-size bookkeeping in collect."""
+    return chunk_prefix(job_id, index) + "custom_ids.hashes"
+
+
 def chunk_idmap_key(job_id: str, index: int) -> str:
     """custom_id -> caller id, only for ids that could not be sent as they were."""
     return chunk_prefix(job_id, index) + "idmap.json"

@@ -7,13 +7,20 @@ when some caller ids had to be replaced) its id map, so memory stays flat whatev
 from __future__ import annotations
 
 import json
+from array import array
 from typing import Any
 
-from batch_gateway.models.ids import custom_id_for, is_mapped
+from batch_gateway.models.ids import custom_id_for, id_hash, is_mapped
 from batch_gateway.models.jobs import Chunk, Job, JobStatus
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
-from batch_gateway.service.keys import chunk_idmap_key, chunk_ids_key, chunk_input_key, requests_key
+from batch_gateway.service.keys import (
+    chunk_id_hashes_key,
+    chunk_idmap_key,
+    chunk_ids_key,
+    chunk_input_key,
+    requests_key,
+)
 from batch_gateway.service.state import WorkflowState
 from batch_gateway.store.payloads import MultipartWriter
 
@@ -33,12 +40,14 @@ class _ChunkWriter:
         self.inputs: MultipartWriter = services.payloads.writer(chunk_input_key(job.id, index))
         self.ids: MultipartWriter = services.payloads.writer(chunk_ids_key(job.id, index), "text/plain")
         self.idmap: dict[str, str] = {}
+        self.hashes = array("Q")
         self.count = 0
         self.bytes = 0
 
     def add(self, custom_id: str, caller_id: str, line: bytes) -> None:
         self.inputs.write_line(line)
         self.ids.write_line(custom_id.encode())
+        self.hashes.append(id_hash(custom_id))
         if is_mapped(custom_id):
             self.idmap[custom_id] = caller_id
         self.count += 1
@@ -47,6 +56,8 @@ class _ChunkWriter:
     def close(self, services: Services, job: Job) -> Chunk:
         self.inputs.close()
         self.ids.close()
+        services.payloads.put_bytes(chunk_id_hashes_key(job.id, self.index), array("Q", sorted(self.hashes)).tobytes(),
+                                    "application/octet-stream")
         if self.idmap:
             services.payloads.put_bytes(chunk_idmap_key(job.id, self.index), _dumps(self.idmap).encode(),
                                         "application/json")

@@ -8,7 +8,7 @@ from typing import Any
 
 from batch_gateway.models.errors import TransientError
 
-PART_SIZE = 8 * 1024 * 1024  # S3 multipart parts must be >= 5 MiB except the last
+PART_SIZE = 5 * 1024 * 1024  # S3's smallest part (all but the last): the least memory a streamed write can hold
 
 
 class PayloadStore:
@@ -122,18 +122,17 @@ class MultipartWriter:
                 Bucket=self._bucket, Key=self.key, ContentType=self._content_type
             )["UploadId"]
         number = len(self._parts) + 1
+        self._buffer.seek(0)  # the buffer itself, not a copy of it
         response = self._s3.upload_part(
-            Bucket=self._bucket, Key=self.key, UploadId=self._upload_id, PartNumber=number,
-            Body=self._buffer.getvalue(),
+            Bucket=self._bucket, Key=self.key, UploadId=self._upload_id, PartNumber=number, Body=self._buffer,
         )
         self._parts.append({"ETag": response["ETag"], "PartNumber": number})
         self._buffer = io.BytesIO()
 
     def close(self) -> None:
         if self._upload_id is None:
-            self._s3.put_object(
-                Bucket=self._bucket, Key=self.key, Body=self._buffer.getvalue(), ContentType=self._content_type
-            )
+            self._buffer.seek(0)
+            self._s3.put_object(Bucket=self._bucket, Key=self.key, Body=self._buffer, ContentType=self._content_type)
             return
         if self._buffer.tell():
             self._flush_part()
