@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 from array import array
 from bisect import bisect_left
+from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway.models.errors import IntegrityError
 from batch_gateway.models.ids import id_hash
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, RequestCounts, Usage, utcnow
 from batch_gateway.models.results import result_item
@@ -38,10 +40,16 @@ class _Answered:
     """Which of a chunk's custom_ids have a result yet, in 9 bytes per request whatever the chunk's size: a sorted
     array of 64-bit id hashes (written by Plan) and one flag byte each."""
 
-    def __init__(self, sorted_hashes: bytes) -> None:
-        self.hashes = array("Q")
-        self.hashes.frombytes(sorted_hashes)
-        self.flags = bytearray(len(self.hashes))
+    def __init__(self, body: Any, count: int) -> None:
+        self.hashes = array("Q", bytes(8 * count))  # filled in place from the stream: no second copy
+        view, filled = memoryview(self.hashes).cast("B"), 0
+        for piece in body.iter_chunks(chunk_size=1024 * 1024):
+            view[filled:filled + len(piece)] = piece
+            filled += len(piece)
+        if filled != 8 * count:
+            raise IntegrityError(f"the chunk's id list holds {filled // 8} ids, not {count}")
+        self.flags = bytearray(count)
+        self.remaining = count
 
     def _slot(self, custom_id: str) -> int | None:
         value = id_hash(custom_id)
@@ -54,6 +62,7 @@ class _Answered:
         if slot is None or self.flags[slot]:
             return False
         self.flags[slot] = 1
+        self.remaining -= 1
         return True
 
     def answered(self, custom_id: str) -> bool:
@@ -67,7 +76,8 @@ def collect_chunk(
 ) -> Chunk:
     """Write the chunk's results. Without a batch (never sent, or refused) every request gets ``unanswered``."""
     idmap = _idmap(services, job, chunk)
-    answered = _Answered(services.payloads.get_bytes(chunk_id_hashes_key(job.id, chunk.index)))
+    answered = _Answered(services.payloads.open_object(chunk_id_hashes_key(job.id, chunk.index)),
+                         chunk.request_count)
     tally: dict[str, int] = {s.value: 0 for s in ItemStatus}
     in_tokens = out_tokens = 0
     with services.payloads.writer(chunk_results_key(job.id, chunk.index)) as out:
@@ -87,7 +97,8 @@ def collect_chunk(
         status = unanswered or _UNANSWERED.get(batch.status if batch else "", ItemStatus.ERRORED)
         code = None if status is not ItemStatus.ERRORED else ("batch_failed" if reason else "missing_result")
         message = reason or (None if code is None else "the provider returned no result for this request")
-        for line in services.payloads.iter_lines(chunk_ids_key(job.id, chunk.index)):  # input order
+        lines = services.payloads.iter_lines(chunk_ids_key(job.id, chunk.index)) if answered.remaining else ()
+        for line in lines:  # in input order
             custom_id = line.decode()
             if custom_id and not answered.answered(custom_id):
                 out.write_line(_dumps(result_item(idmap.get(custom_id, custom_id), status, code=code,
