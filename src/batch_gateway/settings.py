@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-from pydantic import BaseModel, Field
+from dataclasses import dataclass, field
 
 from batch_gateway import constants as c
 
 
-class Settings(BaseModel):
+@dataclass(kw_only=True)
+class Settings:
     table: str
     bucket: str
     state_machine_arn: str | None = None
-    secret_arns: dict[str, str] = Field(default_factory=dict)  # provider -> Secrets Manager ARN
-    poll_schedule: list[int] = Field(default_factory=lambda: _schedule(c.DEFAULT_POLL_SCHEDULE))
+    secret_arns: dict[str, str] = field(default_factory=dict)  # provider -> Secrets Manager ARN
+    poll_schedule: list[int] = field(default_factory=lambda: _schedule(c.DEFAULT_POLL_SCHEDULE))
     presign_expiry: int = c.DEFAULT_PRESIGN_EXPIRY
     max_chunk_requests: int | None = None
     max_chunk_bytes: int | None = None

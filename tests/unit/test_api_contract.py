@@ -24,3 +24,12 @@ def test_result_items_match_the_contract():
     for item in (result_item("a", ItemStatus.SUCCEEDED, outputs=[{"type": "text", "text": "x"}]),
                  result_item("b", ItemStatus.EXPIRED)):
         assert ResultItem.model_validate(item).model_dump() == item
+
+
+def test_the_documented_create_body_and_the_runtime_check_know_the_same_fields():
+    from batch_gateway.models.api import CreateBatchBody
+    from batch_gateway.models.requests import FIELDS, REQUIRED
+
+    schema = CreateBatchBody.model_json_schema()
+    assert set(schema["properties"]) == set(FIELDS)
+    assert set(schema["required"]) == set(REQUIRED)

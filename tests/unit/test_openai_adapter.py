@@ -205,7 +205,7 @@ def test_submit_status_results_cleanup_round_trip_on_each_endpoint(provider, sim
     assert not running.ended and running.failed_reason is None and running.status in ("validating", "in_progress")
     done = wait_ended(provider, batch_id)
     assert done.status == "completed" and done.failed_reason is None
-    assert done.counts.model_dump() == {"total": 3, "processing": 0, "succeeded": 3, "errored": 0, "canceled": 0,
+    assert done.counts.to_dict() == {"total": 3, "processing": 0, "succeeded": 3, "errored": 0, "canceled": 0,
                                         "expired": 0}
     assert done.raw["output_file_id"] and done.raw["input_file_id"] == created.input_file_id
 

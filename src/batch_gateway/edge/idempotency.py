@@ -11,16 +11,6 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyValidationError,
-)
-
 from batch_gateway.models.errors import ConflictError, IdempotencyMismatchError, InvalidRequestError
 
 KEY_TTL_SECONDS = 24 * 3600
@@ -28,7 +18,9 @@ MAX_KEY_CHARS = 255
 
 
 @cache
-def _persistence(table: str) -> DynamoDBPersistenceLayer:
+def _persistence(table: str) -> Any:
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
     from batch_gateway.store import aws
 
     return DynamoDBPersistenceLayer(
@@ -49,6 +41,13 @@ def idempotency_key(headers: dict[str, str] | None) -> str | None:
 def run_once(table: str, owner: str, key: str, body: bytes | str, create: Callable[[], dict[str, Any]],
              lambda_context: Any = None) -> dict[str, Any]:
     """Call ``create`` once per (owner, key); replay its answer for the same body."""
+    # Loaded only for requests that carry a key (about 20 ms of import the other creates do without).
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+    from aws_lambda_powertools.utilities.idempotency.exceptions import (
+        IdempotencyAlreadyInProgressError,
+        IdempotencyValidationError,
+    )
+
     body_bytes = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
     config = IdempotencyConfig(
         event_key_jmespath="[owner, key]", payload_validation_jmespath="body_sha256",

@@ -14,9 +14,8 @@ from pydantic.json_schema import models_json_schema
 
 from batch_gateway.models import api
 from batch_gateway.models.errors import ERROR_TYPES
-from batch_gateway.models.requests import CreateJobInput
 
-_MODELS: list[type[BaseModel]] = [CreateJobInput, api.JobView, api.JobsPage, api.ResultsPage, api.ResultsDownload,
+_MODELS: list[type[BaseModel]] = [api.CreateBatchBody, api.JobView, api.JobsPage, api.ResultsPage, api.ResultsDownload,
                                   api.ErrorBody]
 
 
@@ -61,7 +60,7 @@ def document() -> dict[str, Any]:
                     "operationId": "createBatch", "security": sigv4, "summary": "Create a batch job",
                     "parameters": [{"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"}}],
                     "requestBody": {"required": True, "content": {"application/json": {"schema": _ref(
-                        CreateJobInput)}}},
+                        api.CreateBatchBody)}}},
                     "responses": {"202": _json(api.JobView, "accepted"), **_errors(400, 403, 409, 413, 415, 422, 503)},
                 },
                 "get": {

@@ -4,7 +4,24 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class CreateBatchBody(BaseModel):
+    """The body of ``POST /batches`` as documented (checked at runtime by ``models.requests.CreateJobInput``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: Literal["anthropic", "openai"]
+    model: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}$")
+    requests: dict[str, Any] = Field(min_length=1, description="your id -> a prompt string, a list of content "
+                                     "parts, a list of messages, or an object with messages/prompt, system and "
+                                     "hyperparameters")
+    hyperparameters: dict[str, Any] = Field(default_factory=dict, description="max_tokens, temperature, top_p, "
+                                            "top_k, stop")
+    metadata: dict[str, str] = Field(default_factory=dict, max_length=16)
+    endpoint: Literal["chat", "responses", "embeddings"] | None = Field(default=None, description="OpenAI only")
+    provider_options: dict[str, Any] = Field(default_factory=dict)
 
 
 class RequestCountsView(BaseModel):

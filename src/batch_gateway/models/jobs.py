@@ -1,12 +1,18 @@
-"""Jobs, chunks and their statuses: the stored model and the public view."""
+"""Jobs, chunks and their statuses: the stored model and the public view.
+
+Plain dataclasses rather than pydantic: every API function loads these, and pydantic's import and schema building
+would double their cold-start import time. They are our own records (written by us, read back by us); input from
+callers is validated at the edge (``models.requests``).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from datetime import UTC, datetime
-from enum import StrEnum
+from enum import Enum, StrEnum
+from functools import cache
 from typing import Any
-
-from pydantic import BaseModel, Field
 
 
 def utcnow() -> datetime:
@@ -15,6 +21,62 @@ def utcnow() -> datetime:
 
 def iso(ts: datetime | None) -> str | None:
     return ts.astimezone(UTC).isoformat().replace("+00:00", "Z") if ts else None
+
+
+class Record:
+    """``from_dict`` / ``to_dict`` for the dataclasses below, driven by their type hints; unknown keys are ignored
+    (stored items carry table keys too)."""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> typing.Self:
+        hints = _hints(cls)
+        values = {name: _convert(hints[name], data[name]) for name in _field_names(cls) if name in data}
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    options = [a for a in typing.get_args(hint) if a is not type(None)] if typing.get_origin(hint) in (
+        typing.Union, __import__("types").UnionType) else [hint]
+    target = options[0]
+    if isinstance(target, type):
+        if issubclass(target, Record):
+            return value if isinstance(value, target) else target.from_dict(value)
+        if issubclass(target, Enum):
+            return target(value)
+        if issubclass(target, datetime):
+            return value if isinstance(value, datetime) else datetime.fromisoformat(value.replace("Z", "+00:00"))
+        if target is float:
+            return float(value)
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 class JobStatus(StrEnum):
@@ -60,7 +122,8 @@ class ItemStatus(StrEnum):
     EXPIRED = "expired"
 
 
-class RequestCounts(BaseModel):
+@dataclasses.dataclass(kw_only=True)
+class RequestCounts(Record):
     total: int = 0
     processing: int = 0
     succeeded: int = 0
@@ -69,10 +132,11 @@ class RequestCounts(BaseModel):
     expired: int = 0
 
     def add(self, other: RequestCounts) -> RequestCounts:
-        return RequestCounts(**{k: getattr(self, k) + getattr(other, k) for k in type(self).model_fields})
+        return RequestCounts(**{k: getattr(self, k) + getattr(other, k) for k in _field_names(RequestCounts)})
 
 
-class Usage(BaseModel):
+@dataclasses.dataclass(kw_only=True)
+class Usage(Record):
     input_tokens: int = 0
     output_tokens: int = 0
 
@@ -83,7 +147,8 @@ class Usage(BaseModel):
         )
 
 
-class Chunk(BaseModel):
+@dataclasses.dataclass(kw_only=True)
+class Chunk(Record):
     job_id: str
     index: int
     state: ChunkState = ChunkState.PENDING
@@ -91,8 +156,8 @@ class Chunk(BaseModel):
     byte_size: int = 0
     provider_batch_id: str | None = None
     provider_status: str | None = None
-    request_counts: RequestCounts = Field(default_factory=RequestCounts)
-    usage: Usage = Field(default_factory=Usage)
+    request_counts: RequestCounts = dataclasses.field(default_factory=RequestCounts)
+    usage: Usage = dataclasses.field(default_factory=Usage)
     claim_token: str | None = None
     claimed_at: datetime | None = None
     submitted_at: datetime | None = None
@@ -110,27 +175,28 @@ class Chunk(BaseModel):
             "index": self.index,
             "provider_batch_id": self.provider_batch_id,
             "status": self.provider_status or self.state.value,
-            "request_counts": self.request_counts.model_dump(),
+            "request_counts": self.request_counts.to_dict(),
             "error": self.error,
         }
 
 
-class Job(BaseModel):
+@dataclasses.dataclass(kw_only=True)
+class Job(Record):
     id: str
     owner: str
     provider: str
     model: str
     endpoint: str | None = None
     status: JobStatus = JobStatus.QUEUED
-    request_counts: RequestCounts = Field(default_factory=RequestCounts)
-    usage: Usage = Field(default_factory=Usage)
+    request_counts: RequestCounts = dataclasses.field(default_factory=RequestCounts)
+    usage: Usage = dataclasses.field(default_factory=Usage)
     cost_usd: float | None = None
-    metadata: dict[str, str] = Field(default_factory=dict)
-    hyperparameters: dict[str, Any] = Field(default_factory=dict)
-    provider_options: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, str] = dataclasses.field(default_factory=dict)
+    hyperparameters: dict[str, Any] = dataclasses.field(default_factory=dict)
+    provider_options: dict[str, Any] = dataclasses.field(default_factory=dict)
     chunk_count: int = 0
-    created_at: datetime = Field(default_factory=utcnow)
-    updated_at: datetime = Field(default_factory=utcnow)
+    created_at: datetime = dataclasses.field(default_factory=utcnow)
+    updated_at: datetime = dataclasses.field(default_factory=utcnow)
     ended_at: datetime | None = None
     cancel_requested_at: datetime | None = None
     execution_arn: str | None = None
@@ -146,9 +212,9 @@ class Job(BaseModel):
             "provider": self.provider,
             "model": self.model,
             "endpoint": self.endpoint,
-            "request_counts": self.request_counts.model_dump(),
+            "request_counts": self.request_counts.to_dict(),
             "chunks": [c.public() for c in chunks or []],
-            "usage": self.usage.model_dump(),
+            "usage": self.usage.to_dict(),
             "cost_usd": self.cost_usd,
             "metadata": self.metadata,
             "created_at": iso(self.created_at),

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from dataclasses import dataclass, field
+from typing import Any
 
 from batch_gateway.models.errors import InvalidRequestError
 
@@ -45,70 +44,86 @@ def _detail(loc: str, message: str) -> dict[str, str]:
     return {"field": loc, "message": message}
 
 
-class CreateJobInput(BaseModel):
-    """The body of ``POST /batches`` (the requests themselves are checked by :func:`normalize_requests`)."""
+FIELDS = ("provider", "model", "requests", "hyperparameters", "metadata", "endpoint", "provider_options")
+REQUIRED = ("provider", "model", "requests")
 
-    model_config = ConfigDict(extra="forbid", strict=True)
 
-    provider: Literal["anthropic", "openai"]
-    model: str = Field(min_length=1, max_length=200)
-    requests: dict[str, Any] = Field(min_length=1)
-    hyperparameters: dict[str, Any] = Field(default_factory=dict)
-    metadata: dict[str, str] = Field(default_factory=dict)
-    endpoint: Literal["chat", "responses", "embeddings"] | None = None
-    provider_options: dict[str, Any] = Field(default_factory=dict)
+@dataclass(kw_only=True)
+class CreateJobInput:
+    """The body of ``POST /batches``, checked by hand (the API functions load no pydantic: it would double their
+    cold-start import time). Its documented schema is ``models.api.CreateBatchBody``; a test keeps the two in step.
+    The requests themselves are checked one by one by :func:`iter_normalized`.
+    """
 
-    @field_validator("model")
-    @classmethod
-    def _model_format(cls, value: str) -> str:
-        if not MODEL_RE.match(value):
-            raise ValueError("model must be a provider model name such as 'claude-sonnet-4-20250514' or 'gpt-4o-mini'")
-        return value
-
-    @field_validator("metadata")
-    @classmethod
-    def _metadata_limits(cls, value: dict[str, str]) -> dict[str, str]:
-        if len(value) > MAX_METADATA_PAIRS:
-            raise ValueError(f"metadata holds at most {MAX_METADATA_PAIRS} pairs")
-        for key, item in value.items():
-            if not 1 <= len(key) <= 64 or len(item) > 512:
-                raise ValueError("metadata keys are 1-64 characters and values at most 512 characters")
-        return value
+    provider: str
+    model: str
+    requests: dict[str, Any]
+    hyperparameters: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
+    endpoint: str | None = None
+    provider_options: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, body: Any) -> CreateJobInput:
-        """Validate the envelope. A non-empty ``requests`` object is not copied (100,000 requests would double the
-        memory of create): it is checked request by request by :func:`iter_normalized` instead."""
         if not isinstance(body, dict):
             raise InvalidRequestError("the request body must be a JSON object with provider, model and requests")
-        requests = body.get("requests")
-        envelope = {**body, "requests": {"-": None}} if isinstance(requests, dict) and requests else body
-        try:
-            spec = cls.model_validate(envelope)
-        except ValidationError as exc:
-            details = [
-                _detail(".".join(str(p) for p in err["loc"]) or "body", _friendly(err))
-                for err in exc.errors(include_url=False)[:MAX_ERROR_DETAILS]
-            ]
+        problems = [_detail(str(k)[:100], f"is not a known field (allowed: {', '.join(FIELDS)})")
+                    for k in body if k not in FIELDS]
+        problems += [_detail(name, "is required") for name in REQUIRED if name not in body]
+        for name, check in _FIELD_CHECKS.items():
+            if name in body and (why := check(body[name])):
+                problems.append(_detail(name, why))
+        if problems:
             raise InvalidRequestError(
-                "invalid batch: " + "; ".join(f"{d['field']}: {d['message']}" for d in details[:3]), details=details
-            ) from None
-        spec.requests = requests  # type: ignore[assignment]
-        return spec
+                "invalid batch: " + "; ".join(f"{d['field']}: {d['message']}" for d in problems[:3]),
+                details=problems[:MAX_ERROR_DETAILS],
+            )
+        return cls(**{name: body[name] for name in FIELDS if name in body and body[name] is not None})
 
 
-def _friendly(err: dict[str, Any]) -> str:
-    kind = err["type"]
-    if kind == "missing":
-        return "is required"
-    if kind == "extra_forbidden":
-        return "is not a known field (allowed: provider, model, requests, hyperparameters, metadata, endpoint, " \
-            "provider_options)"
-    if kind == "literal_error":
-        return err["msg"].replace("Input should be", "must be")
-    if kind == "too_short" and err["loc"] and err["loc"][0] == "requests":
-        return "must hold at least one request"
-    return err["msg"]
+def _one_of(options: tuple[str, ...], *, optional: bool = False) -> Any:
+    def check(value: Any) -> str | None:
+        if (value is None and optional) or value in options:
+            return None
+        return "must be " + " or ".join(f"'{o}'" for o in options)
+    return check
+
+
+def _check_model(value: Any) -> str | None:
+    if not isinstance(value, str) or not MODEL_RE.match(value):
+        return "model must be a provider model name such as 'claude-sonnet-4-20250514' or 'gpt-4o-mini'"
+    return None
+
+
+def _check_requests(value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return "must be an object of request id -> request"
+    return None if value else "must hold at least one request"
+
+
+def _check_object(value: Any) -> str | None:
+    return None if isinstance(value, dict) else "must be an object"
+
+
+def _check_metadata(value: Any) -> str | None:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return "metadata must be an object of string keys and string values"
+    if len(value) > MAX_METADATA_PAIRS:
+        return f"metadata holds at most {MAX_METADATA_PAIRS} pairs"
+    if not all(1 <= len(k) <= 64 and len(v) <= 512 for k, v in value.items()):
+        return "metadata keys are 1-64 characters and values at most 512 characters"
+    return None
+
+
+_FIELD_CHECKS = {
+    "provider": _one_of(PROVIDERS),
+    "model": _check_model,
+    "requests": _check_requests,
+    "hyperparameters": _check_object,
+    "metadata": _check_metadata,
+    "endpoint": _one_of(ENDPOINTS, optional=True),
+    "provider_options": _check_object,
+}
 
 
 def check_model_for_provider(provider: str, model: str) -> None:

@@ -65,9 +65,9 @@ def finalize_job(services: Services, state: WorkflowState) -> dict[str, str]:
     )
     if job.drop_name:
         services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))
-    logger.info("job ended", extra={"job_id": job.id, "status": status.value, **counts.model_dump()})
+    logger.info("job ended", extra={"job_id": job.id, "status": status.value, **counts.to_dict()})
     services.emit_event("Batch Job Ended", {"job_id": job.id, "owner": job.owner, "status": status.value,
-                                            "request_counts": counts.model_dump()})
+                                            "request_counts": counts.to_dict()})
     return {"job_id": job.id, "status": status.value}
 
 

@@ -78,11 +78,7 @@ def _values(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _dump(model: Job | Chunk) -> dict[str, Any]:
-    data = model.model_dump(mode="json")
-    for key in list(data):
-        if isinstance(getattr(model, key, None), datetime):
-            data[key] = iso(getattr(model, key))
-    return data
+    return model.to_dict()
 
 
 def _update_parts(fields: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
@@ -95,8 +91,8 @@ def _update_parts(fields: dict[str, Any]) -> tuple[str, dict[str, str], dict[str
             continue
         if isinstance(value, datetime):
             value = iso(value)
-        elif hasattr(value, "model_dump"):
-            value = value.model_dump(mode="json")
+        elif hasattr(value, "to_dict"):
+            value = value.to_dict()
         elif hasattr(value, "value"):
             value = value.value
         values[f":v{i}"] = value
@@ -123,7 +119,7 @@ class JobStore:
         item = self._db.get_item(
             TableName=self.table, Key=_values({"pk": _pk(job_id), "sk": JOB_SK}), ConsistentRead=consistent
         ).get("Item")
-        return Job.model_validate(_from_item(item)) if item else None
+        return Job.from_dict(_from_item(item)) if item else None
 
     def require_job(self, job_id: str) -> Job:
         job = self.get_job(job_id)
@@ -169,7 +165,7 @@ class JobStore:
             )
         except self._db.exceptions.ConditionalCheckFailedException as exc:
             raise ConflictError(f"job {job_id} is not in an expected status for this change") from exc
-        return Job.model_validate(_from_item(response["Attributes"]))
+        return Job.from_dict(_from_item(response["Attributes"]))
 
     def list_jobs(
         self, owner: str, *, status: JobStatus | None = None, limit: int = 50, next_token: str | None = None
@@ -190,7 +186,7 @@ class JobStore:
         if next_token:
             kwargs["ExclusiveStartKey"] = _decode_token(next_token, owner)
         response = self._db.query(**kwargs)
-        jobs = [Job.model_validate(_from_item(item)) for item in response.get("Items", [])]
+        jobs = [Job.from_dict(_from_item(item)) for item in response.get("Items", [])]
         last = response.get("LastEvaluatedKey")
         return jobs, (_encode_token(last) if last else None)
 
@@ -246,7 +242,7 @@ class JobStore:
         }
         while True:
             response = self._db.query(**kwargs)
-            chunks.extend(Chunk.model_validate(_from_item(item)) for item in response.get("Items", []))
+            chunks.extend(Chunk.from_dict(_from_item(item)) for item in response.get("Items", []))
             if "LastEvaluatedKey" not in response:
                 return chunks
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
@@ -280,7 +276,7 @@ class JobStore:
             response = self._db.update_item(**kwargs)
         except self._db.exceptions.ConditionalCheckFailedException as exc:
             raise ConflictError(f"chunk {chunk.index} of {chunk.job_id} changed under us") from exc
-        return Chunk.model_validate(_from_item(response["Attributes"]))
+        return Chunk.from_dict(_from_item(response["Attributes"]))
 
 
 def _encode_token(key: dict[str, Any]) -> str:
