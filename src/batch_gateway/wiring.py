@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import os
 from functools import cache
+from typing import TYPE_CHECKING
 
 from batch_gateway.models.errors import ProviderAuthError
-from batch_gateway.providers import make_provider
-from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
 from batch_gateway.settings import Settings
 from batch_gateway.store import aws
 from batch_gateway.store.jobs import JobStore
 from batch_gateway.store.payloads import PayloadStore
+
+if TYPE_CHECKING:
+    from batch_gateway.providers.base import BatchProvider
 
 SECRET_MAX_AGE = 300
 
@@ -40,6 +42,8 @@ def _api_key(provider: str) -> str:
 
 @cache
 def _provider_with_key(name: str, api_key: str) -> BatchProvider:
+    from batch_gateway.providers import make_provider  # workflow functions only
+
     return make_provider(name, api_key=api_key)
 
 
