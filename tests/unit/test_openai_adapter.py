@@ -174,12 +174,6 @@ def test_requests_an_endpoint_cannot_express_are_refused_rather_than_silently_ch
                              provider_options={})
 
 
-def test_check_options_names_options_the_endpoint_does_not_accept(provider):
-    assert provider.check_options({"seed": 1}, None) == []
-    assert [p["field"] for p in provider.check_options({"seed": 1, "dimensions": 8}, "embeddings")] == \
-        ["provider_options.seed"]
-
-
 # ---- lifecycle per endpoint
 
 

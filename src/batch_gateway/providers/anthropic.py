@@ -13,8 +13,6 @@ from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.providers.base import BatchProvider, ChunkRef, ProviderBatch, ProviderResult
 from batch_gateway.providers.sdk_errors import mapped_errors
 
-# provider_options keys passed through into every request's params (documented Messages API params).
-PASSTHROUGH_PARAMS = frozenset({"metadata", "thinking", "tools", "tool_choice", "service_tier", "stop_sequences"})
 CREATE_TIMEOUT_SECONDS = 120.0
 RECONCILE_WINDOW = timedelta(minutes=15)
 
@@ -35,14 +33,6 @@ class AnthropicBatchProvider(BatchProvider):
         return anthropic.Anthropic(api_key=self._api_key, base_url=self._base_url, max_retries=2)
 
     # --- requests -------------------------------------------------------------------------------------------
-
-    def check_options(self, provider_options: dict[str, Any], endpoint: str | None) -> list[dict[str, str]]:
-        return [
-            {"field": f"provider_options.{key}", "message": f"not a Messages API parameter we pass through; "
-             f"allowed: {', '.join(sorted(PASSTHROUGH_PARAMS))}"}
-            for key in provider_options
-            if key not in PASSTHROUGH_PARAMS
-        ]
 
     def to_provider(self, custom_id: str, request: dict[str, Any], *, model: str, endpoint: str | None,
                     provider_options: dict[str, Any]) -> dict[str, Any]:

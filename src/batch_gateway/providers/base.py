@@ -60,10 +60,6 @@ class BatchProvider(abc.ABC):
                     provider_options: dict[str, Any]) -> dict[str, Any]:
         """One neutral request (``{"messages", "system", "params"}``) as the provider's batch line."""
 
-    def check_options(self, provider_options: dict[str, Any], endpoint: str | None) -> list[dict[str, str]]:
-        """Problems with provider_options for this provider (empty when valid)."""
-        return [{"field": f"provider_options.{k}", "message": "unknown option"} for k in provider_options]
-
     @abc.abstractmethod
     def submit(self, lines: Iterable[bytes], ref: ChunkRef) -> str:
         """Create one provider batch from serialized provider lines; return its id.

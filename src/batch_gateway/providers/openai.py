@@ -18,7 +18,6 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway.models import errors
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
-from batch_gateway.models.provider_options import ALLOWED
 from batch_gateway.providers.base import BatchProvider, ChunkRef, ProviderBatch, ProviderResult
 from batch_gateway.providers.sdk_errors import mapped_errors
 
@@ -57,15 +56,6 @@ class OpenAIBatchProvider(BatchProvider):
         return openai.OpenAI(api_key=self._api_key, base_url=self._base_url, max_retries=2)
 
     # --- requests -------------------------------------------------------------------------------------------
-
-    def check_options(self, provider_options: dict[str, Any], endpoint: str | None) -> list[dict[str, str]]:
-        allowed = ALLOWED.get(("openai", endpoint or "chat"), frozenset())
-        return [
-            {"field": f"provider_options.{key}", "message": f"not accepted for {endpoint or 'chat'}; "
-             f"allowed: {', '.join(sorted(allowed))}"}
-            for key in provider_options
-            if key not in allowed
-        ]
 
     def to_provider(self, custom_id: str, request: dict[str, Any], *, model: str, endpoint: str | None,
                     provider_options: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from array import array
 from typing import Any
 
 from batch_gateway.models.ids import custom_id_for, id_hash, is_mapped
-from batch_gateway.models.jobs import Chunk, Job, JobStatus
+from batch_gateway.models.jobs import Chunk, Job
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
 from batch_gateway.service.keys import (
@@ -103,6 +103,3 @@ def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
     services.jobs.update_job(job.id, chunk_count=len(chunks))
     return WorkflowState(job_id=job.id)
 
-
-def is_cancel_requested(job: Job) -> bool:
-    return job.status is JobStatus.CANCELING
