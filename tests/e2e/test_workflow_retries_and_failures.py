@@ -1,0 +1,33 @@
+"""The deployed state machine's Retry and Catch, run by moto's interpreter on the template CDK synthesizes."""
+
+import pytest
+
+from batch_gateway import wiring
+from tests.e2e.conftest import seed_body
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_transient_provider_error_is_retried_by_the_state_machine_and_one_batch_is_made(alice, sim):
+    sim.add_fault("anthropic", "create_batch", "http_500")
+    job = alice.create(seed_body())
+    done = alice.wait(job["id"], timeout=90)
+    assert done["status"] == "finished" and done["request_counts"]["succeeded"] == 5
+    assert sim.stats()["anthropic"]["batches_created"] == 1
+
+
+def test_an_error_retrying_cannot_fix_is_caught_into_failed_with_the_reason(alice, sim, stack):
+    secrets = stack.client("secretsmanager")
+    name = "batch-gateway/anthropic-api-key"
+    secrets.put_secret_value(SecretId=name, SecretString=" ")
+    wiring.reset()  # forget the cached key, as a new Lambda instance would
+    try:
+        job = alice.create(seed_body())
+        done = alice.wait(job["id"], timeout=60)
+    finally:
+        secrets.put_secret_value(SecretId=name, SecretString="simulator-key")
+        wiring.reset()
+    assert done["status"] == "failed"
+    assert done["error"].startswith("ProviderAuthError: ")
+    assert "Secrets Manager" in done["error"] and "Traceback" not in done["error"]
+    assert sim.stats()["anthropic"]["batches_created"] == 0
