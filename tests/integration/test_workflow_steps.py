@@ -51,11 +51,17 @@ def test_collect_twice_writes_no_duplicate_lines(aws, ctx):
     assert sorted(item["id"] for item in lines) == [f"request_{c}" for c in "ABCDE"]
 
 
-def test_finalize_refuses_to_finish_when_a_result_line_is_missing(aws, ctx):
+def _collected(ctx):
+    """A job whose chunks are all collected, ready for Finalize."""
     job_id = _job(ctx)
     state = submit.handler(plan.handler({"job_id": job_id}, ctx), ctx)
     while not state["done"]:
         state = poll.handler(state, ctx)
+    return job_id, state
+
+
+def test_finalize_refuses_to_finish_when_a_result_line_is_missing(aws, ctx):
+    job_id, state = _collected(ctx)
     key = chunk_results_key(job_id, 0)
     lines = [x for x in aws.payloads.iter_lines(key) if x]
     aws.payloads.put_bytes(key, b"\n".join(lines[:-1]) + b"\n")  # one request's result lost
@@ -65,10 +71,7 @@ def test_finalize_refuses_to_finish_when_a_result_line_is_missing(aws, ctx):
 
 
 def test_finalize_refuses_duplicate_ids(aws, ctx):
-    job_id = _job(ctx)
-    state = submit.handler(plan.handler({"job_id": job_id}, ctx), ctx)
-    while not state["done"]:
-        state = poll.handler(state, ctx)
+    job_id, state = _collected(ctx)
     key = chunk_results_key(job_id, 0)
     lines = [x for x in aws.payloads.iter_lines(key) if x]
     aws.payloads.put_bytes(key, b"\n".join(lines[:-1] + [lines[0]]) + b"\n")

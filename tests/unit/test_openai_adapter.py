@@ -16,22 +16,9 @@ from batch_gateway.models.jobs import ItemStatus
 from batch_gateway.providers import make_provider
 from batch_gateway.providers.base import ChunkRef, ProviderBatch
 from batch_gateway.providers.openai import OpenAIBatchProvider, _to_result
-from batch_gateway.simulators import SimulatorServer
 
 MODEL = "gpt-4o-mini"
 EMBEDDING_MODEL = "text-embedding-3-small"
-
-
-@pytest.fixture(scope="module")
-def server():
-    with SimulatorServer(processing_seconds=0.2) as sim:
-        yield sim
-
-
-@pytest.fixture
-def sim(server):
-    server.reset()
-    return server
 
 
 @pytest.fixture

@@ -205,13 +205,10 @@ def test_request_and_byte_limits_together_whichever_is_reached_first_closes_the_
 def test_provider_request_limit_splits_only_past_the_limit(aws, provider, requests, expected):
     aws.settings.max_chunk_requests = 10 * requests  # an operator limit above the provider's does not raise it
     ids = [f"r{i}" for i in range(requests)]
-    started = time.perf_counter()
     job_id = plan(aws, ids, provider)
-    planned = time.perf_counter() - started
     assert chunk_sizes(aws, job_id) == expected
     per_chunk = chunk_ids(aws, job_id)
     assert per_chunk[-1][-1] == ids[-1] and [cid for chunk in per_chunk for cid in chunk] == ids
-    assert planned < 30, f"planning {requests} requests took {planned:.1f} s"
 
 
 # ---- caller ids that are not provider-safe
