@@ -106,8 +106,8 @@ def test_a_transient_failure_is_reported_for_retry_and_the_file_is_not_marked_do
             raise ConnectionError("DynamoDB unreachable")
         return real(*args, **kwargs)
 
-    real = ingest_service.create_job
-    monkeypatch.setattr(ingest_service, "create_job", flaky_create)
+    real = ingest_service.create_job_from_file
+    monkeypatch.setattr(ingest_service, "create_job_from_file", flaky_create)
     first = ingest.handler(event, ctx)
     assert first["batchItemFailures"] == [{"itemIdentifier": event["Records"][0]["messageId"]}]
     assert ingest.handler(event, ctx) == {"batchItemFailures": []}  # SQS redelivers; now it starts the job

@@ -6,13 +6,14 @@ from batch_gateway.models.errors import InvalidRequestError
 from batch_gateway.models.requests import (
     CreateJobInput,
     check_model_for_provider,
+    consume,
     iter_normalized,
     job_hyperparameters,
 )
 
 
 def normalise(requests, provider="anthropic", **hyper):
-    return list(iter_normalized(requests, job_hyperparameters(hyper, provider), provider))
+    return list(iter_normalized(consume(requests), job_hyperparameters(hyper, provider), provider))
 
 
 def test_prompt_string_becomes_one_user_message_with_job_defaults():
@@ -153,4 +154,4 @@ def test_stop_sequences_are_refused_for_the_responses_api():
 
 
 def normalise_for(endpoint, requests):
-    return list(iter_normalized(requests, job_hyperparameters({}, "openai"), "openai", endpoint))
+    return list(iter_normalized(consume(requests), job_hyperparameters({}, "openai"), "openai", endpoint))

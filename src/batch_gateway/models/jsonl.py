@@ -16,6 +16,7 @@ so a user fixes a file in one pass. Pure Python: no AWS imports.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -232,3 +233,87 @@ def dump_jsonl(requests: Mapping[str, Any], header: Mapping[str, Any] | None = N
         yield dumps_line({HEADER_KEY: dict(header)})
     for caller_id, request in requests.items():
         yield dumps_line({"id": caller_id, "request": request})
+
+
+class RequestFile:
+    """An input file read as a stream, for the drop folder: the header first, then ``(id, request, line)`` for each
+    good request line, one at a time, so a file of any size is never held in memory (only an 8-byte digest per id,
+    to find duplicates). Problems go to ``problems`` as ``{"line", "message"}``; the caller raises them at the end.
+    """
+
+    def __init__(self, lines: Iterable[bytes | str], problems: list[dict[str, Any]]) -> None:
+        self._lines = enumerate(lines, start=1)
+        self._problems = _Problems()
+        self._problems.details = problems
+        self.problems = problems
+        self.header: dict[str, Any] | None = None
+        self._first: tuple[int, dict[str, Any]] | None = None
+        self._request_lines = 0
+        self._read_header()
+
+    def _next_object(self) -> tuple[int, dict[str, Any]] | None:
+        """The next non-blank line as an object; bad lines are recorded and skipped."""
+        for line_no, raw in self._lines:
+            text = _decode(raw, line_no, self._problems)
+            if text is None:
+                self._request_lines += 1
+                continue
+            if not text.strip():
+                continue
+            try:
+                obj = json.loads(text, parse_constant=_reject_constant)
+            except ValueError as exc:
+                self._problems.add(line_no, f"invalid JSON: {exc}")
+                self._request_lines += 1
+                continue
+            if not isinstance(obj, dict):
+                self._problems.add(line_no, f"expected a JSON object, got {type(obj).__name__}")
+                self._request_lines += 1
+                continue
+            return line_no, obj
+        return None
+
+    @property
+    def empty(self) -> bool:
+        """Nothing but blank lines."""
+        return self.header is None and self._first is None and self._request_lines == 0 and not self.problems
+
+    def _read_header(self) -> None:
+        first = self._next_object()
+        if first is None:
+            return
+        line_no, obj = first
+        if HEADER_KEY in obj:
+            if len(obj) > 1:
+                extra = ", ".join(sorted(k for k in obj if k != HEADER_KEY))
+                self._problems.add(line_no, f'the header line holds only "{HEADER_KEY}" (found also: {extra})')
+            else:
+                self.header = _check_header(obj[HEADER_KEY], line_no, self._problems)
+        else:
+            self._first = first
+
+    def requests(self) -> Iterator[tuple[str, Any, int]]:
+        first_line_of: dict[bytes, int] = {}
+        pending = self._first
+        while True:
+            current = pending or self._next_object()
+            pending = None
+            if current is None:
+                break
+            line_no, obj = current
+            if HEADER_KEY in obj:
+                self._problems.add(line_no, f'the "{HEADER_KEY}" header must be on the first line')
+                continue
+            self._request_lines += 1
+            parsed = _check_request_line(obj, line_no, self._problems)
+            if parsed is None:
+                continue
+            caller_id, request = parsed
+            digest = hashlib.blake2b(caller_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+            if digest in first_line_of:
+                self._problems.add(line_no, f'duplicate id "{caller_id[:100]}" (first on line {first_line_of[digest]})')
+                continue
+            first_line_of[digest] = line_no
+            yield caller_id, request, line_no
+        if self._request_lines == 0:
+            self._problems.add(1, "the file has no requests")

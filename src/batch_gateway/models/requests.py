@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -318,29 +319,42 @@ def job_hyperparameters(raw: dict[str, Any], provider: str) -> dict[str, Any]:
     return {"max_tokens": DEFAULT_MAX_TOKENS, **raw}
 
 
-def iter_normalized(
-    requests: dict[str, Any], job_params: dict[str, Any], provider: str, endpoint: str | None = None
-) -> Any:
-    """Yield normalised requests; collect every problem and raise them together at the end."""
-    problems: list[dict[str, str]] = []
+def consume(requests: dict[str, Any]) -> Iterator[tuple[str, Any, int | None]]:
+    """(id, request, line) pairs of a requests object, removing each as it goes: its objects are freed once its
+    line is written, so a create never holds the body's requests twice."""
     for caller_id in list(requests):
-        raw = requests.pop(caller_id)  # consumed: each request's objects are freed once its line is written
+        yield caller_id, requests.pop(caller_id), None
+
+
+def iter_normalized(
+    requests: Iterable[tuple[str, Any, int | None]], job_params: dict[str, Any], provider: str,
+    endpoint: str | None = None, problems: list[dict[str, Any]] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Yield normalised requests; collect every problem (with its line, for files) and raise them together at the
+    end. ``problems`` may already hold what a file reader found while producing ``requests``."""
+    problems = [] if problems is None else problems
+    for caller_id, raw, line in requests:
         why = check_caller_id(caller_id)
         if why:
-            problems.append(_detail(f"requests[{caller_id!r:.80}]", why))
-            continue
-        try:
-            item = normalize_request(caller_id, raw, job_params, provider, endpoint)
-        except _RequestProblem as problem:
-            problems.append(problem.detail)
-            continue
-        except RecursionError:
-            problems.append(_detail(f"requests.{caller_id}", "the request is nested too deeply"))
-            continue
-        if not problems:
-            yield item
+            detail = _detail(f"requests[{caller_id!r:.80}]", why)
+        else:
+            try:
+                item = normalize_request(caller_id, raw, job_params, provider, endpoint)
+            except _RequestProblem as problem:
+                detail = problem.detail
+            except RecursionError:
+                detail = _detail(f"requests.{caller_id}", "the request is nested too deeply")
+            else:
+                if not problems:
+                    yield item
+                continue
+        if line is not None:
+            detail = {"line": line, **detail}
+        if len(problems) < 10 * MAX_ERROR_DETAILS:
+            problems.append(detail)
     if problems:
-        raise InvalidRequestError(
-            f"{len(problems)} request(s) are invalid; first: {problems[0]['field']}: {problems[0]['message']}",
-            details=problems[:MAX_ERROR_DETAILS],
-        )
+        first = problems[0]
+        where = f"line {first['line']}: " if "line" in first else ""
+        what = (f"{len(problems)} request(s) are invalid; first: {where}{first['field']}: {first['message']}"
+                if "field" in first else f"{len(problems)} problem(s); first: {where}{first['message']}")
+        raise InvalidRequestError(what, details=problems[:MAX_ERROR_DETAILS])

@@ -6,6 +6,7 @@ A rejected body stores nothing and starts nothing; a failure after the first wri
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from batch_gateway.models.errors import BatchGatewayError, InvalidRequestError, TransientError
@@ -16,6 +17,7 @@ from batch_gateway.models.requests import (
     CreateJobInput,
     check_endpoint_for_provider,
     check_model_for_provider,
+    consume,
     iter_normalized,
     job_hyperparameters,
 )
@@ -25,9 +27,23 @@ from batch_gateway.service.keys import requests_key
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def create_job(services: Services, *, owner: str, body: Any, source: str = "api", drop_name: str | None = None
-               ) -> Job:
+def create_job(services: Services, *, owner: str, body: Any, source: str = "api") -> Job:
+    """A job from a ``POST /batches`` body."""
     spec = CreateJobInput.parse(body)
+    return _create(services, owner, spec, consume(spec.requests), source=source)
+
+
+def create_job_from_file(services: Services, *, owner: str, settings: dict[str, Any],
+                         requests: Iterable[tuple[str, Any, int | None]], problems: list[dict[str, Any]],
+                         drop_name: str) -> Job:
+    """A job from a drop-folder file, streamed: ``settings`` are the body's fields but requests, ``requests`` come
+    from the file reader, which records its own problems in ``problems`` as it goes."""
+    spec = CreateJobInput.parse({**settings, "requests": {"-": None}})  # the envelope; requests are checked below
+    return _create(services, owner, spec, requests, source="drop-folder", drop_name=drop_name, problems=problems)
+
+
+def _create(services: Services, owner: str, spec: CreateJobInput, requests: Iterable[tuple[str, Any, int | None]],
+            *, source: str, drop_name: str | None = None, problems: list[dict[str, Any]] | None = None) -> Job:
     enabled = services.settings.secret_arns
     if enabled and spec.provider not in enabled:
         raise InvalidRequestError(
@@ -42,7 +58,7 @@ def create_job(services: Services, *, owner: str, body: Any, source: str = "api"
     job_id = new_job_id()
     key = requests_key(job_id)
     with services.payloads.writer(key) as writer:  # aborted (nothing stored) if any request is invalid
-        for item in iter_normalized(spec.requests, params, spec.provider, spec.endpoint):
+        for item in iter_normalized(requests, params, spec.provider, spec.endpoint, problems):
             try:
                 line = _dumps(item).encode()
             except UnicodeEncodeError:

@@ -18,9 +18,9 @@ from aws_lambda_powertools import Logger
 from batch_gateway.constants import OUTBOX_PREFIX
 from batch_gateway.models.errors import BatchGatewayError, InvalidRequestError
 from batch_gateway.models.jobs import iso, utcnow
-from batch_gateway.models.jsonl import iter_jsonl_lines, parse_jsonl
+from batch_gateway.models.jsonl import RequestFile, iter_jsonl_lines
 from batch_gateway.service.context import Services
-from batch_gateway.service.create import create_job
+from batch_gateway.service.create import create_job_from_file
 
 logger = Logger(child=True)
 MAX_DROP_BYTES = 2 * 1024 * 1024 * 1024
@@ -42,19 +42,6 @@ def settings_from_key(name: str) -> dict[str, str]:
     if len(parts) >= 3 and parts[0] in ("anthropic", "openai"):
         return {"provider": parts[0], "model": parts[1]}
     return {}
-
-
-def _details_with_lines(error: InvalidRequestError, lines: dict[str, int]) -> list[dict[str, Any]]:
-    """Turn field paths like ``requests.<id>.messages[0]`` into the line that holds that request."""
-    out = []
-    for detail in error.details:
-        line = detail.get("line")
-        field = str(detail.get("field", ""))
-        if line is None and field.startswith("requests"):
-            line = next((n for cid, n in lines.items()
-                         if field == f"requests.{cid}" or field.startswith(f"requests.{cid}.")), None)
-        out.append({"line": line or 1, "message": f"{field}: {detail['message']}" if field else detail["message"]})
-    return out
 
 
 def ingest_object(services: Services, bucket: str, raw_key: str, version: str | None, etag: str | None,
@@ -88,6 +75,12 @@ def ingest_object(services: Services, bucket: str, raw_key: str, version: str | 
     return receipt
 
 
+def _by_line(detail: dict[str, Any]) -> dict[str, Any]:
+    """A receipt names lines: problems with the job's settings belong to the header line (or the key path)."""
+    message = f"{detail['field']}: {detail['message']}" if detail.get("field") else detail["message"]
+    return {"line": detail.get("line", 1), "message": message}
+
+
 def _start(services: Services, key: str, name: str, version: str | None, size: int | None) -> dict[str, Any]:
     if not key.endswith(".jsonl"):
         raise InvalidRequestError("drop-folder files must be JSONL files named *.jsonl",
@@ -97,18 +90,23 @@ def _start(services: Services, key: str, name: str, version: str | None, size: i
                                   details=[{"line": 1, "message": "file too large"}])
     if not services.settings.drop_owner:
         raise InvalidRequestError("this deployment has no drop-folder owner configured (DROP_FOLDER_OWNER)")
-    body = services.payloads.open_object(key, version)
-    parsed = parse_jsonl(iter_jsonl_lines(body))
-    job_spec: dict[str, Any] = {**settings_from_key(name), **(parsed.header or {})}
-    if "provider" not in job_spec or "model" not in job_spec:
+    problems: list[dict[str, Any]] = []
+    reader = RequestFile(iter_jsonl_lines(services.payloads.open_object(key, version)), problems)
+    if reader.empty:
+        raise InvalidRequestError("the file has no requests",
+                                  details=[{"line": 1, "message": "the file has no requests"}])
+    settings = {**settings_from_key(name), **(reader.header or {})}
+    if "provider" not in settings or "model" not in settings:
+        for _ in reader.requests():  # still read every line, to report all of the file's problems at once
+            pass
         raise InvalidRequestError(
             "say which provider and model to use: a first line {\"batch_gateway\": {\"provider\": ..., "
             "\"model\": ...}} or a key like inbox/<provider>/<model>/<file>.jsonl",
-            details=[{"line": 1, "message": "provider and model are required"}],
+            details=[*problems, {"line": 1, "message": "provider and model are required"}],
         )
     try:
-        job = create_job(services, owner=services.settings.drop_owner, body={**job_spec, "requests": parsed.requests},
-                         source="drop-folder", drop_name=name)
+        job = create_job_from_file(services, owner=services.settings.drop_owner, settings=settings,
+                                   requests=reader.requests(), problems=problems, drop_name=name)
     except InvalidRequestError as error:
-        raise InvalidRequestError(error.message, details=_details_with_lines(error, parsed.lines)) from None
+        raise InvalidRequestError(error.message, details=[_by_line(d) for d in error.details]) from None
     return {"status": "accepted", "job_id": job.id, "requests": job.request_counts.total}
