@@ -109,3 +109,31 @@ def test_caller_ids_that_are_not_provider_safe_come_back_unchanged(aws, ctx):
     results = [json.loads(x) for x in aws.payloads.iter_lines(results_key(job_id)) if x]
     assert sorted(r["id"] for r in results) == sorted(ids)
     assert all(r["status"] == "succeeded" for r in results)
+
+
+def test_an_anthropic_batch_that_expires_keeps_finished_items_and_the_job_ends_expired(aws, ctx, simulator):
+    simulator.configure(batch_outcome="expire")
+    job_id = _job(ctx)
+    assert run_workflow(job_id, ctx)["status"] == "expired"
+    results = [json.loads(x) for x in aws.payloads.iter_lines(results_key(job_id)) if x]
+    statuses = sorted(r["status"] for r in results)
+    assert len(results) == 5 and "succeeded" in statuses and "expired" in statuses
+    assert all(r["text"] for r in results if r["status"] == "succeeded")
+
+
+def test_a_canceled_job_never_sends_a_chunk_whose_first_send_was_lost(aws, ctx, simulator):
+    from batch_gateway.models.jobs import ChunkState, utcnow
+    from lambdas import cancel
+
+    job_id = _job(ctx)
+    state = plan.handler({"job_id": job_id}, ctx)
+    [chunk] = aws.jobs.get_chunks(job_id)
+    # a send whose answer was lost and that the provider never got
+    aws.jobs.update_chunk(chunk, state=ChunkState.SUBMITTING, claim_token="lost", claimed_at=utcnow())
+    call(cancel.handler, load_event("api_cancel.json", job_id), ctx)
+    state = poll.handler(state, ctx)
+    assert state["done"]
+    assert finalize.handler(state, ctx)["status"] == "canceled"
+    assert simulator.stats()["anthropic"]["batches_created"] == 0
+    results = [json.loads(x) for x in aws.payloads.iter_lines(results_key(job_id)) if x]
+    assert {r["status"] for r in results} == {"canceled"} and len(results) == 5

@@ -9,7 +9,7 @@ import json
 from aws_lambda_powertools import Logger
 
 from batch_gateway.models.errors import IntegrityError
-from batch_gateway.models.jobs import ChunkState, Job, JobStatus, utcnow
+from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, utcnow
 from batch_gateway.models.pricing import estimate_cost
 from batch_gateway.service.collect import summarize
 from batch_gateway.service.context import Services
@@ -20,13 +20,13 @@ from batch_gateway.service.state import WorkflowState
 logger = Logger(child=True)
 
 
-def _terminal_status(job: Job, chunk_states: list[ChunkState], provider_statuses: list[str | None]) -> JobStatus:
-    if any(s is ChunkState.FAILED for s in chunk_states):
+def _terminal_status(job: Job, chunks: list[Chunk]) -> JobStatus:
+    if any(c.state is ChunkState.FAILED for c in chunks):
         return JobStatus.FAILED
     if job.status is JobStatus.CANCELING:
         return JobStatus.CANCELED
-    if any(s == "expired" for s in provider_statuses):
-        return JobStatus.EXPIRED
+    if any(c.provider_status == "expired" or c.request_counts.expired for c in chunks):
+        return JobStatus.EXPIRED  # a provider's 24 h window ran out; what finished before is kept
     return JobStatus.FINISHED
 
 
@@ -55,7 +55,7 @@ def finalize_job(services: Services, state: WorkflowState) -> dict[str, str]:
             )
 
     counts, usage = summarize(chunks)
-    status = _terminal_status(job, [c.state for c in chunks], [c.provider_status for c in chunks])
+    status = _terminal_status(job, chunks)
     failed = [c for c in chunks if c.state is ChunkState.FAILED]
     error = f"the provider refused chunk {failed[0].index}: {failed[0].error}" if failed else None
     job = services.jobs.update_job(

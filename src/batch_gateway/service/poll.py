@@ -20,9 +20,9 @@ def _refresh(services: Services, job: Job, chunk: Chunk, provider: BatchProvider
     if chunk.state is ChunkState.FAILED:  # refused at submit: record why for each of its requests
         return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.ERRORED, reason=chunk.error)
     if chunk.state in (ChunkState.PENDING, ChunkState.SUBMITTING):
-        if canceling and chunk.state is ChunkState.PENDING:
+        chunk = submit_chunk(services, job, chunk, provider, send=not canceling)
+        if canceling and chunk.state is not ChunkState.SUBMITTED:  # never sent: its requests are canceled
             return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.CANCELED)
-        chunk = submit_chunk(services, job, chunk, provider)
         if chunk.state is not ChunkState.SUBMITTED:
             return chunk
     assert chunk.provider_batch_id is not None

@@ -27,7 +27,9 @@ def chunk_ref(job: Job, chunk: Chunk) -> ChunkRef:
                     endpoint=job.endpoint, claimed_at=chunk.claimed_at)
 
 
-def submit_chunk(services: Services, job: Job, chunk: Chunk, provider: BatchProvider) -> Chunk:
+def submit_chunk(services: Services, job: Job, chunk: Chunk, provider: BatchProvider, *, send: bool = True) -> Chunk:
+    """Send the chunk once. With ``send=False`` (the job is canceling) only adopt a batch an earlier attempt got
+    accepted; never send a new one."""
     if chunk.state is ChunkState.SUBMITTING:
         found = provider.find_submitted(chunk_ref(job, chunk))
         if found:
@@ -37,10 +39,12 @@ def submit_chunk(services: Services, job: Job, chunk: Chunk, provider: BatchProv
                 chunk, expect_claim=chunk.claim_token, state=ChunkState.SUBMITTED, provider_batch_id=found,
                 submitted_at=utcnow(), provider_status="in_progress",
             )
+        if not send:
+            return chunk
         token = secrets.token_hex(8)
         chunk = services.jobs.update_chunk(chunk, expect_claim=chunk.claim_token, claim_token=token,
                                            claimed_at=utcnow())
-    elif chunk.state is ChunkState.PENDING:
+    elif chunk.state is ChunkState.PENDING and send:
         token = secrets.token_hex(8)
         try:
             chunk = services.jobs.update_chunk(chunk, expect_state=ChunkState.PENDING, state=ChunkState.SUBMITTING,
