@@ -44,7 +44,10 @@ def get_results(
     fmt: str | None = None,
 ) -> dict[str, Any]:
     job = services.jobs.get_owned_job(job_id, owner)
-    if not job.status.terminal or job.status is JobStatus.FAILED and not services.payloads.exists(results_key(job_id)):
+    if job.status is JobStatus.FAILED and not services.payloads.exists(results_key(job_id)):
+        raise ConflictError(f"batch {job_id} failed before its results were collected: {job.error}",
+                            details=[{"field": "status", "message": "failed"}])
+    if not job.status.terminal:
         raise ConflictError(
             f"results are available once the batch has ended; it is {job.status.value}",
             details=[{"field": "status", "message": job.status.value}],
