@@ -14,7 +14,8 @@ from stacks import bundling
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOP_LEVEL = {
     "api": [("aws-lambda-powertools", ("tracer",)), ("pydantic", ())],
-    "worker": [("aws-lambda-powertools", ("tracer",)), ("pydantic", ()), ("anthropic", ()), ("openai", ())],
+    "worker": [("aws-lambda-powertools", ("tracer",)), ("pydantic", ()), ("anthropic", ()), ("openai", ()),
+               ("orjson", ())],
 }
 # The Lambda runtime's boto3 brings these; the bundle must not shadow them.
 RUNTIME_CLOSURE = {"boto3", "botocore", "s3transfer", "urllib3", "python-dateutil", "six"}

@@ -8,6 +8,7 @@ from datetime import UTC, timedelta
 from functools import cached_property
 from typing import Any
 
+from batch_gateway.jsonlines import loads
 from batch_gateway.models import errors
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.providers.base import BatchProvider, ChunkRef, ProviderBatch, ProviderResult
@@ -79,7 +80,7 @@ class AnthropicBatchProvider(BatchProvider):
         with mapped_errors("anthropic", "Anthropic"), stream.results(batch.id) as response:
             for line in response.iter_lines():
                 if line.strip():
-                    yield _to_result(json.loads(line))
+                    yield _to_result(loads(line))
 
     def find_submitted(self, ref: ChunkRef) -> str | None:
         """Anthropic batches carry no metadata: match on request count and creation time after our claim."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway.jsonlines import loads
 from batch_gateway.models import errors
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.providers.base import BatchProvider, ChunkRef, ProviderBatch, ProviderResult
@@ -125,7 +126,7 @@ class OpenAIBatchProvider(BatchProvider):
         with mapped_errors("openai", "OpenAI"), self._client.files.with_streaming_response.content(file_id) as response:
             for line in response.iter_lines():
                 if line.strip():
-                    yield _to_result(json.loads(line))
+                    yield _to_result(loads(line))
 
     def find_submitted(self, ref: ChunkRef) -> str | None:
         """Batches carry our job id and chunk index as metadata: the match is exact."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway.jsonlines import dumps
 from batch_gateway.models.errors import IntegrityError
 from batch_gateway.models.ids import id_hash
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, RequestCounts, Usage, utcnow
@@ -23,7 +24,6 @@ from batch_gateway.service.context import Services
 from batch_gateway.service.keys import chunk_id_hashes_key, chunk_idmap_key, chunk_ids_key, chunk_results_key
 
 logger = Logger(child=True)
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 # What a request the provider never answered for became, by the provider's final batch status.
 _UNANSWERED = {
@@ -85,11 +85,11 @@ def collect_chunk(
             for result in provider.results(batch):
                 if not answered.first_time(result.custom_id):  # not ours, or a repeat
                     continue
-                out.write_line(_dumps(result_item(
+                out.write_line(dumps(result_item(
                     idmap.get(result.custom_id, result.custom_id), result.status, outputs=result.outputs,
                     input_tokens=result.input_tokens, output_tokens=result.output_tokens,
                     finish_type=result.finish_type, code=result.code, message=result.message,
-                )).encode())
+                )))
                 tally[result.status.value] += 1
                 if result.status is ItemStatus.SUCCEEDED:
                     in_tokens += result.input_tokens
@@ -101,8 +101,8 @@ def collect_chunk(
         for line in lines:  # in input order
             custom_id = line.decode()
             if custom_id and not answered.answered(custom_id):
-                out.write_line(_dumps(result_item(idmap.get(custom_id, custom_id), status, code=code,
-                                                  message=message)).encode())
+                out.write_line(dumps(result_item(idmap.get(custom_id, custom_id), status, code=code,
+                                                 message=message)))
                 tally[status.value] += 1
     counts = RequestCounts(total=chunk.request_count, **tally)
     usage = Usage(input_tokens=in_tokens, output_tokens=out_tokens)

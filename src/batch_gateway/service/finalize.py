@@ -8,6 +8,7 @@ import json
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway.jsonlines import loads
 from batch_gateway.models.errors import IntegrityError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, utcnow
 from batch_gateway.models.pricing import estimate_cost
@@ -45,7 +46,7 @@ def finalize_job(services: Services, state: WorkflowState) -> dict[str, str]:
             for line in services.payloads.iter_lines(chunk_results_key(job.id, chunk.index)):
                 if not line:
                     continue
-                seen.add(hashlib.blake2b(json.loads(line)["id"].encode(), digest_size=12).digest())
+                seen.add(hashlib.blake2b(loads(line)["id"].encode(), digest_size=12).digest())
                 out.write_line(line)
                 lines += 1
         if lines != job.request_counts.total or len(seen) != lines:
