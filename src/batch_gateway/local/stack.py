@@ -88,7 +88,7 @@ class LocalStack:
             self.simulator = SimulatorServer(processing_seconds=self.processing_seconds).start()
             self._set_env({"ANTHROPIC_BASE_URL": self.simulator.url, "OPENAI_BASE_URL": self.simulator.openai_base_url})
 
-        refs, attrs = self._create_resources(template)
+        self._create_resources(template)
         from batch_gateway import wiring
 
         wiring.reset()
@@ -143,7 +143,7 @@ class LocalStack:
             self._saved_env.setdefault(key, os.environ.get(key))
             os.environ[key] = value
 
-    def _create_resources(self, template: Template) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
+    def _create_resources(self, template: Template) -> None:
         refs: dict[str, str] = {}
         attrs: dict[tuple[str, str], str] = {}
         pseudo = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws",
@@ -154,8 +154,7 @@ class LocalStack:
         create_table(self.client("dynamodb"), self.table)
         create_bucket(self.client("s3"), self.bucket, REGION)
         for logical_id in template.of_type("AWS::S3::Bucket"):
-            name = self.bucket if "Payload" in logical_id or "Storage" in logical_id and "Log" not in logical_id \
-                else f"batch-gateway-{logical_id.lower()[:40]}"
+            name = self.bucket if "PayloadBucket" in logical_id else f"batch-gateway-{logical_id.lower()[:40]}"
             refs[logical_id] = name
             attrs[(logical_id, "Arn")] = f"arn:aws:s3:::{name}"
         secrets = self.client("secretsmanager")
@@ -217,7 +216,6 @@ class LocalStack:
         if self.quiet:
             env.update(POWERTOOLS_LOG_LEVEL="WARNING", POWERTOOLS_METRICS_DISABLED="true")
         self._set_env(env)
-        return refs, attrs
 
 
 def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
