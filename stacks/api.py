@@ -83,7 +83,8 @@ class ApiConstruct(Construct):
             "Status": api_function("Status"),
             "Retrieve": api_function("Retrieve", {constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY)}),
             "List": api_function("List"),
-            "Cancel": api_function("Cancel"),
+            # Cancel restarts the workflow so the provider hears of it at once, not after the current wait.
+            "Cancel": api_function("Cancel", {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn}),
         }
         self._grant(table=table, bucket=bucket, state_machine=state_machine)
         self.rest_api = self._rest_api(config)
@@ -104,6 +105,14 @@ class ApiConstruct(Construct):
             fns["Retrieve"].role, bucket, JOBS_PREFIX, ["s3:GetObject*", "s3:GetBucket*", "s3:List*"]
         )
         table.grant_read_write_data(fns["Cancel"])
+        state_machine.grant_start_execution(fns["Cancel"])
+        state_machine.grant_execution(fns["Cancel"], "states:StopExecution")
+        nag.acknowledge(
+            fns["Cancel"].role, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
+            "<AWS::AccountId>:execution:{\"Fn::Select\":[6,{\"Fn::Split\":[\":\",{\"Ref\":\""
+            + nag.logical_id(state_machine) + "\"}]}]}:*]",
+            "StopExecution on this state machine's executions (named per job), to restart a canceled job's workflow.",
+        )
         for function in fns.values():
             nag.acknowledge_table_index_grant(function.role, table)
 

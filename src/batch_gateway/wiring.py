@@ -73,6 +73,7 @@ def services() -> Services:
         provider_for=_provider,
         emit_event=emit,
         describe_workflow=aws.execution_status,
+        stop_workflow=aws.stop_execution,
     )
 
 

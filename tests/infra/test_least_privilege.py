@@ -20,10 +20,12 @@ def test_api_lambdas_cannot_read_provider_secrets(synthesized, function_id):
 
 
 @pytest.mark.parametrize("function_id", sorted(constants.API_HANDLERS))
-def test_only_create_may_start_the_workflow(synthesized, function_id):
+def test_only_create_and_cancel_may_start_the_workflow(synthesized, function_id):
     actions = synthesized.role_actions(function_id)
     if function_id == "Create":
         assert {a for a in actions if a.startswith("states:")} == {"states:StartExecution"}
+    elif function_id == "Cancel":  # it restarts the workflow so the cancel reaches the provider at once
+        assert {a for a in actions if a.startswith("states:")} == {"states:StartExecution", "states:StopExecution"}
     else:
         assert not _has(actions, "states:")
 

@@ -1,6 +1,8 @@
 """Every API handler in-process against moto, fed the sample events from events/."""
 
 
+import boto3
+
 from lambdas import cancel, create, list_jobs, retrieve, status
 from tests.integration.conftest import as_caller, call, executions, load_event
 from tests.integration.workflow_driver import run_workflow
@@ -178,3 +180,15 @@ def test_every_session_of_a_role_is_the_same_caller(aws, ctx):
     listing["requestContext"]["identity"]["userArn"] = "arn:aws:sts::123456789012:assumed-role/search-svc/other"
     assert [b["id"] for b in call(list_jobs.handler, listing, ctx)[1]["batches"]] == [job["id"]]
     assert aws.jobs.require_job(job["id"]).owner == "arn:aws:iam::123456789012:role/search-svc"
+
+
+def test_cancel_restarts_the_workflow_so_the_provider_hears_at_once(aws, ctx):
+    _, job = _create(ctx)
+    first = aws.jobs.require_job(job["id"]).execution_arn
+    code, _ = call(cancel.handler, load_event("api_cancel.json", job["id"]), ctx)
+    assert code == 202
+    stored = aws.jobs.require_job(job["id"])
+    assert stored.execution_arn.endswith(f"{job['id']}-cancel") and stored.execution_arn != first
+    sfn = boto3.client("stepfunctions")
+    assert sfn.describe_execution(executionArn=first)["status"] == "ABORTED"
+    assert sfn.describe_execution(executionArn=stored.execution_arn)["status"] == "RUNNING"

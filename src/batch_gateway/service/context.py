@@ -23,3 +23,4 @@ class Services:
     provider_for: Callable[[str], BatchProvider]
     emit_event: Callable[[str, dict[str, Any]], None] = lambda detail_type, detail: None
     describe_workflow: Callable[[str], str] = lambda execution_arn: "RUNNING"  # RUNNING, FAILED, ..., MISSING
+    stop_workflow: Callable[[str], None] = lambda execution_arn: None

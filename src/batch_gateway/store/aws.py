@@ -39,6 +39,14 @@ def put_event(bus: str, source: str, detail_type: str, detail: dict[str, Any]) -
     )
 
 
+def stop_execution(execution_arn: str) -> None:
+    sfn = client("stepfunctions")
+    try:
+        sfn.stop_execution(executionArn=execution_arn, cause="batch canceled; a fresh execution takes over")
+    except sfn.exceptions.ExecutionDoesNotExist:
+        pass
+
+
 def execution_status(execution_arn: str) -> str:
     """RUNNING, SUCCEEDED, FAILED, TIMED_OUT, ABORTED, or MISSING when Step Functions does not know it."""
     sfn = client("stepfunctions")
