@@ -13,6 +13,19 @@ JOBS_PREFIX = "jobs/"
 TTL_ATTRIBUTE = "expires_at"
 
 
+# Every bucket of the stack: SSE-S3 (server access logs can only be delivered to such a bucket), no public access,
+# no ACLs, TLS 1.2+ only, versioned, kept when the stack is deleted.
+_SECURE_BUCKET = {
+    "encryption": s3.BucketEncryption.S3_MANAGED,
+    "block_public_access": s3.BlockPublicAccess.BLOCK_ALL,
+    "object_ownership": s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+    "enforce_ssl": True,
+    "minimum_tls_version": 1.2,
+    "versioned": True,
+    "removal_policy": RemovalPolicy.RETAIN,
+}
+
+
 class StorageConstruct(Construct):
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
@@ -20,13 +33,6 @@ class StorageConstruct(Construct):
         self.access_logs_bucket = s3.Bucket(
             self,
             "AccessLogsBucket",
-            # Server access logs can only be delivered to an SSE-S3 bucket.
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            enforce_ssl=True,
-            minimum_tls_version=1.2,
-            versioned=True,
             lifecycle_rules=[
                 s3.LifecycleRule(
                     id="expire-access-logs",
@@ -34,19 +40,13 @@ class StorageConstruct(Construct):
                     noncurrent_version_expiration=Duration.days(30),
                 )
             ],
-            removal_policy=RemovalPolicy.RETAIN,
+            **_SECURE_BUCKET,
         )
         # No access logs of its own: cdk-nag's S1 exempts a bucket that is another bucket's log target.
 
         self.bucket = s3.Bucket(
             self,
             "PayloadBucket",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            enforce_ssl=True,
-            minimum_tls_version=1.2,
-            versioned=True,
             server_access_logs_bucket=self.access_logs_bucket,
             server_access_logs_prefix="payload-bucket/",
             lifecycle_rules=[
@@ -56,7 +56,7 @@ class StorageConstruct(Construct):
                     abort_incomplete_multipart_upload_after=Duration.days(7),
                 )
             ],
-            removal_policy=RemovalPolicy.RETAIN,
+            **_SECURE_BUCKET,
         )
 
         self.table = dynamodb.Table(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
@@ -161,5 +160,3 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def query(event: APIGatewayProxyEvent, name: str) -> str | None:
     return (event.query_string_parameters or {}).get(name)
 
-
-Handler = Callable[[dict[str, Any], Any], dict[str, Any]]

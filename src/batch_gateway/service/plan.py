@@ -6,10 +6,10 @@ when some caller ids had to be replaced) its id map, so memory stays flat whatev
 
 from __future__ import annotations
 
-import json
 from array import array
 from typing import Any
 
+from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.ids import custom_id_for, id_hash, is_mapped
 from batch_gateway.models.jobs import Chunk, Job
 from batch_gateway.providers.base import BatchProvider
@@ -24,7 +24,6 @@ from batch_gateway.service.keys import (
 from batch_gateway.service.state import WorkflowState
 from batch_gateway.store.payloads import MultipartWriter
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 ENVELOPE_BYTES = 64  # '{"requests":[' ... ']}' and commas, with room to spare
 
 
@@ -59,7 +58,7 @@ class _ChunkWriter:
         services.payloads.put_bytes(chunk_id_hashes_key(job.id, self.index), array("Q", sorted(self.hashes)).tobytes(),
                                     "application/octet-stream")
         if self.idmap:
-            services.payloads.put_bytes(chunk_idmap_key(job.id, self.index), _dumps(self.idmap).encode(),
+            services.payloads.put_bytes(chunk_idmap_key(job.id, self.index), dumps(self.idmap),
                                         "application/json")
         return Chunk(job_id=job.id, index=self.index, request_count=self.count, byte_size=self.bytes)
 
@@ -81,12 +80,10 @@ def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
         for position, raw in enumerate(services.payloads.iter_lines(requests_key(job.id))):
             if not raw:
                 continue
-            request: dict[str, Any] = json.loads(raw)
+            request: dict[str, Any] = loads(raw)
             custom_id = custom_id_for(request["id"], position)
-            line = _dumps(
-                provider.to_provider(custom_id, request, model=job.model, endpoint=job.endpoint,
-                                     provider_options=job.provider_options)
-            ).encode()
+            line = dumps(provider.to_provider(custom_id, request, model=job.model, endpoint=job.endpoint,
+                                              provider_options=job.provider_options))
             if current is not None and (current.count >= max_requests or current.bytes + len(line) + 1 > max_bytes):
                 chunks.append(current.close(services, job))
                 current = None
