@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import tracemalloc
 
 import pytest
 
@@ -162,3 +163,43 @@ def test_dump_jsonl_round_trips_through_parse_jsonl():
     header = {"provider": "openai", "model": "gpt", "endpoint": "chat"}
     parsed = parse_jsonl(list(dump_jsonl(requests, header)))
     assert (parsed.header, parsed.requests) == (header, requests)
+
+
+class _OneLongLine:
+    """A stream of one ``size``-byte line with no newline; at each read it notes how many bytes the reader
+    allocated since the previous read (tracemalloc's peak over what was live then)."""
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+        self.allocated = 0
+        self._live = 0
+
+    def read(self, n: int) -> bytes:
+        current, peak = tracemalloc.get_traced_memory()
+        self.allocated += max(0, peak - self._live)
+        tracemalloc.reset_peak()
+        chunk = b"x" * min(n, self.left)
+        self.left -= len(chunk)
+        self._live = tracemalloc.get_traced_memory()[0]
+        return chunk
+
+
+def _bytes_allocated_for_a_line_of(size: int) -> int:
+    stream = _OneLongLine(size)
+    tracemalloc.start()
+    try:
+        lines = iter_jsonl_lines(stream, chunk_size=64 * 1024)
+        (line,) = list(lines)
+        stream.read(0)  # count what the last step allocated
+    finally:
+        tracemalloc.stop()
+    assert len(line) == size
+    return stream.allocated
+
+
+def test_a_long_line_without_newlines_is_read_in_linear_work():
+    """A 32 MiB line took 17 s when every read copied and rescanned the whole line so far: work must grow with the
+    line, not with its square (4x the line, at most ~5x the bytes handled; quadratic work would be 16x)."""
+    small = _bytes_allocated_for_a_line_of(2 * 1024 * 1024)
+    large = _bytes_allocated_for_a_line_of(8 * 1024 * 1024)
+    assert large <= 5 * small, f"4x longer line allocated {large / small:.1f}x the bytes"

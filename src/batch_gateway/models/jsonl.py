@@ -206,14 +206,30 @@ def iter_jsonl_lines(stream: BinaryIO | Iterable[bytes], chunk_size: int = 1 << 
     """
     read = getattr(stream, "read", None)
     chunks: Iterable[bytes] = iter(lambda: read(chunk_size), b"") if read else stream
-    pending = b""
+    for line in split_lines(chunks):
+        yield line.removesuffix(b"\r")
+
+
+def split_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Byte chunks -> lines without their ``\\n``, in work linear in the bytes however long a line is: only the new
+    chunk is searched for a newline, and the pieces of an unfinished line are joined once, when it ends (adding
+    each chunk to the line so far would copy and rescan it each time: quadratic)."""
+    pieces: list[bytes] = []
     for chunk in chunks:
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for line in complete:
-            yield line.removesuffix(b"\r")
-    if pending:
-        yield pending.removesuffix(b"\r")
+        if b"\n" not in chunk:
+            if chunk:
+                pieces.append(chunk)
+            continue
+        *complete, rest = chunk.split(b"\n")
+        if pieces:
+            pieces.append(complete[0])
+            complete[0] = b"".join(pieces)
+            pieces = []
+        yield from complete
+        if rest:
+            pieces.append(rest)
+    if pieces:
+        yield b"".join(pieces)
 
 
 def parse_jsonl_file(path: str) -> ParsedFile:
