@@ -37,7 +37,8 @@ def _errors(*codes: int) -> dict[str, Any]:
 
 _ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
 _PAGE = [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1}},
-         {"name": "next_token", "in": "query", "schema": {"type": "string"}}]
+         {"name": "next_token", "in": "query", "schema": {"type": "string"},
+          "description": "opaque; the previous page's next_token (any other value answers 400)"}]
 
 
 def document() -> dict[str, Any]:
@@ -77,7 +78,10 @@ def document() -> dict[str, Any]:
                 "operationId": "getResults", "security": sigv4, "summary": "Results keyed by the caller's ids",
                 "parameters": [_ID, *_PAGE, {"name": "format", "in": "query",
                                              "schema": {"type": "string", "enum": ["json", "jsonl"]}}],
-                "responses": {"200": {"description": "a page of results, or with format=jsonl a presigned URL",
+                "responses": {"200": {"description": "a page of results (at most `limit`, and at most 4 MiB of "
+                                                     "results so the answer fits Lambda's 6 MB response; follow "
+                                                     "next_token until it is null), or with format=jsonl a "
+                                                     "presigned URL",
                                       "content": {"application/json": {"schema": {"oneOf": [
                                           _ref(api.ResultsPage), _ref(api.ResultsDownload)]}}}},
                               **_errors(400, 403, 404, 409)},

@@ -65,7 +65,7 @@ class JobView(BaseModel):
 
 class JobsPage(BaseModel):
     batches: list[JobView]
-    next_token: str | None
+    next_token: str | None = Field(description="pass it back for the next page; null when there are no more batches")
 
 
 class TokenUsage(BaseModel):
@@ -86,8 +86,10 @@ class ResultItem(BaseModel):
 class ResultsPage(BaseModel):
     id: str
     status: str
-    results: dict[str, ResultItem]
-    next_token: str | None
+    results: dict[str, ResultItem] = Field(description="at most `limit` results and at most 4 MiB of them (as escaped "
+                                           "in the response), so a page may hold fewer than `limit`; a single "
+                                           "larger result comes alone")
+    next_token: str | None = Field(description="pass it back for the next page; null when there are no more results")
 
 
 class ResultsDownload(BaseModel):

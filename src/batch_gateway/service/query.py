@@ -10,9 +10,13 @@ from batch_gateway.models.errors import ConflictError, InvalidRequestError
 from batch_gateway.models.jobs import JobStatus
 from batch_gateway.service.context import Services
 from batch_gateway.service.keys import results_key
+from batch_gateway.store.payloads import OffsetOutOfRange
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
+# Result lines per page, in bytes as they end up in the Lambda response: a page also ends here, well under Lambda's
+# 6 MB response limit (the rest of the answer is a few hundred bytes). A single larger result still comes alone.
+PAGE_BYTES = 4 * 1024 * 1024
 
 
 def get_job(services: Services, job_id: str, owner: str) -> dict[str, Any]:
@@ -62,19 +66,44 @@ def get_results(
     size = _page_size(limit, default=DEFAULT_PAGE, maximum=MAX_PAGE)
     start = _decode_offset(next_token)
     results: dict[str, Any] = {}
+    used = 0
     token = None
-    for offset, line in services.payloads.iter_lines_with_offsets(results_key(job_id), start):
-        if not line.strip():
-            continue
-        if len(results) == size:
-            token = _encode_offset(offset - len(line) - 1)
-            break
-        try:
-            item = json.loads(line)
-        except ValueError:
-            raise InvalidRequestError("next_token is not one this service gave you") from None
-        results[item["id"]] = item
+    try:
+        for offset, line in services.payloads.iter_lines_with_offsets(results_key(job_id), start):
+            if not line.strip():
+                continue
+            cost = _response_bytes(line)
+            if results and (len(results) == size or used + cost > PAGE_BYTES):
+                token = _encode_offset(offset - len(line) - 1)
+                break
+            item = _parse_line(line)
+            results[item["id"]] = item
+            used += cost + _response_bytes(json.dumps(item["id"]).encode())
+    except OffsetOutOfRange:
+        raise _bad_token() from None
     return {"id": job_id, "status": job.status.value, "results": results, "next_token": token}
+
+
+def _response_bytes(line: bytes) -> int:
+    """What a stored line adds to the Lambda response, at most: the line sits in the JSON body, and the body is a
+    JSON string inside the proxy response, escaped again (quotes, backslashes, and non-ASCII as ``\\uXXXX`` in
+    runtimes that encode ASCII only)."""
+    return len(json.dumps(line.decode("utf-8", "replace")))
+
+
+def _parse_line(line: bytes) -> dict[str, Any]:
+    try:
+        item = json.loads(line)
+    except ValueError:
+        item = None
+    if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+        raise _bad_token()  # an offset we never gave out: it points into the middle of a line
+    return item
+
+
+def _bad_token() -> InvalidRequestError:
+    return InvalidRequestError("next_token is not one this service gave you",
+                               details=[{"field": "next_token", "message": "invalid"}])
 
 
 def _page_size(value: str | int | None, *, default: int, maximum: int) -> int:
@@ -100,9 +129,10 @@ def _decode_offset(token: str | None) -> int:
         return 0
     try:
         padded = token + "=" * (-len(token) % 4)
-        offset = json.loads(base64.urlsafe_b64decode(padded.encode()))["o"]
-        if not isinstance(offset, int) or offset < 0:
-            raise ValueError
-    except (ValueError, KeyError, TypeError):
-        raise InvalidRequestError("next_token is not one this service gave you") from None
+        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except ValueError:  # not base64, not UTF-8, not JSON
+        raise _bad_token() from None
+    offset = data.get("o") if isinstance(data, dict) and set(data) == {"o"} else None
+    if type(offset) is not int or offset < 0:  # a bool is an int to isinstance
+        raise _bad_token()
     return offset

@@ -284,10 +284,14 @@ def _encode_token(key: dict[str, Any]) -> str:
 
 
 def _decode_token(token: str, owner: str) -> dict[str, Any]:
+    """The by-owner index key we gave out, exactly: its four string attributes, the caller's own, nothing else."""
     try:
         key = json.loads(base64.urlsafe_b64decode(token.encode()))
-        if not isinstance(key, dict) or key.get("owner", {}).get("S") != owner:
-            raise ValueError
-    except (ValueError, TypeError) as exc:
-        raise InvalidRequestError("next_token is not one this service gave you") from exc
+    except ValueError:  # not base64, not UTF-8, not JSON
+        key = None
+    if (not isinstance(key, dict) or set(key) != {"pk", "sk", "owner", "created_at"}
+            or not all(isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str) for v in key.values())
+            or key["owner"]["S"] != owner or key["sk"]["S"] != JOB_SK or not key["pk"]["S"].startswith("JOB#")):
+        raise InvalidRequestError("next_token is not one this service gave you",
+                                  details=[{"field": "next_token", "message": "invalid"}])
     return key

@@ -11,6 +11,10 @@ from batch_gateway.models.errors import TransientError
 PART_SIZE = 5 * 1024 * 1024  # S3's smallest part (all but the last): the least memory a streamed write can hold
 
 
+class OffsetOutOfRange(LookupError):
+    """A read was asked to start at or past the end of the object."""
+
+
 class PayloadStore:
     def __init__(self, s3_client: Any, bucket: str) -> None:
         self._s3 = s3_client
@@ -56,7 +60,12 @@ class PayloadStore:
         kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
         if start:
             kwargs["Range"] = f"bytes={start}-"
-        body = self._s3.get_object(**kwargs)["Body"]
+        try:
+            body = self._s3.get_object(**kwargs)["Body"]
+        except self._s3.exceptions.ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "InvalidRange":
+                raise OffsetOutOfRange(f"{key} has nothing at byte {start}") from None
+            raise
         pending = b""
         for chunk in body.iter_chunks(chunk_size=1024 * 1024):
             pending += chunk
