@@ -1,8 +1,12 @@
 """The S3 drop folder: a JSONL file under the drop prefix becomes a job owned by the folder's configured principal.
 
-S3 delivers events at least once, so each object version is claimed with a conditional write before anything else;
-a second delivery of the same version finds the claim and does nothing. A receipt lands in ``outbox/`` at once:
-the job id, or every problem with its line number (and then no job exists).
+S3 delivers events at least once, so each object version is claimed with a conditional write before anything else.
+A receipt lands in ``outbox/`` at once: the job id, or every problem with its line number (and then no job exists).
+
+An invocation can die anywhere (timeout, out of memory) without running any ``except``, so the claim is a lease
+(decision 0015): a delivery that finds a live lease is retried later (a batch item failure: SQS redelivers it);
+one that finds it lapsed takes the claim over and finishes the work, adopting the job the dead attempt started
+(the claim fixes the job id). Only a finished claim, whose receipt is written, makes a delivery a duplicate.
 """
 
 from __future__ import annotations
@@ -10,13 +14,16 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
+import secrets
+from datetime import timedelta
 from typing import Any
 from urllib.parse import unquote_plus
 
 from aws_lambda_powertools import Logger
 
 from batch_gateway.constants import OUTBOX_PREFIX
-from batch_gateway.models.errors import BatchGatewayError, InvalidRequestError
+from batch_gateway.models.errors import InvalidRequestError, TransientError
+from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import iso, utcnow
 from batch_gateway.models.jsonl import RequestFile, iter_jsonl_lines
 from batch_gateway.service.context import Services
@@ -24,6 +31,9 @@ from batch_gateway.service.create import create_job_from_file
 
 logger = Logger(child=True)
 MAX_DROP_BYTES = 2 * 1024 * 1024 * 1024
+# Longer than the Ingest function's 5-minute timeout (a holder is dead once it lapses), shorter than the queue's
+# 6-minute visibility timeout (the first redelivery after a crash takes over). tests/infra checks both.
+CLAIM_LEASE = timedelta(minutes=5, seconds=30)
 
 
 def outbox_key(drop_name: str, suffix: str) -> str:
@@ -55,22 +65,32 @@ def ingest_object(services: Services, bucket: str, raw_key: str, version: str | 
     version = version or services.payloads.current_version(key, etag)  # same identity whoever delivers the event
     identity = f"{bucket}/{key}@{version or etag or 'unversioned'}"
     claim = "DROP#" + hashlib.sha256(identity.encode()).hexdigest()
-    if not services.jobs.claim_marker(claim, {"source": f"s3://{bucket}/{key}", "version_id": version}):
-        logger.info("duplicate delivery of a dropped file ignored", extra={"drop": name})
-        return None
-    receipt: dict[str, Any] = {"source": f"s3://{bucket}/{key}", "version_id": version, "received_at": iso(utcnow())}
+    token, now = secrets.token_hex(8), utcnow()
+    granted, marker = services.jobs.claim_marker(
+        claim, {"source": f"s3://{bucket}/{key}", "version_id": version}, token=token, job_id=new_job_id(), now=now,
+        lease_until=now + CLAIM_LEASE)
+    if not granted:
+        if marker and marker.get("state", "done") == "done":  # a marker without state predates leases: finished
+            logger.info("duplicate delivery of a dropped file ignored", extra={"drop": name})
+            return None
+        logger.info("another delivery is ingesting this file; retry later", extra={"drop": name})
+        raise TransientError("this file is being ingested by another delivery; retry after its lease")
+    receipt: dict[str, Any] = {"source": f"s3://{bucket}/{key}", "version_id": version, "received_at": iso(now)}
     try:
-        receipt.update(_start(services, key, name, version, size))
+        started = services.jobs.get_job(marker["job_id"]) if marker["attempts"] > 1 else None
+        if started is not None:  # a dead attempt got this far; the sweeper starts its workflow if it had not
+            logger.warning("adopting the job of an earlier attempt", extra={"drop": name, "job_id": started.id})
+            receipt.update(status="accepted", job_id=started.id, requests=started.request_counts.total)
+        else:
+            receipt.update(_start(services, key, name, version, size, marker["job_id"]))
     except InvalidRequestError as error:
         receipt.update(status="rejected", error=error.message, errors=error.details)
-    except BatchGatewayError:
-        services.jobs.release_marker(claim)  # let the redelivery try again
-        raise
     except Exception:
-        services.jobs.release_marker(claim)
+        services.jobs.release_marker(claim, token)  # let the redelivery try again at once
         raise
     services.payloads.put_bytes(outbox_key(name, "receipt.json"), json.dumps(receipt, indent=2).encode(),
                                 "application/json")
+    services.jobs.finish_marker(claim, token, {"status": receipt["status"]})
     logger.info("dropped file processed", extra={"drop": name, "status": receipt["status"]})
     return receipt
 
@@ -81,7 +101,8 @@ def _by_line(detail: dict[str, Any]) -> dict[str, Any]:
     return {"line": detail.get("line", 1), "message": message}
 
 
-def _start(services: Services, key: str, name: str, version: str | None, size: int | None) -> dict[str, Any]:
+def _start(services: Services, key: str, name: str, version: str | None, size: int | None,
+           job_id: str) -> dict[str, Any]:
     if not key.endswith(".jsonl"):
         raise InvalidRequestError("drop-folder files must be JSONL files named *.jsonl",
                                   details=[{"line": 1, "message": "not a .jsonl file"}])
@@ -106,7 +127,8 @@ def _start(services: Services, key: str, name: str, version: str | None, size: i
         )
     try:
         job = create_job_from_file(services, owner=services.settings.drop_owner, settings=settings,
-                                   requests=reader.requests(), problems=problems, drop_name=name)
+                                   requests=reader.requests(), problems=problems, drop_name=name,
+                                   job_id=job_id)
     except InvalidRequestError as error:
         raise InvalidRequestError(error.message, details=[_by_line(d) for d in error.details]) from None
     return {"status": "accepted", "job_id": job.id, "requests": job.request_counts.total}

@@ -208,17 +208,55 @@ class JobStore:
 
     # --- markers (at-least-once deliveries) ----------------------------------------------------------------------
 
-    def claim_marker(self, marker: str, attributes: dict[str, Any]) -> bool:
-        """Record ``marker`` once; False when it exists already (a repeated delivery)."""
-        item = _to_item({"pk": marker, "sk": "MARKER", "claimed_at": iso(utcnow()), **attributes})
+    def claim_marker(self, marker: str, attributes: dict[str, Any], *, token: str, job_id: str, now: datetime,
+                     lease_until: datetime) -> tuple[bool, dict[str, Any]]:
+        """Claim ``marker`` until ``lease_until``: granted when nobody holds it, or when the holder's lease ran out
+        before ``now`` (its invocation died) and it never finished. Returns (granted, the marker as it stands).
+
+        The first claim fixes ``job_id``; a takeover keeps it, so work the dead holder got done can be found.
+        A marker that is ``done`` (or predates leases) is never claimed again.
+        """
+        fields = {"state": "claimed", "token": token, "lease_until": lease_until.timestamp(), "claimed_at": now,
+                  **attributes}
+        expression, names, values = _update_parts(fields)
+        sets, _, removes = expression.partition(" REMOVE ")
+        sets += ", #job = if_not_exists(#job, :job), #attempts = if_not_exists(#attempts, :zero) + :one"
+        expression = sets + (f" REMOVE {removes}" if removes else "")
+        names.update({"#state": "state", "#lease": "lease_until", "#job": "job_id", "#attempts": "attempts"})
+        values.update({":claimed": "claimed", ":now": now.timestamp(), ":job": job_id, ":zero": 0, ":one": 1})
+        key = _values({"pk": marker, "sk": "MARKER"})
         try:
-            self._db.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)")
+            response = self._db.update_item(
+                TableName=self.table, Key=key, UpdateExpression=expression,
+                ConditionExpression="attribute_not_exists(pk) OR (#state = :claimed AND #lease < :now)",
+                ExpressionAttributeNames=names, ExpressionAttributeValues=_values(values), ReturnValues="ALL_NEW",
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            item = self._db.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
+            return False, _from_item(item) if item else {}
+        return True, _from_item(response["Attributes"])
+
+    def release_marker(self, marker: str, token: str) -> None:
+        """Let the next delivery take over at once (our lease ends now), unless someone else holds it already."""
+        self._set_marker(marker, token, {"lease_until": 0})
+
+    def finish_marker(self, marker: str, token: str, fields: dict[str, Any]) -> bool:
+        """Mark the work done (the receipt is written): every later delivery is a duplicate. False when another
+        delivery took the claim over meanwhile (it will reach the same end)."""
+        return self._set_marker(marker, token, {"state": "done", "lease_until": None, **fields})
+
+    def _set_marker(self, marker: str, token: str, fields: dict[str, Any]) -> bool:
+        expression, names, values = _update_parts(fields)
+        values[":token"] = token
+        try:
+            self._db.update_item(
+                TableName=self.table, Key=_values({"pk": marker, "sk": "MARKER"}), UpdateExpression=expression,
+                ConditionExpression="#token = :token", ExpressionAttributeNames={**names, "#token": "token"},
+                ExpressionAttributeValues=_values(values),
+            )
         except self._db.exceptions.ConditionalCheckFailedException:
             return False
         return True
-
-    def release_marker(self, marker: str) -> None:
-        self._db.delete_item(TableName=self.table, Key=_values({"pk": marker, "sk": "MARKER"}))
 
     # --- chunks -------------------------------------------------------------------------------------------------
 
