@@ -12,6 +12,13 @@ from tests.integration.conftest import call, executions, load_event
 GOOD = {"provider": "anthropic", "model": "claude-sonnet-4-20250514", "requests": {"a": "Hi"}}
 
 
+def _nested(levels):
+    value = {"type": "string"}
+    for _ in range(levels):
+        value = {"type": "object", "properties": {"x": value}}
+    return value
+
+
 def body(**changes):
     data = {**GOOD, **changes}
     return json.dumps({k: v for k, v in data.items() if v is not ...})
@@ -70,6 +77,27 @@ CORPUS = [
     ("duplicate nested key", '{"provider":"anthropic","model":"claude-x","requests":{"a":{"prompt":"x",'
      '"prompt":"y"}}}', None, 400, "duplicate key 'prompt'"),
     ("body over 10 MB", body(requests={"a": "x" * (10 * 1024 * 1024)}), None, 413, "drop folder"),
+    # permanently bad, so a 400 and never "503 retry later": what DynamoDB cannot keep in the job item
+    ("provider_options over the item size", body(provider_options={"tools": [
+        {"name": "t", "description": "x" * 450_000, "input_schema": {"type": "object"}}]}), None, 400,
+     "provider_options, hyperparameters and metadata take"),
+    ("lone surrogate in a metadata value", '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi"},'
+     '"metadata":{"team":"bad \\ud800"}}', None, 400, "metadata holds invalid Unicode"),
+    ("lone surrogate in a metadata key", '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi"},'
+     '"metadata":{"\\udfff":"x"}}', None, 400, "metadata holds invalid Unicode"),
+    ("lone surrogate in a stop sequence", '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi"},'
+     '"hyperparameters":{"stop":["\\ud83d"]}}', None, 400, "hyperparameters holds invalid Unicode"),
+    ("provider_options deeper than DynamoDB nests", body(provider_options={"tools": [_nested(40)]}), None, 400,
+     "provider_options is nested more than"),
+    ("provider_options with NaN", '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi"},'
+     '"provider_options":{"thinking":{"type":"enabled","budget_tokens":NaN}}}', None, 400,
+     "provider_options holds a number DynamoDB cannot store"),
+    ("provider_options with a huge number", body(provider_options={"thinking": {"budget_tokens": 1e300}}), None,
+     400, "provider_options holds a number DynamoDB cannot store"),
+    ("provider_options with 40 digits", '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi"},'
+     '"provider_options":{"thinking":{"budget_tokens":' + "7" * 40 + "}}}", None, 400,
+     "provider_options holds a number DynamoDB cannot store"),
+    ("model name ending in a newline", body(model="claude-x\n"), None, 400, "model must be"),
 ]
 
 
@@ -88,7 +116,8 @@ def test_bad_create_is_refused_clearly_and_nothing_is_kept(aws, ctx, name, raw, 
     assert status == code, answer
     assert fragment in json.dumps(answer["error"]), answer["error"]
     assert set(answer["error"]) == {"type", "message", "details"}
-    assert boto3.client("s3").list_objects_v2(Bucket="payloads").get("KeyCount", 0) == 0
+    versions = boto3.client("s3").list_object_versions(Bucket="payloads")
+    assert not versions.get("Versions") and not versions.get("DeleteMarkers")  # never written, not written and undone
     assert boto3.client("dynamodb").scan(TableName="jobs")["Count"] == 0
     assert len(executions(aws)) == started_before
 

@@ -22,7 +22,6 @@ from batch_gateway.models.errors import (
 )
 
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's own limit; the drop folder takes larger inputs
-MAX_JSON_DEPTH = 64
 
 
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:

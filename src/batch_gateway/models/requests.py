@@ -21,7 +21,7 @@ MAX_ID_CHARS = 256
 MAX_REQUEST_CHARS = 1_000_000  # text of one request; far above any model's context window in characters
 MAX_METADATA_PAIRS = 16
 MAX_ERROR_DETAILS = 50
-MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}$")
+MODEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}")  # use fullmatch: `$` also matches before a final \n
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 # name -> (type check, description, bounds)
@@ -91,7 +91,7 @@ def _one_of(options: tuple[str, ...], *, optional: bool = False) -> Any:
 
 
 def _check_model(value: Any) -> str | None:
-    if not isinstance(value, str) or not MODEL_RE.match(value):
+    if not isinstance(value, str) or not MODEL_RE.fullmatch(value):
         return "model must be a provider model name such as 'claude-sonnet-4-20250514' or 'gpt-4o-mini'"
     return None
 
@@ -125,6 +125,82 @@ _FIELD_CHECKS = {
     "endpoint": _one_of(ENDPOINTS, optional=True),
     "provider_options": _check_object,
 }
+
+
+# The job item keeps these fields as they came, so they must be what DynamoDB can store; a refusal there would only
+# surface as a 503 that no retry can fix. Requests are not among them: they go to S3, checked line by line.
+STORED_FIELDS_MAX_BYTES = 300 * 1024  # of DynamoDB's 400 KB item; the rest is the job's own fields and what it gains
+STORED_MAX_NESTING = 31  # objects/lists in each other, the field included: DynamoDB nests 32 levels, the leaf included
+_NUMBER_RANGE = (1e-130, 1e126)  # DynamoDB numbers: up to 38 significant digits, magnitude 1E-130 to below 1E+126
+
+
+def check_storable(fields: dict[str, Any]) -> None:
+    """Refuse job fields (name -> value) that the job item could not hold, with a 400 that says why."""
+    problems: list[dict[str, str]] = []
+    total = 0
+    for name, value in fields.items():
+        size, why = stored_size(value)
+        if why:
+            problems.append(_detail(name, f"{name} {why}"))
+        total += len(name) + size
+    if not problems and total > STORED_FIELDS_MAX_BYTES:
+        problems.append(_detail("provider_options", f"provider_options, hyperparameters and metadata take {total:,} "
+                                f"bytes as stored; at most {STORED_FIELDS_MAX_BYTES:,} fit in a job (DynamoDB keeps "
+                                "a job in one item of at most 400 KB)"))
+    if problems:
+        raise InvalidRequestError("invalid batch: " + "; ".join(d["message"] for d in problems), details=problems)
+
+
+def stored_size(value: Any) -> tuple[int, str | None]:
+    """(bytes as DynamoDB counts them, why it cannot be stored or None), walked without recursion."""
+    size, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            try:
+                size += len(item.encode("utf-8"))
+            except UnicodeEncodeError:
+                return size, "holds invalid Unicode (a lone surrogate escape such as \\ud800)"
+        elif item is None or isinstance(item, bool):
+            size += 1
+        elif isinstance(item, int | float):
+            digits = _significant_digits(item)
+            if digits is None:
+                return size, f"holds a number DynamoDB cannot store ({str(item)[:40]}): at most 38 significant " \
+                             "digits, magnitude from 1e-130 to below 1e126, no NaN or Infinity"
+            size += 1 + (digits + 1) // 2
+        elif isinstance(item, dict | list):
+            if depth > STORED_MAX_NESTING:
+                return size, f"is nested more than {STORED_MAX_NESTING} levels deep (objects and lists), " \
+                             "more than DynamoDB stores"
+            size += 3 + len(item)
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    try:
+                        size += len(key.encode("utf-8"))
+                    except UnicodeEncodeError:
+                        return size, "holds invalid Unicode (a lone surrogate escape such as \\ud800)"
+                    stack.append((child, depth + 1))
+            else:
+                stack.extend((child, depth + 1) for child in item)
+        else:
+            return size, f"holds a value of type {type(item).__name__}"
+    return size, None
+
+
+def _significant_digits(number: int | float) -> int | None:
+    """Significant digits of a number DynamoDB can store, or None when it cannot."""
+    if isinstance(number, float) and not math.isfinite(number):
+        return None
+    magnitude = abs(number)
+    if magnitude and not _NUMBER_RANGE[0] <= magnitude < _NUMBER_RANGE[1]:
+        return None
+    if isinstance(number, int):
+        digits = len(str(magnitude).rstrip("0")) or 1
+    else:
+        mantissa = repr(magnitude).split("e")[0].replace(".", "").strip("0")
+        digits = len(mantissa) or 1
+    return digits if digits <= 38 else None
 
 
 def check_model_for_provider(provider: str, model: str) -> None:

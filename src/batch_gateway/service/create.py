@@ -17,6 +17,7 @@ from batch_gateway.models.requests import (
     CreateJobInput,
     check_endpoint_for_provider,
     check_model_for_provider,
+    check_storable,
     consume,
     iter_normalized,
     job_hyperparameters,
@@ -57,6 +58,7 @@ def _create(services: Services, owner: str, spec: CreateJobInput, requests: Iter
     check_endpoint_for_provider(spec.provider, spec.endpoint)
     check_provider_options(spec.provider, spec.endpoint, spec.provider_options)
     params = job_hyperparameters(spec.hyperparameters, spec.provider)
+    check_storable({"hyperparameters": params, "metadata": spec.metadata, "provider_options": spec.provider_options})
 
     job_id = job_id or new_job_id()
     key = requests_key(job_id)
