@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from datetime import UTC, timedelta
 from functools import cached_property
@@ -15,6 +14,8 @@ from batch_gateway.providers.base import BatchProvider, ChunkRef, ProviderBatch,
 from batch_gateway.providers.sdk_errors import mapped_errors
 
 CREATE_TIMEOUT_SECONDS = 120.0
+CREATE_PATH = "/v1/messages/batches"
+BODY_PIECE_BYTES = 1024 * 1024  # the create body goes out in pieces of about this size
 RECONCILE_WINDOW = timedelta(minutes=15)
 
 
@@ -53,10 +54,14 @@ class AnthropicBatchProvider(BatchProvider):
     # --- batches --------------------------------------------------------------------------------------------
 
     def submit(self, lines: Iterable[bytes], ref: ChunkRef) -> str:
-        requests = [json.loads(line) for line in lines]
+        # The chunk's lines are already the provider's request objects: stream them into the create body rather
+        # than decode them for the SDK to encode again (that held the chunk about 4-7 times; see make bench).
+        from anthropic.types.messages import MessageBatch
+
         client = self._client.with_options(max_retries=0, timeout=CREATE_TIMEOUT_SECONDS)
         with mapped_errors("anthropic", "Anthropic", creating=True):
-            batch = client.messages.batches.create(requests=requests)
+            batch = client.post(CREATE_PATH, cast_to=MessageBatch, content=_create_body(lines),
+                                options={"headers": {"Content-Type": "application/json"}})
         return batch.id
 
     def status(self, batch_id: str) -> ProviderBatch:
@@ -105,6 +110,23 @@ class AnthropicBatchProvider(BatchProvider):
                 "refusing to guess which one is ours"
             )
         return candidates[0].id if candidates else None
+
+
+def _create_body(lines: Iterable[bytes]) -> Iterator[bytes]:
+    """``{"requests":[<line>,<line>,...]}`` as a stream of ~1 MiB pieces (sent chunked), from JSON lines."""
+    piece = bytearray(b'{"requests":[')
+    separator = b""
+    for line in lines:
+        if not line or line.isspace():
+            continue
+        piece += separator
+        piece += line
+        separator = b","
+        if len(piece) >= BODY_PIECE_BYTES:
+            yield bytes(piece)
+            piece.clear()
+    piece += b"]}"
+    yield bytes(piece)
 
 
 def _to_batch(batch: Any) -> ProviderBatch:
