@@ -4,8 +4,9 @@
 Exit code 0 even when a target fails: the table says FAIL and summary.json has ``"all_targets_met": false``.
 Loopback only, except that the Lambda bundles are built with pip the first time (then cached in bench/.cache/).
 
-Options: ``--only create,collect,imports,history,assets`` runs a subset (summary.json is then written to
-``bench/results/partial.json`` instead); ``--profile`` also writes cProfile stats of one create and one 100,000-line
+Options: ``--only create,collect,imports,history,assets,submit`` runs a subset (summary.json is then written to
+``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into summary.json, keeping the others
+and saying which steps were rerun when); ``--profile`` also writes cProfile stats of one create and one 100,000-line
 collect to ``bench/.cache/profiles/``.
 """
 
@@ -38,10 +39,14 @@ from bench.common import (
     simulator_process,
 )
 
-STEPS = ("history", "assets", "imports", "create", "collect")
+STEPS = ("history", "assets", "imports", "create", "collect", "submit")
 CREATE_N = 100_000
 COLLECT_SIZES = (10_000, 50_000, 100_000)
 FLAT_BYTES_PER_REQUEST = 16  # heap growth allowed per extra request between 50,000 and 100,000 lines
+# Anthropic Submit: (chunk MiB, sentences per prompt): ~2 KiB requests (256 MiB = the 100,000-request maximum) and
+# ~0.5 KiB requests (more objects per MiB). Submit has 1024 MB for chunks of up to 256 MiB.
+SUBMIT_RUNS = ((64, 40), (32, 8))
+SUBMIT_MAX_GROWTH_RATIO = 1.5
 PROFILES = CACHE_DIR / "profiles"
 
 
@@ -184,9 +189,29 @@ def step_collect(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return values, details
 
 
+def step_submit(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    runs: dict[str, dict[str, Any]] = {}
+    with simulator_process(processing_seconds=0.2) as sim:
+        for chunk_mb, repeat in SUBMIT_RUNS:
+            _log(f"submit: Anthropic chunk of {chunk_mb} MiB, prompts of {repeat} sentences")
+            runs[f"{chunk_mb}MiB_x{repeat}"] = run_worker(
+                "bench.submit_bench", ["--mb", str(chunk_mb), "--prompt-repeat", str(repeat), "--sim",
+                                       sim.info["url"]], timeout=300)
+    values = {
+        "anthropic_submit_growth_ratio": max(r["growth_ratio"] for r in runs.values()),
+        "anthropic_submit_peak_rss_mb": {name: r["memory"]["growth_mb"] for name, r in runs.items()},
+    }
+    details = {
+        "runs": runs,
+        "rule": "peak RSS growth of AnthropicBatchProvider.submit over the chunk's bytes, in a fresh process, chunk "
+                "read as a stream of lines from a file, simulator in its own process; worst of the runs",
+    }
+    return values, details
+
+
 STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]] = {
     "history": step_history, "assets": step_assets, "imports": step_imports, "create": step_create,
-    "collect": step_collect,
+    "collect": step_collect, "submit": step_submit,
 }
 
 # --- targets -------------------------------------------------------------------------------------------------------
@@ -219,6 +244,8 @@ def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[s
           lambda v: bool(api) and all(r is not None and r <= 1.5 for r in api.values()))
     check("history_events_24h", "<= 1500", lambda v: v <= 1500)
     check("transitions_24h", "<= 600", lambda v: v <= 600)
+    check("anthropic_submit_growth_ratio", f"<= {SUBMIT_MAX_GROWTH_RATIO} x chunk bytes",
+          lambda v: v <= SUBMIT_MAX_GROWTH_RATIO)
     check("asset_mb", "API functions carry no provider SDK",
           lambda v: values.get("api_bundle_has_provider_sdk") is False)
     return result
@@ -272,10 +299,30 @@ def table(values: dict[str, Any], checks: dict[str, dict[str, Any]], details: di
     return "\n".join(out)
 
 
+def _merge_into_summary(partial: dict[str, Any], steps: list[str]) -> None:
+    """Fold a subset run into summary.json: its values, targets and details replace the old ones; the rest stay
+    from the last full run, and ``reruns`` says which steps are newer and when they ran."""
+    path = RESULTS_DIR / "summary.json"
+    summary = json.loads(path.read_text())
+    for key, value in partial.items():
+        if key not in ("generated_at", "machine", "units", "targets", "all_targets_met", "errors", "bench_wall_s",
+                       "details"):
+            summary[key] = value
+    summary["targets"].update(partial["targets"])
+    summary["details"].update(partial["details"])
+    summary.setdefault("reruns", {}).update({step: partial["generated_at"] for step in steps})
+    summary["all_targets_met"] = all(c["pass"] for c in summary["targets"].values()) and not summary.get("errors")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    tmp.replace(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", help=f"comma separated subset of {','.join(STEPS)}")
+    parser.add_argument("--merge", action="store_true",
+                        help="with --only: also fold the rerun steps' figures into summary.json")
     parser.add_argument("--profile", action="store_true", help="write cProfile stats to bench/.cache/profiles/")
     args = parser.parse_args(argv)
     ensure_paths()
@@ -321,6 +368,9 @@ def main(argv: list[str] | None = None) -> int:
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(json.dumps(summary, indent=1, default=str) + "\n")
     tmp.replace(target)
+
+    if args.merge and args.only is not None and not errors:
+        _merge_into_summary(summary, steps)
 
     print(table(values, checks, details))
     print(f"\nall_targets_met: {summary['all_targets_met']}   wall time: {summary['bench_wall_s']:.0f} s   "
