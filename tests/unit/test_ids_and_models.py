@@ -13,7 +13,7 @@ def test_safe_caller_ids_are_sent_unchanged():
 
 def test_unsafe_or_reserved_ids_get_a_unique_provider_safe_id():
     ids = [custom_id_for(cid, n) for n, cid in enumerate(["has space", "ü", "x" * 65, "bgw-3", "a/b"])]
-    assert all(CUSTOM_ID_RE.match(i) and is_mapped(i) for i in ids)
+    assert all(CUSTOM_ID_RE.fullmatch(i) and is_mapped(i) for i in ids)
     assert len(set(ids)) == len(ids)
 
 
@@ -85,3 +85,8 @@ def test_batch_cost_is_half_the_list_price_and_unknown_models_have_none():
     assert estimate_cost("anthropic", "claude-sonnet-4-20250514", usage) == 9.0
     assert estimate_cost("openai", "gpt-4o-mini", usage) == 0.375
     assert estimate_cost("openai", "my-finetune", usage) is None
+
+
+def test_an_id_ending_in_a_newline_is_mapped_not_sent_as_is():
+    assert custom_id_for("request_A\n", 7) == "bgw-7"
+    assert not CUSTOM_ID_RE.fullmatch("request_A\n")

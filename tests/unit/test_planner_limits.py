@@ -222,7 +222,7 @@ def test_ids_that_need_mapping_get_unique_provider_safe_custom_ids_kept_in_the_c
     job_id = plan(aws, ODD_IDS)
     per_chunk = chunk_ids(aws, job_id)
     custom_ids = [cid for chunk in per_chunk for cid in chunk]
-    assert all(CUSTOM_ID_RE.match(cid) for cid in custom_ids) and len(set(custom_ids)) == len(ODD_IDS)
+    assert all(CUSTOM_ID_RE.fullmatch(cid) for cid in custom_ids) and len(set(custom_ids)) == len(ODD_IDS)
     assert custom_ids[0] == "plain" and custom_ids[-1] == "ok_id-2"  # safe ids travel as they are
     back: dict[str, str] = {}
     for index, members in enumerate(per_chunk):

@@ -37,7 +37,7 @@ logger = logging.getLogger("batch_gateway.client")
 SIGNING_SERVICE = "execute-api"
 DEFAULT_REGION = "us-east-1"
 # https://{api-id}.execute-api.{region}.amazonaws.com[.cn]/{stage}
-_EXECUTE_API_HOST = re.compile(r"^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
+_EXECUTE_API_HOST = re.compile(r"\A[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?\Z")
 
 
 def _user_agent() -> str:

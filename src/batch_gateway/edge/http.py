@@ -54,7 +54,7 @@ def make_resolver() -> APIGatewayRestResolver:
     return app
 
 
-_ASSUMED_ROLE = re.compile(r"^arn:(aws[\w-]*):sts::(\d{12}):assumed-role/([^/]+)/.+$")
+_ASSUMED_ROLE = re.compile(r"\Aarn:(aws[\w-]*):sts::(\d{12}):assumed-role/([^/]+)/.+\Z")
 
 
 def caller(event: APIGatewayProxyEvent) -> str:

@@ -63,7 +63,7 @@ class Route:
     def match(self, method: str, path: str) -> dict[str, str] | None:
         if method != self.method:
             return None
-        pattern = "^" + re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/]+)", re.escape(self.path)) + "$"
+        pattern = r"\A" + re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/]+)", re.escape(self.path)) + r"\Z"
         found = re.match(pattern, path)
         return found.groupdict() if found else None
 

@@ -112,6 +112,13 @@ class ProviderNotFound(ProviderError):
     type = "provider_not_found"
 
 
+class ProviderOutOfCredit(ProviderError):
+    """The provider account has no credit left (OpenAI ``429 insufficient_quota``): a retry cannot succeed until
+    someone adds credit, so the job fails with this reason instead of waiting out the retries."""
+
+    type = "provider_out_of_credit"
+
+
 class IntegrityError(BatchGatewayError):
     """Stored results do not match the job's requests; the job is not marked finished."""
 
@@ -138,6 +145,7 @@ ERROR_TYPES: dict[str, type[BatchGatewayError]] = {
         ProviderAuthError,
         ProviderRequestError,
         ProviderNotFound,
+        ProviderOutOfCredit,
         IntegrityError,
     )
 }

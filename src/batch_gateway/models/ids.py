@@ -11,12 +11,12 @@ import hashlib
 import re
 import secrets
 
-CUSTOM_ID_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+CUSTOM_ID_RE = re.compile(r"\A[a-zA-Z0-9_-]{1,64}\Z")  # not `^...$`: `$` also matches before a final newline
 RESERVED_PREFIX = "bgw-"
 
 
 def custom_id_for(caller_id: str, position: int) -> str:
-    if CUSTOM_ID_RE.match(caller_id) and not caller_id.startswith(RESERVED_PREFIX):
+    if CUSTOM_ID_RE.fullmatch(caller_id) and not caller_id.startswith(RESERVED_PREFIX):
         return caller_id
     return f"{RESERVED_PREFIX}{position}"
 

@@ -21,7 +21,7 @@ MAX_ID_CHARS = 256
 MAX_REQUEST_CHARS = 1_000_000  # text of one request; far above any model's context window in characters
 MAX_METADATA_PAIRS = 16
 MAX_ERROR_DETAILS = 50
-MODEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}")  # use fullmatch: `$` also matches before a final \n
+MODEL_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}\Z")  # not `^...$`: `$` also matches before a final \n
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 # name -> (type check, description, bounds)

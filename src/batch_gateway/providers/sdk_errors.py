@@ -27,6 +27,15 @@ def _message(exc: Any) -> str:
     return str(exc)[:500]
 
 
+def _code(exc: Any) -> str | None:
+    """The error's machine-readable code (OpenAI puts it in ``code``, and in ``type`` too for quota errors)."""
+    body = getattr(exc, "body", None)
+    err = body.get("error", body) if isinstance(body, dict) else None
+    if not isinstance(err, dict):
+        return getattr(exc, "code", None)
+    return err.get("code") or err.get("type") or getattr(exc, "code", None)
+
+
 class mapped_errors:  # noqa: N801 - used as a context manager
     def __init__(self, sdk: str, provider: str, *, creating: bool = False) -> None:
         self.sdk, self.provider, self.creating = sdk, provider, creating
@@ -45,6 +54,10 @@ class mapped_errors:  # noqa: N801 - used as a context manager
                     f"no answer from {name} after sending the batch; it may have been accepted") from exc
             raise errors.ProviderUnavailable(f"could not reach {name}") from exc
         if isinstance(exc, sdk.RateLimitError):
+            if _code(exc) == "insufficient_quota":  # out of credit: OpenAI uses 429 for it, but waiting cannot help
+                raise errors.ProviderOutOfCredit(
+                    f"the {name} account is out of credit (429 insufficient_quota): add credit or raise its billing "
+                    "limit, then submit the batch again") from exc
             raise errors.ProviderRateLimited(f"{name} rate limit (429)") from exc
         if isinstance(exc, sdk.InternalServerError):
             raise errors.ProviderUnavailable(f"{name} is unavailable ({exc.status_code})") from exc

@@ -84,7 +84,7 @@ _PATTERNS: dict[str, re.Pattern[str]] = {}
 def _compiled(template: str) -> re.Pattern[str]:
     pattern = _PATTERNS.get(template)
     if pattern is None:
-        pattern = re.compile("^" + re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/]+)", re.escape(template)) + "$")
+        pattern = re.compile(r"\A" + re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/]+)", re.escape(template)) + r"\Z")
         _PATTERNS[template] = pattern
     return pattern
 
