@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from batch_gateway.models.errors import TransientError
+from batch_gateway.models.jsonl import split_lines
 
 PART_SIZE = 5 * 1024 * 1024  # S3's smallest part (all but the last): the least memory a streamed write can hold
 
@@ -66,13 +67,7 @@ class PayloadStore:
             if exc.response.get("Error", {}).get("Code") == "InvalidRange":
                 raise OffsetOutOfRange(f"{key} has nothing at byte {start}") from None
             raise
-        pending = b""
-        for chunk in body.iter_chunks(chunk_size=1024 * 1024):
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            yield from lines
-        if pending:
-            yield pending
+        yield from split_lines(body.iter_chunks(chunk_size=1024 * 1024))  # linear however long a line is
 
     def iter_lines_with_offsets(self, key: str, start: int = 0) -> Iterator[tuple[int, bytes]]:
         """(offset just past the line, line) pairs, for byte-offset pagination."""
