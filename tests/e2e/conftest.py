@@ -12,7 +12,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from batch_gateway.local.stack import LocalStack
+from batch_gateway.local.stack import DROP_FOLDER_USER, CallerCredentials, LocalStack
 
 TERMINAL = {"finished", "canceled", "expired", "failed"}
 
@@ -33,9 +33,10 @@ def sim(stack):
 class Caller:
     """Signs every request with SigV4 for ``execute-api`` as the given access key."""
 
-    def __init__(self, base_url: str, access_key: str) -> None:
+    def __init__(self, base_url: str, credentials: CallerCredentials) -> None:
         self.base_url = base_url
-        self.credentials = Credentials(access_key, "local-secret")
+        self.principal = credentials.principal
+        self.credentials = Credentials(credentials.access_key, credentials.secret_key)
         self.http = requests.Session()
 
     def request(self, method: str, path: str, body: Any = None, *, raw: bytes | None = None,
@@ -77,12 +78,17 @@ class Caller:
 
 @pytest.fixture
 def alice(stack) -> Caller:
-    return Caller(stack.info()["api_url"], "AKIDALICE")
+    return Caller(stack.info()["api_url"], stack.caller("alice"))
 
 
 @pytest.fixture
 def bob(stack) -> Caller:
-    return Caller(stack.info()["api_url"], "AKIDBOB")
+    return Caller(stack.info()["api_url"], stack.caller("bob"))
+
+
+@pytest.fixture
+def drop_folder_owner(stack) -> Caller:
+    return Caller(stack.info()["api_url"], stack.caller(DROP_FOLDER_USER))
 
 
 def seed_body(**changes: Any) -> dict[str, Any]:

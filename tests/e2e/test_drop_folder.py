@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import Caller
+from batch_gateway.local.stack import DROP_FOLDER_USER
 
 pytestmark = pytest.mark.e2e
 
@@ -27,8 +27,8 @@ def _wait_for(s3, bucket, key, timeout=60):
     raise AssertionError(f"{key} did not appear")
 
 
-def test_a_dropped_file_yields_a_receipt_then_results_and_the_job_is_the_owners(stack, sim):
-    s3 = stack.client("s3")
+def test_a_dropped_file_yields_a_receipt_then_results_and_the_job_is_the_owners(stack, sim, drop_folder_owner):
+    s3 = stack.client("s3", stack.caller(DROP_FOLDER_USER))  # the pipeline writes with its own keys
     lines = [HEADER] + [{"id": f"row-{i}", "request": f"Summarise item {i}"} for i in range(7)]
     s3.put_object(Bucket=stack.bucket, Key="inbox/team-a/daily.jsonl", Body=_jsonl(*lines))
     receipt = json.loads(_wait_for(s3, stack.bucket, "outbox/team-a/daily.receipt.json"))
@@ -37,8 +37,7 @@ def test_a_dropped_file_yields_a_receipt_then_results_and_the_job_is_the_owners(
     by_id = {json.loads(line)["id"]: json.loads(line) for line in results}
     assert sorted(by_id) == sorted(f"row-{i}" for i in range(7))
     assert all(item["status"] == "succeeded" for item in by_id.values())
-    owner = Caller(stack.info()["api_url"], "DROPFOLDER")
-    assert receipt["job_id"] in [b["id"] for b in owner.request("GET", "/batches").json()["batches"]]
+    assert receipt["job_id"] in [b["id"] for b in drop_folder_owner.request("GET", "/batches").json()["batches"]]
 
 
 def test_provider_and_model_can_come_from_the_key_path(stack, sim):
@@ -50,9 +49,9 @@ def test_provider_and_model_can_come_from_the_key_path(stack, sim):
     assert receipt["status"] == "accepted"
 
 
-def test_the_same_s3_event_delivered_twice_makes_one_job(stack, sim):
+def test_the_same_s3_event_delivered_twice_makes_one_job(stack, sim, drop_folder_owner):
     s3, sqs = stack.client("s3"), stack.client("sqs")
-    owner = Caller(stack.info()["api_url"], "DROPFOLDER")
+    owner = drop_folder_owner
 
     def job_ids():
         return [j["id"] for j in owner.request("GET", "/batches?limit=100").json()["batches"]]

@@ -5,13 +5,11 @@ the provider refuses, and the three OpenAI endpoints."""
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import pytest
 import requests
 
-from batch_gateway import wiring
 from batch_gateway.constants import ENV_MAX_CHUNK_REQUESTS
 
 pytestmark = pytest.mark.e2e
@@ -38,19 +36,14 @@ def jsonl_results(caller, job_id: str) -> list[dict]:
 
 
 @pytest.fixture
-def chunks_of_five():
-    """The operator's lower chunk limit, read by the workflow handlers when they are next wired."""
-    previous = os.environ.get(ENV_MAX_CHUNK_REQUESTS)
-    os.environ[ENV_MAX_CHUNK_REQUESTS] = "5"
-    wiring.reset()
+def chunks_of_five(stack):
+    """The operator's lower chunk limit on the Plan function (its instances are replaced, as on AWS)."""
+    plan = stack.function("plan")
+    stack.set_function_environment(plan, {ENV_MAX_CHUNK_REQUESTS: "5"})
     try:
         yield
     finally:
-        if previous is None:
-            os.environ.pop(ENV_MAX_CHUNK_REQUESTS, None)
-        else:
-            os.environ[ENV_MAX_CHUNK_REQUESTS] = previous
-        wiring.reset()
+        stack.set_function_environment(plan, {ENV_MAX_CHUNK_REQUESTS: None})
 
 
 # ---- splitting at the providers' limits

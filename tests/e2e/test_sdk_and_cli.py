@@ -14,10 +14,9 @@ pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _env(stack, access_key="AKIDSDKUSER"):
-    return {**os.environ, "BATCH_GATEWAY_ENDPOINT": stack.info()["api_url"], "AWS_ACCESS_KEY_ID": access_key,
-            "AWS_SECRET_ACCESS_KEY": "local-secret", "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_SESSION_TOKEN": "", "AWS_ENDPOINT_URL": ""}
+def _env(stack, user="sdk-user"):
+    return {**os.environ, "BATCH_GATEWAY_ENDPOINT": stack.info()["api_url"], **stack.caller(user).as_env(),
+            "AWS_DEFAULT_REGION": "us-east-1", "AWS_SESSION_TOKEN": "", "AWS_ENDPOINT_URL": ""}
 
 
 def test_seed_example_with_only_import_and_constructor_changed_prints_five_results(stack, sim):
@@ -33,7 +32,7 @@ def test_seed_example_with_only_import_and_constructor_changed_prints_five_resul
 
 
 def test_sync_sdk_create_status_retrieve_list_cancel(stack, sim, monkeypatch):
-    for key, value in _env(stack, "AKIDSDKSYNC").items():
+    for key, value in _env(stack, "sdk-sync").items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_SESSION_TOKEN")
     client = BatchGatewayClient(stack.info()["api_url"], region="us-east-1")
@@ -60,7 +59,7 @@ def test_cli_submit_wait_writes_results_and_status_list_work(stack, sim, tmp_pat
         json.dumps({"batch_gateway": {"provider": "anthropic", "model": "claude-sonnet-4-20250514"}}) + "\n"
         + "".join(json.dumps({"id": f"q{i}", "request": f"Question {i}"}) + "\n" for i in range(4)))
     out = tmp_path / "results.jsonl"
-    env = _env(stack, "AKIDCLIUSER")
+    env = _env(stack, "cli-user")
     done = subprocess.run([sys.executable, "-m", "batch_gateway.cli", "submit", str(requests), "--wait",
                            "--poll-interval", "0.3", "-o", str(out)], env=env, capture_output=True, text=True,
                           timeout=120)

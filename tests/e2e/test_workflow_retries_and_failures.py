@@ -2,7 +2,6 @@
 
 import pytest
 
-from batch_gateway import wiring
 from tests.e2e.conftest import seed_body
 
 pytestmark = pytest.mark.e2e
@@ -20,13 +19,13 @@ def test_an_error_retrying_cannot_fix_is_caught_into_failed_with_the_reason(alic
     secrets = stack.client("secretsmanager")
     name = "batch-gateway/anthropic-api-key"
     secrets.put_secret_value(SecretId=name, SecretString=" ")
-    wiring.reset()  # forget the cached key, as a new Lambda instance would
+    stack.recycle_functions()  # forget the cached key, as new Lambda instances would
     try:
         job = alice.create(seed_body())
         done = alice.wait(job["id"], timeout=60)
     finally:
         secrets.put_secret_value(SecretId=name, SecretString="simulator-key")
-        wiring.reset()
+        stack.recycle_functions()
     assert done["status"] == "failed"
     assert done["error"].startswith("ProviderAuthError: ")
     assert "Secrets Manager" in done["error"] and "Traceback" not in done["error"]

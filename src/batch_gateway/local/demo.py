@@ -17,8 +17,6 @@ EXAMPLE = REPO_ROOT / "examples" / "seed_batch_invocation.py"
 
 
 def main() -> int:
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "AKIDDEMO")  # the caller's identity at the local API
-    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "demo-secret")
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     from batch_gateway.local.stack import LocalStack
 
@@ -27,14 +25,13 @@ def main() -> int:
     print("Starting Batch Gateway on this machine "
           f"({'real Anthropic API' if real else 'simulated Anthropic API'}, AWS emulated by moto)...",
           file=sys.stderr, flush=True)
-    caller_env = {k: os.environ[k] for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
-                  if k in os.environ}
     with LocalStack(poll_schedule="1,2,5,10,30,60", processing_seconds=2.0, quiet=True) as stack:
         info = stack.info()
-        print(f"API at {info['api_url']} (state machine from cdk synth, handlers in-process) "
+        print(f"API at {info['api_url']} (state machine, functions, roles from cdk synth; IAM enforced) "
               f"ready in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
         os.environ["BATCH_GATEWAY_ENDPOINT"] = info["api_url"]
-        with _env(caller_env):  # sign as the demo caller, not with the emulator's own credentials
+        caller = stack.caller("demo")  # an IAM user of the local account, allowed to call the API
+        with _env({**caller.as_env(), "AWS_SESSION_TOKEN": ""}):
             runpy.run_path(str(EXAMPLE), run_name="__main__")
     print(f"Done in {time.monotonic() - started:.1f} s.", file=sys.stderr)
     return 0

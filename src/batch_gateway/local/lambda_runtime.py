@@ -1,82 +1,218 @@
-"""Run moto's Lambda functions in this process with the real handlers (there is no Docker here).
+"""Lambda without Docker: every function runs in warm worker processes of its own, as on AWS.
 
-moto starts a container in ``LambdaFunction._invoke_lambda``; every path that runs a function (direct invoke, the
-Step Functions ``lambda:invoke`` task, S3 notifications) goes through it. We replace that one method. It is private
-API, so moto is pinned exactly and a canary test checks the patch still takes.
+moto would start a container in ``LambdaFunction._invoke_lambda``; every path that runs a function (direct invoke,
+the Step Functions ``lambda:invoke`` task, SQS event sources) goes through it, so that one method is replaced. It
+is private API: moto is pinned exactly and a canary test checks the patch still takes.
+
+A function's worker gets exactly what the deployed function gets and nothing more:
+
+- the variables of the function in the synthesized template (as moto holds them after ``CreateFunction``);
+- the Lambda runtime's reserved variables (``AWS_REGION``, ``AWS_LAMBDA_FUNCTION_NAME``, ``_HANDLER``, ...);
+- the credentials of **its own role**, assumed through moto's STS, so with IAM enforcement on, an action or S3
+  prefix its role does not allow is refused as in AWS;
+- the endpoint redirects the SDKs honour (``AWS_ENDPOINT_URL``, provider base URLs) and ``PYTHONPATH``: the
+  local stand-ins for DNS and the deployment package (``LOCAL_ONLY_VARIABLES``).
+
+The function's timeout is enforced (the worker is killed, ``Sandbox.Timedout``), as are Lambda's 6 MB payload
+limits for synchronous invocations. A worker that dies reports ``Runtime.ExitError``. Memory is not limited.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
+import os
+import subprocess
+import sys
 import threading
-import traceback
-from typing import Any
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
 
-_lock = threading.Lock()
-_original: Any = None
+from batch_gateway.local.lambda_worker import read_frame, write_frame
 
+SYNC_PAYLOAD_LIMIT = 6 * 1024 * 1024
+MAX_WORKERS_PER_FUNCTION = 6
+# Set by the local runtime only; everything else in a worker's environment is the template's or Lambda's own.
+LOCAL_ONLY_VARIABLES = ("AWS_ENDPOINT_URL", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "PYTHONPATH",
+                        "POWERTOOLS_TRACE_DISABLED", "BGW_LOCAL_FUNCTION_ARN", "PYTHONDONTWRITEBYTECODE")
+# The Lambda runtime's reserved variables (https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html).
+RUNTIME_VARIABLES = ("_HANDLER", "AWS_EXECUTION_ENV", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
+                     "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_LAMBDA_FUNCTION_NAME",
+                     "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "AWS_LAMBDA_FUNCTION_VERSION", "AWS_LAMBDA_LOG_GROUP_NAME",
+                     "AWS_LAMBDA_LOG_STREAM_NAME", "AWS_LAMBDA_LOG_FORMAT", "AWS_LAMBDA_LOG_LEVEL",
+                     "LAMBDA_TASK_ROOT", "LAMBDA_RUNTIME_DIR", "TZ", "LANG", "PATH", "LD_LIBRARY_PATH")
 
-class LocalContext:
-    """The parts of the Lambda context object our handlers and Powertools read."""
-
-    def __init__(self, function_name: str, arn: str, memory: int, timeout: int) -> None:
-        self.function_name = function_name
-        self.invoked_function_arn = arn
-        self.memory_limit_in_mb = memory
-        self.function_version = "$LATEST"
-        self.aws_request_id = __import__("uuid").uuid4().hex
-        self.log_group_name = f"/aws/lambda/{function_name}"
-        self.log_stream_name = "local"
-        self._timeout_ms = timeout * 1000
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self._timeout_ms
+Credentials = dict[str, str]
 
 
-def load_handler(path: str) -> Any:
-    module_name, _, attribute = path.rpartition(".")
-    return getattr(importlib.import_module(module_name), attribute)
+def _configuration(function: Any, env: dict[str, str]) -> str:
+    """What makes a warm instance stale when it changes (UpdateFunctionConfiguration retires instances)."""
+    return json.dumps([env, function.description, function.handler, function.timeout], sort_keys=True)
 
 
-def invoke_in_process(handler_path: str, event: Any, context: LocalContext) -> tuple[str, bool]:
-    """(response JSON, errored) the way the Lambda service reports a function error to its callers."""
-    if isinstance(event, str | bytes):
-        event = json.loads(event or "{}")
-    try:
-        result = load_handler(handler_path)(event, context)
-    except Exception as exc:  # reported like the Python runtime does
-        return json.dumps({
-            "errorType": type(exc).__name__,
-            "errorMessage": str(exc),
-            "stackTrace": traceback.format_tb(exc.__traceback__)[-3:],
-        }), True
-    return json.dumps(result), False
+class _Worker:
+    def __init__(self, configuration: str, env: dict[str, str], log: IO[bytes], cwd: str) -> None:
+        self.configuration = configuration
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "batch_gateway.local.lambda_worker"], env=env, cwd=cwd,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
+        )
+
+    def call(self, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+        """The answer, or None when the worker died or ran out of time (it is then killed)."""
+        assert self.process.stdin and self.process.stdout
+        answer: list[Any] = []
+
+        def exchange() -> None:
+            try:
+                write_frame(self.process.stdin, request)  # type: ignore[arg-type]
+                answer.append(read_frame(self.process.stdout))  # type: ignore[arg-type]
+            except (OSError, ValueError):
+                answer.append(None)
+
+        thread = threading.Thread(target=exchange, daemon=True)
+        thread.start()
+        thread.join(timeout)
+        if thread.is_alive() or not answer or answer[0] is None:
+            self.kill()
+            return None
+        return answer[0]
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        if self.alive():
+            self.process.kill()
+        self.process.wait()
 
 
-def install() -> None:
+class LambdaRuntime:
+    """Warm workers per function, started on demand (up to ``MAX_WORKERS_PER_FUNCTION`` at once)."""
+
+    def __init__(self, *, credentials_for: Callable[[str], Credentials], local_env: dict[str, str],
+                 log_dir: Path, task_root: Path) -> None:
+        self._credentials_for = credentials_for
+        self._local_env = local_env
+        self._log_dir = log_dir
+        self._task_root = task_root
+        self._lock = threading.Condition()
+        self._idle: dict[str, list[_Worker]] = {}
+        self._busy: dict[str, int] = {}
+        self._logs: dict[str, IO[bytes]] = {}
+        self._all: list[_Worker] = []
+
+    def environment(self, function: Any) -> dict[str, str]:
+        name = function.function_name
+        env = {str(k): str(v) for k, v in (function.environment_vars or {}).items()}
+        env.update(self._credentials_for(function.role))
+        env.update({
+            "_HANDLER": function.handler,
+            "AWS_EXECUTION_ENV": f"AWS_Lambda_{function.run_time}",
+            "AWS_REGION": function.region,
+            "AWS_DEFAULT_REGION": function.region,
+            "AWS_LAMBDA_FUNCTION_NAME": name,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_size),
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{name}",
+            "AWS_LAMBDA_LOG_STREAM_NAME": "local",
+            "LAMBDA_TASK_ROOT": str(self._task_root),
+            "TZ": ":UTC",
+            "LANG": "en_US.UTF-8",
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "BGW_LOCAL_FUNCTION_ARN": function.function_arn,
+            **self._local_env,
+        })
+        return env
+
+    def invoke(self, function: Any, event: Any) -> tuple[str, bool]:
+        """(response JSON, errored) the way the Lambda service reports a function error to its callers."""
+        if isinstance(event, bytes | str):
+            event = json.loads(event or "{}")
+        if len(json.dumps(event)) > SYNC_PAYLOAD_LIMIT:
+            return _error("RequestEntityTooLargeException",
+                          f"Request must be smaller than {SYNC_PAYLOAD_LIMIT} bytes for the InvokeFunction operation")
+        env = self.environment(function)
+        worker = self._acquire(function.function_name, _configuration(function, env), env)
+        request = {"event": event, "deadline_ms": int(function.timeout) * 1000, "request_id": str(uuid.uuid4())}
+        answer = worker.call(request, float(function.timeout) + 1.0)
+        self._release(function.function_name, worker)
+        if answer is None:
+            if worker.process.returncode not in (None, -9):
+                return _error("Runtime.ExitError", f"RequestId: {request['request_id']} Error: Runtime exited "
+                              f"with error: exit status {worker.process.returncode}")
+            return _error("Sandbox.Timedout", f"RequestId: {request['request_id']} Error: Task timed out after "
+                          f"{float(function.timeout):.2f} seconds")
+        payload = answer["payload"]
+        if len(payload) > SYNC_PAYLOAD_LIMIT:
+            return _error("Function.ResponseSizeTooLarge",
+                          f"Response payload size exceeded maximum allowed payload size ({SYNC_PAYLOAD_LIMIT} bytes).")
+        return payload, bool(answer["errored"])
+
+    def _acquire(self, name: str, configuration: str, env: dict[str, str]) -> _Worker:
+        with self._lock:
+            while True:
+                idle = self._idle.setdefault(name, [])
+                for worker in list(idle):
+                    idle.remove(worker)
+                    if worker.alive() and worker.configuration == configuration:
+                        self._busy[name] = self._busy.get(name, 0) + 1
+                        return worker
+                    worker.kill()  # the configuration changed (or it died): a new environment, as on AWS
+                if self._busy.get(name, 0) < MAX_WORKERS_PER_FUNCTION:
+                    self._busy[name] = self._busy.get(name, 0) + 1
+                    break
+                self._lock.wait()
+            if name not in self._logs:
+                self._log_dir.mkdir(parents=True, exist_ok=True)
+                self._logs[name] = open(self._log_dir / f"{name}.log", "ab", buffering=0)  # noqa: SIM115
+            log = self._logs[name]
+        worker = _Worker(configuration, env, log, str(self._task_root))
+        with self._lock:
+            self._all.append(worker)
+        return worker
+
+    def _release(self, name: str, worker: _Worker) -> None:
+        with self._lock:
+            self._busy[name] -= 1
+            if worker.alive():
+                self._idle.setdefault(name, []).append(worker)
+            self._lock.notify_all()
+
+    def close(self) -> None:
+        with self._lock:
+            workers, self._all = self._all, []
+            self._idle.clear()
+        for worker in workers:
+            worker.kill()
+        for log in self._logs.values():
+            log.close()
+
+
+def _error(kind: str, message: str) -> tuple[str, bool]:
+    return json.dumps({"errorType": kind, "errorMessage": message}), True
+
+
+_installed: dict[str, Any] = {}
+
+
+def install(runtime: LambdaRuntime) -> None:
+    """Route every moto Lambda invocation in this process to ``runtime``."""
     from moto.awslambda.models import LambdaFunction
 
-    global _original
-    with _lock:
-        if _original is not None:
-            return
-        _original = LambdaFunction._invoke_lambda
+    if "original" not in _installed:
+        _installed["original"] = LambdaFunction._invoke_lambda
 
-        def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
-            context = LocalContext(self.function_name, self.function_arn, int(self.memory_size or 128),
-                                   int(self.timeout or 3))
-            body, errored = invoke_in_process(self.handler, event, context)
-            return body, errored, ""
+    def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
+        body, errored = runtime.invoke(self, event)
+        return body, errored, ""
 
-        LambdaFunction._invoke_lambda = _invoke_lambda
+    LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
 
 
 def uninstall() -> None:
     from moto.awslambda.models import LambdaFunction
 
-    global _original
-    with _lock:
-        if _original is not None:
-            LambdaFunction._invoke_lambda = _original
-            _original = None
+    if "original" in _installed:
+        LambdaFunction._invoke_lambda = _installed.pop("original")  # type: ignore[method-assign]

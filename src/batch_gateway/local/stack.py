@@ -1,49 +1,74 @@
-"""``LocalStack``: the whole service on one machine.
+"""``LocalStack``: the whole service on one machine, as the synthesized template deploys it.
 
-moto's server (S3, DynamoDB, Step Functions, Lambda, Secrets Manager, EventBridge) on loopback, the state machine
-and functions taken from the synthesized template, Lambda tasks running the real handlers in this process, the
-local API front, and the provider simulators unless a real API key is in the environment.
+- AWS is moto's server in a process of its own (``aws_server``) with IAM enforced: every request is signed by a
+  known principal and checked against its identity policies.
+- Everything comes from ``cdk synth``: the table (keys and indexes), the bucket, queues, secrets, the state machine
+  and its role, and every Lambda function with **its own** environment variables and **its own** role and policies.
+  Each function runs in worker processes of its own with its role's assumed credentials (``lambda_runtime``).
+- Callers are IAM users with their own access keys (``caller(name)``); the API front checks their SigV4
+  signatures like API Gateway's IAM auth and refuses unknown keys. The drop folder is written with the drop-folder
+  user's keys.
+- The provider simulators run in this process unless a real API key is in the environment.
 """
 
 from __future__ import annotations
 
-import io
 import json
-import logging
 import os
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
-import warnings
-import zipfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import boto3
 import requests
 
-from batch_gateway.local import lambda_runtime
 from batch_gateway.local.front import ApiFront
-from batch_gateway.local.resources import create_bucket, create_table
 from batch_gateway.local.template import REPO_ROOT, Template, resolve, synthesized_template
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
-LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "local"}
-DROP_FOLDER_OWNER = f"arn:aws:iam::{ACCOUNT}:user/DROPFOLDER"  # sign with access key DROPFOLDER to list its jobs
+BOOTSTRAP_CREDENTIALS = {"aws_access_key_id": "bootstrap", "aws_secret_access_key": "bootstrap"}
+DROP_FOLDER_USER = "drop-folder"
+DROP_FOLDER_OWNER = f"arn:aws:iam::{ACCOUNT}:user/{DROP_FOLDER_USER}"
+DEFAULT_CALLER = "local-caller"
 PROVIDER_KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+TABLE_NAME = "batch-gateway-jobs"
+BUCKET_NAME = "batch-gateway-payloads"
+STATE_MACHINE_NAME = "batch-gateway-workflow"
 
 
-def _empty_zip() -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("README.txt", "runs in-process: see batch_gateway.local.lambda_runtime")
-    return buffer.getvalue()
+@dataclass(frozen=True)
+class CallerCredentials:
+    name: str
+    access_key: str
+    secret_key: str
+
+    @property
+    def principal(self) -> str:
+        return f"arn:aws:iam::{ACCOUNT}:user/{self.name}"
+
+    def as_env(self) -> dict[str, str]:
+        return {"AWS_ACCESS_KEY_ID": self.access_key, "AWS_SECRET_ACCESS_KEY": self.secret_key}
+
+    def as_json(self) -> dict[str, str]:
+        return {"aws_access_key_id": self.access_key, "aws_secret_access_key": self.secret_key,
+                "principal": self.principal}
+
+
+def _policy(*statements: dict[str, Any]) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
 
 
 class LocalStack:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, poll_schedule: str = "1,1,2,2,3,5",
                  processing_seconds: float = 2.0, use_simulators: bool | None = None,
-                 context: dict[str, Any] | None = None, quiet: bool = False) -> None:
+                 context: dict[str, Any] | None = None, quiet: bool = False, log_dir: str | None = None) -> None:
         self.host, self.port = host, port
         self.poll_schedule = poll_schedule
         self.processing_seconds = processing_seconds
@@ -51,67 +76,63 @@ class LocalStack:
         self.use_simulators = use_simulators if use_simulators is not None else not any(keys.values())
         self._provider_keys = keys
         self.context = {"poll_schedule": poll_schedule, "drop_folder_owner": DROP_FOLDER_OWNER, **(context or {})}
-        self.table = "batch-gateway-jobs"
-        self.bucket = "batch-gateway-payloads"
-        self._moto: Any = None
+        self.table = TABLE_NAME
+        self.bucket = BUCKET_NAME
+        self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="batch-gateway-logs-"))
+        self.quiet = quiet
         self.simulator: Any = None
         self.front: ApiFront | None = None
         self.state_machine_arn = ""
-        self._saved_env: dict[str, str | None] = {}
-        self.quiet = quiet  # warnings and errors only, no metrics lines: for people watching a terminal
+        self.aws_endpoint_url = ""
+        self.functions: dict[str, str] = {}  # logical id -> handler path
+        self._aws: subprocess.Popen[bytes] | None = None
+        self._admin: dict[str, str] = dict(BOOTSTRAP_CREDENTIALS)
+        self._callers: dict[str, CallerCredentials] = {}  # access key -> caller
+        self._callers_by_name: dict[str, CallerCredentials] = {}
+        self._lock = threading.Lock()
+        self._api_arn = ""
+        self._generation = 0
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
 
     def start(self) -> LocalStack:
-        from moto.server import ThreadedMotoServer
-
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access log
-        # S3's test event reaches the ingest function with no records, so no metrics: not worth a warning here.
-        warnings.filterwarnings("ignore", message="No application metrics to publish")
-
-        if str(REPO_ROOT) not in sys.path:
-            sys.path.insert(0, str(REPO_ROOT))  # the handlers live in lambdas/
         template = Template(synthesized_template(self.context))
-        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self._moto.start()
-        host, port = self._moto.get_host_and_port()
-        self.aws_endpoint_url = f"http://{host}:{port}"
-        requests.post(f"{self.aws_endpoint_url}/moto-api/config",
-                      json={"stepfunctions": {"execute_state_machine": True}}, timeout=10).raise_for_status()
-        self._set_env({**LOCAL_CREDENTIALS, "AWS_ENDPOINT_URL": self.aws_endpoint_url, "MOTO_PORT": str(port),
-                       "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "POWERTOOLS_TRACE_DISABLED": "1"})
-        lambda_runtime.install()
-
+        local_env = {"POWERTOOLS_TRACE_DISABLED": "1"}  # no X-Ray daemon here
         if self.use_simulators:
             from batch_gateway.simulators import SimulatorServer
 
             self.simulator = SimulatorServer(processing_seconds=self.processing_seconds).start()
-            self._set_env({"ANTHROPIC_BASE_URL": self.simulator.url, "OPENAI_BASE_URL": self.simulator.openai_base_url})
-
+            local_env.update(ANTHROPIC_BASE_URL=self.simulator.url, OPENAI_BASE_URL=self.simulator.openai_base_url)
+        self._start_aws(local_env)
         self._create_resources(template)
-        from batch_gateway import wiring
+        self._create_principals()
+        requests.post(f"{self.aws_endpoint_url}/moto-api/reset-auth", data=b"0", timeout=10).raise_for_status()
+        from botocore.config import Config
 
-        wiring.reset()
-        self.front = ApiFront(template.routes(), {f.logical_id: f.handler for f in template.functions()},
-                              self.host, self.port).start()
+        self._lambda = boto3.client(  # API Gateway's side of the Lambda proxy integration
+            "lambda", endpoint_url=self.aws_endpoint_url, region_name=REGION, **self._admin,
+            config=Config(retries={"max_attempts": 0, "total_max_attempts": 1}, read_timeout=60,
+                          max_pool_connections=50))
+        self.front = ApiFront(template.routes(), invoke=self._invoke_api, identify=self._identify,
+                              host=self.host, port=self.port).start()
         return self
 
     def stop(self) -> None:
         if self.front:
             self.front.stop()
+            self.front = None
         if self.simulator:
             self.simulator.stop()
-        if self._moto:
-            self._moto.stop()
-        lambda_runtime.uninstall()
-        for key, value in self._saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        from batch_gateway import wiring
-
-        wiring.reset()
+            self.simulator = None
+        if self._aws:
+            if self._aws.stdin:
+                self._aws.stdin.close()  # the AWS process stops its workers and exits
+            try:
+                self._aws.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self._aws.pid, signal.SIGKILL)
+                self._aws.wait()
+            self._aws = None
 
     def __enter__(self) -> LocalStack:
         return self.start()
@@ -120,102 +141,254 @@ class LocalStack:
         self.stop()
 
     def info(self) -> dict[str, Any]:
+        caller = self.caller(DEFAULT_CALLER)
+        drop = self.caller(DROP_FOLDER_USER)
         return {
             "api_url": self.front.url if self.front else None,
             "aws_endpoint_url": self.aws_endpoint_url,
             "region": REGION,
+            "credentials": caller.as_json(),
+            "drop_folder_credentials": drop.as_json(),
             "bucket": self.bucket,
             "table": self.table,
             "state_machine_arn": self.state_machine_arn,
             "simulator_url": self.simulator.url if self.simulator else None,
             "drop_folder": f"s3://{self.bucket}/{self.context.get('drop_folder_prefix', 'inbox/')}",
             "drop_folder_owner": self.context["drop_folder_owner"],
+            "logs": str(self.log_dir),
         }
 
-    def client(self, service: str) -> Any:
-        return boto3.client(service, endpoint_url=self.aws_endpoint_url, region_name=REGION,
-                            aws_access_key_id="local", aws_secret_access_key="local")
+    # --- principals ---------------------------------------------------------------------------------------------
+
+    def client(self, service: str, credentials: CallerCredentials | None = None) -> Any:
+        """A boto3 client for the local AWS endpoint: the operator's (admin) keys unless a caller is given."""
+        keys = ({"aws_access_key_id": credentials.access_key, "aws_secret_access_key": credentials.secret_key}
+                if credentials else self._admin)
+        return boto3.client(service, endpoint_url=self.aws_endpoint_url, region_name=REGION, **keys)
+
+    def caller(self, name: str) -> CallerCredentials:
+        """An IAM user allowed to call the API (``execute-api:Invoke``), made on first use: one tenant."""
+        with self._lock:
+            if name in self._callers_by_name:
+                return self._callers_by_name[name]
+        statements = [{"Effect": "Allow", "Action": "execute-api:Invoke", "Resource": f"{self._api_arn}/*"}]
+        if name == DROP_FOLDER_USER:
+            prefix = self.context.get("drop_folder_prefix", "inbox/")
+            statements += [
+                {"Effect": "Allow", "Action": "s3:PutObject", "Resource": f"arn:aws:s3:::{self.bucket}/{prefix}*"},
+                {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{self.bucket}/outbox/*"},
+            ]
+        credentials = self._create_user(name, _policy(*statements))
+        with self._lock:
+            self._callers_by_name[name] = credentials
+            self._callers[credentials.access_key] = credentials
+        return credentials
+
+    def _identify(self, access_key: str) -> CallerCredentials | None:
+        return self._callers.get(access_key)
+
+    def _create_user(self, name: str, policy: str) -> CallerCredentials:
+        iam = self.client("iam")
+        iam.create_user(UserName=name)
+        iam.put_user_policy(UserName=name, PolicyName=f"{name}-policy", PolicyDocument=policy)
+        key = iam.create_access_key(UserName=name)["AccessKey"]
+        return CallerCredentials(name, key["AccessKeyId"], key["SecretAccessKey"])
+
+    def _create_principals(self) -> None:
+        admin = self._create_user("local-operator", _policy({"Effect": "Allow", "Action": "*", "Resource": "*"}))
+        self._admin = {"aws_access_key_id": admin.access_key, "aws_secret_access_key": admin.secret_key}
+        self.caller(DEFAULT_CALLER)
+        self.caller(DROP_FOLDER_USER)
+
+    # --- functions ----------------------------------------------------------------------------------------------
+
+    def _invoke_api(self, function: str, event: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+        """Invoke an API function the way API Gateway's Lambda proxy integration does: (response, function error)."""
+        response = self._lambda.invoke(FunctionName=function, Payload=json.dumps(event).encode())
+        payload = json.loads(response["Payload"].read() or b"null")
+        if response.get("FunctionError"):
+            return None, str((payload or {}).get("errorType", "Unhandled"))
+        return payload, None
+
+    def set_function_environment(self, function: str, changes: dict[str, str | None]) -> None:
+        """Change a function's environment variables as an operator would (its warm workers are replaced)."""
+        lam = self.client("lambda")
+        variables = lam.get_function_configuration(FunctionName=function).get("Environment", {}).get("Variables", {})
+        for key, value in changes.items():
+            if value is None:
+                variables.pop(key, None)
+            else:
+                variables[key] = value
+        lam.update_function_configuration(FunctionName=function, Environment={"Variables": variables})
+
+    def function(self, module: str) -> str:
+        """The function (logical id) whose handler lives in ``lambdas/<module>.py``."""
+        return next(f for f, handler in self.functions.items() if handler.startswith(f"lambdas.{module}."))
+
+    def recycle_functions(self) -> None:
+        """Retire every warm function instance, as a deployment does: the next invocations start cold."""
+        lam = self.client("lambda")
+        self._generation += 1
+        for function in self.functions:
+            lam.update_function_configuration(FunctionName=function, Description=f"generation {self._generation}")
+
+    def function_environment(self, function: str) -> dict[str, str]:
+        config = self.client("lambda").get_function_configuration(FunctionName=function)
+        return dict(config.get("Environment", {}).get("Variables", {}))
+
+    def logs(self, function: str | None = None) -> str:
+        """Everything the functions (or one of them) have logged so far, like their CloudWatch log groups."""
+        paths = [self.log_dir / f"{function}.log"] if function else sorted(self.log_dir.glob("*.log"))
+        return "".join(p.read_text(errors="replace") for p in paths if p.exists())
 
     # --- resources ----------------------------------------------------------------------------------------------
 
-    def _set_env(self, values: dict[str, str]) -> None:
-        for key, value in values.items():
-            self._saved_env.setdefault(key, os.environ.get(key))
-            os.environ[key] = value
+    def _start_aws(self, local_env: dict[str, str]) -> None:
+        config = {"region": REGION, "local_env": local_env, "log_dir": str(self.log_dir),
+                  "task_root": str(REPO_ROOT)}
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ANTHROPIC_", "OPENAI_"))}
+        env.update({"AWS_ACCESS_KEY_ID": "unused", "AWS_SECRET_ACCESS_KEY": "unused", "AWS_DEFAULT_REGION": REGION})
+        self._aws = subprocess.Popen([sys.executable, "-m", "batch_gateway.local.aws_server", json.dumps(config)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=str(REPO_ROOT),
+                                     start_new_session=True)
+        assert self._aws.stdout
+        line = self._aws.stdout.readline()
+        if not line:
+            raise RuntimeError("the local AWS process did not start (see its output above)")
+        self.aws_endpoint_url = json.loads(line)["endpoint"]
+        requests.post(f"{self.aws_endpoint_url}/moto-api/config",
+                      json={"stepfunctions": {"execute_state_machine": True}}, timeout=10).raise_for_status()
 
     def _create_resources(self, template: Template) -> None:
         refs: dict[str, str] = {}
         attrs: dict[tuple[str, str], str] = {}
         pseudo = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws",
-                  "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": "BatchGatewayStack"}
+                  "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": "BatchGatewayStack",
+                  "AWS::StackId": f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/BatchGatewayStack/"
+                                  "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"}
+
+        def res(value: Any) -> Any:
+            return resolve(value, refs, attrs, pseudo)
+
+        # Names and ARNs first (CloudFormation would know them before wiring anything together).
         for logical_id in template.of_type("AWS::DynamoDB::Table"):
             refs[logical_id] = self.table
             attrs[(logical_id, "Arn")] = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{self.table}"
-        create_table(self.client("dynamodb"), self.table)
-        create_bucket(self.client("s3"), self.bucket, REGION)
         for logical_id in template.of_type("AWS::S3::Bucket"):
             name = self.bucket if "PayloadBucket" in logical_id else f"batch-gateway-{logical_id.lower()[:40]}"
             refs[logical_id] = name
             attrs[(logical_id, "Arn")] = f"arn:aws:s3:::{name}"
-        secrets = self.client("secretsmanager")
-        for logical_id, secret in template.of_type("AWS::SecretsManager::Secret").items():
-            name = secret["Properties"].get("Name") or logical_id
-            provider = next((p for p in PROVIDER_KEY_VARS if p in str(name).lower()), None)
-            value = (self._provider_keys.get(provider) if provider else None) or "simulator-key"
-            refs[logical_id] = secrets.create_secret(Name=str(name), SecretString=value)["ARN"]
-        role = self.client("iam").create_role(
-            RoleName="batch-gateway-local", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17",
-                                                                                "Statement": []}),
-        )["Role"]["Arn"]
+        for logical_id in template.of_type("AWS::IAM::Role"):
+            name = logical_id[:64]
+            refs[logical_id] = name
+            attrs[(logical_id, "Arn")] = f"arn:aws:iam::{ACCOUNT}:role/{name}"
+        for logical_id in template.of_type("AWS::Logs::LogGroup"):
+            refs[logical_id] = f"/local/{logical_id}"
+            attrs[(logical_id, "Arn")] = f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/local/{logical_id}:*"
         functions = template.functions()
         for function in functions:
             refs[function.logical_id] = function.logical_id
             attrs[(function.logical_id, "Arn")] = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{function.logical_id}"
         machine_id, definition = template.state_machine()
-        self.state_machine_arn = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:batch-gateway-workflow"
+        self.state_machine_arn = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{STATE_MACHINE_NAME}"
         refs[machine_id] = self.state_machine_arn
-        attrs[(machine_id, "Name")] = "batch-gateway-workflow"
+        attrs[(machine_id, "Name")] = STATE_MACHINE_NAME
+        for logical_id in template.of_type("AWS::ApiGateway::RestApi"):
+            refs[logical_id] = "local"
+            self._api_arn = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:local"
+        for logical_id in template.of_type("AWS::Events::EventBus"):
+            name = template.resources[logical_id]["Properties"].get("Name", logical_id)
+            refs[logical_id] = name
+            attrs[(logical_id, "Arn")] = f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/{name}"
+        for logical_id in template.of_type("AWS::SNS::Topic"):
+            refs[logical_id] = f"arn:aws:sns:{REGION}:{ACCOUNT}:{logical_id}"
 
+        dynamodb = self.client("dynamodb")
+        for logical_id, table in template.of_type("AWS::DynamoDB::Table").items():
+            props = table["Properties"]
+            spec: dict[str, Any] = {"TableName": refs[logical_id], "BillingMode": "PAY_PER_REQUEST",
+                                    "AttributeDefinitions": props["AttributeDefinitions"],
+                                    "KeySchema": props["KeySchema"]}
+            if props.get("GlobalSecondaryIndexes"):
+                spec["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
+            dynamodb.create_table(**spec)
+        s3 = self.client("s3")
+        for logical_id in template.of_type("AWS::S3::Bucket"):
+            s3.create_bucket(Bucket=refs[logical_id])
+            s3.put_bucket_versioning(Bucket=refs[logical_id], VersioningConfiguration={"Status": "Enabled"})
+        secrets = self.client("secretsmanager")
+        for logical_id, secret in template.of_type("AWS::SecretsManager::Secret").items():
+            name = str(secret["Properties"].get("Name") or logical_id)
+            provider = next((p for p in PROVIDER_KEY_VARS if p in name.lower()), None)
+            value = (self._provider_keys.get(provider) if provider else None) or "simulator-key"
+            refs[logical_id] = secrets.create_secret(Name=name, SecretString=value)["ARN"]
+        events = self.client("events")
+        for logical_id in template.of_type("AWS::Events::EventBus"):
+            events.create_event_bus(Name=refs[logical_id])
         sqs = self.client("sqs")
         queues = template.of_type("AWS::SQS::Queue")
         for logical_id in sorted(queues, key=lambda q: "RedrivePolicy" in queues[q]["Properties"]):  # DLQs first
             props = queues[logical_id]["Properties"]
             attributes = {}
             if "RedrivePolicy" in props:
-                attributes["RedrivePolicy"] = json.dumps(resolve(props["RedrivePolicy"], refs, attrs, pseudo))
-            url = sqs.create_queue(QueueName=logical_id, Attributes=attributes)["QueueUrl"]
-            refs[logical_id] = url
+                attributes["RedrivePolicy"] = json.dumps(res(props["RedrivePolicy"]))
+            if "VisibilityTimeout" in props:
+                attributes["VisibilityTimeout"] = str(props["VisibilityTimeout"])
+            refs[logical_id] = sqs.create_queue(QueueName=logical_id, Attributes=attributes)["QueueUrl"]
             attrs[(logical_id, "Arn")] = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{logical_id}"
+            attrs[(logical_id, "QueueName")] = logical_id
 
-        env: dict[str, str] = {}
+        # Roles and their policies, exactly as synthesized.
+        iam = self.client("iam")
+        for logical_id, role in template.of_type("AWS::IAM::Role").items():
+            props = role["Properties"]
+            iam.create_role(RoleName=refs[logical_id],
+                            AssumeRolePolicyDocument=json.dumps(res(props["AssumeRolePolicyDocument"])))
+            for index, inline in enumerate(props.get("Policies") or []):
+                iam.put_role_policy(RoleName=refs[logical_id], PolicyName=inline.get("PolicyName", f"inline{index}"),
+                                    PolicyDocument=json.dumps(res(inline["PolicyDocument"])))
+        for logical_id, policy in template.of_type("AWS::IAM::Policy").items():
+            props = policy["Properties"]
+            document = json.dumps(res(props["PolicyDocument"]))
+            for role in res(props.get("Roles") or []):
+                iam.put_role_policy(RoleName=role, PolicyName=logical_id, PolicyDocument=document)
+
         lam = self.client("lambda")
         for function in functions:
-            variables = {k: str(resolve(v, refs, attrs, pseudo)) for k, v in function.environment.items()}
-            env.update(variables)
+            props = template.resources[function.logical_id]["Properties"]
             lam.create_function(
-                FunctionName=function.logical_id, Runtime="python3.13", Role=role, Handler=function.handler,
-                Code={"ZipFile": _empty_zip()}, Timeout=900, MemorySize=1024,
-                Environment={"Variables": variables},
+                FunctionName=function.logical_id, Runtime="python3.13", Role=res(props["Role"]),
+                Handler=function.handler, Code={"ZipFile": _empty_zip()}, Timeout=int(props.get("Timeout", 3)),
+                MemorySize=int(props.get("MemorySize", 128)),
+                Environment={"Variables": {k: str(res(v)) for k, v in function.environment.items()}},
             )
+            self.functions[function.logical_id] = function.handler
         for mapping in template.of_type("AWS::Lambda::EventSourceMapping").values():
-            props = resolve(mapping["Properties"], refs, attrs, pseudo)
+            props = res(mapping["Properties"])
             lam.create_event_source_mapping(
                 EventSourceArn=props["EventSourceArn"], FunctionName=props["FunctionName"],
                 BatchSize=int(props.get("BatchSize", 10)), FunctionResponseTypes=props.get("FunctionResponseTypes", []),
             )
         for notifications in template.of_type("Custom::S3BucketNotifications").values():
-            config = resolve(notifications["Properties"]["NotificationConfiguration"], refs, attrs, pseudo)
-            self.client("s3").put_bucket_notification_configuration(
-                Bucket=self.bucket, NotificationConfiguration=config)
-        resolved = resolve(definition, refs, attrs, pseudo)
+            props = notifications["Properties"]
+            s3.put_bucket_notification_configuration(
+                Bucket=res(props["BucketName"]), NotificationConfiguration=res(props["NotificationConfiguration"]))
+        machine = template.resources[machine_id]["Properties"]
+        resolved = res(definition)
         self.client("stepfunctions").create_state_machine(
-            name="batch-gateway-workflow", definition=resolved if isinstance(resolved, str) else json.dumps(resolved),
-            roleArn=role, type="STANDARD",
+            name=STATE_MACHINE_NAME, definition=resolved if isinstance(resolved, str) else json.dumps(resolved),
+            roleArn=res(machine["RoleArn"]), type="STANDARD",
         )
-        # One process runs every handler, so they share one environment: the union of the functions' variables.
-        if self.quiet:
-            env.update(POWERTOOLS_LOG_LEVEL="WARNING", POWERTOOLS_METRICS_DISABLED="true")
-        self._set_env(env)
+
+
+def _empty_zip() -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("README.txt", "runs in a local worker process: see batch_gateway.local.lambda_runtime")
+    return buffer.getvalue()
 
 
 def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
@@ -225,7 +398,8 @@ def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     try:
-        stopped.wait()
+        while not stopped.wait(1):
+            time.sleep(0)
     except KeyboardInterrupt:
         pass
     finally:

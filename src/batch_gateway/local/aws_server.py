@@ -1,0 +1,97 @@
+"""The local AWS account: moto's server in a process of its own, with Lambda and Step Functions made faithful.
+
+``python -m batch_gateway.local.aws_server CONFIG_JSON`` starts moto on loopback, routes Lambda invocations to
+``LambdaRuntime`` (each function in its own worker processes, with its own role's credentials), lets Step Functions
+call Lambda as **the state machine's role** (moto's interpreter would use a fixed dummy key), prints one JSON line
+``{"endpoint": ...}`` and serves until its standard input closes (the parent stopped or died).
+
+A process of its own, because moto's IAM enforcement is a process-wide switch: turned on here, it cannot reach
+tests that use moto's in-memory mocks in the parent process.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from batch_gateway.local import iam_resources
+from batch_gateway.local.lambda_runtime import Credentials, LambdaRuntime, install
+
+SESSION_SECONDS = 12 * 3600
+
+
+class RoleCredentials:
+    """One assumed-role session per role (as Lambda and Step Functions hold one), made by moto's STS."""
+
+    def __init__(self, region: str) -> None:
+        self._region = region
+        self._lock = threading.Lock()
+        self._sessions: dict[str, Credentials] = {}
+
+    def __call__(self, role_arn: str) -> Credentials:
+        from moto.sts.models import sts_backends
+
+        with self._lock:
+            if role_arn not in self._sessions:
+                account = role_arn.split(":")[4]
+                role = sts_backends[account]["aws"].assume_role(
+                    region_name=self._region, role_session_name="local", role_arn=role_arn, policy=None,
+                    duration=SESSION_SECONDS, external_id=None)
+                self._sessions[role_arn] = {"AWS_ACCESS_KEY_ID": role.access_key_id,
+                                            "AWS_SECRET_ACCESS_KEY": role.secret_access_key,
+                                            "AWS_SESSION_TOKEN": role.session_token}
+            return self._sessions[role_arn]
+
+
+def _states_call_as_their_role(credentials: RoleCredentials, endpoint: str) -> None:
+    import boto3
+    from botocore.config import Config
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+
+    def boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
+        keys = credentials(state_credentials.role_arn)
+        return boto3.client(
+            service, region_name=region, endpoint_url=endpoint,
+            aws_access_key_id=keys["AWS_ACCESS_KEY_ID"], aws_secret_access_key=keys["AWS_SECRET_ACCESS_KEY"],
+            aws_session_token=keys["AWS_SESSION_TOKEN"],
+            config=Config(parameter_validation=False, retries={"max_attempts": 0, "total_max_attempts": 1},
+                          connect_timeout=60, read_timeout=1000),
+        )
+
+    lambda_eval_utils.boto_client_for = boto_client_for  # type: ignore[assignment]
+
+
+def main() -> None:
+    from moto.server import ThreadedMotoServer
+
+    config = json.loads(sys.argv[1])
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+
+    import os
+
+    os.environ["MOTO_PORT"] = str(port)  # moto's own callbacks (Step Functions -> Lambda) find the server by it
+    credentials = RoleCredentials(config["region"])
+    runtime = LambdaRuntime(credentials_for=credentials, local_env={"AWS_ENDPOINT_URL": endpoint,
+                                                                    **config["local_env"]},
+                            log_dir=Path(config["log_dir"]), task_root=Path(config["task_root"]))
+    install(runtime)
+    iam_resources.install()
+    _states_call_as_their_role(credentials, endpoint)
+    print(json.dumps({"endpoint": endpoint}), flush=True)
+    try:
+        sys.stdin.read()  # until the parent closes our stdin or dies
+    finally:
+        runtime.close()
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

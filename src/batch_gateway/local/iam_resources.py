@@ -1,0 +1,116 @@
+"""Give moto's IAM enforcement the resource of each request, for the services the stack's roles name resources in.
+
+moto checks a request's action against the caller's identity policies, but for most services it checks it against
+the resource ``*``, which no statement with a specific ARN matches, so every least-privilege grant would be refused.
+moto asks a response class for ``_determine_resource()`` when it has one (SQS and IAM do); this module adds it for
+DynamoDB, Step Functions, Secrets Manager, EventBridge and Lambda, built from the request the way AWS names the
+resource in its authorization. S3 already passes bucket and key. Conditions and resource-based policies are still
+not evaluated by moto (docs/local-stack.md lists what the template tests cover instead).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import unquote
+
+
+def _body(response: Any) -> dict[str, Any]:
+    """The request's parameters: moto has parsed them already for some services, not for others."""
+    for candidate in (getattr(response, "params", None), response.body):
+        if isinstance(candidate, dict) and candidate:
+            return candidate
+        if isinstance(candidate, str | bytes) and candidate:
+            try:
+                body = json.loads(candidate)
+            except ValueError:
+                continue
+            if isinstance(body, dict):
+                return body
+    return {}
+
+
+def _arn(response: Any, service: str, resource: str) -> str:
+    return f"arn:aws:{service}:{response.region}:{response.current_account}:{resource}"
+
+
+def _dynamodb(self: Any) -> str:
+    body = _body(self)
+    table = body.get("TableName")
+    if not table:  # BatchGetItem / BatchWriteItem / TransactWriteItems: the first table named
+        for key in ("RequestItems",):
+            if body.get(key):
+                table = next(iter(body[key]))
+        for item in body.get("TransactItems") or []:
+            table = table or next(iter(item.values()), {}).get("TableName")
+    if not table:
+        return "*"
+    if str(table).startswith("arn:"):
+        return str(table)
+    index = body.get("IndexName")
+    return _arn(self, "dynamodb", f"table/{table}" + (f"/index/{index}" if index else ""))
+
+
+def _states(self: Any) -> str:
+    body = _body(self)
+    return str(body.get("executionArn") or body.get("stateMachineArn") or "*")
+
+
+def _secrets(self: Any) -> str:
+    secret_id = _body(self).get("SecretId")
+    if not secret_id:
+        return "*"
+    if str(secret_id).startswith("arn:"):
+        return str(secret_id)
+    try:
+        return str(self.backends[self.current_account][self.region].describe_secret(secret_id).arn)
+    except Exception:
+        return _arn(self, "secretsmanager", f"secret:{secret_id}")
+
+
+def _events(self: Any) -> str:
+    entries = _body(self).get("Entries") or [{}]
+    bus = entries[0].get("EventBusName") or "default"
+    return bus if bus.startswith("arn:") else _arn(self, "events", f"event-bus/{bus}")
+
+
+def _lambda(self: Any) -> str:
+    parts = self.path.split("/functions/", 1)
+    if len(parts) < 2:
+        return "*"
+    name = unquote(parts[1].split("/", 1)[0])
+    return name if name.startswith("arn:") else _arn(self, "lambda", f"function:{name}")
+
+
+# API operation names whose IAM action is named differently (moto checks the operation name).
+_IAM_ACTIONS = {"lambda:Invoke": "lambda:InvokeFunction"}
+
+
+def install() -> None:
+    from moto.iam.access_control import IAMRequest
+
+    original_init = IAMRequest.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        self._action = _IAM_ACTIONS.get(self._action, self._action)
+
+    IAMRequest.__init__ = __init__  # type: ignore[method-assign]
+    from moto.awslambda.responses import LambdaResponse
+    from moto.dynamodb.responses import DynamoHandler
+    from moto.events.responses import EventsHandler
+    from moto.secretsmanager.responses import SecretsManagerResponse
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    DynamoHandler._determine_resource = _dynamodb  # type: ignore[attr-defined]
+    StepFunctionResponse._determine_resource = _states  # type: ignore[attr-defined]
+    EventsHandler._determine_resource = _events  # type: ignore[attr-defined]
+    LambdaResponse._determine_resource = _lambda  # type: ignore[attr-defined]
+
+    def _secrets_resource(self: Any) -> str:
+        from moto.secretsmanager.models import secretsmanager_backends
+
+        self.backends = secretsmanager_backends
+        return _secrets(self)
+
+    SecretsManagerResponse._determine_resource = _secrets_resource  # type: ignore[attr-defined]
