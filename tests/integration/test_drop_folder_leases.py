@@ -23,7 +23,7 @@ from lambdas import ingest
 from tests.integration.conftest import load_event
 
 HEADER = '{"batch_gateway": {"provider": "anthropic", "model": "claude-sonnet-4-20250514"}}'
-AFTER_THE_LEASE = timedelta(minutes=6)  # SQS makes a message visible again after its 6-minute visibility timeout
+AFTER_THE_LEASE = ingest_service.CLAIM_LEASE + timedelta(seconds=1)
 
 
 class Killed(BaseException):
