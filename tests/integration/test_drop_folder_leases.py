@@ -229,3 +229,22 @@ def test_concurrent_deliveries_of_several_files_with_crashes_start_exactly_one_j
     receipts = [_receipt(f"race-{f}") for f in range(files)]
     assert sorted(r["job_id"] for r in receipts) == jobs
     assert all(r["status"] == "accepted" and r["requests"] == 3 for r in receipts)
+
+
+def test_a_receipt_that_could_not_be_written_is_written_by_the_next_delivery_for_the_same_job(aws, ctx, monkeypatch):
+    event = _drop("inbox/no receipt.jsonl")
+    real_put = PayloadStore.put_bytes
+    failed: list[str] = []
+
+    def flaky_put(self, key, data, content_type="application/x-ndjson"):
+        if key.endswith(".receipt.json") and not failed:
+            failed.append(key)
+            raise ConnectionError("S3 unreachable")
+        return real_put(self, key, data, content_type)
+
+    monkeypatch.setattr(PayloadStore, "put_bytes", flaky_put)
+    assert _retried(ingest.handler(event, ctx), event)
+    (started,) = _job_ids()
+
+    assert ingest.handler(event, ctx) == {"batchItemFailures": []}  # at once: no need to wait for the lease
+    assert _job_ids() == [started] and _receipt("no receipt")["job_id"] == started

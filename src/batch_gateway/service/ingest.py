@@ -88,8 +88,12 @@ def ingest_object(services: Services, bucket: str, raw_key: str, version: str | 
     except Exception:
         services.jobs.release_marker(claim, token)  # let the redelivery try again at once
         raise
-    services.payloads.put_bytes(outbox_key(name, "receipt.json"), json.dumps(receipt, indent=2).encode(),
-                                "application/json")
+    try:
+        services.payloads.put_bytes(outbox_key(name, "receipt.json"), json.dumps(receipt, indent=2).encode(),
+                                    "application/json")
+    except Exception:
+        services.jobs.release_marker(claim, token)  # the redelivery adopts the job and writes the receipt
+        raise
     services.jobs.finish_marker(claim, token, {"status": receipt["status"]})
     logger.info("dropped file processed", extra={"drop": name, "status": receipt["status"]})
     return receipt
