@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -11,7 +12,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from batch_gateway import constants
-from stacks import nag
+from stacks import grants, nag
 from stacks.config import GatewayConfig
 from stacks.functions import API_SIZING, FunctionFactory
 from stacks.storage import JOBS_PREFIX, StorageConstruct
@@ -86,25 +87,25 @@ class ApiConstruct(Construct):
             # Cancel restarts the workflow so the provider hears of it at once, not after the current wait.
             "Cancel": api_function("Cancel", {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn}),
         }
-        self._grant(table=table, bucket=bucket, state_machine=state_machine)
+        self._grant(table=table, bucket=bucket, state_machine=state_machine, storage_key=storage.key)
         self.rest_api = self._rest_api(config)
 
-    def _grant(self, *, table: dynamodb.Table, bucket: s3.Bucket, state_machine: sfn.IStateMachine) -> None:
+    def _grant(self, *, table: dynamodb.Table, bucket: s3.Bucket, state_machine: sfn.IStateMachine,
+               storage_key: kms.IKey | None) -> None:
         """Least privilege per route: only Create writes objects and starts executions; reads stay reads."""
         fns = self.functions
-        table.grant_read_write_data(fns["Create"])
-        bucket.grant_put(fns["Create"], f"{JOBS_PREFIX}*")
+        key = storage_key
+        grants.table(fns["Create"].role, table, key, write=True)  # the job and its idempotency record
+        grants.objects(fns["Create"].role, bucket, key, [f"{JOBS_PREFIX}*/requests.jsonl"],
+                       [*grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
+                       "Create writes a job's requests, and deletes them again when the job cannot start.")
         state_machine.grant_start_execution(fns["Create"])
-        nag.acknowledge_object_grant(fns["Create"].role, bucket, JOBS_PREFIX, ["s3:Abort*"])
 
-        table.grant_read_data(fns["Status"])
-        table.grant_read_data(fns["List"])
-        table.grant_read_data(fns["Retrieve"])
-        bucket.grant_read(fns["Retrieve"], f"{JOBS_PREFIX}*")
-        nag.acknowledge_object_grant(
-            fns["Retrieve"].role, bucket, JOBS_PREFIX, ["s3:GetObject*", "s3:GetBucket*", "s3:List*"]
-        )
-        table.grant_read_write_data(fns["Cancel"])
+        for function_id in ("Status", "List", "Retrieve"):  # reads only: no Scan, no writes
+            grants.table(fns[function_id].role, table, key, write=False)
+        grants.objects(fns["Retrieve"].role, bucket, key, [f"{JOBS_PREFIX}*/results.jsonl"], grants.OBJECT_READ,
+                       "Retrieve reads a job's results file and nothing else (never the requests).")
+        grants.table(fns["Cancel"].role, table, key, write=True)
         state_machine.grant_start_execution(fns["Cancel"])
         state_machine.grant_execution(fns["Cancel"], "states:StopExecution")
         nag.acknowledge(
@@ -113,8 +114,6 @@ class ApiConstruct(Construct):
             + nag.logical_id(state_machine) + "\"}]}]}:*]",
             "StopExecution on this state machine's executions (named per job), to restart a canceled job's workflow.",
         )
-        for function in fns.values():
-            nag.acknowledge_table_index_grant(function.role, table)
 
     def _rest_api(self, config: GatewayConfig) -> apigw.RestApi:
         access_logs = logs.LogGroup(self, "AccessLogs", retention=config.log_retention)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Duration
+from aws_cdk import Aws, Duration, Fn
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -32,6 +32,12 @@ class Sizing:
 API_SIZING = Sizing(memory_mb=256, timeout=Duration.seconds(29))  # API Gateway's integration limit
 WORKFLOW_SIZING = Sizing(memory_mb=1024, timeout=Duration.minutes(5))
 POLL_SIZING = Sizing(memory_mb=1024, timeout=Duration.minutes(10))  # streams ended chunks' results into S3
+
+
+def deployment_environment() -> dict[str, str]:
+    """This deployment's id (the stack id's UUID), stamped on provider batches so that two stacks sharing one
+    provider key (staging and prod) never touch each other's batches."""
+    return {constants.ENV_DEPLOYMENT_ID: Fn.select(2, Fn.split("/", Aws.STACK_ID))}
 
 
 class FunctionFactory:

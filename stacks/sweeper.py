@@ -9,9 +9,9 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from batch_gateway import constants
-from stacks import nag
+from stacks import grants, nag
 from stacks.config import GatewayConfig
-from stacks.functions import WORKFLOW_SIZING, FunctionFactory
+from stacks.functions import WORKFLOW_SIZING, FunctionFactory, deployment_environment
 from stacks.secrets import SecretsConstruct
 from stacks.storage import StorageConstruct
 
@@ -23,11 +23,11 @@ class SweeperConstruct(Construct):
         self.function = functions.create(
             self, "Sweeper", handler=constants.SWEEPER_HANDLER, bundle="worker", sizing=WORKFLOW_SIZING,
             environment={constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
-                         constants.ENV_POLL_SCHEDULE: config.poll_schedule, **secrets.environment()},
+                         constants.ENV_POLL_SCHEDULE: config.poll_schedule, **secrets.environment(),
+                         **deployment_environment()},
             description="Batch Gateway: restart stopped workflows, cancel orphaned provider batches",
         )
-        storage.table.grant_read_write_data(self.function)
-        nag.acknowledge_table_index_grant(self.function.role, storage.table)
+        grants.table(self.function.role, storage.table, storage.key, write=True)
         secrets.grant_read(self.function)
         state_machine.grant_start_execution(self.function)
         state_machine.grant_read(self.function)  # DescribeExecution

@@ -19,9 +19,9 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from batch_gateway import constants
-from stacks import nag
+from stacks import grants, nag
 from stacks.config import GatewayConfig
-from stacks.functions import POLL_SIZING, WORKFLOW_SIZING, FunctionFactory
+from stacks.functions import POLL_SIZING, WORKFLOW_SIZING, FunctionFactory, deployment_environment
 from stacks.secrets import SecretsConstruct
 from stacks.storage import JOBS_PREFIX, StorageConstruct
 
@@ -35,8 +35,6 @@ RETRY_ERRORS = [*constants.RETRYABLE_ERRORS, *LAMBDA_TRANSIENT_ERRORS]
 # Providers finish or expire a batch within 24 h; a bound keeps a stuck execution from running for a year.
 EXECUTION_TIMEOUT = Duration.hours(48)
 DEFAULT_EVENT_BUS = "default"
-
-_READ_WRITE_OBJECT_ACTIONS = ["s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*", "s3:Abort*"]
 
 
 class WorkflowConstruct(Construct):
@@ -54,6 +52,7 @@ class WorkflowConstruct(Construct):
         table, bucket = storage.table, storage.bucket
         handlers = constants.WORKFLOW_HANDLERS
         poll_env = {constants.ENV_POLL_SCHEDULE: config.poll_schedule}
+        deployment = deployment_environment()
 
         def worker(function_id: str, environment: dict[str, str] | None = None) -> lambda_.Function:
             return functions.create(
@@ -67,23 +66,40 @@ class WorkflowConstruct(Construct):
 
         self.functions: dict[str, lambda_.Function] = {
             "Plan": worker("Plan"),
-            "Submit": worker("Submit", secrets.environment()),
-            "Poll": worker("Poll", secrets.environment()),
+            "Submit": worker("Submit", {**secrets.environment(), **deployment}),
+            "Poll": worker("Poll", {**secrets.environment(), **deployment}),
             "Finalize": worker("Finalize", {constants.ENV_EVENT_BUS_NAME: DEFAULT_EVENT_BUS}),
-            "MarkFailed": worker("MarkFailed"),
+            "MarkFailed": worker("MarkFailed", {constants.ENV_EVENT_BUS_NAME: DEFAULT_EVENT_BUS,
+                                                **secrets.environment(), **deployment}),
         }
 
-        for function_id, function in self.functions.items():
-            table.grant_read_write_data(function)
-            nag.acknowledge_table_index_grant(function.role, table)
-            if function_id != "MarkFailed":
-                bucket.grant_read_write(function, f"{JOBS_PREFIX}*")
-                nag.acknowledge_object_grant(function.role, bucket, JOBS_PREFIX, _READ_WRITE_OBJECT_ACTIONS)
-        for function_id in ("Submit", "Poll"):
+        key = storage.key
+        for function in self.functions.values():
+            grants.table(function.role, table, key, write=True)
+        chunk_files = [f"{JOBS_PREFIX}*/chunks/*"]
+        grants.objects(self.functions["Plan"].role, bucket, key, [f"{JOBS_PREFIX}*/requests.jsonl"],
+                       grants.OBJECT_READ, "Plan reads a job's requests.")
+        grants.objects(self.functions["Plan"].role, bucket, key, chunk_files, grants.OBJECT_WRITE,
+                       "Plan writes each chunk's provider lines and id lists.")
+        grants.objects(self.functions["Submit"].role, bucket, key, chunk_files, grants.OBJECT_READ,
+                       "Submit reads the chunk's provider lines.")
+        for function_id in ("Poll", "MarkFailed"):  # collect ended chunks (MarkFailed: what finished before a fault)
+            grants.objects(self.functions[function_id].role, bucket, key, chunk_files,
+                           [*grants.OBJECT_READ, *grants.OBJECT_WRITE],
+                           f"{function_id} reads chunk files and writes each chunk's collected results.")
+        for function_id in ("Finalize", "MarkFailed"):
+            grants.objects(self.functions[function_id].role, bucket, key, chunk_files, grants.OBJECT_READ,
+                           f"{function_id} joins the chunks' results.")
+            grants.objects(self.functions[function_id].role, bucket, key, [f"{JOBS_PREFIX}*/results.jsonl"],
+                           [*grants.OBJECT_READ, *grants.OBJECT_WRITE], f"{function_id} writes the job's results.")
+            grants.objects(self.functions[function_id].role, bucket, key, [f"{constants.OUTBOX_PREFIX}*"],
+                           grants.OBJECT_WRITE, "drop-folder results and errors go to the outbox under the "
+                           "dropped file's name.")
+        for function_id in ("Submit", "Poll", "MarkFailed"):
             secrets.grant_read(self.functions[function_id])
-        events.EventBus.from_event_bus_name(self, "DefaultEventBus", DEFAULT_EVENT_BUS).grant_put_events_to(
-            self.functions["Finalize"]
-        )
+        bus = events.EventBus.from_event_bus_name(self, "DefaultEventBus", DEFAULT_EVENT_BUS)
+        for function_id in ("Finalize", "MarkFailed"):
+            bus.grant_put_events_to(self.functions[function_id])
 
         self.state_machine = self._state_machine(config)
 

@@ -82,8 +82,11 @@ def _lambda(self: Any) -> str:
     return name if name.startswith("arn:") else _arn(self, "lambda", f"function:{name}")
 
 
-# API operation names whose IAM action is named differently (moto checks the operation name).
-_IAM_ACTIONS = {"lambda:Invoke": "lambda:InvokeFunction"}
+# API operation names whose IAM action is named differently (moto checks the operation name). DynamoDB has no
+# transaction actions: AWS authorizes each item of a transaction by its own action; the stack's transactions update
+# and condition-check items, so they are checked as UpdateItem (an approximation, see docs/local-stack.md).
+_IAM_ACTIONS = {"lambda:Invoke": "lambda:InvokeFunction", "dynamodb:TransactWriteItems": "dynamodb:UpdateItem",
+                "dynamodb:TransactGetItems": "dynamodb:GetItem"}
 
 
 def install() -> None:
@@ -96,6 +99,18 @@ def install() -> None:
         self._action = _IAM_ACTIONS.get(self._action, self._action)
 
     IAMRequest.__init__ = __init__  # type: ignore[method-assign]
+
+    # moto signs a body-less request (a REST GET such as Lambda's GetFunctionConfiguration) over its parsed
+    # parameters instead of the empty payload the client signed: every such call would fail its signature check.
+    original_request = IAMRequest._create_aws_request
+
+    def _create_aws_request(self: Any) -> Any:
+        request = original_request(self)
+        if self._method in ("GET", "HEAD", "DELETE") and not self._body:
+            request.data = b""
+        return request
+
+    IAMRequest._create_aws_request = _create_aws_request  # type: ignore[method-assign]
     from moto.awslambda.responses import LambdaResponse
     from moto.dynamodb.responses import DynamoHandler
     from moto.events.responses import EventsHandler

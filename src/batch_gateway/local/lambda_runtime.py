@@ -33,6 +33,7 @@ from batch_gateway.local.lambda_worker import read_frame, write_frame
 
 SYNC_PAYLOAD_LIMIT = 6 * 1024 * 1024
 MAX_WORKERS_PER_FUNCTION = 6
+ENVIRONMENTS_FILE = "environments.jsonl"
 # Set by the local runtime only; everything else in a worker's environment is the template's or Lambda's own.
 LOCAL_ONLY_VARIABLES = ("AWS_ENDPOINT_URL", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "PYTHONPATH",
                         "POWERTOOLS_TRACE_DISABLED", "BGW_LOCAL_FUNCTION_ARN", "PYTHONDONTWRITEBYTECODE")
@@ -171,6 +172,8 @@ class LambdaRuntime:
         worker = _Worker(configuration, env, log, str(self._task_root))
         with self._lock:
             self._all.append(worker)
+            with open(self._log_dir / ENVIRONMENTS_FILE, "a") as started:  # what each instance started with
+                started.write(json.dumps({"function": name, "environment": env}) + "\n")
         return worker
 
     def _release(self, name: str, worker: _Worker) -> None:

@@ -29,6 +29,7 @@ import boto3
 import requests
 
 from batch_gateway.local.front import ApiFront
+from batch_gateway.local.lambda_runtime import ENVIRONMENTS_FILE
 from batch_gateway.local.template import REPO_ROOT, Template, resolve, synthesized_template
 
 REGION = "us-east-1"
@@ -235,6 +236,12 @@ class LocalStack:
     def function_environment(self, function: str) -> dict[str, str]:
         config = self.client("lambda").get_function_configuration(FunctionName=function)
         return dict(config.get("Environment", {}).get("Variables", {}))
+
+    def worker_environments(self, function: str) -> list[dict[str, str]]:
+        """The environment each started instance of ``function`` got (newest last)."""
+        path = self.log_dir / ENVIRONMENTS_FILE
+        lines = path.read_text().splitlines() if path.exists() else []
+        return [entry["environment"] for entry in map(json.loads, lines) if entry["function"] == function]
 
     def logs(self, function: str | None = None) -> str:
         """Everything the functions (or one of them) have logged so far, like their CloudWatch log groups."""

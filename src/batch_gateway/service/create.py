@@ -100,5 +100,7 @@ def _create(services: Services, owner: str, spec: CreateJobInput, requests: Iter
 
 
 def _undo(services: Services, job_id: str) -> None:
-    services.payloads.delete_prefix(f"jobs/{job_id}/")
+    """Leave nothing that can run: the job item first (the sweeper starts any open job it finds), then the one
+    object this create wrote (no listing: the create functions may not list the bucket)."""
     services.jobs.delete_job(job_id)
+    services.payloads.delete(requests_key(job_id))

@@ -51,7 +51,9 @@ class PayloadStore:
         try:
             self._s3.head_object(Bucket=self.bucket, Key=key)
         except self._s3.exceptions.ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            # No role of the stack may list the bucket, and S3 answers 403 instead of 404 for a missing key to a
+            # caller without s3:ListBucket; every caller of this method may read the key it asks about.
+            if exc.response.get("Error", {}).get("Code") in ("403", "404", "NoSuchKey", "NotFound", "AccessDenied"):
                 return False
             raise
         return True
@@ -84,12 +86,8 @@ class PayloadStore:
             "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_in
         )
 
-    def delete_prefix(self, prefix: str) -> None:
-        paginator = self._s3.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
-            keys = [{"Key": obj["Key"]} for obj in page.get("Contents", [])]
-            if keys:
-                self._s3.delete_objects(Bucket=self.bucket, Delete={"Objects": keys, "Quiet": True})
+    def delete(self, key: str) -> None:
+        self._s3.delete_object(Bucket=self.bucket, Key=key)
 
 
 class MultipartWriter:
