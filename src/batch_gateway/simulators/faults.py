@@ -1,8 +1,12 @@
 """One-shot fault injection: queued faults are consumed by the next matching provider call(s).
 
-Two families: HTTP faults answer with the provider's real error status and body instead of performing the call
+Three families: HTTP faults answer with the provider's real error status and body instead of performing the call
 (`http_429`, `http_500`, `http_503`, `http_529`); accept faults perform the call and then close the connection
-without an answer (`drop_after_accept`, `timeout_after_accept`), the case that makes SDK retries double-submit.
+without an answer (`drop_after_accept`, `timeout_after_accept`), the case that makes SDK retries double-submit, and
+`drop_before_accept` closes it without performing the call (the bytes were sent, nothing was accepted); hold faults
+keep the call on the wire until `release_held()` (or `seconds`, 30 by default) and then answer normally, either
+before performing it (`hold_before_accept`) or after (`hold_after_accept`), so a test can act while a create is
+in flight.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ OPS = (
 )
 HTTP_KINDS = ("http_429", "http_500", "http_503", "http_529")
 ACCEPT_KINDS = ("drop_after_accept", "timeout_after_accept")
-KINDS = HTTP_KINDS + ACCEPT_KINDS
+NO_ANSWER_KINDS = ("drop_before_accept",)
+HOLD_KINDS = ("hold_before_accept", "hold_after_accept")
+KINDS = HTTP_KINDS + ACCEPT_KINDS + NO_ANSWER_KINDS + HOLD_KINDS
 _EXTRA_KEYS = {"seconds", "retry_after", "message"}
 
 # status -> (Anthropic error type, OpenAI error type, OpenAI code, message)
@@ -53,9 +59,14 @@ class Fault:
         return self.kind in ACCEPT_KINDS
 
     @property
+    def performs_call(self) -> bool:
+        """False for faults that answer (or drop) instead of performing the call."""
+        return self.kind not in HTTP_KINDS + NO_ANSWER_KINDS
+
+    @property
     def seconds(self) -> float:
-        """How long `timeout_after_accept` holds the connection before closing it."""
-        return float(self.extra.get("seconds", 3.0))
+        """How long `timeout_after_accept` holds the connection before closing it (a hold fault: at most)."""
+        return float(self.extra.get("seconds", 30.0 if self.kind in HOLD_KINDS else 3.0))
 
     def error(self) -> ApiError:
         """The HTTP fault as an error answer for this fault's provider."""

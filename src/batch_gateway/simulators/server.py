@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from batch_gateway.simulators import errors
 from batch_gateway.simulators.errors import ApiError
-from batch_gateway.simulators.faults import Fault
+from batch_gateway.simulators.faults import NO_ANSWER_KINDS, Fault
 from batch_gateway.simulators.state import SimulatorState
 from batch_gateway.simulators.wire import BadBody, Reply, Request, json_reply, parse_json
 
@@ -120,7 +120,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
             return
-        if fault is not None and fault.after_accept:
+        if fault is not None and (fault.after_accept or fault.kind in NO_ANSWER_KINDS):
             if fault.kind == "timeout_after_accept":
                 self.server.stopping.wait(fault.seconds)
             self._drop()
@@ -144,9 +144,15 @@ class _Handler(BaseHTTPRequestHandler):
                 try:
                     provider.authorize(req)
                     fault = state.faults.take(provider.provider, route.op)
-                    if fault is not None and not fault.after_accept:
+                    if fault is not None and fault.kind in NO_ANSWER_KINDS:
+                        return Reply(200), fault  # never performed; _handle drops the connection
+                    if fault is not None and not fault.performs_call:
                         return errors.render(provider.provider, fault.error()), None
+                    if fault is not None and fault.kind == "hold_before_accept":
+                        state.hold(fault.seconds)
                     reply = route.handler(req, **match.groupdict())
+                    if fault is not None and fault.kind == "hold_after_accept":
+                        state.hold(fault.seconds)
                 except ApiError as exc:
                     return errors.render(provider.provider, exc), fault
                 except Exception as exc:  # a simulator bug: answer 500 and say so on stderr
@@ -175,6 +181,8 @@ class _Handler(BaseHTTPRequestHandler):
                     raise ValueError("fault must be a JSON object")
                 fault = state.faults.add(**spec)
                 return json_reply({"queued": fault.describe(), "pending": state.faults.pending()})
+            if req.method == "POST" and route == "/release":
+                return json_reply({"released": state.release_held()})
             if req.method == "POST" and route == "/reset":
                 state.reset()
                 return json_reply({"reset": True})
@@ -283,6 +291,10 @@ class SimulatorServer:
     def add_fault(self, provider: str, op: str, kind: str, times: int = 1, **extra: Any) -> dict[str, Any]:
         """Queue a one-shot fault (same as POST /_simulator/faults); returns it."""
         return self.state.faults.add(provider, op, kind, times, **extra).describe()
+
+    def release_held(self) -> int:
+        """Let every call held by a hold fault go on (same as POST /_simulator/release); returns how many."""
+        return self.state.release_held()
 
     def reset(self) -> None:
         """Forget all batches, files and faults and restore the default settings."""

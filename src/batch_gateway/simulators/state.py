@@ -28,6 +28,8 @@ class SimulatorState:
         self.openai = OpenAIBatches(self)
         self.providers = (self.anthropic, self.openai)
         self.requests: Counter[str] = Counter()
+        self._release = threading.Event()  # replaced by release_held(): every call held until then goes on
+        self.held = 0  # calls a hold fault is keeping on the wire right now
 
     def configure(self, updates: dict[str, Any]) -> dict[str, Any]:
         """Merge validated `updates` into the settings; returns the resulting settings."""
@@ -47,6 +49,26 @@ class SimulatorState:
             for provider in self.providers:
                 provider.reset()
             self.requests.clear()
+        self.release_held()
+
+    def hold(self, seconds: float) -> None:
+        """Keep the calling request on the wire until ``release_held()`` or ``seconds`` pass."""
+        with self.lock:
+            release = self._release
+            self.held += 1
+        try:
+            release.wait(seconds)
+        finally:
+            with self.lock:
+                self.held -= 1
+
+    def release_held(self) -> int:
+        """Let every held call go on; later hold faults wait for the next release."""
+        with self.lock:
+            release, self._release = self._release, threading.Event()
+            released = self.held
+        release.set()
+        return released
 
     def count(self, key: str) -> None:
         with self.lock:
@@ -59,5 +81,6 @@ class SimulatorState:
                 "openai": self.openai.stats(),
                 "requests": dict(self.requests),
                 "faults_pending": self.faults.pending(),
+                "held": self.held,
                 "settings": copy.deepcopy(self.settings),
             }
