@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from aws_cdk import FileSystem, IgnoreMode
+from packaging.markers import Marker
 
 from stacks import bundling
 
@@ -19,6 +20,11 @@ TOP_LEVEL = {
 }
 # The Lambda runtime's boto3 brings these; the bundle must not shadow them.
 RUNTIME_CLOSURE = {"boto3", "botocore", "s3transfer", "urllib3", "python-dateutil", "six"}
+# uv.lock markers as the Lambda platform sees them (uv writes "the project is installed" as an extra: its
+# conflicting lint group resolves in a fork of its own).
+_LAMBDA_MARKER_ENV = {"sys_platform": "linux", "platform_system": "Linux", "python_version": "3.13",
+                      "python_full_version": "3.13.0", "implementation_name": "cpython",
+                      "extra": "project-13-batch-gateway"}
 
 
 def _pins(bundle: str) -> dict[str, str]:
@@ -39,8 +45,8 @@ def _lock_closure(top_level) -> dict[str, str]:
         for extra in extras:
             deps += package.get("optional-dependencies", {}).get(extra, [])
         for dep in deps:
-            if "emscripten'" in dep.get("marker", "") and "!=" not in dep.get("marker", ""):
-                continue  # browser-only dependency
+            if "marker" in dep and not Marker(dep["marker"]).evaluate(_LAMBDA_MARKER_ENV):
+                continue  # e.g. browser-only, or only in the conflicting lint group's fork
             if dep["name"] not in closure and dep["name"] not in RUNTIME_CLOSURE:
                 pending.append((dep["name"], tuple(dep.get("extra", ()))))
     return closure
