@@ -5,9 +5,12 @@ from __future__ import annotations
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
+from stacks import checkov
+from stacks.alarms import AlarmsConstruct
 from stacks.api import ApiConstruct
 from stacks.config import GatewayConfig
 from stacks.drop_folder import DropFolderConstruct
+from stacks.encryption import CustomerKey
 from stacks.functions import FunctionFactory
 from stacks.secrets import SecretsConstruct
 from stacks.storage import StorageConstruct
@@ -20,8 +23,9 @@ class BatchGatewayStack(Stack):
         super().__init__(scope, construct_id, **kwargs)
         self.config = config
 
-        self.storage = StorageConstruct(self, "Storage")
-        self.secrets = SecretsConstruct(self, "Secrets", providers=config.providers)
+        key = CustomerKey(self, "Encryption").key if config.customer_key else None
+        self.storage = StorageConstruct(self, "Storage", key=key)
+        self.secrets = SecretsConstruct(self, "Secrets", providers=config.providers, key=key)
         self.functions = FunctionFactory(config, table=self.storage.table, bucket=self.storage.bucket)
         self.workflow = WorkflowConstruct(
             self, "Workflow", config=config, functions=self.functions, storage=self.storage, secrets=self.secrets
@@ -42,6 +46,11 @@ class BatchGatewayStack(Stack):
             self, "Sweeper", config=config, functions=self.functions, storage=self.storage, secrets=self.secrets,
             state_machine=self.workflow.state_machine,
         )
+        self.alarms = AlarmsConstruct(
+            self, "Alarms", dead_letters=self.drop_folder.dead_letters, state_machine=self.workflow.state_machine,
+            mark_failed=self.workflow.functions["MarkFailed"], key=key,
+        )
+        checkov.add_suppressions(self, config)
 
         CfnOutput(self, "ApiUrl", value=self.api.rest_api.url, description="Base URL of the API (stage v1)")
         CfnOutput(self, "BucketName", value=self.storage.bucket.bucket_name, description="Payload bucket")
@@ -52,3 +61,12 @@ class BatchGatewayStack(Stack):
             value=self.workflow.state_machine.state_machine_arn,
             description="Batch workflow state machine",
         )
+        CfnOutput(
+            self, "AlarmTopicArn", value=self.alarms.topic.topic_arn,
+            description="SNS topic of the stack's alarms: subscribe an email, chat or pager endpoint",
+        )
+        if key is not None:
+            CfnOutput(
+                self, "KmsKeyArn", value=key.key_arn,
+                description="Customer-managed key of the stack's data; drop-folder uploaders need kms:GenerateDataKey",
+            )

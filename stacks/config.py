@@ -19,6 +19,10 @@ Context keys:
     Comma separated seconds between polls, e.g. ``"30,60,120,300,600,900"`` (the last one repeats).
 ``nag``
     ``true`` (default) runs cdk-nag's AwsSolutions checks on synth; ``false`` turns them off.
+``kms``
+    ``aws`` (default): AWS-managed encryption at rest (SSE-S3, DynamoDB's and Secrets Manager's AWS-managed keys,
+    SSE-SQS, CloudWatch Logs' own). ``customer``: one customer-managed KMS key (rotated yearly, kept when the stack
+    is deleted) encrypts the payload bucket, jobs table, queues, log groups, secrets and alarm topic.
 """
 
 from __future__ import annotations
@@ -41,7 +45,10 @@ DEFAULTS: dict[str, Any] = {
     "drop_folder_owner": "",
     "poll_schedule": constants.DEFAULT_POLL_SCHEDULE,
     "nag": True,
+    "kms": "aws",
 }
+
+KMS_MODES = ("aws", "customer")
 
 _RETENTION = {
     1: logs.RetentionDays.ONE_DAY,
@@ -84,6 +91,7 @@ class GatewayConfig:
     drop_folder_owner: str
     poll_schedule: str
     nag: bool
+    kms: str = "aws"
 
     @classmethod
     def from_context(cls, get: Any) -> GatewayConfig:
@@ -131,6 +139,10 @@ class GatewayConfig:
         if isinstance(nag, str):
             nag = nag.strip().lower() not in ("false", "0", "no", "off")
 
+        kms = str(value("kms")).strip().lower()
+        if kms not in KMS_MODES:
+            raise ConfigError(f"context 'kms' must be one of {list(KMS_MODES)}, got {value('kms')!r}")
+
         return cls(
             providers=providers,
             architecture=architecture,
@@ -139,7 +151,13 @@ class GatewayConfig:
             drop_folder_owner=owner,
             poll_schedule=schedule,
             nag=bool(nag),
+            kms=kms,
         )
+
+    @property
+    def customer_key(self) -> bool:
+        """One customer-managed KMS key for the stack's data at rest (``-c kms=customer``)."""
+        return self.kms == "customer"
 
     @property
     def lambda_architecture(self) -> lambda_.Architecture:

@@ -6,7 +6,8 @@ back the others, and after five receives a message moves to the dead-letter queu
 
 from __future__ import annotations
 
-from aws_cdk import Aws, Duration, Stack
+from aws_cdk import Annotations, Aws, Duration, Stack
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_notifications as s3n
@@ -30,13 +31,22 @@ class DropFolderConstruct(Construct):
         bucket, table = storage.bucket, storage.table
         owner = config.drop_folder_owner or f"arn:aws:iam::{Aws.ACCOUNT_ID}:role/BatchGatewayDropFolder"
 
+        # SSE-SQS, or the customer key: S3 cannot send events to a queue under the AWS-managed aws/sqs key.
+        encryption: dict[str, object] = {"encryption": sqs.QueueEncryption.SQS_MANAGED}
+        if storage.key:
+            # By ARN: S3's grant on the queue would otherwise put the bucket ARN into the key policy, and the bucket is
+            # encrypted with that key (a circular dependency). The key policy admits S3 itself (stacks/encryption.py).
+            queue_key = kms.Key.from_key_arn(self, "QueueKey", storage.key.key_arn)
+            Annotations.of(queue_key).acknowledge_warning(
+                "@aws-cdk/aws-s3-notifications:sqsKMSPermissionsNotAdded",
+                "The customer key's policy admits S3 (GenerateDataKey*, Decrypt): stacks/encryption.py.",
+            )
+            encryption = {"encryption": sqs.QueueEncryption.KMS, "encryption_master_key": queue_key}
         self.dead_letters = sqs.Queue(
-            self, "DeadLetters", retention_period=Duration.days(14), enforce_ssl=True,
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            self, "DeadLetters", retention_period=Duration.days(14), enforce_ssl=True, **encryption,
         )
         self.queue = sqs.Queue(
-            self, "Events", visibility_timeout=Duration.minutes(6), enforce_ssl=True,
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            self, "Events", visibility_timeout=Duration.minutes(6), enforce_ssl=True, **encryption,
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letters, max_receive_count=5),
         )
         bucket.add_event_notification(

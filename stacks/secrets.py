@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
@@ -20,7 +21,10 @@ def secret_name(provider: str) -> str:
 
 
 class SecretsConstruct(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, providers: tuple[str, ...]) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, providers: tuple[str, ...], key: kms.IKey | None = None
+    ) -> None:
+        """``key``: the customer-managed key (``-c kms=customer``), else Secrets Manager's AWS-managed key."""
         super().__init__(scope, construct_id)
         self.secrets: dict[str, secretsmanager.Secret] = {}
         for provider in providers:
@@ -35,6 +39,7 @@ class SecretsConstruct(Construct):
                 generate_secret_string=secretsmanager.SecretStringGenerator(
                     password_length=32, exclude_punctuation=True
                 ),
+                encryption_key=key,  # grant_read then adds kms:Decrypt through Secrets Manager only
             )
             nag.acknowledge(
                 secret,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
@@ -13,10 +14,9 @@ JOBS_PREFIX = "jobs/"
 TTL_ATTRIBUTE = "expires_at"
 
 
-# Every bucket of the stack: SSE-S3 (server access logs can only be delivered to such a bucket), no public access,
-# no ACLs, TLS 1.2+ only, versioned, kept when the stack is deleted.
+# Every bucket of the stack: no public access, no ACLs, TLS 1.2+ only, versioned, kept when the stack is deleted.
+# SSE-S3 unless the payload bucket takes the customer key (server access logs can only go to an SSE-S3 bucket).
 _SECURE_BUCKET = {
-    "encryption": s3.BucketEncryption.S3_MANAGED,
     "block_public_access": s3.BlockPublicAccess.BLOCK_ALL,
     "object_ownership": s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
     "enforce_ssl": True,
@@ -27,12 +27,16 @@ _SECURE_BUCKET = {
 
 
 class StorageConstruct(Construct):
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    """``key``: the customer-managed key (``-c kms=customer``) for the payload bucket and the table, else ``None``."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey | None = None) -> None:
         super().__init__(scope, construct_id)
+        self.key = key
 
         self.access_logs_bucket = s3.Bucket(
             self,
             "AccessLogsBucket",
+            encryption=s3.BucketEncryption.S3_MANAGED,
             lifecycle_rules=[
                 s3.LifecycleRule(
                     id="expire-access-logs",
@@ -47,6 +51,9 @@ class StorageConstruct(Construct):
         self.bucket = s3.Bucket(
             self,
             "PayloadBucket",
+            encryption=s3.BucketEncryption.KMS if key else s3.BucketEncryption.S3_MANAGED,
+            encryption_key=key,
+            bucket_key_enabled=True if key else None,  # one data key per object batch, not a KMS call per object
             server_access_logs_bucket=self.access_logs_bucket,
             server_access_logs_prefix="payload-bucket/",
             lifecycle_rules=[
@@ -65,7 +72,8 @@ class StorageConstruct(Construct):
             partition_key=dynamodb.Attribute(name=constants.TABLE_PK, type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name=constants.TABLE_SK, type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED if key else dynamodb.TableEncryption.AWS_MANAGED,
+            encryption_key=key,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),

@@ -1,4 +1,5 @@
-"""``python -m stacks.synth_for_lint OUTDIR``: write OUTDIR/BatchGatewayStack.template.json, bundling skipped."""
+"""``python -m stacks.synth_for_lint OUTDIR [key=value ...]``: write OUTDIR/BatchGatewayStack.template.json, bundling
+skipped, with optional context values (as ``cdk synth -c key=value``, e.g. ``kms=customer``)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from stacks.app_factory import SKIP_BUNDLING, build_app
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m stacks.synth_for_lint OUTDIR", file=sys.stderr)
+    if not argv or not all("=" in arg for arg in argv[1:]):
+        print("usage: python -m stacks.synth_for_lint OUTDIR [key=value ...]", file=sys.stderr)
         return 2
     outdir = Path(argv[0])
-    build_app(dict(SKIP_BUNDLING), outdir=str(outdir)).synth()
+    context = dict(arg.split("=", 1) for arg in argv[1:])
+    build_app({**SKIP_BUNDLING, **context}, outdir=str(outdir)).synth()
     template = outdir / f"{constants.STACK_NAME}.template.json"
     if not template.is_file():
         print(f"synth wrote no {template}", file=sys.stderr)

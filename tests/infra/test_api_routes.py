@@ -120,9 +120,9 @@ def test_api_gateway_errors_use_the_service_error_shape(synthesized):
         assert template.startswith('{"error": {"type": ')
 
 
-def test_stack_outputs_api_url_bucket_table_and_state_machine(synthesized):
+def test_stack_outputs_api_url_bucket_table_state_machine_and_alarm_topic(synthesized):
     outputs = synthesized.json["Outputs"]
-    assert set(outputs) == {"ApiUrl", "BucketName", "TableName", "StateMachineArn"}
+    assert set(outputs) == {"ApiUrl", "BucketName", "TableName", "StateMachineArn", "AlarmTopicArn"}
     stage_id, _ = synthesized.by_path("Api/RestApi/DeploymentStage.v1/Resource")
     assert {"Ref": stage_id} in outputs["ApiUrl"]["Value"]["Fn::Join"][1]
     assert outputs["StateMachineArn"]["Value"] == {"Ref": synthesized.by_path("Workflow/StateMachine/Resource")[0]}
