@@ -21,6 +21,7 @@ ENV_DROP_OWNER = "DROP_FOLDER_OWNER"
 ENV_EVENT_BUS_NAME = "EVENT_BUS_NAME"
 ENV_MAX_CHUNK_REQUESTS = "MAX_CHUNK_REQUESTS"  # operator's lower limit, optional
 ENV_MAX_CHUNK_BYTES = "MAX_CHUNK_BYTES"  # operator's lower limit, optional
+ENV_DEPLOYMENT_ID = "DEPLOYMENT_ID"  # stamped on provider batches: stacks sharing one provider key touch only their own
 
 DEFAULT_POLL_SCHEDULE = "30,60,120,300,600,900"
 DEFAULT_PRESIGN_EXPIRY = 900
@@ -55,6 +56,10 @@ WORKFLOW_HANDLERS = {
 INGEST_HANDLER = "lambdas.ingest.handler"  # S3 drop folder, fed by SQS
 SWEEPER_HANDLER = "lambdas.sweeper.handler"  # scheduled: stuck jobs and orphaned provider batches
 SWEEP_EVERY_MINUTES = 30
+# A submitter's claim on a chunk lasts this long: longer than any Lambda may run (15 min), so a live claim's owner
+# may still be sending and is never taken over, and an expired one's owner is surely gone.
+CLAIM_LEASE_SECONDS = 960
 
 # Error names the state machine retries (raised by the workflow Lambdas, see batch_gateway.models.errors).
-RETRYABLE_ERRORS = ["TransientError", "ProviderUnavailable", "ProviderRateLimited", "ProviderAmbiguousError"]
+RETRYABLE_ERRORS = ["TransientError", "ProviderUnavailable", "ProviderRateLimited", "ProviderAmbiguousError",
+                    "ProviderKeyRejectedError"]

@@ -21,6 +21,8 @@ class Settings:
     drop_prefix: str = c.DEFAULT_DROP_PREFIX
     drop_owner: str | None = None
     event_bus: str | None = None
+    deployment_id: str | None = None  # None: this deployment cannot tell its provider batches from others'
+    claim_lease_seconds: int = c.CLAIM_LEASE_SECONDS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -41,6 +43,7 @@ class Settings:
             drop_prefix=env.get(c.ENV_DROP_PREFIX) or c.DEFAULT_DROP_PREFIX,
             drop_owner=env.get(c.ENV_DROP_OWNER) or None,
             event_bus=env.get(c.ENV_EVENT_BUS_NAME) or None,
+            deployment_id=env.get(c.ENV_DEPLOYMENT_ID) or None,
         )
 
     def wait_after(self, polls: int) -> int:

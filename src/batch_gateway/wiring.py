@@ -44,7 +44,7 @@ def _api_key(provider: str) -> str:
 def _provider_with_key(name: str, api_key: str) -> BatchProvider:
     from batch_gateway.providers import make_provider  # workflow functions only
 
-    return make_provider(name, api_key=api_key)
+    return make_provider(name, api_key=api_key, deployment_id=settings().deployment_id)
 
 
 def _provider(name: str) -> BatchProvider:

@@ -68,7 +68,7 @@ def _moto_account(simulator):
         for key, value in {
             "JOBS_TABLE": "jobs", "PAYLOAD_BUCKET": "payloads", "STATE_MACHINE_ARN": machine,
             "ANTHROPIC_SECRET_ARN": anthropic_arn, "OPENAI_SECRET_ARN": openai_arn,
-            "POLL_SCHEDULE_SECONDS": "0", "EVENT_BUS_NAME": "default",
+            "POLL_SCHEDULE_SECONDS": "0", "EVENT_BUS_NAME": "default", "DEPLOYMENT_ID": "test",
             "DROP_FOLDER_OWNER": "arn:aws:iam::123456789012:role/data-pipeline",
         }.items():
             patch.setenv(key, value)

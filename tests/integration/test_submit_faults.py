@@ -5,8 +5,11 @@ timeout), and a crash between the provider's acceptance and our record. Each tim
 machine's Retry does) must end with exactly one provider batch, adopted or created, and a finished job.
 """
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
+from batch_gateway import wiring
 from batch_gateway.models import errors
 from batch_gateway.models.jobs import ChunkState
 from batch_gateway.providers import anthropic as anthropic_adapter
@@ -52,13 +55,15 @@ def test_answer_lost_after_acceptance_is_reconciled_not_resubmitted(aws, ctx, si
     with pytest.raises(errors.ProviderAmbiguousError):
         submit.handler(state, ctx)
     [chunk] = aws.jobs.get_chunks(state["job_id"])
-    assert chunk.state is ChunkState.SUBMITTING and chunk.provider_batch_id is None
+    assert chunk.state is ChunkState.RECONCILING and chunk.provider_batch_id is None
     assert simulator.stats()["anthropic"]["batches_created"] == 1
-    state = submit.handler(state, ctx)
+    [accepted] = simulator.stats()["anthropic"]["batches"]
+    state = submit.handler(state, ctx)  # the state machine's retry: the batch is a candidate until it proves ours
     [chunk] = aws.jobs.get_chunks(state["job_id"])
-    assert chunk.state is ChunkState.SUBMITTED
-    assert chunk.provider_batch_id == simulator.stats()["anthropic"]["batches"][0]
+    assert chunk.state is ChunkState.RECONCILING and chunk.candidates == [accepted]
     assert _finish(state, ctx)["status"] == "finished"
+    [chunk] = aws.jobs.get_chunks(state["job_id"])
+    assert chunk.provider_batch_id == accepted
     assert simulator.stats()["anthropic"]["batches_created"] == 1
 
 
@@ -93,16 +98,46 @@ def test_crash_between_acceptance_and_our_record_adopts_the_accepted_batch(aws, 
     assert simulator.stats()["anthropic"]["batches_created"] == 1
 
 
-def test_a_second_submitter_never_sends_a_claimed_chunk(aws, ctx, simulator):
+def test_a_claim_whose_lease_ran_out_is_reconciled_and_sent_once(aws, ctx, simulator):
+    """The submitter that claimed it died (its Lambda timed out) without the provider getting anything."""
     state = _planned_job(ctx)
     [chunk] = aws.jobs.get_chunks(state["job_id"])
-    aws.jobs.update_chunk(chunk, expect_state=ChunkState.PENDING, state=ChunkState.SUBMITTING, claim_token="other",
-                          claimed_at=chunk.claimed_at or __import__("datetime").datetime.now(
-                              __import__("datetime").UTC))
-    # a concurrent submitter sees the claim; with nothing at the provider it takes over and sends once
-    submit.handler(state, ctx)
-    submit.handler(state, ctx)
+    past = datetime.now(UTC) - timedelta(seconds=1)
+    aws.jobs.update_chunk(chunk, expect_state=ChunkState.PENDING, state=ChunkState.SUBMITTING, claim_token="dead",
+                          claimed_at=past - timedelta(seconds=aws.settings.claim_lease_seconds), lease_until=past)
+    state = submit.handler(state, ctx)
     assert simulator.stats()["anthropic"]["batches_created"] == 1
+    assert _finish(state, ctx)["status"] == "finished"
+    assert simulator.stats()["anthropic"]["batches_created"] == 1
+
+
+def test_a_live_claim_is_left_to_its_owner(aws, ctx, simulator):
+    state = _planned_job(ctx)
+    [chunk] = aws.jobs.get_chunks(state["job_id"])
+    now = datetime.now(UTC)
+    aws.jobs.update_chunk(chunk, expect_state=ChunkState.PENDING, state=ChunkState.SUBMITTING, claim_token="alive",
+                          claimed_at=now, lease_until=now + timedelta(seconds=aws.settings.claim_lease_seconds))
+    submit.handler(state, ctx)
+    poll.handler(state, ctx)
+    [chunk] = aws.jobs.get_chunks(state["job_id"])
+    assert chunk.state is ChunkState.SUBMITTING and chunk.claim_token == "alive"
+    assert simulator.stats()["anthropic"]["batches_created"] == 0
+
+
+def test_a_refused_connection_sent_nothing_and_releases_the_claim(aws, ctx, simulator, monkeypatch):
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", closed)
+    wiring.reset()
+    state = _planned_job(ctx)
+    with pytest.raises(errors.ProviderUnavailable) as raised:
+        submit.handler(state, ctx)
+    assert not isinstance(raised.value, errors.ProviderAmbiguousError)
+    [chunk] = aws.jobs.get_chunks(state["job_id"])
+    assert chunk.state is ChunkState.PENDING and chunk.claim_token is None
 
 
 def test_poll_survives_a_transient_provider_error_and_collects_later(aws, ctx, simulator):
@@ -110,3 +145,21 @@ def test_poll_survives_a_transient_provider_error_and_collects_later(aws, ctx, s
     simulator.add_fault("anthropic", "get_batch", "http_500", times=3)
     state = poll.handler(state, ctx)  # the SDK's own retries on reads may absorb some; the poll must not fail
     assert _finish(state, ctx)["status"] == "finished"
+
+
+def test_anthropic_custom_ids_carry_the_chunk_marker_and_caller_ids_come_back_unchanged(aws, ctx, simulator):
+    import json
+
+    from batch_gateway.service.keys import chunk_ids_key, results_key
+    from tests.integration.workflow_driver import run_workflow
+
+    ids = ["q1", "x" * 55, "y" * 56, "z" * 64, "with space", "bgw-0"]
+    event = load_event("api_create.json")
+    event["body"] = json.dumps({**json.loads(event["body"]), "requests": {i: f"prompt {i}" for i in ids}})
+    _, job = call(create.handler, event, ctx)
+    assert run_workflow(job["id"], ctx)["status"] == "finished"
+    [chunk] = aws.jobs.get_chunks(job["id"])
+    sent = [line.decode() for line in aws.payloads.iter_lines(chunk_ids_key(job["id"], 0)) if line]
+    assert chunk.id_marker and all(cid.startswith(chunk.id_marker + "-") and len(cid) <= 64 for cid in sent)
+    results = [json.loads(x) for x in aws.payloads.iter_lines(results_key(job["id"])) if x]
+    assert sorted(r["id"] for r in results) == sorted(ids) and {r["status"] for r in results} == {"succeeded"}

@@ -90,8 +90,10 @@ def test_mark_failed_records_a_reason_without_stack_traces(aws, ctx):
 
 
 def test_items_the_provider_errored_are_data_not_failures(aws, ctx, simulator):
-    simulator.configure(item_outcomes={"request_B": "errored"})
     job_id = _job(ctx)
+    plan.handler({"job_id": job_id}, ctx)
+    [chunk] = aws.jobs.get_chunks(job_id)  # Anthropic custom_ids carry the chunk's marker
+    simulator.configure(item_outcomes={f"{chunk.id_marker}-request_B": "errored"})
     assert run_workflow(job_id, ctx)["status"] == "finished"
     results = {json.loads(x)["id"]: json.loads(x) for x in aws.payloads.iter_lines(results_key(job_id)) if x}
     assert results["request_B"]["status"] == "errored"

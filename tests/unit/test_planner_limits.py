@@ -97,7 +97,11 @@ def chunk_sizes(services, job_id: str) -> list[int]:
 
 
 def chunk_ids(services, job_id: str) -> list[list[str]]:
-    return [[line.decode() for line in services.payloads.iter_lines(chunk_ids_key(job_id, c.index)) if line]
+    """Each chunk's custom_ids without its marker (Anthropic chunks prefix every custom_id with one)."""
+    from batch_gateway.models.ids import unmarked
+
+    return [[unmarked(line.decode(), c.id_marker)
+             for line in services.payloads.iter_lines(chunk_ids_key(job_id, c.index)) if line]
             for c in services.jobs.get_chunks(job_id)]
 
 

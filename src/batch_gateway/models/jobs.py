@@ -109,7 +109,8 @@ class ChunkState(StrEnum):
     """Our own view of a chunk (the provider's status is kept beside it as text)."""
 
     PENDING = "pending"  # planned, not yet sent
-    SUBMITTING = "submitting"  # claimed by a submitter; the provider may or may not have it
+    SUBMITTING = "submitting"  # claimed by a submitter until lease_until; it may be sending right now
+    RECONCILING = "reconciling"  # a send's outcome is unknown: resolve its candidates before any new send
     SUBMITTED = "submitted"  # the provider has it; we know its id
     COLLECTED = "collected"  # ended at the provider and its results are safe in S3
     FAILED = "failed"  # the provider refused it (validation); its items are recorded as errored
@@ -160,6 +161,9 @@ class Chunk(Record):
     usage: Usage = dataclasses.field(default_factory=Usage)
     claim_token: str | None = None
     claimed_at: datetime | None = None
+    lease_until: datetime | None = None  # a SUBMITTING claim is live until then (no lease: a claim from before leases)
+    id_marker: str | None = None  # chunk-unique prefix of every custom_id, for providers that need it to prove a batch
+    candidates: list[str] = dataclasses.field(default_factory=list)  # provider batches that may be ours, unproven
     submitted_at: datetime | None = None
     cancel_requested_at: datetime | None = None
     ended_at: datetime | None = None

@@ -6,7 +6,8 @@ from batch_gateway.models.errors import InvalidRequestError
 from batch_gateway.providers.base import BatchProvider
 
 
-def make_provider(name: str, *, api_key: str, base_url: str | None = None) -> BatchProvider:
+def make_provider(name: str, *, api_key: str, base_url: str | None = None,
+                  deployment_id: str | None = None) -> BatchProvider:
     if name == "anthropic":
         from batch_gateway.providers.anthropic import AnthropicBatchProvider
 
@@ -14,5 +15,5 @@ def make_provider(name: str, *, api_key: str, base_url: str | None = None) -> Ba
     if name == "openai":
         from batch_gateway.providers.openai import OpenAIBatchProvider
 
-        return OpenAIBatchProvider(api_key=api_key, base_url=base_url)
+        return OpenAIBatchProvider(api_key=api_key, base_url=base_url, deployment_id=deployment_id)
     raise InvalidRequestError(f"unknown provider '{name}'")

@@ -3,26 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Any
 
 from batch_gateway.jsonlines import loads
 from batch_gateway.models import errors
+from batch_gateway.models.ids import carries_marker
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
-from batch_gateway.providers.base import BatchProvider, ChunkRef, ProviderBatch, ProviderResult
+from batch_gateway.providers.base import BatchProvider, ChunkRef, ProviderBatch, ProviderResult, Reconciliation
 from batch_gateway.providers.sdk_errors import mapped_errors
 
 CREATE_TIMEOUT_SECONDS = 120.0
 CREATE_PATH = "/v1/messages/batches"
 BODY_PIECE_BYTES = 1024 * 1024  # the create body goes out in pieces of about this size
 RECONCILE_WINDOW = timedelta(minutes=15)
+UTC_MIN = datetime.min.replace(tzinfo=UTC)
 
 
 class AnthropicBatchProvider(BatchProvider):
     name = "anthropic"
     max_requests = 100_000
     max_bytes = 256 * 1024 * 1024
+    marks_custom_ids = True
 
     def __init__(self, *, api_key: str, base_url: str | None = None) -> None:
         self._api_key = api_key
@@ -88,11 +91,34 @@ class AnthropicBatchProvider(BatchProvider):
                     yield _to_result(loads(line))
 
     def find_submitted(self, ref: ChunkRef) -> str | None:
-        """Anthropic batches carry no metadata: match on request count and creation time after our claim."""
-        if ref.claimed_at is None:
-            return None
+        return self.reconcile(ref).adopted
+
+    def reconcile(self, ref: ChunkRef) -> Reconciliation:
+        """Anthropic batches carry no metadata: size and creation time only say which batches *may* be ours (another
+        tenant's batch of the same size may sit on the same key). A candidate is proven ours once it has ended and
+        its results carry our chunk marker in their custom_ids; until then it is pending, never canceled or
+        collected. No candidate left unproven and none ours: nothing of ours was accepted."""
+        if ref.claimed_at is None or not ref.id_marker:
+            return Reconciliation()
+        pending, ours = [], []
+        for batch_id in sorted(set(ref.candidates) | set(self._same_shape(ref))):
+            try:
+                batch = self.status(batch_id)
+            except errors.ProviderNotFound:
+                continue  # deleted: we never delete, so not ours
+            if not batch.ended:
+                pending.append(batch_id)
+            elif self._carries_marker(batch_id, ref.id_marker):
+                ours.append(batch)
+        if ours:  # two proven ours cannot both be pending-free resends; keep the first either way
+            return Reconciliation(adopted=min(ours, key=lambda b: (b.created_at or UTC_MIN, b.id)).id)
+        return Reconciliation(pending=tuple(pending))
+
+    def _same_shape(self, ref: ChunkRef) -> list[str]:
+        """Batches created in our claim's window with our chunk's request count."""
+        assert ref.claimed_at is not None
         earliest = ref.claimed_at - timedelta(seconds=5)
-        candidates = []
+        found = []
         with mapped_errors("anthropic", "Anthropic"):
             for batch in self._client.messages.batches.list(limit=100):
                 created = batch.created_at if batch.created_at.tzinfo else batch.created_at.replace(tzinfo=UTC)
@@ -103,14 +129,17 @@ class AnthropicBatchProvider(BatchProvider):
                 counts = batch.request_counts
                 total = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
                 if total == ref.request_count:
-                    candidates.append(batch)
-        if len(candidates) > 1:
-            raise errors.ProviderError(
-                f"{len(candidates)} Anthropic batches match chunk {ref.index} of {ref.job_id}; "
-                "refusing to guess which one is ours"
-            )
-        return candidates[0].id if candidates else None
+                    found.append(batch.id)
+        return found
 
+    def _carries_marker(self, batch_id: str, marker: str) -> bool:
+        """The first result line of an ended batch says whose it is: every custom_id of ours carries the marker."""
+        stream = self._client.messages.batches.with_streaming_response
+        with mapped_errors("anthropic", "Anthropic"), stream.results(batch_id) as response:
+            for line in response.iter_lines():
+                if line.strip():
+                    return carries_marker(str(loads(line).get("custom_id", "")), marker)
+        return False
 
 def _create_body(lines: Iterable[bytes]) -> Iterator[bytes]:
     """``{"requests":[<line>,<line>,...]}`` as a stream of ~1 MiB pieces (sent chunked), from JSON lines."""

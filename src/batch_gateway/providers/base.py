@@ -21,6 +21,20 @@ class ChunkRef:
     model: str
     endpoint: str | None = None
     claimed_at: datetime | None = None
+    id_marker: str | None = None  # every custom_id of the chunk starts with ``<id_marker>-``
+    candidates: tuple[str, ...] = ()  # batches an earlier reconcile could not yet prove ours or not
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """What the provider holds for a chunk whose send had no clear answer.
+
+    ``adopted``: the batch proven ours. Else ``pending``: batches that may be ours but cannot be proven yet (never
+    cancel or collect those: they may be another tenant's). Neither: nothing of ours was accepted, send again.
+    """
+
+    adopted: str | None = None
+    pending: tuple[str, ...] = ()
 
 
 @dataclass
@@ -54,6 +68,7 @@ class BatchProvider(abc.ABC):
     name: str
     max_requests: int
     max_bytes: int
+    marks_custom_ids: bool = False  # batches carry no metadata: prove ownership by a chunk marker in every custom_id
 
     @abc.abstractmethod
     def to_provider(self, custom_id: str, request: dict[str, Any], *, model: str, endpoint: str | None,
@@ -80,6 +95,11 @@ class BatchProvider(abc.ABC):
     @abc.abstractmethod
     def find_submitted(self, ref: ChunkRef) -> str | None:
         """After an ambiguous create: the batch the provider accepted for this chunk, if any."""
+
+    def reconcile(self, ref: ChunkRef) -> Reconciliation:
+        """After an ambiguous create: adopt the batch that is provably ours, or say which may be and cannot be
+        proven yet. Adapters whose lookup is exact (metadata) need only ``find_submitted``."""
+        return Reconciliation(adopted=self.find_submitted(ref))
 
     def owned_open_batches(self) -> list[tuple[str, str, int]]:
         """(batch id, job id, chunk index) of unfinished batches we stamped with our ids; providers that carry no

@@ -1,7 +1,8 @@
 """OpenAI Batch adapter (Files + Batches) on the official SDK (imported on first use, never by the API Lambdas).
 
-A chunk becomes one uploaded JSONL file and one batch. The batch carries our job id and chunk index as metadata,
-so reconciling after a lost create answer is an exact lookup. Input, output and error files are deleted at
+A chunk becomes one uploaded JSONL file and one batch. The batch carries our deployment id, job id and chunk index
+as metadata, so reconciling after a lost create answer is an exact lookup and the sweeper touches only batches its
+own deployment created. Input, output and error files are deleted at
 OpenAI once the results are safe with us.
 """
 
@@ -31,6 +32,7 @@ RECONCILE_SLACK = timedelta(minutes=1)  # clock skew between our claim and OpenA
 MAX_REASONS = 5
 META_JOB = "batch_gateway_job"
 META_CHUNK = "batch_gateway_chunk"
+META_DEPLOYMENT = "batch_gateway_deployment"  # which stack created it: stacks may share one OpenAI key
 ORPHAN_LOOKBACK = timedelta(days=2)  # batches run at most 24 h; older ones have ended
 OPEN_STATUSES = frozenset({"validating", "in_progress", "finalizing"})
 _ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
@@ -46,9 +48,10 @@ class OpenAIBatchProvider(BatchProvider):
     max_requests = 50_000
     max_bytes = 200 * 1024 * 1024
 
-    def __init__(self, *, api_key: str, base_url: str | None = None) -> None:
+    def __init__(self, *, api_key: str, base_url: str | None = None, deployment_id: str | None = None) -> None:
         self._api_key = api_key
         self._base_url = base_url
+        self._deployment_id = deployment_id
 
     @cached_property
     def _client(self) -> Any:
@@ -88,7 +91,7 @@ class OpenAIBatchProvider(BatchProvider):
             with mapped_errors("openai", "OpenAI", creating=True):
                 batch = client.batches.create(
                     input_file_id=uploaded.id, endpoint=_url(ref.endpoint), completion_window="24h",
-                    metadata={META_JOB: ref.job_id, META_CHUNK: str(ref.index)},
+                    metadata=self._metadata(ref),
                 )
         except errors.ProviderAmbiguousError:
             raise  # the batch may be using the file
@@ -96,6 +99,16 @@ class OpenAIBatchProvider(BatchProvider):
             self._delete_file(uploaded.id)  # refused: nothing will ever read it
             raise
         return batch.id
+
+    def _metadata(self, ref: ChunkRef) -> dict[str, str]:
+        metadata = {META_JOB: ref.job_id, META_CHUNK: str(ref.index)}
+        if self._deployment_id:
+            metadata[META_DEPLOYMENT] = self._deployment_id
+        return metadata
+
+    def _ours(self, metadata: dict[str, str]) -> bool:
+        """Stamped by this deployment (a deployment without an id owns only batches stamped with none)."""
+        return metadata.get(META_DEPLOYMENT) == self._deployment_id
 
     def status(self, batch_id: str) -> ProviderBatch:
         with mapped_errors("openai", "OpenAI"):
@@ -137,7 +150,8 @@ class OpenAIBatchProvider(BatchProvider):
                 if earliest is not None and _timestamp(batch.created_at) < earliest:
                     break
                 metadata = batch.metadata or {}
-                if metadata.get(META_JOB) == ref.job_id and metadata.get(META_CHUNK) == str(ref.index):
+                if (metadata.get(META_JOB) == ref.job_id and metadata.get(META_CHUNK) == str(ref.index)
+                        and self._ours(metadata)):
                     found.append(batch)
         if not found:
             return None
@@ -153,7 +167,10 @@ class OpenAIBatchProvider(BatchProvider):
         return adopted.id
 
     def owned_open_batches(self) -> list[tuple[str, str, int]]:
-        """Unfinished batches created in the last two days that carry our job and chunk ids."""
+        """Unfinished batches created in the last two days that carry this deployment's id and our job and chunk
+        ids. Without a deployment id nothing is provably ours (another stack may share the key): none."""
+        if not self._deployment_id:
+            return []
         earliest = datetime.now(UTC) - ORPHAN_LOOKBACK
         owned = []
         with mapped_errors("openai", "OpenAI"):
@@ -162,7 +179,8 @@ class OpenAIBatchProvider(BatchProvider):
                 if created is not None and created < earliest:
                     break
                 metadata = batch.metadata or {}
-                if batch.status in OPEN_STATUSES and META_JOB in metadata and metadata.get(META_CHUNK, "").isdigit():
+                if (batch.status in OPEN_STATUSES and self._ours(metadata) and META_JOB in metadata
+                        and metadata.get(META_CHUNK, "").isdigit()):
                     owned.append((batch.id, metadata[META_JOB], int(metadata[META_CHUNK])))
         return owned
 

@@ -36,6 +36,18 @@ def _code(exc: Any) -> str | None:
     return err.get("code") or err.get("type") or getattr(exc, "code", None)
 
 
+def _never_sent(exc: BaseException) -> bool:
+    """A connection that was never made (refused, DNS, connect timeout): no byte of the request left us."""
+    connect = tuple(module.ConnectError for name in ("httpx2", "httpx") if (module := sys.modules.get(name)))
+    connect += tuple(module.ConnectTimeout for name in ("httpx2", "httpx") if (module := sys.modules.get(name)))
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, connect):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 class mapped_errors:  # noqa: N801 - used as a context manager
     def __init__(self, sdk: str, provider: str, *, creating: bool = False) -> None:
         self.sdk, self.provider, self.creating = sdk, provider, creating
@@ -49,7 +61,7 @@ class mapped_errors:  # noqa: N801 - used as a context manager
         sdk = importlib.import_module(self.sdk)
         name = self.provider
         if isinstance(exc, (sdk.APIConnectionError, *_transport_errors())):  # includes timeouts
-            if self.creating:
+            if self.creating and not _never_sent(exc):
                 raise errors.ProviderAmbiguousError(
                     f"no answer from {name} after sending the batch; it may have been accepted") from exc
             raise errors.ProviderUnavailable(f"could not reach {name}") from exc
@@ -62,7 +74,8 @@ class mapped_errors:  # noqa: N801 - used as a context manager
         if isinstance(exc, sdk.InternalServerError):
             raise errors.ProviderUnavailable(f"{name} is unavailable ({exc.status_code})") from exc
         if isinstance(exc, sdk.AuthenticationError | sdk.PermissionDeniedError):
-            raise errors.ProviderAuthError(f"{name} refused the API key; set the key in Secrets Manager") from exc
+            raise errors.ProviderKeyRejectedError(
+                f"{name} refused the API key; set the key in Secrets Manager") from exc
         if isinstance(exc, sdk.NotFoundError):
             raise errors.ProviderNotFound(f"{name} does not know this batch or file") from exc
         if isinstance(exc, sdk.APIStatusError):

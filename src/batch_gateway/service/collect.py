@@ -16,7 +16,7 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway.jsonlines import dumps
 from batch_gateway.models.errors import IntegrityError
-from batch_gateway.models.ids import id_hash
+from batch_gateway.models.ids import id_hash, unmarked
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, RequestCounts, Usage, utcnow
 from batch_gateway.models.results import result_item
 from batch_gateway.providers.base import BatchProvider, ProviderBatch
@@ -86,7 +86,8 @@ def collect_chunk(
                 if not answered.first_time(result.custom_id):  # not ours, or a repeat
                     continue
                 out.write_line(dumps(result_item(
-                    idmap.get(result.custom_id, result.custom_id), result.status, outputs=result.outputs,
+                    idmap.get(result.custom_id) or unmarked(result.custom_id, chunk.id_marker), result.status,
+                    outputs=result.outputs,
                     input_tokens=result.input_tokens, output_tokens=result.output_tokens,
                     finish_type=result.finish_type, code=result.code, message=result.message,
                 )))
@@ -101,17 +102,19 @@ def collect_chunk(
         for line in lines:  # in input order
             custom_id = line.decode()
             if custom_id and not answered.answered(custom_id):
-                out.write_line(dumps(result_item(idmap.get(custom_id, custom_id), status, code=code,
-                                                 message=message)))
+                out.write_line(dumps(result_item(idmap.get(custom_id) or unmarked(custom_id, chunk.id_marker),
+                                                 status, code=code, message=message)))
                 tally[status.value] += 1
     counts = RequestCounts(total=chunk.request_count, **tally)
     usage = Usage(input_tokens=in_tokens, output_tokens=out_tokens)
     logger.info("chunk collected", extra={"job_id": job.id, "chunk": chunk.index, **tally})
     state = ChunkState.FAILED if chunk.state is ChunkState.FAILED else ChunkState.COLLECTED
+    # Fenced: only while the chunk is as we read it (same state, same claim), so a submitter that claimed it or
+    # recorded a batch meanwhile is never overwritten; ConflictError then, and the next poll looks again.
     return services.jobs.update_chunk(
-        chunk, state=state, request_counts=counts, usage=usage, ended_at=utcnow(),
+        chunk, fenced=True, state=state, request_counts=counts, usage=usage, ended_at=utcnow(),
         provider_status=batch.status if batch else (chunk.provider_status or status.value),
-        collected=True,
+        collected=True, claim_token=None, lease_until=None,
     )
 
 

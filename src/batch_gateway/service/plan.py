@@ -10,7 +10,7 @@ from array import array
 from typing import Any
 
 from batch_gateway.jsonlines import dumps, loads
-from batch_gateway.models.ids import custom_id_for, id_hash, is_mapped
+from batch_gateway.models.ids import custom_id_for, id_hash, is_mapped, marked_custom_id, new_id_marker, unmarked
 from batch_gateway.models.jobs import Chunk, Job
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
@@ -34,8 +34,9 @@ def chunk_limits(provider: BatchProvider, services: Services) -> tuple[int, int]
 
 
 class _ChunkWriter:
-    def __init__(self, services: Services, job: Job, index: int) -> None:
+    def __init__(self, services: Services, job: Job, index: int, marker: str | None) -> None:
         self.index = index
+        self.marker = marker
         self.inputs: MultipartWriter = services.payloads.writer(chunk_input_key(job.id, index))
         self.ids: MultipartWriter = services.payloads.writer(chunk_ids_key(job.id, index), "text/plain")
         self.idmap: dict[str, str] = {}
@@ -47,7 +48,7 @@ class _ChunkWriter:
         self.inputs.write_line(line)
         self.ids.write_line(custom_id.encode())
         self.hashes.append(id_hash(custom_id))
-        if is_mapped(custom_id):
+        if is_mapped(unmarked(custom_id, self.marker)):
             self.idmap[custom_id] = caller_id
         self.count += 1
         self.bytes += len(line) + 1
@@ -60,11 +61,21 @@ class _ChunkWriter:
         if self.idmap:
             services.payloads.put_bytes(chunk_idmap_key(job.id, self.index), dumps(self.idmap),
                                         "application/json")
-        return Chunk(job_id=job.id, index=self.index, request_count=self.count, byte_size=self.bytes)
+        return Chunk(job_id=job.id, index=self.index, request_count=self.count, byte_size=self.bytes,
+                     id_marker=self.marker)
 
     def abort(self) -> None:
         self.inputs.abort()
         self.ids.abort()
+
+
+def provider_line(provider: BatchProvider, job: Job, request: dict[str, Any], position: int,
+                  marker: str | None) -> tuple[str, bytes]:
+    """The request's custom_id and its provider line (the custom_id carries the chunk's marker when there is one)."""
+    custom_id = custom_id_for(request["id"], position) if marker is None else marked_custom_id(
+        request["id"], position, marker)
+    return custom_id, dumps(provider.to_provider(custom_id, request, model=job.model, endpoint=job.endpoint,
+                                                 provider_options=job.provider_options))
 
 
 def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
@@ -76,19 +87,21 @@ def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
 
     chunks: list[Chunk] = []
     current: _ChunkWriter | None = None
+    marker = new_id_marker() if provider.marks_custom_ids else None  # of the chunk being filled
     try:
         for position, raw in enumerate(services.payloads.iter_lines(requests_key(job.id))):
             if not raw:
                 continue
             request: dict[str, Any] = loads(raw)
-            custom_id = custom_id_for(request["id"], position)
-            line = dumps(provider.to_provider(custom_id, request, model=job.model, endpoint=job.endpoint,
-                                              provider_options=job.provider_options))
+            custom_id, line = provider_line(provider, job, request, position, marker)
             if current is not None and (current.count >= max_requests or current.bytes + len(line) + 1 > max_bytes):
                 chunks.append(current.close(services, job))
                 current = None
+                if marker is not None:  # a new chunk, a new marker (all markers have one length: the line still fits)
+                    marker = new_id_marker()
+                    custom_id, line = provider_line(provider, job, request, position, marker)
             if current is None:
-                current = _ChunkWriter(services, job, len(chunks))
+                current = _ChunkWriter(services, job, len(chunks), marker)
             current.add(custom_id, request["id"], line)
         if current is not None:
             chunks.append(current.close(services, job))

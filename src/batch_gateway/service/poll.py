@@ -19,9 +19,9 @@ logger = Logger(child=True)
 def _refresh(services: Services, job: Job, chunk: Chunk, provider: BatchProvider, canceling: bool) -> Chunk:
     if chunk.state is ChunkState.FAILED:  # refused at submit: record why for each of its requests
         return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.ERRORED, reason=chunk.error)
-    if chunk.state in (ChunkState.PENDING, ChunkState.SUBMITTING):
+    if chunk.state in (ChunkState.PENDING, ChunkState.SUBMITTING, ChunkState.RECONCILING):
         chunk = submit_chunk(services, job, chunk, provider, send=not canceling)
-        if canceling and chunk.state is not ChunkState.SUBMITTED:  # never sent: its requests are canceled
+        if canceling and _never_sent(chunk):  # its requests are canceled (fenced: a claim made meanwhile wins)
             return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.CANCELED)
         if chunk.state is not ChunkState.SUBMITTED:
             return chunk
@@ -44,6 +44,14 @@ def _refresh(services: Services, job: Job, chunk: Chunk, provider: BatchProvider
     return chunk
 
 
+def _never_sent(chunk: Chunk) -> bool:
+    """Nothing of this chunk is, or can still become, a provider batch: never claimed, or reconciled to nothing.
+    A live claim (its owner may be sending) and unproven candidates are neither."""
+    if chunk.collected:
+        return False
+    return chunk.state is ChunkState.PENDING or (chunk.state is ChunkState.RECONCILING and not chunk.candidates)
+
+
 def poll_job(services: Services, state: WorkflowState) -> WorkflowState:
     job = services.jobs.require_job(state.job_id)
     provider = services.provider_for(job.provider)
@@ -53,9 +61,10 @@ def poll_job(services: Services, state: WorkflowState) -> WorkflowState:
         if chunk.open:
             try:
                 chunk = _refresh(services, job, chunk, provider, canceling)
-            except errors.TransientError:
+            except (errors.TransientError, errors.ConflictError):  # a write lost a race: look again next poll
                 logger.warning("chunk refresh failed; retrying at the next poll",
                                extra={"job_id": job.id, "chunk": chunk.index})
+                chunk = services.jobs.get_chunk(job.id, chunk.index) or chunk
         chunks.append(chunk)
     counts, usage = summarize(chunks)
     fields = {"request_counts": counts, "usage": usage}

@@ -1,14 +1,20 @@
 """Submit: exactly one provider batch per chunk.
 
-1. Claim the chunk with a conditional write (``pending -> submitting`` plus a claim token) before calling out.
-2. Create the provider batch with SDK retries off; record its id at once, guarded by the claim token.
-3. A refusal before acceptance (429, 5xx) releases the claim. A lost answer (timeout after sending) keeps the
-   chunk ``submitting``: the next attempt first asks the provider whether it holds the batch and adopts it.
+1. Claim the chunk before calling out: one transaction that needs the chunk as read (``pending``, or
+   ``reconciling`` with its claim token) and the job still sending (``queued`` / ``in_progress``). The claim is a
+   random token plus a lease longer than any Lambda runs; a live claim is never taken over.
+2. Create the provider batch with SDK retries off; record its id at once, guarded by the claim token and state.
+3. A refusal before acceptance (429, 5xx, a connection that was never made) releases the claim. A lost answer
+   (bytes sent, no answer) or a crash moves the chunk to ``reconciling``; an expired claim is taken to mean the same.
+   A ``reconciling`` chunk asks the provider what it holds before anything is sent again: the batch proven ours is
+   adopted; batches that may be ours but cannot be proven yet are kept on the chunk and waited for (never canceled
+   or collected); with neither, nothing of ours was accepted and the chunk is sent again.
 """
 
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 
 from aws_lambda_powertools import Logger
 
@@ -20,61 +26,112 @@ from batch_gateway.service.keys import chunk_input_key
 from batch_gateway.service.state import WorkflowState
 
 logger = Logger(child=True)
+SENDING_STATUSES = (JobStatus.QUEUED, JobStatus.IN_PROGRESS)  # a chunk is claimed for sending only then
 
 
 def chunk_ref(job: Job, chunk: Chunk) -> ChunkRef:
     return ChunkRef(job_id=job.id, index=chunk.index, request_count=chunk.request_count, model=job.model,
-                    endpoint=job.endpoint, claimed_at=chunk.claimed_at)
+                    endpoint=job.endpoint, claimed_at=chunk.claimed_at, id_marker=chunk.id_marker,
+                    candidates=tuple(chunk.candidates))
 
 
 def submit_chunk(services: Services, job: Job, chunk: Chunk, provider: BatchProvider, *, send: bool = True) -> Chunk:
-    """Send the chunk once. With ``send=False`` (the job is canceling) only adopt a batch an earlier attempt got
-    accepted; never send a new one."""
-    if chunk.state is ChunkState.SUBMITTING:
-        found = provider.find_submitted(chunk_ref(job, chunk))
-        if found:
-            logger.warning("adopting a provider batch from an earlier attempt",
-                           extra={"job_id": job.id, "chunk": chunk.index, "provider_batch_id": found})
-            return services.jobs.update_chunk(
-                chunk, expect_claim=chunk.claim_token, state=ChunkState.SUBMITTED, provider_batch_id=found,
-                submitted_at=utcnow(), provider_status="in_progress",
-            )
-        if not send:
+    """Send the chunk once. With ``send=False`` (the job is canceling) only resolve what an earlier attempt may
+    have got accepted; never send a new batch."""
+    try:
+        if chunk.state is ChunkState.SUBMITTING:
+            if chunk.lease_until is not None and chunk.lease_until > utcnow():
+                return chunk  # a live claim: its owner may be sending right now
+            logger.warning("a claim outlived its lease; reconciling", extra={"job_id": job.id, "chunk": chunk.index})
+            chunk = services.jobs.update_chunk(chunk, fenced=True, state=ChunkState.RECONCILING, lease_until=None)
+        if chunk.state is ChunkState.RECONCILING:
+            chunk = _reconcile(services, job, chunk, provider)
+            if chunk.state is not ChunkState.RECONCILING or chunk.candidates or not send:
+                return chunk
+        elif chunk.state is not ChunkState.PENDING or not send:
             return chunk
         token = secrets.token_hex(8)
-        chunk = services.jobs.update_chunk(chunk, expect_claim=chunk.claim_token, claim_token=token,
-                                           claimed_at=utcnow())
-    elif chunk.state is ChunkState.PENDING and send:
-        token = secrets.token_hex(8)
-        try:
-            chunk = services.jobs.update_chunk(chunk, expect_state=ChunkState.PENDING, state=ChunkState.SUBMITTING,
-                                               claim_token=token, claimed_at=utcnow())
-        except errors.ConflictError:
-            logger.info("chunk claimed elsewhere", extra={"job_id": job.id, "chunk": chunk.index})
-            return chunk
-    else:
-        return chunk
+        now = utcnow()
+        chunk = services.jobs.claim_chunk(
+            chunk, job_statuses=SENDING_STATUSES, state=ChunkState.SUBMITTING, claim_token=token, claimed_at=now,
+            lease_until=now + timedelta(seconds=services.settings.claim_lease_seconds), candidates=[],
+        )
+    except errors.ConflictError:
+        logger.info("chunk changed elsewhere (claimed, canceled or collected)",
+                    extra={"job_id": job.id, "chunk": chunk.index})
+        return services.jobs.get_chunk(job.id, chunk.index) or chunk
+    return _send(services, job, chunk, provider)
 
+
+def _reconcile(services: Services, job: Job, chunk: Chunk, provider: BatchProvider) -> Chunk:
+    found = provider.reconcile(chunk_ref(job, chunk))
+    if found.adopted:
+        logger.warning("adopting a provider batch from an earlier attempt",
+                       extra={"job_id": job.id, "chunk": chunk.index, "provider_batch_id": found.adopted})
+        return services.jobs.update_chunk(
+            chunk, fenced=True, state=ChunkState.SUBMITTED, provider_batch_id=found.adopted, submitted_at=utcnow(),
+            provider_status="in_progress", candidates=[], lease_until=None,
+        )
+    if list(found.pending) != chunk.candidates:
+        logger.info("waiting for candidate batches to end before adopting one",
+                    extra={"job_id": job.id, "chunk": chunk.index, "candidates": len(found.pending)})
+        return services.jobs.update_chunk(chunk, fenced=True, candidates=list(found.pending))
+    return chunk
+
+
+def _send(services: Services, job: Job, chunk: Chunk, provider: BatchProvider) -> Chunk:
+    token = chunk.claim_token
     lines = services.payloads.iter_lines(chunk_input_key(job.id, chunk.index))
     try:
         batch_id = provider.submit(lines, chunk_ref(job, chunk))
     except errors.ProviderAmbiguousError:
         logger.warning("provider answer lost after sending; will reconcile", extra={"job_id": job.id,
                                                                                    "chunk": chunk.index})
+        _unsure(services, chunk)
         raise
-    except errors.TransientError:
-        services.jobs.update_chunk(chunk, expect_claim=token, state=ChunkState.PENDING, claim_token=None,
-                                   claimed_at=None)
+    except errors.TransientError:  # refused, or never sent: nothing was accepted
+        services.jobs.update_chunk(chunk, fenced=True, state=ChunkState.PENDING, claim_token=None, claimed_at=None,
+                                   lease_until=None)
         raise
     except errors.ProviderRequestError as exc:
         logger.warning("provider refused chunk", extra={"job_id": job.id, "chunk": chunk.index})
-        return services.jobs.update_chunk(chunk, expect_claim=token, state=ChunkState.FAILED,
+        return services.jobs.update_chunk(chunk, fenced=True, state=ChunkState.FAILED, lease_until=None,
                                           provider_status="rejected", error=exc.message)
+    except BaseException:
+        _unsure(services, chunk)
+        raise
     logger.info("chunk submitted", extra={"job_id": job.id, "chunk": chunk.index, "provider_batch_id": batch_id})
-    return services.jobs.update_chunk(
-        chunk, expect_claim=token, state=ChunkState.SUBMITTED, provider_batch_id=batch_id, submitted_at=utcnow(),
-        provider_status="in_progress",
-    )
+    try:
+        return services.jobs.update_chunk(
+            chunk, fenced=True, state=ChunkState.SUBMITTED, provider_batch_id=batch_id, submitted_at=utcnow(),
+            provider_status="in_progress", lease_until=None,
+        )
+    except errors.ConflictError:
+        return _record_refused(services, job, chunk, provider, batch_id, token)
+    except BaseException:
+        _unsure(services, chunk)
+        raise
+
+
+def _unsure(services: Services, chunk: Chunk) -> None:
+    """The send may have been accepted: no one may send this chunk again before reconciling it."""
+    try:
+        services.jobs.update_chunk(chunk, fenced=True, state=ChunkState.RECONCILING, lease_until=None)
+    except Exception:  # noqa: BLE001 - the lease expires and the next attempt reconciles anyway
+        logger.warning("could not mark the chunk for reconciling", extra={"job_id": chunk.job_id,
+                                                                          "chunk": chunk.index})
+
+
+def _record_refused(services: Services, job: Job, chunk: Chunk, provider: BatchProvider, batch_id: str,
+                    token: str | None) -> Chunk:
+    """Our claim was gone when the batch came back (it cannot be, short of a lease outlived): a batch no chunk
+    records would run and bill unseen, so cancel it unless the chunk adopted this very batch meanwhile."""
+    current = services.jobs.get_chunk(job.id, chunk.index) or chunk
+    if current.provider_batch_id != batch_id:
+        logger.error("a batch came back after our claim was lost; canceling it",
+                     extra={"job_id": job.id, "chunk": chunk.index, "provider_batch_id": batch_id, "claim": token})
+        provider.cancel(batch_id)
+    return current
 
 
 def submit_job(services: Services, state: WorkflowState) -> WorkflowState:

@@ -7,6 +7,7 @@ Layout: ``pk = JOB#<id>``; the job item has ``sk = JOB``, chunk items ``sk = CHU
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from collections.abc import Iterable
 from datetime import datetime
@@ -285,13 +286,58 @@ class JobStore:
                 return chunks
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
+    def get_chunk(self, job_id: str, index: int) -> Chunk | None:
+        item = self._db.get_item(
+            TableName=self.table, Key=_values({"pk": _pk(job_id), "sk": _chunk_sk(index)}), ConsistentRead=True
+        ).get("Item")
+        return Chunk.from_dict(_from_item(item)) if item else None
+
     def update_chunk(
         self, chunk: Chunk, *, expect_state: ChunkState | None = None, expect_claim: str | None = None,
-        **fields: Any,
+        fenced: bool = False, **fields: Any,
     ) -> Chunk:
-        """Conditional write of chunk fields; raises ConflictError when the expectation does not hold."""
+        """Conditional write of chunk fields; raises ConflictError when the expectation does not hold.
+
+        ``fenced``: only while the stored chunk still has ``chunk``'s state and claim token (none, if it has none).
+        """
+        kwargs = self._chunk_update(chunk, expect_state, expect_claim, fenced, fields)
+        try:
+            response = self._db.update_item(**kwargs, ReturnValues="ALL_NEW")
+        except self._db.exceptions.ConditionalCheckFailedException as exc:
+            raise ConflictError(f"chunk {chunk.index} of {chunk.job_id} changed under us") from exc
+        return Chunk.from_dict(_from_item(response["Attributes"]))
+
+    def claim_chunk(self, chunk: Chunk, *, job_statuses: Iterable[JobStatus], **fields: Any) -> Chunk:
+        """Claim ``chunk`` for sending, in one transaction: only while it is as read (state and claim token) and
+        its job is in one of ``job_statuses``. A canceled job's chunk, or a chunk someone else claimed, canceled or
+        collected meanwhile, raises ConflictError."""
+        update = self._chunk_update(chunk, None, None, True, dict(fields))
+        statuses = [s.value for s in job_statuses]
+        check = {
+            "TableName": self.table,
+            "Key": _values({"pk": _pk(chunk.job_id), "sk": JOB_SK}),
+            "ConditionExpression": f"#status IN ({', '.join(f':s{i}' for i in range(len(statuses)))})",
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": _values({f":s{i}": s for i, s in enumerate(statuses)}),
+        }
+        try:
+            self._db.transact_write_items(TransactItems=[{"ConditionCheck": check}, {"Update": update}])
+        except (self._db.exceptions.TransactionCanceledException,
+                self._db.exceptions.ConditionalCheckFailedException) as exc:
+            raise ConflictError(f"chunk {chunk.index} of {chunk.job_id} cannot be claimed now") from exc
+        return dataclasses.replace(chunk, **fields)
+
+    def _chunk_update(self, chunk: Chunk, expect_state: ChunkState | None, expect_claim: str | None, fenced: bool,
+                      fields: dict[str, Any]) -> dict[str, Any]:
         expression, names, values = _update_parts(fields)
         conditions = ["attribute_exists(pk)"]
+        if fenced:
+            expect_state = chunk.state
+            if chunk.claim_token is None:
+                names["#claim"] = "claim_token"
+                conditions.append("attribute_not_exists(#claim)")
+            else:
+                expect_claim = chunk.claim_token
         if expect_state is not None:
             names["#state"] = "state"
             values[":expect_state"] = expect_state.value
@@ -306,15 +352,10 @@ class JobStore:
             "UpdateExpression": expression,
             "ConditionExpression": " AND ".join(conditions),
             "ExpressionAttributeNames": names,
-            "ReturnValues": "ALL_NEW",
         }
         if values:
             kwargs["ExpressionAttributeValues"] = _values(values)
-        try:
-            response = self._db.update_item(**kwargs)
-        except self._db.exceptions.ConditionalCheckFailedException as exc:
-            raise ConflictError(f"chunk {chunk.index} of {chunk.job_id} changed under us") from exc
-        return Chunk.from_dict(_from_item(response["Attributes"]))
+        return kwargs
 
 
 def _encode_token(key: dict[str, Any]) -> str:

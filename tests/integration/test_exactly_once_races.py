@@ -1,0 +1,290 @@
+"""Exactly one provider batch per chunk and no lost result, under real concurrency.
+
+Real threads meet at a ``threading.Barrier``; several jobs from several callers run at once against moto (decorator
+mode) and the provider simulators over loopback. Assertions wait on observable conditions (the simulator's counters,
+a job's stored status), never on a sleep. Each test ends with: exactly one provider batch per chunk (counted in the
+simulator), every request with exactly one result line, no provider batch still running once its job is terminal,
+and no caller seeing another caller's text.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from batch_gateway.models import errors
+from batch_gateway.models.jobs import ChunkState
+from batch_gateway.service.keys import results_key
+from lambdas import cancel, create, finalize, plan, poll, submit
+from tests.integration.conftest import as_caller, call, load_event
+
+MODELS = {"anthropic": "claude-sonnet-4-20250514", "openai": "gpt-4o-mini"}
+SUBMIT_ATTEMPTS = 6  # what the state machine's Retry on Submit allows, give or take
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def new_job(ctx, caller: str, provider: str = "anthropic", n: int = 5, tag: str | None = None) -> str:
+    tag = tag or caller
+    event = as_caller(load_event("api_create.json"), caller)
+    event["body"] = json.dumps({"provider": provider, "model": MODELS[provider],
+                                "requests": {f"q{i}": f"{tag} question {i}" for i in range(n)},
+                                "hyperparameters": {"max_tokens": 64}})
+    status, job = call(create.handler, event, ctx)
+    assert status == 202, job
+    return job["id"]
+
+
+def submit_like_the_state_machine(state: dict, ctx) -> dict:
+    """Submit, retried on the error classes the state machine retries (a lost answer among them)."""
+    for attempt in range(SUBMIT_ATTEMPTS):
+        try:
+            return submit.handler(state, ctx)
+        except errors.TransientError:
+            if attempt == SUBMIT_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def poll_to_the_end(state: dict, ctx, *, max_polls: int = 600) -> dict:
+    for _ in range(max_polls):
+        state = poll.handler(state, ctx)
+        if state["done"]:
+            return finalize.handler(state, ctx)
+        time.sleep(0.02)  # the workflow's Wait state, shrunk
+    raise AssertionError(f"job {state['job_id']} did not finish")
+
+
+def run_job(job_id: str, ctx) -> dict:
+    state = submit_like_the_state_machine(plan.handler({"job_id": job_id}, ctx), ctx)
+    return poll_to_the_end(state, ctx)
+
+
+def results(services, job_id: str) -> dict[str, dict]:
+    lines = [json.loads(x) for x in services.payloads.iter_lines(results_key(job_id)) if x]
+    by_id = {line["id"]: line for line in lines}
+    assert len(by_id) == len(lines), "a request has more than one result line"
+    return by_id
+
+
+def assert_own_text_only(services, job_id: str, tag: str, n: int = 5) -> dict[str, dict]:
+    items = results(services, job_id)
+    assert sorted(items) == sorted(f"q{i}" for i in range(n))
+    for rid, item in items.items():
+        if item["status"] == "succeeded":
+            assert f"{tag} question {rid[1:]}" in item["text"], f"{job_id} got someone else's text: {item['text']}"
+    return items
+
+
+def batch_ids(simulator, provider: str) -> list[str]:
+    return simulator.stats()[provider]["batches"]
+
+
+def running_batches(services, simulator, provider: str) -> list[str]:
+    adapter = services.provider_for(provider)
+    return [b for b in batch_ids(simulator, provider) if not adapter.status(b).ended]
+
+
+def chunk_batches(services, job_ids: list[str]) -> list[str]:
+    return [c.provider_batch_id for j in job_ids for c in services.jobs.get_chunks(j)]
+
+
+@pytest.fixture(autouse=True)
+def atomic_dynamodb(monkeypatch):
+    """DynamoDB applies each write (and each transaction) atomically; moto checks a condition and then writes without
+    a lock, so two threads can both pass the same condition. Serialise moto's writes the way DynamoDB does."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    lock = threading.RLock()
+    for name in ("put_item", "update_item", "delete_item", "transact_write_items"):
+        real = getattr(DynamoDBBackend, name)
+
+        def atomic(self, *args, _real=real, **kwargs):
+            with lock:
+                return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(DynamoDBBackend, name, atomic)
+
+
+class Threads:
+    """Start callables in threads, re-raise the first failure when joined."""
+
+    def __init__(self) -> None:
+        self.threads: list[threading.Thread] = []
+        self.failures: list[BaseException] = []
+        self.answers: dict[str, Any] = {}
+
+    def start(self, name: str, fn: Callable[[], Any]) -> None:
+        def run() -> None:
+            try:
+                self.answers[name] = fn()
+            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+                self.failures.append(exc)
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        self.threads.append(thread)
+        thread.start()
+
+    def join(self, timeout: float = 60.0) -> dict[str, Any]:
+        for thread in self.threads:
+            thread.join(timeout)
+            assert not thread.is_alive(), f"{thread.name} is still running"
+        if self.failures:
+            raise self.failures[0]
+        return self.answers
+
+
+# --- two submitters ---------------------------------------------------------------------------------------------
+
+
+def test_two_submitters_that_both_read_pending_send_each_chunk_once(aws, ctx, simulator, monkeypatch):
+    callers = ["alice", "bob", "carol"]
+    jobs = {c: new_job(ctx, c) for c in callers}
+    states = {c: plan.handler({"job_id": jobs[c]}, ctx) for c in callers}
+    everyone_read = threading.Barrier(2 * len(callers), timeout=20)
+    real_get_chunks = type(aws.jobs).get_chunks
+
+    def get_chunks_then_meet(self, job_id):
+        chunks = real_get_chunks(self, job_id)
+        if threading.current_thread().name.startswith("submitter"):
+            assert all(c.state is ChunkState.PENDING for c in chunks)
+            everyone_read.wait()  # every submitter has read `pending` before anyone claims
+        return chunks
+
+    monkeypatch.setattr(type(aws.jobs), "get_chunks", get_chunks_then_meet)
+    threads = Threads()
+    for c in callers:
+        for n in range(2):
+            threads.start(f"submitter-{c}-{n}", lambda c=c: submit.handler(states[c], ctx))
+    threads.join()
+    monkeypatch.undo()
+
+    assert simulator.stats()["anthropic"]["batches_created"] == len(callers)
+    for c in callers:
+        assert poll_to_the_end(states[c], ctx)["status"] == "finished"
+        assert_own_text_only(aws, jobs[c], c)
+    assert sorted(chunk_batches(aws, list(jobs.values()))) == sorted(batch_ids(simulator, "anthropic"))
+    assert running_batches(aws, simulator, "anthropic") == []
+
+
+def test_a_live_claim_is_never_taken_over_by_a_second_execution(aws, ctx, simulator):
+    """A sweeper restart (a second execution) runs Submit while the first one is still sending."""
+    callers = ["alice", "bob"]
+    jobs = {c: new_job(ctx, c) for c in callers}
+    states = {c: plan.handler({"job_id": jobs[c]}, ctx) for c in callers}
+    simulator.add_fault("anthropic", "create_batch", "hold_before_accept", times=len(callers))
+    first = Threads()
+    for c in callers:
+        first.start(f"first-{c}", lambda c=c: submit.handler(states[c], ctx))
+    wait_for(lambda: simulator.stats()["held"] == len(callers), what="both creates on the wire")
+
+    restart = threading.Barrier(len(callers), timeout=20)
+    second = Threads()
+    for c in callers:
+        second.start(f"second-{c}", lambda c=c: (restart.wait(), submit.handler(states[c], ctx))[1])
+    second.join()
+    assert simulator.stats()["anthropic"]["batches_created"] == 0  # the second execution sent nothing
+    assert simulator.release_held() == len(callers)
+    first.join()
+
+    assert simulator.stats()["anthropic"]["batches_created"] == len(callers)
+    for c in callers:
+        assert poll_to_the_end(states[c], ctx)["status"] == "finished"
+        assert_own_text_only(aws, jobs[c], c)
+    assert sorted(chunk_batches(aws, list(jobs.values()))) == sorted(batch_ids(simulator, "anthropic"))
+
+
+# --- cancel while a create is on the wire -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("hold", ["hold_before_accept", "hold_after_accept"])
+def test_cancel_while_a_create_is_on_the_wire_leaves_no_batch_running(aws, ctx, simulator, provider, hold):
+    simulator.configure(processing_seconds=3)
+    alice, bob = new_job(ctx, "alice", provider), new_job(ctx, "bob", provider, n=6)
+    states = {j: plan.handler({"job_id": j}, ctx) for j in (alice, bob)}
+    simulator.add_fault(provider, "create_batch", hold, times=2)
+    submitters = Threads()
+    for j in (alice, bob):
+        submitters.start(f"submit-{j}", lambda j=j: submit.handler(states[j], ctx))
+    wait_for(lambda: simulator.stats()["held"] == 2, what="both creates on the wire")
+
+    # alice cancels; her restarted workflow polls at once, while both creates are still in flight
+    status, _ = call(cancel.handler, load_event("api_cancel.json", alice), ctx)
+    assert status == 202
+    poll.handler(states[alice], ctx)
+    assert simulator.release_held() == 2
+    submitters.join()
+
+    assert poll_to_the_end(states[alice], ctx)["status"] == "canceled"
+    [bobs_batch] = chunk_batches(aws, [bob])
+    assert running_batches(aws, simulator, provider) in ([], [bobs_batch])  # alice's job ended: nothing of hers runs
+    assert poll_to_the_end(states[bob], ctx)["status"] == "finished"
+    assert simulator.stats()[provider]["batches_created"] == 2
+    assert sorted(chunk_batches(aws, [alice, bob])) == sorted(batch_ids(simulator, provider))
+    assert running_batches(aws, simulator, provider) == []
+    items = assert_own_text_only(aws, alice, "alice")
+    assert {i["status"] for i in items.values()} <= {"succeeded", "canceled"}
+    assert {i["status"] for i in assert_own_text_only(aws, bob, "bob", n=6).values()} == {"succeeded"}
+
+
+# --- two tenants, one provider key, a lost create answer -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("lost", ["drop_after_accept", "drop_before_accept"])
+def test_two_tenants_with_equal_jobs_and_a_lost_answer_each_get_only_their_own_batch(aws, ctx, simulator, lost):
+    """Same size, same key, same minute: adoption must prove the batch is ours (or find none and send again)."""
+    callers = ["alice", "bob"]
+    jobs = {c: new_job(ctx, c) for c in callers}
+    simulator.add_fault("anthropic", "create_batch", lost)  # whichever tenant's create comes first loses its answer
+    start = threading.Barrier(len(callers), timeout=20)
+    threads = Threads()
+    for c in callers:
+        threads.start(f"job-{c}", lambda c=c: (start.wait(), run_job(jobs[c], ctx))[1])
+    answers = threads.join(timeout=120)
+
+    assert all(answer["status"] == "finished" for answer in answers.values())
+    for c in callers:
+        items = assert_own_text_only(aws, jobs[c], c)
+        assert {i["status"] for i in items.values()} == {"succeeded"}
+    assert simulator.stats()["anthropic"]["batches_created"] == len(callers)
+    assert sorted(chunk_batches(aws, list(jobs.values()))) == sorted(batch_ids(simulator, "anthropic"))
+    assert running_batches(aws, simulator, "anthropic") == []
+
+
+# --- a poll racing a cancel -------------------------------------------------------------------------------------
+
+
+def test_a_poll_racing_a_cancel_keeps_finished_items_and_leaves_nothing_running(aws, ctx, simulator):
+    simulator.configure(processing_seconds=1.5)
+    callers = ["alice", "bob", "carol"]
+    jobs = {c: new_job(ctx, c) for c in callers}
+    states = {c: submit.handler(plan.handler({"job_id": jobs[c]}, ctx), ctx) for c in callers}
+    race = threading.Barrier(4, timeout=20)
+    threads = Threads()
+    for c in callers:
+        threads.start(f"poll-{c}", lambda c=c: (race.wait(), poll_to_the_end(states[c], ctx))[1])
+    threads.start("cancel-alice", lambda: (race.wait(), call(cancel.handler, load_event("api_cancel.json",
+                                                                                           jobs["alice"]), ctx))[1])
+    answers = threads.join(timeout=120)
+
+    assert answers["cancel-alice"][0] == 202
+    assert answers["poll-alice"]["status"] == "canceled"
+    assert answers["poll-bob"]["status"] == answers["poll-carol"]["status"] == "finished"
+    assert simulator.stats()["anthropic"]["batches_created"] == len(callers)
+    assert running_batches(aws, simulator, "anthropic") == []
+    for c in callers:
+        assert_own_text_only(aws, jobs[c], c)
