@@ -16,12 +16,10 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from batch_gateway import constants
-from stacks import nag
+from stacks import grants, nag
 from stacks.config import GatewayConfig
 from stacks.functions import WORKFLOW_SIZING, FunctionFactory
 from stacks.storage import JOBS_PREFIX, StorageConstruct
-
-_OBJECT_ACTIONS = ["s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*", "s3:Abort*"]
 
 
 class DropFolderConstruct(Construct):
@@ -66,11 +64,15 @@ class DropFolderConstruct(Construct):
         self.function.add_event_source(sources.SqsEventSource(
             self.queue, batch_size=5, report_batch_item_failures=True,
         ))
-        table.grant_read_write_data(self.function)
-        nag.acknowledge_table_index_grant(self.function.role, table)
-        for prefix in (JOBS_PREFIX, config.drop_folder_prefix, constants.OUTBOX_PREFIX):
-            bucket.grant_read_write(self.function, f"{prefix}*")
-            nag.acknowledge_object_grant(self.function.role, bucket, prefix, _OBJECT_ACTIONS)
+        role, key = self.function.role, storage.key
+        grants.table(role, table, key, write=True)  # the delivery's claim marker and the job
+        grants.objects(role, bucket, key, [f"{config.drop_folder_prefix}*"], ["s3:GetObject", "s3:GetObjectVersion"],
+                       "Ingest reads the dropped file (the version the event names) and nothing else there.")
+        grants.objects(role, bucket, key, [f"{JOBS_PREFIX}*/requests.jsonl"],
+                       [*grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
+                       "Ingest writes the job's requests, and deletes them again when the job cannot start.")
+        grants.objects(role, bucket, key, [f"{constants.OUTBOX_PREFIX}*.receipt.json"], grants.OBJECT_WRITE,
+                       "Ingest writes the dropped file's receipt into the outbox.")
         state_machine.grant_start_execution(self.function)
         # CDK's singleton custom resource that writes the bucket's notification configuration.
         handler = Stack.of(self).node.try_find_child("BucketNotificationsHandler050a0587b7544547bf325f094a3db834")

@@ -30,6 +30,13 @@ LAMBDA_TRANSIENT_ERRORS = [
     "Lambda.AWSLambdaException",
     "Lambda.SdkClientException",
     "Lambda.TooManyRequestsException",
+    "Lambda.ClientExecutionTimeoutException",
+    # The function itself timed out, ran out of memory or its runtime died: every step is idempotent and resumes
+    # where the last attempt stopped, so these are retried, never fatal.
+    "Lambda.Unknown",
+    "Sandbox.Timedout",
+    "Runtime.ExitError",
+    "Runtime.OutOfMemory",
 ]
 RETRY_ERRORS = [*constants.RETRYABLE_ERRORS, *LAMBDA_TRANSIENT_ERRORS]
 # Providers finish or expire a batch within 24 h; a bound keeps a stuck execution from running for a year.

@@ -47,6 +47,14 @@ def _provider_with_key(name: str, api_key: str) -> BatchProvider:
     return make_provider(name, api_key=api_key, deployment_id=settings().deployment_id)
 
 
+@cache
+def _planner(name: str) -> BatchProvider:
+    """The adapter's planning side (limits, request lines): needs no key, so Plan reads no secret."""
+    from batch_gateway.providers import make_provider
+
+    return make_provider(name, api_key="", deployment_id=settings().deployment_id)
+
+
 def _provider(name: str) -> BatchProvider:
     """One adapter per provider and key: a rotated key (seen within SECRET_MAX_AGE) gets a fresh client."""
     return _provider_with_key(name, _api_key(name))
@@ -71,10 +79,19 @@ def services() -> Services:
         payloads=PayloadStore(aws.client("s3"), s.bucket),
         start_workflow=start,
         provider_for=_provider,
+        planner_for=_planner,
         emit_event=emit,
         describe_workflow=aws.execution_status,
         stop_workflow=aws.stop_execution,
     )
+
+
+def forget_provider_keys() -> None:
+    """Read provider keys from Secrets Manager again on next use (after the provider refused one)."""
+    from aws_lambda_powertools.utilities import parameters
+
+    _provider_with_key.cache_clear()
+    parameters.clear_caches()
 
 
 def reset() -> None:
@@ -82,6 +99,7 @@ def reset() -> None:
     settings.cache_clear()
     services.cache_clear()
     _provider_with_key.cache_clear()
+    _planner.cache_clear()
     aws.client.cache_clear()
     from aws_lambda_powertools.utilities import parameters
 

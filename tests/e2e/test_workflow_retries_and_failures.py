@@ -30,3 +30,19 @@ def test_an_error_retrying_cannot_fix_is_caught_into_failed_with_the_reason(alic
     assert done["error"].startswith("ProviderAuthError: ")
     assert "Secrets Manager" in done["error"] and "Traceback" not in done["error"]
     assert sim.stats()["anthropic"]["batches_created"] == 0
+
+
+def test_a_step_that_times_out_is_retried_and_the_job_still_finishes(alice, sim, stack):
+    lam = stack.client("lambda")
+    poll = stack.function("poll")
+    timeout = lam.get_function_configuration(FunctionName=poll)["Timeout"]
+    lam.update_function_configuration(FunctionName=poll, Timeout=3)
+    sim.add_fault("anthropic", "get_batch", "hold_before_accept", seconds=6)  # the first status call hangs
+    try:
+        job = alice.create(seed_body())
+        done = alice.wait(job["id"], timeout=120)
+    finally:
+        lam.update_function_configuration(FunctionName=poll, Timeout=timeout)
+    assert "Task timed out after 3.00 seconds" in stack.logs(poll)
+    assert done["status"] == "finished" and done["request_counts"]["succeeded"] == 5
+    assert sim.stats()["anthropic"]["batches_created"] == 1

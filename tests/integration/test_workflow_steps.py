@@ -139,3 +139,15 @@ def test_a_canceled_job_never_sends_a_chunk_whose_first_send_was_lost(aws, ctx, 
     assert simulator.stats()["anthropic"]["batches_created"] == 0
     results = [json.loads(x) for x in aws.payloads.iter_lines(results_key(job_id)) if x]
     assert {r["status"] for r in results} == {"canceled"} and len(results) == 5
+
+
+def test_plan_needs_no_provider_key_as_deployed(aws, ctx, monkeypatch):
+    """The deployed Plan function has no secret ARN and no Secrets Manager permission (its template says so)."""
+    from batch_gateway import wiring
+
+    job_id = _job(ctx)
+    for var in ("ANTHROPIC_SECRET_ARN", "OPENAI_SECRET_ARN"):
+        monkeypatch.delenv(var)
+    wiring.reset()
+    plan.handler({"job_id": job_id}, ctx)
+    assert len(wiring.services().jobs.get_chunks(job_id)) == 1

@@ -7,8 +7,11 @@ from typing import Any
 
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as AwsConnectionError
 
 from batch_gateway.edge.observability import logger, metrics, tracer
+from batch_gateway.models.errors import ProviderKeyRejectedError, TransientError
 
 
 def api_handler(app: Any) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
@@ -30,6 +33,31 @@ def workflow_handler(step: Callable[[dict[str, Any]], dict[str, Any]]) -> Callab
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         if isinstance(event, dict) and "job_id" in event:
             logger.append_keys(job_id=event["job_id"])
-        return step(event)
+        try:
+            return step(event)
+        except ProviderKeyRejectedError:
+            from batch_gateway import wiring
+
+            wiring.forget_provider_keys()  # the retry reads the (perhaps rotated) key again
+            raise
+        except (BotoCoreError, ClientError) as exc:
+            if _transient_aws_error(exc):
+                raise TransientError(f"an AWS call was throttled or failed in transit ({type(exc).__name__})") from exc
+            raise
 
     return handler
+
+
+_THROTTLING = {"Throttling", "ThrottlingException", "ThrottledException", "RequestLimitExceeded",
+               "TooManyRequestsException", "ProvisionedThroughputExceededException", "RequestThrottled",
+               "SlowDown", "TransactionInProgressException", "InternalServerError", "ServiceUnavailable",
+               "InternalFailure", "InternalError"}
+
+
+def _transient_aws_error(exc: Exception) -> bool:
+    """Throttled or failed in transit after botocore's own retries: worth another attempt of the whole step."""
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+        return error.get("Code") in _THROTTLING or status >= 500
+    return isinstance(exc, AwsConnectionError | HTTPClientError)

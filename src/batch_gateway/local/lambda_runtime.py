@@ -34,6 +34,7 @@ from batch_gateway.local.lambda_worker import read_frame, write_frame
 SYNC_PAYLOAD_LIMIT = 6 * 1024 * 1024
 MAX_WORKERS_PER_FUNCTION = 6
 ENVIRONMENTS_FILE = "environments.jsonl"
+INIT_TIMEOUT_SECONDS = 60.0  # Lambda allows 10 s; imports on a busy two-core machine can take longer
 # Set by the local runtime only; everything else in a worker's environment is the template's or Lambda's own.
 LOCAL_ONLY_VARIABLES = ("AWS_ENDPOINT_URL", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "PYTHONPATH",
                         "POWERTOOLS_TRACE_DISABLED", "BGW_LOCAL_FUNCTION_ARN", "PYTHONDONTWRITEBYTECODE")
@@ -55,19 +56,30 @@ def _configuration(function: Any, env: dict[str, str]) -> str:
 class _Worker:
     def __init__(self, configuration: str, env: dict[str, str], log: IO[bytes], cwd: str) -> None:
         self.configuration = configuration
+        self.ready = False
         self.process = subprocess.Popen(
             [sys.executable, "-m", "batch_gateway.local.lambda_worker"], env=env, cwd=cwd,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
         )
 
+    def init(self) -> dict[str, Any] | None:
+        """Wait for the init phase (importing the handler); None when it failed or took too long."""
+        ready = self._exchange(None, INIT_TIMEOUT_SECONDS)
+        self.ready = bool(ready and ready.get("ready"))
+        return ready
+
     def call(self, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
         """The answer, or None when the worker died or ran out of time (it is then killed)."""
+        return self._exchange(request, timeout)
+
+    def _exchange(self, request: dict[str, Any] | None, timeout: float) -> dict[str, Any] | None:
         assert self.process.stdin and self.process.stdout
         answer: list[Any] = []
 
         def exchange() -> None:
             try:
-                write_frame(self.process.stdin, request)  # type: ignore[arg-type]
+                if request is not None:
+                    write_frame(self.process.stdin, request)  # type: ignore[arg-type]
                 answer.append(read_frame(self.process.stdout))  # type: ignore[arg-type]
             except (OSError, ValueError):
                 answer.append(None)
@@ -136,6 +148,13 @@ class LambdaRuntime:
                           f"Request must be smaller than {SYNC_PAYLOAD_LIMIT} bytes for the InvokeFunction operation")
         env = self.environment(function)
         worker = self._acquire(function.function_name, _configuration(function, env), env)
+        if not worker.ready:
+            ready = worker.init()
+            if not worker.ready:
+                worker.kill()
+                self._release(function.function_name, worker)
+                return _error((ready or {}).get("errorType", "Runtime.Unknown"),
+                              (ready or {}).get("errorMessage", "the function's init phase failed or timed out"))
         request = {"event": event, "deadline_ms": int(function.timeout) * 1000, "request_id": str(uuid.uuid4())}
         answer = worker.call(request, float(function.timeout) + 1.0)
         self._release(function.function_name, worker)
@@ -143,8 +162,10 @@ class LambdaRuntime:
             if worker.process.returncode not in (None, -9):
                 return _error("Runtime.ExitError", f"RequestId: {request['request_id']} Error: Runtime exited "
                               f"with error: exit status {worker.process.returncode}")
-            return _error("Sandbox.Timedout", f"RequestId: {request['request_id']} Error: Task timed out after "
-                          f"{float(function.timeout):.2f} seconds")
+            message = (f"RequestId: {request['request_id']} Error: Task timed out after "
+                       f"{float(function.timeout):.2f} seconds")
+            self._logs[function.function_name].write((message + "\n").encode())  # as Lambda logs it
+            return _error("Sandbox.Timedout", message)
         payload = answer["payload"]
         if len(payload) > SYNC_PAYLOAD_LIMIT:
             return _error("Function.ResponseSizeTooLarge",

@@ -4,8 +4,9 @@ Started by ``lambda_runtime`` with exactly the function's environment (its templ
 reserved variables and its role's credentials). Invocations arrive on stdin and answers leave on a private copy of
 stdout; the handler's own output (logs) goes to stderr, which the runtime writes to the function's log file.
 
-Frame: a 4-byte big-endian length, then JSON. In: ``{"event", "deadline_ms", "request_id"}``; out: ``{"payload",
-"errored"}`` where ``payload`` is the response JSON text.
+Frame: a 4-byte big-endian length, then JSON. First out, once the handler is imported (Lambda's init phase, which
+does not count against the function's timeout): ``{"ready": true}``. Then per invocation, in: ``{"event",
+"deadline_ms", "request_id"}``; out: ``{"payload", "errored"}`` where ``payload`` is the response JSON text.
 """
 
 from __future__ import annotations
@@ -60,15 +61,19 @@ def main() -> None:
     answers = os.fdopen(os.dup(1), "wb")  # the protocol keeps stdout to itself ...
     os.dup2(2, 1)  # ... and everything the handler prints goes to the log
     requests = sys.stdin.buffer
-    handler: Any = None
+    try:  # the init phase: outside the invocation's timeout, as on Lambda
+        handler = _load(os.environ["_HANDLER"])
+    except Exception as exc:
+        write_frame(answers, {"ready": False, "errorType": "Runtime.ImportModuleError",
+                              "errorMessage": f"Unable to import module '{os.environ['_HANDLER']}': {exc}"})
+        return
+    write_frame(answers, {"ready": True})
     while True:
         request = read_frame(requests)
         if request is None:
             return
         deadline = time.monotonic() + request["deadline_ms"] / 1000
         try:
-            if handler is None:  # the init phase, on the first invocation like Lambda's
-                handler = _load(os.environ["_HANDLER"])
             result = handler(request["event"], LambdaContext(request["request_id"], deadline))
             answer = {"payload": json.dumps(result), "errored": False}
         except Exception as exc:  # reported the way the Python runtime reports it

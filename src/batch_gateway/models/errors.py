@@ -102,6 +102,11 @@ class ProviderAuthError(ProviderError):
     type = "provider_auth_error"
 
 
+class ProviderKeyRejectedError(ProviderAuthError):
+    """The provider refused the key we sent. Retried: the key may have been rotated in Secrets Manager since this
+    instance read it, and the retry reads it again (an empty or missing secret is a plain ``ProviderAuthError``)."""
+
+
 class ProviderRequestError(ProviderError):
     """The provider rejected what we sent (bad request, over a limit)."""
 

@@ -20,7 +20,8 @@ class Services:
     jobs: JobStore
     payloads: PayloadStore
     start_workflow: Callable[[str, dict[str, Any]], str]  # (execution name, input) -> execution ARN
-    provider_for: Callable[[str], BatchProvider]
+    provider_for: Callable[[str], BatchProvider]  # with the provider's API key: calls the provider
+    planner_for: Callable[[str], BatchProvider]  # no key, never calls out: limits and request lines only (Plan)
     emit_event: Callable[[str, dict[str, Any]], None] = lambda detail_type, detail: None
     describe_workflow: Callable[[str], str] = lambda execution_arn: "RUNNING"  # RUNNING, FAILED, ..., MISSING
     stop_workflow: Callable[[str], None] = lambda execution_arn: None

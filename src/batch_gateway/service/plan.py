@@ -82,7 +82,7 @@ def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
     job = services.jobs.require_job(state.job_id)
     if job.chunk_count:  # a retried Plan: the chunks are already there
         return WorkflowState(job_id=job.id)
-    provider = services.provider_for(job.provider)
+    provider = services.planner_for(job.provider)
     max_requests, max_bytes = chunk_limits(provider, services)
 
     chunks: list[Chunk] = []
