@@ -62,6 +62,25 @@ class Synthesized:
                     actions.update([found] if isinstance(found, str) else found)
         return actions
 
+    def statements(self, function_id: str) -> list[dict[str, Any]]:
+        role_id = self.function(function_id)[1]["Properties"]["Role"]["Fn::GetAtt"][0]
+        return [statement for policy in self.of_type("AWS::IAM::Policy").values()
+                if {"Ref": role_id} in policy["Properties"]["Roles"]
+                for statement in policy["Properties"]["PolicyDocument"]["Statement"]]
+
+    def object_grants(self, function_id: str) -> dict[str, set[str]]:
+        """S3 action -> the key patterns of the payload bucket it is granted on ("*" for the bucket itself)."""
+        grants: dict[str, set[str]] = {}
+        for statement in self.statements(function_id):
+            actions = [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            for action in (a for a in actions if a.startswith("s3:")):
+                for resource in resources:
+                    text = resolve_join(resource)
+                    key = text.split(".Arn}", 1)[1].lstrip("/") if ".Arn}" in text else text
+                    grants.setdefault(action, set()).add(key or "*")
+        return grants
+
     def state_machine_definition(self) -> dict[str, Any]:
         """The ASL, with ``Fn::GetAtt [<id>, Arn]`` written as ``${<id>.Arn}`` and ``Ref`` as ``${<name>}``."""
         (state_machine,) = self.of_type("AWS::StepFunctions::StateMachine").values()

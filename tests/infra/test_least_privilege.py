@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from batch_gateway import constants
-from tests.infra.conftest import CDK_NOTIFICATIONS_HANDLER
+from tests.infra.conftest import CDK_NOTIFICATIONS_HANDLER, FUNCTION_SCOPES
 
 
 def _has(actions: set[str], prefix: str) -> bool:
@@ -30,43 +28,67 @@ def test_only_create_and_cancel_may_start_the_workflow(synthesized, function_id)
         assert not _has(actions, "states:")
 
 
-def test_read_only_routes_cannot_write_the_table_or_the_bucket(synthesized):
+def test_read_only_routes_cannot_write_or_scan_the_table_and_retrieve_reads_only_results(synthesized):
     for function_id in ("Status", "List", "Retrieve"):
         actions = synthesized.role_actions(function_id)
-        assert not {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"} & actions
-        assert not _has(actions, "s3:PutObject") and not _has(actions, "s3:DeleteObject")
+        assert {a for a in actions if a.startswith("dynamodb:")} == {"dynamodb:GetItem", "dynamodb:Query"}
     assert not _has(synthesized.role_actions("Status"), "s3:")
     assert not _has(synthesized.role_actions("List"), "s3:")
-    assert "s3:GetObject*" in synthesized.role_actions("Retrieve")
+    assert synthesized.object_grants("Retrieve") == {"s3:GetObject": {"jobs/*/results.jsonl"}}
 
 
-def test_create_may_put_objects_only_under_jobs_prefix_and_cancel_touches_only_the_table(synthesized):
-    create_role = synthesized.function("Create")[1]["Properties"]["Role"]["Fn::GetAtt"][0]
-    s3_resources = [
-        statement["Resource"]
-        for policy in synthesized.of_type("AWS::IAM::Policy").values()
-        if {"Ref": create_role} in policy["Properties"]["Roles"]
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
-        if "s3:PutObject" in statement["Action"]
-    ]
-    assert len(s3_resources) == 1 and json.dumps(s3_resources[0]).endswith('"/jobs/*"]]}')
-    assert not _has(synthesized.role_actions("Create"), "s3:GetObject")
+def test_no_function_scans_the_table_or_lists_or_reads_the_whole_bucket(synthesized):
+    for function_id in FUNCTION_SCOPES:
+        actions = synthesized.role_actions(function_id)
+        assert "dynamodb:Scan" not in actions, function_id
+        assert not {a for a in actions if a.startswith("s3:List") or a.endswith("*")} - {"xray:*"}, function_id
+        for action, keys in synthesized.object_grants(function_id).items():
+            assert "*" not in keys, f"{function_id} has {action} on the whole bucket"
+
+
+def test_create_writes_only_a_jobs_requests_and_cancel_touches_only_the_table(synthesized):
+    assert synthesized.object_grants("Create") == {
+        "s3:PutObject": {"jobs/*/requests.jsonl"}, "s3:AbortMultipartUpload": {"jobs/*/requests.jsonl"},
+        "s3:DeleteObject": {"jobs/*/requests.jsonl"},
+    }
     cancel = synthesized.role_actions("Cancel")
     assert "dynamodb:UpdateItem" in cancel and not _has(cancel, "s3:")
 
 
-def test_only_submit_and_poll_read_provider_secrets(synthesized):
+def test_ingest_reads_only_the_drop_folder_and_writes_only_requests_and_receipts(synthesized):
+    grants = synthesized.object_grants("Ingest")
+    assert grants["s3:GetObject"] == {"inbox/*"} and grants["s3:GetObjectVersion"] == {"inbox/*"}
+    assert grants["s3:PutObject"] == {"jobs/*/requests.jsonl", "outbox/*.receipt.json"}
+
+
+def test_only_the_functions_that_call_providers_read_provider_secrets(synthesized):
     for function_id in constants.WORKFLOW_HANDLERS:
         reads = "secretsmanager:GetSecretValue" in synthesized.role_actions(function_id)
-        assert reads == (function_id in ("Submit", "Poll")), function_id
+        assert reads == (function_id in ("Submit", "Poll", "MarkFailed")), function_id
 
 
-def test_only_finalize_puts_events_and_mark_failed_only_touches_the_table(synthesized):
+def test_finalize_and_mark_failed_emit_events_and_write_the_outbox(synthesized):
     for function_id in constants.WORKFLOW_HANDLERS:
-        assert ("events:PutEvents" in synthesized.role_actions(function_id)) == (function_id == "Finalize")
-    mark_failed = synthesized.role_actions("MarkFailed")
-    assert not _has(mark_failed, "s3:") and not _has(mark_failed, "secretsmanager:")
-    assert "dynamodb:UpdateItem" in mark_failed
+        emits = "events:PutEvents" in synthesized.role_actions(function_id)
+        assert emits == (function_id in ("Finalize", "MarkFailed")), function_id
+        env = synthesized.function(function_id)[1]["Properties"]["Environment"]["Variables"]
+        assert (constants.ENV_EVENT_BUS_NAME in env) == emits, function_id
+    for function_id in ("Finalize", "MarkFailed"):
+        assert "outbox/*" in synthesized.object_grants(function_id)["s3:PutObject"]
+
+
+def test_plan_reads_no_secret_and_only_requests_and_writes_only_chunk_files(synthesized):
+    assert not _has(synthesized.role_actions("Plan"), "secretsmanager:")
+    assert synthesized.object_grants("Plan") == {
+        "s3:GetObject": {"jobs/*/requests.jsonl"}, "s3:PutObject": {"jobs/*/chunks/*"},
+        "s3:AbortMultipartUpload": {"jobs/*/chunks/*"},
+    }
+
+
+def test_functions_that_touch_provider_batches_know_their_deployment(synthesized):
+    for function_id in ("Submit", "Poll", "MarkFailed", "Sweeper"):
+        env = synthesized.function(function_id)[1]["Properties"]["Environment"]["Variables"]
+        assert constants.ENV_DEPLOYMENT_ID in env, function_id
 
 
 def test_lambda_roles_carry_no_managed_policies(synthesized):
