@@ -18,10 +18,10 @@ LINT_TEMPLATE := BatchGatewayStack.template.json
 CHECKOV := BC_SKIP_MAPPING=TRUE CKV_SKIP_PACKAGE_UPDATE_CHECK=true $(LINT_VENV)/bin/checkov --framework cloudformation \
 	--skip-download --quiet --compact
 
-.PHONY: help install demo local test test-fast synth lint bench clean
+.PHONY: help install demo local test test-unit test-integration test-infra test-e2e synth lint bench clean
 
 help:
-	@echo "make demo | local | test | synth | lint | bench | clean"
+	@echo "make demo | local | test (test-unit | test-integration | test-infra | test-e2e) | synth | lint | bench | clean"
 
 $(VENV_STAMP): pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -46,6 +46,20 @@ local: $(VENV_STAMP)
 
 test: $(VENV_STAMP) $(LINT_STAMP)
 	$(UV) run --frozen pytest -n 2 -q
+
+# One layer at a time, cheapest first: unit (no network, no AWS), integration (handlers against moto in-process and
+# the simulators), infra (the synthesized template, cdk-nag, cfn-lint, checkov), e2e (the local stack end to end).
+test-unit: $(VENV_STAMP)
+	$(UV) run --frozen pytest -n 2 -q tests/unit
+
+test-integration: $(VENV_STAMP)
+	$(UV) run --frozen pytest -n 2 -q tests/integration
+
+test-infra: $(VENV_STAMP) $(LINT_STAMP)
+	$(UV) run --frozen pytest -n 2 -q tests/infra
+
+test-e2e: $(VENV_STAMP)
+	$(UV) run --frozen pytest -n 2 -q tests/e2e
 
 # Real bundling (pip for the Lambda platform, no Docker): writes cdk.out/BatchGatewayStack.template.json.
 synth: $(VENV_STAMP) node_modules/.installed

@@ -68,3 +68,35 @@ def _job_items(stack) -> set[str]:
     pages = stack.client("dynamodb").get_paginator("scan").paginate(
         TableName=stack.table, FilterExpression="sk = :job", ExpressionAttributeValues={":job": {"S": "JOB"}})
     return {item["pk"]["S"].removeprefix("JOB#") for page in pages for item in page["Items"]}
+
+
+def test_every_ended_job_emits_its_event_finished_and_failed_alike(stack, alice, sim):
+    """An operator's rule on the default bus sees 'Batch Job Ended' for a finished and for a failed job."""
+    import json as _json
+    import time
+
+    events, sqs = stack.client("events"), stack.client("sqs")
+    queue = sqs.create_queue(QueueName="ended-jobs")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(Name="ended-jobs", EventPattern=_json.dumps({"source": ["batch-gateway"],
+                                                                 "detail-type": ["Batch Job Ended"]}))
+    events.put_targets(Rule="ended-jobs", Targets=[{"Id": "queue", "Arn": arn}])
+    finished = alice.create(seed_body())["id"]
+    secrets = stack.client("secretsmanager")
+    assert alice.wait(finished)["status"] == "finished"
+    secrets.put_secret_value(SecretId="batch-gateway/anthropic-api-key", SecretString=" ")
+    stack.recycle_functions()
+    try:
+        failed = alice.create(seed_body())["id"]
+        assert alice.wait(failed)["status"] == "failed"
+    finally:
+        secrets.put_secret_value(SecretId="batch-gateway/anthropic-api-key", SecretString="simulator-key")
+        stack.recycle_functions()
+    seen: dict[str, str] = {}
+    deadline = time.monotonic() + 30
+    while {finished, failed} - set(seen) and time.monotonic() < deadline:
+        for message in sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
+                "Messages", []):
+            detail = _json.loads(message["Body"])["detail"]
+            seen[detail["job_id"]] = detail["status"]
+    assert seen.get(finished) == "finished" and seen.get(failed) == "failed"
