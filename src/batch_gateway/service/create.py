@@ -9,6 +9,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from aws_lambda_powertools import Logger
+
 from batch_gateway.models.errors import BatchGatewayError, InvalidRequestError, TransientError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Job, RequestCounts
@@ -26,6 +28,8 @@ from batch_gateway.service.context import Services
 from batch_gateway.service.keys import requests_key
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+logger = Logger(child=True)
 
 
 def create_job(services: Services, *, owner: str, body: Any, source: str = "api") -> Job:
@@ -103,4 +107,7 @@ def _undo(services: Services, job_id: str) -> None:
     """Leave nothing that can run: the job item first (the sweeper starts any open job it finds), then the one
     object this create wrote (no listing: the create functions may not list the bucket)."""
     services.jobs.delete_job(job_id)
-    services.payloads.delete(requests_key(job_id))
+    try:
+        services.payloads.delete(requests_key(job_id))
+    except Exception:  # nothing can run it any more; the caller still hears that nothing was started
+        logger.warning("could not delete the requests of a job that did not start", extra={"job_id": job_id})
