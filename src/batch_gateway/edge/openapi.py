@@ -30,8 +30,10 @@ def _json(model: type[BaseModel], description: str) -> dict[str, Any]:
 def _errors(*codes: int) -> dict[str, Any]:
     words = {400: "invalid input (nothing stored or started)", 403: "not signed with SigV4 / not allowed",
              404: "no such batch for this caller", 409: "conflict with the batch's state or a request in flight",
-             413: "body over 10 MB", 415: "body is not application/json", 422: "Idempotency-Key reused with "
-             "another body", 503: "temporarily unavailable, retry"}
+             413: "body over 10 MB (only when invoked directly: through API Gateway, a request over "
+             "Lambda's 6 MB event limit is answered 502 before the service sees it)",
+             415: "body is not application/json", 422: "Idempotency-Key reused with another body",
+             503: "temporarily unavailable, retry"}
     return {str(code): _json(api.ErrorBody, words[code]) for code in codes}
 
 

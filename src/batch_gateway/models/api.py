@@ -8,7 +8,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class CreateBatchBody(BaseModel):
-    """The body of ``POST /batches`` as documented (checked at runtime by ``models.requests.CreateJobInput``)."""
+    """The body of ``POST /batches`` as documented (checked at runtime by ``models.requests.CreateJobInput``).
+
+    At most 3 MB: API Gateway passes the request to Lambda as a JSON event, and a synchronous invocation takes at
+    most 6 MB, escaping included (plain prompts fit up to about 5.5 MB). A larger request is answered 502 by API
+    Gateway and never reaches the service; use the S3 drop folder for larger jobs.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
