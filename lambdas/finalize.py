@@ -1,8 +1,11 @@
-"""Workflow step Finalize: results.jsonl, totals, terminal status, event."""
+"""Workflow step Finalize: results.jsonl, totals, terminal status, event; resumed by the retry if out of time."""
 
 from batch_gateway import wiring
 from batch_gateway.edge.entry import workflow_handler
 from batch_gateway.service.finalize import finalize_job
 from batch_gateway.service.state import WorkflowState
 
-handler = workflow_handler(lambda event: finalize_job(wiring.services(), WorkflowState.model_validate(event)))
+handler = workflow_handler(
+    lambda event, budget: finalize_job(wiring.services(), WorkflowState.model_validate(event), budget),
+    budgeted=True,
+)

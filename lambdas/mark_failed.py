@@ -1,14 +1,15 @@
-"""Workflow catch-all MarkFailed: record why the job failed."""
+"""Workflow catch-all MarkFailed: record why the job failed, stop its provider batches, keep what finished."""
 
 from batch_gateway import wiring
 from batch_gateway.edge.entry import workflow_handler
+from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.finalize import mark_failed
 from batch_gateway.service.state import FailureState
 
 
-def _step(event: dict) -> dict:
+def _step(event: dict, budget: StepBudget) -> dict:
     state = FailureState.model_validate(event)
-    return mark_failed(wiring.services(), state.job_id, state.error)
+    return mark_failed(wiring.services(), state.job_id, state.error, budget)
 
 
-handler = workflow_handler(_step)
+handler = workflow_handler(_step, budgeted=True)

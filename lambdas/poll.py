@@ -1,8 +1,11 @@
-"""Workflow step Poll: refresh open chunks, collect ended ones, choose the next wait."""
+"""Workflow step Poll: refresh open chunks, collect ended ones, choose the next wait (none if it ran out of time)."""
 
 from batch_gateway import wiring
 from batch_gateway.edge.entry import workflow_handler
 from batch_gateway.service.poll import poll_job
 from batch_gateway.service.state import WorkflowState
 
-handler = workflow_handler(lambda event: poll_job(wiring.services(), WorkflowState.model_validate(event)).out())
+handler = workflow_handler(
+    lambda event, budget: poll_job(wiring.services(), WorkflowState.model_validate(event), budget).out(),
+    budgeted=True,
+)

@@ -12,6 +12,7 @@ from botocore.exceptions import ConnectionError as AwsConnectionError
 
 from batch_gateway.edge.observability import logger, metrics, tracer
 from batch_gateway.models.errors import ProviderKeyRejectedError, TransientError
+from batch_gateway.service.budget import StepBudget
 
 
 def api_handler(app: Any) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
@@ -23,9 +24,11 @@ def api_handler(app: Any) -> Callable[[dict[str, Any], LambdaContext], dict[str,
     return handler
 
 
-def workflow_handler(step: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any], Any], Any]:
+def workflow_handler(step: Callable[..., dict[str, Any]], *, budgeted: bool = False,
+                     ) -> Callable[[dict[str, Any], Any], Any]:
     """A state machine task: the event is the state, the return value the next state. Errors propagate so that
-    Step Functions retries or catches them by class name."""
+    Step Functions retries or catches them by class name. A ``budgeted`` step is also handed a ``StepBudget`` on
+    the Lambda context's remaining time, so that it stops before the function's timeout."""
 
     @logger.inject_lambda_context(log_event=False)
     @tracer().capture_lambda_handler(capture_response=False)
@@ -34,6 +37,8 @@ def workflow_handler(step: Callable[[dict[str, Any]], dict[str, Any]]) -> Callab
         if isinstance(event, dict) and "job_id" in event:
             logger.append_keys(job_id=event["job_id"])
         try:
+            if budgeted:
+                return step(event, StepBudget(context.get_remaining_time_in_millis))
             return step(event)
         except ProviderKeyRejectedError:
             from batch_gateway import wiring

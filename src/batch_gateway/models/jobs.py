@@ -208,6 +208,9 @@ class Job(Record):
     source: str = "api"
     drop_name: str | None = None  # drop-folder jobs: where results go under outbox/
     error: str | None = None
+    # How far results.jsonl is joined: {"chunks", "lines", "ids", "etag"} (service.join); complete once "chunks"
+    # is the job's chunk count and the object still has that ETag.
+    results_joined: dict[str, Any] | None = None
 
     def public(self, chunks: list[Chunk] | None = None) -> dict[str, Any]:
         return {

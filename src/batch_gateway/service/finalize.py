@@ -3,19 +3,19 @@ set the terminal status and announce it."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.jsonlines import loads
-from batch_gateway.models.errors import IntegrityError
+from batch_gateway.models.errors import IntegrityError, TransientError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, utcnow
 from batch_gateway.models.pricing import estimate_cost
+from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.collect import summarize
 from batch_gateway.service.context import Services
 from batch_gateway.service.ingest import outbox_key
-from batch_gateway.service.keys import chunk_results_key, results_key
+from batch_gateway.service.join import join_results
+from batch_gateway.service.keys import results_key
 from batch_gateway.service.state import WorkflowState
 
 logger = Logger(child=True)
@@ -31,29 +31,17 @@ def _terminal_status(job: Job, chunks: list[Chunk]) -> JobStatus:
     return JobStatus.FINISHED
 
 
-def finalize_job(services: Services, state: WorkflowState) -> dict[str, str]:
+def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | None = None) -> dict[str, str]:
+    """Resumable: an invocation whose budget runs out before every chunk is joined raises ``TransientError``, the
+    state machine's retry goes on from the chunks already in results.jsonl (``service.join``)."""
     job = services.jobs.require_job(state.job_id)
     if job.status.terminal:
         return {"job_id": job.id, "status": job.status.value}
     chunks = services.jobs.get_chunks(job.id)
     if any(c.open for c in chunks):
         raise IntegrityError(f"job {job.id} has chunks whose results are not collected")
-
-    seen: set[bytes] = set()
-    lines = 0
-    with services.payloads.writer(results_key(job.id)) as out:
-        for chunk in chunks:
-            for line in services.payloads.iter_lines(chunk_results_key(job.id, chunk.index)):
-                if not line:
-                    continue
-                seen.add(hashlib.blake2b(loads(line)["id"].encode(), digest_size=12).digest())
-                out.write_line(line)
-                lines += 1
-        if lines != job.request_counts.total or len(seen) != lines:
-            raise IntegrityError(
-                f"results of {job.id} have {lines} lines for {len(seen)} ids; the job has "
-                f"{job.request_counts.total} requests"
-            )
+    if join_results(services, job, chunks, budget or StepBudget()) is None:
+        raise TransientError(f"Finalize of {job.id} stopped before its time limit; the retry goes on")
 
     counts, usage = summarize(chunks)
     status = _terminal_status(job, chunks)
@@ -72,7 +60,8 @@ def finalize_job(services: Services, state: WorkflowState) -> dict[str, str]:
     return {"job_id": job.id, "status": status.value}
 
 
-def mark_failed(services: Services, job_id: str, error: dict[str, object]) -> dict[str, str]:
+def mark_failed(services: Services, job_id: str, error: dict[str, object],
+                budget: StepBudget | None = None) -> dict[str, str]:
     """The workflow's catch-all: record why, in words a caller can act on, without stack traces or payloads."""
     name = str(error.get("Error") or "UnknownError")
     cause = error.get("Cause")

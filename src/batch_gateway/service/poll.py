@@ -8,6 +8,7 @@ from aws_lambda_powertools import Logger
 from batch_gateway.models import errors
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, utcnow
 from batch_gateway.providers.base import BatchProvider
+from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.collect import collect_chunk, summarize
 from batch_gateway.service.context import Services
 from batch_gateway.service.state import WorkflowState
@@ -52,19 +53,31 @@ def _never_sent(chunk: Chunk) -> bool:
     return chunk.state is ChunkState.PENDING or (chunk.state is ChunkState.RECONCILING and not chunk.candidates)
 
 
-def poll_job(services: Services, state: WorkflowState) -> WorkflowState:
+def _refresh_in_time(services: Services, job: Job, chunk: Chunk, provider: BatchProvider, canceling: bool,
+                     budget: StepBudget) -> Chunk:
+    if not budget.another():
+        logger.info("Poll stops before its time runs out; the next poll goes on at once",
+                    extra={"job_id": job.id, "chunk": chunk.index})
+        return chunk
+    try:
+        return _refresh(services, job, chunk, provider, canceling)
+    except (errors.TransientError, errors.ConflictError):  # a write lost a race: look again next poll
+        logger.warning("chunk refresh failed; retrying at the next poll", extra={"job_id": job.id,
+                                                                                "chunk": chunk.index})
+        return services.jobs.get_chunk(job.id, chunk.index) or chunk
+
+
+def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None = None) -> WorkflowState:
+    """Refresh open chunks while the budget lasts. Stopped early, it asks for no wait, so the next invocation goes
+    on with the chunks this one did not reach, and the poll schedule does not move on."""
+    budget = budget or StepBudget()
     job = services.jobs.require_job(state.job_id)
     provider = services.provider_for(job.provider)
     canceling = job.status is JobStatus.CANCELING
     chunks = []
     for chunk in services.jobs.get_chunks(job.id):
-        if chunk.open:
-            try:
-                chunk = _refresh(services, job, chunk, provider, canceling)
-            except (errors.TransientError, errors.ConflictError):  # a write lost a race: look again next poll
-                logger.warning("chunk refresh failed; retrying at the next poll",
-                               extra={"job_id": job.id, "chunk": chunk.index})
-                chunk = services.jobs.get_chunk(job.id, chunk.index) or chunk
+        if chunk.open and not budget.stopped:
+            chunk = _refresh_in_time(services, job, chunk, provider, canceling, budget)
         chunks.append(chunk)
     counts, usage = summarize(chunks)
     fields = {"request_counts": counts, "usage": usage}
@@ -76,6 +89,8 @@ def poll_job(services: Services, state: WorkflowState) -> WorkflowState:
     except errors.ConflictError:
         fields.pop("status", None)  # canceled between our read and write: keep its status
         services.jobs.update_job(job.id, **fields)
+    done = not any(c.open for c in chunks)
+    if budget.stopped and not done:
+        return WorkflowState(job_id=job.id, polls=state.polls, wait_seconds=0, done=False)
     polls = state.polls + 1
-    return WorkflowState(job_id=job.id, polls=polls, wait_seconds=services.settings.wait_after(polls),
-                         done=not any(c.open for c in chunks))
+    return WorkflowState(job_id=job.id, polls=polls, wait_seconds=services.settings.wait_after(polls), done=done)

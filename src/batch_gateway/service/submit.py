@@ -21,12 +21,14 @@ from aws_lambda_powertools import Logger
 from batch_gateway.models import errors
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, utcnow
 from batch_gateway.providers.base import BatchProvider, ChunkRef
+from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.context import Services
 from batch_gateway.service.keys import chunk_input_key
 from batch_gateway.service.state import WorkflowState
 
 logger = Logger(child=True)
 SENDING_STATUSES = (JobStatus.QUEUED, JobStatus.IN_PROGRESS)  # a chunk is claimed for sending only then
+UNSENT = (ChunkState.PENDING, ChunkState.SUBMITTING, ChunkState.RECONCILING)  # no provider batch recorded yet
 
 
 def chunk_ref(job: Job, chunk: Chunk) -> ChunkRef:
@@ -134,11 +136,20 @@ def _record_refused(services: Services, job: Job, chunk: Chunk, provider: BatchP
     return current
 
 
-def submit_job(services: Services, state: WorkflowState) -> WorkflowState:
+def submit_job(services: Services, state: WorkflowState, budget: StepBudget | None = None) -> WorkflowState:
+    """Send the job's chunks while the budget lasts; Poll sends the ones left ``pending`` (it sends pending chunks
+    anyway), so a large job never depends on one invocation reaching every chunk."""
+    budget = budget or StepBudget()
     job = services.jobs.require_job(state.job_id)
     if job.status is JobStatus.QUEUED:
         provider = services.provider_for(job.provider)
         for chunk in services.jobs.get_chunks(job.id):
+            if chunk.collected or chunk.state not in UNSENT:
+                continue
+            if not budget.another():
+                logger.info("Submit leaves the remaining chunks to Poll before its time runs out",
+                            extra={"job_id": job.id, "chunk": chunk.index})
+                break
             submit_chunk(services, job, chunk, provider)
         try:
             services.jobs.update_job(job.id, expect=[JobStatus.QUEUED], status=JobStatus.IN_PROGRESS)

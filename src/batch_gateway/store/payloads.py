@@ -47,6 +47,16 @@ class PayloadStore:
     def copy(self, source_key: str, target_key: str) -> None:
         self._s3.copy({"Bucket": self.bucket, "Key": source_key}, self.bucket, target_key)
 
+    def head(self, key: str) -> tuple[str, int] | None:
+        """(ETag, size) of the object as it is now, or None if there is none (or we may not read it)."""
+        try:
+            response = self._s3.head_object(Bucket=self.bucket, Key=key)
+        except self._s3.exceptions.ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("403", "404", "NoSuchKey", "NotFound", "AccessDenied"):
+                return None
+            raise
+        return response["ETag"], int(response["ContentLength"])
+
     def exists(self, key: str) -> bool:
         try:
             self._s3.head_object(Bucket=self.bucket, Key=key)
@@ -78,8 +88,11 @@ class PayloadStore:
             offset += len(line) + 1
             yield offset, line
 
-    def writer(self, key: str, content_type: str = "application/x-ndjson") -> MultipartWriter:
-        return MultipartWriter(self._s3, self.bucket, key, content_type)
+    def writer(self, key: str, content_type: str = "application/x-ndjson", *, replaces: str | None = None,
+               new_only: bool = False) -> MultipartWriter:
+        """``replaces``: the object is written only if it still has this ETag; ``new_only``: only if there is none.
+        Otherwise the write fails with ``WriteConflict`` and nothing changes."""
+        return MultipartWriter(self._s3, self.bucket, key, content_type, replaces=replaces, new_only=new_only)
 
     def presign_get(self, key: str, expires_in: int) -> str:
         return self._s3.generate_presigned_url(
@@ -90,14 +103,26 @@ class PayloadStore:
         self._s3.delete_object(Bucket=self.bucket, Key=key)
 
 
+class WriteConflict(TransientError):
+    """A conditional write found the object changed (or created) by someone else meanwhile."""
+
+
+COPY_PART_MAX = 5 * 1024 ** 3  # S3's largest part, copied or not
+_CONFLICT_CODES = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
+
+
 class MultipartWriter:
     """Write an object as a stream of lines: parts of 8 MiB go up as they fill; nothing is visible until close.
 
     On an exception inside the ``with`` block the upload is aborted, so a failed write leaves no object behind.
     """
 
-    def __init__(self, s3: Any, bucket: str, key: str, content_type: str) -> None:
+    def __init__(self, s3: Any, bucket: str, key: str, content_type: str, *, replaces: str | None = None,
+                 new_only: bool = False) -> None:
         self._s3, self._bucket, self.key, self._content_type = s3, bucket, key, content_type
+        self._condition: dict[str, str] = {"IfMatch": replaces} if replaces else (
+            {"IfNoneMatch": "*"} if new_only else {})
+        self.etag: str | None = None  # of the object written, once closed
         self._buffer = io.BytesIO()
         self._upload_id: str | None = None
         self._parts: list[dict[str, Any]] = []
@@ -118,11 +143,43 @@ class MultipartWriter:
         if self._buffer.tell() >= PART_SIZE:
             self._flush_part()
 
-    def _flush_part(self) -> None:
+    def start_with(self, source_key: str, etag: str, size: int) -> None:
+        """Begin with the whole of ``source_key`` as it is at ``etag`` (it may be this writer's own key): copied
+        inside S3, in parts of at most 5 GiB, so its bytes never pass through here; one smaller than a part is
+        read into the buffer instead. Before anything else is written."""
+        if self.bytes_written:
+            raise ValueError("start_with comes before any other write")
+        try:
+            if size < PART_SIZE:
+                body = self._s3.get_object(Bucket=self._bucket, Key=source_key, IfMatch=etag)["Body"]
+                for piece in body.iter_chunks(chunk_size=1024 * 1024):
+                    self.write(piece)
+                return
+            self._start_upload()
+            pieces = -(-size // COPY_PART_MAX)
+            step = -(-size // pieces)  # equal pieces: none falls under S3's smallest part
+            for start in range(0, size, step):
+                number = len(self._parts) + 1
+                response = self._s3.upload_part_copy(
+                    Bucket=self._bucket, Key=self.key, UploadId=self._upload_id, PartNumber=number,
+                    CopySource={"Bucket": self._bucket, "Key": source_key}, CopySourceIfMatch=etag,
+                    CopySourceRange=f"bytes={start}-{min(start + step, size) - 1}",
+                )
+                self._parts.append({"ETag": response["CopyPartResult"]["ETag"], "PartNumber": number})
+        except self._s3.exceptions.ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in _CONFLICT_CODES:
+                raise WriteConflict(f"{source_key} changed while being copied") from exc
+            raise
+        self.bytes_written += size
+
+    def _start_upload(self) -> None:
         if self._upload_id is None:
             self._upload_id = self._s3.create_multipart_upload(
                 Bucket=self._bucket, Key=self.key, ContentType=self._content_type
             )["UploadId"]
+
+    def _flush_part(self) -> None:
+        self._start_upload()
         number = len(self._parts) + 1
         self._buffer.seek(0)  # the buffer itself, not a copy of it
         response = self._s3.upload_part(
@@ -132,15 +189,24 @@ class MultipartWriter:
         self._buffer = io.BytesIO()
 
     def close(self) -> None:
-        if self._upload_id is None:
-            self._buffer.seek(0)
-            self._s3.put_object(Bucket=self._bucket, Key=self.key, Body=self._buffer, ContentType=self._content_type)
-            return
-        if self._buffer.tell():
-            self._flush_part()
-        self._s3.complete_multipart_upload(
-            Bucket=self._bucket, Key=self.key, UploadId=self._upload_id, MultipartUpload={"Parts": self._parts}
-        )
+        try:
+            if self._upload_id is None:
+                self._buffer.seek(0)
+                response = self._s3.put_object(Bucket=self._bucket, Key=self.key, Body=self._buffer,
+                                               ContentType=self._content_type, **self._condition)
+            else:
+                if self._buffer.tell():
+                    self._flush_part()
+                response = self._s3.complete_multipart_upload(
+                    Bucket=self._bucket, Key=self.key, UploadId=self._upload_id,
+                    MultipartUpload={"Parts": self._parts}, **self._condition,
+                )
+        except self._s3.exceptions.ClientError as exc:
+            if self._condition and exc.response.get("Error", {}).get("Code") in _CONFLICT_CODES:
+                self.abort()
+                raise WriteConflict(f"{self.key} was changed by someone else meanwhile") from exc
+            raise
+        self.etag = response.get("ETag")
 
     def abort(self) -> None:
         if self._upload_id is not None:

@@ -1,0 +1,40 @@
+"""How long a workflow step may keep starting work: its Lambda's remaining time, not a wall-clock constant.
+
+Plain Python (no pydantic): ``edge.entry`` builds one for every budgeted step, and the API functions import
+``edge.entry`` too (decision 0007).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+class StepBudget:
+    """When a workflow step stops starting new units of work (a chunk) so that it returns before its Lambda's
+    timeout, measured on the Lambda context's own clock: it goes on while the remaining time covers twice the
+    slowest unit so far plus ``margin_ms`` for the step's closing writes. The first unit always runs, so every
+    invocation makes progress. Without a clock (a plain call) it never stops."""
+
+    def __init__(self, remaining_ms: Callable[[], int] | None = None, *, margin_ms: int = 15_000) -> None:
+        self._remaining_ms = remaining_ms
+        self._margin_ms = margin_ms
+        self._last: int | None = None
+        self._slowest = 0
+        self.units = 0
+        self.stopped = False
+
+    def another(self) -> bool:
+        """True to start one more unit; False (and ``stopped``) once the rest of the time is too short."""
+        if self._remaining_ms is None:
+            self.units += 1
+            return True
+        now = self._remaining_ms()
+        if self._last is not None:
+            self._slowest = max(self._slowest, self._last - now)
+        self._last = now
+        if self.units and now < 2 * self._slowest + self._margin_ms:
+            self.stopped = True
+            return False
+        self.units += 1
+        return True
+
