@@ -12,9 +12,10 @@ Task 5 (TaskStateEntered, TaskScheduled, TaskStarted, TaskSucceeded, TaskStateEx
 Succeed 2, Fail 1; plus ExecutionStarted and ExecutionSucceeded/Failed. One state transition per state entered.
 
 ``python -m bench.workflow_bench validate --out r.json`` checks that model against a real (moto) execution: the
-whole local stack (``batch_gateway.local.LocalStack``: synthesized definition, real handlers, simulators) with a
-1-second schedule runs one job; the events of ``get_execution_history`` are counted by type and compared with what
-the model predicts for the same number of polls.
+whole local stack (``batch_gateway.local.LocalStack``: synthesized definition, each function in its own worker
+processes with its own role, simulators) with a 1-second schedule runs one job created through its API; the events
+of ``get_execution_history`` are counted by type and compared with what the model predicts for the same number of
+polls.
 """
 
 from __future__ import annotations
@@ -236,28 +237,36 @@ def history_figures(template: dict[str, Any]) -> dict[str, Any]:
 
 
 def validate() -> dict[str, Any]:
-    """One job through the local stack (moto executes the synthesized state machine); history vs model."""
+    """One job through the local stack (moto executes the synthesized state machine); history vs model.
+
+    The job is created through the local API as a caller would (SigV4 with an IAM user's keys, the Create function
+    in its own worker process with its own role); the history is read with the operator's keys.
+    """
     import boto3
 
+    from batch_gateway.client import BatchGatewayClient
     from batch_gateway.local.stack import LocalStack
     from batch_gateway.local.template import Template, synthesized_template
-    from bench.common import LambdaContext, create_body, create_event, quiet_stdout
+    from bench.common import create_body
 
     schedule, processing = "1", 2.0
     with LocalStack(poll_schedule=schedule, processing_seconds=processing, quiet=True) as stack:
-        from lambdas import create
-
-        with quiet_stdout():
-            response = create.handler(create_event(json.dumps(create_body(20))), LambdaContext("create"))
-        if response["statusCode"] != 202:
-            raise RuntimeError(f"create answered {response['statusCode']}: {response.get('body')}")
-        job = json.loads(response["body"])
-        sfn = boto3.client("stepfunctions", endpoint_url=stack.aws_endpoint_url, region_name="us-east-1")
-        arn = job.get("execution_arn") or next(
-            e["executionArn"] for e in sfn.list_executions(stateMachineArn=stack.state_machine_arn)["executions"]
-            if job["id"] in e["name"]
-        )
+        keys = stack.caller("bench")
+        session = boto3.Session(aws_access_key_id=keys.access_key, aws_secret_access_key=keys.secret_key,
+                                region_name="us-east-1")
+        body = create_body(20)
+        with BatchGatewayClient(stack.info()["api_url"], "us-east-1", session=session, max_attempts=1) as client:
+            job = client.create_job(body["requests"], provider=body["provider"], model=body["model"],
+                                    hyperparameters=body.get("hyperparameters"), metadata=body.get("metadata"))
+        sfn = stack.client("stepfunctions")
         deadline = time.monotonic() + 120
+        arn = None
+        while arn is None:  # the execution is named after the job
+            arn = next((e["executionArn"] for e in sfn.list_executions(
+                stateMachineArn=stack.state_machine_arn)["executions"] if job.id in e["name"]), None)
+            if arn is None and time.monotonic() > deadline:
+                raise RuntimeError(f"no execution for {job.id}")
+            time.sleep(0.2 if arn is None else 0)
         while sfn.describe_execution(executionArn=arn)["status"] == "RUNNING":
             if time.monotonic() > deadline:
                 raise RuntimeError("the moto execution did not end within 120 s")
