@@ -301,5 +301,6 @@ class SimulatorServer:
         self.state.reset()
 
     def stats(self) -> dict[str, Any]:
-        """Same as GET /_simulator/state."""
+        """Same as GET /_simulator/state: settings, pending faults, held calls, request counts, each provider's
+        batches and ``items_finished`` (per batch id, how many items have finished so far)."""
         return self.state.stats()

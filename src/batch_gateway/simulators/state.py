@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -74,11 +75,27 @@ class SimulatorState:
         with self.lock:
             self.requests[key] += 1
 
+    def items_finished(self) -> dict[str, int]:
+        """How many items of each batch (both providers) have finished so far, in order: the first ones.
+
+        Anthropic's API shows every request as ``processing`` until the whole batch ends, so a test that must act
+        "once some items finished" waits on this instead of sleeping. Read only: nothing a provider shows changes.
+        """
+        with self.lock:
+            now = time.time()
+            finished = {batch_id: batch.timeline(now)[2] for batch_id, batch in self.openai.batches.items()}
+            for batch_id, batch in self.anthropic.batches.items():
+                # its timeline gives the final cutoff; until the end (or the cancel) only the first ones are done
+                stop = now if batch.cancel_at is None else min(now, batch.cancel_at)
+                finished[batch_id] = batch.plan.done_by(stop)
+            return finished
+
     def stats(self) -> dict[str, Any]:
         with self.lock:
             return {
                 "anthropic": self.anthropic.stats(),
                 "openai": self.openai.stats(),
+                "items_finished": self.items_finished(),
                 "requests": dict(self.requests),
                 "faults_pending": self.faults.pending(),
                 "held": self.held,
