@@ -2,12 +2,20 @@
 
 Worker (one fresh interpreter per run)::
 
-    python -m bench.create_bench --n 100000 --reps 2 --moto inproc --out result.json
-    python -m bench.create_bench --n 100000 --reps 1 --moto http://127.0.0.1:PORT --out result.json
+    python -m bench.create_bench --n 85000 --reps 2 --moto inproc --out result.json
+    python -m bench.create_bench --n 85000 --reps 1 --moto http://127.0.0.1:PORT --out result.json
+    python -m bench.create_bench --n 85000 --moto local --out result.json
 
 ``--moto inproc`` runs S3, DynamoDB and Step Functions in this process (``moto.mock_aws``, as
 tests/integration/conftest.py does); a URL uses a moto server in another process, so that only the handler's own
-memory is counted. Each run: a warm-up create (the 5-request sample event: imports, boto3 clients, moto backends),
+memory is counted. ``--moto local`` posts the body once through the local stack instead (``LocalStack``: SigV4 as
+an IAM caller, the API front, Lambda's 6 MB invocation limit, the Create function in its own worker process): it
+proves the body fits what API Gateway can hand to Lambda and times the whole round trip.
+
+N is the largest round number of requests whose API Gateway event fits Lambda's 6 MB synchronous payload limit
+(85,000: a 5.8 MB body); 100,000 short requests (6.8 MB) are refused before the handler runs (docs/api.md).
+
+Each run: a warm-up create (the 5-request sample event: imports, boto3 clients, moto backends),
 then ``reps`` rounds of [create N, floor]; the memory growth is that of the first create N.
 
 Floor: ``json.loads`` of the same body, every request written back as one compact JSON line, and one
@@ -67,6 +75,37 @@ def _call(handler: Any, event: dict[str, Any], n: int) -> dict[str, Any]:
     return job
 
 
+def event_bytes(body_text: str) -> int:
+    """The size of the Lambda event for this body, as the local runtime counts it against its 6 MB limit."""
+    return len(json.dumps(create_event(body_text)))
+
+
+def through_local_stack(n: int) -> dict[str, Any]:
+    import boto3
+
+    from batch_gateway.client import BatchGatewayClient
+    from batch_gateway.local.lambda_runtime import SYNC_PAYLOAD_LIMIT
+    from batch_gateway.local.stack import LocalStack
+
+    body = create_body(n)
+    with LocalStack(quiet=True) as stack:
+        keys = stack.caller("bench")
+        session = boto3.Session(aws_access_key_id=keys.access_key, aws_secret_access_key=keys.secret_key,
+                                region_name="us-east-1")
+        with BatchGatewayClient(stack.info()["api_url"], "us-east-1", session=session, max_attempts=1,
+                                timeout=120) as client:
+            start = time.perf_counter()
+            job = client.create_job(body["requests"], provider=body["provider"], model=body["model"],
+                                    hyperparameters=body.get("hyperparameters"), metadata=body.get("metadata"))
+            elapsed = time.perf_counter() - start
+            if job.request_counts.total != n:
+                raise RuntimeError(f"create stored {job.request_counts.total} requests, expected {n}")
+            client.cancel_job(job.id)
+    body_text = json.dumps(body)
+    return {"n": n, "body_bytes": len(body_text.encode()), "event_bytes": event_bytes(body_text),
+            "limit_bytes": SYNC_PAYLOAD_LIMIT, "status": 202, "create_through_api_s": elapsed}
+
+
 def measure(n: int, reps: int, profile: str | None) -> dict[str, Any]:
     from batch_gateway import wiring
     from lambdas import create
@@ -76,7 +115,8 @@ def measure(n: int, reps: int, profile: str | None) -> dict[str, Any]:
 
     body_text = json.dumps(create_body(n))
     event = create_event(body_text)
-    result: dict[str, Any] = {"n": n, "body_bytes": len(body_text.encode()), "create_s": [], "floor_s": []}
+    result: dict[str, Any] = {"n": n, "body_bytes": len(body_text.encode()), "event_bytes": event_bytes(body_text),
+                              "create_s": [], "floor_s": []}
     for rep in range(reps):
         gc.collect()
         probe = PeakRss() if rep == 0 else contextlib.nullcontext()
@@ -102,14 +142,18 @@ def measure(n: int, reps: int, profile: str | None) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--n", type=int, default=85_000)
     parser.add_argument("--reps", type=int, default=2)
-    parser.add_argument("--moto", default="inproc", help="'inproc' or the URL of a moto server")
+    parser.add_argument("--moto", default="inproc",
+                        help="'inproc', the URL of a moto server, or 'local' (once through the local stack's API)")
     parser.add_argument("--profile", help="also profile one more create and write the stats to this file")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     ensure_paths()
 
+    if args.moto == "local":
+        write_result(args.out, through_local_stack(args.n))
+        return 0
     if args.moto == "inproc":
         from moto import mock_aws
 
