@@ -46,7 +46,10 @@ def test_stop_returns_promptly_with_idle_connections_and_a_connection_held_by_a_
 
     waiter = threading.Thread(target=call)
     waiter.start()
-    time.sleep(0.1)
+    deadline = time.monotonic() + 5
+    while sim.stats()["faults_pending"]:  # the call has reached the server and taken its timeout fault
+        assert time.monotonic() < deadline, "the held call never reached the simulator"
+        time.sleep(0.01)
     sim.stop()
     waiter.join(5)
     assert not waiter.is_alive() and outcome == ["dropped"]  # stop() did not wait for the held call
