@@ -1,19 +1,27 @@
-"""Provider adapters. Import the one you need through :func:`make_provider`; SDKs load only then."""
+"""Provider adapters, registered in one table. Build one through :func:`make_provider`; its SDK loads only then.
+
+Adding a provider: one adapter module here, one simulator module, one line in ``ADAPTERS``
+(``docs/adding-a-provider.md``).
+"""
 
 from __future__ import annotations
+
+import importlib
 
 from batch_gateway.models.errors import InvalidRequestError
 from batch_gateway.providers.base import BatchProvider
 
+ADAPTERS: dict[str, str] = {  # provider name -> "module:class"
+    "anthropic": "batch_gateway.providers.anthropic:AnthropicBatchProvider",
+    "openai": "batch_gateway.providers.openai:OpenAIBatchProvider",
+}
+
 
 def make_provider(name: str, *, api_key: str, base_url: str | None = None,
                   deployment_id: str | None = None) -> BatchProvider:
-    if name == "anthropic":
-        from batch_gateway.providers.anthropic import AnthropicBatchProvider
-
-        return AnthropicBatchProvider(api_key=api_key, base_url=base_url)
-    if name == "openai":
-        from batch_gateway.providers.openai import OpenAIBatchProvider
-
-        return OpenAIBatchProvider(api_key=api_key, base_url=base_url, deployment_id=deployment_id)
-    raise InvalidRequestError(f"unknown provider '{name}'")
+    target = ADAPTERS.get(name)
+    if target is None:
+        raise InvalidRequestError(f"unknown provider '{name}'")
+    module, _, cls = target.partition(":")
+    adapter: type[BatchProvider] = getattr(importlib.import_module(module), cls)
+    return adapter(api_key=api_key, base_url=base_url, deployment_id=deployment_id)

@@ -3,36 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime, timedelta
-from functools import cached_property
+from datetime import UTC, timedelta
 from typing import Any
 
 from batch_gateway.jsonlines import loads
 from batch_gateway.models import errors
 from batch_gateway.models.ids import carries_marker
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
-from batch_gateway.providers.base import BatchProvider, ChunkRef, ProviderBatch, ProviderResult, Reconciliation
-from batch_gateway.providers.sdk_errors import mapped_errors
+from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
 
 CREATE_TIMEOUT_SECONDS = 120.0
 CREATE_PATH = "/v1/messages/batches"
 BODY_PIECE_BYTES = 1024 * 1024  # the create body goes out in pieces of about this size
 RECONCILE_WINDOW = timedelta(minutes=15)
-UTC_MIN = datetime.min.replace(tzinfo=UTC)
 
 
 class AnthropicBatchProvider(BatchProvider):
     name = "anthropic"
+    sdk = "anthropic"
+    label = "Anthropic"
     max_requests = 100_000
     max_bytes = 256 * 1024 * 1024
     marks_custom_ids = True
 
-    def __init__(self, *, api_key: str, base_url: str | None = None) -> None:
-        self._api_key = api_key
-        self._base_url = base_url
-
-    @cached_property
-    def _client(self) -> Any:
+    def _new_client(self) -> Any:
         import anthropic
 
         return anthropic.Anthropic(api_key=self._api_key, base_url=self._base_url, max_retries=2)
@@ -56,50 +50,35 @@ class AnthropicBatchProvider(BatchProvider):
 
     # --- batches --------------------------------------------------------------------------------------------
 
-    def submit(self, lines: Iterable[bytes], ref: ChunkRef) -> str:
+    def _create(self, staged: Iterable[bytes], ref: ChunkRef) -> str:
         # The chunk's lines are already the provider's request objects: stream them into the create body rather
         # than decode them for the SDK to encode again (that held the chunk about 4-7 times; see make bench).
         from anthropic.types.messages import MessageBatch
 
         client = self._client.with_options(max_retries=0, timeout=CREATE_TIMEOUT_SECONDS)
-        with mapped_errors("anthropic", "Anthropic", creating=True):
-            batch = client.post(CREATE_PATH, cast_to=MessageBatch, content=_create_body(lines),
-                                options={"headers": {"Content-Type": "application/json"}})
-        return batch.id
+        batch = client.post(CREATE_PATH, cast_to=MessageBatch, content=_create_body(staged),
+                            options={"headers": {"Content-Type": "application/json"}})
+        return str(batch.id)
 
-    def status(self, batch_id: str) -> ProviderBatch:
-        with mapped_errors("anthropic", "Anthropic"):
-            batch = self._client.messages.batches.retrieve(batch_id)
-        return _to_batch(batch)
+    def _retrieve(self, batch_id: str) -> ProviderBatch:
+        return _to_batch(self._client.messages.batches.retrieve(batch_id))
 
-    def cancel(self, batch_id: str) -> ProviderBatch:
-        try:
-            with mapped_errors("anthropic", "Anthropic"):
-                batch = self._client.messages.batches.cancel(batch_id)
-        except errors.ProviderRequestError:
-            current = self.status(batch_id)
-            if current.ended:  # it ended between our status and our cancel: nothing left to cancel
-                return current
-            raise
-        return _to_batch(batch)
+    def _cancel(self, batch_id: str) -> ProviderBatch:
+        return _to_batch(self._client.messages.batches.cancel(batch_id))
 
-    def results(self, batch: ProviderBatch) -> Iterator[ProviderResult]:
-        stream = self._client.messages.batches.with_streaming_response
-        with mapped_errors("anthropic", "Anthropic"), stream.results(batch.id) as response:
+    def _results(self, batch: ProviderBatch) -> Iterator[ProviderResult]:
+        with self._client.messages.batches.with_streaming_response.results(batch.id) as response:
             for line in response.iter_lines():
                 if line.strip():
                     yield _to_result(loads(line))
 
-    def find_submitted(self, ref: ChunkRef) -> str | None:
-        return self.reconcile(ref).adopted
-
-    def reconcile(self, ref: ChunkRef) -> Reconciliation:
+    def _reconcile(self, ref: ChunkRef) -> Found:
         """Anthropic batches carry no metadata: size and creation time only say which batches *may* be ours (another
         tenant's batch of the same size may sit on the same key). A candidate is proven ours once it has ended and
         its results carry our chunk marker in their custom_ids; until then it is pending, never canceled or
         collected. No candidate left unproven and none ours: nothing of ours was accepted."""
         if ref.claimed_at is None or not ref.id_marker:
-            return Reconciliation()
+            return Found()
         pending, ours = [], []
         for batch_id in sorted(set(ref.candidates) | set(self._same_shape(ref))):
             try:
@@ -110,36 +89,33 @@ class AnthropicBatchProvider(BatchProvider):
                 pending.append(batch_id)
             elif self._carries_marker(batch_id, ref.id_marker):
                 ours.append(batch)
-        if ours:  # two proven ours cannot both be pending-free resends; keep the first either way
-            return Reconciliation(adopted=min(ours, key=lambda b: (b.created_at or UTC_MIN, b.id)).id)
-        return Reconciliation(pending=tuple(pending))
+        return Found(ours=tuple(ours), pending=tuple(pending))
 
     def _same_shape(self, ref: ChunkRef) -> list[str]:
         """Batches created in our claim's window with our chunk's request count."""
         assert ref.claimed_at is not None
         earliest = ref.claimed_at - timedelta(seconds=5)
         found = []
-        with mapped_errors("anthropic", "Anthropic"):
-            for batch in self._client.messages.batches.list(limit=100):
-                created = batch.created_at if batch.created_at.tzinfo else batch.created_at.replace(tzinfo=UTC)
-                if created < earliest:
-                    break  # newest first
-                if created > ref.claimed_at + RECONCILE_WINDOW:
-                    continue
-                counts = batch.request_counts
-                total = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
-                if total == ref.request_count:
-                    found.append(batch.id)
+        for batch in self._client.messages.batches.list(limit=100):
+            created = batch.created_at if batch.created_at.tzinfo else batch.created_at.replace(tzinfo=UTC)
+            if created < earliest:
+                break  # newest first
+            if created > ref.claimed_at + RECONCILE_WINDOW:
+                continue
+            counts = batch.request_counts
+            total = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
+            if total == ref.request_count:
+                found.append(batch.id)
         return found
 
     def _carries_marker(self, batch_id: str, marker: str) -> bool:
         """The first result line of an ended batch says whose it is: every custom_id of ours carries the marker."""
-        stream = self._client.messages.batches.with_streaming_response
-        with mapped_errors("anthropic", "Anthropic"), stream.results(batch_id) as response:
+        with self._client.messages.batches.with_streaming_response.results(batch_id) as response:
             for line in response.iter_lines():
                 if line.strip():
                     return carries_marker(str(loads(line).get("custom_id", "")), marker)
         return False
+
 
 def _create_body(lines: Iterable[bytes]) -> Iterator[bytes]:
     """``{"requests":[<line>,<line>,...]}`` as a stream of ~1 MiB pieces (sent chunked), from JSON lines."""

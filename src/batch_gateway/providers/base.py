@@ -1,14 +1,31 @@
-"""The provider port: what the workflow needs from a batch API, whoever runs it."""
+"""The provider port, and the flow every provider shares.
+
+The public methods (``submit``, ``status``, ``results``, ``cancel``, ``reconcile``, ``find_submitted``,
+``owned_open_batches``, ``cleanup``) own the rules: SDK errors become ours in one place, the SDK client is built on
+first use, a create whose answer was lost is ``ProviderAmbiguousError`` (never resent inside), a cancel that lost the
+race to the batch's end answers the ended batch, and of batches proven ours after a lost answer the first is adopted
+and running duplicates are canceled. An adapter fills in only the provider's own calls (the ``_`` hooks below) and may
+not override the public methods: that is checked when its class is defined. Recipe: ``docs/adding-a-provider.md``.
+"""
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any, ClassVar
 
+from aws_lambda_powertools import Logger
+
+from batch_gateway.models import errors
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
+from batch_gateway.providers.sdk_errors import mapped_errors
+
+logger = Logger(child=True)
+
+UTC_MIN = datetime.min.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -34,6 +51,15 @@ class Reconciliation:
     """
 
     adopted: str | None = None
+    pending: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Found:
+    """What an adapter's lookup after a lost create answer found: batches proven ours (normally one; a create that
+    reached the provider twice gives two) and batch ids that may be ours but cannot be proven yet."""
+
+    ours: tuple[ProviderBatch, ...] = ()
     pending: tuple[str, ...] = ()
 
 
@@ -63,48 +89,154 @@ class ProviderResult:
 
 
 class BatchProvider(abc.ABC):
-    """One adapter per provider batch API. Adapters raise only ``batch_gateway.models.errors`` types."""
+    """One adapter per provider batch API. Callers see only ``batch_gateway.models.errors`` types."""
 
-    name: str
-    max_requests: int
-    max_bytes: int
-    marks_custom_ids: bool = False  # batches carry no metadata: prove ownership by a chunk marker in every custom_id
+    name: ClassVar[str]  # the registration name (``providers.ADAPTERS``)
+    sdk: ClassVar[str]  # the SDK module whose exceptions ``sdk_errors`` maps
+    label: ClassVar[str]  # the provider's name in messages
+    max_requests: ClassVar[int]
+    max_bytes: ClassVar[int]
+    marks_custom_ids: ClassVar[bool] = False  # no batch metadata: ownership is proven by a marker in each custom_id
+
+    def __init__(self, *, api_key: str, base_url: str | None = None, deployment_id: str | None = None) -> None:
+        self._api_key = api_key
+        self._base_url = base_url
+        self._deployment_id = deployment_id
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        overridden = sorted(SHARED_FLOW & set(vars(cls)))
+        if overridden:
+            raise TypeError(f"{cls.__name__} overrides {', '.join(overridden)}: the base class owns the shared flow; "
+                            "implement the hooks (_create, _retrieve, _cancel, ...) instead")
+
+    @cached_property
+    def _client(self) -> Any:
+        """The SDK client, built on first use: Plan builds adapters only for limits and request lines."""
+        return self._new_client()
+
+    def _errors(self, *, creating: bool = False) -> mapped_errors:
+        return mapped_errors(self.sdk, self.label, creating=creating)
+
+    # --- the shared flow ----------------------------------------------------------------------------------------
+
+    def submit(self, lines: Iterable[bytes], ref: ChunkRef) -> str:
+        """Create one provider batch from serialized provider lines; return its id.
+
+        Sent once: a lost answer raises ``ProviderAmbiguousError`` (Submit reconciles before any resend), and what
+        was staged for it is kept, since an accepted batch may use it. A refused create discards it.
+        """
+        with self._errors():
+            staged = self._stage(lines, ref)
+        try:
+            with self._errors(creating=True):
+                return self._create(staged, ref)
+        except errors.ProviderAmbiguousError:
+            raise
+        except errors.BatchGatewayError:
+            self._discard(staged)
+            raise
+
+    def status(self, batch_id: str) -> ProviderBatch:
+        with self._errors():
+            return self._retrieve(batch_id)
+
+    def results(self, batch: ProviderBatch) -> Iterator[ProviderResult]:
+        """Every finished line of an ended batch (succeeded, errored, canceled, expired), streamed."""
+        with self._errors():
+            yield from self._results(batch)
+
+    def cancel(self, batch_id: str) -> ProviderBatch:
+        try:
+            with self._errors():
+                return self._cancel(batch_id)
+        except errors.ProviderRequestError:
+            current = self.status(batch_id)
+            if current.ended:  # it ended between our status and our cancel: nothing left to cancel
+                return current
+            raise
+
+    def reconcile(self, ref: ChunkRef) -> Reconciliation:
+        """After an ambiguous create: adopt the first batch proven ours (canceling running duplicates), or say which
+        may be ours and cannot be proven yet. Neither: nothing of ours was accepted, send again."""
+        with self._errors():
+            found = self._reconcile(ref)
+        if not found.ours:
+            return Reconciliation(pending=found.pending)
+        adopted, *duplicates = sorted(found.ours, key=lambda b: (b.created_at or UTC_MIN, b.id))
+        for extra in duplicates:
+            if extra.ended:
+                continue  # costs nothing more
+            logger.warning("canceling a duplicate provider batch", extra={
+                "job_id": ref.job_id, "chunk": ref.index, "provider_batch_id": extra.id, "adopted": adopted.id})
+            try:
+                self.cancel(extra.id)
+            except errors.BatchGatewayError:
+                logger.warning("could not cancel a duplicate provider batch",
+                               extra={"job_id": ref.job_id, "chunk": ref.index, "provider_batch_id": extra.id})
+        return Reconciliation(adopted=adopted.id)
+
+    def find_submitted(self, ref: ChunkRef) -> str | None:
+        """After an ambiguous create: the batch the provider accepted for this chunk, if proven."""
+        return self.reconcile(ref).adopted
+
+    def owned_open_batches(self) -> list[tuple[str, str, int]]:
+        """(batch id, job id, chunk index) of unfinished batches this deployment stamped with its ids; providers
+        that carry no metadata (Anthropic) cannot say, and answer nothing."""
+        with self._errors():
+            return self._owned_open_batches()
+
+    def cleanup(self, batch: ProviderBatch) -> None:
+        """Delete provider-side copies once results are safe with us. Best effort: never fails a poll."""
+        try:
+            with self._errors():
+                self._cleanup(batch)
+        except Exception:
+            logger.warning("could not clean up a provider batch", exc_info=True,
+                           extra={"provider": self.name, "provider_batch_id": batch.id})
+
+    # --- hooks: the provider's own calls (SDK exceptions may escape them; the flow maps them) ---------------------
+
+    @abc.abstractmethod
+    def _new_client(self) -> Any:
+        """The SDK client, with the SDK's own retries on (``_create`` turns them off for the create)."""
 
     @abc.abstractmethod
     def to_provider(self, custom_id: str, request: dict[str, Any], *, model: str, endpoint: str | None,
                     provider_options: dict[str, Any]) -> dict[str, Any]:
-        """One neutral request (``{"messages", "system", "params"}``) as the provider's batch line."""
+        """One neutral request (``{"messages", "system", "params"}``) as the provider's batch line. Pure: no call."""
+
+    def _stage(self, lines: Iterable[bytes], ref: ChunkRef) -> Any:
+        """Whatever must exist before the create (an uploaded file); by default the lines themselves."""
+        return lines
+
+    def _discard(self, staged: Any) -> None:  # noqa: B027 - optional hook
+        """Undo ``_stage`` after a refused create (nothing will ever read it)."""
 
     @abc.abstractmethod
-    def submit(self, lines: Iterable[bytes], ref: ChunkRef) -> str:
-        """Create one provider batch from serialized provider lines; return its id.
-
-        Never retried inside: a timeout after sending raises ``ProviderAmbiguousError``.
-        """
+    def _create(self, staged: Any, ref: ChunkRef) -> str:
+        """The create call, sent once (SDK retries off); the new batch's id."""
 
     @abc.abstractmethod
-    def status(self, batch_id: str) -> ProviderBatch: ...
+    def _retrieve(self, batch_id: str) -> ProviderBatch: ...
 
     @abc.abstractmethod
-    def results(self, batch: ProviderBatch) -> Iterator[ProviderResult]:
-        """Every finished line of an ended batch (succeeded, errored, canceled, expired), streamed."""
+    def _results(self, batch: ProviderBatch) -> Iterator[ProviderResult]: ...
 
     @abc.abstractmethod
-    def cancel(self, batch_id: str) -> ProviderBatch: ...
+    def _cancel(self, batch_id: str) -> ProviderBatch: ...
 
     @abc.abstractmethod
-    def find_submitted(self, ref: ChunkRef) -> str | None:
-        """After an ambiguous create: the batch the provider accepted for this chunk, if any."""
+    def _reconcile(self, ref: ChunkRef) -> Found:
+        """The batches created for this chunk that are provably ours, and those that may be and cannot be proven yet.
+        Never return another deployment's or tenant's batch in ``ours``: it would be adopted, duplicates canceled."""
 
-    def reconcile(self, ref: ChunkRef) -> Reconciliation:
-        """After an ambiguous create: adopt the batch that is provably ours, or say which may be and cannot be
-        proven yet. Adapters whose lookup is exact (metadata) need only ``find_submitted``."""
-        return Reconciliation(adopted=self.find_submitted(ref))
-
-    def owned_open_batches(self) -> list[tuple[str, str, int]]:
-        """(batch id, job id, chunk index) of unfinished batches we stamped with our ids; providers that carry no
-        metadata (Anthropic) cannot say, and answer nothing."""
+    def _owned_open_batches(self) -> list[tuple[str, str, int]]:
         return []
 
-    def cleanup(self, batch: ProviderBatch) -> None:  # noqa: B027 - optional hook
-        """Delete provider-side copies once results are safe with us (OpenAI files)."""
+    def _cleanup(self, batch: ProviderBatch) -> None:  # noqa: B027 - optional hook
+        """Delete provider-side copies of an ended batch (OpenAI files)."""
+
+
+SHARED_FLOW = frozenset({"submit", "status", "results", "cancel", "reconcile", "find_submitted",
+                         "owned_open_batches", "cleanup", "_client", "_errors"})

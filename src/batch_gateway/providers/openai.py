@@ -12,7 +12,6 @@ import json
 import tempfile
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
-from functools import cached_property
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -20,8 +19,7 @@ from aws_lambda_powertools import Logger
 from batch_gateway.jsonlines import loads
 from batch_gateway.models import errors
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
-from batch_gateway.providers.base import BatchProvider, ChunkRef, ProviderBatch, ProviderResult
-from batch_gateway.providers.sdk_errors import mapped_errors
+from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
 
 logger = Logger(child=True)
 
@@ -45,16 +43,12 @@ def _url(endpoint: str | None) -> str:
 
 class OpenAIBatchProvider(BatchProvider):
     name = "openai"
+    sdk = "openai"
+    label = "OpenAI"
     max_requests = 50_000
     max_bytes = 200 * 1024 * 1024
 
-    def __init__(self, *, api_key: str, base_url: str | None = None, deployment_id: str | None = None) -> None:
-        self._api_key = api_key
-        self._base_url = base_url
-        self._deployment_id = deployment_id
-
-    @cached_property
-    def _client(self) -> Any:
+    def _new_client(self) -> Any:
         import openai
 
         return openai.OpenAI(api_key=self._api_key, base_url=self._base_url, max_retries=2)
@@ -76,7 +70,8 @@ class OpenAIBatchProvider(BatchProvider):
 
     # --- batches --------------------------------------------------------------------------------------------
 
-    def submit(self, lines: Iterable[bytes], ref: ChunkRef) -> str:
+    def _stage(self, lines: Iterable[bytes], ref: ChunkRef) -> str:
+        """Upload the chunk as a file (SDK retries are fine here: an orphan file costs nothing); its id."""
         with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+b") as spool:
             for line in lines:
                 if line:
@@ -84,21 +79,16 @@ class OpenAIBatchProvider(BatchProvider):
                     spool.write(b"\n")
             spool.seek(0)
             name = f"batch-gateway-{ref.job_id}-{ref.index}.jsonl"
-            with mapped_errors("openai", "OpenAI"):  # SDK retries are fine here: an orphan file costs nothing
-                uploaded = self._client.files.create(file=(name, spool), purpose="batch")
+            return str(self._client.files.create(file=(name, spool), purpose="batch").id)
+
+    def _discard(self, staged: str) -> None:
+        self._delete_file(staged)
+
+    def _create(self, staged: str, ref: ChunkRef) -> str:
         client = self._client.with_options(max_retries=0, timeout=CREATE_TIMEOUT_SECONDS)
-        try:
-            with mapped_errors("openai", "OpenAI", creating=True):
-                batch = client.batches.create(
-                    input_file_id=uploaded.id, endpoint=_url(ref.endpoint), completion_window="24h",
-                    metadata=self._metadata(ref),
-                )
-        except errors.ProviderAmbiguousError:
-            raise  # the batch may be using the file
-        except errors.BatchGatewayError:
-            self._delete_file(uploaded.id)  # refused: nothing will ever read it
-            raise
-        return batch.id
+        batch = client.batches.create(input_file_id=staged, endpoint=_url(ref.endpoint), completion_window="24h",
+                                      metadata=self._metadata(ref))
+        return str(batch.id)
 
     def _metadata(self, ref: ChunkRef) -> dict[str, str]:
         metadata = {META_JOB: ref.job_id, META_CHUNK: str(ref.index)}
@@ -110,82 +100,56 @@ class OpenAIBatchProvider(BatchProvider):
         """Stamped by this deployment (a deployment without an id owns only batches stamped with none)."""
         return metadata.get(META_DEPLOYMENT) == self._deployment_id
 
-    def status(self, batch_id: str) -> ProviderBatch:
-        with mapped_errors("openai", "OpenAI"):
-            batch = self._client.batches.retrieve(batch_id)
-        return _to_batch(batch)
+    def _retrieve(self, batch_id: str) -> ProviderBatch:
+        return _to_batch(self._client.batches.retrieve(batch_id))
 
-    def cancel(self, batch_id: str) -> ProviderBatch:
-        try:
-            with mapped_errors("openai", "OpenAI"):
-                batch = self._client.batches.cancel(batch_id)
-        except errors.ProviderRequestError:
-            current = self.status(batch_id)
-            if current.ended:  # it ended between our status and our cancel: nothing left to cancel
-                return current
-            raise
-        answer = _to_batch(batch)
+    def _cancel(self, batch_id: str) -> ProviderBatch:
+        answer = _to_batch(self._client.batches.cancel(batch_id))
         # A cancel answer that already shows the end may not name the files yet; the batch itself does.
-        return self.status(batch_id) if answer.ended else answer
+        return self._retrieve(batch_id) if answer.ended else answer
 
-    def results(self, batch: ProviderBatch) -> Iterator[ProviderResult]:
+    def _results(self, batch: ProviderBatch) -> Iterator[ProviderResult]:
         if "output_file_id" not in batch.raw:
-            batch = self.status(batch.id)
+            batch = self._retrieve(batch.id)
         for file_id in (batch.raw.get("output_file_id"), batch.raw.get("error_file_id")):
             if file_id:
-                yield from self._file_results(file_id)
+                with self._client.files.with_streaming_response.content(file_id) as response:
+                    for line in response.iter_lines():
+                        if line.strip():
+                            yield _to_result(loads(line))
 
-    def _file_results(self, file_id: str) -> Iterator[ProviderResult]:
-        with mapped_errors("openai", "OpenAI"), self._client.files.with_streaming_response.content(file_id) as response:
-            for line in response.iter_lines():
-                if line.strip():
-                    yield _to_result(loads(line))
-
-    def find_submitted(self, ref: ChunkRef) -> str | None:
-        """Batches carry our job id and chunk index as metadata: the match is exact."""
+    def _reconcile(self, ref: ChunkRef) -> Found:
+        """Batches carry our deployment, job id and chunk index as metadata: the match is exact."""
         earliest = ref.claimed_at - RECONCILE_SLACK if ref.claimed_at else None
-        found = []
-        with mapped_errors("openai", "OpenAI"):
-            for batch in self._client.batches.list(limit=100):  # newest first; the SDK follows the pages
-                if earliest is not None and _timestamp(batch.created_at) < earliest:
-                    break
-                metadata = batch.metadata or {}
-                if (metadata.get(META_JOB) == ref.job_id and metadata.get(META_CHUNK) == str(ref.index)
-                        and self._ours(metadata)):
-                    found.append(batch)
-        if not found:
-            return None
-        adopted, *duplicates = sorted(found, key=lambda b: (b.created_at, b.id))
-        for extra in duplicates:  # accepted twice: keep the first, stop paying for the others
-            logger.warning("canceling a duplicate provider batch", extra={
-                "job_id": ref.job_id, "chunk": ref.index, "provider_batch_id": extra.id, "adopted": adopted.id})
-            try:
-                self.cancel(extra.id)
-            except errors.BatchGatewayError:
-                logger.warning("could not cancel a duplicate provider batch",
-                               extra={"job_id": ref.job_id, "chunk": ref.index, "provider_batch_id": extra.id})
-        return adopted.id
+        ours = []
+        for batch in self._client.batches.list(limit=100):  # newest first; the SDK follows the pages
+            if earliest is not None and _timestamp(batch.created_at) < earliest:
+                break
+            metadata = batch.metadata or {}
+            if (metadata.get(META_JOB) == ref.job_id and metadata.get(META_CHUNK) == str(ref.index)
+                    and self._ours(metadata)):
+                ours.append(_to_batch(batch))
+        return Found(ours=tuple(ours))
 
-    def owned_open_batches(self) -> list[tuple[str, str, int]]:
+    def _owned_open_batches(self) -> list[tuple[str, str, int]]:
         """Unfinished batches created in the last two days that carry this deployment's id and our job and chunk
         ids. Without a deployment id nothing is provably ours (another stack may share the key): none."""
         if not self._deployment_id:
             return []
         earliest = datetime.now(UTC) - ORPHAN_LOOKBACK
         owned = []
-        with mapped_errors("openai", "OpenAI"):
-            for batch in self._client.batches.list(limit=100):
-                created = _timestamp(batch.created_at)
-                if created is not None and created < earliest:
-                    break
-                metadata = batch.metadata or {}
-                if (batch.status in OPEN_STATUSES and self._ours(metadata) and META_JOB in metadata
-                        and metadata.get(META_CHUNK, "").isdigit()):
-                    owned.append((batch.id, metadata[META_JOB], int(metadata[META_CHUNK])))
+        for batch in self._client.batches.list(limit=100):
+            created = _timestamp(batch.created_at)
+            if created is not None and created < earliest:
+                break
+            metadata = batch.metadata or {}
+            if (batch.status in OPEN_STATUSES and self._ours(metadata) and META_JOB in metadata
+                    and metadata.get(META_CHUNK, "").isdigit()):
+                owned.append((batch.id, metadata[META_JOB], int(metadata[META_CHUNK])))
         return owned
 
-    def cleanup(self, batch: ProviderBatch) -> None:
-        """Delete the batch's files at OpenAI. Best effort: never fails a poll."""
+    def _cleanup(self, batch: ProviderBatch) -> None:
+        """Delete the batch's files at OpenAI, each on its own: one that fails does not keep the others."""
         for key in ("input_file_id", "output_file_id", "error_file_id"):
             file_id = batch.raw.get(key)
             if file_id:
@@ -193,7 +157,7 @@ class OpenAIBatchProvider(BatchProvider):
 
     def _delete_file(self, file_id: str, batch_id: str | None = None) -> None:
         try:
-            with mapped_errors("openai", "OpenAI"):
+            with self._errors():
                 self._client.files.delete(file_id)
         except errors.ProviderNotFound:
             pass  # gone already
