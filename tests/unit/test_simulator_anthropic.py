@@ -133,13 +133,16 @@ def test_list_is_newest_first_and_paginates_with_after_id_and_before_id(client):
 def test_cancel_keeps_items_finished_before_the_cancel_and_cancels_the_rest(sim, client):
     sim.configure(processing_seconds=2.0)  # item i finishes at 0.2 s * (i + 1)
     batch = client.messages.batches.create(requests=[req(f"r{i}") for i in range(10)])
-    time.sleep(0.45)
+    deadline = time.monotonic() + 5
+    while sim.stats()["items_finished"][batch.id] < 1:  # the API shows all 10 processing until the batch ends
+        assert time.monotonic() < deadline, "no item finished"
+        time.sleep(0.01)
     canceling = client.messages.batches.cancel(batch.id)
     assert canceling.processing_status == "canceling" and canceling.cancel_initiated_at is not None
 
     ended = wait_ended(client, batch.id)
     counts = ended.request_counts
-    assert 1 <= counts.succeeded <= 9  # about 2; the slack absorbs a slow machine
+    assert 1 <= counts.succeeded <= 9  # usually 1: the cancel follows the first item
     assert counts.succeeded + counts.canceled == 10 and counts.processing == 0
     got = results(client, batch.id)
     done = [cid for cid, result in got.items() if result.type == "succeeded"]
