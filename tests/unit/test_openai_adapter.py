@@ -68,6 +68,17 @@ def wait_ended(provider, batch_id: str, timeout: float = 5.0) -> ProviderBatch:
         time.sleep(0.02)
 
 
+def wait_until(provider, batch_id: str, condition, what: str, timeout: float = 5.0) -> ProviderBatch:
+    """Poll the batch until ``condition(batch)`` holds; returns that batch."""
+    deadline = time.monotonic() + timeout
+    while True:
+        batch = provider.status(batch_id)
+        if condition(batch):
+            return batch
+        assert time.monotonic() < deadline, f"batch {batch_id} never {what}: still {batch.status}"
+        time.sleep(0.01)
+
+
 def by_id(results) -> dict:
     return {r.custom_id: r for r in results}
 
@@ -212,8 +223,7 @@ def test_submit_status_results_cleanup_round_trip_on_each_endpoint(provider, sim
 def test_running_batch_reports_what_is_still_processing(provider, sim):
     sim.configure(processing_seconds=4.0)
     batch_id = submit(provider, [request(f"r{i}") for i in range(10)])
-    time.sleep(1.2)
-    running = provider.status(batch_id)
+    running = wait_until(provider, batch_id, lambda b: b.counts.succeeded >= 1, "finished an item")
     assert running.status == "in_progress" and not running.ended
     counts = running.counts
     assert counts.total == 10 and 0 < counts.succeeded < 10
@@ -226,7 +236,7 @@ def test_running_batch_reports_what_is_still_processing(provider, sim):
 def test_cancel_mid_way_keeps_finished_lines_and_the_rest_are_canceled(provider, sim):
     sim.configure(processing_seconds=2.0, cancel_seconds=0.2)
     batch_id = submit(provider, [request(f"r{i}") for i in range(10)])
-    time.sleep(0.8)
+    wait_until(provider, batch_id, lambda b: b.counts.succeeded >= 1, "finished an item")
     canceling = provider.cancel(batch_id)
     assert canceling.status == "cancelling" and not canceling.ended
     done = wait_ended(provider, batch_id)
@@ -323,12 +333,17 @@ def test_find_submitted_after_a_lost_create_answer_finds_exactly_the_accepted_ba
     assert provider.find_submitted(ref(job="job_lost", index=2)) is None
 
 
-def test_find_submitted_adopts_the_first_of_two_accepted_batches_and_cancels_the_other(provider, sim):
+def test_find_submitted_adopts_the_first_of_two_accepted_batches_and_cancels_the_other(provider, sim, sdk):
     sim.configure(processing_seconds=5)
     chunk = ref(job="job_twice", index=0)
     first = provider.submit(iter(lines_for(provider, [request("a")])), chunk)
-    time.sleep(1.05)  # created_at has one-second resolution
+    first_created = sdk.batches.retrieve(first).created_at
+    deadline = time.monotonic() + 5
+    while int(time.time()) <= first_created:  # created_at has one-second resolution: the second batch is later
+        assert time.monotonic() < deadline, "the clock did not reach the next second"
+        time.sleep(0.01)
     second = provider.submit(iter(lines_for(provider, [request("a")])), chunk)
+    assert sdk.batches.retrieve(second).created_at > first_created
     assert provider.find_submitted(chunk) == first
     assert provider.status(second).status in ("cancelling", "cancelled")
     assert provider.status(first).status in ("validating", "in_progress")
