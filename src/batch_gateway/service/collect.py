@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from array import array
 from bisect import bisect_left
+from collections.abc import Iterator
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -72,9 +73,10 @@ class _Answered:
 
 def collect_chunk(
     services: Services, job: Job, chunk: Chunk, provider: BatchProvider | None, batch: ProviderBatch | None,
-    *, unanswered: ItemStatus | None = None, reason: str | None = None,
+    *, unanswered: ItemStatus | None = None, reason: str | None = None, code: str | None = None,
 ) -> Chunk:
-    """Write the chunk's results. Without a batch (never sent, or refused) every request gets ``unanswered``."""
+    """Write the chunk's results. Without a batch (never sent, or refused) every request gets ``unanswered``; an
+    errored one carries ``code`` (default ``batch_failed`` with a reason, else ``missing_result``) and ``reason``."""
     idmap = _idmap(services, job, chunk)
     answered = _Answered(services.payloads.open_object(chunk_id_hashes_key(job.id, chunk.index)),
                          chunk.request_count)
@@ -96,7 +98,8 @@ def collect_chunk(
                     in_tokens += result.input_tokens
                     out_tokens += result.output_tokens
         status = unanswered or _UNANSWERED.get(batch.status if batch else "", ItemStatus.ERRORED)
-        code = None if status is not ItemStatus.ERRORED else ("batch_failed" if reason else "missing_result")
+        fallback = "batch_failed" if reason else "missing_result"
+        code = (code or fallback) if status is ItemStatus.ERRORED else None
         message = reason or (None if code is None else "the provider returned no result for this request")
         lines = services.payloads.iter_lines(chunk_ids_key(job.id, chunk.index)) if answered.remaining else ()
         for line in lines:  # in input order
@@ -116,6 +119,17 @@ def collect_chunk(
         provider_status=batch.status if batch else (chunk.provider_status or status.value),
         collected=True, claim_token=None, lease_until=None,
     )
+
+
+def unanswered_lines(services: Services, job: Job, chunk: Chunk, status: ItemStatus, code: str | None,
+                     message: str | None) -> Iterator[bytes]:
+    """One result line per request of the chunk, all ``status``, in input order, without touching the chunk."""
+    idmap = _idmap(services, job, chunk)
+    for line in services.payloads.iter_lines(chunk_ids_key(job.id, chunk.index)):
+        custom_id = line.decode()
+        if custom_id:
+            yield dumps(result_item(idmap.get(custom_id) or unmarked(custom_id, chunk.id_marker), status,
+                                    code=code, message=message))
 
 
 def summarize(chunks: list[Chunk]) -> tuple[RequestCounts, Usage]:

@@ -4,19 +4,21 @@ set the terminal status and announce it."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.models.errors import IntegrityError, TransientError
-from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, utcnow
+from batch_gateway.models.errors import ConflictError, IntegrityError, TransientError
+from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, RequestCounts, utcnow
 from batch_gateway.models.pricing import estimate_cost
 from batch_gateway.service.budget import StepBudget
-from batch_gateway.service.collect import summarize
+from batch_gateway.service.collect import summarize, unanswered_lines
 from batch_gateway.service.context import Services
 from batch_gateway.service.ingest import outbox_key
-from batch_gateway.service.join import join_results
-from batch_gateway.service.keys import results_key
+from batch_gateway.service.join import OPEN_STATUSES, join_results, joined
+from batch_gateway.service.keys import chunk_results_key, results_key
 from batch_gateway.service.state import WorkflowState
+from batch_gateway.service.wind_down import JOB_FAILED, wind_down
 
 logger = Logger(child=True)
 
@@ -62,9 +64,35 @@ def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | 
 
 def mark_failed(services: Services, job_id: str, error: dict[str, object],
                 budget: StepBudget | None = None) -> dict[str, str]:
-    """The workflow's catch-all: record why, in words a caller can act on, without stack traces or payloads."""
+    """The workflow's catch-all: record why, in words a caller can act on, without stack traces or payloads; then
+    stop the job's provider batches, collect the ones that ended and write results.jsonl, so what finished stays
+    retrievable (decision 0019). Resumable like Finalize: out of time, it raises ``TransientError`` and its retry
+    goes on; the reason recorded first stays."""
+    budget = budget or StepBudget()
     name = str(error.get("Error") or "UnknownError")
-    cause = error.get("Cause")
+    job = services.jobs.require_job(job_id)
+    if not job.status.terminal:
+        reason = _reason(name, error.get("Cause"))
+        try:
+            job = services.jobs.update_job(job_id, expect=OPEN_STATUSES, status=JobStatus.FAILED, error=reason,
+                                           ended_at=utcnow())
+        except ConflictError:  # it ended meanwhile (a concurrent Finalize): leave it as it ended
+            job = services.jobs.require_job(job_id)
+        else:
+            logger.error("job failed", extra={"job_id": job_id, "error_type": name})
+            if job.drop_name:
+                services.payloads.put_bytes(outbox_key(job.drop_name, "error.json"), json.dumps(
+                    {"job_id": job_id, "status": "failed", "error": reason}, indent=2).encode(), "application/json")
+    if job.status is not JobStatus.FAILED:
+        return {"job_id": job_id, "status": job.status.value}
+    if job.chunk_count and joined(services, job) is None:
+        _keep_what_finished(services, job, budget)
+    elif not job.chunk_count:  # failed before it was planned: nothing was sent, nothing to keep
+        services.emit_event("Batch Job Ended", {"job_id": job_id, "owner": job.owner, "status": "failed"})
+    return {"job_id": job_id, "status": JobStatus.FAILED.value}
+
+
+def _reason(name: str, cause: object) -> str:
     message = ""
     if isinstance(cause, str):
         try:
@@ -72,14 +100,35 @@ def mark_failed(services: Services, job_id: str, error: dict[str, object],
             message = str(parsed.get("errorMessage") or "") if isinstance(parsed, dict) else ""
         except ValueError:
             message = cause
-    reason = f"{name}: {message[:500]}" if message else name
-    job = services.jobs.require_job(job_id)
-    if not job.status.terminal:
-        services.jobs.update_job(job_id, expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING],
-                                 status=JobStatus.FAILED, error=reason, ended_at=utcnow())
-        services.emit_event("Batch Job Ended", {"job_id": job_id, "owner": job.owner, "status": "failed"})
-        if job.drop_name:
-            services.payloads.put_bytes(outbox_key(job.drop_name, "error.json"), json.dumps(
-                {"job_id": job_id, "status": "failed", "error": reason}, indent=2).encode(), "application/json")
-    logger.error("job failed", extra={"job_id": job_id, "error_type": name})
-    return {"job_id": job_id, "status": JobStatus.FAILED.value}
+    return f"{name}: {message[:500]}" if message else name
+
+
+def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> None:
+    reason = job.error or "the job failed"
+    if not wind_down(services, job, reason, budget):
+        raise TransientError(f"MarkFailed of {job.id} stopped before its time limit; the retry goes on")
+    chunks = services.jobs.get_chunks(job.id)
+
+    def lines_of(chunk: Chunk) -> Iterator[bytes]:
+        if chunk.collected:
+            return services.payloads.iter_lines(chunk_results_key(job.id, chunk.index))
+        return unanswered_lines(services, job, chunk, ItemStatus.ERRORED, JOB_FAILED, reason)
+
+    try:
+        done = join_results(services, job, chunks, budget, expect=[JobStatus.FAILED], lines_of=lines_of)
+    except IntegrityError:
+        logger.exception("the results of a failed job do not add up; none are kept", extra={"job_id": job.id})
+        return
+    if done is None:
+        raise TransientError(f"MarkFailed of {job.id} stopped before its time limit; the retry goes on")
+    counts, usage = summarize([c for c in chunks if c.collected])
+    for chunk in chunks:
+        if not chunk.collected:
+            counts = counts.add(RequestCounts(total=chunk.request_count, errored=chunk.request_count))
+    services.jobs.update_job(job.id, expect=[JobStatus.FAILED], request_counts=counts, usage=usage,
+                             cost_usd=estimate_cost(job.provider, job.model, usage))
+    if job.drop_name:
+        services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))
+    logger.info("kept the results of a failed job", extra={"job_id": job.id, **counts.to_dict()})
+    services.emit_event("Batch Job Ended", {"job_id": job.id, "owner": job.owner, "status": "failed",
+                                            "request_counts": counts.to_dict()})

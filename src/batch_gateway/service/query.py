@@ -7,8 +7,9 @@ import json
 from typing import Any
 
 from batch_gateway.models.errors import ConflictError, InvalidRequestError
-from batch_gateway.models.jobs import JobStatus
+from batch_gateway.models.jobs import Job, JobStatus
 from batch_gateway.service.context import Services
+from batch_gateway.service.join import joined
 from batch_gateway.service.keys import results_key
 from batch_gateway.store.payloads import OffsetOutOfRange
 
@@ -48,7 +49,7 @@ def get_results(
     fmt: str | None = None,
 ) -> dict[str, Any]:
     job = services.jobs.get_owned_job(job_id, owner)
-    if job.status is JobStatus.FAILED and not services.payloads.exists(results_key(job_id)):
+    if job.status is JobStatus.FAILED and not _failed_job_has_results(services, job):
         raise ConflictError(f"batch {job_id} failed before its results were collected: {job.error}",
                             details=[{"field": "status", "message": "failed"}])
     if not job.status.terminal:
@@ -82,6 +83,14 @@ def get_results(
     except OffsetOutOfRange:
         raise _bad_token() from None
     return {"id": job_id, "status": job.status.value, "results": results, "next_token": token}
+
+
+def _failed_job_has_results(services: Services, job: Job) -> bool:
+    """A failed job's results.jsonl is served once MarkFailed (or Finalize) has joined every chunk into it
+    (decision 0019); a part-joined one is not. Jobs from before ``results_joined`` was recorded: if the file exists."""
+    if job.results_joined is None:
+        return services.payloads.exists(results_key(job.id))
+    return joined(services, job) is not None
 
 
 def _response_bytes(line: bytes) -> int:
