@@ -14,8 +14,8 @@ from batch_gateway.models.errors import ProviderAuthError
 from batch_gateway.service.context import Services
 from batch_gateway.settings import Settings
 from batch_gateway.store import aws
-from batch_gateway.store.jobs import JobStore
-from batch_gateway.store.payloads import PayloadStore
+from batch_gateway.store.jobs import DynamoDBJobStore
+from batch_gateway.store.payloads import S3PayloadStore
 
 if TYPE_CHECKING:
     from batch_gateway.providers.base import BatchProvider
@@ -75,8 +75,8 @@ def services() -> Services:
 
     return Services(
         settings=s,
-        jobs=JobStore(aws.client("dynamodb"), s.table),
-        payloads=PayloadStore(aws.client("s3"), s.bucket),
+        jobs=DynamoDBJobStore(aws.client("dynamodb"), s.table),
+        payloads=S3PayloadStore(aws.client("s3"), s.bucket),
         start_workflow=start,
         provider_for=_provider,
         planner_for=_planner,

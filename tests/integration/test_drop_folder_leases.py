@@ -18,7 +18,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from batch_gateway.models.jobs import utcnow
 from batch_gateway.service import ingest as ingest_service
-from batch_gateway.store.payloads import PayloadStore
+from batch_gateway.store.payloads import S3PayloadStore
 from lambdas import ingest
 from tests.integration.conftest import load_event
 
@@ -127,7 +127,7 @@ def test_a_redelivery_during_a_live_lease_is_retried_not_acknowledged(aws, ctx, 
 
 def test_a_delivery_that_died_after_starting_the_job_keeps_that_one_job(aws, ctx, monkeypatch):
     event = _drop("inbox/late crash.jsonl")
-    real_put = PayloadStore.put_bytes
+    real_put = S3PayloadStore.put_bytes
     died: list[str] = []
 
     def dying_put(self, key, data, content_type="application/x-ndjson"):
@@ -136,7 +136,7 @@ def test_a_delivery_that_died_after_starting_the_job_keeps_that_one_job(aws, ctx
             raise Killed("Runtime exited with error: signal: killed")
         return real_put(self, key, data, content_type)
 
-    monkeypatch.setattr(PayloadStore, "put_bytes", dying_put)
+    monkeypatch.setattr(S3PayloadStore, "put_bytes", dying_put)
     with pytest.raises(Killed):
         ingest.handler(event, ctx)
     (started,) = _job_ids()
@@ -233,7 +233,7 @@ def test_concurrent_deliveries_of_several_files_with_crashes_start_exactly_one_j
 
 def test_a_receipt_that_could_not_be_written_is_written_by_the_next_delivery_for_the_same_job(aws, ctx, monkeypatch):
     event = _drop("inbox/no receipt.jsonl")
-    real_put = PayloadStore.put_bytes
+    real_put = S3PayloadStore.put_bytes
     failed: list[str] = []
 
     def flaky_put(self, key, data, content_type="application/x-ndjson"):
@@ -242,7 +242,7 @@ def test_a_receipt_that_could_not_be_written_is_written_by_the_next_delivery_for
             raise ConnectionError("S3 unreachable")
         return real_put(self, key, data, content_type)
 
-    monkeypatch.setattr(PayloadStore, "put_bytes", flaky_put)
+    monkeypatch.setattr(S3PayloadStore, "put_bytes", flaky_put)
     assert _retried(ingest.handler(event, ctx), event)
     (started,) = _job_ids()
 

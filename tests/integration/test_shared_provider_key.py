@@ -22,7 +22,7 @@ from batch_gateway.service.plan import plan_job
 from batch_gateway.service.state import WorkflowState
 from batch_gateway.service.submit import submit_job
 from batch_gateway.service.sweep import sweep
-from batch_gateway.store.jobs import JobStore
+from batch_gateway.store.jobs import DynamoDBJobStore
 from tests.integration.test_exactly_once_races import Threads, atomic_dynamodb  # noqa: F401 - fixture
 
 OWNER = "arn:aws:iam::123456789012:user/alice"
@@ -38,7 +38,8 @@ def _deployment(aws, simulator, name: str) -> Services:
                 for p in ("anthropic", "openai")}
     return dataclasses.replace(
         aws, settings=dataclasses.replace(aws.settings, table=table, deployment_id=name),
-        jobs=JobStore(dynamodb, table), provider_for=adapters.__getitem__, describe_workflow=lambda arn: "RUNNING",
+        jobs=DynamoDBJobStore(dynamodb, table), provider_for=adapters.__getitem__,
+        describe_workflow=lambda arn: "RUNNING",
     )
 
 

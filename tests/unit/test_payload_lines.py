@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tracemalloc
 
-from batch_gateway.store.payloads import PayloadStore
+from batch_gateway.store.payloads import S3PayloadStore
 
 
 class _Body:
@@ -50,7 +50,7 @@ def _allocated_for_a_line_of(size: int) -> int:
     body = _Body(size)
     tracemalloc.start()
     try:
-        (line,) = list(PayloadStore(_S3(body), "bucket").iter_lines("key"))
+        (line,) = list(S3PayloadStore(_S3(body), "bucket").iter_lines("key"))
     finally:
         tracemalloc.stop()
     assert len(line) == size
@@ -66,4 +66,4 @@ def test_a_long_line_is_read_in_linear_work():
 def test_lines_come_back_byte_for_byte_across_chunk_boundaries():
     chunks = [b"a\r\nb", b"", b"c\n\n", b"dd", b"d\ne", b"\n"]
     body = _Body(0, chunks)
-    assert list(PayloadStore(_S3(body), "bucket").iter_lines("key")) == [b"a\r", b"bc", b"", b"ddd", b"e"]
+    assert list(S3PayloadStore(_S3(body), "bucket").iter_lines("key")) == [b"a\r", b"bc", b"", b"ddd", b"e"]

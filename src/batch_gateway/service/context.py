@@ -6,9 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from batch_gateway.ports import JobStore, PayloadStore
 from batch_gateway.settings import Settings
-from batch_gateway.store.jobs import JobStore
-from batch_gateway.store.payloads import PayloadStore
 
 if TYPE_CHECKING:  # the API functions never build a provider
     from batch_gateway.providers.base import BatchProvider

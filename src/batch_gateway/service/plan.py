@@ -12,6 +12,7 @@ from typing import Any
 from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.ids import custom_id_for, id_hash, is_mapped, marked_custom_id, new_id_marker, unmarked
 from batch_gateway.models.jobs import Chunk, Job
+from batch_gateway.ports import PayloadWriter
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
 from batch_gateway.service.keys import (
@@ -22,7 +23,6 @@ from batch_gateway.service.keys import (
     requests_key,
 )
 from batch_gateway.service.state import WorkflowState
-from batch_gateway.store.payloads import MultipartWriter
 
 ENVELOPE_BYTES = 64  # '{"requests":[' ... ']}' and commas, with room to spare
 
@@ -37,8 +37,8 @@ class _ChunkWriter:
     def __init__(self, services: Services, job: Job, index: int, marker: str | None) -> None:
         self.index = index
         self.marker = marker
-        self.inputs: MultipartWriter = services.payloads.writer(chunk_input_key(job.id, index))
-        self.ids: MultipartWriter = services.payloads.writer(chunk_ids_key(job.id, index), "text/plain")
+        self.inputs: PayloadWriter = services.payloads.writer(chunk_input_key(job.id, index))
+        self.ids: PayloadWriter = services.payloads.writer(chunk_ids_key(job.id, index), "text/plain")
         self.idmap: dict[str, str] = {}
         self.hashes = array("Q")
         self.count = 0

@@ -1,4 +1,4 @@
-"""JobStore: job and chunk items in one DynamoDB table.
+"""The JobStore port (``batch_gateway.ports``) on DynamoDB: job and chunk items in one table.
 
 Layout: ``pk = JOB#<id>``; the job item has ``sk = JOB``, chunk items ``sk = CHUNK#<00000>``. Only job items carry
 ``owner``, so the ``by-owner`` index (owner + created_at) lists jobs and nothing else.
@@ -15,8 +15,9 @@ from decimal import Decimal
 from typing import Any
 
 from batch_gateway.constants import OPEN_INDEX, OPEN_INDEX_PK, OWNER_INDEX
-from batch_gateway.models.errors import ConflictError, InvalidRequestError, NotFoundError
+from batch_gateway.models.errors import ConflictError, InvalidRequestError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, iso, utcnow
+from batch_gateway.ports import JobStore
 
 JOB_SK = "JOB"
 
@@ -102,7 +103,7 @@ def _update_parts(fields: dict[str, Any]) -> tuple[str, dict[str, str], dict[str
     return expression.strip(), names, values
 
 
-class JobStore:
+class DynamoDBJobStore(JobStore):
     def __init__(self, dynamodb_client: Any, table: str) -> None:
         self._db = dynamodb_client
         self.table = table
@@ -121,19 +122,6 @@ class JobStore:
             TableName=self.table, Key=_values({"pk": _pk(job_id), "sk": JOB_SK}), ConsistentRead=consistent
         ).get("Item")
         return Job.from_dict(_from_item(item)) if item else None
-
-    def require_job(self, job_id: str) -> Job:
-        job = self.get_job(job_id)
-        if job is None:
-            raise NotFoundError(f"no batch with id '{job_id}'")
-        return job
-
-    def get_owned_job(self, job_id: str, owner: str) -> Job:
-        """A job the caller owns; another caller's job answers exactly like a missing one."""
-        job = self.get_job(job_id) if job_id.startswith("job_") and len(job_id) <= 64 else None
-        if job is None or job.owner != owner:
-            raise NotFoundError(f"no batch with id '{job_id}'")
-        return job
 
     def delete_job(self, job_id: str) -> None:
         self._db.delete_item(TableName=self.table, Key=_values({"pk": _pk(job_id), "sk": JOB_SK}))

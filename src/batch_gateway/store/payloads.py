@@ -1,4 +1,4 @@
-"""PayloadStore: request and result payloads in S3, streamed both ways."""
+"""The PayloadStore port (``batch_gateway.ports``) on S3: request and result payloads, streamed both ways."""
 
 from __future__ import annotations
 
@@ -8,15 +8,14 @@ from typing import Any
 
 from batch_gateway.models.errors import TransientError
 from batch_gateway.models.jsonl import split_lines
+from batch_gateway.ports import OffsetOutOfRange, PayloadStore, WriteConflict
+
+__all__ = ["PART_SIZE", "MultipartWriter", "OffsetOutOfRange", "S3PayloadStore", "WriteConflict"]
 
 PART_SIZE = 5 * 1024 * 1024  # S3's smallest part (all but the last): the least memory a streamed write can hold
 
 
-class OffsetOutOfRange(LookupError):
-    """A read was asked to start at or past the end of the object."""
-
-
-class PayloadStore:
+class S3PayloadStore(PayloadStore):
     def __init__(self, s3_client: Any, bucket: str) -> None:
         self._s3 = s3_client
         self.bucket = bucket
@@ -101,10 +100,6 @@ class PayloadStore:
 
     def delete(self, key: str) -> None:
         self._s3.delete_object(Bucket=self.bucket, Key=key)
-
-
-class WriteConflict(TransientError):
-    """A conditional write found the object changed (or created) by someone else meanwhile."""
 
 
 COPY_PART_MAX = 5 * 1024 ** 3  # S3's largest part, copied or not

@@ -1,0 +1,162 @@
+"""What the service needs from storage: two small interfaces, jobs and payloads.
+
+The service depends on these, never on the DynamoDB and S3 classes. Implementations: ``store.jobs`` (DynamoDB),
+``store.payloads`` (S3) and ``store.memory`` (in memory, for unit tests; the same conditional-write semantics,
+checked against the DynamoDB store by ``tests/integration/test_store_contract.py``). The provider port is
+``providers.base.BatchProvider``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from types import TracebackType
+from typing import Any, BinaryIO, Protocol, Self
+
+from batch_gateway.models.errors import NotFoundError, TransientError
+from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus
+
+
+class OffsetOutOfRange(LookupError):
+    """A read was asked to start at or past the end of the object."""
+
+
+class WriteConflict(TransientError):
+    """A conditional write found the object changed (or created) by someone else meanwhile."""
+
+
+class JobStore(Protocol):
+    """Job and chunk records, with conditional writes: a write whose condition fails raises ``ConflictError`` and
+    changes nothing; ``claim_chunk`` checks the job and writes the chunk atomically."""
+
+    def put_new_job(self, job: Job) -> None:
+        """Store a job that must not exist yet (``ConflictError`` if it does)."""
+
+    def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None: ...
+
+    def delete_job(self, job_id: str) -> None: ...
+
+    def update_job(self, job_id: str, *, expect: Iterable[JobStatus] | None = None, **fields: Any) -> Job:
+        """Set fields (None removes one) and ``updated_at``; with ``expect``, only while the job is in one of those
+        statuses. A terminal status takes the job out of ``open_job_ids``. The job as written."""
+        ...
+
+    def list_jobs(self, owner: str, *, status: JobStatus | None = None, limit: int = 50,
+                  next_token: str | None = None) -> tuple[list[Job], str | None]:
+        """The owner's jobs, newest first; a page holds at most ``limit`` (fewer with a status filter). A token this
+        store did not give this owner is ``InvalidRequestError``."""
+        ...
+
+    def open_job_ids(self) -> list[str]:
+        """Jobs that have not ended, oldest first."""
+        ...
+
+    def claim_marker(self, marker: str, attributes: dict[str, Any], *, token: str, job_id: str, now: datetime,
+                     lease_until: datetime) -> tuple[bool, dict[str, Any]]:
+        """Claim ``marker`` until ``lease_until`` when nobody holds it or the holder's lease ended before ``now`` and
+        it never finished. (granted, the marker as it stands). The first claim fixes ``job_id``."""
+        ...
+
+    def release_marker(self, marker: str, token: str) -> None: ...
+
+    def finish_marker(self, marker: str, token: str, fields: dict[str, Any]) -> bool:
+        """Mark the claimed work done; False when another claim took over meanwhile."""
+        ...
+
+    def put_chunks(self, chunks: list[Chunk]) -> None: ...
+
+    def get_chunks(self, job_id: str) -> list[Chunk]:
+        """The job's chunks in index order."""
+        ...
+
+    def get_chunk(self, job_id: str, index: int) -> Chunk | None: ...
+
+    def update_chunk(self, chunk: Chunk, *, expect_state: ChunkState | None = None, expect_claim: str | None = None,
+                     fenced: bool = False, **fields: Any) -> Chunk:
+        """Write chunk fields while the expectations hold (``fenced``: while the stored chunk still has ``chunk``'s
+        state and claim token); else ``ConflictError``. The chunk as written."""
+        ...
+
+    def claim_chunk(self, chunk: Chunk, *, job_statuses: Iterable[JobStatus], **fields: Any) -> Chunk:
+        """Atomically: the job is in one of ``job_statuses`` and the chunk is as read (fenced); else
+        ``ConflictError`` and nothing written."""
+        ...
+
+    # Shared by every implementation: lookups on top of ``get_job``.
+
+    def require_job(self, job_id: str) -> Job:
+        job = self.get_job(job_id)
+        if job is None:
+            raise NotFoundError(f"no batch with id '{job_id}'")
+        return job
+
+    def get_owned_job(self, job_id: str, owner: str) -> Job:
+        """A job the caller owns; another caller's job answers exactly like a missing one."""
+        job = self.get_job(job_id) if job_id.startswith("job_") and len(job_id) <= 64 else None
+        if job is None or job.owner != owner:
+            raise NotFoundError(f"no batch with id '{job_id}'")
+        return job
+
+
+class PayloadWriter(Protocol):
+    """An object written as a stream; nothing is visible until ``close``, and an exception inside ``with`` leaves
+    nothing behind. Conditional writers raise ``WriteConflict`` on close when the object changed meanwhile."""
+
+    key: str
+    bytes_written: int
+    lines_written: int
+    etag: str | None  # of the object written, once closed
+
+    def write_line(self, line: bytes) -> None: ...
+
+    def write(self, data: bytes) -> None: ...
+
+    def start_with(self, source_key: str, etag: str, size: int) -> None:
+        """Begin with the whole of ``source_key`` as it is at ``etag`` (``WriteConflict`` if it changed)."""
+        ...
+
+    def close(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None: ...
+
+
+class PayloadStore(Protocol):
+    """Request and result payloads: objects of lines, read and written as streams."""
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/x-ndjson") -> None: ...
+
+    def get_bytes(self, key: str) -> bytes: ...
+
+    def open_object(self, key: str, version: str | None = None) -> BinaryIO | Any:
+        """A readable body of one object (version): ``read(n)`` and ``iter_chunks(chunk_size)``."""
+        ...
+
+    def current_version(self, key: str, etag: str | None) -> str | None: ...
+
+    def copy(self, source_key: str, target_key: str) -> None: ...
+
+    def head(self, key: str) -> tuple[str, int] | None:
+        """(ETag, size) of the object as it is now, or None when there is none."""
+        ...
+
+    def exists(self, key: str) -> bool: ...
+
+    def iter_lines(self, key: str, start: int = 0) -> Iterator[bytes]:
+        """Lines without their newline, from byte ``start`` (``OffsetOutOfRange`` at or past the end)."""
+        ...
+
+    def iter_lines_with_offsets(self, key: str, start: int = 0) -> Iterator[tuple[int, bytes]]: ...
+
+    def writer(self, key: str, content_type: str = "application/x-ndjson", *, replaces: str | None = None,
+               new_only: bool = False) -> PayloadWriter:
+        """``replaces``: written only if the object still has this ETag; ``new_only``: only if there is none."""
+        ...
+
+    def presign_get(self, key: str, expires_in: int) -> str: ...
+
+    def delete(self, key: str) -> None: ...

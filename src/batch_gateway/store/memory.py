@@ -1,0 +1,352 @@
+"""The store ports in memory, for unit tests of service logic where moto adds nothing.
+
+Same semantics as DynamoDB and S3 for what the service relies on (``tests/integration/test_store_contract.py`` runs
+the same assertions against both): every conditional write checks and writes under one lock, a failed condition
+raises ``ConflictError`` and changes nothing, ``claim_chunk`` is one transaction, records are stored as plain data
+(what DynamoDB would hold), so a test cannot mutate a stored record through an object it holds, and written objects
+appear only when closed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import dataclasses
+import hashlib
+import io
+import json
+import threading
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from decimal import Decimal
+from enum import Enum
+from types import TracebackType
+from typing import Any, Self
+
+from batch_gateway.models.errors import ConflictError, InvalidRequestError
+from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, iso, utcnow
+from batch_gateway.models.jsonl import split_lines
+from batch_gateway.ports import JobStore, OffsetOutOfRange, PayloadStore, WriteConflict
+
+
+def _plain(value: Any) -> Any:
+    """A field value as DynamoDB would hand it back (see ``store.jobs._attr``)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str | int | float):
+        return value
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, datetime):
+        return iso(value)
+    if hasattr(value, "to_dict"):
+        return _plain(value.to_dict())
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items() if v is not None}
+    raise TypeError(f"cannot store {type(value).__name__} in DynamoDB")
+
+
+def _set(item: dict[str, Any], fields: dict[str, Any]) -> None:
+    for name, value in fields.items():
+        if value is None:
+            item.pop(name, None)
+        else:
+            item[name] = _plain(value)
+
+
+class MemoryJobStore(JobStore):
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._jobs: dict[str, dict[str, Any]] = {}
+        self._chunks: dict[tuple[str, int], dict[str, Any]] = {}
+        self._markers: dict[str, dict[str, Any]] = {}
+
+    # --- jobs ---------------------------------------------------------------------------------------------------
+
+    def put_new_job(self, job: Job) -> None:
+        with self._lock:
+            if job.id in self._jobs:
+                raise ConflictError(f"job {job.id} exists already")
+            self._jobs[job.id] = _plain(job.to_dict())
+
+    def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None:
+        with self._lock:
+            item = self._jobs.get(job_id)
+            return Job.from_dict(copy.deepcopy(item)) if item is not None else None
+
+    def delete_job(self, job_id: str) -> None:
+        with self._lock:
+            self._jobs.pop(job_id, None)
+
+    def update_job(self, job_id: str, *, expect: Iterable[JobStatus] | None = None, **fields: Any) -> Job:
+        fields["updated_at"] = utcnow()
+        with self._lock:
+            item = self._jobs.get(job_id)
+            if item is None or (expect is not None and item["status"] not in {JobStatus(s).value for s in expect}):
+                raise ConflictError(f"job {job_id} is not in an expected status for this change")
+            _set(item, fields)
+            return Job.from_dict(copy.deepcopy(item))
+
+    def list_jobs(self, owner: str, *, status: JobStatus | None = None, limit: int = 50,
+                  next_token: str | None = None) -> tuple[list[Job], str | None]:
+        with self._lock:
+            owned = sorted((item for item in self._jobs.values() if item["owner"] == owner),
+                           key=lambda item: (item["created_at"], item["id"]), reverse=True)
+            if next_token:
+                after = _decode_token(next_token, owner)
+                owned = [item for item in owned if (item["created_at"], item["id"]) < after]
+            evaluated = owned[:limit]  # like a DynamoDB query: the limit counts items read, before the filter
+            page = [Job.from_dict(copy.deepcopy(item)) for item in evaluated
+                    if status is None or item["status"] == status.value]
+        more = len(owned) > limit
+        return page, (_encode_token(owner, evaluated[-1]) if more else None)
+
+    def open_job_ids(self) -> list[str]:
+        with self._lock:
+            open_jobs = [item for item in self._jobs.values() if not JobStatus(item["status"]).terminal]
+        return [item["id"] for item in sorted(open_jobs, key=lambda item: (item["created_at"], item["id"]))]
+
+    # --- markers ------------------------------------------------------------------------------------------------
+
+    def claim_marker(self, marker: str, attributes: dict[str, Any], *, token: str, job_id: str, now: datetime,
+                     lease_until: datetime) -> tuple[bool, dict[str, Any]]:
+        with self._lock:
+            item = self._markers.get(marker)
+            if item is not None and not (item.get("state") == "claimed" and item.get("lease_until", 0)
+                                         < now.timestamp()):
+                return False, copy.deepcopy(item)
+            item = item if item is not None else {"pk": marker, "sk": "MARKER"}
+            _set(item, {"state": "claimed", "token": token, "lease_until": lease_until.timestamp(),
+                        "claimed_at": now, **attributes})
+            item.setdefault("job_id", job_id)
+            item["attempts"] = item.get("attempts", 0) + 1
+            self._markers[marker] = item
+            return True, copy.deepcopy(item)
+
+    def release_marker(self, marker: str, token: str) -> None:
+        self._set_marker(marker, token, {"lease_until": 0})
+
+    def finish_marker(self, marker: str, token: str, fields: dict[str, Any]) -> bool:
+        return self._set_marker(marker, token, {"state": "done", "lease_until": None, **fields})
+
+    def _set_marker(self, marker: str, token: str, fields: dict[str, Any]) -> bool:
+        with self._lock:
+            item = self._markers.get(marker)
+            if item is None or item.get("token") != token:
+                return False
+            _set(item, fields)
+            return True
+
+    # --- chunks -------------------------------------------------------------------------------------------------
+
+    def put_chunks(self, chunks: list[Chunk]) -> None:
+        with self._lock:
+            for chunk in chunks:
+                self._chunks[(chunk.job_id, chunk.index)] = _plain(chunk.to_dict())
+
+    def get_chunks(self, job_id: str) -> list[Chunk]:
+        with self._lock:
+            items = sorted((item for (owner, _), item in self._chunks.items() if owner == job_id),
+                           key=lambda item: item["index"])
+            return [Chunk.from_dict(copy.deepcopy(item)) for item in items]
+
+    def get_chunk(self, job_id: str, index: int) -> Chunk | None:
+        with self._lock:
+            item = self._chunks.get((job_id, index))
+            return Chunk.from_dict(copy.deepcopy(item)) if item is not None else None
+
+    def update_chunk(self, chunk: Chunk, *, expect_state: ChunkState | None = None, expect_claim: str | None = None,
+                     fenced: bool = False, **fields: Any) -> Chunk:
+        with self._lock:
+            item = self._chunks.get((chunk.job_id, chunk.index))
+            if item is None or not _holds(item, chunk, expect_state, expect_claim, fenced):
+                raise ConflictError(f"chunk {chunk.index} of {chunk.job_id} changed under us")
+            _set(item, fields)
+            return Chunk.from_dict(copy.deepcopy(item))
+
+    def claim_chunk(self, chunk: Chunk, *, job_statuses: Iterable[JobStatus], **fields: Any) -> Chunk:
+        with self._lock:
+            job = self._jobs.get(chunk.job_id)
+            item = self._chunks.get((chunk.job_id, chunk.index))
+            if (job is None or job["status"] not in {JobStatus(s).value for s in job_statuses} or item is None
+                    or not _holds(item, chunk, None, None, True)):
+                raise ConflictError(f"chunk {chunk.index} of {chunk.job_id} cannot be claimed now")
+            _set(item, dict(fields))
+        return dataclasses.replace(chunk, **fields)
+
+
+def _holds(item: dict[str, Any], chunk: Chunk, expect_state: ChunkState | None, expect_claim: str | None,
+           fenced: bool) -> bool:
+    """The condition of ``store.jobs.DynamoDBJobStore._chunk_update``."""
+    if fenced:
+        expect_state = chunk.state
+        if chunk.claim_token is None:
+            if "claim_token" in item:
+                return False
+        else:
+            expect_claim = chunk.claim_token
+    if expect_state is not None and item.get("state") != expect_state.value:
+        return False
+    return expect_claim is None or item.get("claim_token") == expect_claim
+
+
+def _encode_token(owner: str, item: dict[str, Any]) -> str:
+    key = {"owner": owner, "created_at": item["created_at"], "id": item["id"]}
+    return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
+
+
+def _decode_token(token: str, owner: str) -> tuple[str, str]:
+    try:
+        key = json.loads(base64.urlsafe_b64decode(token.encode()))
+    except (ValueError, binascii.Error):
+        key = None
+    if (not isinstance(key, dict) or set(key) != {"owner", "created_at", "id"} or key["owner"] != owner
+            or not all(isinstance(v, str) for v in key.values())):
+        raise InvalidRequestError("next_token is not one this service gave you",
+                                  details=[{"field": "next_token", "message": "invalid"}])
+    return key["created_at"], key["id"]
+
+
+# --- payloads ---------------------------------------------------------------------------------------------------
+
+
+def _etag(data: bytes) -> str:
+    return f'"{hashlib.md5(data, usedforsecurity=False).hexdigest()}"'
+
+
+class _Body(io.BytesIO):
+    """A readable object body, like botocore's ``StreamingBody``."""
+
+    def iter_chunks(self, chunk_size: int = 1024) -> Iterator[bytes]:
+        while piece := self.read(chunk_size):
+            yield piece
+
+
+class MemoryPayloadStore(PayloadStore):
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._objects: dict[str, bytes] = {}
+        self._versions: dict[str, list[bytes]] = {}
+
+    def _store(self, key: str, data: bytes, *, replaces: str | None = None, new_only: bool = False) -> str:
+        with self._lock:
+            current = self._objects.get(key)
+            if (new_only and current is not None) or (
+                    replaces is not None and (current is None or _etag(current) != _quoted(replaces))):
+                raise WriteConflict(f"{key} was changed by someone else meanwhile")
+            self._objects[key] = data
+            self._versions.setdefault(key, []).append(data)
+            return _etag(data)
+
+    def _read(self, key: str) -> bytes:
+        with self._lock:
+            if key not in self._objects:
+                raise KeyError(f"no object {key}")
+            return self._objects[key]
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/x-ndjson") -> None:
+        self._store(key, bytes(data))
+
+    def get_bytes(self, key: str) -> bytes:
+        return self._read(key)
+
+    def open_object(self, key: str, version: str | None = None) -> _Body:
+        if version is None:
+            return _Body(self._read(key))
+        with self._lock:
+            return _Body(self._versions[key][int(version)])
+
+    def current_version(self, key: str, etag: str | None) -> str | None:
+        with self._lock:
+            data = self._objects.get(key)
+            if data is None or (etag and _etag(data) != _quoted(etag)):
+                return None
+            return str(len(self._versions[key]) - 1)
+
+    def copy(self, source_key: str, target_key: str) -> None:
+        self._store(target_key, self._read(source_key))
+
+    def head(self, key: str) -> tuple[str, int] | None:
+        with self._lock:
+            data = self._objects.get(key)
+            return (_etag(data), len(data)) if data is not None else None
+
+    def exists(self, key: str) -> bool:
+        with self._lock:
+            return key in self._objects
+
+    def iter_lines(self, key: str, start: int = 0) -> Iterator[bytes]:
+        data = self._read(key)
+        if start and start >= len(data):
+            raise OffsetOutOfRange(f"{key} has nothing at byte {start}")
+        body = _Body(data[start:])
+        yield from split_lines(body.iter_chunks(chunk_size=1024 * 1024))
+
+    def iter_lines_with_offsets(self, key: str, start: int = 0) -> Iterator[tuple[int, bytes]]:
+        offset = start
+        for line in self.iter_lines(key, start):
+            offset += len(line) + 1
+            yield offset, line
+
+    def writer(self, key: str, content_type: str = "application/x-ndjson", *, replaces: str | None = None,
+               new_only: bool = False) -> MemoryWriter:
+        return MemoryWriter(self, key, replaces=replaces, new_only=new_only)
+
+    def presign_get(self, key: str, expires_in: int) -> str:
+        return f"memory://payloads/{key}?expires_in={expires_in}"
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._objects.pop(key, None)
+
+
+def _quoted(etag: str) -> str:
+    return etag if etag.startswith('"') else f'"{etag}"'
+
+
+class MemoryWriter:
+    """Buffers the object; it appears (conditionally) on close, never after an exception."""
+
+    def __init__(self, store: MemoryPayloadStore, key: str, *, replaces: str | None, new_only: bool) -> None:
+        self._store, self.key, self._replaces, self._new_only = store, key, replaces, new_only
+        self._buffer = io.BytesIO()
+        self.bytes_written = 0
+        self.lines_written = 0
+        self.etag: str | None = None
+
+    def write_line(self, line: bytes) -> None:
+        self.write(line + b"\n")
+        self.lines_written += 1
+
+    def write(self, data: bytes) -> None:
+        self._buffer.write(data)
+        self.bytes_written += len(data)
+
+    def start_with(self, source_key: str, etag: str, size: int) -> None:
+        if self.bytes_written:
+            raise ValueError("start_with comes before any other write")
+        data = self._store._read(source_key)
+        if _etag(data) != _quoted(etag):
+            raise WriteConflict(f"{source_key} changed while being copied")
+        self._buffer.write(data)
+        self.bytes_written += size
+
+    def close(self) -> None:
+        self.etag = self._store._store(self.key, self._buffer.getvalue(), replaces=self._replaces,
+                                       new_only=self._new_only)
+
+    def abort(self) -> None:
+        self._buffer = io.BytesIO()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc is None:
+            self.close()
+        else:
+            self.abort()

@@ -1,0 +1,350 @@
+"""The store contract the service relies on, run against both implementations: the DynamoDB and S3 stores (moto) and
+the in-memory stores that unit tests use. A condition that fails raises ConflictError and changes nothing; a claim
+checks the job and writes the chunk as one; a claimed marker is never granted twice; conditional payload writes
+refuse an object changed meanwhile. If the memory stores drifted from DynamoDB and S3, this fails, not a unit test
+that passes for the wrong reason.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from batch_gateway.local.resources import create_bucket, create_table
+from batch_gateway.models.errors import ConflictError, InvalidRequestError, NotFoundError
+from batch_gateway.models.ids import new_job_id
+from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, RequestCounts
+from batch_gateway.ports import JobStore, OffsetOutOfRange, PayloadStore, WriteConflict
+from batch_gateway.store.jobs import DynamoDBJobStore
+from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
+from batch_gateway.store.payloads import S3PayloadStore
+
+REGION = "us-east-1"
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def moto_account():
+    with mock_aws():
+        yield {"dynamodb": boto3.client("dynamodb", region_name=REGION), "s3": boto3.client("s3", region_name=REGION)}
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def jobs(request, moto_account, monkeypatch) -> JobStore:
+    if request.param == "memory":
+        return MemoryJobStore()
+    _atomic_moto(monkeypatch)
+    table = f"contract-{uuid.uuid4().hex[:8]}"
+    create_table(moto_account["dynamodb"], table)
+    return DynamoDBJobStore(moto_account["dynamodb"], table)
+
+
+@pytest.fixture(params=["memory", "s3"])
+def payloads(request, moto_account) -> PayloadStore:
+    if request.param == "memory":
+        return MemoryPayloadStore()
+    bucket = f"contract-{uuid.uuid4().hex[:8]}"
+    create_bucket(moto_account["s3"], bucket, REGION)
+    return S3PayloadStore(moto_account["s3"], bucket)
+
+
+def _atomic_moto(monkeypatch) -> None:
+    """DynamoDB applies each write atomically; moto checks a condition and then writes without a lock."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    lock = threading.RLock()
+    for name in ("put_item", "update_item", "delete_item", "transact_write_items"):
+        real = getattr(DynamoDBBackend, name)
+
+        def atomic(self, *args, _real=real, **kwargs):
+            with lock:
+                return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(DynamoDBBackend, name, atomic)
+
+
+def a_job(owner: str = "alice", created: int = 0, **fields) -> Job:
+    fields.setdefault("id", new_job_id())
+    return Job(owner=owner, provider="openai", model="gpt-4o-mini",
+               request_counts=RequestCounts(total=3, processing=3), metadata={"team": "search"},
+               hyperparameters={"temperature": 0.5, "max_tokens": 10}, created_at=NOW + timedelta(seconds=created),
+               **fields)
+
+
+def with_chunks(jobs: JobStore, count: int = 2, status: JobStatus = JobStatus.IN_PROGRESS) -> tuple[Job, list[Chunk]]:
+    job = a_job(status=status, chunk_count=count)
+    jobs.put_new_job(job)
+    chunks = [Chunk(job_id=job.id, index=i, request_count=1) for i in range(count)]
+    jobs.put_chunks(chunks)
+    return job, chunks
+
+
+# ---- jobs
+
+
+def test_a_job_reads_back_as_it_was_stored_and_exists_only_once(jobs):
+    job = a_job()
+    jobs.put_new_job(job)
+    assert jobs.get_job(job.id) == job
+    with pytest.raises(ConflictError):
+        jobs.put_new_job(a_job(id=job.id, owner="mallory"))
+    assert jobs.require_job(job.id).owner == "alice"
+
+
+def test_a_missing_job_and_another_callers_job_are_not_found(jobs):
+    job = a_job()
+    jobs.put_new_job(job)
+    assert jobs.get_job("job_missing") is None
+    with pytest.raises(NotFoundError):
+        jobs.require_job("job_missing")
+    with pytest.raises(NotFoundError):
+        jobs.get_owned_job(job.id, "bob")
+    assert jobs.get_owned_job(job.id, "alice").id == job.id
+
+
+def test_an_update_expecting_another_status_is_refused_and_changes_nothing(jobs):
+    job = a_job()
+    jobs.put_new_job(job)
+    with pytest.raises(ConflictError):
+        jobs.update_job(job.id, expect=[JobStatus.IN_PROGRESS], status=JobStatus.FINISHED, error="no")
+    assert jobs.get_job(job.id) == job
+
+
+def test_an_update_in_an_expected_status_writes_returns_the_job_and_none_removes_a_field(jobs):
+    job = a_job(error="earlier")
+    jobs.put_new_job(job)
+    updated = jobs.update_job(job.id, expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS],
+                              status=JobStatus.IN_PROGRESS, chunk_count=4, error=None,
+                              request_counts=RequestCounts(total=3, succeeded=1, processing=2))
+    assert updated == jobs.get_job(job.id)
+    assert (updated.status, updated.chunk_count, updated.error) == (JobStatus.IN_PROGRESS, 4, None)
+    assert updated.request_counts.succeeded == 1 and updated.updated_at > job.updated_at
+
+
+def test_updating_a_job_that_does_not_exist_is_a_conflict_and_creates_nothing(jobs):
+    with pytest.raises(ConflictError):
+        jobs.update_job("job_missing", status=JobStatus.FAILED)
+    assert jobs.get_job("job_missing") is None
+
+
+def test_open_jobs_are_listed_oldest_first_until_they_end(jobs):
+    first, second, third = a_job(created=1), a_job(created=2), a_job(created=3)
+    for job in (third, first, second):
+        jobs.put_new_job(job)
+    assert jobs.open_job_ids() == [first.id, second.id, third.id]
+    jobs.update_job(second.id, status=JobStatus.FINISHED)
+    jobs.update_job(first.id, status=JobStatus.CANCELING)
+    assert jobs.open_job_ids() == [first.id, third.id]
+
+
+def test_a_callers_jobs_are_listed_newest_first_in_pages_and_filtered_by_status(jobs):
+    mine = [a_job(owner="carol", created=i) for i in range(5)]
+    for job in mine:
+        jobs.put_new_job(job)
+    jobs.put_new_job(a_job(owner="dave"))
+    jobs.update_job(mine[1].id, status=JobStatus.FINISHED)
+    seen, token = [], None
+    while True:
+        page, token = jobs.list_jobs("carol", limit=2, next_token=token)
+        assert len(page) <= 2
+        seen += [j.id for j in page]
+        if not token:
+            break
+    assert seen == [j.id for j in reversed(mine)]
+    finished, token = [], None
+    while True:
+        page, token = jobs.list_jobs("carol", status=JobStatus.FINISHED, limit=2, next_token=token)
+        finished += [j.id for j in page]
+        if not token:
+            break
+    assert finished == [mine[1].id]
+
+
+def test_a_list_token_another_caller_got_or_made_up_is_refused(jobs):
+    for i in range(3):
+        jobs.put_new_job(a_job(owner="erin", created=i))
+    _, token = jobs.list_jobs("erin", limit=1)
+    assert token
+    for bad in ("not-a-token", "e30=", "bm90IGpzb24="):  # not base64, {}, "not json"
+        with pytest.raises(InvalidRequestError):
+            jobs.list_jobs("erin", next_token=bad)
+    with pytest.raises(InvalidRequestError):
+        jobs.list_jobs("frank", next_token=token)
+
+
+# ---- chunks
+
+
+def test_chunks_come_back_in_index_order_however_many(jobs):
+    job = a_job()
+    jobs.put_new_job(job)
+    jobs.put_chunks([Chunk(job_id=job.id, index=i, request_count=i + 1) for i in reversed(range(30))])
+    chunks = jobs.get_chunks(job.id)
+    assert [c.index for c in chunks] == list(range(30)) and chunks[7].request_count == 8
+    assert jobs.get_chunk(job.id, 29) == chunks[29] and jobs.get_chunk(job.id, 30) is None
+
+
+def test_a_chunk_update_whose_expectation_fails_is_refused_and_changes_nothing(jobs):
+    job, (chunk, _) = with_chunks(jobs)
+    claimed = jobs.update_chunk(chunk, expect_state=ChunkState.PENDING, state=ChunkState.SUBMITTING,
+                                claim_token="t1", claimed_at=NOW)
+    assert (claimed.state, claimed.claim_token) == (ChunkState.SUBMITTING, "t1")
+    refusals = [
+        {"expect_state": ChunkState.PENDING},
+        {"expect_claim": "t2"},
+        {"fenced": True},  # the chunk as read before the claim: no claim token, pending
+    ]
+    for expectation in refusals:
+        with pytest.raises(ConflictError):
+            jobs.update_chunk(chunk, **expectation, provider_batch_id="b-stale")
+    assert jobs.get_chunk(job.id, 0) == claimed
+    fenced = jobs.update_chunk(claimed, fenced=True, provider_batch_id="b1", claim_token=None)
+    assert fenced.provider_batch_id == "b1" and fenced.claim_token is None
+    assert jobs.get_chunk(job.id, 0) == fenced
+
+
+def test_updating_a_chunk_that_does_not_exist_is_a_conflict(jobs):
+    job, _ = with_chunks(jobs, count=1)
+    with pytest.raises(ConflictError):
+        jobs.update_chunk(Chunk(job_id=job.id, index=5, request_count=1), provider_status="x")
+    assert jobs.get_chunk(job.id, 5) is None
+
+
+def test_a_chunk_of_a_job_that_is_no_longer_running_cannot_be_claimed_and_stays_as_it_was(jobs):
+    job, (chunk, _) = with_chunks(jobs)
+    jobs.update_job(job.id, status=JobStatus.CANCELING)
+    with pytest.raises(ConflictError):
+        jobs.claim_chunk(chunk, job_statuses=[JobStatus.IN_PROGRESS], state=ChunkState.SUBMITTING,
+                         claim_token="t1")
+    assert jobs.get_chunk(job.id, 0) == chunk
+
+
+def test_a_chunk_changed_since_it_was_read_cannot_be_claimed(jobs):
+    job, (chunk, _) = with_chunks(jobs)
+    jobs.update_chunk(chunk, state=ChunkState.COLLECTED, collected=True)  # canceled before it was sent
+    with pytest.raises(ConflictError):
+        jobs.claim_chunk(chunk, job_statuses=[JobStatus.IN_PROGRESS], state=ChunkState.SUBMITTING,
+                         claim_token="t1")
+    assert jobs.get_chunk(job.id, 0).state is ChunkState.COLLECTED
+
+
+def test_two_claims_of_the_same_chunk_at_once_grant_exactly_one(jobs):
+    job, (chunk, _) = with_chunks(jobs)
+    barrier = threading.Barrier(8)
+    granted, refused = [], []
+
+    def claim(token: str) -> None:
+        barrier.wait(timeout=10)
+        try:
+            jobs.claim_chunk(chunk, job_statuses=[JobStatus.IN_PROGRESS], state=ChunkState.SUBMITTING,
+                             claim_token=token)
+            granted.append(token)
+        except ConflictError:
+            refused.append(token)
+
+    threads = [threading.Thread(target=claim, args=(f"t{i}",)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert len(granted) == 1 and len(refused) == 7
+    assert jobs.get_chunk(job.id, 0).claim_token == granted[0]
+
+
+# ---- markers (at-least-once deliveries)
+
+
+def test_a_marker_is_held_by_one_claim_until_its_lease_ends_and_never_again_once_done(jobs):
+    lease = NOW + timedelta(minutes=5)
+    granted, marker = jobs.claim_marker("drop#a", {"key": "inbox/a.jsonl"}, token="t1", job_id="job_a", now=NOW,
+                                        lease_until=lease)
+    assert granted and marker["token"] == "t1" and marker["job_id"] == "job_a" and marker["key"] == "inbox/a.jsonl"
+
+    granted, marker = jobs.claim_marker("drop#a", {}, token="t2", job_id="job_b", now=NOW + timedelta(minutes=1),
+                                        lease_until=lease + timedelta(minutes=1))
+    assert not granted and marker["token"] == "t1"
+
+    jobs.release_marker("drop#a", "t2")  # not the holder: nothing happens
+    granted, _ = jobs.claim_marker("drop#a", {}, token="t2", job_id="job_b", now=NOW + timedelta(minutes=1),
+                                   lease_until=lease)
+    assert not granted
+
+    after = lease + timedelta(seconds=1)
+    granted, marker = jobs.claim_marker("drop#a", {}, token="t3", job_id="job_c", now=after,
+                                        lease_until=after + timedelta(minutes=5))
+    assert granted and marker["token"] == "t3" and marker["job_id"] == "job_a"  # the first claim fixed the job
+    assert marker["attempts"] == 2
+
+    assert not jobs.finish_marker("drop#a", "t1", {"receipt": "r"})  # taken over: the late holder cannot finish
+    assert jobs.finish_marker("drop#a", "t3", {"receipt": "r"})
+    granted, marker = jobs.claim_marker("drop#a", {}, token="t4", job_id="job_d",
+                                        now=after + timedelta(days=1), lease_until=after + timedelta(days=2))
+    assert not granted and marker["state"] == "done" and marker["receipt"] == "r"
+
+
+def test_a_released_marker_is_granted_to_the_next_delivery_at_once(jobs):
+    jobs.claim_marker("drop#b", {}, token="t1", job_id="job_a", now=NOW, lease_until=NOW + timedelta(minutes=5))
+    jobs.release_marker("drop#b", "t1")
+    granted, marker = jobs.claim_marker("drop#b", {}, token="t2", job_id="job_b", now=NOW + timedelta(seconds=1),
+                                        lease_until=NOW + timedelta(minutes=5))
+    assert granted and marker["job_id"] == "job_a"
+
+
+def test_finishing_a_marker_nobody_claimed_is_refused(jobs):
+    assert not jobs.finish_marker("drop#never", "t1", {})
+
+
+# ---- payloads
+
+
+def test_an_object_reads_back_whole_by_line_and_from_an_offset(payloads):
+    payloads.put_bytes("jobs/a/requests.jsonl", b"one\ntwo\n\nthree")
+    assert payloads.get_bytes("jobs/a/requests.jsonl") == b"one\ntwo\n\nthree"
+    assert list(payloads.iter_lines("jobs/a/requests.jsonl")) == [b"one", b"two", b"", b"three"]
+    assert list(payloads.iter_lines_with_offsets("jobs/a/requests.jsonl", 4)) == [(8, b"two"), (9, b""),
+                                                                                  (15, b"three")]
+    with pytest.raises(OffsetOutOfRange):
+        list(payloads.iter_lines("jobs/a/requests.jsonl", 14))
+    assert payloads.open_object("jobs/a/requests.jsonl").read() == b"one\ntwo\n\nthree"
+    assert payloads.exists("jobs/a/requests.jsonl") and not payloads.exists("jobs/a/missing")
+    assert payloads.head("jobs/a/requests.jsonl")[1] == 14 and payloads.head("jobs/a/missing") is None
+
+
+def test_a_written_object_appears_only_when_closed_and_not_at_all_after_an_error(payloads):
+    with payloads.writer("jobs/b/out.jsonl") as writer:
+        writer.write_line(b"a")
+        writer.write(b"b\n")
+        assert not payloads.exists("jobs/b/out.jsonl")
+    assert payloads.get_bytes("jobs/b/out.jsonl") == b"a\nb\n" and writer.bytes_written == 4
+    assert writer.lines_written == 1 and writer.etag
+    with pytest.raises(RuntimeError), payloads.writer("jobs/b/failed.jsonl") as writer:
+        writer.write_line(b"half")
+        raise RuntimeError("crashed mid-write")
+    assert not payloads.exists("jobs/b/failed.jsonl")
+
+
+def test_conditional_writes_refuse_an_object_changed_or_created_meanwhile(payloads):
+    with payloads.writer("jobs/c/results.jsonl", new_only=True) as writer:
+        writer.write_line(b"first")
+    etag, size = payloads.head("jobs/c/results.jsonl")
+    with pytest.raises(WriteConflict), payloads.writer("jobs/c/results.jsonl", new_only=True) as writer:
+        writer.write_line(b"again")
+    with payloads.writer("jobs/c/results.jsonl", replaces=etag) as writer:
+        writer.start_with("jobs/c/results.jsonl", etag, size)
+        writer.write_line(b"second")
+    assert payloads.get_bytes("jobs/c/results.jsonl") == b"first\nsecond\n"
+    with pytest.raises(WriteConflict), payloads.writer("jobs/c/results.jsonl", replaces=etag) as writer:
+        writer.write_line(b"stale")
+    assert payloads.get_bytes("jobs/c/results.jsonl") == b"first\nsecond\n"
+
+
+def test_copy_and_delete(payloads):
+    payloads.put_bytes("jobs/d/a", b"x\n")
+    payloads.copy("jobs/d/a", "jobs/d/b")
+    payloads.delete("jobs/d/a")
+    assert not payloads.exists("jobs/d/a") and payloads.get_bytes("jobs/d/b") == b"x\n"
