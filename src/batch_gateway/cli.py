@@ -19,12 +19,11 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any, NoReturn
 
-from batch_gateway.client.errors import error_from_job
-from batch_gateway.client.invoker import ENDPOINT_ENV
+from batch_gateway.client._constants import DEFAULT_STATUS_CHECK_INTERVAL, ENDPOINT_ENV
+from batch_gateway.client.errors import BatchGatewayError, error_from_job
 from batch_gateway.client.models import Job, JobStatus
 from batch_gateway.client.sync_client import BatchGatewayClient
-from batch_gateway.models.errors import BatchGatewayError
-from batch_gateway.models.jsonl import ParsedFile, dumps_line, iter_jsonl_lines, parse_jsonl
+from batch_gateway.contract.jsonl import ParsedFile, dumps_line, iter_jsonl_lines, parse_jsonl
 
 EXIT_OK, EXIT_SERVICE_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 JOB_STATUSES = [status.value for status in JobStatus]
@@ -82,7 +81,7 @@ def _format_detail(detail: dict[str, Any]) -> str:
 def _report_error(error: BatchGatewayError, as_json: bool) -> None:
     if as_json:
         body = error.to_body()
-        body["error"]["status_code"] = getattr(error, "status_code", None)
+        body["error"]["status_code"] = error.status_code
         _err(json.dumps(body, ensure_ascii=False))
         return
     _err(f"error: {error.type}: {error.message}")
@@ -348,7 +347,13 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--idempotency-key", help="resubmitting with the same key returns the first job")
     submit.add_argument("--wait", action="store_true", help="wait for the job to end, then write its results")
     submit.add_argument("-o", "--output", metavar="OUT.jsonl", help="results file with --wait (default: stdout)")
-    submit.add_argument("--poll-interval", type=float, default=5.0, metavar="S", help="seconds between status checks")
+    submit.add_argument(
+        "--poll-interval",
+        type=float,
+        default=DEFAULT_STATUS_CHECK_INTERVAL,
+        metavar="S",
+        help="seconds between status checks",
+    )
     submit.set_defaults(handler=cmd_submit)
 
     status = commands.add_parser("status", parents=[common], help="show a job")

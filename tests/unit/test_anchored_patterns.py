@@ -2,9 +2,9 @@
 
 import pytest
 
-from batch_gateway.client import testing as client_testing
 from batch_gateway.client import transport
 from batch_gateway.edge import http
+from batch_gateway.local import front
 from batch_gateway.local.template import Route
 from batch_gateway.models.ids import CUSTOM_ID_RE
 from batch_gateway.models.requests import MODEL_RE
@@ -18,7 +18,7 @@ CASES = [
     ("model", MODEL_RE, "claude-sonnet-4-20250514"),
     ("assumed role", http._ASSUMED_ROLE, "arn:aws:sts::123456789012:assumed-role/svc/session"),
     ("execute-api host", transport._EXECUTE_API_HOST, "abc123.execute-api.eu-west-1.amazonaws.com"),
-    ("test server signature", client_testing._AUTH, SIGNATURE),
+    ("local front signature", front._AUTH, SIGNATURE),
     ("simulator route", wire._compiled("/v1/batches"), "/v1/batches"),
 ]
 

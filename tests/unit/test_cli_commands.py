@@ -1,4 +1,4 @@
-"""``batch-gateway`` against the fake service: what a user sees, what lands in files, and exit codes."""
+"""``batch-gateway`` against canned answers: what a user sees, what lands in files, and exit codes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from batch_gateway.cli import Progress, main
 from batch_gateway.client.models import Job
-from batch_gateway.client.testing import FAKE_AWS_ENV, FakeBatchGateway
+from tests.support.replay_gateway import FAKE_AWS_ENV, ReplayGateway, error, item, job, jobs, results
 
 INPUT = "\n".join(
     [
@@ -31,9 +31,10 @@ def aws_env(monkeypatch):
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    with FakeBatchGateway(polls_to_finish=2) as server:
+def gateway(monkeypatch):
+    with ReplayGateway() as server:
         monkeypatch.setenv("BATCH_GATEWAY_ENDPOINT", server.url)
+        server.script("POST", "/batches", job("job_1", total=2), job("job_2", total=2))
         yield server
 
 
@@ -44,14 +45,26 @@ def input_file(tmp_path):
     return path
 
 
-def submit(fake: FakeBatchGateway, input_file) -> str:
-    assert main(["submit", str(input_file)]) == 0
-    return list(fake.jobs)[-1]
+def counts(total: int = 2, **done: int) -> dict[str, int]:
+    return {"total": total, "processing": total - sum(done.values()), **done}
 
 
-def test_submit_wait_writes_one_result_line_per_request_to_the_output_file(fake, input_file, tmp_path, capsys):
+def run_then_finish(gateway: ReplayGateway, job_id: str = "job_1", **finished_counts: int) -> None:
+    gateway.script(
+        "GET",
+        f"/batches/{job_id}",
+        job(job_id, "in_progress", request_counts=counts()),
+        job(job_id, "finished", request_counts=counts(**(finished_counts or {"succeeded": 2}))),
+    )
+
+
+def test_submit_wait_writes_one_result_line_per_request_to_the_output_file(gateway, input_file, tmp_path, capsys):
     out = tmp_path / "results.jsonl"
-    fake.set_outcome("request_B", "errored", code="overloaded_error", message="Overloaded")
+    run_then_finish(gateway, succeeded=1, errored=1)
+    overloaded = {"type": "error", "code": "overloaded_error", "message": "Overloaded"}
+    items = [item("request_A", "Answer: Name an animal that starts with A"),
+             item("request_B", status="errored", finish_details=overloaded)]
+    gateway.script("GET", "/batches/job_1/results", results("job_1", items))
 
     code = main(["submit", str(input_file), "--wait", "--poll-interval", "0.01", "-o", str(out)])
 
@@ -65,11 +78,13 @@ def test_submit_wait_writes_one_result_line_per_request_to_the_output_file(fake,
     assert not (tmp_path / "results.jsonl.part").exists()
 
 
-def test_submit_wait_shows_plain_progress_lines_when_stderr_is_not_a_tty(fake, input_file, capsys):
+def test_submit_wait_shows_plain_progress_lines_when_stderr_is_not_a_tty(gateway, input_file, capsys):
+    run_then_finish(gateway)
+    gateway.script("GET", "/batches/job_1/results", results("job_1", [item("request_A"), item("request_B")]))
     assert main(["submit", str(input_file), "--wait", "--poll-interval", "0.01"]) == 0
     captured = capsys.readouterr()
     progress = [line for line in captured.err.splitlines() if "done |" in line]
-    assert progress[0].startswith("batch_00001 in_progress ")
+    assert progress[0].startswith("job_1 in_progress ")
     assert "0/2 done" in progress[0]
     assert "2/2 done | succeeded 2 errored 0 canceled 0 expired 0 | 00:00" in progress[-1]
     assert "\r" not in captured.err
@@ -90,27 +105,27 @@ def test_progress_redraws_one_line_on_a_terminal(monkeypatch):
     assert "[########################] 4/4 done | succeeded 3 errored 1" in text and "01:05" in text
 
 
-def test_header_values_are_defaults_and_flags_override_them(fake, input_file):
+def test_header_values_are_defaults_and_flags_override_them(gateway, input_file):
     argv = ["submit", str(input_file), "--model", "claude-other", "--hyperparameters", '{"temperature": 0.5}']
     assert main([*argv, "--metadata", '{"team": "search"}']) == 0
-    body = fake.requests_to("POST", "/batches")[0].body
+    body = gateway.requests_to("POST", "/batches")[0].body
     assert (body["provider"], body["model"]) == ("anthropic", "claude-other")
     assert body["hyperparameters"] == {"max_tokens": 64, "temperature": 0.5}
     assert body["metadata"] == {"team": "search"}
     assert body["requests"]["request_B"] == {"messages": [{"role": "user", "content": "B"}], "system": "Be brief"}
 
 
-def test_submit_without_wait_prints_the_job_id(fake, input_file, capsys):
+def test_submit_without_wait_prints_the_job_id(gateway, input_file, capsys):
     assert main(["submit", str(input_file)]) == 0
-    assert capsys.readouterr().out.startswith("submitted batch_00001: 2 requests to anthropic claude-test")
+    assert capsys.readouterr().out.startswith("submitted job_1: 2 requests to anthropic claude-test")
 
 
-def test_submit_json_prints_the_job(fake, input_file, capsys):
+def test_submit_json_prints_the_job(gateway, input_file, capsys):
     assert main(["--json", "submit", str(input_file)]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "queued"
 
 
-def test_submit_of_a_bad_file_lists_every_bad_line_and_exits_1(fake, tmp_path, capsys):
+def test_submit_of_a_bad_file_lists_every_bad_line_and_exits_1(gateway, tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "request": "x"}\nnot json\n{"id": "a", "request": "y"}\n')
     assert main(["submit", str(bad), "--provider", "openai", "--model", "m"]) == 1
@@ -118,19 +133,19 @@ def test_submit_of_a_bad_file_lists_every_bad_line_and_exits_1(fake, tmp_path, c
     assert err.startswith("error: invalid_request: invalid JSONL input: 2 problems")
     assert "  line 2: invalid JSON" in err
     assert '  line 3: duplicate id "a" (first on line 1)' in err
-    assert fake.received == []
+    assert gateway.received == []
 
 
-def test_submit_without_provider_anywhere_is_a_usage_error(fake, tmp_path, capsys):
+def test_submit_without_provider_anywhere_is_a_usage_error(gateway, tmp_path, capsys):
     plain = tmp_path / "plain.jsonl"
     plain.write_text('{"id": "a", "request": "x"}\n')
     assert main(["submit", str(plain)]) == 2
     assert "no provider or model" in capsys.readouterr().err
 
 
-def test_status_prints_aligned_key_values(fake, input_file, capsys):
-    batch_id = submit(fake, input_file)
-    capsys.readouterr()
+def test_status_prints_aligned_key_values(gateway, capsys):
+    batch_id = "job_1"
+    gateway.script("GET", "/batches/job_1", job("job_1", "in_progress", request_counts=counts()))
     assert main(["status", batch_id]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"id:         {batch_id}"
@@ -138,17 +153,17 @@ def test_status_prints_aligned_key_values(fake, input_file, capsys):
     assert "requests:   0/2 done" in out[4]
 
 
-def test_status_json_is_the_job(fake, input_file, capsys):
-    batch_id = submit(fake, input_file)
-    capsys.readouterr()
+def test_status_json_is_the_job(gateway, capsys):
+    batch_id = "job_1"
+    gateway.script("GET", "/batches/job_1", job("job_1", request_counts=counts()))
     assert main(["status", batch_id, "--json"]) == 0
-    job = json.loads(capsys.readouterr().out)
-    assert (job["id"], job["request_counts"]["total"]) == (batch_id, 2)
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["id"], shown["request_counts"]["total"]) == (batch_id, 2)
 
 
-def test_list_prints_a_table_newest_first(fake, input_file, capsys):
-    first, second = submit(fake, input_file), submit(fake, input_file)
-    capsys.readouterr()
+def test_list_prints_a_table_newest_first(gateway, capsys):
+    first, second = "job_1", "job_2"
+    gateway.script("GET", "/batches", jobs([job(second), job(first)]))
     assert main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["ID", "STATUS", "PROVIDER", "MODEL", "DONE", "CREATED"]
@@ -156,59 +171,62 @@ def test_list_prints_a_table_newest_first(fake, input_file, capsys):
     assert lines[1].index("queued") == lines[0].index("STATUS")
 
 
-def test_list_json_and_status_filter(fake, input_file, capsys):
-    first, _ = submit(fake, input_file), submit(fake, input_file)
-    assert main(["cancel", first]) == 0
-    capsys.readouterr()
+def test_list_json_and_status_filter(gateway, capsys):
+    gateway.script("GET", "/batches", jobs([job("job_1", "canceling")]))
     assert main(["list", "--status", "canceling", "--json"]) == 0
-    assert [job["id"] for job in json.loads(capsys.readouterr().out)] == [first]
+    assert [listed["id"] for listed in json.loads(capsys.readouterr().out)] == ["job_1"]
+    assert gateway.requests_to("GET", "/batches")[0].query == {"status": "canceling"}
 
 
-def test_cancel_says_canceling_and_json_gives_the_job(fake, input_file, capsys):
-    first, second = submit(fake, input_file), submit(fake, input_file)
-    capsys.readouterr()
+def test_cancel_says_canceling_and_json_gives_the_job(gateway, capsys):
+    first, second = "job_1", "job_2"
+    gateway.script("POST", "/batches/job_1/cancel", job("job_1", "canceling"))
+    gateway.script("POST", "/batches/job_2/cancel", job("job_2", "canceling"))
     assert main(["cancel", first]) == 0
     assert capsys.readouterr().out.startswith(f"{first} canceling")
     assert main(["--json", "cancel", second]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "canceling"
 
 
-def test_results_writes_jsonl_for_an_ended_job(fake, input_file, tmp_path):
-    fake.polls_to_finish = 1
-    batch_id = submit(fake, input_file)
-    assert main(["status", batch_id]) == 0  # the fake ends a job as it is polled
+def test_results_writes_jsonl_for_an_ended_job(gateway, tmp_path):
+    batch_id = "job_1"
+    gateway.script("GET", "/batches/job_1/results", results("job_1", [item("request_A")], next_token="t"),
+                   results("job_1", [item("request_B")]))
     out = tmp_path / "again.jsonl"
     assert main(["results", batch_id, "-o", str(out)]) == 0
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["request_A", "request_B"]
 
 
-def test_a_service_error_exits_1_with_type_and_message(fake, capsys):
-    assert main(["status", "batch_missing"]) == 1
-    assert capsys.readouterr().err == "error: not_found: no batch batch_missing\n"
+def test_a_service_error_exits_1_with_type_and_message(gateway, capsys):
+    gateway.script("GET", "/batches/job_missing", error(404, "not_found", "no batch job_missing"))
+    assert main(["status", "job_missing"]) == 1
+    assert capsys.readouterr().err == "error: not_found: no batch job_missing\n"
 
 
-def test_a_service_error_with_json_is_the_error_body_on_stderr(fake, capsys):
-    assert main(["--json", "cancel", "batch_missing"]) == 1
-    error = json.loads(capsys.readouterr().err)["error"]
-    assert (error["type"], error["status_code"]) == ("not_found", 404)
+def test_a_service_error_with_json_is_the_error_body_on_stderr(gateway, capsys):
+    gateway.script("POST", "/batches/job_missing/cancel", error(404, "not_found", "no batch job_missing"))
+    assert main(["--json", "cancel", "job_missing"]) == 1
+    shown = json.loads(capsys.readouterr().err)["error"]
+    assert (shown["type"], shown["status_code"]) == ("not_found", 404)
 
 
-def test_results_of_a_running_job_is_a_conflict_exit_1(fake, input_file, capsys):
-    batch_id = submit(fake, input_file)
-    assert main(["results", batch_id]) == 1
+def test_results_of_a_running_job_is_a_conflict_exit_1(gateway, capsys):
+    gateway.script("GET", "/batches/job_1/results", error(409, "conflict", "batch job_1 is in_progress"))
+    assert main(["results", "job_1"]) == 1
     assert capsys.readouterr().err.startswith("error: conflict: ")
 
 
 def test_missing_endpoint_is_a_usage_error_exit_2(capsys):
-    assert main(["status", "batch_00001"]) == 2
+    assert main(["status", "job_1"]) == 2
     assert "no endpoint: pass --endpoint URL or set BATCH_GATEWAY_ENDPOINT" in capsys.readouterr().err
 
 
-def test_global_options_work_after_the_command_too(fake, input_file, capsys, monkeypatch):
+def test_global_options_work_after_the_command_too(gateway, input_file, capsys, monkeypatch):
     monkeypatch.delenv("BATCH_GATEWAY_ENDPOINT")
-    assert main(["submit", str(input_file), "--endpoint", fake.url, "--json"]) == 0
+    gateway.script("GET", "/batches/job_1", job("job_1"))
+    assert main(["submit", str(input_file), "--endpoint", gateway.url, "--json"]) == 0
     batch_id = json.loads(capsys.readouterr().out)["id"]
-    assert main(["--endpoint", fake.url, "status", batch_id]) == 0
+    assert main(["--endpoint", gateway.url, "status", batch_id]) == 0
     assert capsys.readouterr().out.startswith(f"id:         {batch_id}")
 
 
@@ -226,15 +244,9 @@ def test_local_calls_the_local_stacks_serve(monkeypatch):
     assert calls == [("127.0.0.1", 9999)]
 
 
-def test_submit_wait_on_a_job_that_fails_exits_1_with_the_jobs_error(fake, input_file, capsys, monkeypatch):
-    fake.polls_to_finish = 100
-    real_poll = fake._poll
-
-    def poll_then_fail(job):
-        fake.fail_job(job.id, "provider_auth_error", "the Anthropic API key was rejected")
-        return real_poll(job)
-
-    monkeypatch.setattr(fake, "_poll", poll_then_fail)
+def test_submit_wait_on_a_job_that_fails_exits_1_with_the_jobs_error(gateway, input_file, capsys):
+    failure = {"type": "provider_auth_error", "message": "the Anthropic API key was rejected"}
+    gateway.script("GET", "/batches/job_1", job("job_1", "in_progress"), job("job_1", "failed", error=failure))
     assert main(["submit", str(input_file), "--wait", "--poll-interval", "0.01"]) == 1
     err = capsys.readouterr().err
-    assert "error: provider_auth_error: batch batch_00001 failed: the Anthropic API key was rejected" in err
+    assert "error: provider_auth_error: batch job_1 failed: the Anthropic API key was rejected" in err

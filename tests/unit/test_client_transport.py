@@ -1,4 +1,4 @@
-"""The client's HTTP edge: SigV4 signing, retries, idempotent creates, typed errors."""
+"""The client's HTTP edge: SigV4 signing, retries, idempotent creates, typed errors (against canned answers)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,26 @@ import re
 import boto3
 import pytest
 
-from batch_gateway.client import BatchGatewayClient
-from batch_gateway.client.testing import FAKE_AWS_ENV, FakeBatchGateway
-from batch_gateway.client.transport import encode_query, region_from_endpoint
-from batch_gateway.models.errors import (
+from batch_gateway.client import (
+    BatchGatewayClient,
+    BatchGatewayError,
     ConflictError,
     IdempotencyMismatchError,
     InvalidRequestError,
     NotFoundError,
     TransientError,
     UnauthorizedError,
+)
+from batch_gateway.client.errors import PayloadTooLargeError
+from batch_gateway.client.transport import encode_query, region_from_endpoint
+from tests.support.replay_gateway import (
+    FAKE_AWS_ENV,
+    ReplayGateway,
+    answer,
+    error,
+    job,
+    throttled,
+    unavailable,
 )
 
 
@@ -29,30 +39,35 @@ def aws_env(monkeypatch):
 
 
 @pytest.fixture
-def fake():
-    with FakeBatchGateway(polls_to_finish=1) as server:
+def gateway():
+    with ReplayGateway() as server:
+        server.script("POST", "/batches", job("job_1"))
         yield server
 
 
-def make_client(fake: FakeBatchGateway, **kwargs) -> BatchGatewayClient:
+def make_client(gateway: ReplayGateway, **kwargs) -> BatchGatewayClient:
     kwargs.setdefault("backoff_base", 0.001)
-    return BatchGatewayClient(fake.url, **kwargs)
+    return BatchGatewayClient(gateway.url, **kwargs)
 
 
 def create(client: BatchGatewayClient, **kwargs):
     return client.create_job({"a": "hello"}, provider="anthropic", model="claude-test", **kwargs)
 
 
-def test_every_request_is_sigv4_signed_for_execute_api_and_the_fake_verifies_the_signature(fake):
-    client = make_client(fake, region="eu-west-1")
-    job = create(client)
-    client.get_job(job.id)
+def test_every_request_is_sigv4_signed_for_execute_api_and_the_signature_verifies(gateway):
+    gateway.script("GET", "/batches/job_1", job("job_1"))
+    gateway.script("GET", "/batches", {"batches": [], "next_token": None})
+    client = make_client(gateway, region="eu-west-1")
+    create(client)
+    client.get_job("job_1")
+    client.jobs_page(status="queued", next_token="pg+/ab==")  # query values that need encoding, signed as sent
 
-    for received in fake.received:
+    assert [r.access_key for r in gateway.received] == ["testing"] * 3  # verified, else the answer was a 403
+    for received in gateway.received:
         auth = received.headers["authorization"]
         assert re.match(r"AWS4-HMAC-SHA256 Credential=testing/\d{8}/eu-west-1/execute-api/aws4_request, ", auth)
         assert "x-amz-date" in received.headers
-    assert [r.service for r in fake.received] == ["execute-api", "execute-api"]
+    assert gateway.received[-1].query == {"next_token": "pg+/ab==", "status": "queued"}
 
 
 def test_query_values_with_plus_slash_and_equals_are_signed_as_sent():
@@ -66,66 +81,67 @@ def test_region_comes_from_an_execute_api_url_before_the_session():
     assert region_from_endpoint("http://127.0.0.1:8000/prod") is None
 
 
-def test_region_defaults_to_the_session_region(fake, monkeypatch):
+def test_region_defaults_to_the_session_region(gateway, monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "sa-east-1")
-    create(make_client(fake))
-    assert fake.received[-1].region == "sa-east-1"
+    create(make_client(gateway))
+    assert gateway.received[-1].region == "sa-east-1"
 
 
-def test_a_boto3_session_supplies_credentials_and_region(fake):
+def test_a_boto3_session_supplies_credentials_and_region(gateway):
     session = boto3.Session(aws_access_key_id="other", aws_secret_access_key="secret", region_name="us-west-2")
-    fake.credentials["other"] = "secret"
-    create(make_client(fake, session=session))
-    assert (fake.received[-1].owner, fake.received[-1].region) == ("other", "us-west-2")
+    gateway.credentials["other"] = "secret"
+    create(make_client(gateway, session=session))
+    assert (gateway.received[-1].access_key, gateway.received[-1].region) == ("other", "us-west-2")
 
 
-def test_a_wrong_secret_is_refused_as_forbidden(fake, monkeypatch):
+def test_a_wrong_secret_is_refused_as_forbidden_with_the_answers_status_and_request_id(gateway, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
     with pytest.raises(UnauthorizedError) as info:
-        create(make_client(fake))
+        create(make_client(gateway))
     assert info.value.status_code == 403
+    assert info.value.request_id == "req-1"
     assert "signature" in info.value.message
 
 
-def test_no_credentials_anywhere_is_a_clear_forbidden_error(fake, monkeypatch):
+def test_no_credentials_anywhere_is_a_clear_forbidden_error(gateway, monkeypatch):
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     with pytest.raises(UnauthorizedError, match="no AWS credentials"):
-        create(make_client(fake))
-    assert fake.received == []
+        create(make_client(gateway))
+    assert gateway.received == []
 
 
-def test_retries_429_and_503_then_succeeds(fake):
-    fake.fail_next(1, 429)
-    fake.fail_next(2, 503)
-    job = create(make_client(fake))
-    assert job.status == "queued"
-    assert len(fake.requests_to("POST", "/batches")) == 4
+def test_retries_429_and_503_then_succeeds():
+    with ReplayGateway() as gateway:
+        gateway.script("POST", "/batches", throttled(), unavailable(), unavailable(), job("job_1"))
+        created = create(make_client(gateway))
+    assert created.status == "queued"
+    assert len(gateway.requests_to("POST", "/batches")) == 4
 
 
-def test_gives_up_after_max_attempts_with_a_typed_error(fake):
-    fake.fail_next(10, 503)
-    client = make_client(fake, max_attempts=3)
+def test_gives_up_after_max_attempts_with_a_typed_error(gateway):
+    gateway.script("GET", "/batches/job_1", unavailable())
+    client = make_client(gateway, max_attempts=3)
     with pytest.raises(TransientError) as info:
-        client.get_job("batch_00001")
+        client.get_job("job_1")
     assert info.value.status_code == 503
-    assert len(fake.received) == 3
+    assert len(gateway.received) == 3
 
 
-def test_throttling_429_from_api_gateway_is_a_transient_error_after_retries(fake):
-    fake.fail_next(2, 429)
+def test_throttling_429_from_api_gateway_is_a_transient_error_after_retries(gateway):
+    gateway.script("GET", "/batches/x", throttled())
     with pytest.raises(TransientError, match="Too Many Requests"):
-        make_client(fake, max_attempts=2).get_job("x")
+        make_client(gateway, max_attempts=2).get_job("x")
 
 
-def test_retry_after_is_honoured_and_backoff_is_jittered_and_growing(fake):
-    client = make_client(fake, backoff_base=1.0, backoff_cap=100.0)
-    delays: list[float] = []
-    client._transport._sleep = delays.append
-    client._transport._random = lambda: 1.0  # the top of the jitter range
-    fake.fail_next(1, 429, retry_after="7")
-    fake.fail_next(2, 503)
-    create(client)
+def test_retry_after_is_honoured_and_backoff_is_jittered_and_growing():
+    with ReplayGateway() as gateway:
+        gateway.script("POST", "/batches", throttled(retry_after="7"), unavailable(), unavailable(), job("job_1"))
+        client = make_client(gateway, backoff_base=1.0, backoff_cap=100.0)
+        delays: list[float] = []
+        client._transport._sleep = delays.append
+        client._transport._random = lambda: 1.0  # the top of the jitter range
+        create(client)
     assert delays == [7.0, 2.0, 4.0]
 
 
@@ -135,70 +151,72 @@ def test_connection_errors_are_retried_then_reported_as_transient():
         client.get_job("x")
 
 
-def test_one_idempotency_key_is_sent_on_every_retry_of_a_create(fake):
-    fake.fail_next(2, 503, route=("POST", "/batches"))
-    create(make_client(fake))
-    keys = {r.headers["idempotency-key"] for r in fake.requests_to("POST", "/batches")}
-    assert len(fake.requests_to("POST", "/batches")) == 3
+def test_one_idempotency_key_is_sent_on_every_retry_of_a_create():
+    with ReplayGateway() as gateway:
+        gateway.script("POST", "/batches", unavailable(), unavailable(), job("job_1"))
+        create(make_client(gateway))
+    keys = {r.headers["idempotency-key"] for r in gateway.requests_to("POST", "/batches")}
+    assert len(gateway.requests_to("POST", "/batches")) == 3
     assert len(keys) == 1
 
 
-def test_a_create_whose_answer_was_lost_is_retried_into_the_same_job(fake):
-    fake.fail_next(1, 503, after_handling=True, route=("POST", "/batches"))
-    job = create(make_client(fake))
-    assert list(fake.jobs) == [job.id]
+def test_each_create_call_gets_its_own_key_unless_given_one(gateway):
+    client = make_client(gateway)
+    create(client)
+    create(client)
+    create(client, idempotency_key="k-1")
+    keys = [r.headers["idempotency-key"] for r in gateway.requests_to("POST", "/batches")]
+    assert keys[0] != keys[1] and keys[2] == "k-1"
+    assert all(re.fullmatch(r"[0-9a-f-]{36}", key) for key in keys[:2])
 
 
-def test_each_create_call_gets_its_own_key_unless_given_one(fake):
-    client = make_client(fake)
-    first, second = create(client), create(client)
-    assert first.id != second.id
-    again = create(client, idempotency_key="k-1")
-    assert create(client, idempotency_key="k-1").id == again.id
-    assert fake.requests_to("POST", "/batches")[-1].headers["idempotency-key"] == "k-1"
-
-
-def test_same_idempotency_key_with_another_body_is_a_mismatch_error(fake):
-    client = make_client(fake)
-    create(client, idempotency_key="k-2")
-    with pytest.raises(IdempotencyMismatchError) as info:
-        client.create_job({"b": "other"}, provider="anthropic", model="claude-test", idempotency_key="k-2")
+def test_same_idempotency_key_with_another_body_is_a_mismatch_error():
+    with ReplayGateway() as gateway:
+        mismatch = error(422, "idempotency_key_mismatch", "this key was used with another body")
+        gateway.script("POST", "/batches", mismatch)
+        with pytest.raises(IdempotencyMismatchError) as info:
+            create(make_client(gateway), idempotency_key="k-2")
     assert info.value.status_code == 422
+    assert len(gateway.received) == 1
 
 
-def test_unknown_job_is_not_found_error(fake):
+def test_unknown_job_is_not_found_error_and_4xx_is_not_retried(gateway):
+    gateway.script("GET", "/batches/job_missing", error(404, "not_found", "no batch job_missing"))
     with pytest.raises(NotFoundError) as info:
-        make_client(fake).get_job("batch_missing")
+        make_client(gateway).get_job("job_missing")
     assert info.value.status_code == 404
-    assert len(fake.received) == 1  # 4xx is not retried
+    assert len(gateway.received) == 1
 
 
-def test_another_callers_job_is_not_found(fake, monkeypatch):
-    job = create(make_client(fake))
-    fake.credentials["intruder"] = "secret"
-    session = boto3.Session(aws_access_key_id="intruder", aws_secret_access_key="secret", region_name="us-east-1")
-    with pytest.raises(NotFoundError):
-        make_client(fake, session=session).get_job(job.id)
-
-
-def test_bad_request_is_invalid_request_error_with_the_servers_details(fake):
-    with pytest.raises(InvalidRequestError) as info:
-        make_client(fake).create_job({"a": "hi"}, provider="bedrock", model="")
+def test_bad_request_is_invalid_request_error_with_the_servers_details():
+    details = [{"field": "provider", "message": "must be anthropic or openai"}, {"field": "model", "message": "bad"}]
+    with ReplayGateway() as gateway:
+        gateway.script("POST", "/batches", error(400, "invalid_request", "2 problems", details))
+        with pytest.raises(InvalidRequestError) as info:
+            make_client(gateway).create_job({"a": "hi"}, provider="bedrock", model="")
     assert info.value.status_code == 400
-    assert {d["field"] for d in info.value.details} == {"provider", "model"}
+    assert info.value.details == details
 
 
-def test_results_of_a_running_job_are_a_conflict(fake):
-    client = make_client(fake)
-    job = create(client)
+def test_an_answer_not_in_our_error_shape_is_typed_by_its_status(gateway):
+    gateway.script("GET", "/batches/x", answer(413, b"<html>Request Entity Too Large</html>"))
+    with pytest.raises(PayloadTooLargeError) as info:
+        make_client(gateway).get_job("x")
+    assert (info.value.status_code, info.value.message) == (413, "<html>Request Entity Too Large</html>")
+
+
+def test_results_of_a_running_job_are_a_conflict_and_a_409_off_create_is_not_retried(gateway):
+    gateway.script("GET", "/batches/job_1/results", error(409, "conflict", "batch job_1 is in_progress"))
     with pytest.raises(ConflictError):
-        client.results_page(job.id)
+        make_client(gateway).results_page("job_1")
+    assert len(gateway.requests_to("GET", "/batches/job_1/results")) == 1
 
 
-def test_job_ids_are_quoted_into_the_path(fake):
+def test_job_ids_are_quoted_into_the_path(gateway):
+    gateway.script("GET", "/batches/a%2Fb%20c", error(404, "not_found", "no batch a/b c"))
     with pytest.raises(NotFoundError, match="no batch a/b c"):
-        make_client(fake).get_job("a/b c")
-    assert fake.received[-1].path == "/batches/a%2Fb%20c"
+        make_client(gateway).get_job("a/b c")
+    assert gateway.received[-1].path == "/batches/a%2Fb%20c"
 
 
 def test_endpoint_must_be_an_http_url():
@@ -206,21 +224,21 @@ def test_endpoint_must_be_an_http_url():
         BatchGatewayClient("abc123.execute-api.us-east-1.amazonaws.com")
 
 
-def test_an_unknown_profile_is_a_clear_forbidden_error(fake):
+def test_an_unknown_profile_is_a_clear_forbidden_error(gateway):
     with pytest.raises(UnauthorizedError, match="cannot load AWS credentials: .*nope"):
-        create(make_client(fake, profile="nope"))
+        create(make_client(gateway, profile="nope"))
 
 
-def test_a_create_still_in_flight_409_is_retried_into_the_first_answer(fake):
-    fake.fail_next(1, 409, route=("POST", "/batches"))
-    job = create(make_client(fake))
-    assert len(fake.requests_to("POST", "/batches")) == 2
-    assert list(fake.jobs) == [job.id]
+def test_a_create_still_in_flight_409_is_retried_into_the_first_answer():
+    with ReplayGateway() as gateway:
+        gateway.script("POST", "/batches", error(409, "conflict", "still in flight"), job("job_1"))
+        created = create(make_client(gateway))
+    assert created.id == "job_1"
+    assert len(gateway.requests_to("POST", "/batches")) == 2
 
 
-def test_a_409_on_other_routes_is_not_retried(fake):
-    client = make_client(fake)
-    job = create(client)
-    with pytest.raises(ConflictError):
-        client.results_page(job.id)
-    assert len(fake.requests_to("GET", f"/batches/{job.id}/results")) == 1
+def test_a_2xx_answer_that_is_not_json_is_a_typed_error(gateway):
+    gateway.script("GET", "/batches/job_1", answer(200, b"<html>proxy login</html>"))
+    with pytest.raises(BatchGatewayError, match="not JSON") as info:
+        make_client(gateway).get_job("job_1")
+    assert info.value.status_code == 200

@@ -8,16 +8,30 @@
     results = client.batch.invoke({"q1": "Name an animal"}, provider="anthropic", model="claude-sonnet-4-20250514")
     print(results["q1"].text)
 
-Errors are the service's own classes (``batch_gateway.models.errors``), re-exported here.
+Every error is a ``BatchGatewayError`` (the service's own error tree, ``batch_gateway.contract.errors``), with
+``status_code`` and ``request_id`` of the answer it came from; ``BatchWaitTimeout`` (a wait ran out of status
+checks) is one too, and also a ``TimeoutError``. Defaults are in ``batch_gateway.client._constants``.
 """
 
+from batch_gateway.client._constants import ENDPOINT_ENV
 from batch_gateway.client.async_client import AsyncBatch, AsyncBatchGatewayClient
+from batch_gateway.client.errors import (
+    BatchGatewayError,
+    BatchWaitTimeout,
+    ConflictError,
+    IdempotencyMismatchError,
+    InvalidRequestError,
+    NotFoundError,
+    TransientError,
+    UnauthorizedError,
+)
 from batch_gateway.client.inputs import LMInput, to_api_request, to_api_requests
-from batch_gateway.client.invoker import ENDPOINT_ENV, GatewayLMInvoker
+from batch_gateway.client.invoker import GatewayLMInvoker
 from batch_gateway.client.models import (
     BatchStatus,
     ChunkInfo,
     EmbeddingOutput,
+    ItemStatus,
     Job,
     JobsPage,
     JobStatus,
@@ -30,16 +44,7 @@ from batch_gateway.client.models import (
     TokenUsage,
     Usage,
 )
-from batch_gateway.client.sync_client import Batch, BatchGatewayClient, BatchWaitTimeout
-from batch_gateway.models.errors import (
-    BatchGatewayError,
-    ConflictError,
-    IdempotencyMismatchError,
-    InvalidRequestError,
-    NotFoundError,
-    TransientError,
-    UnauthorizedError,
-)
+from batch_gateway.client.sync_client import Batch, BatchGatewayClient
 
 __all__ = [
     "ENDPOINT_ENV",
@@ -56,6 +61,7 @@ __all__ = [
     "GatewayLMInvoker",
     "IdempotencyMismatchError",
     "InvalidRequestError",
+    "ItemStatus",
     "Job",
     "JobStatus",
     "JobsPage",

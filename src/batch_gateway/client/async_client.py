@@ -11,6 +11,13 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from batch_gateway.client._constants import (
+    DEFAULT_BACKOFF_BASE,
+    DEFAULT_BACKOFF_CAP,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_STATUS_CHECK_INTERVAL,
+    DEFAULT_TIMEOUT,
+)
 from batch_gateway.client.models import BatchStatus, Job, JobsPage, LMOutput, ResultItem, ResultsDownload, ResultsPage
 from batch_gateway.client.sync_client import (
     Batch,
@@ -35,10 +42,10 @@ class AsyncBatchGatewayClient:
         *,
         session: boto3.Session | botocore.session.Session | None = None,
         profile: str | None = None,
-        timeout: float = 30,
-        max_attempts: int = 5,
-        backoff_base: float = 0.5,
-        backoff_cap: float = 20.0,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        backoff_base: float = DEFAULT_BACKOFF_BASE,
+        backoff_cap: float = DEFAULT_BACKOFF_CAP,
     ) -> None:
         self.sync = BatchGatewayClient(
             endpoint,
@@ -153,7 +160,7 @@ class AsyncBatch:
         self,
         batch_id: str,
         *,
-        status_check_interval: float = 5.0,
+        status_check_interval: float = DEFAULT_STATUS_CHECK_INTERVAL,
         max_iterations: int | None = None,
         on_update: Callable[[Job], Awaitable[None] | None] | None = None,
     ) -> Job:
@@ -177,7 +184,7 @@ class AsyncBatch:
         self,
         requests: Mapping[str, Any],
         hyperparameters: Mapping[str, Any] | None = None,
-        status_check_interval: float = 5.0,
+        status_check_interval: float = DEFAULT_STATUS_CHECK_INTERVAL,
         max_iterations: int | None = None,
         *,
         provider: str | None = None,

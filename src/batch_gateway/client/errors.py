@@ -1,4 +1,5 @@
-"""Rebuild the service's typed errors on the client side (the SDK's one error edge).
+"""The SDK's errors: the service's own error tree (``batch_gateway.contract.errors``, one root,
+``BatchGatewayError``), rebuilt from its answers, plus ``BatchWaitTimeout``.
 
 The server answers ``{"error": {"type", "message", "details"}}``; ``type`` picks the class from ``ERROR_TYPES``.
 Answers that are not ours (API Gateway's own 403/429/502, a proxy's 504) fall back on the HTTP status.
@@ -7,9 +8,9 @@ Answers that are not ours (API Gateway's own 403/429/502, a proxy's 504) fall ba
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from batch_gateway.models.errors import (
+from batch_gateway.contract.errors import (
     ERROR_TYPES,
     BatchGatewayError,
     ConflictError,
@@ -18,21 +19,57 @@ from batch_gateway.models.errors import (
     InvalidRequestError,
     NotFoundError,
     PayloadTooLargeError,
+    ProviderAuthError,
     ProviderError,
+    ProviderOutOfCredit,
+    ProviderRequestError,
     TransientError,
     UnauthorizedError,
     UnsupportedMediaTypeError,
 )
 
+if TYPE_CHECKING:
+    from batch_gateway.client.models import Job
+
+__all__ = [
+    "BatchGatewayError",
+    "BatchWaitTimeout",
+    "ConflictError",
+    "IdempotencyMismatchError",
+    "IntegrityError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "ProviderAuthError",
+    "ProviderError",
+    "ProviderOutOfCredit",
+    "ProviderRequestError",
+    "TransientError",
+    "UnauthorizedError",
+    "UnsupportedMediaTypeError",
+    "build_error",
+    "error_from_job",
+    "error_from_response",
+    "is_retryable",
+]
+
+
+class BatchWaitTimeout(BatchGatewayError, TimeoutError):
+    """``max_iterations`` status checks passed and the job has not ended; it keeps running on the service."""
+
+    type = "wait_timeout"  # the SDK's own: never on the wire
+
+    def __init__(self, batch_id: str, job: Job, checks: int) -> None:
+        super().__init__(f"batch {batch_id} is still {job.status} after {checks} status checks", batch_id=batch_id)
+        self.job = job
+        self.checks = checks
+
+
+# An answer that is not in our error shape: its class from its HTTP status (403 is API Gateway's IAM refusal; 429
+# its throttling; 504 a proxy's timeout).
 _BY_STATUS: dict[int, type[BatchGatewayError]] = {
-    400: InvalidRequestError,
+    **{cls.http_status: cls for cls in ERROR_TYPES.values() if 400 <= cls.http_status < 500},
     401: UnauthorizedError,
-    403: UnauthorizedError,
-    404: NotFoundError,
-    409: ConflictError,
-    413: PayloadTooLargeError,
-    415: UnsupportedMediaTypeError,
-    422: IdempotencyMismatchError,
     429: TransientError,
     503: TransientError,
     504: TransientError,
@@ -49,13 +86,11 @@ def build_error(
     *,
     status_code: int | None = None,
     request_id: str | None = None,
+    batch_id: str | None = None,
 ) -> BatchGatewayError:
-    """A typed error with ``message``, ``details``, ``status_code`` and ``request_id`` set."""
+    """The typed error for a wire ``type`` (or, failing that, the HTTP status)."""
     cls = ERROR_TYPES.get(error_type or "") or _BY_STATUS.get(status_code or 0) or BatchGatewayError
-    error = cls(message, details=details)
-    error.status_code = status_code  # type: ignore[attr-defined]
-    error.request_id = request_id  # type: ignore[attr-defined]
-    return error
+    return cls(message, details=details, status_code=status_code, request_id=request_id, batch_id=batch_id)
 
 
 def error_from_response(
@@ -88,12 +123,9 @@ def error_from_job(job_error: Any, *, batch_id: str) -> BatchGatewayError:
         inner = job_error.get("error") if isinstance(job_error.get("error"), dict) else job_error
         message = inner.get("message") or f"batch {batch_id} failed"
         details = [d for d in inner.get("details") or [] if isinstance(d, dict)]
-        error = build_error(inner.get("type"), f"batch {batch_id} failed: {message}", details)
-    else:
-        reason = f": {job_error}" if job_error else ""
-        error = build_error(None, f"batch {batch_id} failed{reason}")
-    error.batch_id = batch_id  # type: ignore[attr-defined]
-    return error
+        return build_error(inner.get("type"), f"batch {batch_id} failed: {message}", details, batch_id=batch_id)
+    reason = f": {job_error}" if job_error else ""
+    return build_error(None, f"batch {batch_id} failed{reason}", batch_id=batch_id)
 
 
 def is_retryable(status: int, error: BatchGatewayError) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from batch_gateway.models.errors import InvalidRequestError
+from batch_gateway.client.errors import InvalidRequestError
 
 LMInput = str | Sequence[Any] | Mapping[str, Any]
 

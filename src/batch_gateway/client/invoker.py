@@ -12,9 +12,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from batch_gateway.client._constants import ENDPOINT_ENV
 from batch_gateway.client.async_client import AsyncBatch, AsyncBatchGatewayClient
-
-ENDPOINT_ENV = "BATCH_GATEWAY_ENDPOINT"
 
 
 class GatewayLMInvoker:

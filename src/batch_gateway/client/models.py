@@ -1,5 +1,8 @@
 """What the client hands back: the service's job and result shapes, and the gllm-style ``BatchStatus`` / ``LMOutput``.
 
+The statuses are the contract's (``batch_gateway.contract.statuses``), the same objects the server uses; a ``Job``
+keeps ``status`` as text, so a status a newer server adds does not break an older client.
+
 Response models ignore fields they do not know (``extra="allow"`` keeps them reachable), so a newer server does not
 break an older client.
 """
@@ -12,24 +15,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, computed_field
 
+from batch_gateway.contract.statuses import TERMINAL_JOB_STATUSES, ItemStatus, JobStatus
+
 
 class _Response(BaseModel):
     model_config = ConfigDict(extra="allow")
-
-
-class JobStatus(StrEnum):
-    """The service's own job statuses."""
-
-    QUEUED = "queued"
-    IN_PROGRESS = "in_progress"
-    CANCELING = "canceling"
-    FINISHED = "finished"
-    CANCELED = "canceled"
-    EXPIRED = "expired"
-    FAILED = "failed"
-
-
-TERMINAL_JOB_STATUSES = frozenset({JobStatus.FINISHED, JobStatus.CANCELED, JobStatus.EXPIRED, JobStatus.FAILED})
 
 
 class BatchStatus(StrEnum):
@@ -213,7 +203,7 @@ class LMOutput(BaseModel):
 
 def _finish_details(item: ResultItem) -> dict[str, Any] | None:
     details = dict(item.finish_details or {})
-    if item.status == "succeeded" and details.get("type") != "error":
+    if item.status == ItemStatus.SUCCEEDED and details.get("type") != "error":
         return details or None
     # Not succeeded: reshape the service's flat {"type": "error", "code", "message"} into gllm's nested error.
     code = details.get("code") or item.status

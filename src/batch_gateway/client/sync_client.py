@@ -8,7 +8,14 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from batch_gateway.client.errors import error_from_job
+from batch_gateway.client._constants import (
+    DEFAULT_BACKOFF_BASE,
+    DEFAULT_BACKOFF_CAP,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_STATUS_CHECK_INTERVAL,
+    DEFAULT_TIMEOUT,
+)
+from batch_gateway.client.errors import BatchWaitTimeout, error_from_job
 from batch_gateway.client.inputs import to_api_requests
 from batch_gateway.client.models import (
     BatchStatus,
@@ -27,15 +34,6 @@ if TYPE_CHECKING:
     import botocore.session
 
 JOB_OPTIONS = frozenset({"metadata", "endpoint", "provider_options"})
-
-
-class BatchWaitTimeout(TimeoutError):
-    """``max_iterations`` status checks passed and the job has not ended; it keeps running on the service."""
-
-    def __init__(self, batch_id: str, job: Job, checks: int) -> None:
-        super().__init__(f"batch {batch_id} is still {job.status} after {checks} status checks")
-        self.batch_id = batch_id
-        self.job = job
 
 
 def _path(*segments: str) -> str:
@@ -57,10 +55,10 @@ class BatchGatewayClient:
         *,
         session: boto3.Session | botocore.session.Session | None = None,
         profile: str | None = None,
-        timeout: float = 30,
-        max_attempts: int = 5,
-        backoff_base: float = 0.5,
-        backoff_cap: float = 20.0,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        backoff_base: float = DEFAULT_BACKOFF_BASE,
+        backoff_cap: float = DEFAULT_BACKOFF_CAP,
     ) -> None:
         self._transport = SignedTransport(
             endpoint,
@@ -262,7 +260,7 @@ class Batch:
         self,
         batch_id: str,
         *,
-        status_check_interval: float = 5.0,
+        status_check_interval: float = DEFAULT_STATUS_CHECK_INTERVAL,
         max_iterations: int | None = None,
         on_update: Callable[[Job], None] | None = None,
     ) -> Job:
@@ -287,7 +285,7 @@ class Batch:
         self,
         requests: Mapping[str, Any],
         hyperparameters: Mapping[str, Any] | None = None,
-        status_check_interval: float = 5.0,
+        status_check_interval: float = DEFAULT_STATUS_CHECK_INTERVAL,
         max_iterations: int | None = None,
         *,
         provider: str | None = None,

@@ -26,16 +26,30 @@ import urllib3
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
-from batch_gateway.client.errors import build_error, error_from_response, is_retryable
-from batch_gateway.models.errors import BatchGatewayError, TransientError, UnauthorizedError
+from batch_gateway.client._constants import (
+    DEFAULT_BACKOFF_BASE,
+    DEFAULT_BACKOFF_CAP,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_RETRY_AFTER,
+    DEFAULT_REGION,
+    DEFAULT_TIMEOUT,
+    POOL_SIZE,
+    SIGNING_SERVICE,
+)
+from batch_gateway.client.errors import (
+    BatchGatewayError,
+    TransientError,
+    UnauthorizedError,
+    build_error,
+    error_from_response,
+    is_retryable,
+)
 
 if TYPE_CHECKING:
     import boto3
 
 logger = logging.getLogger("batch_gateway.client")
 
-SIGNING_SERVICE = "execute-api"
-DEFAULT_REGION = "us-east-1"
 # https://{api-id}.execute-api.{region}.amazonaws.com[.cn]/{stage}
 _EXECUTE_API_HOST = re.compile(r"\A[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?\Z")
 
@@ -84,11 +98,11 @@ class SignedTransport:
         *,
         session: boto3.Session | botocore.session.Session | None = None,
         profile: str | None = None,
-        timeout: float = 30,
-        max_attempts: int = 5,
-        backoff_base: float = 0.5,
-        backoff_cap: float = 20.0,
-        max_retry_after: float = 60.0,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        backoff_base: float = DEFAULT_BACKOFF_BASE,
+        backoff_cap: float = DEFAULT_BACKOFF_CAP,
+        max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
     ) -> None:
         parts = urlsplit(endpoint or "")
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -109,7 +123,7 @@ class SignedTransport:
         self.backoff_cap = backoff_cap
         self.max_retry_after = max_retry_after
         self._pool = urllib3.PoolManager(
-            num_pools=4, maxsize=10, retries=False, timeout=urllib3.Timeout(connect=timeout, read=timeout)
+            num_pools=4, maxsize=POOL_SIZE, retries=False, timeout=urllib3.Timeout(connect=timeout, read=timeout)
         )
         self._user_agent = _user_agent()
         # Seams for tests.

@@ -1,7 +1,10 @@
-"""One error tree for the whole service.
+"""One error tree for the service and its SDK.
 
-Each edge maps it once: the API Lambdas to HTTP codes (``batch_gateway.service.http_errors``), the state machine
-retries or catches by class name, the client SDK rebuilds the same classes from the error ``type``.
+An error's ``type`` is its name on the wire (``{"error": {"type", "message", "details"}}`` and a failed job's
+``error``). Each edge maps the tree once: the API functions to HTTP codes (``http_status``, in
+``batch_gateway.edge.http``), the state machine retries or catches by class name, and the SDK rebuilds the same
+classes from ``type`` (``batch_gateway.client.errors``), filling in what it knows about the answer: ``status_code``,
+``request_id`` and, for a job that ended ``failed``, ``batch_id``.
 """
 
 from __future__ import annotations
@@ -15,10 +18,30 @@ class BatchGatewayError(Exception):
     type: ClassVar[str] = "internal_error"
     http_status: ClassVar[int] = 500
 
-    def __init__(self, message: str, *, details: list[dict[str, Any]] | None = None) -> None:
+    message: str
+    details: list[dict[str, Any]]
+    status_code: int | None
+    """The HTTP status of the answer this error was rebuilt from (SDK side); ``None`` when raised in-process."""
+    request_id: str | None
+    """The answer's request id (``x-amzn-RequestId``), to quote to the operator."""
+    batch_id: str | None
+    """The job whose failure this is, when the SDK raises a ``failed`` job's error."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        details: list[dict[str, Any]] | None = None,
+        status_code: int | None = None,
+        request_id: str | None = None,
+        batch_id: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.details = details or []
+        self.status_code = status_code
+        self.request_id = request_id
+        self.batch_id = batch_id
 
     def to_body(self) -> dict[str, Any]:
         return {"error": {"type": self.type, "message": self.message, "details": self.details}}

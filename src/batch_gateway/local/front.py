@@ -29,8 +29,8 @@ from batch_gateway.local.template import Route
 STAGE = "v1"
 ACCOUNT = "123456789012"
 CLOCK_SKEW_SECONDS = 15 * 60
-_AUTH = re.compile(r"^AWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/(?P<date>\d{8})/(?P<region>[\w-]+)/execute-api/"
-                   r"aws4_request, ?SignedHeaders=(?P<signed>[a-z0-9;-]+), ?Signature=(?P<signature>[0-9a-f]{64})$")
+_AUTH = re.compile(r"\AAWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/(?P<date>\d{8})/(?P<region>[\w-]+)/execute-api/"
+                   r"aws4_request, ?SignedHeaders=(?P<signed>[a-z0-9;-]+), ?Signature=(?P<signature>[0-9a-f]{64})\Z")
 
 Response = tuple[int, dict[str, str], bytes]
 

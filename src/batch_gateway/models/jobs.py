@@ -14,6 +14,11 @@ from enum import Enum, StrEnum
 from functools import cache
 from typing import Any
 
+# The statuses are part of the API contract, shared with the SDK; the server imports them from here too.
+from batch_gateway.contract.statuses import TERMINAL_JOB_STATUSES as TERMINAL_JOB_STATUSES
+from batch_gateway.contract.statuses import ItemStatus as ItemStatus
+from batch_gateway.contract.statuses import JobStatus
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -79,22 +84,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-class JobStatus(StrEnum):
-    QUEUED = "queued"
-    IN_PROGRESS = "in_progress"
-    CANCELING = "canceling"
-    FINISHED = "finished"
-    CANCELED = "canceled"
-    EXPIRED = "expired"
-    FAILED = "failed"
-
-    @property
-    def terminal(self) -> bool:
-        return self in TERMINAL_JOB_STATUSES
-
-
-TERMINAL_JOB_STATUSES = frozenset({JobStatus.FINISHED, JobStatus.CANCELED, JobStatus.EXPIRED, JobStatus.FAILED})
-
 # Which status may follow which; anything else is a bug or a race and is refused by the store.
 JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     JobStatus.QUEUED: frozenset({JobStatus.IN_PROGRESS, JobStatus.CANCELING, JobStatus.FAILED, JobStatus.CANCELED}),
@@ -114,13 +103,6 @@ class ChunkState(StrEnum):
     SUBMITTED = "submitted"  # the provider has it; we know its id
     COLLECTED = "collected"  # ended at the provider and its results are safe in S3
     FAILED = "failed"  # the provider refused it (validation); its items are recorded as errored
-
-
-class ItemStatus(StrEnum):
-    SUCCEEDED = "succeeded"
-    ERRORED = "errored"
-    CANCELED = "canceled"
-    EXPIRED = "expired"
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -1,0 +1,48 @@
+"""The service's error tree: defined with the API contract in ``batch_gateway.contract.errors`` (the SDK raises the
+same classes) and imported from here by the server code."""
+
+from batch_gateway.contract.errors import (
+    ERROR_TYPES,
+    BatchGatewayError,
+    ConflictError,
+    IdempotencyMismatchError,
+    IntegrityError,
+    InvalidRequestError,
+    NotFoundError,
+    PayloadTooLargeError,
+    ProviderAmbiguousError,
+    ProviderAuthError,
+    ProviderError,
+    ProviderKeyRejectedError,
+    ProviderNotFound,
+    ProviderOutOfCredit,
+    ProviderRateLimited,
+    ProviderRequestError,
+    ProviderUnavailable,
+    TransientError,
+    UnauthorizedError,
+    UnsupportedMediaTypeError,
+)
+
+__all__ = [
+    "ERROR_TYPES",
+    "BatchGatewayError",
+    "ConflictError",
+    "IdempotencyMismatchError",
+    "IntegrityError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "ProviderAmbiguousError",
+    "ProviderAuthError",
+    "ProviderError",
+    "ProviderKeyRejectedError",
+    "ProviderNotFound",
+    "ProviderOutOfCredit",
+    "ProviderRateLimited",
+    "ProviderRequestError",
+    "ProviderUnavailable",
+    "TransientError",
+    "UnauthorizedError",
+    "UnsupportedMediaTypeError",
+]

@@ -1,0 +1,1 @@
+"""Test helpers imported by test modules (never by conftest files)."""
