@@ -65,6 +65,23 @@ def _states_call_as_their_role(credentials: RoleCredentials, endpoint: str) -> N
     lambda_eval_utils.boto_client_for = boto_client_for  # type: ignore[assignment]
 
 
+def _stopped_executions_end_at_once() -> None:
+    """StopExecution ends an execution at once in AWS (``ABORTED``, even while a Lambda task it started still runs);
+    moto's interpreter shows ``RUNNING`` until that task returns, which would hide a stopped workflow from the
+    sweeper for as long as the task runs."""
+    from moto.stepfunctions.parser.api import ExecutionStatus
+    from moto.stepfunctions.parser.backend.execution import Execution
+
+    real_stop = Execution.stop
+
+    def stop(self: Any, stop_date: Any, error: str | None, cause: str | None) -> None:
+        real_stop(self, stop_date, error, cause)
+        if self.exec_status == ExecutionStatus.RUNNING:
+            self.exec_status, self.stop_date = ExecutionStatus.ABORTED, stop_date
+
+    Execution.stop = stop  # type: ignore[method-assign]
+
+
 def main() -> None:
     from moto.server import ThreadedMotoServer
 
@@ -85,6 +102,7 @@ def main() -> None:
     install(runtime)
     iam_resources.install()
     _states_call_as_their_role(credentials, endpoint)
+    _stopped_executions_end_at_once()
     print(json.dumps({"endpoint": endpoint}), flush=True)
     try:
         sys.stdin.read()  # until the parent closes our stdin or dies

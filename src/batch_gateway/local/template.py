@@ -126,7 +126,7 @@ def _function_in(value: Any) -> str | None:
 
 
 def resolve(value: Any, refs: dict[str, str], attrs: dict[tuple[str, str], str], pseudo: dict[str, str]) -> Any:
-    """Resolve Ref, Fn::GetAtt, Fn::Join and Fn::Sub against the local resources."""
+    """Resolve Ref, Fn::GetAtt, Fn::Join, Fn::Select, Fn::Split and Fn::Sub against the local resources."""
     if isinstance(value, list):
         return [resolve(v, refs, attrs, pseudo) for v in value]
     if not isinstance(value, dict):
@@ -140,6 +140,12 @@ def resolve(value: Any, refs: dict[str, str], attrs: dict[tuple[str, str], str],
     if "Fn::Join" in value:
         separator, parts = value["Fn::Join"]
         return separator.join(str(resolve(p, refs, attrs, pseudo)) for p in parts)
+    if "Fn::Select" in value:  # CDK names an execution ARN's state machine with Select(6, Split(":", arn))
+        index, items = value["Fn::Select"]
+        return resolve(items, refs, attrs, pseudo)[int(index)]
+    if "Fn::Split" in value:
+        separator, text = value["Fn::Split"]
+        return str(resolve(text, refs, attrs, pseudo)).split(separator)
     if "Fn::Sub" in value:
         text = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
         return re.sub(r"\$\{([^}]+)\}", lambda m: str(
