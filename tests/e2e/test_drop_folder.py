@@ -27,6 +27,19 @@ def _wait_for(s3, bucket, key, timeout=60):
     raise AssertionError(f"{key} did not appear")
 
 
+def _wait_consumed(sqs, queue_url, timeout=60):
+    """Until no message is waiting, in flight (received, not yet deleted) or delayed on the queue."""
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+             "ApproximateNumberOfMessagesDelayed"]
+    deadline = time.monotonic() + timeout
+    while True:
+        counts = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)["Attributes"]
+        if all(counts[name] == "0" for name in names):
+            return
+        assert time.monotonic() < deadline, f"the queue still holds messages: {counts}"
+        time.sleep(0.1)
+
+
 def test_a_dropped_file_yields_a_receipt_then_results_and_the_job_is_the_owners(stack, sim, drop_folder_owner):
     s3 = stack.client("s3", stack.caller(DROP_FOLDER_USER))  # the pipeline writes with its own keys
     lines = [HEADER] + [{"id": f"row-{i}", "request": f"Summarise item {i}"} for i in range(7)]
@@ -66,7 +79,7 @@ def test_the_same_s3_event_delivered_twice_makes_one_job(stack, sim, drop_folder
                    "size": 60}}}]}
     queue_url = next(u for u in sqs.list_queues()["QueueUrls"] if "Events" in u)
     sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps(event))  # S3 delivers at least once
-    time.sleep(1)
+    _wait_consumed(sqs, queue_url)  # Ingest has handled the second delivery and the queue deleted it
     new = [j for j in job_ids() if j not in before]
     assert new == [receipt["job_id"]]
 
