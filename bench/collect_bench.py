@@ -120,6 +120,9 @@ def measure(job_id: str, moto: str, sim: str, reps: int, profile: str | None, tr
         raise RuntimeError(f"batch {batch.id} has not ended")
 
     def collect() -> float:
+        # A collected chunk is fenced against a second collect (decision 10): every measured run collects the
+        # chunk as Poll first sees it, so it is written back as it was before the clock starts.
+        services.jobs.put_chunks([chunk])
         start = time.perf_counter()
         done = collect_chunk(services, job, chunk, provider, batch)
         elapsed = time.perf_counter() - start

@@ -94,6 +94,9 @@ def step_assets(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def step_imports(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     result = imports_bench.measure(runs=5)
+    failed = {m: r["error"] for m, r in result["modules"].items() if "error" in r}
+    if failed:  # a step error: --merge keeps the last good figures
+        raise RuntimeError(f"{len(failed)} handler(s) failed to import; first: {next(iter(failed.values()))}")
     values = {"import_ratio_to_floor": {m: r.get("ratio") for m, r in result["modules"].items()}}
     api = {m: r["ratio"] for m, r in result["modules"].items() if r.get("kind") == "api" and "ratio" in r}
     if api:  # where the slowest API handler's import time goes
