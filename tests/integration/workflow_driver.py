@@ -7,14 +7,16 @@ import time
 from lambdas import finalize, plan, poll, submit
 
 
-def run_workflow(job_id: str, ctx, *, max_polls: int = 200, pause: float = 0.05, until=None) -> dict:
+def run_workflow(job_id: str, ctx, *, timeout: float = 30.0, pause: float = 0.05, until=None) -> dict:
+    """Plan, Submit, then Poll until the job is done (or ``until()`` holds) and Finalize; fails after ``timeout`` s."""
     state = plan.handler({"job_id": job_id}, ctx)
     state = submit.handler(state, ctx)
-    for _ in range(max_polls):
+    deadline = time.monotonic() + timeout
+    while True:
         if until is not None and until():
             return state
         state = poll.handler(state, ctx)
         if state["done"]:
             return finalize.handler(state, ctx)
+        assert time.monotonic() < deadline, f"job {job_id} did not finish within {timeout} s"
         time.sleep(pause)
-    raise AssertionError(f"job {job_id} did not finish within {max_polls} polls")
