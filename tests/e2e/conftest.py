@@ -54,13 +54,16 @@ class Caller:
         return response.json()
 
     def wait(self, job_id: str, timeout: float = 60, until=TERMINAL) -> dict[str, Any]:
+        """Poll the job until its status is in ``until``; fails after ``timeout`` s (one last look included)."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            job = self.request("GET", f"/batches/{job_id}").json()
+        while True:
+            response = self.request("GET", f"/batches/{job_id}")
+            assert response.status_code == 200, f"GET /batches/{job_id}: {response.status_code} {response.text}"
+            job = response.json()
             if job["status"] in until:
                 return job
+            assert time.monotonic() < deadline, f"job {job_id} still {job['status']} after {timeout} s"
             time.sleep(0.2)
-        raise AssertionError(f"job {job_id} still {job['status']} after {timeout} s")
 
     def all_results(self, job_id: str, limit: int = 1000) -> dict[str, Any]:
         results: dict[str, Any] = {}
