@@ -12,8 +12,9 @@ from collections.abc import Callable
 class StepBudget:
     """When a workflow step stops starting new units of work (a chunk) so that it returns before its Lambda's
     timeout, measured on the Lambda context's own clock: it goes on while the remaining time covers twice the
-    slowest unit so far plus ``margin_ms`` for the step's closing writes. The first unit always runs, so every
-    invocation makes progress. Without a clock (a plain call) it never stops."""
+    slowest unit so far plus a margin for the step's closing writes (``margin_ms``, or a tenth of the time the
+    invocation had when first asked, if that is less). The first unit always runs, so every invocation makes
+    progress. Without a clock (a plain call) it never stops."""
 
     def __init__(self, remaining_ms: Callable[[], int] | None = None, *, margin_ms: int = 15_000) -> None:
         self._remaining_ms = remaining_ms
@@ -29,7 +30,9 @@ class StepBudget:
             self.units += 1
             return True
         now = self._remaining_ms()
-        if self._last is not None:
+        if self._last is None:
+            self._margin_ms = min(self._margin_ms, now // 10)
+        else:
             self._slowest = max(self._slowest, self._last - now)
         self._last = now
         if self.units and now < 2 * self._slowest + self._margin_ms:

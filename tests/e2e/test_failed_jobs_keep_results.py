@@ -1,0 +1,70 @@
+"""A job whose workflow hits an error retrying cannot fix, after one of its chunks ended, through the local stack:
+it ends `failed` with the reason, none of its provider batches is left running, and what finished is retrievable."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from batch_gateway.constants import ENV_MAX_CHUNK_REQUESTS
+from tests.e2e.conftest import seed_body
+
+pytestmark = pytest.mark.e2e
+
+
+def _until(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"{what} not within {timeout} s")
+
+
+@pytest.fixture
+def chunks_of_two(stack):
+    plan = stack.function("plan")
+    stack.set_function_environment(plan, {ENV_MAX_CHUNK_REQUESTS: "2"})
+    try:
+        yield
+    finally:
+        stack.set_function_environment(plan, {ENV_MAX_CHUNK_REQUESTS: None})
+
+
+def test_a_job_that_fails_after_a_chunk_ended_cancels_the_rest_and_keeps_what_finished(alice, sim, chunks_of_two):
+    sim.add_fault("anthropic", "create_batch", "hold_after_accept", seconds=30)  # chunk 0: accepted, answer held
+    job = alice.create(seed_body())  # 5 requests: chunks of 2, 2 and 1
+    _until(lambda: sim.stats()["held"] == 1, 30, "the first create on the wire")
+    sim.configure(processing_seconds=600)  # chunk 0 runs 0.5 s; chunks 1 and 2 would run 10 minutes
+    sim.release_held()
+
+    def chunk_zero_collected():
+        view = alice.request("GET", f"/batches/{job['id']}").json()
+        chunks = view["chunks"]
+        ready = len(chunks) == 3 and all(c["provider_batch_id"] for c in chunks)
+        return chunks if ready and chunks[0]["status"] == "ended" else None
+
+    chunks = _until(chunk_zero_collected, 60, "chunk 0 collected")
+    lost = chunks[2]["provider_batch_id"]
+    with sim.state.lock:  # the provider no longer knows chunk 2's batch: its next status call is a 404
+        del sim.state.anthropic.batches[lost]
+
+    done = alice.wait(job["id"], timeout=60)
+    assert done["status"] == "failed"
+    # MarkFailed records `failed` first, then settles the chunks; the results answer once it has joined them.
+    _until(lambda: alice.request("GET", f"/batches/{job['id']}/results").status_code == 200, 60, "results")
+    done = alice.request("GET", f"/batches/{job['id']}").json()
+
+    assert done["error"].startswith("ProviderNotFound: ") and "Traceback" not in done["error"]
+    ours = [c["provider_batch_id"] for c in chunks if c["provider_batch_id"] != lost]
+    states = {b: sim.state.anthropic.batches[b].timeline(time.time())[0] for b in ours}
+    assert "in_progress" not in states.values(), states  # canceled on the way to failed: nothing bills on
+    results = alice.all_results(job["id"])
+    assert sorted(results) == [f"request_{c}" for c in "ABCDE"]
+    succeeded = sorted(i for i, r in results.items() if r["status"] == "succeeded")
+    assert len(succeeded) == 2 and all(results[i]["text"] for i in succeeded)  # chunk 0: paid for, kept
+    assert {r["status"] for i, r in results.items() if i not in succeeded} <= {"canceled", "errored"}
+    assert done["request_counts"]["succeeded"] == 2 and done["request_counts"]["processing"] == 0
+    assert sim.stats()["anthropic"]["batches_created"] == 3
