@@ -102,3 +102,28 @@ def test_finalize_is_resumable_and_writes_every_result_exactly_once(big_job, ctx
     assert sorted(item["id"] for item in lines) == [f"r{i:02d}" for i in range(CHUNKS)]
     assert all(item["status"] == "succeeded" for item in lines)
     assert finalize.handler(state, ctx) == outcome  # a repeat after the end changes nothing
+
+
+def test_mark_failed_on_a_large_job_goes_on_across_invocations_and_keeps_one_line_per_request(big_job, ctx, simulator):
+    from lambdas import mark_failed
+
+    job_id, state = big_job
+    simulator.configure(processing_seconds=600)
+    submit.handler(state, ctx)  # 20 batches running
+    failure = {**state, "error": {"Error": "ProviderNotFound", "Cause": json.dumps(
+        {"errorMessage": "Anthropic does not know this batch or file", "errorType": "ProviderNotFound"})}}
+    invocations, outcome = 0, None
+    while outcome is None:
+        invocations += 1
+        assert invocations < 20, "MarkFailed never finished"
+        context = RunningOutContext()
+        try:
+            outcome = mark_failed.handler(failure, context)
+        except TransientError:
+            pass
+        assert context.remaining > 0
+    assert invocations > 1 and outcome["status"] == "failed"
+    provider = wiring.services().provider_for("anthropic")
+    assert all(provider.status(c.provider_batch_id).status != "in_progress" for c in _chunks(job_id))
+    lines = [json.loads(x) for x in wiring.services().payloads.iter_lines(results_key(job_id)) if x]
+    assert sorted(item["id"] for item in lines) == [f"r{i:02d}" for i in range(CHUNKS)]
