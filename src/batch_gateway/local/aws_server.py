@@ -82,6 +82,25 @@ def _stopped_executions_end_at_once() -> None:
     Execution.stop = stop  # type: ignore[method-assign]
 
 
+def _dynamodb_items_change_atomically() -> None:
+    """DynamoDB applies each write and each transaction atomically and isolated. moto's server answers requests on
+    threads without a lock: a condition can pass in two requests at once, and a transaction whose condition fails
+    puts back a copy of the whole table taken before it began, erasing other requests' writes made meanwhile (a
+    chunk's claim vanished under a concurrent failed claim of another job's chunk, and the chunk was sent twice).
+    One lock around every item operation makes them behave as DynamoDB's do."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    lock = threading.RLock()
+    for name in ("put_item", "update_item", "delete_item", "transact_write_items", "get_item", "query", "scan"):
+        real = getattr(DynamoDBBackend, name)
+
+        def atomic(self: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            with lock:
+                return _real(self, *args, **kwargs)
+
+        setattr(DynamoDBBackend, name, atomic)
+
+
 def main() -> None:
     from moto.server import ThreadedMotoServer
 
@@ -103,6 +122,7 @@ def main() -> None:
     iam_resources.install()
     _states_call_as_their_role(credentials, endpoint)
     _stopped_executions_end_at_once()
+    _dynamodb_items_change_atomically()
     print(json.dumps({"endpoint": endpoint}), flush=True)
     try:
         sys.stdin.read()  # until the parent closes our stdin or dies
