@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.jsonlines import loads
 from batch_gateway.models.errors import IntegrityError
 from batch_gateway.models.jobs import Chunk, Job, JobStatus
 from batch_gateway.service.budget import StepBudget
@@ -50,6 +49,8 @@ def join_results(services: Services, job: Job, chunks: list[Chunk], budget: Step
     """Add chunks to results.jsonl while the budget lasts: the totals once every chunk is in, else None (call
     again). ``lines_of`` gives a chunk's result lines (default: its collected results). Raises IntegrityError when
     the job's requests and lines disagree; nothing is written then."""
+    from batch_gateway.jsonlines import loads  # orjson: in the worker bundle only (Retrieve imports this module)
+
     done = joined(services, job)
     if done is not None:
         return done
