@@ -50,14 +50,17 @@ def _chunks(job_id):
     return wiring.services().jobs.get_chunks(job_id)
 
 
-def test_submit_stops_before_its_time_limit_and_poll_sends_the_rest(big_job, simulator):
+def test_submit_stops_before_its_time_limit_and_poll_sends_the_rest(big_job, simulator, monkeypatch):
     job_id, state = big_job
+    monkeypatch.setenv("POLL_SCHEDULE_SECONDS", "30")
+    wiring.reset()
     context = RunningOutContext()
     state = submit.handler(state, context)
     sent = simulator.stats()["anthropic"]["batches_created"]
     assert 0 < sent < CHUNKS, f"one Submit invocation sent {sent} of {CHUNKS} chunks"
     assert context.remaining > 0  # it returned with time to spare
     assert sum(c.provider_batch_id is not None for c in _chunks(job_id)) == sent
+    assert state["wait_seconds"] == 0  # the rest are sent at once, not after the first poll interval
 
     invocations = 0
     while not state["done"]:

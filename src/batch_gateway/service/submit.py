@@ -155,4 +155,5 @@ def submit_job(services: Services, state: WorkflowState, budget: StepBudget | No
             services.jobs.update_job(job.id, expect=[JobStatus.QUEUED], status=JobStatus.IN_PROGRESS)
         except errors.ConflictError:
             pass  # canceled meanwhile: Poll takes it from here
-    return WorkflowState(job_id=job.id, wait_seconds=services.settings.wait_after(0))
+    wait = 0 if budget.stopped else services.settings.wait_after(0)  # out of time: Poll sends the rest at once
+    return WorkflowState(job_id=job.id, wait_seconds=wait)
