@@ -11,7 +11,8 @@ pytestmark = pytest.mark.e2e
 def test_every_function_runs_with_exactly_its_template_variables_and_its_own_role(stack, alice):
     stack.recycle_functions()  # instances other tests started under an operator's changes are retired
     before = {f: len(stack.worker_environments(f)) for f in stack.functions}
-    assert alice.wait(alice.create(seed_body())["id"])["status"] == "finished"  # every workflow function ran
+    job = alice.create(seed_body())["id"]
+    assert alice.wait(job, timeout=180)["status"] == "finished"  # every workflow function ran, each cold
     template = {f: stack.function_environment(f) for f in stack.functions}
     for function in stack.functions:
         seen = stack.worker_environments(function)[before[function]:]

@@ -12,6 +12,11 @@ LAMBDA_ERRORS = [
     "Lambda.AWSLambdaException",
     "Lambda.SdkClientException",
     "Lambda.TooManyRequestsException",
+    "Lambda.ClientExecutionTimeoutException",
+    "Lambda.Unknown",  # the function timed out, ran out of memory or its runtime died: steps resume, so retried
+    "Sandbox.Timedout",
+    "Runtime.ExitError",
+    "Runtime.OutOfMemory",
 ]
 
 
