@@ -23,6 +23,7 @@ import requests
 from batch_gateway.constants import ENV_MAX_CHUNK_REQUESTS
 from batch_gateway.local.template import REPO_ROOT
 from tests.e2e.conftest import Caller
+from tests.support.concurrency import Threads
 
 pytestmark = pytest.mark.e2e
 
@@ -45,34 +46,6 @@ def wait_for(condition: Callable[[], Any], timeout: float = 60.0, what: str = "c
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.05)
-
-
-class Threads:
-    """Start callables in threads; ``join`` re-raises the first failure in the test thread."""
-
-    def __init__(self) -> None:
-        self.threads: list[threading.Thread] = []
-        self.failures: list[BaseException] = []
-        self.answers: dict[str, Any] = {}
-
-    def start(self, name: str, fn: Callable[[], Any]) -> None:
-        def run() -> None:
-            try:
-                self.answers[name] = fn()
-            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
-                self.failures.append(exc)
-
-        thread = threading.Thread(target=run, name=name, daemon=True)
-        self.threads.append(thread)
-        thread.start()
-
-    def join(self, timeout: float = 120.0) -> dict[str, Any]:
-        for thread in self.threads:
-            thread.join(timeout)
-            assert not thread.is_alive(), f"{thread.name} is still running"
-        if self.failures:
-            raise self.failures[0]
-        return self.answers
 
 
 def body(tenant: str, provider: str = "anthropic", n: int = N) -> dict[str, Any]:

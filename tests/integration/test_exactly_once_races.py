@@ -22,6 +22,7 @@ from batch_gateway.models.jobs import ChunkState
 from batch_gateway.service.keys import results_key
 from lambdas import cancel, create, finalize, plan, poll, submit
 from tests.integration.conftest import as_caller, call, load_event
+from tests.support.concurrency import Threads
 
 MODELS = {"anthropic": "claude-sonnet-4-20250514", "openai": "gpt-4o-mini"}
 SUBMIT_ATTEMPTS = 6  # what the state machine's Retry on Submit allows, give or take
@@ -117,34 +118,6 @@ def atomic_dynamodb(monkeypatch):
                 return _real(self, *args, **kwargs)
 
         monkeypatch.setattr(DynamoDBBackend, name, atomic)
-
-
-class Threads:
-    """Start callables in threads, re-raise the first failure when joined."""
-
-    def __init__(self) -> None:
-        self.threads: list[threading.Thread] = []
-        self.failures: list[BaseException] = []
-        self.answers: dict[str, Any] = {}
-
-    def start(self, name: str, fn: Callable[[], Any]) -> None:
-        def run() -> None:
-            try:
-                self.answers[name] = fn()
-            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
-                self.failures.append(exc)
-
-        thread = threading.Thread(target=run, name=name, daemon=True)
-        self.threads.append(thread)
-        thread.start()
-
-    def join(self, timeout: float = 60.0) -> dict[str, Any]:
-        for thread in self.threads:
-            thread.join(timeout)
-            assert not thread.is_alive(), f"{thread.name} is still running"
-        if self.failures:
-            raise self.failures[0]
-        return self.answers
 
 
 # --- two submitters ---------------------------------------------------------------------------------------------

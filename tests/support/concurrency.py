@@ -1,0 +1,35 @@
+"""Concurrency helpers the race tests share."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+class Threads:
+    """Start callables in threads; ``join`` re-raises the first failure in the test thread."""
+
+    def __init__(self) -> None:
+        self.threads: list[threading.Thread] = []
+        self.failures: list[BaseException] = []
+        self.answers: dict[str, Any] = {}
+
+    def start(self, name: str, fn: Callable[[], Any]) -> None:
+        def run() -> None:
+            try:
+                self.answers[name] = fn()
+            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+                self.failures.append(exc)
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        self.threads.append(thread)
+        thread.start()
+
+    def join(self, timeout: float = 120.0) -> dict[str, Any]:
+        for thread in self.threads:
+            thread.join(timeout)
+            assert not thread.is_alive(), f"{thread.name} is still running"
+        if self.failures:
+            raise self.failures[0]
+        return self.answers
