@@ -8,7 +8,7 @@ from tests.e2e.conftest import seed_body
 pytestmark = pytest.mark.e2e
 
 
-def test_every_function_runs_with_exactly_its_template_variables_and_its_own_role(stack, alice):
+def test_every_function_runs_with_exactly_its_template_variables_and_its_own_role(stack, alice, sim):
     stack.recycle_functions()  # instances other tests started under an operator's changes are retired
     before = {f: len(stack.worker_environments(f)) for f in stack.functions}
     job = alice.create(seed_body())["id"]
@@ -51,7 +51,7 @@ def test_a_caller_cannot_write_outside_the_drop_folder_or_read_job_payloads(stac
         assert refused.value.response["Error"]["Code"] == "AccessDenied"
 
 
-def test_a_create_whose_workflow_cannot_start_leaves_nothing_that_can_run(stack, alice):
+def test_a_create_whose_workflow_cannot_start_leaves_nothing_that_can_run(stack, alice, sim):
     create = stack.function("create")
     before_items = _job_items(stack)
     stack.set_function_environment(create, {"STATE_MACHINE_ARN": stack.state_machine_arn + "-missing"})
