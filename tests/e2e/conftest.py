@@ -80,17 +80,17 @@ class Caller:
 
 
 @pytest.fixture
-def alice(stack) -> Caller:
+def alice(stack, sim) -> Caller:  # every test that calls the API starts from a reset simulator
     return Caller(stack.info()["api_url"], stack.caller("alice"))
 
 
 @pytest.fixture
-def bob(stack) -> Caller:
+def bob(stack, sim) -> Caller:
     return Caller(stack.info()["api_url"], stack.caller("bob"))
 
 
 @pytest.fixture
-def drop_folder_owner(stack) -> Caller:
+def drop_folder_owner(stack, sim) -> Caller:
     return Caller(stack.info()["api_url"], stack.caller(DROP_FOLDER_USER))
 
 
