@@ -12,6 +12,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from batch_gateway.constants import ENV_MAX_CHUNK_REQUESTS
 from batch_gateway.local.stack import DROP_FOLDER_USER, CallerCredentials, LocalStack
 
 TERMINAL = {"finished", "canceled", "expired", "failed"}
@@ -101,3 +102,15 @@ def seed_body(**changes: Any) -> dict[str, Any]:
         "requests": {f"request_{c}": f"Name an animal that starts with the letter '{c}'" for c in "ABCDE"},
         **changes,
     }
+
+
+@pytest.fixture
+def chunks_of_five(stack):
+    """The operator's lower chunk limit on the Plan function (its instances are replaced, as on AWS): a job of
+    ten requests becomes two provider batches."""
+    plan = stack.function("plan")
+    stack.set_function_environment(plan, {ENV_MAX_CHUNK_REQUESTS: "5"})
+    try:
+        yield
+    finally:
+        stack.set_function_environment(plan, {ENV_MAX_CHUNK_REQUESTS: None})

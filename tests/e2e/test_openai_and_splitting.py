@@ -10,8 +10,6 @@ import time
 import pytest
 import requests
 
-from batch_gateway.constants import ENV_MAX_CHUNK_REQUESTS
-
 pytestmark = pytest.mark.e2e
 
 GPT = "gpt-4o-mini"
@@ -34,16 +32,6 @@ def jsonl_results(caller, job_id: str) -> list[dict]:
     assert answer.status_code == 200, answer.text
     return [json.loads(line) for line in requests.get(answer.json()["url"], timeout=60).content.splitlines() if line]
 
-
-@pytest.fixture
-def chunks_of_five(stack):
-    """The operator's lower chunk limit on the Plan function (its instances are replaced, as on AWS)."""
-    plan = stack.function("plan")
-    stack.set_function_environment(plan, {ENV_MAX_CHUNK_REQUESTS: "5"})
-    try:
-        yield
-    finally:
-        stack.set_function_environment(plan, {ENV_MAX_CHUNK_REQUESTS: None})
 
 
 # ---- splitting at the providers' limits

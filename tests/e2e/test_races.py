@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 import requests
 
-from batch_gateway.constants import ENV_MAX_CHUNK_REQUESTS
 from batch_gateway.local.template import REPO_ROOT
 from tests.e2e.conftest import Caller
 from tests.support.concurrency import Threads
@@ -149,16 +148,6 @@ def sweep(stack) -> dict[str, Any]:
 
 # ---- fixtures -------------------------------------------------------------------------------------------------------
 
-
-@pytest.fixture
-def chunks_of_five(stack):
-    """The operator's lower chunk limit on the Plan function, so each job is two provider batches."""
-    plan = stack.function("plan")
-    stack.set_function_environment(plan, {ENV_MAX_CHUNK_REQUESTS: "5"})
-    try:
-        yield
-    finally:
-        stack.set_function_environment(plan, {ENV_MAX_CHUNK_REQUESTS: None})
 
 
 @pytest.fixture
