@@ -21,6 +21,7 @@ from batch_gateway.service import ingest as ingest_service
 from batch_gateway.store.payloads import S3PayloadStore
 from lambdas import ingest
 from tests.integration.conftest import load_event
+from tests.support.concurrency import serialise_moto_dynamodb
 
 HEADER = '{"batch_gateway": {"provider": "anthropic", "model": "claude-sonnet-4-20250514"}}'
 AFTER_THE_LEASE = ingest_service.CLAIM_LEASE + timedelta(seconds=1)
@@ -58,20 +59,7 @@ def _job_ids() -> list[str]:
 
 @pytest.fixture
 def atomic_dynamodb(monkeypatch: pytest.MonkeyPatch) -> None:
-    """DynamoDB applies a conditional write atomically; moto checks the condition and writes in two Python steps
-    with no lock, so threads could both pass a check. One lock around each item operation restores the service's
-    guarantee (and nothing more)."""
-    from moto.dynamodb.models import DynamoDBBackend
-
-    lock = threading.RLock()
-    for name in ("put_item", "update_item", "delete_item", "get_item", "transact_write_items"):
-        real = getattr(DynamoDBBackend, name)
-
-        def atomic(*args, _real=real, **kwargs):
-            with lock:
-                return _real(*args, **kwargs)
-
-        monkeypatch.setattr(DynamoDBBackend, name, atomic)
+    serialise_moto_dynamodb(monkeypatch)
 
 
 def _later(monkeypatch: pytest.MonkeyPatch, delta: timedelta) -> None:

@@ -22,7 +22,7 @@ from batch_gateway.models.jobs import ChunkState
 from batch_gateway.service.keys import results_key
 from lambdas import cancel, create, finalize, plan, poll, submit
 from tests.integration.conftest import as_caller, call, load_event
-from tests.support.concurrency import Threads
+from tests.support.concurrency import Threads, serialise_moto_dynamodb
 
 MODELS = {"anthropic": "claude-sonnet-4-20250514", "openai": "gpt-4o-mini"}
 SUBMIT_ATTEMPTS = 6  # what the state machine's Retry on Submit allows, give or take
@@ -105,19 +105,7 @@ def chunk_batches(services, job_ids: list[str]) -> list[str]:
 
 @pytest.fixture(autouse=True)
 def atomic_dynamodb(monkeypatch):
-    """DynamoDB applies each write (and each transaction) atomically; moto checks a condition and then writes without
-    a lock, so two threads can both pass the same condition. Serialise moto's writes the way DynamoDB does."""
-    from moto.dynamodb.models import DynamoDBBackend
-
-    lock = threading.RLock()
-    for name in ("put_item", "update_item", "delete_item", "transact_write_items"):
-        real = getattr(DynamoDBBackend, name)
-
-        def atomic(self, *args, _real=real, **kwargs):
-            with lock:
-                return _real(self, *args, **kwargs)
-
-        monkeypatch.setattr(DynamoDBBackend, name, atomic)
+    serialise_moto_dynamodb(monkeypatch)
 
 
 # --- two submitters ---------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from batch_gateway.ports import JobStore, OffsetOutOfRange, PayloadStore, WriteC
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
 from batch_gateway.store.payloads import S3PayloadStore
+from tests.support.concurrency import serialise_moto_dynamodb
 
 REGION = "us-east-1"
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -54,18 +55,7 @@ def payloads(request, moto_account) -> PayloadStore:
 
 
 def _atomic_moto(monkeypatch) -> None:
-    """DynamoDB applies each write atomically; moto checks a condition and then writes without a lock."""
-    from moto.dynamodb.models import DynamoDBBackend
-
-    lock = threading.RLock()
-    for name in ("put_item", "update_item", "delete_item", "transact_write_items"):
-        real = getattr(DynamoDBBackend, name)
-
-        def atomic(self, *args, _real=real, **kwargs):
-            with lock:
-                return _real(self, *args, **kwargs)
-
-        monkeypatch.setattr(DynamoDBBackend, name, atomic)
+    serialise_moto_dynamodb(monkeypatch)
 
 
 def a_job(owner: str = "alice", created: int = 0, **fields) -> Job:

@@ -33,3 +33,20 @@ class Threads:
         if self.failures:
             raise self.failures[0]
         return self.answers
+
+
+def serialise_moto_dynamodb(monkeypatch: Any) -> None:
+    """DynamoDB applies each conditional write (and each transaction) atomically; moto checks the condition and then
+    writes in two Python steps with no lock, so two threads could both pass one check. One lock around each item
+    operation restores the service's guarantee and nothing more."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    lock = threading.RLock()
+    for name in ("put_item", "update_item", "delete_item", "get_item", "transact_write_items"):
+        real = getattr(DynamoDBBackend, name)
+
+        def atomic(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            with lock:
+                return _real(*args, **kwargs)
+
+        monkeypatch.setattr(DynamoDBBackend, name, atomic)
