@@ -39,7 +39,7 @@ node_modules/.installed: package.json package-lock.json
 install: $(VENV_STAMP) $(LINT_STAMP)
 
 demo: $(VENV_STAMP)
-	$(UV) run --frozen python -m batch_gateway.local.demo
+	$(UV) run --frozen python -m batch_gateway_dev.local.demo
 
 local: $(VENV_STAMP)
 	$(UV) run --frozen batch-gateway local

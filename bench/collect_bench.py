@@ -1,6 +1,6 @@
 """Collect: an ended Anthropic batch's N result lines, from the simulator, into the chunk's results in S3.
 
-Both the provider simulator (``python -m batch_gateway.simulators``) and moto (``python -m bench.moto_server``) run
+Both the provider simulator (``python -m batch_gateway_dev.simulators``) and moto (``python -m bench.moto_server``) run
 in their own processes, so neither the served lines nor the emulated S3's copy of the results count as the
 measured process's memory. Two worker steps, each in a fresh interpreter::
 
@@ -167,7 +167,7 @@ def main() -> int:
     parser.add_argument("--job-id")
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--moto", required=True, help="URL of a moto server (bench.moto_server)")
-    parser.add_argument("--sim", required=True, help="URL of the simulators (python -m batch_gateway.simulators)")
+    parser.add_argument("--sim", required=True, help="URL of the simulators (python -m batch_gateway_dev.simulators)")
     parser.add_argument("--trace", action="store_true", help="also measure one more collect's heap peak")
     parser.add_argument("--profile", help="also profile one more collect and write the stats to this file")
     parser.add_argument("--out", required=True)

@@ -260,8 +260,8 @@ class Background:
 
 
 def simulator_process(processing_seconds: float = 0.3) -> Background:
-    """``python -m batch_gateway.simulators --port 0``: the provider simulators in their own process."""
-    return Background([sys.executable, "-m", "batch_gateway.simulators", "--port", "0",
+    """``python -m batch_gateway_dev.simulators --port 0``: the provider simulators in their own process."""
+    return Background([sys.executable, "-m", "batch_gateway_dev.simulators", "--port", "0",
                        "--processing-seconds", str(processing_seconds)])
 
 
@@ -280,7 +280,7 @@ def create_resources(endpoint_url: str | None = None) -> dict[str, str]:
     """
     import boto3
 
-    from batch_gateway.local.resources import create_bucket, create_table
+    from batch_gateway_dev.local.resources import create_bucket, create_table
 
     def client(name: str) -> Any:
         return boto3.client(name, region_name=REGION, endpoint_url=endpoint_url)

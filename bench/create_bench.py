@@ -84,8 +84,8 @@ def through_local_stack(n: int) -> dict[str, Any]:
     import boto3
 
     from batch_gateway.client import BatchGatewayClient
-    from batch_gateway.local.lambda_runtime import SYNC_PAYLOAD_LIMIT
-    from batch_gateway.local.stack import LocalStack
+    from batch_gateway_dev.local.lambda_runtime import SYNC_PAYLOAD_LIMIT
+    from batch_gateway_dev.local.stack import LocalStack
 
     body = create_body(n)
     with LocalStack(quiet=True) as stack:

@@ -12,7 +12,7 @@ Task 5 (TaskStateEntered, TaskScheduled, TaskStarted, TaskSucceeded, TaskStateEx
 Succeed 2, Fail 1; plus ExecutionStarted and ExecutionSucceeded/Failed. One state transition per state entered.
 
 ``python -m bench.workflow_bench validate --out r.json`` checks that model against a real (moto) execution: the
-whole local stack (``batch_gateway.local.LocalStack``: synthesized definition, each function in its own worker
+whole local stack (``batch_gateway_dev.local.LocalStack``: synthesized definition, each function in its own worker
 processes with its own role, simulators) with a 1-second schedule runs one job created through its API; the events
 of ``get_execution_history`` are counted by type and compared with what the model predicts for the same number of
 polls.
@@ -245,8 +245,8 @@ def validate() -> dict[str, Any]:
     import boto3
 
     from batch_gateway.client import BatchGatewayClient
-    from batch_gateway.local.stack import LocalStack
-    from batch_gateway.local.template import Template, synthesized_template
+    from batch_gateway_dev.local.stack import LocalStack
+    from batch_gateway_dev.local.template import Template, synthesized_template
     from bench.common import create_body
 
     schedule, processing = "1", 2.0

@@ -42,8 +42,9 @@ _DOCKER_PLATFORMS = {"arm64": "linux/arm64", "x86_64": "linux/amd64"}
 
 # Source folders copied into the bundle: repository path -> path inside the bundle.
 SOURCES = {"src/batch_gateway": "batch_gateway", "lambdas": "lambdas"}
-# Parts of batch_gateway that run on a workstation, never in Lambda (relative to src/batch_gateway).
-NOT_FOR_LAMBDA = ("local", "simulators", "client", "cli.py")
+# Parts of batch_gateway that run on a workstation, never in Lambda (relative to src/batch_gateway); the dev
+# tooling (local stack, simulators) lives in src/batch_gateway_dev and is never copied.
+NOT_FOR_LAMBDA = ("client", "cli.py")
 # Supplied by the Lambda runtime; a requirements file that lists them is a mistake.
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer")
 

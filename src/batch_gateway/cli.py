@@ -303,9 +303,10 @@ def cmd_cancel(args: argparse.Namespace, client: BatchGatewayClient) -> int:
 
 def cmd_local(args: argparse.Namespace) -> int:
     try:
-        from batch_gateway.local import serve  # heavy (moto, the handlers): only for this command
+        # Development tooling, never in the SDK's wheel: installed with a clone of the repository (`make local`).
+        from batch_gateway_dev.local import serve
     except ImportError as exc:
-        _err(f"error: the local stack is not available: {exc}")
+        _err(f"error: the local stack is not available ({exc}); it runs from a clone of the repository: make local")
         return EXIT_SERVICE_ERROR
     serve(host=args.host, port=args.port)
     return EXIT_OK

@@ -13,7 +13,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from batch_gateway.constants import ENV_MAX_CHUNK_REQUESTS
-from batch_gateway.local.stack import DROP_FOLDER_USER, CallerCredentials, LocalStack
+from batch_gateway_dev.local.stack import DROP_FOLDER_USER, CallerCredentials, LocalStack
 
 TERMINAL = {"finished", "canceled", "expired", "failed"}
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from batch_gateway.local.stack import DROP_FOLDER_USER
+from batch_gateway_dev.local.stack import DROP_FOLDER_USER
 
 pytestmark = pytest.mark.e2e
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from batch_gateway.local.lambda_runtime import LOCAL_ONLY_VARIABLES, RUNTIME_VARIABLES
+from batch_gateway_dev.local.lambda_runtime import LOCAL_ONLY_VARIABLES, RUNTIME_VARIABLES
 from tests.e2e.conftest import seed_body
 
 pytestmark = pytest.mark.e2e
@@ -28,7 +28,7 @@ def test_every_function_runs_with_exactly_its_template_variables_and_its_own_rol
 
 
 def test_an_unknown_access_key_or_a_wrong_signature_is_refused_by_the_api_and_by_s3(stack, alice):
-    from batch_gateway.local.stack import CallerCredentials
+    from batch_gateway_dev.local.stack import CallerCredentials
     from tests.e2e.conftest import Caller
 
     stranger = Caller(stack.info()["api_url"], CallerCredentials("stranger", "AKIAUNKNOWN000000000", "x"))
@@ -42,7 +42,7 @@ def test_an_unknown_access_key_or_a_wrong_signature_is_refused_by_the_api_and_by
 
 
 def test_a_caller_cannot_write_outside_the_drop_folder_or_read_job_payloads(stack):
-    from batch_gateway.local.stack import DROP_FOLDER_USER
+    from batch_gateway_dev.local.stack import DROP_FOLDER_USER
 
     s3 = stack.client("s3", stack.caller(DROP_FOLDER_USER))
     for key in ("jobs/job_x/requests.jsonl", "outbox/forged.results.jsonl"):

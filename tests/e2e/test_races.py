@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import requests
 
-from batch_gateway.local.template import REPO_ROOT
+from batch_gateway_dev.local.template import REPO_ROOT
 from tests.e2e.conftest import Caller
 from tests.support.concurrency import Threads
 

@@ -87,8 +87,15 @@ def test_the_wheel_ships_no_client_test_fake(wheel):
         assert "batch_gateway/client/testing.py" not in archive.namelist()
 
 
-@pytest.mark.xfail(strict=True, reason="the lead moves the dev packages out")
 def test_the_wheel_contains_no_simulator_or_local_stack_code(wheel):
     with zipfile.ZipFile(wheel) as archive:
-        dev = [n for n in archive.namelist() if n.startswith(("batch_gateway/simulators/", "batch_gateway/local/"))]
+        names = archive.namelist()
+    dev = [n for n in names if n.startswith("batch_gateway_dev/") or "/simulators/" in n or "/local/" in n]
     assert dev == []
+    assert "batch_gateway/cli.py" in names and "batch_gateway/client/__init__.py" in names
+
+
+def test_the_local_command_explains_itself_without_the_dev_tooling(client_venv):
+    done = subprocess.run([str(client_venv), "-m", "batch_gateway.cli", "local"], capture_output=True, text=True,
+                          timeout=60, env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 1 and "the local stack is not available" in done.stderr and "make local" in done.stderr

@@ -12,8 +12,8 @@ import pytest
 from moto import mock_aws
 
 from batch_gateway import wiring
-from batch_gateway.local.resources import create_bucket, create_table
-from batch_gateway.simulators import SimulatorServer
+from batch_gateway_dev.local.resources import create_bucket, create_table
+from batch_gateway_dev.simulators import SimulatorServer
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 SAMPLE_JOB_ID = "job_0123456789abcdef01234567"

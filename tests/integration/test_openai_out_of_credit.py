@@ -7,7 +7,7 @@ import pytest
 
 from batch_gateway.constants import RETRYABLE_ERRORS
 from batch_gateway.models import errors
-from batch_gateway.simulators import faults
+from batch_gateway_dev.simulators import faults
 from lambdas import create, mark_failed, plan, status, submit
 from tests.integration.conftest import call, load_event
 

@@ -12,7 +12,6 @@ import threading
 
 import boto3
 
-from batch_gateway.local.resources import create_table
 from batch_gateway.providers import make_provider
 from batch_gateway.providers.base import ChunkRef
 from batch_gateway.service.context import Services
@@ -23,6 +22,7 @@ from batch_gateway.service.state import WorkflowState
 from batch_gateway.service.submit import submit_job
 from batch_gateway.service.sweep import sweep
 from batch_gateway.store.jobs import DynamoDBJobStore
+from batch_gateway_dev.local.resources import create_table
 from tests.integration.test_exactly_once_races import Threads, atomic_dynamodb  # noqa: F401 - fixture
 
 OWNER = "arn:aws:iam::123456789012:user/alice"

@@ -15,7 +15,6 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from batch_gateway.local.resources import create_bucket, create_table
 from batch_gateway.models.errors import ConflictError, InvalidRequestError, NotFoundError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, RequestCounts
@@ -23,6 +22,7 @@ from batch_gateway.ports import JobStore, OffsetOutOfRange, PayloadStore, WriteC
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
 from batch_gateway.store.payloads import S3PayloadStore
+from batch_gateway_dev.local.resources import create_bucket, create_table
 from tests.support.concurrency import serialise_moto_dynamodb
 
 REGION = "us-east-1"

@@ -3,7 +3,7 @@
 It has no service logic of its own: no validation, no job lifecycle, no idempotency store. A test scripts the answers
 a route gives, in order (``gateway.script("GET", "/batches/job_1", answer(200, job(...)), ...)``; the last one
 repeats), and asserts on what the client sent (``gateway.received``). The one thing it checks is what API Gateway's
-IAM auth checks, with the local stack's own verifier (``batch_gateway.local.front.verify_signature``): an unsigned
+IAM auth checks, with the local stack's own verifier (``batch_gateway_dev.local.front.verify_signature``): an unsigned
 request, an unknown key or a signature that does not verify answers 403 before any script is consulted. What the
 real service accepts or refuses is tested against the service (integration) and the local stack (e2e).
 """
@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from batch_gateway.local.front import verify_signature
+from batch_gateway_dev.local.front import verify_signature
 
 FAKE_AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from batch_gateway.simulators import SimulatorServer
+from batch_gateway_dev.simulators import SimulatorServer
 
 
 @pytest.fixture(scope="module")

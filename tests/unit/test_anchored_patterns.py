@@ -4,11 +4,11 @@ import pytest
 
 from batch_gateway.client import transport
 from batch_gateway.edge import http
-from batch_gateway.local import front
-from batch_gateway.local.template import Route
 from batch_gateway.models.ids import CUSTOM_ID_RE
 from batch_gateway.models.requests import MODEL_RE
-from batch_gateway.simulators import wire
+from batch_gateway_dev.local import front
+from batch_gateway_dev.local.template import Route
+from batch_gateway_dev.simulators import wire
 
 SIGNATURE = ("AWS4-HMAC-SHA256 Credential=AKID/20261129/eu-west-1/execute-api/aws4_request, "
              "SignedHeaders=host;x-amz-date, Signature=" + "0" * 64)

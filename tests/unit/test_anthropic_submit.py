@@ -14,7 +14,7 @@ from batch_gateway.models import errors
 from batch_gateway.providers import anthropic as adapter
 from batch_gateway.providers.anthropic import AnthropicBatchProvider
 from batch_gateway.providers.base import ChunkRef
-from batch_gateway.simulators import anthropic as simulated_api
+from batch_gateway_dev.simulators import anthropic as simulated_api
 
 MODEL = "claude-sonnet-4-20250514"
 

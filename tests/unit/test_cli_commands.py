@@ -237,9 +237,9 @@ def test_unknown_command_and_bad_flags_exit_2(capsys):
 
 def test_local_calls_the_local_stacks_serve(monkeypatch):
     calls = []
-    module = types.ModuleType("batch_gateway.local")
+    module = types.ModuleType("batch_gateway_dev.local")
     module.serve = lambda host, port: calls.append((host, port))
-    monkeypatch.setitem(sys.modules, "batch_gateway.local", module)
+    monkeypatch.setitem(sys.modules, "batch_gateway_dev.local", module)
     assert main(["local", "--port", "9999"]) == 0
     assert calls == [("127.0.0.1", 9999)]
 

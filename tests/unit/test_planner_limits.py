@@ -25,8 +25,8 @@ from batch_gateway.service.poll import poll_job
 from batch_gateway.service.state import WorkflowState
 from batch_gateway.service.submit import submit_job
 from batch_gateway.settings import Settings
-from batch_gateway.simulators import SimulatorServer
 from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
+from batch_gateway_dev.simulators import SimulatorServer
 
 
 @pytest.fixture(scope="module")

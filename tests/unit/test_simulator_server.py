@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from batch_gateway.simulators import SimulatorServer
+from batch_gateway_dev.simulators import SimulatorServer
 
 
 def test_keep_alive_serves_several_requests_on_one_connection_with_content_length():
@@ -84,7 +84,7 @@ def test_url_is_only_known_once_started():
 
 def test_module_entry_point_prints_its_urls_and_serves_until_terminated():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "batch_gateway.simulators", "--port", "0", "--processing-seconds", "0.1"],
+        [sys.executable, "-m", "batch_gateway_dev.simulators", "--port", "0", "--processing-seconds", "0.1"],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,9 +34,7 @@ def synthesized_template(context: dict[str, Any]) -> dict[str, Any]:
         return json.loads(cache.read_text())
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
-    if str(REPO_ROOT) not in sys.path:
-        sys.path.insert(0, str(REPO_ROOT))
-    from stacks.app_factory import synth_template
+    from stacks.app_factory import synth_template  # importable in the dev venv: see dev-mode-dirs in pyproject.toml
 
     template = synth_template({"nag": False, **context})
     CACHE_DIR.mkdir(exist_ok=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from batch_gateway.simulators.wire import Reply, json_reply
+from batch_gateway_dev.simulators.wire import Reply, json_reply
 
 
 class ApiError(Exception):

@@ -1,4 +1,4 @@
-"""`python -m batch_gateway.simulators`: run the simulators in the foreground (for benchmarks and people).
+"""`python -m batch_gateway_dev.simulators`: run the simulators in the foreground (for benchmarks and people).
 
 Prints one JSON line `{"url": ..., "openai_base_url": ...}` once listening, then serves until SIGINT/SIGTERM.
 """
@@ -10,11 +10,11 @@ import json
 import signal
 import threading
 
-from batch_gateway.simulators.server import SimulatorServer
+from batch_gateway_dev.simulators.server import SimulatorServer
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m batch_gateway.simulators", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m batch_gateway_dev.simulators", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765, help="0 picks a free port")
     parser.add_argument("--processing-seconds", type=float, default=0.5, help="time from batch create to end")

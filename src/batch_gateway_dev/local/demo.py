@@ -11,14 +11,14 @@ import runpy
 import sys
 import time
 
-from batch_gateway.local.template import REPO_ROOT
+from batch_gateway_dev.local.template import REPO_ROOT
 
 EXAMPLE = REPO_ROOT / "examples" / "seed_batch_invocation.py"
 
 
 def main() -> int:
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    from batch_gateway.local.stack import LocalStack
+    from batch_gateway_dev.local.stack import LocalStack
 
     started = time.monotonic()
     real = bool(os.environ.get("ANTHROPIC_API_KEY"))

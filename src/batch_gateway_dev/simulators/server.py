@@ -15,11 +15,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from batch_gateway.simulators import errors
-from batch_gateway.simulators.errors import ApiError
-from batch_gateway.simulators.faults import NO_ANSWER_KINDS, Fault
-from batch_gateway.simulators.state import SimulatorState
-from batch_gateway.simulators.wire import BadBody, Reply, Request, json_reply, parse_json
+from batch_gateway_dev.simulators import errors
+from batch_gateway_dev.simulators.errors import ApiError
+from batch_gateway_dev.simulators.faults import NO_ANSWER_KINDS, Fault
+from batch_gateway_dev.simulators.state import SimulatorState
+from batch_gateway_dev.simulators.wire import BadBody, Reply, Request, json_reply, parse_json
 
 ADMIN_PREFIX = "/_simulator"
 _HARD_BODY_CAP = 1024 * 1024 * 1024  # beyond this the body is not even read

@@ -15,10 +15,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from batch_gateway.simulators import content, settings
-from batch_gateway.simulators.errors import ApiError
-from batch_gateway.simulators.schedule import CANCELED, ERRORED, EXPIRED, SUCCEEDED, Plan
-from batch_gateway.simulators.wire import (
+from batch_gateway_dev.simulators import content, settings
+from batch_gateway_dev.simulators.errors import ApiError
+from batch_gateway_dev.simulators.schedule import CANCELED, ERRORED, EXPIRED, SUCCEEDED, Plan
+from batch_gateway_dev.simulators.wire import (
     BadBody,
     Reply,
     Request,

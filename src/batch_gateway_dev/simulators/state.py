@@ -12,10 +12,10 @@ import time
 from collections import Counter
 from typing import Any
 
-from batch_gateway.simulators import settings
-from batch_gateway.simulators.anthropic import AnthropicBatches
-from batch_gateway.simulators.faults import FaultQueue
-from batch_gateway.simulators.openai import OpenAIBatches
+from batch_gateway_dev.simulators import settings
+from batch_gateway_dev.simulators.anthropic import AnthropicBatches
+from batch_gateway_dev.simulators.faults import FaultQueue
+from batch_gateway_dev.simulators.openai import OpenAIBatches
 
 
 class SimulatorState:

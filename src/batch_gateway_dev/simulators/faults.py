@@ -15,7 +15,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from batch_gateway.simulators.errors import ApiError
+from batch_gateway_dev.simulators.errors import ApiError
 
 PROVIDERS = ("anthropic", "openai")
 OPS = (

@@ -9,6 +9,6 @@ from typing import Any
 
 
 def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
-    from batch_gateway.local.stack import serve as _serve
+    from batch_gateway_dev.local.stack import serve as _serve
 
     _serve(host=host, port=port, **options)

@@ -28,9 +28,9 @@ from typing import Any
 import boto3
 import requests
 
-from batch_gateway.local.front import ApiFront
-from batch_gateway.local.lambda_runtime import ENVIRONMENTS_FILE
-from batch_gateway.local.template import REPO_ROOT, Template, resolve, synthesized_template
+from batch_gateway_dev.local.front import ApiFront
+from batch_gateway_dev.local.lambda_runtime import ENVIRONMENTS_FILE
+from batch_gateway_dev.local.template import REPO_ROOT, Template, resolve, synthesized_template
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -100,7 +100,7 @@ class LocalStack:
         template = Template(synthesized_template(self.context))
         local_env = {"POWERTOOLS_TRACE_DISABLED": "1"}  # no X-Ray daemon here
         if self.use_simulators:
-            from batch_gateway.simulators import SimulatorServer
+            from batch_gateway_dev.simulators import SimulatorServer
 
             self.simulator = SimulatorServer(processing_seconds=self.processing_seconds).start()
             local_env.update(ANTHROPIC_BASE_URL=self.simulator.url, OPENAI_BASE_URL=self.simulator.openai_base_url)
@@ -255,7 +255,7 @@ class LocalStack:
                   "task_root": str(REPO_ROOT)}
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ANTHROPIC_", "OPENAI_"))}
         env.update({"AWS_ACCESS_KEY_ID": "unused", "AWS_SECRET_ACCESS_KEY": "unused", "AWS_DEFAULT_REGION": REGION})
-        self._aws = subprocess.Popen([sys.executable, "-m", "batch_gateway.local.aws_server", json.dumps(config)],
+        self._aws = subprocess.Popen([sys.executable, "-m", "batch_gateway_dev.local.aws_server", json.dumps(config)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=str(REPO_ROOT),
                                      start_new_session=True)
         assert self._aws.stdout
@@ -394,7 +394,7 @@ def _empty_zip() -> bytes:
 
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("README.txt", "runs in a local worker process: see batch_gateway.local.lambda_runtime")
+        archive.writestr("README.txt", "runs in a local worker process: see batch_gateway_dev.local.lambda_runtime")
     return buffer.getvalue()
 
 

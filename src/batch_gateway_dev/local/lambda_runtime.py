@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from batch_gateway.local.lambda_worker import read_frame, write_frame
+from batch_gateway_dev.local.lambda_worker import read_frame, write_frame
 
 SYNC_PAYLOAD_LIMIT = 6 * 1024 * 1024
 MAX_WORKERS_PER_FUNCTION = 6
@@ -58,7 +58,7 @@ class _Worker:
         self.configuration = configuration
         self.ready = False
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "batch_gateway.local.lambda_worker"], env=env, cwd=cwd,
+            [sys.executable, "-m", "batch_gateway_dev.local.lambda_worker"], env=env, cwd=cwd,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
         )
 

@@ -24,7 +24,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from batch_gateway.local.template import Route
+from batch_gateway_dev.local.template import Route
 
 STAGE = "v1"
 ACCOUNT = "123456789012"

@@ -5,6 +5,6 @@ deterministic and labelled as simulated, and faults (429/500/503/529, dropped or
 create) can be injected to exercise retry and double-submission handling.
 """
 
-from batch_gateway.simulators.server import SimulatorServer
+from batch_gateway_dev.simulators.server import SimulatorServer
 
 __all__ = ["SimulatorServer"]

@@ -1,6 +1,6 @@
 """The local AWS account: moto's server in a process of its own, with Lambda and Step Functions made faithful.
 
-``python -m batch_gateway.local.aws_server CONFIG_JSON`` starts moto on loopback, routes Lambda invocations to
+``python -m batch_gateway_dev.local.aws_server CONFIG_JSON`` starts moto on loopback, routes Lambda invocations to
 ``LambdaRuntime`` (each function in its own worker processes, with its own role's credentials), lets Step Functions
 call Lambda as **the state machine's role** (moto's interpreter would use a fixed dummy key), prints one JSON line
 ``{"endpoint": ...}`` and serves until its standard input closes (the parent stopped or died).
@@ -18,8 +18,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from batch_gateway.local import iam_resources
-from batch_gateway.local.lambda_runtime import Credentials, LambdaRuntime, install
+from batch_gateway_dev.local import iam_resources
+from batch_gateway_dev.local.lambda_runtime import Credentials, LambdaRuntime, install
 
 SESSION_SECONDS = 12 * 3600
 
