@@ -41,16 +41,18 @@ def _digest(paths: list[Path], salt: str) -> str:
 
 def deps_fingerprint(bundle: str, architecture: str) -> str:
     """What the pip layer depends on: the requirements file, bundling.py and the platform."""
-    return _digest([REPO_ROOT / "stacks/bundling.py", REPO_ROOT / f"stacks/requirements-{bundle}.txt"],
-                   f"{bundle}|{architecture}")
+    return _digest(
+        [REPO_ROOT / "stacks/bundling.py", REPO_ROOT / f"stacks/requirements-{bundle}.txt"], f"{bundle}|{architecture}"
+    )
 
 
 def fingerprint(bundle: str, architecture: str) -> str:
     """The whole bundle: the pip layer plus the sources copied into it."""
     sources = []
     for folder in (REPO_ROOT / "src/batch_gateway", REPO_ROOT / "lambdas"):
-        sources += sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                          and p.suffix != ".pyc")
+        sources += sorted(
+            p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+        )
     return _digest(sources, deps_fingerprint(bundle, architecture))
 
 
@@ -69,9 +71,13 @@ def folder_stats(folder: Path) -> dict[str, Any]:
         top = path.relative_to(folder).parts[0]
         by_top[top] = by_top.get(top, 0) + size
     biggest = sorted(by_top.items(), key=lambda kv: -kv[1])[:6]
-    return {"unzipped_mb": round(total / MB, 2), "pyc_mb": round(pyc / MB, 2), "files": files,
-            "largest_mb": {name: round(size / MB, 2) for name, size in biggest},
-            "provider_sdks": sorted(name for name in by_top if name in PROVIDER_SDKS)}
+    return {
+        "unzipped_mb": round(total / MB, 2),
+        "pyc_mb": round(pyc / MB, 2),
+        "files": files,
+        "largest_mb": {name: round(size / MB, 2) for name, size in biggest},
+        "provider_sdks": sorted(name for name in by_top if name in PROVIDER_SDKS),
+    }
 
 
 def zipped_mb(folder: Path) -> float:
@@ -127,16 +133,20 @@ def build(bundle: str, architecture: str) -> dict[str, Any]:
     bundler = PipBundler(bundle, architecture)
     work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=ASSET_CACHE))
     try:
-        if all(hasattr(bundler, step) for step in ("_check_requirements", "_pip_install", "_copy_sources",
-                                                    "_compile")):
+        if all(hasattr(bundler, step) for step in ("_check_requirements", "_pip_install", "_copy_sources", "_compile")):
             python = find_runtime_python()
             shutil.copytree(_pip_layer(bundler, bundle, architecture, python), work, dirs_exist_ok=True)
             bundler._copy_sources(work)
             bundler._compile(work, python)
         else:
             bundler.try_bundle(str(work), image=None)
-        stats = {**folder_stats(work), "zipped_mb": zipped_mb(work), "bundle": bundle,
-                 "architecture": architecture, "folder": str(folder.relative_to(REPO_ROOT))}
+        stats = {
+            **folder_stats(work),
+            "zipped_mb": zipped_mb(work),
+            "bundle": bundle,
+            "architecture": architecture,
+            "folder": str(folder.relative_to(REPO_ROOT)),
+        }
         work.rename(folder)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
@@ -150,8 +160,10 @@ def function_bundles(template: dict[str, Any]) -> dict[str, str]:
     from batch_gateway import constants
 
     api_handlers = set(constants.API_HANDLERS.values())
-    names = {handler: function_id for function_id, handler in
-             {**constants.API_HANDLERS, **constants.WORKFLOW_HANDLERS}.items()}
+    names = {
+        handler: function_id
+        for function_id, handler in {**constants.API_HANDLERS, **constants.WORKFLOW_HANDLERS}.items()
+    }
     functions: dict[str, tuple[str, str]] = {}
     for resource in template["Resources"].values():
         if resource["Type"] != "AWS::Lambda::Function":

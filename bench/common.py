@@ -184,9 +184,13 @@ class PeakRss:
         self.maxrss_growth_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - self._maxrss0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"growth_mb": round(self.growth_mb, 2), "base_mb": round(self.base_mb, 2),
-                "peak_mb": round(self.peak_mb, 2), "ru_maxrss_growth_mb": round(self.maxrss_growth_mb, 2),
-                "method": self.method}
+        return {
+            "growth_mb": round(self.growth_mb, 2),
+            "base_mb": round(self.base_mb, 2),
+            "peak_mb": round(self.peak_mb, 2),
+            "ru_maxrss_growth_mb": round(self.maxrss_growth_mb, 2),
+            "method": self.method,
+        }
 
 
 # --- statistics ------------------------------------------------------------------------------------------------------
@@ -211,7 +215,11 @@ def run_worker(module: str, args: list[str], *, env: dict[str, str] | None = Non
         with open(log, "wb") as log_file:
             proc = subprocess.run(
                 [sys.executable, "-m", module, *args, "--out", str(out)],
-                cwd=REPO_ROOT, env=env or child_env(), stdout=log_file, stderr=subprocess.STDOUT, timeout=timeout,
+                cwd=REPO_ROOT,
+                env=env or child_env(),
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                timeout=timeout,
                 check=False,
             )
         if proc.returncode != 0 or not out.exists():
@@ -235,8 +243,9 @@ class Background:
         self.info: dict[str, Any] = {}
 
     def __enter__(self) -> Background:
-        self.proc = subprocess.Popen(self.argv, cwd=REPO_ROOT, env=self.env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True)
+        self.proc = subprocess.Popen(
+            self.argv, cwd=REPO_ROOT, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
         found: list[str] = []
         reader = threading.Thread(target=lambda: found.append(self.proc.stdout.readline()), daemon=True)
         reader.start()
@@ -261,8 +270,17 @@ class Background:
 
 def simulator_process(processing_seconds: float = 0.3) -> Background:
     """``python -m batch_gateway_dev.simulators --port 0``: the provider simulators in their own process."""
-    return Background([sys.executable, "-m", "batch_gateway_dev.simulators", "--port", "0",
-                       "--processing-seconds", str(processing_seconds)])
+    return Background(
+        [
+            sys.executable,
+            "-m",
+            "batch_gateway_dev.simulators",
+            "--port",
+            "0",
+            "--processing-seconds",
+            str(processing_seconds),
+        ]
+    )
 
 
 def moto_process() -> Background:
@@ -289,12 +307,16 @@ def create_resources(endpoint_url: str | None = None) -> dict[str, str]:
     create_bucket(client("s3"), BUCKET, REGION)
     role = client("iam").create_role(RoleName="bench-sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
     machine = client("stepfunctions").create_state_machine(
-        name="bench-workflow", roleArn=role,
+        name="bench-workflow",
+        roleArn=role,
         definition=json.dumps({"StartAt": "Noop", "States": {"Noop": {"Type": "Pass", "End": True}}}),
     )["stateMachineArn"]
     return {
-        "JOBS_TABLE": TABLE, "PAYLOAD_BUCKET": BUCKET, "STATE_MACHINE_ARN": machine,
-        "POLL_SCHEDULE_SECONDS": "0", "EVENT_BUS_NAME": "",
+        "JOBS_TABLE": TABLE,
+        "PAYLOAD_BUCKET": BUCKET,
+        "STATE_MACHINE_ARN": machine,
+        "POLL_SCHEDULE_SECONDS": "0",
+        "EVENT_BUS_NAME": "",
     }
 
 
@@ -303,7 +325,13 @@ def service_env(endpoint_url: str) -> dict[str, str]:
     import boto3
 
     sfn = boto3.client("stepfunctions", region_name=REGION, endpoint_url=endpoint_url)
-    machine = next(m["stateMachineArn"] for m in sfn.list_state_machines()["stateMachines"]
-                   if m["name"] == "bench-workflow")
-    return {"JOBS_TABLE": TABLE, "PAYLOAD_BUCKET": BUCKET, "STATE_MACHINE_ARN": machine,
-            "POLL_SCHEDULE_SECONDS": "0", "EVENT_BUS_NAME": ""}
+    machine = next(
+        m["stateMachineArn"] for m in sfn.list_state_machines()["stateMachines"] if m["name"] == "bench-workflow"
+    )
+    return {
+        "JOBS_TABLE": TABLE,
+        "PAYLOAD_BUCKET": BUCKET,
+        "STATE_MACHINE_ARN": machine,
+        "POLL_SCHEDULE_SECONDS": "0",
+        "EVENT_BUS_NAME": "",
+    }

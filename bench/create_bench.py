@@ -90,20 +90,33 @@ def through_local_stack(n: int) -> dict[str, Any]:
     body = create_body(n)
     with LocalStack(quiet=True) as stack:
         keys = stack.caller("bench")
-        session = boto3.Session(aws_access_key_id=keys.access_key, aws_secret_access_key=keys.secret_key,
-                                region_name="us-east-1")
-        with BatchGatewayClient(stack.info()["api_url"], "us-east-1", session=session, max_attempts=1,
-                                timeout=120) as client:
+        session = boto3.Session(
+            aws_access_key_id=keys.access_key, aws_secret_access_key=keys.secret_key, region_name="us-east-1"
+        )
+        with BatchGatewayClient(
+            stack.info()["api_url"], "us-east-1", session=session, max_attempts=1, timeout=120
+        ) as client:
             start = time.perf_counter()
-            job = client.create_job(body["requests"], provider=body["provider"], model=body["model"],
-                                    hyperparameters=body.get("hyperparameters"), metadata=body.get("metadata"))
+            job = client.create_job(
+                body["requests"],
+                provider=body["provider"],
+                model=body["model"],
+                hyperparameters=body.get("hyperparameters"),
+                metadata=body.get("metadata"),
+            )
             elapsed = time.perf_counter() - start
             if job.request_counts.total != n:
                 raise RuntimeError(f"create stored {job.request_counts.total} requests, expected {n}")
             client.cancel_job(job.id)
     body_text = json.dumps(body)
-    return {"n": n, "body_bytes": len(body_text.encode()), "event_bytes": event_bytes(body_text),
-            "limit_bytes": SYNC_PAYLOAD_LIMIT, "status": 202, "create_through_api_s": elapsed}
+    return {
+        "n": n,
+        "body_bytes": len(body_text.encode()),
+        "event_bytes": event_bytes(body_text),
+        "limit_bytes": SYNC_PAYLOAD_LIMIT,
+        "status": 202,
+        "create_through_api_s": elapsed,
+    }
 
 
 def measure(n: int, reps: int, profile: str | None) -> dict[str, Any]:
@@ -115,8 +128,13 @@ def measure(n: int, reps: int, profile: str | None) -> dict[str, Any]:
 
     body_text = json.dumps(create_body(n))
     event = create_event(body_text)
-    result: dict[str, Any] = {"n": n, "body_bytes": len(body_text.encode()), "event_bytes": event_bytes(body_text),
-                              "create_s": [], "floor_s": []}
+    result: dict[str, Any] = {
+        "n": n,
+        "body_bytes": len(body_text.encode()),
+        "event_bytes": event_bytes(body_text),
+        "create_s": [],
+        "floor_s": [],
+    }
     for rep in range(reps):
         gc.collect()
         probe = PeakRss() if rep == 0 else contextlib.nullcontext()
@@ -144,8 +162,11 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=85_000)
     parser.add_argument("--reps", type=int, default=2)
-    parser.add_argument("--moto", default="inproc",
-                        help="'inproc', the URL of a moto server, or 'local' (once through the local stack's API)")
+    parser.add_argument(
+        "--moto",
+        default="inproc",
+        help="'inproc', the URL of a moto server, or 'local' (once through the local stack's API)",
+    )
     parser.add_argument("--profile", help="also profile one more create and write the stats to this file")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()

@@ -22,8 +22,16 @@ from typing import Any
 from bench.common import REPO_ROOT, child_env
 
 BRIEF_MODULES = (
-    "lambdas.create", "lambdas.status", "lambdas.retrieve", "lambdas.list_jobs", "lambdas.cancel",
-    "lambdas.plan", "lambdas.submit", "lambdas.poll", "lambdas.finalize", "lambdas.mark_failed",
+    "lambdas.create",
+    "lambdas.status",
+    "lambdas.retrieve",
+    "lambdas.list_jobs",
+    "lambdas.cancel",
+    "lambdas.plan",
+    "lambdas.submit",
+    "lambdas.poll",
+    "lambdas.finalize",
+    "lambdas.mark_failed",
 )
 FLOOR = "from aws_lambda_powertools import Logger, Tracer, Metrics; import boto3"
 
@@ -47,15 +55,16 @@ def handler_modules() -> dict[str, str]:
     return kinds
 
 
-FLOOR_WITH_INSTANCES = (FLOOR + "; Logger(service='x'); Tracer(service='x'); "
-                        "Metrics(namespace='x', service='x')")
+FLOOR_WITH_INSTANCES = FLOOR + "; Logger(service='x'); Tracer(service='x'); Metrics(namespace='x', service='x')"
 # User CPU time: on this VM the system time of a fresh interpreter (page faults, mmap) swings by +-30 %; the work
 # an import does is user time.
-_TIMED = ("import time as _t, os as _os, sys as _sys, resource as _r\n_w = _t.perf_counter(); "
-          "_c = _r.getrusage(_r.RUSAGE_SELF).ru_utime\n{code}\n"
-          "_c = _r.getrusage(_r.RUSAGE_SELF).ru_utime - _c; _w = _t.perf_counter() - _w\n"
-          "_sdk = sorted({{m.split('.')[0] for m in _sys.modules}} & {{'anthropic', 'openai', 'httpx2', 'httpx'}})\n"
-          "_sys.stdout.write(repr((_c, _w, _sdk))); _sys.stdout.flush(); _os._exit(0)")
+_TIMED = (
+    "import time as _t, os as _os, sys as _sys, resource as _r\n_w = _t.perf_counter(); "
+    "_c = _r.getrusage(_r.RUSAGE_SELF).ru_utime\n{code}\n"
+    "_c = _r.getrusage(_r.RUSAGE_SELF).ru_utime - _c; _w = _t.perf_counter() - _w\n"
+    "_sdk = sorted({{m.split('.')[0] for m in _sys.modules}} & {{'anthropic', 'openai', 'httpx2', 'httpx'}})\n"
+    "_sys.stdout.write(repr((_c, _w, _sdk))); _sys.stdout.flush(); _os._exit(0)"
+)
 
 
 def import_seconds_best(code: str, tries: int = 3) -> tuple[float, float, list[str]]:
@@ -67,8 +76,15 @@ def import_seconds_best(code: str, tries: int = 3) -> tuple[float, float, list[s
 
 def import_seconds(code: str) -> tuple[float, float, list[str]]:
     """(CPU seconds, wall seconds, provider SDK packages loaded) of ``code`` in a fresh interpreter."""
-    proc = subprocess.run([sys.executable, "-c", _TIMED.format(code=code)], cwd=REPO_ROOT, env=child_env(),
-                          capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _TIMED.format(code=code)],
+        cwd=REPO_ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"python -c {code!r} failed:\n{proc.stderr[-2000:]}")
     cpu, wall, sdks = ast.literal_eval(proc.stdout.strip())
@@ -84,8 +100,13 @@ def measure(runs: int = 5) -> dict[str, Any]:
     sdks: dict[str, list[str]] = {}
     # The Lambda bundles are byte-compiled (stacks/bundling.py); so is the venv (UV_COMPILE_BYTECODE). Our own sources
     # are not, and this machine sets PYTHONDONTWRITEBYTECODE: compile them too, or every sample would compile them.
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "src/batch_gateway", "lambdas"], cwd=REPO_ROOT,
-                   env=child_env(), check=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "src/batch_gateway", "lambdas"],
+        cwd=REPO_ROOT,
+        env=child_env(),
+        check=True,
+        timeout=300,
+    )
     try:  # warm-up: one interpreter imports everything, so every .pyc exists before the timed runs
         import_seconds("; ".join([FLOOR, *(f"import {m}" for m in modules)]))
     except RuntimeError:
@@ -129,26 +150,35 @@ def measure(runs: int = 5) -> dict[str, Any]:
             "provider_sdks_loaded": sdks.get(module, []),
         }
     return {
-        "floor_ms": round(med["floor"] * 1000, 1), "floor_wall_ms": round(med_wall["floor"] * 1000, 1),
+        "floor_ms": round(med["floor"] * 1000, 1),
+        "floor_wall_ms": round(med_wall["floor"] * 1000, 1),
         "floor_cpu_ms_runs": [round(v * 1000) for v in cpu["floor"]],
         "floor_code": FLOOR,
         "floor_with_instances_ms": round(med["floor_with_instances"] * 1000, 1),
         "floor_with_instances_code": FLOOR_WITH_INSTANCES,
-        "runs": runs, "modules": per_module,
+        "runs": runs,
+        "modules": per_module,
         "method": "fresh interpreter per sample; user CPU time (getrusage) around the import statement, so other "
-                  "load on the machine does not count; each module sample is paired with a floor sample taken just "
-                  "before it, and the ratio is the median of the paired ratios; wall time beside it",
+        "load on the machine does not count; each module sample is paired with a floor sample taken just "
+        "before it, and the ratio is the median of the paired ratios; wall time beside it",
     }
 
 
 def _importtime_self(code: str) -> dict[str, int]:
     """module -> self import time in microseconds (``python -X importtime``)."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", code], cwd=REPO_ROOT, env=child_env(),
-                          capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        cwd=REPO_ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     found = {}
     for line in proc.stderr.splitlines():
         if line.startswith("import time:") and "cumulative" not in line:
-            own, _, name = line[len("import time:"):].split("|", 2)
+            own, _, name = line[len("import time:") :].split("|", 2)
             found[name.strip()] = int(own)
     return found
 
@@ -170,6 +200,9 @@ def extra_imports(module: str, runs: int = 3, top: int = 8) -> dict[str, Any]:
         for package, ms in by_package.items():
             samples.setdefault(package, []).append(ms)
     ranked = sorted(((p, statistics.median(v)) for p, v in samples.items()), key=lambda kv: -kv[1])
-    return {"module": module, "packages_ms": {p: round(ms, 1) for p, ms in ranked[:top]},
-            "modules_beyond_floor": sum(counts.values()),
-            "total_ms": round(sum(ms for _, ms in ranked), 1)}
+    return {
+        "module": module,
+        "packages_ms": {p: round(ms, 1) for p, ms in ranked[:top]},
+        "modules_beyond_floor": sum(counts.values()),
+        "total_ms": round(sum(ms for _, ms in ranked), 1),
+    }

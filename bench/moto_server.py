@@ -23,8 +23,10 @@ def main() -> int:
     host, port = server.get_host_and_port()
     url = f"http://{host}:{port}"
     request = urllib.request.Request(
-        f"{url}/moto-api/config", data=json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode(),
-        headers={"Content-Type": "application/json"}, method="POST",
+        f"{url}/moto-api/config",
+        data=json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
     )
     urllib.request.urlopen(request, timeout=10).read()
     stop = threading.Event()

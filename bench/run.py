@@ -119,8 +119,9 @@ def step_create(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         create_resources(url)
         for i in range(3):
             _log(f"create: moto server process, run {i + 1}/3")
-            memory_runs.append(run_worker("bench.create_bench",
-                                          ["--n", str(CREATE_N), "--reps", "1", "--moto", url], timeout=180))
+            memory_runs.append(
+                run_worker("bench.create_bench", ["--n", str(CREATE_N), "--reps", "1", "--moto", url], timeout=180)
+            )
     _log("create: the same body once through the local stack's API")
     api = run_worker("bench.create_bench", ["--n", str(CREATE_N), "--moto", "local"], timeout=300)
     create_s = [t for r in runs for t in r["create_s"]]
@@ -136,9 +137,13 @@ def step_create(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         "create_through_local_api_s": round(api["create_through_api_s"], 2),
     }
     details = {
-        "requests": CREATE_N, "body_bytes": runs[0]["body_bytes"], "through_local_api": api,
-        "create_s": [round(t, 3) for t in create_s], "floor_s": [round(t, 3) for t in floor_s],
-        "create_median_s": round(median(create_s), 3), "floor_median_s": round(median(floor_s), 3),
+        "requests": CREATE_N,
+        "body_bytes": runs[0]["body_bytes"],
+        "through_local_api": api,
+        "create_s": [round(t, 3) for t in create_s],
+        "floor_s": [round(t, 3) for t in floor_s],
+        "create_median_s": round(median(create_s), 3),
+        "floor_median_s": round(median(floor_s), 3),
         "peak_rss_growth_mb_runs": growth,
         "peak_rss_growth_mb_runs_moto_in_process": [r["memory"]["growth_mb"] for r in runs],
         "memory_method": memory_runs[0]["memory"]["method"],
@@ -158,13 +163,23 @@ def step_collect(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         create_resources(url)
         for n in COLLECT_SIZES:
             _log(f"collect: setting up a job of {n:,} requests (create, plan, submit, wait)")
-            setups[n] = run_worker("bench.collect_bench", ["setup", "--n", str(n), "--moto", url, "--sim", sim_url],
-                                   timeout=180)
+            setups[n] = run_worker(
+                "bench.collect_bench", ["setup", "--n", str(n), "--moto", url, "--sim", sim_url], timeout=180
+            )
             results[n] = []
             for i in range(plan[n]):
                 _log(f"collect: {n:,} lines, run {i + 1}/{plan[n]}")
-                args = ["measure", "--job-id", setups[n]["job_id"], "--moto", url, "--sim", sim_url,
-                        "--reps", "2" if n == 100_000 else "1"]
+                args = [
+                    "measure",
+                    "--job-id",
+                    setups[n]["job_id"],
+                    "--moto",
+                    url,
+                    "--sim",
+                    sim_url,
+                    "--reps",
+                    "2" if n == 100_000 else "1",
+                ]
                 if i == 0:
                     args.append("--trace")
                 if ctx.get("profile") and n == 100_000 and i == 0:
@@ -182,14 +197,16 @@ def step_collect(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         "collect_flat": slope <= FLAT_BYTES_PER_REQUEST,
     }
     details = {
-        "collect_s": [round(t, 3) for t in collect_s], "floor_s": [round(t, 3) for t in floor_s],
-        "collect_median_s": round(median(collect_s), 3), "floor_median_s": round(median(floor_s), 3),
+        "collect_s": [round(t, 3) for t in collect_s],
+        "floor_s": [round(t, 3) for t in floor_s],
+        "collect_median_s": round(median(collect_s), 3),
+        "floor_median_s": round(median(floor_s), 3),
         "raw_result_bytes": big[0]["raw_bytes"],
         "peak_rss_growth_mb_runs": {str(n): [r["memory"]["growth_mb"] for r in results[n]] for n in COLLECT_SIZES},
         "heap_peak_mb": {str(n): heap[n] for n in COLLECT_SIZES},
         "heap_bytes_per_extra_request_50k_to_100k": round(slope, 1),
         "flat_rule": f"Python-heap peak (tracemalloc) grows by <= {FLAT_BYTES_PER_REQUEST} bytes per request "
-                     "between 50,000 and 100,000 lines (both sizes fill several 8 MiB parts)",
+        "between 50,000 and 100,000 lines (both sizes fill several 8 MiB parts)",
         "memory_method": big[0]["memory"]["method"],
         "setup_s": {str(n): round(s["setup_s"], 1) for n, s in setups.items()},
     }
@@ -202,8 +219,10 @@ def step_submit(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         for chunk_mb, repeat in SUBMIT_RUNS:
             _log(f"submit: Anthropic chunk of {chunk_mb} MiB, prompts of {repeat} sentences")
             runs[f"{chunk_mb}MiB_x{repeat}"] = run_worker(
-                "bench.submit_bench", ["--mb", str(chunk_mb), "--prompt-repeat", str(repeat), "--sim",
-                                       sim.info["url"]], timeout=300)
+                "bench.submit_bench",
+                ["--mb", str(chunk_mb), "--prompt-repeat", str(repeat), "--sim", sim.info["url"]],
+                timeout=300,
+            )
     values = {
         "anthropic_submit_growth_ratio": max(r["growth_ratio"] for r in runs.values()),
         "anthropic_submit_peak_rss_mb": {name: r["memory"]["growth_mb"] for name, r in runs.items()},
@@ -211,14 +230,18 @@ def step_submit(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     details = {
         "runs": runs,
         "rule": "peak RSS growth of AnthropicBatchProvider.submit over the chunk's bytes, in a fresh process, chunk "
-                "read as a stream of lines from a file, simulator in its own process; worst of the runs",
+        "read as a stream of lines from a file, simulator in its own process; worst of the runs",
     }
     return values, details
 
 
 STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]] = {
-    "history": step_history, "assets": step_assets, "imports": step_imports, "create": step_create,
-    "collect": step_collect, "submit": step_submit,
+    "history": step_history,
+    "assets": step_assets,
+    "imports": step_imports,
+    "create": step_create,
+    "collect": step_collect,
+    "submit": step_submit,
 }
 
 # --- targets -------------------------------------------------------------------------------------------------------
@@ -242,21 +265,32 @@ def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[s
     check("create_ratio_to_floor", "<= 3.0", lambda v: v <= 3.0)
     check("create_api_event_mb", "<= 6 (Lambda's sync payload limit)", lambda v: v <= 6.0)
     body = values.get("body_mb")
-    check("create_peak_rss_mb", f"<= 4 x body_mb ({4 * body:.1f})" if body else "<= 4 x body_mb",
-          lambda v: v <= 4 * body)
+    check(
+        "create_peak_rss_mb", f"<= 4 x body_mb ({4 * body:.1f})" if body else "<= 4 x body_mb", lambda v: v <= 4 * body
+    )
     check("collect_ratio_to_floor", "<= 3.0", lambda v: v <= 3.0)
-    check("collect_peak_rss_mb", "both <= 64 and flat",
-          lambda v: all(x <= 64 for x in v.values()) and len(v) == 2 and values.get("collect_flat") is True)
+    check(
+        "collect_peak_rss_mb",
+        "both <= 64 and flat",
+        lambda v: all(x <= 64 for x in v.values()) and len(v) == 2 and values.get("collect_flat") is True,
+    )
     api = _api_modules(details)
-    check("import_ratio_to_floor", "every API handler <= 1.5",
-          lambda v: bool(api) and all(r is not None and r <= 1.5 for r in api.values()))
+    check(
+        "import_ratio_to_floor",
+        "every API handler <= 1.5",
+        lambda v: bool(api) and all(r is not None and r <= 1.5 for r in api.values()),
+    )
     check("history_events_24h", "<= 1500", lambda v: v <= 1500)
     check("transitions_24h", "<= 600", lambda v: v <= 600)
     check("history_model_matches_moto", "true (one job through the local stack)", lambda v: v is True)
-    check("anthropic_submit_growth_ratio", f"<= {SUBMIT_MAX_GROWTH_RATIO} x chunk bytes",
-          lambda v: v <= SUBMIT_MAX_GROWTH_RATIO)
-    check("asset_mb", "API functions carry no provider SDK",
-          lambda v: values.get("api_bundle_has_provider_sdk") is False)
+    check(
+        "anthropic_submit_growth_ratio",
+        f"<= {SUBMIT_MAX_GROWTH_RATIO} x chunk bytes",
+        lambda v: v <= SUBMIT_MAX_GROWTH_RATIO,
+    )
+    check(
+        "asset_mb", "API functions carry no provider SDK", lambda v: values.get("api_bundle_has_provider_sdk") is False
+    )
     return result
 
 
@@ -283,16 +317,21 @@ def table(values: dict[str, Any], checks: dict[str, dict[str, Any]], details: di
             rows.append((key, f"max API {worst[1]} ({worst[0]})", check["target"], verdict))
             kinds = {m: r.get("kind", "") for m, r in details.get("imports", {}).get("modules", {}).items()}
             for module, ratio in value.items():
-                rows.append((f"  {module}", _fmt(ratio), "<= 1.5" if module in api else f"({kinds.get(module)})",
-                             ""))
+                rows.append((f"  {module}", _fmt(ratio), "<= 1.5" if module in api else f"({kinds.get(module)})", ""))
         elif key == "asset_mb" and isinstance(value, dict):
             sdk = values.get("api_bundle_has_provider_sdk")
             rows.append((key, f"api_bundle_has_provider_sdk={sdk}", check["target"], verdict))
             for name, size in value.items():
                 rows.append((f"  {name}", f"{size} MB", "", ""))
         elif key == "collect_peak_rss_mb" and isinstance(value, dict):
-            rows.append((key, ", ".join(f"{k}: {v}" for k, v in value.items())
-                         + f"; flat={values.get('collect_flat')}", check["target"], verdict))
+            rows.append(
+                (
+                    key,
+                    ", ".join(f"{k}: {v}" for k, v in value.items()) + f"; flat={values.get('collect_flat')}",
+                    check["target"],
+                    verdict,
+                )
+            )
         elif key == "create_peak_rss_mb":
             rows.append((key, f"{_fmt(value)} (body_mb {values.get('body_mb')})", check["target"], verdict))
         else:
@@ -314,8 +353,16 @@ def _merge_into_summary(partial: dict[str, Any], steps: list[str]) -> None:
     path = RESULTS_DIR / "summary.json"
     summary = json.loads(path.read_text())
     for key, value in partial.items():
-        if key not in ("generated_at", "machine", "units", "targets", "all_targets_met", "errors", "bench_wall_s",
-                       "details"):
+        if key not in (
+            "generated_at",
+            "machine",
+            "units",
+            "targets",
+            "all_targets_met",
+            "errors",
+            "bench_wall_s",
+            "details",
+        ):
             summary[key] = value
     summary["targets"].update(partial["targets"])
     summary["details"].update(partial["details"])
@@ -327,11 +374,13 @@ def _merge_into_summary(partial: dict[str, Any], steps: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--only", help=f"comma separated subset of {','.join(STEPS)}")
-    parser.add_argument("--merge", action="store_true",
-                        help="with --only: also fold the rerun steps' figures into summary.json")
+    parser.add_argument(
+        "--merge", action="store_true", help="with --only: also fold the rerun steps' figures into summary.json"
+    )
     parser.add_argument("--profile", action="store_true", help="write cProfile stats to bench/.cache/profiles/")
     args = parser.parse_args(argv)
     ensure_paths()
@@ -382,8 +431,10 @@ def main(argv: list[str] | None = None) -> int:
         _merge_into_summary(summary, steps)
 
     print(table(values, checks, details))
-    print(f"\nall_targets_met: {summary['all_targets_met']}   wall time: {summary['bench_wall_s']:.0f} s   "
-          f"-> {Path(target).relative_to(REPO_ROOT)}")
+    print(
+        f"\nall_targets_met: {summary['all_targets_met']}   wall time: {summary['bench_wall_s']:.0f} s   "
+        f"-> {Path(target).relative_to(REPO_ROOT)}"
+    )
     for step, error in errors.items():
         print(f"ERROR in {step}: {error.splitlines()[0] if error else ''}")
     return 0

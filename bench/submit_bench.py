@@ -35,11 +35,21 @@ def write_chunk(path: str, target_bytes: int, prompt_repeat: int) -> tuple[int, 
     lines = written = 0
     with open(path, "wb") as out:
         while written < target_bytes:
-            line = json.dumps({
-                "custom_id": f"c{lines:07d}",
-                "params": {"model": MODEL, "max_tokens": 256, "temperature": 0.2,
-                           "messages": [{"role": "user", "content": f"{prompt}#{lines}"}]},
-            }, separators=(",", ":")).encode() + b"\n"
+            line = (
+                json.dumps(
+                    {
+                        "custom_id": f"c{lines:07d}",
+                        "params": {
+                            "model": MODEL,
+                            "max_tokens": 256,
+                            "temperature": 0.2,
+                            "messages": [{"role": "user", "content": f"{prompt}#{lines}"}],
+                        },
+                    },
+                    separators=(",", ":"),
+                ).encode()
+                + b"\n"
+            )
             out.write(line)
             written += len(line)
             lines += 1
@@ -63,8 +73,9 @@ def measure(chunk_mb: int, prompt_repeat: int, sim_url: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-submit-") as tmp:
         warm = os.path.join(tmp, "warm.jsonl")
         write_chunk(warm, 4096, prompt_repeat)
-        ref = ChunkRef(job_id="job_bench", index=0, request_count=0, model=MODEL, endpoint=None,
-                       claimed_at=datetime.now(UTC))
+        ref = ChunkRef(
+            job_id="job_bench", index=0, request_count=0, model=MODEL, endpoint=None, claimed_at=datetime.now(UTC)
+        )
         provider.submit(read_lines(warm), ref)  # imports, client, connection pool
 
         path = os.path.join(tmp, "chunk.jsonl")
@@ -74,8 +85,14 @@ def measure(chunk_mb: int, prompt_repeat: int, sim_url: str) -> dict[str, Any]:
             start = time.perf_counter()
             batch_id = provider.submit(read_lines(path), ref)
             elapsed = time.perf_counter() - start
-    return {"chunk_bytes": size, "requests": count, "batch_id": batch_id, "submit_s": round(elapsed, 3),
-            "memory": probe.as_dict(), "growth_ratio": round(probe.growth_mb * MB / size, 3)}
+    return {
+        "chunk_bytes": size,
+        "requests": count,
+        "batch_id": batch_id,
+        "submit_s": round(elapsed, 3),
+        "memory": probe.as_dict(),
+        "growth_ratio": round(probe.growth_mb * MB / size, 3),
+    }
 
 
 def main() -> int:

@@ -57,7 +57,8 @@ def _flatten(value: Any) -> str:
         return f"arn:aws:lambda:us-east-1:123456789012:function:{logical_id}" if attribute == "Arn" else logical_id
     if isinstance(value, dict) and "Ref" in value:
         return {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}.get(
-            value["Ref"], value["Ref"])
+            value["Ref"], value["Ref"]
+        )
     raise ValueError(f"cannot resolve {value!r} in the state machine definition")
 
 
@@ -67,8 +68,7 @@ def definition_from_template(template: dict[str, Any]) -> tuple[dict[str, Any], 
     if len(machines) != 1:
         raise ValueError(f"expected one state machine in the template, found {len(machines)}")
     props = machines[0]["Properties"]
-    definition = json.loads(_flatten(props["DefinitionString"])) if "DefinitionString" in props \
-        else props["Definition"]
+    definition = json.loads(_flatten(props["DefinitionString"])) if "DefinitionString" in props else props["Definition"]
     handlers = {
         logical_id: resource["Properties"].get("Handler", "")
         for logical_id, resource in template["Resources"].items()
@@ -158,8 +158,9 @@ def task_model(schedule: str, batch_seconds: int) -> Callable[[str, dict[str, An
             return WorkflowState(job_id=current.job_id, wait_seconds=settings.wait_after(0)).out()
         if step == "poll":
             polls = current.polls + 1
-            return WorkflowState(job_id=current.job_id, polls=polls, wait_seconds=settings.wait_after(polls),
-                                 done=clock >= batch_seconds).out()
+            return WorkflowState(
+                job_id=current.job_id, polls=polls, wait_seconds=settings.wait_after(polls), done=clock >= batch_seconds
+            ).out()
         if step == "finalize":
             return {"job_id": current.job_id, "status": "finished"}
         raise ValueError(f"no model for the task {handler!r}")
@@ -167,8 +168,13 @@ def task_model(schedule: str, batch_seconds: int) -> Callable[[str, dict[str, An
     return run
 
 
-def walk(definition: dict[str, Any], task_handlers: dict[str, str], schedule: str,
-         batch_seconds: int = DAY, max_states: int = 1_000_000) -> dict[str, Any]:
+def walk(
+    definition: dict[str, Any],
+    task_handlers: dict[str, str],
+    schedule: str,
+    batch_seconds: int = DAY,
+    max_states: int = 1_000_000,
+) -> dict[str, Any]:
     run_task = task_model(schedule, batch_seconds)
     events: Counter[str] = Counter({"ExecutionStarted": 1})
     entered: Counter[str] = Counter()
@@ -252,18 +258,30 @@ def validate() -> dict[str, Any]:
     schedule, processing = "1", 2.0
     with LocalStack(poll_schedule=schedule, processing_seconds=processing, quiet=True) as stack:
         keys = stack.caller("bench")
-        session = boto3.Session(aws_access_key_id=keys.access_key, aws_secret_access_key=keys.secret_key,
-                                region_name="us-east-1")
+        session = boto3.Session(
+            aws_access_key_id=keys.access_key, aws_secret_access_key=keys.secret_key, region_name="us-east-1"
+        )
         body = create_body(20)
         with BatchGatewayClient(stack.info()["api_url"], "us-east-1", session=session, max_attempts=1) as client:
-            job = client.create_job(body["requests"], provider=body["provider"], model=body["model"],
-                                    hyperparameters=body.get("hyperparameters"), metadata=body.get("metadata"))
+            job = client.create_job(
+                body["requests"],
+                provider=body["provider"],
+                model=body["model"],
+                hyperparameters=body.get("hyperparameters"),
+                metadata=body.get("metadata"),
+            )
         sfn = stack.client("stepfunctions")
         deadline = time.monotonic() + 120
         arn = None
         while arn is None:  # the execution is named after the job
-            arn = next((e["executionArn"] for e in sfn.list_executions(
-                stateMachineArn=stack.state_machine_arn)["executions"] if job.id in e["name"]), None)
+            arn = next(
+                (
+                    e["executionArn"]
+                    for e in sfn.list_executions(stateMachineArn=stack.state_machine_arn)["executions"]
+                    if job.id in e["name"]
+                ),
+                None,
+            )
             if arn is None and time.monotonic() > deadline:
                 raise RuntimeError(f"no execution for {job.id}")
             time.sleep(0.2 if arn is None else 0)
@@ -284,9 +302,11 @@ def validate() -> dict[str, Any]:
     observed = Counter(e["type"] for e in history)
     definition, task_handlers = definition_from_template(Template(template).raw)
     polls = observed_polls = sum(
-        1 for e in history if e["type"] == "TaskStateEntered"
-        and (e.get("stateEnteredEventDetails") or {}).get("name") in
-        [n for n, h in task_handlers.items() if h.endswith(".poll")]
+        1
+        for e in history
+        if e["type"] == "TaskStateEntered"
+        and (e.get("stateEnteredEventDetails") or {}).get("name")
+        in [n for n, h in task_handlers.items() if h.endswith(".poll")]
     )
     # The model, run for exactly as many polls as moto made (batch "ends" just before the last poll).
     predicted = walk(definition, task_handlers, schedule, batch_seconds=polls * int(schedule))

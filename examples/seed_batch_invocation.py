@@ -10,10 +10,8 @@ from batch_gateway.client import GatewayLMInvoker
 
 lm_invoker = GatewayLMInvoker("anthropic", "claude-sonnet-4-20250514")
 
-requests = {
-    f"request_{letter}": f"Name an animal that starts with the letter '{letter}'"
-    for letter in "ABCDE"
-}
+requests = {f"request_{letter}": f"Name an animal that starts with the letter '{letter}'" for letter in "ABCDE"}
+
 
 async def main():
     results = await lm_invoker.batch.invoke(requests)
@@ -21,6 +19,7 @@ async def main():
     print("Results:")
     for result_id, result in results.items():
         print(f">> {result_id}: {result.text}")
+
 
 if __name__ == "__main__":
     asyncio.run(main())

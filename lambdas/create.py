@@ -26,8 +26,11 @@ def create():
         metrics.add_metric(name="RequestsAccepted", unit=MetricUnit.Count, value=job.request_counts.total)
         return job.public()
 
-    view = run_once(services.settings.table, owner, key, event.body or "", _create, app.lambda_context) if key \
+    view = (
+        run_once(services.settings.table, owner, key, event.body or "", _create, app.lambda_context)
+        if key
         else _create()
+    )
     return json_response(202, view)
 
 

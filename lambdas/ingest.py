@@ -20,9 +20,16 @@ def _record(record: SQSRecord) -> None:
     message = json.loads(record.body)
     for s3_record in message.get("Records", []):  # s3:TestEvent messages carry no Records
         s3 = s3_record["s3"]
-        ingest_object(wiring.services(), s3["bucket"]["name"], s3["object"]["key"], s3["object"].get("versionId"),
-                      s3["object"].get("eTag"), s3["object"].get("size"))
+        ingest_object(
+            wiring.services(),
+            s3["bucket"]["name"],
+            s3["object"]["key"],
+            s3["object"].get("versionId"),
+            s3["object"].get("eTag"),
+            s3["object"].get("size"),
+        )
 
 
-handler = workflow_handler(lambda event: process_partial_response(
-    event=event, record_handler=_record, processor=processor, context=None))
+handler = workflow_handler(
+    lambda event: process_partial_response(event=event, record_handler=_record, processor=processor, context=None)
+)

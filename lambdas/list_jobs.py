@@ -11,10 +11,16 @@ app = make_resolver()
 @app.get("/batches")
 def list_batches():
     event = app.current_event
-    return json_response(200, list_jobs(
-        wiring.services(), caller(event), status=query(event, "status"), limit=query(event, "limit"),
-        next_token=query(event, "next_token"),
-    ))
+    return json_response(
+        200,
+        list_jobs(
+            wiring.services(),
+            caller(event),
+            status=query(event, "status"),
+            limit=query(event, "limit"),
+            next_token=query(event, "next_token"),
+        ),
+    )
 
 
 handler = api_handler(app)

@@ -11,10 +11,17 @@ app = make_resolver()
 @app.get("/batches/<job_id>/results")
 def results(job_id: str):
     event = app.current_event
-    return json_response(200, get_results(
-        wiring.services(), job_id, caller(event), limit=query(event, "limit"),
-        next_token=query(event, "next_token"), fmt=query(event, "format"),
-    ))
+    return json_response(
+        200,
+        get_results(
+            wiring.services(),
+            job_id,
+            caller(event),
+            limit=query(event, "limit"),
+            next_token=query(event, "next_token"),
+            fmt=query(event, "format"),
+        ),
+    )
 
 
 handler = api_handler(app)

@@ -37,16 +37,22 @@ class AlarmsConstruct(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.topic = sns.Topic(
-            self, "Topic", display_name="Batch Gateway alarms", enforce_ssl=True, master_key=key,
+            self,
+            "Topic",
+            display_name="Batch Gateway alarms",
+            enforce_ssl=True,
+            master_key=key,
         )
         # A topic policy replaces SNS's default one, so CloudWatch (this account's alarms only) is admitted here.
-        self.topic.add_to_resource_policy(iam.PolicyStatement(
-            sid="CloudWatchAlarmsOfThisAccountPublish",
-            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-            actions=["sns:Publish"],
-            resources=[self.topic.topic_arn],
-            conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
-        ))
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsOfThisAccountPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
+            )
+        )
 
         self.alarms = {
             "DeadLetters": self._alarm(

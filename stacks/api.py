@@ -90,28 +90,47 @@ class ApiConstruct(Construct):
         self._grant(table=table, bucket=bucket, state_machine=state_machine, storage_key=storage.key)
         self.rest_api = self._rest_api(config)
 
-    def _grant(self, *, table: dynamodb.Table, bucket: s3.Bucket, state_machine: sfn.IStateMachine,
-               storage_key: kms.IKey | None) -> None:
+    def _grant(
+        self,
+        *,
+        table: dynamodb.Table,
+        bucket: s3.Bucket,
+        state_machine: sfn.IStateMachine,
+        storage_key: kms.IKey | None,
+    ) -> None:
         """Least privilege per route: only Create writes objects and starts executions; reads stay reads."""
         fns = self.functions
         key = storage_key
         grants.table(fns["Create"].role, table, key, write=True)  # the job and its idempotency record
-        grants.objects(fns["Create"].role, bucket, key, [f"{JOBS_PREFIX}*/requests.jsonl"],
-                       [*grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
-                       "Create writes a job's requests, and deletes them again when the job cannot start.")
+        grants.objects(
+            fns["Create"].role,
+            bucket,
+            key,
+            [f"{JOBS_PREFIX}*/requests.jsonl"],
+            [*grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
+            "Create writes a job's requests, and deletes them again when the job cannot start.",
+        )
         state_machine.grant_start_execution(fns["Create"])
 
         for function_id in ("Status", "List", "Retrieve"):  # reads only: no Scan, no writes
             grants.table(fns[function_id].role, table, key, write=False)
-        grants.objects(fns["Retrieve"].role, bucket, key, [f"{JOBS_PREFIX}*/results.jsonl"], grants.OBJECT_READ,
-                       "Retrieve reads a job's results file and nothing else (never the requests).")
+        grants.objects(
+            fns["Retrieve"].role,
+            bucket,
+            key,
+            [f"{JOBS_PREFIX}*/results.jsonl"],
+            grants.OBJECT_READ,
+            "Retrieve reads a job's results file and nothing else (never the requests).",
+        )
         grants.table(fns["Cancel"].role, table, key, write=True)
         state_machine.grant_start_execution(fns["Cancel"])
         state_machine.grant_execution(fns["Cancel"], "states:StopExecution")
         nag.acknowledge(
-            fns["Cancel"].role, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
-            "<AWS::AccountId>:execution:{\"Fn::Select\":[6,{\"Fn::Split\":[\":\",{\"Ref\":\""
-            + nag.logical_id(state_machine) + "\"}]}]}:*]",
+            fns["Cancel"].role,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
+            '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
+            + nag.logical_id(state_machine)
+            + '"}]}]}:*]',
             "StopExecution on this state machine's executions (named per job), to restart a canceled job's workflow.",
         )
 

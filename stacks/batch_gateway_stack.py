@@ -39,16 +39,29 @@ class BatchGatewayStack(Stack):
             state_machine=self.workflow.state_machine,
         )
         self.drop_folder = DropFolderConstruct(
-            self, "DropFolder", config=config, functions=self.functions, storage=self.storage,
+            self,
+            "DropFolder",
+            config=config,
+            functions=self.functions,
+            storage=self.storage,
             state_machine=self.workflow.state_machine,
         )
         self.sweeper = SweeperConstruct(
-            self, "Sweeper", config=config, functions=self.functions, storage=self.storage, secrets=self.secrets,
+            self,
+            "Sweeper",
+            config=config,
+            functions=self.functions,
+            storage=self.storage,
+            secrets=self.secrets,
             state_machine=self.workflow.state_machine,
         )
         self.alarms = AlarmsConstruct(
-            self, "Alarms", dead_letters=self.drop_folder.dead_letters, state_machine=self.workflow.state_machine,
-            mark_failed=self.workflow.functions["MarkFailed"], key=key,
+            self,
+            "Alarms",
+            dead_letters=self.drop_folder.dead_letters,
+            state_machine=self.workflow.state_machine,
+            mark_failed=self.workflow.functions["MarkFailed"],
+            key=key,
         )
         checkov.add_suppressions(self, config)
 
@@ -62,11 +75,15 @@ class BatchGatewayStack(Stack):
             description="Batch workflow state machine",
         )
         CfnOutput(
-            self, "AlarmTopicArn", value=self.alarms.topic.topic_arn,
+            self,
+            "AlarmTopicArn",
+            value=self.alarms.topic.topic_arn,
             description="SNS topic of the stack's alarms: subscribe an email, chat or pager endpoint",
         )
         if key is not None:
             CfnOutput(
-                self, "KmsKeyArn", value=key.key_arn,
+                self,
+                "KmsKeyArn",
+                value=key.key_arn,
                 description="Customer-managed key of the stack's data; drop-folder uploaders need kms:GenerateDataKey",
             )

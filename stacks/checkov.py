@@ -40,34 +40,40 @@ _LAMBDA = "AWS::Lambda::Function"
 # Checks that never fit this service, whatever the context.
 _ALWAYS = [
     Suppression(
-        "CKV_AWS_117", _LAMBDA,
+        "CKV_AWS_117",
+        _LAMBDA,
         "No VPC: the functions call only AWS APIs and the providers' public HTTPS APIs and reach no private "
         "resource; a VPC would add NAT gateways and VPC endpoints and protect nothing.",
     ),
     Suppression(
-        "CKV_AWS_115", _LAMBDA,
+        "CKV_AWS_115",
+        _LAMBDA,
         "No reserved concurrency: load is bounded at the entry points (API Gateway stage throttling, Step Functions "
         "executions, the SQS event source); reserving would take capacity from the account pool.",
     ),
     Suppression(
-        "CKV_AWS_116", _LAMBDA,
+        "CKV_AWS_116",
+        _LAMBDA,
         "No async dead-letter queue: callers are synchronous (API Gateway, Step Functions with catch to MarkFailed, "
         "CloudFormation) or the SQS source with its own DLQ; the data-free sweeper schedule just runs again.",
     ),
     Suppression(
-        "CKV_AWS_173", _LAMBDA,
+        "CKV_AWS_173",
+        _LAMBDA,
         "The environment holds only names, ARNs and settings, no secret (API keys are read from Secrets Manager at "
         "run time); Lambda encrypts it at rest with its AWS-managed key.",
         applies=lambda resource: "/BucketNotificationsHandler" not in resource.node.path,
     ),
     Suppression(
-        "CKV_AWS_18", "AWS::S3::Bucket",
+        "CKV_AWS_18",
+        "AWS::S3::Bucket",
         "This is the server access log bucket of the payload bucket; logging it into itself would loop and S3 logs "
         "into no other bucket of this stack.",
         applies=_path_ends("/AccessLogsBucket/Resource"),
     ),
     Suppression(
-        "CKV_AWS_120", "AWS::ApiGateway::Stage",
+        "CKV_AWS_120",
+        "AWS::ApiGateway::Stage",
         "No API cache: every response is per caller (IAM identity) and changes as a job runs; a cache would serve "
         "stale status or another caller's page.",
     ),
@@ -78,16 +84,19 @@ _WITHOUT_CUSTOMER_KEY = [
     Suppression("CKV_AWS_27", "AWS::SQS::Queue", "Encrypted with SSE-SQS. " + _AWS_MANAGED_KEYS),
     Suppression("CKV_AWS_119", "AWS::DynamoDB::Table", "Encrypted with the aws/dynamodb key. " + _AWS_MANAGED_KEYS),
     Suppression(
-        "CKV_AWS_149", "AWS::SecretsManager::Secret",
+        "CKV_AWS_149",
+        "AWS::SecretsManager::Secret",
         "Encrypted with the aws/secretsmanager key. " + _AWS_MANAGED_KEYS,
     ),
     Suppression(
-        "CKV_AWS_158", "AWS::Logs::LogGroup",
+        "CKV_AWS_158",
+        "AWS::Logs::LogGroup",
         "CloudWatch Logs encrypts at rest with its own keys; no prompt or completion text is logged. "
         + _AWS_MANAGED_KEYS,
     ),
     Suppression(
-        "CKV_AWS_26", "AWS::SNS::Topic",
+        "CKV_AWS_26",
+        "AWS::SNS::Topic",
         "Alarm notifications carry alarm names and metric values only; CloudWatch cannot publish to a topic under "
         "the aws/sns key. " + _AWS_MANAGED_KEYS,
     ),
@@ -110,7 +119,10 @@ class _Suppress:
     def visit(self, node: IConstruct) -> None:
         if not isinstance(node, CfnResource):
             return
-        skip = [{"id": rule.check_id, "comment": rule.reason} for rule in self._rules
-                if rule.resource_type == node.cfn_resource_type and rule.applies(node)]
+        skip = [
+            {"id": rule.check_id, "comment": rule.reason}
+            for rule in self._rules
+            if rule.resource_type == node.cfn_resource_type and rule.applies(node)
+        ]
         if skip:
             node.add_metadata("checkov", {"skip": skip})

@@ -23,8 +23,16 @@ from stacks.storage import JOBS_PREFIX, StorageConstruct
 
 
 class DropFolderConstruct(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, config: GatewayConfig, functions: FunctionFactory,
-                 storage: StorageConstruct, state_machine: sfn.IStateMachine) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: GatewayConfig,
+        functions: FunctionFactory,
+        storage: StorageConstruct,
+        state_machine: sfn.IStateMachine,
+    ) -> None:
         super().__init__(scope, construct_id)
         bucket, table = storage.bucket, storage.table
         owner = config.drop_folder_owner or f"arn:aws:iam::{Aws.ACCOUNT_ID}:role/BatchGatewayDropFolder"
@@ -41,19 +49,32 @@ class DropFolderConstruct(Construct):
             )
             encryption = {"encryption": sqs.QueueEncryption.KMS, "encryption_master_key": queue_key}
         self.dead_letters = sqs.Queue(
-            self, "DeadLetters", retention_period=Duration.days(14), enforce_ssl=True, **encryption,
+            self,
+            "DeadLetters",
+            retention_period=Duration.days(14),
+            enforce_ssl=True,
+            **encryption,
         )
         self.queue = sqs.Queue(
-            self, "Events", visibility_timeout=Duration.minutes(6), enforce_ssl=True, **encryption,
+            self,
+            "Events",
+            visibility_timeout=Duration.minutes(6),
+            enforce_ssl=True,
+            **encryption,
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letters, max_receive_count=5),
         )
         bucket.add_event_notification(
-            s3.EventType.OBJECT_CREATED, s3n.SqsDestination(self.queue),
+            s3.EventType.OBJECT_CREATED,
+            s3n.SqsDestination(self.queue),
             s3.NotificationKeyFilter(prefix=config.drop_folder_prefix, suffix=".jsonl"),
         )
 
         self.function = functions.create(
-            self, "Ingest", handler=constants.INGEST_HANDLER, bundle="api", sizing=WORKFLOW_SIZING,
+            self,
+            "Ingest",
+            handler=constants.INGEST_HANDLER,
+            bundle="api",
+            sizing=WORKFLOW_SIZING,
             environment={
                 constants.ENV_DROP_PREFIX: config.drop_folder_prefix,
                 constants.ENV_DROP_OWNER: owner,
@@ -61,24 +82,46 @@ class DropFolderConstruct(Construct):
             },
             description="Batch Gateway: drop-folder ingest (S3 -> SQS -> job)",
         )
-        self.function.add_event_source(sources.SqsEventSource(
-            self.queue, batch_size=5, report_batch_item_failures=True,
-        ))
+        self.function.add_event_source(
+            sources.SqsEventSource(
+                self.queue,
+                batch_size=5,
+                report_batch_item_failures=True,
+            )
+        )
         role, key = self.function.role, storage.key
         grants.table(role, table, key, write=True)  # the delivery's claim marker and the job
-        grants.objects(role, bucket, key, [f"{config.drop_folder_prefix}*"], ["s3:GetObject", "s3:GetObjectVersion"],
-                       "Ingest reads the dropped file (the version the event names) and nothing else there.")
-        grants.objects(role, bucket, key, [f"{JOBS_PREFIX}*/requests.jsonl"],
-                       [*grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
-                       "Ingest writes the job's requests, and deletes them again when the job cannot start.")
-        grants.objects(role, bucket, key, [f"{constants.OUTBOX_PREFIX}*.receipt.json"], grants.OBJECT_WRITE,
-                       "Ingest writes the dropped file's receipt into the outbox.")
+        grants.objects(
+            role,
+            bucket,
+            key,
+            [f"{config.drop_folder_prefix}*"],
+            ["s3:GetObject", "s3:GetObjectVersion"],
+            "Ingest reads the dropped file (the version the event names) and nothing else there.",
+        )
+        grants.objects(
+            role,
+            bucket,
+            key,
+            [f"{JOBS_PREFIX}*/requests.jsonl"],
+            [*grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
+            "Ingest writes the job's requests, and deletes them again when the job cannot start.",
+        )
+        grants.objects(
+            role,
+            bucket,
+            key,
+            [f"{constants.OUTBOX_PREFIX}*.receipt.json"],
+            grants.OBJECT_WRITE,
+            "Ingest writes the dropped file's receipt into the outbox.",
+        )
         state_machine.grant_start_execution(self.function)
         # CDK's singleton custom resource that writes the bucket's notification configuration.
         handler = Stack.of(self).node.try_find_child("BucketNotificationsHandler050a0587b7544547bf325f094a3db834")
         if handler is not None:
             nag.acknowledge(
-                handler, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                handler,
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
                 "AWSLambdaBasicExecutionRole]",
                 "CDK's BucketNotificationsHandler (a deploy-time custom resource that only sets the bucket's "
                 "notification configuration) is created by CDK with this managed policy for its own logs.",

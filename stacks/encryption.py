@@ -34,39 +34,52 @@ class CustomerKey(Construct):
             # Deleting the key would make every object, item, secret and log line it encrypted unreadable.
             removal_policy=RemovalPolicy.RETAIN,
         )
-        self.key.add_to_resource_policy(iam.PolicyStatement(
-            sid="CloudWatchLogsEncryptsThisAccountsLogGroups",
-            principals=[iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com")],
-            actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
-            resources=["*"],
-            conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn":
-                                    f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:*"}},
-        ))
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchLogsEncryptsThisAccountsLogGroups",
+                principals=[iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com")],
+                actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+                resources=["*"],
+                conditions={
+                    "ArnLike": {
+                        "kms:EncryptionContext:aws:logs:arn": (
+                            f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:*"
+                        )
+                    }
+                },
+            )
+        )
         # The drop-folder queues take the key by ARN (see stacks/drop_folder.py), so S3's access is granted here.
-        self.key.add_to_resource_policy(iam.PolicyStatement(
-            sid="S3SendsDropFolderEventsToTheEncryptedQueue",
-            principals=[iam.ServicePrincipal("s3.amazonaws.com")],
-            actions=["kms:GenerateDataKey*", "kms:Decrypt"],
-            resources=["*"],
-            # As SQS documents it for S3 event notifications; the queue's own policy admits only the payload bucket.
-        ))
-        self.key.add_to_resource_policy(iam.PolicyStatement(
-            sid="CloudWatchAlarmsPublishToTheEncryptedTopic",
-            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-            actions=["kms:GenerateDataKey*", "kms:Decrypt"],
-            resources=["*"],
-            # As SNS documents it for encrypted topics; the topic's own policy admits only this account's alarms.
-        ))
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="S3SendsDropFolderEventsToTheEncryptedQueue",
+                principals=[iam.ServicePrincipal("s3.amazonaws.com")],
+                actions=["kms:GenerateDataKey*", "kms:Decrypt"],
+                resources=["*"],
+                # As SQS documents it for S3 event notifications; the queue's own policy admits only the payload bucket.
+            )
+        )
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublishToTheEncryptedTopic",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:GenerateDataKey*", "kms:Decrypt"],
+                resources=["*"],
+                # As SNS documents it for encrypted topics; the topic's own policy admits only this account's alarms.
+            )
+        )
         Aspects.of(Stack.of(self)).add(_EncryptLogGroups(self.key))
         # CDK's table, bucket and queue grants add these to every role that writes encrypted data, on this key only.
         stack = Stack.of(self)
         nag.acknowledge(
-            stack, "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]",
+            stack,
+            "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]",
             "Grants on the encrypted table, bucket and queues: GenerateDataKey and GenerateDataKeyWithoutPlaintext to "
             "write new data, on the stack's customer-managed key only.",
         )
         nag.acknowledge(
-            stack, "AwsSolutions-IAM5[Action::kms:ReEncrypt*]",
+            stack,
+            "AwsSolutions-IAM5[Action::kms:ReEncrypt*]",
             "Read-write grants on the encrypted table and bucket: ReEncryptFrom/To, used when stored data is "
             "re-encrypted, on the stack's customer-managed key only.",
         )

@@ -17,14 +17,30 @@ from stacks.storage import StorageConstruct
 
 
 class SweeperConstruct(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, config: GatewayConfig, functions: FunctionFactory,
-                 storage: StorageConstruct, secrets: SecretsConstruct, state_machine: sfn.IStateMachine) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: GatewayConfig,
+        functions: FunctionFactory,
+        storage: StorageConstruct,
+        secrets: SecretsConstruct,
+        state_machine: sfn.IStateMachine,
+    ) -> None:
         super().__init__(scope, construct_id)
         self.function = functions.create(
-            self, "Sweeper", handler=constants.SWEEPER_HANDLER, bundle="worker", sizing=WORKFLOW_SIZING,
-            environment={constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
-                         constants.ENV_POLL_SCHEDULE: config.poll_schedule, **secrets.environment(),
-                         **deployment_environment()},
+            self,
+            "Sweeper",
+            handler=constants.SWEEPER_HANDLER,
+            bundle="worker",
+            sizing=WORKFLOW_SIZING,
+            environment={
+                constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
+                constants.ENV_POLL_SCHEDULE: config.poll_schedule,
+                **secrets.environment(),
+                **deployment_environment(),
+            },
             description="Batch Gateway: restart stopped workflows, cancel orphaned provider batches",
         )
         grants.table(self.function.role, storage.table, storage.key, write=True)
@@ -32,12 +48,16 @@ class SweeperConstruct(Construct):
         state_machine.grant_start_execution(self.function)
         state_machine.grant_read(self.function)  # DescribeExecution
         nag.acknowledge(
-            self.function.role, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
-            "<AWS::AccountId>:execution:{\"Fn::Select\":[6,{\"Fn::Split\":[\":\",{\"Ref\":\""
-            + nag.logical_id(state_machine) + "\"}]}]}:*]",
+            self.function.role,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
+            '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
+            + nag.logical_id(state_machine)
+            + '"}]}]}:*]',
             "DescribeExecution on this state machine's executions, whose names are per job.",
         )
         events.Rule(
-            self, "Schedule", schedule=events.Schedule.rate(Duration.minutes(constants.SWEEP_EVERY_MINUTES)),
+            self,
+            "Schedule",
+            schedule=events.Schedule.rate(Duration.minutes(constants.SWEEP_EVERY_MINUTES)),
             targets=[targets.LambdaFunction(self.function, retry_attempts=2)],
         )

@@ -76,32 +76,73 @@ class WorkflowConstruct(Construct):
             "Submit": worker("Submit", {**secrets.environment(), **deployment}),
             "Poll": worker("Poll", {**secrets.environment(), **deployment}),
             "Finalize": worker("Finalize", {constants.ENV_EVENT_BUS_NAME: DEFAULT_EVENT_BUS}),
-            "MarkFailed": worker("MarkFailed", {constants.ENV_EVENT_BUS_NAME: DEFAULT_EVENT_BUS,
-                                                **secrets.environment(), **deployment}),
+            "MarkFailed": worker(
+                "MarkFailed", {constants.ENV_EVENT_BUS_NAME: DEFAULT_EVENT_BUS, **secrets.environment(), **deployment}
+            ),
         }
 
         key = storage.key
         for function in self.functions.values():
             grants.table(function.role, table, key, write=True)
         chunk_files = [f"{JOBS_PREFIX}*/chunks/*"]
-        grants.objects(self.functions["Plan"].role, bucket, key, [f"{JOBS_PREFIX}*/requests.jsonl"],
-                       grants.OBJECT_READ, "Plan reads a job's requests.")
-        grants.objects(self.functions["Plan"].role, bucket, key, chunk_files, grants.OBJECT_WRITE,
-                       "Plan writes each chunk's provider lines and id lists.")
-        grants.objects(self.functions["Submit"].role, bucket, key, chunk_files, grants.OBJECT_READ,
-                       "Submit reads the chunk's provider lines.")
+        grants.objects(
+            self.functions["Plan"].role,
+            bucket,
+            key,
+            [f"{JOBS_PREFIX}*/requests.jsonl"],
+            grants.OBJECT_READ,
+            "Plan reads a job's requests.",
+        )
+        grants.objects(
+            self.functions["Plan"].role,
+            bucket,
+            key,
+            chunk_files,
+            grants.OBJECT_WRITE,
+            "Plan writes each chunk's provider lines and id lists.",
+        )
+        grants.objects(
+            self.functions["Submit"].role,
+            bucket,
+            key,
+            chunk_files,
+            grants.OBJECT_READ,
+            "Submit reads the chunk's provider lines.",
+        )
         for function_id in ("Poll", "MarkFailed"):  # collect ended chunks (MarkFailed: what finished before a fault)
-            grants.objects(self.functions[function_id].role, bucket, key, chunk_files,
-                           [*grants.OBJECT_READ, *grants.OBJECT_WRITE],
-                           f"{function_id} reads chunk files and writes each chunk's collected results.")
+            grants.objects(
+                self.functions[function_id].role,
+                bucket,
+                key,
+                chunk_files,
+                [*grants.OBJECT_READ, *grants.OBJECT_WRITE],
+                f"{function_id} reads chunk files and writes each chunk's collected results.",
+            )
         for function_id in ("Finalize", "MarkFailed"):
-            grants.objects(self.functions[function_id].role, bucket, key, chunk_files, grants.OBJECT_READ,
-                           f"{function_id} joins the chunks' results.")
-            grants.objects(self.functions[function_id].role, bucket, key, [f"{JOBS_PREFIX}*/results.jsonl"],
-                           [*grants.OBJECT_READ, *grants.OBJECT_WRITE], f"{function_id} writes the job's results.")
-            grants.objects(self.functions[function_id].role, bucket, key, [f"{constants.OUTBOX_PREFIX}*"],
-                           grants.OBJECT_WRITE, "drop-folder results and errors go to the outbox under the "
-                           "dropped file's name.")
+            grants.objects(
+                self.functions[function_id].role,
+                bucket,
+                key,
+                chunk_files,
+                grants.OBJECT_READ,
+                f"{function_id} joins the chunks' results.",
+            )
+            grants.objects(
+                self.functions[function_id].role,
+                bucket,
+                key,
+                [f"{JOBS_PREFIX}*/results.jsonl"],
+                [*grants.OBJECT_READ, *grants.OBJECT_WRITE],
+                f"{function_id} writes the job's results.",
+            )
+            grants.objects(
+                self.functions[function_id].role,
+                bucket,
+                key,
+                [f"{constants.OUTBOX_PREFIX}*"],
+                grants.OBJECT_WRITE,
+                "drop-folder results and errors go to the outbox under the dropped file's name.",
+            )
         for function_id in ("Submit", "Poll", "MarkFailed"):
             secrets.grant_read(self.functions[function_id])
         bus = events.EventBus.from_event_bus_name(self, "DefaultEventBus", DEFAULT_EVENT_BUS)

@@ -2,18 +2,20 @@
 
 import os
 
-os.environ.update({
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_REGION": "us-east-1",
-    "POWERTOOLS_TRACE_DISABLED": "1",
-    "POWERTOOLS_SERVICE_NAME": "batch-gateway",
-    "POWERTOOLS_METRICS_NAMESPACE": "BatchGateway",
-    "POWERTOOLS_LOG_LEVEL": "WARNING",
-    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
-    "CDK_DISABLE_CLI_TELEMETRY": "true",
-})
+os.environ.update(
+    {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "POWERTOOLS_TRACE_DISABLED": "1",
+        "POWERTOOLS_SERVICE_NAME": "batch-gateway",
+        "POWERTOOLS_METRICS_NAMESPACE": "BatchGateway",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        "CDK_DISABLE_CLI_TELEMETRY": "true",
+    }
+)
 for _var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_PROFILE", "AWS_ENDPOINT_URL"):
     os.environ.pop(_var, None)

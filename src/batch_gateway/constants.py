@@ -61,5 +61,10 @@ SWEEP_EVERY_MINUTES = 30
 CLAIM_LEASE_SECONDS = 960
 
 # Error names the state machine retries (raised by the workflow Lambdas, see batch_gateway.models.errors).
-RETRYABLE_ERRORS = ["TransientError", "ProviderUnavailable", "ProviderRateLimited", "ProviderAmbiguousError",
-                    "ProviderKeyRejectedError"]
+RETRYABLE_ERRORS = [
+    "TransientError",
+    "ProviderUnavailable",
+    "ProviderRateLimited",
+    "ProviderAmbiguousError",
+    "ProviderKeyRejectedError",
+]

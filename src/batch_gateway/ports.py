@@ -41,8 +41,9 @@ class JobStore(Protocol):
         statuses. A terminal status takes the job out of ``open_job_ids``. The job as written."""
         ...
 
-    def list_jobs(self, owner: str, *, status: JobStatus | None = None, limit: int = 50,
-                  next_token: str | None = None) -> tuple[list[Job], str | None]:
+    def list_jobs(
+        self, owner: str, *, status: JobStatus | None = None, limit: int = 50, next_token: str | None = None
+    ) -> tuple[list[Job], str | None]:
         """The owner's jobs, newest first; a page holds at most ``limit`` (fewer with a status filter). A token this
         store did not give this owner is ``InvalidRequestError``."""
         ...
@@ -51,8 +52,9 @@ class JobStore(Protocol):
         """Jobs that have not ended, oldest first."""
         ...
 
-    def claim_marker(self, marker: str, attributes: dict[str, Any], *, token: str, job_id: str, now: datetime,
-                     lease_until: datetime) -> tuple[bool, dict[str, Any]]:
+    def claim_marker(
+        self, marker: str, attributes: dict[str, Any], *, token: str, job_id: str, now: datetime, lease_until: datetime
+    ) -> tuple[bool, dict[str, Any]]:
         """Claim ``marker`` until ``lease_until`` when nobody holds it or the holder's lease ended before ``now`` and
         it never finished. (granted, the marker as it stands). The first claim fixes ``job_id``."""
         ...
@@ -71,8 +73,15 @@ class JobStore(Protocol):
 
     def get_chunk(self, job_id: str, index: int) -> Chunk | None: ...
 
-    def update_chunk(self, chunk: Chunk, *, expect_state: ChunkState | None = None, expect_claim: str | None = None,
-                     fenced: bool = False, **fields: Any) -> Chunk:
+    def update_chunk(
+        self,
+        chunk: Chunk,
+        *,
+        expect_state: ChunkState | None = None,
+        expect_claim: str | None = None,
+        fenced: bool = False,
+        **fields: Any,
+    ) -> Chunk:
         """Write chunk fields while the expectations hold (``fenced``: while the stored chunk still has ``chunk``'s
         state and claim token); else ``ConflictError``. The chunk as written."""
         ...
@@ -121,8 +130,9 @@ class PayloadWriter(Protocol):
 
     def __enter__(self) -> Self: ...
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None: ...
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
 
 
 class PayloadStore(Protocol):
@@ -152,8 +162,14 @@ class PayloadStore(Protocol):
 
     def iter_lines_with_offsets(self, key: str, start: int = 0) -> Iterator[tuple[int, bytes]]: ...
 
-    def writer(self, key: str, content_type: str = "application/x-ndjson", *, replaces: str | None = None,
-               new_only: bool = False) -> PayloadWriter:
+    def writer(
+        self,
+        key: str,
+        content_type: str = "application/x-ndjson",
+        *,
+        replaces: str | None = None,
+        new_only: bool = False,
+    ) -> PayloadWriter:
         """``replaces``: written only if the object still has this ETag; ``new_only``: only if there is none."""
         ...
 

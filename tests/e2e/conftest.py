@@ -40,8 +40,16 @@ class Caller:
         self.credentials = Credentials(credentials.access_key, credentials.secret_key)
         self.http = requests.Session()
 
-    def request(self, method: str, path: str, body: Any = None, *, raw: bytes | None = None,
-                headers: dict[str, str] | None = None, sign: bool = True) -> requests.Response:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        sign: bool = True,
+    ) -> requests.Response:
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         all_headers = {"Content-Type": "application/json", **(headers or {})}
         request = AWSRequest(method=method, url=self.base_url + path, data=data, headers=all_headers)

@@ -9,8 +9,13 @@ from batch_gateway_dev.local.stack import DROP_FOLDER_USER
 
 pytestmark = pytest.mark.e2e
 
-HEADER = {"batch_gateway": {"provider": "anthropic", "model": "claude-sonnet-4-20250514",
-                            "hyperparameters": {"max_tokens": 64}}}
+HEADER = {
+    "batch_gateway": {
+        "provider": "anthropic",
+        "model": "claude-sonnet-4-20250514",
+        "hyperparameters": {"max_tokens": 64},
+    }
+}
 
 
 def _jsonl(*objects) -> bytes:
@@ -29,8 +34,11 @@ def _wait_for(s3, bucket, key, timeout=60):
 
 def _wait_consumed(sqs, queue_url, timeout=60):
     """Until no message is waiting, in flight (received, not yet deleted) or delayed on the queue."""
-    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
-             "ApproximateNumberOfMessagesDelayed"]
+    names = [
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+    ]
     deadline = time.monotonic() + timeout
     while True:
         counts = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)["Attributes"]
@@ -55,10 +63,12 @@ def test_a_dropped_file_yields_a_receipt_then_results_and_the_job_is_the_owners(
 
 def test_provider_and_model_can_come_from_the_key_path(stack, sim):
     s3 = stack.client("s3")
-    s3.put_object(Bucket=stack.bucket, Key="inbox/anthropic/claude-sonnet-4-20250514/keyed.jsonl",
-                  Body=_jsonl({"id": "only", "request": "Hello"}))
-    receipt = json.loads(_wait_for(s3, stack.bucket,
-                                   "outbox/anthropic/claude-sonnet-4-20250514/keyed.receipt.json"))
+    s3.put_object(
+        Bucket=stack.bucket,
+        Key="inbox/anthropic/claude-sonnet-4-20250514/keyed.jsonl",
+        Body=_jsonl({"id": "only", "request": "Hello"}),
+    )
+    receipt = json.loads(_wait_for(s3, stack.bucket, "outbox/anthropic/claude-sonnet-4-20250514/keyed.receipt.json"))
     assert receipt["status"] == "accepted"
 
 
@@ -70,13 +80,25 @@ def test_the_same_s3_event_delivered_twice_makes_one_job(stack, sim, drop_folder
         return [j["id"] for j in owner.request("GET", "/batches?limit=100").json()["batches"]]
 
     before = job_ids()
-    put = s3.put_object(Bucket=stack.bucket, Key="inbox/twice.jsonl",
-                        Body=_jsonl(HEADER, {"id": "a", "request": "Hi"}))
+    put = s3.put_object(Bucket=stack.bucket, Key="inbox/twice.jsonl", Body=_jsonl(HEADER, {"id": "a", "request": "Hi"}))
     receipt = json.loads(_wait_for(s3, stack.bucket, "outbox/twice.receipt.json"))
-    event = {"Records": [{"eventSource": "aws:s3", "eventName": "ObjectCreated:Put", "s3": {
-        "bucket": {"name": stack.bucket},
-        "object": {"key": "inbox/twice.jsonl", "versionId": put.get("VersionId"), "eTag": put["ETag"].strip('"'),
-                   "size": 60}}}]}
+    event = {
+        "Records": [
+            {
+                "eventSource": "aws:s3",
+                "eventName": "ObjectCreated:Put",
+                "s3": {
+                    "bucket": {"name": stack.bucket},
+                    "object": {
+                        "key": "inbox/twice.jsonl",
+                        "versionId": put.get("VersionId"),
+                        "eTag": put["ETag"].strip('"'),
+                        "size": 60,
+                    },
+                },
+            }
+        ]
+    }
     queue_url = next(u for u in sqs.list_queues()["QueueUrls"] if "Events" in u)
     sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps(event))  # S3 delivers at least once
     _wait_consumed(sqs, queue_url)  # Ingest has handled the second delivery and the queue deleted it
@@ -86,15 +108,26 @@ def test_the_same_s3_event_delivered_twice_makes_one_job(stack, sim, drop_folder
 
 def test_a_malformed_file_gets_a_receipt_with_line_numbers_and_no_job(stack, sim):
     s3, ddb = stack.client("s3"), stack.client("dynamodb")
-    jobs_before = ddb.scan(TableName=stack.table, Select="COUNT", FilterExpression="sk = :job",
-                           ExpressionAttributeValues={":job": {"S": "JOB"}})["Count"]
-    body = _jsonl(HEADER, {"id": "ok", "request": "fine"}) + b"{broken\n" + _jsonl(
-        {"id": "ok", "request": "dup"}, {"id": "empty", "request": ""})
+    jobs_before = ddb.scan(
+        TableName=stack.table,
+        Select="COUNT",
+        FilterExpression="sk = :job",
+        ExpressionAttributeValues={":job": {"S": "JOB"}},
+    )["Count"]
+    body = (
+        _jsonl(HEADER, {"id": "ok", "request": "fine"})
+        + b"{broken\n"
+        + _jsonl({"id": "ok", "request": "dup"}, {"id": "empty", "request": ""})
+    )
     s3.put_object(Bucket=stack.bucket, Key="inbox/bad.jsonl", Body=body)
     receipt = json.loads(_wait_for(s3, stack.bucket, "outbox/bad.receipt.json"))
     assert receipt["status"] == "rejected" and "job_id" not in receipt
     lines = {e["line"] for e in receipt["errors"]}
     assert {3, 4} <= lines
-    jobs_after = ddb.scan(TableName=stack.table, Select="COUNT", FilterExpression="sk = :job",
-                          ExpressionAttributeValues={":job": {"S": "JOB"}})["Count"]
+    jobs_after = ddb.scan(
+        TableName=stack.table,
+        Select="COUNT",
+        FilterExpression="sk = :job",
+        ExpressionAttributeValues={":job": {"S": "JOB"}},
+    )["Count"]
     assert jobs_after == jobs_before

@@ -15,13 +15,13 @@ def test_every_function_runs_with_exactly_its_template_variables_and_its_own_rol
     assert alice.wait(job, timeout=180)["status"] == "finished"  # every workflow function ran, each cold
     template = {f: stack.function_environment(f) for f in stack.functions}
     for function in stack.functions:
-        seen = stack.worker_environments(function)[before[function]:]
+        seen = stack.worker_environments(function)[before[function] :]
         for env in seen:
             extra = set(env) - set(template[function]) - set(RUNTIME_VARIABLES) - set(LOCAL_ONLY_VARIABLES)
             assert not extra, f"{function} got variables its template does not give it: {sorted(extra)}"
             assert {k: env[k] for k in template[function]} == template[function]
             assert env["AWS_LAMBDA_FUNCTION_NAME"] == function
-    ran = [f for f in stack.functions if stack.worker_environments(f)[before[f]:]]
+    ran = [f for f in stack.functions if stack.worker_environments(f)[before[f] :]]
     assert {stack.function(m) for m in ("create", "status", "plan", "submit", "poll", "finalize")} <= set(ran)
     keys = {stack.worker_environments(f)[-1]["AWS_ACCESS_KEY_ID"] for f in ran}
     assert len(keys) == len(ran)  # each function signs as its own role's session
@@ -68,8 +68,11 @@ def test_a_create_whose_workflow_cannot_start_leaves_nothing_that_can_run(stack,
 
 
 def _job_items(stack) -> set[str]:
-    pages = stack.client("dynamodb").get_paginator("scan").paginate(
-        TableName=stack.table, FilterExpression="sk = :job", ExpressionAttributeValues={":job": {"S": "JOB"}})
+    pages = (
+        stack.client("dynamodb")
+        .get_paginator("scan")
+        .paginate(TableName=stack.table, FilterExpression="sk = :job", ExpressionAttributeValues={":job": {"S": "JOB"}})
+    )
     return {item["pk"]["S"].removeprefix("JOB#") for page in pages for item in page["Items"]}
 
 
@@ -81,8 +84,9 @@ def test_every_ended_job_emits_its_event_finished_and_failed_alike(stack, alice,
     events, sqs = stack.client("events"), stack.client("sqs")
     queue = sqs.create_queue(QueueName="ended-jobs")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    events.put_rule(Name="ended-jobs", EventPattern=_json.dumps({"source": ["batch-gateway"],
-                                                                 "detail-type": ["Batch Job Ended"]}))
+    events.put_rule(
+        Name="ended-jobs", EventPattern=_json.dumps({"source": ["batch-gateway"], "detail-type": ["Batch Job Ended"]})
+    )
     events.put_targets(Rule="ended-jobs", Targets=[{"Id": "queue", "Arn": arn}])
     finished = alice.create(seed_body())["id"]
     secrets = stack.client("secretsmanager")
@@ -99,7 +103,8 @@ def test_every_ended_job_emits_its_event_finished_and_failed_alike(stack, alice,
     deadline = time.monotonic() + 30
     while {finished, failed} - set(seen) and time.monotonic() < deadline:
         for message in sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
-                "Messages", []):
+            "Messages", []
+        ):
             detail = _json.loads(message["Body"])["detail"]
             seen[detail["job_id"]] = detail["status"]
     assert seen.get(finished) == "finished" and seen.get(failed) == "failed"

@@ -52,8 +52,9 @@ def test_a_body_of_the_documented_size_is_accepted_even_when_every_character_nee
     size = documented_body_limit_bytes()
     caller = Caller(stack.info()["api_url"], stack.caller("inline-limit-ok"))
     answer = caller.request("POST", "/batches", raw=escape_heavy_body(size))
-    assert answer.status_code == 202, f"a {size:,}-byte body, within the documented limit, got " \
-                                      f"{answer.status_code} {answer.text[:200]}"
+    assert answer.status_code == 202, (
+        f"a {size:,}-byte body, within the documented limit, got {answer.status_code} {answer.text[:200]}"
+    )
     caller.request("POST", f"/batches/{answer.json()['id']}/cancel")
 
 

@@ -14,8 +14,14 @@ def test_create_status_retrieve_list_through_the_state_machine(alice):
     assert job["status"] == "queued" and job["request_counts"]["total"] == 5
     done = alice.wait(job["id"])
     assert done["status"] == "finished"
-    assert done["request_counts"] == {"total": 5, "processing": 0, "succeeded": 5, "errored": 0, "canceled": 0,
-                                      "expired": 0}
+    assert done["request_counts"] == {
+        "total": 5,
+        "processing": 0,
+        "succeeded": 5,
+        "errored": 0,
+        "canceled": 0,
+        "expired": 0,
+    }
     assert done["chunks"][0]["provider_batch_id"].startswith("msgbatch_")
     assert done["usage"]["output_tokens"] > 0 and done["metadata"] == {"team": "search"}
     results = alice.all_results(job["id"], limit=2)
@@ -48,8 +54,11 @@ def test_cancel_of_a_running_job_keeps_items_finished_before_the_cancel(alice, s
 
 def test_two_callers_cannot_see_or_touch_each_others_jobs(alice, bob):
     job = alice.create(seed_body())
-    for method, path in [("GET", f"/batches/{job['id']}"), ("GET", f"/batches/{job['id']}/results"),
-                         ("POST", f"/batches/{job['id']}/cancel")]:
+    for method, path in [
+        ("GET", f"/batches/{job['id']}"),
+        ("GET", f"/batches/{job['id']}/results"),
+        ("POST", f"/batches/{job['id']}/cancel"),
+    ]:
         answer = bob.request(method, path)
         assert answer.status_code == 404, (method, path)
         assert answer.json()["error"]["type"] == "not_found"

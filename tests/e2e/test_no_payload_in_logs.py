@@ -8,9 +8,14 @@ PROMPT = "PRIVATE-PROMPT-7f3a9c describe the quarterly numbers"
 
 
 def test_a_full_job_logs_keys_and_counts_but_never_prompt_or_completion_text(alice, stack):
-    body = {"provider": "anthropic", "model": "claude-sonnet-4-20250514",
-            "requests": {"secret_1": PROMPT, "secret_2": {"messages": [{"role": "user", "content": PROMPT}],
-                                                         "system": "SYSTEM-PROMPT-55b1"}}}
+    body = {
+        "provider": "anthropic",
+        "model": "claude-sonnet-4-20250514",
+        "requests": {
+            "secret_1": PROMPT,
+            "secret_2": {"messages": [{"role": "user", "content": PROMPT}], "system": "SYSTEM-PROMPT-55b1"},
+        },
+    }
     job = alice.create(body)
     assert alice.wait(job["id"])["status"] == "finished"
     results = alice.all_results(job["id"])

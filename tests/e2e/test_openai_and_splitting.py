@@ -33,7 +33,6 @@ def jsonl_results(caller, job_id: str) -> list[dict]:
     return [json.loads(line) for line in requests.get(answer.json()["url"], timeout=60).content.splitlines() if line]
 
 
-
 # ---- splitting at the providers' limits
 
 
@@ -58,8 +57,9 @@ def test_openai_job_of_120001_requests_becomes_three_provider_batches_and_return
 
 def test_anthropic_job_of_100001_requests_becomes_two_chunks(alice, sim):
     count = 100_001
-    job = alice.create({"provider": "anthropic", "model": CLAUDE,
-                        "requests": {caller_id(i): f"q{i}" for i in range(count)}})
+    job = alice.create(
+        {"provider": "anthropic", "model": CLAUDE, "requests": {caller_id(i): f"q{i}" for i in range(count)}}
+    )
     done = alice.wait(job["id"], timeout=120)
     assert done["status"] == "finished", done["error"]
     assert [c["request_counts"]["total"] for c in done["chunks"]] == [100_000, 1]
@@ -136,11 +136,20 @@ def test_chat_responses_and_embeddings_endpoints_work_end_to_end(alice, sim):
     prompts = {"a": "Name an animal", "b": "Name a plant"}
     jobs = {
         "chat": alice.create(openai_body(prompts, hyperparameters={"max_tokens": 32})),
-        "responses": alice.create(openai_body(
-            {"a": {"messages": [{"role": "user", "content": "Name an animal"}], "system": "Be brief"},
-             "b": "Name a plant"}, endpoint="responses")),
-        "embeddings": alice.create(openai_body(prompts, model="text-embedding-3-small", endpoint="embeddings",
-                                               provider_options={"dimensions": 8})),
+        "responses": alice.create(
+            openai_body(
+                {
+                    "a": {"messages": [{"role": "user", "content": "Name an animal"}], "system": "Be brief"},
+                    "b": "Name a plant",
+                },
+                endpoint="responses",
+            )
+        ),
+        "embeddings": alice.create(
+            openai_body(
+                prompts, model="text-embedding-3-small", endpoint="embeddings", provider_options={"dimensions": 8}
+            )
+        ),
     }
     done = {name: alice.wait(job["id"]) for name, job in jobs.items()}
     assert {name: job["status"] for name, job in done.items()} == dict.fromkeys(jobs, "finished")

@@ -48,8 +48,12 @@ def wait_for(condition: Callable[[], Any], timeout: float = 60.0, what: str = "c
 
 
 def body(tenant: str, provider: str = "anthropic", n: int = N) -> dict[str, Any]:
-    return {"provider": provider, "model": MODELS[provider],
-            "requests": {f"q{i}": f"{tenant} question {i}" for i in range(n)}, "hyperparameters": {"max_tokens": 64}}
+    return {
+        "provider": provider,
+        "model": MODELS[provider],
+        "requests": {f"q{i}": f"{tenant} question {i}" for i in range(n)},
+        "hyperparameters": {"max_tokens": 64},
+    }
 
 
 def create_together(callers: dict[str, Caller], provider: str = "anthropic") -> dict[str, str]:
@@ -92,19 +96,24 @@ def own_results(caller: Caller, job_id: str, tenant: str, n: int = N) -> dict[st
 def provider_batch_status(sim, provider: str, batch_id: str) -> str:
     """What the provider itself says about a batch (asked over the wire, as its console would show it)."""
     if provider == "anthropic":
-        answer = requests.get(f"{sim.url}/v1/messages/batches/{batch_id}", timeout=10,
-                              headers={"x-api-key": "simulator-key", "anthropic-version": "2023-06-01"})
+        answer = requests.get(
+            f"{sim.url}/v1/messages/batches/{batch_id}",
+            timeout=10,
+            headers={"x-api-key": "simulator-key", "anthropic-version": "2023-06-01"},
+        )
         answer.raise_for_status()
         return answer.json()["processing_status"]
-    answer = requests.get(f"{sim.openai_base_url}/batches/{batch_id}", timeout=10,
-                          headers={"Authorization": "Bearer simulator-key"})
+    answer = requests.get(
+        f"{sim.openai_base_url}/batches/{batch_id}", timeout=10, headers={"Authorization": "Bearer simulator-key"}
+    )
     answer.raise_for_status()
     return answer.json()["status"]
 
 
 def running_batches(sim, provider: str) -> list[str]:
-    return [b for b in sim.stats()[provider]["batches"]
-            if provider_batch_status(sim, provider, b) not in ENDED[provider]]
+    return [
+        b for b in sim.stats()[provider]["batches"] if provider_batch_status(sim, provider, b) not in ENDED[provider]
+    ]
 
 
 def chunk_batches(jobs: dict[str, dict[str, Any]]) -> list[str]:
@@ -149,7 +158,6 @@ def sweep(stack) -> dict[str, Any]:
 # ---- fixtures -------------------------------------------------------------------------------------------------------
 
 
-
 @pytest.fixture
 def tenants(stack, alice, bob) -> dict[str, Caller]:
     return {"alice": alice, "bob": bob, "carol": Caller(stack.info()["api_url"], stack.caller("carol"))}
@@ -179,11 +187,17 @@ def test_a_sweeper_restart_racing_running_executions_sends_each_chunk_once(stack
     sfn = stack.client("stepfunctions")
     stopped = {name: jobs[name] for name in ("alice", "bob")}
     for job_id in stopped.values():
-        [arn] = [e["executionArn"] for e in sfn.list_executions(stateMachineArn=stack.state_machine_arn)["executions"]
-                 if e["name"] == job_id]
+        [arn] = [
+            e["executionArn"]
+            for e in sfn.list_executions(stateMachineArn=stack.state_machine_arn)["executions"]
+            if e["name"] == job_id
+        ]
         sfn.stop_execution(executionArn=arn, cause="test: the execution died while Submit was sending")
-        wait_for(lambda a=arn: sfn.describe_execution(executionArn=a)["status"] == "ABORTED", timeout=20,
-                 what="the stopped execution to show ABORTED")
+        wait_for(
+            lambda a=arn: sfn.describe_execution(executionArn=a)["status"] == "ABORTED",
+            timeout=20,
+            what="the stopped execution to show ABORTED",
+        )
     race = threading.Barrier(2, timeout=30)
     sweepers = Threads()
     for n in range(2):
@@ -195,8 +209,10 @@ def test_a_sweeper_restart_racing_running_executions_sends_each_chunk_once(stack
     # The fresh executions get past Submit (sending the chunks no one had claimed yet) but leave the live claims of
     # the creates still on the wire alone.
     for name, job_id in stopped.items():
-        wait_for(lambda c=tenants[name], j=job_id: status(c, j)["status"] == "in_progress",
-                 what=f"{name}'s fresh execution past Submit")
+        wait_for(
+            lambda c=tenants[name], j=job_id: status(c, j)["status"] == "in_progress",
+            what=f"{name}'s fresh execution past Submit",
+        )
         first = status(tenants[name], job_id)["chunks"][0]
         assert first["provider_batch_id"] is None and first["status"] == "submitting", first
     assert sim.stats()["held"] == 3
@@ -208,8 +224,7 @@ def test_a_sweeper_restart_racing_running_executions_sends_each_chunk_once(stack
         assert {i["status"] for i in own_results(caller, jobs[name], name).values()} == {"succeeded"}
     assert_one_batch_per_chunk_and_none_running(sim, "anthropic", ended)
     for job_id in jobs.values():
-        wait_for(lambda j=job_id: "RUNNING" not in executions(stack, j).values(),
-                 what=f"{job_id}'s executions to end")
+        wait_for(lambda j=job_id: "RUNNING" not in executions(stack, j).values(), what=f"{job_id}'s executions to end")
     after = sweep(stack)
     assert not set(jobs.values()) & set(after["restarted"] + after["failed"]) and after["orphans_canceled"] == []
 
@@ -227,16 +242,19 @@ def test_three_tenants_at_once_and_a_cancel_racing_its_poll(stack, sim, tenants,
     wait_for(held(sim, 3, created=3), what="every job's second create on the wire")
     sim.configure(processing_seconds=SLOW)
     sim.release_held()
-    wait_for(lambda: all(status(c, jobs[name])["request_counts"]["succeeded"] == 5 for name, c in tenants.items()),
-             what="every job's first chunk collected")
+    wait_for(
+        lambda: all(status(c, jobs[name])["request_counts"]["succeeded"] == 5 for name, c in tenants.items()),
+        what="every job's first chunk collected",
+    )
 
     alice = tenants["alice"]
     race = threading.Barrier(4, timeout=30)
     threads = Threads()
     threads.start("cancel", lambda: (race.wait(), alice.request("POST", f"/batches/{jobs['alice']}/cancel"))[1])
     for n in range(2):  # Poll invoked beside the state machine's own polls
-        threads.start(f"poll-{n}", lambda n=n: (race.wait(), invoke(stack, "poll", {"job_id": jobs["alice"],
-                                                                                      "polls": 50 + n}))[1])
+        threads.start(
+            f"poll-{n}", lambda n=n: (race.wait(), invoke(stack, "poll", {"job_id": jobs["alice"], "polls": 50 + n}))[1]
+        )
     threads.start("status", lambda: (race.wait(), status(alice, jobs["alice"]))[1])
     answers = threads.join()
     assert answers["cancel"].status_code == 202 and answers["cancel"].json()["status"] == "canceling"
@@ -258,8 +276,9 @@ def test_three_tenants_at_once_and_a_cancel_racing_its_poll(stack, sim, tenants,
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
-def test_cancel_while_a_create_is_on_the_wire_ends_canceled_with_nothing_running(stack, sim, alice, bob,
-                                                                                  chunks_of_five, provider):
+def test_cancel_while_a_create_is_on_the_wire_ends_canceled_with_nothing_running(
+    stack, sim, alice, bob, chunks_of_five, provider
+):
     callers = {"alice": alice, "bob": bob}
     sim.add_fault(provider, "create_batch", "hold_before_accept", times=2, seconds=HOLD)
     jobs = create_together(callers, provider)
@@ -269,8 +288,10 @@ def test_cancel_while_a_create_is_on_the_wire_ends_canceled_with_nothing_running
     wait_for(held(sim, 2, created=2, provider=provider), what="both jobs' second create on the wire")
     sim.configure(processing_seconds=SLOW)  # the second batches run long enough for the cancel to reach them
     first = wait_for(lambda: status(alice, jobs["alice"])["chunks"][0]["provider_batch_id"])
-    wait_for(lambda: provider_batch_status(sim, provider, first) in ENDED[provider],
-             what="alice's first batch ended at the provider")
+    wait_for(
+        lambda: provider_batch_status(sim, provider, first) in ENDED[provider],
+        what="alice's first batch ended at the provider",
+    )
 
     answer = alice.request("POST", f"/batches/{jobs['alice']}/cancel")
     assert answer.status_code == 202 and answer.json()["status"] == "canceling"
@@ -299,8 +320,12 @@ def test_a_caller_cannot_read_cancel_or_list_another_callers_running_job(sim, te
     sim.add_fault("anthropic", "create_batch", "hold_before_accept", times=3, seconds=HOLD)
     jobs = create_together(tenants)
     wait_for(held(sim, 3, created=0), what="every job's create on the wire")
-    probes = [("GET", "/batches/{}"), ("GET", "/batches/{}/results"), ("GET", "/batches/{}/results?format=jsonl"),
-              ("POST", "/batches/{}/cancel")]
+    probes = [
+        ("GET", "/batches/{}"),
+        ("GET", "/batches/{}/results"),
+        ("GET", "/batches/{}/results?format=jsonl"),
+        ("POST", "/batches/{}/cancel"),
+    ]
     stop = threading.Event()
     rounds = dict.fromkeys(tenants, 0)
 
@@ -321,8 +346,10 @@ def test_a_caller_cannot_read_cancel_or_list_another_callers_running_job(sim, te
     def probed_while(expected: str) -> None:
         """Every tenant completes a whole round of probes while every job shows ``expected``."""
         before = dict(rounds)
-        wait_for(lambda: threads.failures or all(rounds[t] > before[t] + 1 for t in tenants),
-                 what=f"a round of probes while the jobs are {expected}")
+        wait_for(
+            lambda: threads.failures or all(rounds[t] > before[t] + 1 for t in tenants),
+            what=f"a round of probes while the jobs are {expected}",
+        )
         assert {status(c, jobs[t])["status"] for t, c in tenants.items()} == {expected}
 
     start = threading.Barrier(len(tenants), timeout=30)
@@ -333,9 +360,13 @@ def test_a_caller_cannot_read_cancel_or_list_another_callers_running_job(sim, te
         probed_while("queued")
         sim.add_fault("anthropic", "results", "hold_before_accept", times=3, seconds=HOLD)
         sim.release_held()
-        wait_for(lambda: held(sim, 3, created=3)() and all(status(c, jobs[t])["status"] == "in_progress"
-                                                           for t, c in tenants.items()),
-                 what="every job in progress with its results download on the wire")
+        wait_for(
+            lambda: (
+                held(sim, 3, created=3)()
+                and all(status(c, jobs[t])["status"] == "in_progress" for t, c in tenants.items())
+            ),
+            what="every job in progress with its results download on the wire",
+        )
         probed_while("in_progress")
         sim.release_held()
         ended = {name: caller.wait(jobs[name], timeout=120) for name, caller in tenants.items()}

@@ -17,8 +17,9 @@ MODEL = "claude-sonnet-4-20250514"
 
 def sdk(stack, user: str) -> BatchGatewayClient:
     credentials = stack.caller(user)
-    session = boto3.Session(aws_access_key_id=credentials.access_key, aws_secret_access_key=credentials.secret_key,
-                            region_name="us-east-1")
+    session = boto3.Session(
+        aws_access_key_id=credentials.access_key, aws_secret_access_key=credentials.secret_key, region_name="us-east-1"
+    )
     return BatchGatewayClient(stack.info()["api_url"], session=session, max_attempts=2, backoff_base=0.01)
 
 

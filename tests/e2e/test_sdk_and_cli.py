@@ -15,16 +15,27 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _env(stack, user="sdk-user"):
-    return {**os.environ, "BATCH_GATEWAY_ENDPOINT": stack.info()["api_url"], **stack.caller(user).as_env(),
-            "AWS_DEFAULT_REGION": "us-east-1", "AWS_SESSION_TOKEN": "", "AWS_ENDPOINT_URL": ""}
+    return {
+        **os.environ,
+        "BATCH_GATEWAY_ENDPOINT": stack.info()["api_url"],
+        **stack.caller(user).as_env(),
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_SESSION_TOKEN": "",
+        "AWS_ENDPOINT_URL": "",
+    }
 
 
 def test_seed_example_with_only_import_and_constructor_changed_prints_five_results(stack, sim):
     source = (REPO / "examples" / "seed_batch_invocation.py").read_text()
     assert "from batch_gateway.client import GatewayLMInvoker" in source
     assert 'GatewayLMInvoker("anthropic", "claude-sonnet-4-20250514")' in source
-    done = subprocess.run([sys.executable, str(REPO / "examples" / "seed_batch_invocation.py")], env=_env(stack),
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "seed_batch_invocation.py")],
+        env=_env(stack),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith(">> ")]
     assert [line.split(":")[0] for line in lines] == [f">> request_{c}" for c in "ABCDE"]
@@ -36,10 +47,13 @@ def test_sync_sdk_create_status_retrieve_list_cancel(stack, sim, monkeypatch):
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_SESSION_TOKEN")
     client = BatchGatewayClient(stack.info()["api_url"], region="us-east-1")
-    results = client.batch.invoke({"a": "Hello", "b": [{"role": "system", "content": "Be brief"},
-                                                        {"role": "user", "content": "Hi"}]},
-                                  provider="anthropic", model="claude-sonnet-4-20250514",
-                                  hyperparameters={"max_tokens": 32}, status_check_interval=0.2)
+    results = client.batch.invoke(
+        {"a": "Hello", "b": [{"role": "system", "content": "Be brief"}, {"role": "user", "content": "Hi"}]},
+        provider="anthropic",
+        model="claude-sonnet-4-20250514",
+        hyperparameters={"max_tokens": 32},
+        status_check_interval=0.2,
+    )
     assert set(results) == {"a", "b"} and results["a"].text.startswith("[simulated")
     assert results["a"].token_usage.output_tokens > 0
     batch_id = client.batch.create({"x": "later"}, provider="anthropic", model="claude-sonnet-4-20250514")
@@ -56,21 +70,48 @@ def test_sync_sdk_create_status_retrieve_list_cancel(stack, sim, monkeypatch):
 def test_cli_submit_wait_writes_results_and_status_list_work(stack, sim, tmp_path):
     requests = tmp_path / "requests.jsonl"
     requests.write_text(
-        json.dumps({"batch_gateway": {"provider": "anthropic", "model": "claude-sonnet-4-20250514"}}) + "\n"
-        + "".join(json.dumps({"id": f"q{i}", "request": f"Question {i}"}) + "\n" for i in range(4)))
+        json.dumps({"batch_gateway": {"provider": "anthropic", "model": "claude-sonnet-4-20250514"}})
+        + "\n"
+        + "".join(json.dumps({"id": f"q{i}", "request": f"Question {i}"}) + "\n" for i in range(4))
+    )
     out = tmp_path / "results.jsonl"
     env = _env(stack, "cli-user")
-    done = subprocess.run([sys.executable, "-m", "batch_gateway.cli", "submit", str(requests), "--wait",
-                           "--poll-interval", "0.3", "-o", str(out)], env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "batch_gateway.cli",
+            "submit",
+            str(requests),
+            "--wait",
+            "--poll-interval",
+            "0.3",
+            "-o",
+            str(out),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     items = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(i["id"] for i in items) == ["q0", "q1", "q2", "q3"]
     assert all(i["status"] == "succeeded" for i in items)
-    listed = subprocess.run([sys.executable, "-m", "batch_gateway.cli", "--json", "list"], env=env,
-                            capture_output=True, text=True, timeout=60)
+    listed = subprocess.run(
+        [sys.executable, "-m", "batch_gateway.cli", "--json", "list"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert listed.returncode == 0, listed.stderr
     assert len(json.loads(listed.stdout)) >= 1
-    bad = subprocess.run([sys.executable, "-m", "batch_gateway.cli", "status", "job_000000000000000000000000"],
-                         env=env, capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "batch_gateway.cli", "status", "job_000000000000000000000000"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 1 and "not_found" in bad.stderr

@@ -35,8 +35,9 @@ def short_steps_and_one_request_chunks(stack):
         stack.set_function_environment(plan, {ENV_MAX_CHUNK_REQUESTS: None})
 
 
-def test_a_20_chunk_job_finishes_with_steps_that_each_fit_a_short_timeout(alice, sim, stack,
-                                                                          short_steps_and_one_request_chunks):
+def test_a_20_chunk_job_finishes_with_steps_that_each_fit_a_short_timeout(
+    alice, sim, stack, short_steps_and_one_request_chunks
+):
     logs_before = {f: len(stack.logs(f)) for f in short_steps_and_one_request_chunks}
     job = alice.create(seed_body(requests={f"r{i:02d}": f"Name animal number {i}" for i in range(CHUNKS)}))
     done = alice.wait(job["id"], timeout=300)

@@ -13,10 +13,18 @@ from aws_cdk.assertions import Template
 from batch_gateway import constants
 from stacks.app_factory import SKIP_BUNDLING, build_app
 
-ALL_HANDLERS = {**constants.API_HANDLERS, **constants.WORKFLOW_HANDLERS, "Ingest": constants.INGEST_HANDLER,
-                "Sweeper": constants.SWEEPER_HANDLER}
-FUNCTION_SCOPES = {**{f: "Api" for f in constants.API_HANDLERS}, **{f: "Workflow" for f in constants.WORKFLOW_HANDLERS},
-                   "Ingest": "DropFolder", "Sweeper": "Sweeper"}
+ALL_HANDLERS = {
+    **constants.API_HANDLERS,
+    **constants.WORKFLOW_HANDLERS,
+    "Ingest": constants.INGEST_HANDLER,
+    "Sweeper": constants.SWEEPER_HANDLER,
+}
+FUNCTION_SCOPES = {
+    **{f: "Api" for f in constants.API_HANDLERS},
+    **{f: "Workflow" for f in constants.WORKFLOW_HANDLERS},
+    "Ingest": "DropFolder",
+    "Sweeper": "Sweeper",
+}
 # CDK's singleton custom resource that writes the bucket's notification configuration at deploy time.
 CDK_NOTIFICATIONS_HANDLER = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"
 
@@ -48,8 +56,11 @@ class Synthesized:
 
     def our_functions(self) -> dict[str, dict[str, Any]]:
         """Our Lambdas (not CDK's own deploy-time custom resource handler for bucket notifications)."""
-        return {k: v for k, v in self.of_type("AWS::Lambda::Function").items()
-                if str(v["Properties"].get("Handler", "")).startswith("lambdas.")}
+        return {
+            k: v
+            for k, v in self.of_type("AWS::Lambda::Function").items()
+            if str(v["Properties"].get("Handler", "")).startswith("lambdas.")
+        }
 
     def role_actions(self, function_id: str) -> set[str]:
         """Every IAM action granted to the function's role (all policies attached to it)."""
@@ -64,9 +75,12 @@ class Synthesized:
 
     def statements(self, function_id: str) -> list[dict[str, Any]]:
         role_id = self.function(function_id)[1]["Properties"]["Role"]["Fn::GetAtt"][0]
-        return [statement for policy in self.of_type("AWS::IAM::Policy").values()
-                if {"Ref": role_id} in policy["Properties"]["Roles"]
-                for statement in policy["Properties"]["PolicyDocument"]["Statement"]]
+        return [
+            statement
+            for policy in self.of_type("AWS::IAM::Policy").values()
+            if {"Ref": role_id} in policy["Properties"]["Roles"]
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        ]
 
     def object_grants(self, function_id: str) -> dict[str, set[str]]:
         """S3 action -> the key patterns of the payload bucket it is granted on ("*" for the bucket itself)."""

@@ -61,12 +61,16 @@ def test_cloudwatch_may_publish_to_the_topic_and_only_over_tls(synthesized):
     assert [s["Principal"] for s in allow] == [{"Service": "cloudwatch.amazonaws.com"}]
     assert allow[0]["Action"] == "sns:Publish"
     assert allow[0]["Condition"]["StringEquals"]["aws:SourceAccount"] == {"Ref": "AWS::AccountId"}
-    assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-               for s in statements)
+    assert any(
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements
+    )
 
 
 def test_alarm_construct_creates_no_iam_role_or_policy(synthesized):
     prefix = f"{constants.STACK_NAME}/Alarms/"
-    iam = [k for k, v in synthesized.resources.items()
-           if v["Type"].startswith("AWS::IAM::") and v["Metadata"]["aws:cdk:path"].startswith(prefix)]
+    iam = [
+        k
+        for k, v in synthesized.resources.items()
+        if v["Type"].startswith("AWS::IAM::") and v["Metadata"]["aws:cdk:path"].startswith(prefix)
+    ]
     assert iam == []

@@ -44,8 +44,11 @@ def run_checkov(templates: list[Path]) -> list[dict[str, Any]]:
 
 
 def _findings(failed: list[dict[str, Any]], template: Path) -> set[Finding]:
-    return {(check["resource"].split(".", 1)[1], check["check_id"])
-            for check in failed if Path(check["file_abs_path"]).name == template.name}
+    return {
+        (check["resource"].split(".", 1)[1], check["check_id"])
+        for check in failed
+        if Path(check["file_abs_path"]).name == template.name
+    }
 
 
 def suppressions(template: dict[str, Any]) -> dict[Finding, str]:

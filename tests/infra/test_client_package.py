@@ -46,8 +46,10 @@ def client_venv(wheel, tmp_path_factory) -> Path:
 
 
 def _installed(python: Path) -> set[str]:
-    code = ("import importlib.metadata as m; "
-            "print('\\n'.join(d.metadata['Name'].lower().replace('_', '-') for d in m.distributions()))")
+    code = (
+        "import importlib.metadata as m; "
+        "print('\\n'.join(d.metadata['Name'].lower().replace('_', '-') for d in m.distributions()))"
+    )
     return set(subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout.split())
 
 
@@ -61,25 +63,36 @@ def test_the_client_and_the_cli_import_and_run_without_the_server_dependencies(c
     code = "import batch_gateway.client, batch_gateway.cli; print(batch_gateway.client.BatchGatewayClient.__name__)"
     done = subprocess.run([str(client_venv), "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    cli = subprocess.run([str(client_venv), "-m", "batch_gateway.cli", "status", "job_1"], capture_output=True,
-                         text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    cli = subprocess.run(
+        [str(client_venv), "-m", "batch_gateway.cli", "status", "job_1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     assert cli.returncode == 2 and "no endpoint" in cli.stderr
 
 
 def test_the_server_code_does_not_run_without_the_server_extra(client_venv):
-    done = subprocess.run([str(client_venv), "-c", "import batch_gateway.service.create"], capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [str(client_venv), "-c", "import batch_gateway.service.create"], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode != 0 and "ModuleNotFoundError" in done.stderr
 
 
 def test_the_server_extra_names_the_server_dependencies(wheel):
     with zipfile.ZipFile(wheel) as archive:
         metadata = next(archive.read(n).decode() for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
-    server = {line.split(";")[0].split(">")[0].split("=")[0].split("[")[0].strip().lower()
-              for line in metadata.splitlines()
-              if line.startswith("Requires-Dist:") and "extra == 'server'" in line}
-    assert {name.removeprefix("requires-dist:").strip() for name in server} >= {"boto3", "aws-lambda-powertools",
-                                                                                "orjson"}
+    server = {
+        line.split(";")[0].split(">")[0].split("=")[0].split("[")[0].strip().lower()
+        for line in metadata.splitlines()
+        if line.startswith("Requires-Dist:") and "extra == 'server'" in line
+    }
+    assert {name.removeprefix("requires-dist:").strip() for name in server} >= {
+        "boto3",
+        "aws-lambda-powertools",
+        "orjson",
+    }
 
 
 def test_the_wheel_ships_no_client_test_fake(wheel):
@@ -96,6 +109,11 @@ def test_the_wheel_contains_no_simulator_or_local_stack_code(wheel):
 
 
 def test_the_local_command_explains_itself_without_the_dev_tooling(client_venv):
-    done = subprocess.run([str(client_venv), "-m", "batch_gateway.cli", "local"], capture_output=True, text=True,
-                          timeout=60, env={"PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [str(client_venv), "-m", "batch_gateway.cli", "local"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 1 and "the local stack is not available" in done.stderr and "make local" in done.stderr

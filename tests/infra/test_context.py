@@ -52,8 +52,11 @@ def test_one_provider_on_x86_creates_one_secret_and_x86_lambdas():
     resources = template["Resources"].values()
     secrets = [r["Properties"]["Name"] for r in resources if r["Type"] == "AWS::SecretsManager::Secret"]
     assert secrets == ["batch-gateway/anthropic-api-key"]
-    functions = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::Function"
-                 and r["Properties"]["Handler"].startswith("lambdas.")]
+    functions = [
+        r["Properties"]
+        for r in resources
+        if r["Type"] == "AWS::Lambda::Function" and r["Properties"]["Handler"].startswith("lambdas.")
+    ]
     assert {tuple(f["Architectures"]) for f in functions} == {("x86_64",)}
     for function in functions:
         assert constants.ENV_OPENAI_SECRET_ARN not in function["Environment"]["Variables"]

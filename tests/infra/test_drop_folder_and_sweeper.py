@@ -18,8 +18,10 @@ def test_jsonl_files_under_the_drop_prefix_notify_the_event_queue(synthesized):
 def test_failed_messages_go_to_a_dead_letter_queue_after_five_receives(synthesized):
     _, queue = synthesized.by_path("DropFolder/Events/Resource")
     dlq_id, dlq = synthesized.by_path("DropFolder/DeadLetters/Resource")
-    assert queue["Properties"]["RedrivePolicy"] == {"deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]},
-                                                    "maxReceiveCount": 5}
+    assert queue["Properties"]["RedrivePolicy"] == {
+        "deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]},
+        "maxReceiveCount": 5,
+    }
     assert dlq["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
 
 

@@ -17,8 +17,14 @@ from tests.infra.conftest import FUNCTION_SCOPES
 
 KEY_TYPE = "AWS::KMS::Key"
 # Actions on encrypted data that need the key to decrypt / to encrypt (new data keys).
-_READS = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem", "s3:GetObject", "sqs:ReceiveMessage",
-          "secretsmanager:GetSecretValue")
+_READS = (
+    "dynamodb:GetItem",
+    "dynamodb:Query",
+    "dynamodb:BatchGetItem",
+    "s3:GetObject",
+    "sqs:ReceiveMessage",
+    "secretsmanager:GetSecretValue",
+)
 _WRITES = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem", "s3:PutObject")
 
 
@@ -79,8 +85,11 @@ def _key_policy(template: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _service_statements(template: dict[str, Any], service: str) -> list[dict[str, Any]]:
-    return [s for s in _key_policy(template) if s["Effect"] == "Allow"
-            and json.dumps(s["Principal"].get("Service", "")).find(service) >= 0]
+    return [
+        s
+        for s in _key_policy(template)
+        if s["Effect"] == "Allow" and json.dumps(s["Principal"].get("Service", "")).find(service) >= 0
+    ]
 
 
 def test_kms_context_is_aws_by_default_and_accepts_only_aws_or_customer():
@@ -106,8 +115,11 @@ def test_customer_key_rotates_is_kept_and_is_an_output(customer):
 
 def test_customer_key_encrypts_bucket_table_queues_logs_secrets_and_alarm_topic(customer):
     arn = _key_arn(customer)
-    (payload_id,) = [k for k, v in _resources(customer, "AWS::S3::Bucket").items()
-                     if v["Metadata"]["aws:cdk:path"].endswith("/PayloadBucket/Resource")]
+    (payload_id,) = [
+        k
+        for k, v in _resources(customer, "AWS::S3::Bucket").items()
+        if v["Metadata"]["aws:cdk:path"].endswith("/PayloadBucket/Resource")
+    ]
     (rule,) = customer["Resources"][payload_id]["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
     assert rule["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": arn}
     assert rule["BucketKeyEnabled"] is True
@@ -156,8 +168,11 @@ def test_secret_reads_may_decrypt_only_through_secrets_manager(customer):
         readers += 1
         in_role = [s for s in statements if arn in _resources_of(s) and _via_secrets_manager(s)]
         role_arn = {"Fn::GetAtt": [role_id, "Arn"]}
-        in_key = [s for s in _key_policy(customer) if s["Effect"] == "Allow" and _via_secrets_manager(s)
-                  and role_arn in _as_list(s["Principal"].get("AWS"))]
+        in_key = [
+            s
+            for s in _key_policy(customer)
+            if s["Effect"] == "Allow" and _via_secrets_manager(s) and role_arn in _as_list(s["Principal"].get("AWS"))
+        ]
         assert in_role or in_key, f"{function_id} reads a secret but cannot decrypt it through Secrets Manager"
     assert readers >= 2  # Submit and Poll at least
 

@@ -15,16 +15,26 @@ from stacks import bundling
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOP_LEVEL = {
     "api": [("aws-lambda-powertools", ("tracer",)), ("pydantic", ())],
-    "worker": [("aws-lambda-powertools", ("tracer",)), ("pydantic", ()), ("anthropic", ()), ("openai", ()),
-               ("orjson", ())],
+    "worker": [
+        ("aws-lambda-powertools", ("tracer",)),
+        ("pydantic", ()),
+        ("anthropic", ()),
+        ("openai", ()),
+        ("orjson", ()),
+    ],
 }
 # The Lambda runtime's boto3 brings these; the bundle must not shadow them.
 RUNTIME_CLOSURE = {"boto3", "botocore", "s3transfer", "urllib3", "python-dateutil", "six"}
 # uv.lock markers as the Lambda platform sees them (uv writes "the project is installed" as an extra: its
 # conflicting lint group resolves in a fork of its own).
-_LAMBDA_MARKER_ENV = {"sys_platform": "linux", "platform_system": "Linux", "python_version": "3.13",
-                      "python_full_version": "3.13.0", "implementation_name": "cpython",
-                      "extra": "project-13-batch-gateway"}
+_LAMBDA_MARKER_ENV = {
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "python_version": "3.13",
+    "python_full_version": "3.13.0",
+    "implementation_name": "cpython",
+    "extra": "project-13-batch-gateway",
+}
 
 
 def _pins(bundle: str) -> dict[str, str]:

@@ -48,7 +48,8 @@ def test_no_function_scans_the_table_or_lists_or_reads_the_whole_bucket(synthesi
 
 def test_create_writes_only_a_jobs_requests_and_cancel_touches_only_the_table(synthesized):
     assert synthesized.object_grants("Create") == {
-        "s3:PutObject": {"jobs/*/requests.jsonl"}, "s3:AbortMultipartUpload": {"jobs/*/requests.jsonl"},
+        "s3:PutObject": {"jobs/*/requests.jsonl"},
+        "s3:AbortMultipartUpload": {"jobs/*/requests.jsonl"},
         "s3:DeleteObject": {"jobs/*/requests.jsonl"},
     }
     cancel = synthesized.role_actions("Cancel")
@@ -80,7 +81,8 @@ def test_finalize_and_mark_failed_emit_events_and_write_the_outbox(synthesized):
 def test_plan_reads_no_secret_and_only_requests_and_writes_only_chunk_files(synthesized):
     assert not _has(synthesized.role_actions("Plan"), "secretsmanager:")
     assert synthesized.object_grants("Plan") == {
-        "s3:GetObject": {"jobs/*/requests.jsonl"}, "s3:PutObject": {"jobs/*/chunks/*"},
+        "s3:GetObject": {"jobs/*/requests.jsonl"},
+        "s3:PutObject": {"jobs/*/chunks/*"},
         "s3:AbortMultipartUpload": {"jobs/*/chunks/*"},
     }
 

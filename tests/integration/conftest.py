@@ -62,13 +62,19 @@ def _moto_account(simulator):
         iam = boto3.client("iam", region_name=region)
         role = iam.create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
         machine = sfn.create_state_machine(
-            name="workflow", roleArn=role,
+            name="workflow",
+            roleArn=role,
             definition=json.dumps({"StartAt": "Noop", "States": {"Noop": {"Type": "Pass", "End": True}}}),
         )["stateMachineArn"]
         for key, value in {
-            "JOBS_TABLE": "jobs", "PAYLOAD_BUCKET": "payloads", "STATE_MACHINE_ARN": machine,
-            "ANTHROPIC_SECRET_ARN": anthropic_arn, "OPENAI_SECRET_ARN": openai_arn,
-            "POLL_SCHEDULE_SECONDS": "0", "EVENT_BUS_NAME": "default", "DEPLOYMENT_ID": "test",
+            "JOBS_TABLE": "jobs",
+            "PAYLOAD_BUCKET": "payloads",
+            "STATE_MACHINE_ARN": machine,
+            "ANTHROPIC_SECRET_ARN": anthropic_arn,
+            "OPENAI_SECRET_ARN": openai_arn,
+            "POLL_SCHEDULE_SECONDS": "0",
+            "EVENT_BUS_NAME": "default",
+            "DEPLOYMENT_ID": "test",
             "DROP_FOLDER_OWNER": "arn:aws:iam::123456789012:role/data-pipeline",
         }.items():
             patch.setenv(key, value)

@@ -1,6 +1,5 @@
 """Every API handler in-process against moto, fed the sample events from events/."""
 
-
 import boto3
 
 from lambdas import cancel, create, list_jobs, retrieve, status

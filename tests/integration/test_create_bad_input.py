@@ -48,16 +48,31 @@ CORPUS = [
     ("empty id", body(requests={"": "Hi"}), None, 400, "non-empty"),
     ("id too long", body(requests={"x" * 300: "Hi"}), None, 400, "at most 256"),
     ("id with control char", body(requests={"a\nb": "Hi"}), None, 400, "control characters"),
-    ("duplicate request id", '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi","a":"Yo"}}', None,
-     400, "duplicate key 'a'"),
-    ("duplicate top-level key", '{"provider":"anthropic","provider":"openai","model":"claude-x","requests":{}}',
-     None, 400, "duplicate key 'provider'"),
+    (
+        "duplicate request id",
+        '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi","a":"Yo"}}',
+        None,
+        400,
+        "duplicate key 'a'",
+    ),
+    (
+        "duplicate top-level key",
+        '{"provider":"anthropic","provider":"openai","model":"claude-x","requests":{}}',
+        None,
+        400,
+        "duplicate key 'provider'",
+    ),
     ("unknown hyperparameter", body(hyperparameters={"max_tokenz": 3}), None, 400, "unknown hyperparameter"),
     ("negative max_tokens", body(hyperparameters={"max_tokens": -1}), None, 400, "max_tokens"),
     ("max_tokens as string", body(hyperparameters={"max_tokens": "64"}), None, 400, "max_tokens"),
     ("temperature too high", body(hyperparameters={"temperature": 3}), None, 400, "temperature"),
-    ("nan temperature", '{"provider":"anthropic","model":"claude-x","requests":{"a":"b"},'
-     '"hyperparameters":{"temperature":NaN}}', None, 400, "finite"),
+    (
+        "nan temperature",
+        '{"provider":"anthropic","model":"claude-x","requests":{"a":"b"},"hyperparameters":{"temperature":NaN}}',
+        None,
+        400,
+        "finite",
+    ),
     ("unknown top-level field", body(priority="high"), None, 400, "not a known field"),
     ("metadata not strings", body(metadata={"team": 5}), None, 400, "metadata"),
     ("too much metadata", body(metadata={f"k{i}": "v" for i in range(20)}), None, 400, "16 pairs"),
@@ -65,38 +80,106 @@ CORPUS = [
     ("unknown endpoint", body(endpoint="images"), None, 400, "endpoint"),
     ("unknown provider option", body(provider_options={"temprature": 1}), None, 400, "not accepted"),
     ("message with bad role", body(requests={"a": [{"role": "bot", "content": "x"}]}), None, 400, "role must be"),
-    ("assistant first", body(requests={"a": {"messages": [{"role": "assistant", "content": "x"}]}}), None, 400,
-     "first message"),
+    (
+        "assistant first",
+        body(requests={"a": {"messages": [{"role": "assistant", "content": "x"}]}}),
+        None,
+        400,
+        "first message",
+    ),
     ("oversize prompt", body(requests={"a": "x" * 1_000_001}), None, 400, "longer than"),
-    ("deeply nested", '{"provider":"anthropic","model":"claude-x","requests":{"a":' + "[" * 100_000
-     + "]" * 100_000 + "}}", None, 400, "nested too deeply"),
-    ("non-utf8 body", b'{"provider":"anthropic","model":"claude-x","requests":{"a":"\xff\xfe"}}', None, 400,
-     "not valid UTF-8"),
-    ("lone surrogate", '{"provider":"anthropic","model":"claude-x","requests":{"a":"bad \\ud800 text"}}', None,
-     400, "invalid Unicode"),
-    ("duplicate nested key", '{"provider":"anthropic","model":"claude-x","requests":{"a":{"prompt":"x",'
-     '"prompt":"y"}}}', None, 400, "duplicate key 'prompt'"),
+    (
+        "deeply nested",
+        '{"provider":"anthropic","model":"claude-x","requests":{"a":' + "[" * 100_000 + "]" * 100_000 + "}}",
+        None,
+        400,
+        "nested too deeply",
+    ),
+    (
+        "non-utf8 body",
+        b'{"provider":"anthropic","model":"claude-x","requests":{"a":"\xff\xfe"}}',
+        None,
+        400,
+        "not valid UTF-8",
+    ),
+    (
+        "lone surrogate",
+        '{"provider":"anthropic","model":"claude-x","requests":{"a":"bad \\ud800 text"}}',
+        None,
+        400,
+        "invalid Unicode",
+    ),
+    (
+        "duplicate nested key",
+        '{"provider":"anthropic","model":"claude-x","requests":{"a":{"prompt":"x","prompt":"y"}}}',
+        None,
+        400,
+        "duplicate key 'prompt'",
+    ),
     ("body over 10 MB", body(requests={"a": "x" * (10 * 1024 * 1024)}), None, 413, "drop folder"),
     # permanently bad, so a 400 and never "503 retry later": what DynamoDB cannot keep in the job item
-    ("provider_options over the item size", body(provider_options={"tools": [
-        {"name": "t", "description": "x" * 450_000, "input_schema": {"type": "object"}}]}), None, 400,
-     "provider_options, hyperparameters and metadata take"),
-    ("lone surrogate in a metadata value", '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi"},'
-     '"metadata":{"team":"bad \\ud800"}}', None, 400, "metadata holds invalid Unicode"),
-    ("lone surrogate in a metadata key", '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi"},'
-     '"metadata":{"\\udfff":"x"}}', None, 400, "metadata holds invalid Unicode"),
-    ("lone surrogate in a stop sequence", '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi"},'
-     '"hyperparameters":{"stop":["\\ud83d"]}}', None, 400, "hyperparameters holds invalid Unicode"),
-    ("provider_options deeper than DynamoDB nests", body(provider_options={"tools": [_nested(40)]}), None, 400,
-     "provider_options is nested more than"),
-    ("provider_options with NaN", '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi"},'
-     '"provider_options":{"thinking":{"type":"enabled","budget_tokens":NaN}}}', None, 400,
-     "provider_options holds a number DynamoDB cannot store"),
-    ("provider_options with a huge number", body(provider_options={"thinking": {"budget_tokens": 1e300}}), None,
-     400, "provider_options holds a number DynamoDB cannot store"),
-    ("provider_options with 40 digits", '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi"},'
-     '"provider_options":{"thinking":{"budget_tokens":' + "7" * 40 + "}}}", None, 400,
-     "provider_options holds a number DynamoDB cannot store"),
+    (
+        "provider_options over the item size",
+        body(
+            provider_options={
+                "tools": [{"name": "t", "description": "x" * 450_000, "input_schema": {"type": "object"}}]
+            }
+        ),
+        None,
+        400,
+        "provider_options, hyperparameters and metadata take",
+    ),
+    (
+        "lone surrogate in a metadata value",
+        '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi"},"metadata":{"team":"bad \\ud800"}}',
+        None,
+        400,
+        "metadata holds invalid Unicode",
+    ),
+    (
+        "lone surrogate in a metadata key",
+        '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi"},"metadata":{"\\udfff":"x"}}',
+        None,
+        400,
+        "metadata holds invalid Unicode",
+    ),
+    (
+        "lone surrogate in a stop sequence",
+        '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi"},"hyperparameters":{"stop":["\\ud83d"]}}',
+        None,
+        400,
+        "hyperparameters holds invalid Unicode",
+    ),
+    (
+        "provider_options deeper than DynamoDB nests",
+        body(provider_options={"tools": [_nested(40)]}),
+        None,
+        400,
+        "provider_options is nested more than",
+    ),
+    (
+        "provider_options with NaN",
+        '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi"},'
+        '"provider_options":{"thinking":{"type":"enabled","budget_tokens":NaN}}}',
+        None,
+        400,
+        "provider_options holds a number DynamoDB cannot store",
+    ),
+    (
+        "provider_options with a huge number",
+        body(provider_options={"thinking": {"budget_tokens": 1e300}}),
+        None,
+        400,
+        "provider_options holds a number DynamoDB cannot store",
+    ),
+    (
+        "provider_options with 40 digits",
+        '{"provider":"anthropic","model":"claude-x","requests":{"a":"Hi"},'
+        '"provider_options":{"thinking":{"budget_tokens":' + "7" * 40 + "}}}",
+        None,
+        400,
+        "provider_options holds a number DynamoDB cannot store",
+    ),
     ("model name ending in a newline", body(model="claude-x\n"), None, 400, "model must be"),
 ]
 

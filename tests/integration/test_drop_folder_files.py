@@ -24,13 +24,15 @@ def _drop(key: str, body: bytes) -> dict:
 
 
 def _receipt(name: str) -> dict:
-    return json.loads(boto3.client("s3").get_object(Bucket="payloads", Key=f"outbox/{name}.receipt.json")["Body"]
-                      .read())
+    return json.loads(
+        boto3.client("s3").get_object(Bucket="payloads", Key=f"outbox/{name}.receipt.json")["Body"].read()
+    )
 
 
 def _jobs() -> int:
-    return boto3.client("dynamodb").scan(TableName="jobs", Select="COUNT", FilterExpression="sk = :j",
-                                         ExpressionAttributeValues={":j": {"S": "JOB"}})["Count"]
+    return boto3.client("dynamodb").scan(
+        TableName="jobs", Select="COUNT", FilterExpression="sk = :j", ExpressionAttributeValues={":j": {"S": "JOB"}}
+    )["Count"]
 
 
 def test_a_good_file_starts_one_job_owned_by_the_drop_folder_principal(aws, ctx):
@@ -54,27 +56,52 @@ BAD_FILES = [
     # (name, body, a line that must be named, fragment of that line's message)
     ("empty", b"", 1, "no requests"),
     ("only header", HEADER.encode() + b"\n", 1, "no requests"),
-    ("invalid json", HEADER.encode() + b'\n{"id": "a", "request": "x"}\n{"id": "b", "request": \n', 3,
-     "invalid JSON"),
+    ("invalid json", HEADER.encode() + b'\n{"id": "a", "request": "x"}\n{"id": "b", "request": \n', 3, "invalid JSON"),
     ("array line", HEADER.encode() + b"\n[1, 2]\n", 2, "expected a JSON object"),
     ("missing id", HEADER.encode() + b'\n{"request": "x"}\n', 2, "id"),
     ("empty id", HEADER.encode() + b'\n{"id": "", "request": "x"}\n', 2, "id"),
-    ("duplicate id", HEADER.encode() + b'\n{"id": "a", "request": "x"}\n{"id": "a", "request": "y"}\n', 3,
-     "duplicate id"),
+    (
+        "duplicate id",
+        HEADER.encode() + b'\n{"id": "a", "request": "x"}\n{"id": "a", "request": "y"}\n',
+        3,
+        "duplicate id",
+    ),
     ("missing request", HEADER.encode() + b'\n{"id": "a"}\n', 2, "request"),
     ("late header", b'{"id": "a", "request": "x"}\n' + HEADER.encode() + b"\n", 2, "first line"),
-    ("unknown header field", b'{"batch_gateway": {"provider": "anthropic", "model": "claude-x", "colour": 1}}\n'
-     b'{"id": "a", "request": "x"}\n', 1, "colour"),
+    (
+        "unknown header field",
+        b'{"batch_gateway": {"provider": "anthropic", "model": "claude-x", "colour": 1}}\n'
+        b'{"id": "a", "request": "x"}\n',
+        1,
+        "colour",
+    ),
     ("no provider anywhere", b'{"id": "a", "request": "x"}\n', 1, "provider and model"),
-    ("unknown provider", b'{"batch_gateway": {"provider": "gemini", "model": "g"}}\n{"id": "a", "request": "x"}\n',
-     1, "provider"),
-    ("empty prompt", HEADER.encode() + b'\n{"id": "a", "request": "fine"}\n{"id": "b", "request": ""}\n', 3,
-     "must not be empty"),
+    (
+        "unknown provider",
+        b'{"batch_gateway": {"provider": "gemini", "model": "g"}}\n{"id": "a", "request": "x"}\n',
+        1,
+        "provider",
+    ),
+    (
+        "empty prompt",
+        HEADER.encode() + b'\n{"id": "a", "request": "fine"}\n{"id": "b", "request": ""}\n',
+        3,
+        "must not be empty",
+    ),
     ("not utf8", HEADER.encode() + b'\n{"id": "a", "request": "\xff\xfe"}\n', 2, "UTF-8"),
-    ("bad hyperparameter", b'{"batch_gateway": {"provider": "anthropic", "model": "claude-x", '
-     b'"hyperparameters": {"max_tokenz": 5}}}\n{"id": "a", "request": "x"}\n', 1, "unknown hyperparameter"),
-    ("wrong provider model", b'{"batch_gateway": {"provider": "anthropic", "model": "gpt-4o"}}\n'
-     b'{"id": "a", "request": "x"}\n', 1, "not an Anthropic model"),
+    (
+        "bad hyperparameter",
+        b'{"batch_gateway": {"provider": "anthropic", "model": "claude-x", '
+        b'"hyperparameters": {"max_tokenz": 5}}}\n{"id": "a", "request": "x"}\n',
+        1,
+        "unknown hyperparameter",
+    ),
+    (
+        "wrong provider model",
+        b'{"batch_gateway": {"provider": "anthropic", "model": "gpt-4o"}}\n{"id": "a", "request": "x"}\n',
+        1,
+        "not an Anthropic model",
+    ),
 ]
 
 

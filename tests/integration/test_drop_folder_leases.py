@@ -52,8 +52,9 @@ def _receipt(name: str) -> dict | None:
 
 
 def _job_ids() -> list[str]:
-    items = boto3.client("dynamodb").scan(TableName="jobs", FilterExpression="sk = :j",
-                                          ExpressionAttributeValues={":j": {"S": "JOB"}})["Items"]
+    items = boto3.client("dynamodb").scan(
+        TableName="jobs", FilterExpression="sk = :j", ExpressionAttributeValues={":j": {"S": "JOB"}}
+    )["Items"]
     return sorted(item["pk"]["S"].removeprefix("JOB#") for item in items)
 
 
@@ -175,8 +176,9 @@ def _deliver_concurrently(records: list[tuple[int, SQSRecord]]) -> list[tuple[in
     return outcomes
 
 
-def test_concurrent_deliveries_of_several_files_with_crashes_start_exactly_one_job_each(aws, ctx, monkeypatch,
-                                                                                          atomic_dynamodb):
+def test_concurrent_deliveries_of_several_files_with_crashes_start_exactly_one_job_each(
+    aws, ctx, monkeypatch, atomic_dynamodb
+):
     """S3 may deliver one event twice and SQS may hand a message to two pollers, while the first attempt at each
     file dies mid-create: several copies of several files' records race (one Lambda process each in AWS; threads
     here, each running the per-record handler), then SQS redelivers whatever was not acknowledged."""
@@ -199,8 +201,9 @@ def test_concurrent_deliveries_of_several_files_with_crashes_start_exactly_one_j
 
     first_round = _deliver_concurrently(records)
     assert sorted(f for f, outcome in first_round if outcome == "died") == list(range(files))
-    assert not [f for f, outcome in first_round if outcome == "acknowledged"], \
+    assert not [f for f, outcome in first_round if outcome == "acknowledged"], (
         "a copy was acknowledged while no job and no receipt existed"
+    )
     assert _job_ids() == []
 
     _later(monkeypatch, AFTER_THE_LEASE)

@@ -41,9 +41,14 @@ def wait_for(condition: Callable[[], Any], timeout: float = 20.0, what: str = "c
 def new_job(ctx, caller: str, provider: str = "anthropic", n: int = 5, tag: str | None = None) -> str:
     tag = tag or caller
     event = as_caller(load_event("api_create.json"), caller)
-    event["body"] = json.dumps({"provider": provider, "model": MODELS[provider],
-                                "requests": {f"q{i}": f"{tag} question {i}" for i in range(n)},
-                                "hyperparameters": {"max_tokens": 64}})
+    event["body"] = json.dumps(
+        {
+            "provider": provider,
+            "model": MODELS[provider],
+            "requests": {f"q{i}": f"{tag} question {i}" for i in range(n)},
+            "hyperparameters": {"max_tokens": 64},
+        }
+    )
     status, job = call(create.handler, event, ctx)
     assert status == 202, job
     return job["id"]
@@ -238,8 +243,10 @@ def test_a_poll_racing_a_cancel_keeps_finished_items_and_leaves_nothing_running(
     threads = Threads()
     for c in callers:
         threads.start(f"poll-{c}", lambda c=c: (race.wait(), poll_to_the_end(states[c], ctx))[1])
-    threads.start("cancel-alice", lambda: (race.wait(), call(cancel.handler, load_event("api_cancel.json",
-                                                                                           jobs["alice"]), ctx))[1])
+    threads.start(
+        "cancel-alice",
+        lambda: (race.wait(), call(cancel.handler, load_event("api_cancel.json", jobs["alice"]), ctx))[1],
+    )
     answers = threads.join(timeout=120)
 
     assert answers["cancel-alice"][0] == 202

@@ -18,8 +18,13 @@ REASON = "ProviderRequestError: Anthropic refused the request: the model was ret
 
 def _failure(job_id: str) -> dict:
     cause = {"errorMessage": REASON.split(": ", 1)[1], "errorType": "ProviderRequestError", "stackTrace": []}
-    return {"job_id": job_id, "wait_seconds": 0, "polls": 3, "done": False,
-            "error": {"Error": "ProviderRequestError", "Cause": json.dumps(cause)}}
+    return {
+        "job_id": job_id,
+        "wait_seconds": 0,
+        "polls": 3,
+        "done": False,
+        "error": {"Error": "ProviderRequestError", "Cause": json.dumps(cause)},
+    }
 
 
 @pytest.fixture

@@ -11,8 +11,12 @@ from batch_gateway_dev.simulators import faults
 from lambdas import create, mark_failed, plan, status, submit
 from tests.integration.conftest import call, load_event
 
-OUT_OF_CREDIT = ("rate_limit_error", "insufficient_quota", "insufficient_quota",
-                 "You exceeded your current quota, please check your plan and billing details.")
+OUT_OF_CREDIT = (
+    "rate_limit_error",
+    "insufficient_quota",
+    "insufficient_quota",
+    "You exceeded your current quota, please check your plan and billing details.",
+)
 
 
 def _openai_job(ctx) -> dict:

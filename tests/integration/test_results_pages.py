@@ -34,8 +34,9 @@ def _page(ctx, job_id, **params):
 
 def _embedding(caller_id, rng, dims=3072):
     vector = [rng.uniform(-1, 1) for _ in range(dims)]
-    return result_item(caller_id, ItemStatus.SUCCEEDED, outputs=[{"type": "embedding", "embedding": vector}],
-                       input_tokens=8)
+    return result_item(
+        caller_id, ItemStatus.SUCCEEDED, outputs=[{"type": "embedding", "embedding": vector}], input_tokens=8
+    )
 
 
 def test_a_page_of_large_embeddings_stays_under_lambdas_response_limit_and_next_token_carries_on(aws, ctx):
@@ -61,8 +62,10 @@ def test_a_page_of_large_embeddings_stays_under_lambdas_response_limit_and_next_
 
 def test_a_single_result_larger_than_the_page_budget_still_comes_back_alone(aws, ctx, monkeypatch):
     monkeypatch.setattr(query, "PAGE_BYTES", 20_000)
-    items = [result_item(n, ItemStatus.SUCCEEDED, outputs=[{"type": "text", "text": text}])
-             for n, text in (("a", "small"), ("b", "x" * 50_000), ("c", "small too"))]
+    items = [
+        result_item(n, ItemStatus.SUCCEEDED, outputs=[{"type": "text", "text": text}])
+        for n, text in (("a", "small"), ("b", "x" * 50_000), ("c", "small too"))
+    ]
     job_id = _finished_job(aws, items, provider="anthropic", model="claude-x")
     pages, token = [], None
     while True:

@@ -33,21 +33,35 @@ def _deployment(aws, simulator, name: str) -> Services:
     dynamodb = boto3.client("dynamodb")
     if table not in dynamodb.list_tables()["TableNames"]:
         create_table(dynamodb, table)
-    adapters = {p: make_provider(p, api_key="sim-key", deployment_id=name,
-                                 base_url=simulator.url if p == "anthropic" else simulator.openai_base_url)
-                for p in ("anthropic", "openai")}
+    adapters = {
+        p: make_provider(
+            p,
+            api_key="sim-key",
+            deployment_id=name,
+            base_url=simulator.url if p == "anthropic" else simulator.openai_base_url,
+        )
+        for p in ("anthropic", "openai")
+    }
     return dataclasses.replace(
-        aws, settings=dataclasses.replace(aws.settings, table=table, deployment_id=name),
-        jobs=DynamoDBJobStore(dynamodb, table), provider_for=adapters.__getitem__,
+        aws,
+        settings=dataclasses.replace(aws.settings, table=table, deployment_id=name),
+        jobs=DynamoDBJobStore(dynamodb, table),
+        provider_for=adapters.__getitem__,
         describe_workflow=lambda arn: "RUNNING",
     )
 
 
 def _running_job(services: Services, tag: str) -> tuple[str, str]:
     """A job of this deployment with its batch running; (job id, batch id)."""
-    job = create_job(services, owner=OWNER, body={
-        "provider": "openai", "model": "gpt-4o-mini",
-        "requests": {f"q{i}": f"{tag} question {i}" for i in range(3)}})
+    job = create_job(
+        services,
+        owner=OWNER,
+        body={
+            "provider": "openai",
+            "model": "gpt-4o-mini",
+            "requests": {f"q{i}": f"{tag} question {i}" for i in range(3)},
+        },
+    )
     state = plan_job(services, WorkflowState(job_id=job.id))
     submit_job(services, state)
     [chunk] = services.jobs.get_chunks(job.id)
@@ -58,7 +72,8 @@ def _orphan(services: Services, job_id: str) -> str:
     """A second batch for the job's chunk that no chunk records (a resend no reconcile adopted)."""
     lines = (line for line in services.payloads.iter_lines(chunk_input_key(job_id, 0)) if line)
     return services.provider_for("openai").submit(
-        lines, ChunkRef(job_id=job_id, index=0, request_count=3, model="gpt-4o-mini"))
+        lines, ChunkRef(job_id=job_id, index=0, request_count=3, model="gpt-4o-mini")
+    )
 
 
 def test_each_deployments_sweeper_cancels_only_its_own_orphans(aws, simulator):
@@ -90,8 +105,12 @@ def test_a_deployment_without_an_id_cancels_nothing(aws, simulator):
     job_id, _ = _running_job(staging, "staging")
     orphan = _orphan(staging, job_id)
     anonymous = dataclasses.replace(staging, settings=dataclasses.replace(staging.settings, deployment_id=None))
-    adapters = {p: make_provider(p, api_key="sim-key", base_url=simulator.url if p == "anthropic"
-                                 else simulator.openai_base_url) for p in ("anthropic", "openai")}
+    adapters = {
+        p: make_provider(
+            p, api_key="sim-key", base_url=simulator.url if p == "anthropic" else simulator.openai_base_url
+        )
+        for p in ("anthropic", "openai")
+    }
     anonymous.provider_for = adapters.__getitem__
     assert sweep(anonymous).orphans_canceled == []
     assert staging.provider_for("openai").status(orphan).status in ("validating", "in_progress")

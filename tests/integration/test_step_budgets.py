@@ -37,8 +37,9 @@ def big_job(aws, ctx, monkeypatch):
     monkeypatch.setenv("MAX_CHUNK_REQUESTS", "1")  # the operator's limit: one request per chunk
     wiring.reset()
     event = load_event("api_create.json")
-    event["body"] = json.dumps({**json.loads(event["body"]),
-                                "requests": {f"r{i:02d}": f"Name animal number {i}" for i in range(CHUNKS)}})
+    event["body"] = json.dumps(
+        {**json.loads(event["body"]), "requests": {f"r{i:02d}": f"Name animal number {i}" for i in range(CHUNKS)}}
+    )
     code, job = call(create.handler, event, ctx)
     assert code == 202, job
     state = plan.handler({"job_id": job["id"]}, ctx)
@@ -113,8 +114,15 @@ def test_mark_failed_on_a_large_job_goes_on_across_invocations_and_keeps_one_lin
     job_id, state = big_job
     simulator.configure(processing_seconds=600)
     submit.handler(state, ctx)  # 20 batches running
-    failure = {**state, "error": {"Error": "ProviderNotFound", "Cause": json.dumps(
-        {"errorMessage": "Anthropic does not know this batch or file", "errorType": "ProviderNotFound"})}}
+    failure = {
+        **state,
+        "error": {
+            "Error": "ProviderNotFound",
+            "Cause": json.dumps(
+                {"errorMessage": "Anthropic does not know this batch or file", "errorType": "ProviderNotFound"}
+            ),
+        },
+    }
     invocations, outcome = 0, None
     while outcome is None:
         invocations += 1

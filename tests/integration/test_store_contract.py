@@ -60,10 +60,16 @@ def _atomic_moto(monkeypatch) -> None:
 
 def a_job(owner: str = "alice", created: int = 0, **fields) -> Job:
     fields.setdefault("id", new_job_id())
-    return Job(owner=owner, provider="openai", model="gpt-4o-mini",
-               request_counts=RequestCounts(total=3, processing=3), metadata={"team": "search"},
-               hyperparameters={"temperature": 0.5, "max_tokens": 10}, created_at=NOW + timedelta(seconds=created),
-               **fields)
+    return Job(
+        owner=owner,
+        provider="openai",
+        model="gpt-4o-mini",
+        request_counts=RequestCounts(total=3, processing=3),
+        metadata={"team": "search"},
+        hyperparameters={"temperature": 0.5, "max_tokens": 10},
+        created_at=NOW + timedelta(seconds=created),
+        **fields,
+    )
 
 
 def with_chunks(jobs: JobStore, count: int = 2, status: JobStatus = JobStatus.IN_PROGRESS) -> tuple[Job, list[Chunk]]:
@@ -108,9 +114,14 @@ def test_an_update_expecting_another_status_is_refused_and_changes_nothing(jobs)
 def test_an_update_in_an_expected_status_writes_returns_the_job_and_none_removes_a_field(jobs):
     job = a_job(error="earlier")
     jobs.put_new_job(job)
-    updated = jobs.update_job(job.id, expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS],
-                              status=JobStatus.IN_PROGRESS, chunk_count=4, error=None,
-                              request_counts=RequestCounts(total=3, succeeded=1, processing=2))
+    updated = jobs.update_job(
+        job.id,
+        expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS],
+        status=JobStatus.IN_PROGRESS,
+        chunk_count=4,
+        error=None,
+        request_counts=RequestCounts(total=3, succeeded=1, processing=2),
+    )
     assert updated == jobs.get_job(job.id)
     assert (updated.status, updated.chunk_count, updated.error) == (JobStatus.IN_PROGRESS, 4, None)
     assert updated.request_counts.succeeded == 1 and updated.updated_at > job.updated_at
@@ -181,8 +192,9 @@ def test_chunks_come_back_in_index_order_however_many(jobs):
 
 def test_a_chunk_update_whose_expectation_fails_is_refused_and_changes_nothing(jobs):
     job, (chunk, _) = with_chunks(jobs)
-    claimed = jobs.update_chunk(chunk, expect_state=ChunkState.PENDING, state=ChunkState.SUBMITTING,
-                                claim_token="t1", claimed_at=NOW)
+    claimed = jobs.update_chunk(
+        chunk, expect_state=ChunkState.PENDING, state=ChunkState.SUBMITTING, claim_token="t1", claimed_at=NOW
+    )
     assert (claimed.state, claimed.claim_token) == (ChunkState.SUBMITTING, "t1")
     refusals = [
         {"expect_state": ChunkState.PENDING},
@@ -209,8 +221,7 @@ def test_a_chunk_of_a_job_that_is_no_longer_running_cannot_be_claimed_and_stays_
     job, (chunk, _) = with_chunks(jobs)
     jobs.update_job(job.id, status=JobStatus.CANCELING)
     with pytest.raises(ConflictError):
-        jobs.claim_chunk(chunk, job_statuses=[JobStatus.IN_PROGRESS], state=ChunkState.SUBMITTING,
-                         claim_token="t1")
+        jobs.claim_chunk(chunk, job_statuses=[JobStatus.IN_PROGRESS], state=ChunkState.SUBMITTING, claim_token="t1")
     assert jobs.get_chunk(job.id, 0) == chunk
 
 
@@ -218,8 +229,7 @@ def test_a_chunk_changed_since_it_was_read_cannot_be_claimed(jobs):
     job, (chunk, _) = with_chunks(jobs)
     jobs.update_chunk(chunk, state=ChunkState.COLLECTED, collected=True)  # canceled before it was sent
     with pytest.raises(ConflictError):
-        jobs.claim_chunk(chunk, job_statuses=[JobStatus.IN_PROGRESS], state=ChunkState.SUBMITTING,
-                         claim_token="t1")
+        jobs.claim_chunk(chunk, job_statuses=[JobStatus.IN_PROGRESS], state=ChunkState.SUBMITTING, claim_token="t1")
     assert jobs.get_chunk(job.id, 0).state is ChunkState.COLLECTED
 
 
@@ -231,8 +241,9 @@ def test_two_claims_of_the_same_chunk_at_once_grant_exactly_one(jobs):
     def claim(token: str) -> None:
         barrier.wait(timeout=10)
         try:
-            jobs.claim_chunk(chunk, job_statuses=[JobStatus.IN_PROGRESS], state=ChunkState.SUBMITTING,
-                             claim_token=token)
+            jobs.claim_chunk(
+                chunk, job_statuses=[JobStatus.IN_PROGRESS], state=ChunkState.SUBMITTING, claim_token=token
+            )
             granted.append(token)
         except ConflictError:
             refused.append(token)
@@ -251,37 +262,48 @@ def test_two_claims_of_the_same_chunk_at_once_grant_exactly_one(jobs):
 
 def test_a_marker_is_held_by_one_claim_until_its_lease_ends_and_never_again_once_done(jobs):
     lease = NOW + timedelta(minutes=5)
-    granted, marker = jobs.claim_marker("drop#a", {"key": "inbox/a.jsonl"}, token="t1", job_id="job_a", now=NOW,
-                                        lease_until=lease)
+    granted, marker = jobs.claim_marker(
+        "drop#a", {"key": "inbox/a.jsonl"}, token="t1", job_id="job_a", now=NOW, lease_until=lease
+    )
     assert granted and marker["token"] == "t1" and marker["job_id"] == "job_a" and marker["key"] == "inbox/a.jsonl"
 
-    granted, marker = jobs.claim_marker("drop#a", {}, token="t2", job_id="job_b", now=NOW + timedelta(minutes=1),
-                                        lease_until=lease + timedelta(minutes=1))
+    granted, marker = jobs.claim_marker(
+        "drop#a",
+        {},
+        token="t2",
+        job_id="job_b",
+        now=NOW + timedelta(minutes=1),
+        lease_until=lease + timedelta(minutes=1),
+    )
     assert not granted and marker["token"] == "t1"
 
     jobs.release_marker("drop#a", "t2")  # not the holder: nothing happens
-    granted, _ = jobs.claim_marker("drop#a", {}, token="t2", job_id="job_b", now=NOW + timedelta(minutes=1),
-                                   lease_until=lease)
+    granted, _ = jobs.claim_marker(
+        "drop#a", {}, token="t2", job_id="job_b", now=NOW + timedelta(minutes=1), lease_until=lease
+    )
     assert not granted
 
     after = lease + timedelta(seconds=1)
-    granted, marker = jobs.claim_marker("drop#a", {}, token="t3", job_id="job_c", now=after,
-                                        lease_until=after + timedelta(minutes=5))
+    granted, marker = jobs.claim_marker(
+        "drop#a", {}, token="t3", job_id="job_c", now=after, lease_until=after + timedelta(minutes=5)
+    )
     assert granted and marker["token"] == "t3" and marker["job_id"] == "job_a"  # the first claim fixed the job
     assert marker["attempts"] == 2
 
     assert not jobs.finish_marker("drop#a", "t1", {"receipt": "r"})  # taken over: the late holder cannot finish
     assert jobs.finish_marker("drop#a", "t3", {"receipt": "r"})
-    granted, marker = jobs.claim_marker("drop#a", {}, token="t4", job_id="job_d",
-                                        now=after + timedelta(days=1), lease_until=after + timedelta(days=2))
+    granted, marker = jobs.claim_marker(
+        "drop#a", {}, token="t4", job_id="job_d", now=after + timedelta(days=1), lease_until=after + timedelta(days=2)
+    )
     assert not granted and marker["state"] == "done" and marker["receipt"] == "r"
 
 
 def test_a_released_marker_is_granted_to_the_next_delivery_at_once(jobs):
     jobs.claim_marker("drop#b", {}, token="t1", job_id="job_a", now=NOW, lease_until=NOW + timedelta(minutes=5))
     jobs.release_marker("drop#b", "t1")
-    granted, marker = jobs.claim_marker("drop#b", {}, token="t2", job_id="job_b", now=NOW + timedelta(seconds=1),
-                                        lease_until=NOW + timedelta(minutes=5))
+    granted, marker = jobs.claim_marker(
+        "drop#b", {}, token="t2", job_id="job_b", now=NOW + timedelta(seconds=1), lease_until=NOW + timedelta(minutes=5)
+    )
     assert granted and marker["job_id"] == "job_a"
 
 
@@ -296,8 +318,7 @@ def test_an_object_reads_back_whole_by_line_and_from_an_offset(payloads):
     payloads.put_bytes("jobs/a/requests.jsonl", b"one\ntwo\n\nthree")
     assert payloads.get_bytes("jobs/a/requests.jsonl") == b"one\ntwo\n\nthree"
     assert list(payloads.iter_lines("jobs/a/requests.jsonl")) == [b"one", b"two", b"", b"three"]
-    assert list(payloads.iter_lines_with_offsets("jobs/a/requests.jsonl", 4)) == [(8, b"two"), (9, b""),
-                                                                                  (15, b"three")]
+    assert list(payloads.iter_lines_with_offsets("jobs/a/requests.jsonl", 4)) == [(8, b"two"), (9, b""), (15, b"three")]
     with pytest.raises(OffsetOutOfRange):
         list(payloads.iter_lines("jobs/a/requests.jsonl", 14))
     assert payloads.open_object("jobs/a/requests.jsonl").read() == b"one\ntwo\n\nthree"

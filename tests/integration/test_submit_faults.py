@@ -32,11 +32,14 @@ def _finish(state, ctx):
 
 @pytest.mark.parametrize(
     ("kind", "error"),
-    [("http_500", errors.ProviderUnavailable), ("http_429", errors.ProviderRateLimited),
-     ("http_529", errors.ProviderUnavailable), ("http_503", errors.ProviderUnavailable)],
+    [
+        ("http_500", errors.ProviderUnavailable),
+        ("http_429", errors.ProviderRateLimited),
+        ("http_529", errors.ProviderUnavailable),
+        ("http_503", errors.ProviderUnavailable),
+    ],
 )
-def test_refusal_before_acceptance_releases_the_claim_and_the_retry_creates_one_batch(aws, ctx, simulator, kind,
-                                                                                      error):
+def test_refusal_before_acceptance_releases_the_claim_and_the_retry_creates_one_batch(aws, ctx, simulator, kind, error):
     state = _planned_job(ctx)
     simulator.add_fault("anthropic", "create_batch", kind)
     with pytest.raises(error):
@@ -103,8 +106,14 @@ def test_a_claim_whose_lease_ran_out_is_reconciled_and_sent_once(aws, ctx, simul
     state = _planned_job(ctx)
     [chunk] = aws.jobs.get_chunks(state["job_id"])
     past = datetime.now(UTC) - timedelta(seconds=1)
-    aws.jobs.update_chunk(chunk, expect_state=ChunkState.PENDING, state=ChunkState.SUBMITTING, claim_token="dead",
-                          claimed_at=past - timedelta(seconds=aws.settings.claim_lease_seconds), lease_until=past)
+    aws.jobs.update_chunk(
+        chunk,
+        expect_state=ChunkState.PENDING,
+        state=ChunkState.SUBMITTING,
+        claim_token="dead",
+        claimed_at=past - timedelta(seconds=aws.settings.claim_lease_seconds),
+        lease_until=past,
+    )
     state = submit.handler(state, ctx)
     assert simulator.stats()["anthropic"]["batches_created"] == 1
     assert _finish(state, ctx)["status"] == "finished"
@@ -115,8 +124,14 @@ def test_a_live_claim_is_left_to_its_owner(aws, ctx, simulator):
     state = _planned_job(ctx)
     [chunk] = aws.jobs.get_chunks(state["job_id"])
     now = datetime.now(UTC)
-    aws.jobs.update_chunk(chunk, expect_state=ChunkState.PENDING, state=ChunkState.SUBMITTING, claim_token="alive",
-                          claimed_at=now, lease_until=now + timedelta(seconds=aws.settings.claim_lease_seconds))
+    aws.jobs.update_chunk(
+        chunk,
+        expect_state=ChunkState.PENDING,
+        state=ChunkState.SUBMITTING,
+        claim_token="alive",
+        claimed_at=now,
+        lease_until=now + timedelta(seconds=aws.settings.claim_lease_seconds),
+    )
     submit.handler(state, ctx)
     poll.handler(state, ctx)
     [chunk] = aws.jobs.get_chunks(state["job_id"])

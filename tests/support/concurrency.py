@@ -19,7 +19,7 @@ class Threads:
         def run() -> None:
             try:
                 self.answers[name] = fn()
-            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            except BaseException as exc:
                 self.failures.append(exc)
 
         thread = threading.Thread(target=run, name=name, daemon=True)

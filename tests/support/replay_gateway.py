@@ -205,7 +205,7 @@ class ReplayGateway:
             decoded = json.loads(body) if body else None
         except ValueError:
             decoded = body
-        path = parts.path[len(self.stage):] if parts.path.startswith(self.stage + "/") else parts.path
+        path = parts.path[len(self.stage) :] if parts.path.startswith(self.stage + "/") else parts.path
         record = Received(method, path, dict(parse_qsl(parts.query, keep_blank_values=True)), lowered, decoded)
         with self._lock:
             self.received.append(record)

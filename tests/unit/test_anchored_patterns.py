@@ -10,8 +10,10 @@ from batch_gateway_dev.local import front
 from batch_gateway_dev.local.template import Route
 from batch_gateway_dev.simulators import wire
 
-SIGNATURE = ("AWS4-HMAC-SHA256 Credential=AKID/20261129/eu-west-1/execute-api/aws4_request, "
-             "SignedHeaders=host;x-amz-date, Signature=" + "0" * 64)
+SIGNATURE = (
+    "AWS4-HMAC-SHA256 Credential=AKID/20261129/eu-west-1/execute-api/aws4_request, "
+    "SignedHeaders=host;x-amz-date, Signature=" + "0" * 64
+)
 
 CASES = [
     ("custom_id", CUSTOM_ID_RE, "request_A"),

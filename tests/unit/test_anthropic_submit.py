@@ -20,11 +20,17 @@ MODEL = "claude-sonnet-4-20250514"
 
 
 def _request(i: int, text: str = "") -> dict:
-    return {"custom_id": f"job1-c0-{i:05d}", "params": {
-        "model": MODEL, "max_tokens": 64 + i % 7, "temperature": 0.5, "system": "Réponds en français ☕",
-        "stop_sequences": ["\n\nHuman:"],
-        "messages": [{"role": "user", "content": f"question {i} «{text}» \u2028 \"quoted\" \\ back"}],
-    }}
+    return {
+        "custom_id": f"job1-c0-{i:05d}",
+        "params": {
+            "model": MODEL,
+            "max_tokens": 64 + i % 7,
+            "temperature": 0.5,
+            "system": "Réponds en français ☕",
+            "stop_sequences": ["\n\nHuman:"],
+            "messages": [{"role": "user", "content": f'question {i} «{text}» \u2028 "quoted" \\ back'}],
+        },
+    }
 
 
 def _ref(count: int) -> ChunkRef:
@@ -59,8 +65,14 @@ def test_the_provider_receives_every_request_intact_and_in_order(sim, received):
 
 def test_blank_lines_are_not_requests(sim, received):
     requests = [_request(i) for i in range(3)]
-    lines = [b"", json.dumps(requests[0]).encode(), b"  ", json.dumps(requests[1]).encode(), json.dumps(requests[2])
-             .encode(), b""]
+    lines = [
+        b"",
+        json.dumps(requests[0]).encode(),
+        b"  ",
+        json.dumps(requests[1]).encode(),
+        json.dumps(requests[2]).encode(),
+        b"",
+    ]
     AnthropicBatchProvider(api_key="k", base_url=sim.url).submit(iter(lines), _ref(3))
     assert received == [{"requests": requests}]
 
@@ -68,8 +80,7 @@ def test_blank_lines_are_not_requests(sim, received):
 def test_a_body_split_across_pieces_still_decodes(sim, received, monkeypatch):
     monkeypatch.setattr(adapter, "BODY_PIECE_BYTES", 7)  # a piece boundary inside every line
     requests = [_request(i) for i in range(20)]
-    AnthropicBatchProvider(api_key="k", base_url=sim.url).submit((json.dumps(r).encode() for r in requests),
-                                                                 _ref(20))
+    AnthropicBatchProvider(api_key="k", base_url=sim.url).submit((json.dumps(r).encode() for r in requests), _ref(20))
     assert received == [{"requests": requests}]
 
 
@@ -90,6 +101,5 @@ def test_a_refused_body_maps_to_a_request_error_with_the_providers_message(sim):
 def test_an_answer_lost_after_sending_is_ambiguous(sim):
     sim.add_fault("anthropic", "create_batch", "drop_after_accept")
     with pytest.raises(errors.ProviderAmbiguousError):
-        AnthropicBatchProvider(api_key="k", base_url=sim.url).submit(iter([json.dumps(_request(1)).encode()]),
-                                                                     _ref(1))
+        AnthropicBatchProvider(api_key="k", base_url=sim.url).submit(iter([json.dumps(_request(1)).encode()]), _ref(1))
     assert sim.stats()["anthropic"]["batches_created"] == 1  # accepted once, never re-sent

@@ -21,8 +21,10 @@ def test_the_job_view_the_api_returns_matches_the_contract():
 
 
 def test_result_items_match_the_contract():
-    for item in (result_item("a", ItemStatus.SUCCEEDED, outputs=[{"type": "text", "text": "x"}]),
-                 result_item("b", ItemStatus.EXPIRED)):
+    for item in (
+        result_item("a", ItemStatus.SUCCEEDED, outputs=[{"type": "text", "text": "x"}]),
+        result_item("b", ItemStatus.EXPIRED),
+    ):
         assert ResultItem.model_validate(item).model_dump() == item
 
 

@@ -62,8 +62,10 @@ def test_submit_wait_writes_one_result_line_per_request_to_the_output_file(gatew
     out = tmp_path / "results.jsonl"
     run_then_finish(gateway, succeeded=1, errored=1)
     overloaded = {"type": "error", "code": "overloaded_error", "message": "Overloaded"}
-    items = [item("request_A", "Answer: Name an animal that starts with A"),
-             item("request_B", status="errored", finish_details=overloaded)]
+    items = [
+        item("request_A", "Answer: Name an animal that starts with A"),
+        item("request_B", status="errored", finish_details=overloaded),
+    ]
     gateway.script("GET", "/batches/job_1/results", results("job_1", items))
 
     code = main(["submit", str(input_file), "--wait", "--poll-interval", "0.01", "-o", str(out)])
@@ -190,8 +192,12 @@ def test_cancel_says_canceling_and_json_gives_the_job(gateway, capsys):
 
 def test_results_writes_jsonl_for_an_ended_job(gateway, tmp_path):
     batch_id = "job_1"
-    gateway.script("GET", "/batches/job_1/results", results("job_1", [item("request_A")], next_token="t"),
-                   results("job_1", [item("request_B")]))
+    gateway.script(
+        "GET",
+        "/batches/job_1/results",
+        results("job_1", [item("request_A")], next_token="t"),
+        results("job_1", [item("request_B")]),
+    )
     out = tmp_path / "again.jsonl"
     assert main(["results", batch_id, "-o", str(out)]) == 0
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["request_A", "request_B"]

@@ -54,8 +54,12 @@ def test_seed_example_runs_unchanged_with_gateway_lm_invoker(gateway, monkeypatc
 
 def test_seed_standalone_operations_are_awaitable(gateway, monkeypatch):
     monkeypatch.setenv("BATCH_GATEWAY_ENDPOINT", gateway.url)
-    gateway.script("POST", "/batches", job("job_1", provider="openai", model="gpt-test"),
-                   job("job_2", provider="openai", model="gpt-test"))
+    gateway.script(
+        "POST",
+        "/batches",
+        job("job_1", provider="openai", model="gpt-test"),
+        job("job_2", provider="openai", model="gpt-test"),
+    )
     gateway.script("GET", "/batches/job_1", job("job_1", "in_progress"), job("job_1", "finished"))
     gateway.script("GET", "/batches/job_1/results", results("job_1", [item("request_1"), item("request_2", "green")]))
     gateway.script("GET", "/batches", jobs([job("job_1", "finished", provider="openai", model="gpt-test")]))
@@ -113,8 +117,12 @@ def test_concurrent_async_invokes_each_get_their_own_results(gateway):
 def test_async_client_pages_and_errors_match_the_sync_client(gateway):
     gateway.script("POST", "/batches", job("job_1", total=3))
     gateway.script("GET", "/batches/job_1", job("job_1", "finished", total=3))
-    gateway.script("GET", "/batches/job_1/results", results("job_1", [item("a"), item("b")], next_token="t"),
-                   results("job_1", [item("c")]))
+    gateway.script(
+        "GET",
+        "/batches/job_1/results",
+        results("job_1", [item("a"), item("b")], next_token="t"),
+        results("job_1", [item("c")]),
+    )
     gateway.script("GET", "/batches", jobs([job("job_1", "finished")]))
     gateway.script("GET", "/batches/nope", error(404, "not_found", "no batch nope"))
 

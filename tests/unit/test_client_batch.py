@@ -114,8 +114,11 @@ def test_invoke_of_a_failed_job_raises_the_jobs_typed_error(client, gateway):
 def test_errored_items_are_data_with_error_finish_details(client, gateway):
     finish_after(gateway, 1)
     overloaded = {"type": "error", "code": "overloaded_error", "message": "Overloaded"}
-    items = [item("request_A"), item("request_B", status="errored", finish_details=overloaded),
-             item("request_C", status="expired")]
+    items = [
+        item("request_A"),
+        item("request_B", status="errored", finish_details=overloaded),
+        item("request_C", status="expired"),
+    ]
     gateway.script("GET", "/batches/job_1/results", results("job_1", items))
     out = client.batch.invoke(ANIMALS, provider="anthropic", model="m", status_check_interval=0.01)
 
@@ -189,8 +192,12 @@ def test_a_newer_servers_unknown_status_and_fields_do_not_break_the_client(clien
 
 
 def test_cancel_sends_the_cancel_and_a_conflict_is_raised(client, gateway):
-    gateway.script("POST", "/batches/job_1/cancel", job("job_1", "canceling"),
-                   error(409, "conflict", "batch job_1 has already ended (finished)"))
+    gateway.script(
+        "POST",
+        "/batches/job_1/cancel",
+        job("job_1", "canceling"),
+        error(409, "conflict", "batch job_1 has already ended (finished)"),
+    )
     client.batch.cancel("job_1")
     with pytest.raises(ConflictError):
         client.batch.cancel("job_1")

@@ -13,15 +13,18 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SERVER_MODULES = {f"batch_gateway.{name}" for name in
-                  ("models", "service", "store", "edge", "providers", "wiring", "settings", "local", "simulators")}
+SERVER_MODULES = {
+    f"batch_gateway.{name}"
+    for name in ("models", "service", "store", "edge", "providers", "wiring", "settings", "local", "simulators")
+}
 SERVER_DEPENDENCIES = {"boto3", "aws_lambda_powertools", "orjson", "anthropic", "openai", "moto"}
 
 
 def test_the_sdk_and_the_cli_load_no_server_module_and_no_server_dependency():
     code = "import sys, json, batch_gateway.client, batch_gateway.cli; print(json.dumps(sorted(sys.modules)))"
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
-                          check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60, check=True
+    )
     loaded = set(json.loads(done.stdout))
     server = {name for name in loaded if name.split(".")[:2] and ".".join(name.split(".")[:2]) in SERVER_MODULES}
     assert server == set()
@@ -48,8 +51,11 @@ def test_batch_wait_timeout_sits_under_the_client_error_root_and_is_still_a_time
     job = Job(id="job_1", status="in_progress", provider="anthropic", model="claude-x")
     error = BatchWaitTimeout("job_1", job, 3)
     assert isinstance(error, BatchGatewayError) and isinstance(error, TimeoutError)
-    assert (error.batch_id, error.job, str(error)) == ("job_1", job, "batch job_1 is still in_progress after 3 "
-                                                                      "status checks")
+    assert (error.batch_id, error.job, str(error)) == (
+        "job_1",
+        job,
+        "batch job_1 is still in_progress after 3 status checks",
+    )
 
 
 def test_job_statuses_and_the_terminal_set_are_one_definition_shared_with_the_server():

@@ -20,8 +20,9 @@ NOT_ON_API_PATH = {"pydantic", "aws_xray_sdk"}
 def test_api_bundle_handlers_import_only_what_their_bundle_carries(handler):
     module = handler.rsplit(".", 1)[0]
     code = f"import sys, json, {module}; print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
-                          check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60, check=True
+    )
     loaded = set(json.loads(done.stdout))
     assert not loaded & NOT_IN_API_BUNDLE
     if handler in constants.API_HANDLERS.values():

@@ -35,27 +35,35 @@ def sdk(sim):
 
 
 def request(rid: str, text: str = "Hi", *, system: str | None = None, **params) -> dict:
-    return {"id": rid, "messages": [{"role": "user", "content": text}], "system": system,
-            "params": {"max_tokens": 64, **params}}
+    return {
+        "id": rid,
+        "messages": [{"role": "user", "content": text}],
+        "system": system,
+        "params": {"max_tokens": 64, **params},
+    }
 
 
-def lines_for(provider, requests: list[dict], endpoint: str | None = None, model: str = MODEL,
-              options: dict | None = None) -> list[bytes]:
+def lines_for(
+    provider, requests: list[dict], endpoint: str | None = None, model: str = MODEL, options: dict | None = None
+) -> list[bytes]:
     return [
-        json.dumps(provider.to_provider(r["id"], r, model=model, endpoint=endpoint, provider_options=options or {}))
-        .encode()
+        json.dumps(
+            provider.to_provider(r["id"], r, model=model, endpoint=endpoint, provider_options=options or {})
+        ).encode()
         for r in requests
     ]
 
 
 def ref(job: str = "job_test", index: int = 0, count: int = 1, endpoint: str | None = None) -> ChunkRef:
-    return ChunkRef(job_id=job, index=index, request_count=count, model=MODEL, endpoint=endpoint,
-                    claimed_at=datetime.now(UTC))
+    return ChunkRef(
+        job_id=job, index=index, request_count=count, model=MODEL, endpoint=endpoint, claimed_at=datetime.now(UTC)
+    )
 
 
 def submit(provider, requests: list[dict], endpoint: str | None = None, model: str = MODEL, **ref_args) -> str:
-    return provider.submit(iter(lines_for(provider, requests, endpoint, model)),
-                           ref(count=len(requests), endpoint=endpoint, **ref_args))
+    return provider.submit(
+        iter(lines_for(provider, requests, endpoint, model)), ref(count=len(requests), endpoint=endpoint, **ref_args)
+    )
 
 
 def wait_ended(provider, batch_id: str, timeout: float = 5.0) -> ProviderBatch:
@@ -97,10 +105,17 @@ def test_chat_line_puts_system_first_maps_text_parts_and_uses_max_completion_tok
         "system": "Be brief",
         "params": {"max_tokens": 100, "temperature": 0.3, "top_p": 0.9, "stop": ["\n"]},
     }
-    line = provider.to_provider("a", neutral, model=MODEL, endpoint=None,
-                                provider_options={"seed": 7, "response_format": {"type": "json_object"}})
+    line = provider.to_provider(
+        "a",
+        neutral,
+        model=MODEL,
+        endpoint=None,
+        provider_options={"seed": 7, "response_format": {"type": "json_object"}},
+    )
     assert line == {
-        "custom_id": "a", "method": "POST", "url": "/v1/chat/completions",
+        "custom_id": "a",
+        "method": "POST",
+        "url": "/v1/chat/completions",
         "body": {
             "model": MODEL,
             "messages": [
@@ -109,12 +124,18 @@ def test_chat_line_puts_system_first_maps_text_parts_and_uses_max_completion_tok
                 {"role": "assistant", "content": "Hi!"},
                 {"role": "user", "content": "Name an animal"},
             ],
-            "max_completion_tokens": 100, "temperature": 0.3, "top_p": 0.9, "stop": ["\n"],
-            "seed": 7, "response_format": {"type": "json_object"},
+            "max_completion_tokens": 100,
+            "temperature": 0.3,
+            "top_p": 0.9,
+            "stop": ["\n"],
+            "seed": 7,
+            "response_format": {"type": "json_object"},
         },
     }
-    assert provider.to_provider("a", neutral, model=MODEL, endpoint="chat", provider_options={})["url"] == \
-        "/v1/chat/completions"
+    assert (
+        provider.to_provider("a", neutral, model=MODEL, endpoint="chat", provider_options={})["url"]
+        == "/v1/chat/completions"
+    )
 
 
 def test_chat_line_without_system_has_no_system_message(provider):
@@ -133,10 +154,17 @@ def test_responses_line_uses_instructions_input_text_and_output_text_parts_and_m
         "system": "Be brief",
         "params": {"max_tokens": 50, "temperature": 0.5},
     }
-    line = provider.to_provider("r", neutral, model=MODEL, endpoint="responses",
-                                provider_options={"reasoning": {"effort": "low"}, "store": False})
+    line = provider.to_provider(
+        "r",
+        neutral,
+        model=MODEL,
+        endpoint="responses",
+        provider_options={"reasoning": {"effort": "low"}, "store": False},
+    )
     assert line == {
-        "custom_id": "r", "method": "POST", "url": "/v1/responses",
+        "custom_id": "r",
+        "method": "POST",
+        "url": "/v1/responses",
         "body": {
             "model": MODEL,
             "input": [
@@ -144,32 +172,52 @@ def test_responses_line_uses_instructions_input_text_and_output_text_parts_and_m
                 {"role": "assistant", "content": [{"type": "output_text", "text": "Hi!"}]},
                 {"role": "user", "content": "Name a plant"},
             ],
-            "instructions": "Be brief", "max_output_tokens": 50, "temperature": 0.5,
-            "reasoning": {"effort": "low"}, "store": False,
+            "instructions": "Be brief",
+            "max_output_tokens": 50,
+            "temperature": 0.5,
+            "reasoning": {"effort": "low"},
+            "store": False,
         },
     }
 
 
 def test_embeddings_line_embeds_the_joined_user_text_without_generation_params(provider):
-    neutral = {"id": "e", "messages": [{"role": "user", "content": [{"type": "text", "text": "red "},
-                                                                    {"type": "text", "text": "apple"}]}],
-               "system": None, "params": {"max_tokens": 1024, "temperature": 0.2}}
-    line = provider.to_provider("e", neutral, model=EMBEDDING_MODEL, endpoint="embeddings",
-                                provider_options={"dimensions": 256})
-    assert line == {"custom_id": "e", "method": "POST", "url": "/v1/embeddings",
-                    "body": {"model": EMBEDDING_MODEL, "input": "red apple", "dimensions": 256}}
+    neutral = {
+        "id": "e",
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "red "}, {"type": "text", "text": "apple"}]}
+        ],
+        "system": None,
+        "params": {"max_tokens": 1024, "temperature": 0.2},
+    }
+    line = provider.to_provider(
+        "e", neutral, model=EMBEDDING_MODEL, endpoint="embeddings", provider_options={"dimensions": 256}
+    )
+    assert line == {
+        "custom_id": "e",
+        "method": "POST",
+        "url": "/v1/embeddings",
+        "body": {"model": EMBEDDING_MODEL, "input": "red apple", "dimensions": 256},
+    }
 
 
 def test_requests_an_endpoint_cannot_express_are_refused_rather_than_silently_changed(provider):
     with pytest.raises(errors.InvalidRequestError, match="stop"):
         provider.to_provider("r", request("r", stop="END"), model=MODEL, endpoint="responses", provider_options={})
-    two_turns = {**request("e"), "messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
-                                              {"role": "user", "content": "c"}]}
+    two_turns = {
+        **request("e"),
+        "messages": [
+            {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "b"},
+            {"role": "user", "content": "c"},
+        ],
+    }
     with pytest.raises(errors.InvalidRequestError, match="one user message"):
         provider.to_provider("e", two_turns, model=EMBEDDING_MODEL, endpoint="embeddings", provider_options={})
     with pytest.raises(errors.InvalidRequestError, match="one user message"):
-        provider.to_provider("e", request("e", system="s"), model=EMBEDDING_MODEL, endpoint="embeddings",
-                             provider_options={})
+        provider.to_provider(
+            "e", request("e", system="s"), model=EMBEDDING_MODEL, endpoint="embeddings", provider_options={}
+        )
 
 
 # ---- lifecycle per endpoint
@@ -177,16 +225,20 @@ def test_requests_an_endpoint_cannot_express_are_refused_rather_than_silently_ch
 
 @pytest.mark.parametrize(
     ("endpoint", "model", "url"),
-    [(None, MODEL, "/v1/chat/completions"), ("responses", MODEL, "/v1/responses"),
-     ("embeddings", EMBEDDING_MODEL, "/v1/embeddings")],
+    [
+        (None, MODEL, "/v1/chat/completions"),
+        ("responses", MODEL, "/v1/responses"),
+        ("embeddings", EMBEDDING_MODEL, "/v1/embeddings"),
+    ],
     ids=["chat", "responses", "embeddings"],
 )
 def test_submit_status_results_cleanup_round_trip_on_each_endpoint(provider, sim, sdk, endpoint, model, url):
     sim.configure(processing_seconds=0.5)
     prompts = {"a": "Name an animal", "b": "Name a plant", "c": "Name a colour"}
     system = None if endpoint == "embeddings" else "Be brief"
-    batch_id = submit(provider, [request(k, v, system=system) for k, v in prompts.items()], endpoint, model,
-                      job="job_round", index=3)
+    batch_id = submit(
+        provider, [request(k, v, system=system) for k, v in prompts.items()], endpoint, model, job="job_round", index=3
+    )
 
     created = sdk.batches.retrieve(batch_id)
     assert created.endpoint == url and created.completion_window == "24h"
@@ -197,8 +249,14 @@ def test_submit_status_results_cleanup_round_trip_on_each_endpoint(provider, sim
     assert not running.ended and running.failed_reason is None and running.status in ("validating", "in_progress")
     done = wait_ended(provider, batch_id)
     assert done.status == "completed" and done.failed_reason is None
-    assert done.counts.to_dict() == {"total": 3, "processing": 0, "succeeded": 3, "errored": 0, "canceled": 0,
-                                        "expired": 0}
+    assert done.counts.to_dict() == {
+        "total": 3,
+        "processing": 0,
+        "succeeded": 3,
+        "errored": 0,
+        "canceled": 0,
+        "expired": 0,
+    }
     assert done.raw["output_file_id"] and done.raw["input_file_id"] == created.input_file_id
 
     results = by_id(provider.results(done))
@@ -306,8 +364,12 @@ def test_enqueued_token_limit_fails_the_batch_with_token_limit_exceeded(provider
 
 
 def test_failed_reason_lists_at_most_five_line_errors(provider, sim):
-    lines = [json.dumps({"custom_id": f"x{i}", "method": "GET", "url": "/v1/chat/completions",
-                         "body": {"model": MODEL}}).encode() for i in range(8)]
+    lines = [
+        json.dumps(
+            {"custom_id": f"x{i}", "method": "GET", "url": "/v1/chat/completions", "body": {"model": MODEL}}
+        ).encode()
+        for i in range(8)
+    ]
     done = wait_ended(provider, provider.submit(iter(lines), ref(count=8)))
     assert done.failed_reason.count("invalid_method (line") == 5 and done.failed_reason.endswith("and 3 more")
 
@@ -352,16 +414,24 @@ def test_find_submitted_adopts_the_first_of_two_accepted_batches_and_cancels_the
 def test_find_submitted_stops_at_batches_older_than_the_claim(provider, sim):
     chunk = ref(job="job_old", index=0)
     submit(provider, [request("a")], job="job_old", index=0)
-    later = ChunkRef(job_id="job_old", index=0, request_count=1, model=MODEL,
-                     claimed_at=datetime.fromtimestamp(time.time() + 3600, UTC))
+    later = ChunkRef(
+        job_id="job_old",
+        index=0,
+        request_count=1,
+        model=MODEL,
+        claimed_at=datetime.fromtimestamp(time.time() + 3600, UTC),
+    )
     assert provider.find_submitted(later) is None
     assert provider.find_submitted(chunk) is not None
 
 
 @pytest.mark.parametrize(
     ("kind", "error"),
-    [("http_429", errors.ProviderRateLimited), ("http_500", errors.ProviderUnavailable),
-     ("http_503", errors.ProviderUnavailable)],
+    [
+        ("http_429", errors.ProviderRateLimited),
+        ("http_500", errors.ProviderUnavailable),
+        ("http_503", errors.ProviderUnavailable),
+    ],
 )
 def test_refused_create_maps_to_a_transient_error_creates_no_batch_and_keeps_no_file(provider, sim, kind, error):
     sim.add_fault("openai", "create_batch", kind, retry_after=0)
@@ -410,10 +480,25 @@ def test_large_chunk_streams_through_submit_and_results(provider, sim):
 
 
 def test_chat_tool_calls_and_length_finish_are_mapped():
-    body = {"object": "chat.completion", "choices": [{"finish_reason": "tool_calls", "message": {
-        "content": None, "tool_calls": [{"id": "call_1", "type": "function",
-                                         "function": {"name": "lookup", "arguments": "{\"q\": \"cats\"}"}}]}}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 7}}
+    body = {
+        "object": "chat.completion",
+        "choices": [
+            {
+                "finish_reason": "tool_calls",
+                "message": {
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "lookup", "arguments": '{"q": "cats"}'},
+                        }
+                    ],
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 7},
+    }
     line = {"custom_id": "t", "response": {"status_code": 200, "body": body}, "error": None}
     result = _to_result(line)
     assert result.status is ItemStatus.SUCCEEDED and result.finish_type == "tool_calls"
@@ -424,22 +509,38 @@ def test_chat_tool_calls_and_length_finish_are_mapped():
 
 
 def test_responses_function_calls_and_incomplete_output_are_mapped():
-    body = {"object": "response", "status": "completed", "output": [
-        {"type": "reasoning", "summary": []},
-        {"type": "function_call", "call_id": "call_9", "name": "lookup", "arguments": "{}"}],
-        "usage": {"input_tokens": 3, "output_tokens": 4}}
+    body = {
+        "object": "response",
+        "status": "completed",
+        "output": [
+            {"type": "reasoning", "summary": []},
+            {"type": "function_call", "call_id": "call_9", "name": "lookup", "arguments": "{}"},
+        ],
+        "usage": {"input_tokens": 3, "output_tokens": 4},
+    }
     result = _to_result({"custom_id": "f", "response": {"status_code": 200, "body": body}})
     assert result.outputs == [{"type": "tool_call", "id": "call_9", "name": "lookup", "input": {}}]
     assert result.finish_type == "tool_calls" and (result.input_tokens, result.output_tokens) == (3, 4)
-    body.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"}, output=[
-        {"type": "message", "content": [{"type": "output_text", "text": "par"}]}])
+    body.update(
+        status="incomplete",
+        incomplete_details={"reason": "max_output_tokens"},
+        output=[{"type": "message", "content": [{"type": "output_text", "text": "par"}]}],
+    )
     result = _to_result({"custom_id": "f", "response": {"status_code": 200, "body": body}})
     assert result.finish_type == "length" and result.outputs == [{"type": "text", "text": "par"}]
 
 
 def test_error_lines_map_to_errored_with_code_and_message():
-    result = _to_result({"custom_id": "x", "response": {"status_code": 429, "body": {"error": {
-        "code": "rate_limit_exceeded", "message": "slow down"}}}, "error": None})
+    result = _to_result(
+        {
+            "custom_id": "x",
+            "response": {
+                "status_code": 429,
+                "body": {"error": {"code": "rate_limit_exceeded", "message": "slow down"}},
+            },
+            "error": None,
+        }
+    )
     assert (result.status, result.code, result.message) == (ItemStatus.ERRORED, "rate_limit_exceeded", "slow down")
     result = _to_result({"custom_id": "x", "response": None, "error": {"code": "server_error", "message": "boom"}})
     assert (result.status, result.code) == (ItemStatus.ERRORED, "server_error")

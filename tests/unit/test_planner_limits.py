@@ -50,9 +50,13 @@ def svc(simulator) -> Services:
 
     return Services(
         settings=Settings(table="jobs", bucket="payloads", poll_schedule=[0]),
-        jobs=MemoryJobStore(), payloads=MemoryPayloadStore(),
-        start_workflow=no_workflow, provider_for=provider, planner_for=provider,
-        emit_event=lambda detail_type, detail: None, describe_workflow=lambda arn: "RUNNING",
+        jobs=MemoryJobStore(),
+        payloads=MemoryPayloadStore(),
+        start_workflow=no_workflow,
+        provider_for=provider,
+        planner_for=provider,
+        emit_event=lambda detail_type, detail: None,
+        describe_workflow=lambda arn: "RUNNING",
         stop_workflow=no_workflow,
     )
 
@@ -61,21 +65,36 @@ MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-20250514"}
 
 
 def neutral_line(caller_id: str, text: str = "q") -> bytes:
-    return json.dumps({"id": caller_id, "messages": [{"role": "user", "content": text}], "system": None,
-                       "params": {"max_tokens": 16}}, separators=(",", ":")).encode()
+    return json.dumps(
+        {
+            "id": caller_id,
+            "messages": [{"role": "user", "content": text}],
+            "system": None,
+            "params": {"max_tokens": 16},
+        },
+        separators=(",", ":"),
+    ).encode()
 
 
 def new_job(services, lines: list[bytes], provider: str = "openai") -> str:
     job_id = new_job_id()
     services.payloads.put_bytes(requests_key(job_id), b"".join(line + b"\n" for line in lines))
-    services.jobs.put_new_job(Job(id=job_id, owner="alice", provider=provider, model=MODELS[provider],
-                                  request_counts=RequestCounts(total=len(lines), processing=len(lines))))
+    services.jobs.put_new_job(
+        Job(
+            id=job_id,
+            owner="alice",
+            provider=provider,
+            model=MODELS[provider],
+            request_counts=RequestCounts(total=len(lines), processing=len(lines)),
+        )
+    )
     return job_id
 
 
 def plan(services, ids: list[str], provider: str = "openai", texts: list[str] | None = None) -> str:
-    job_id = new_job(services, [neutral_line(i, t) for i, t in zip(ids, texts or ["q"] * len(ids), strict=True)],
-                     provider)
+    job_id = new_job(
+        services, [neutral_line(i, t) for i, t in zip(ids, texts or ["q"] * len(ids), strict=True)], provider
+    )
     plan_job(services, WorkflowState(job_id=job_id))
     return job_id
 
@@ -91,9 +110,14 @@ def chunk_ids(services, job_id: str) -> list[list[str]]:
     """Each chunk's custom_ids without its marker (Anthropic chunks prefix every custom_id with one)."""
     from batch_gateway.models.ids import unmarked
 
-    return [[unmarked(line.decode(), c.id_marker)
-             for line in services.payloads.iter_lines(chunk_ids_key(job_id, c.index)) if line]
-            for c in services.jobs.get_chunks(job_id)]
+    return [
+        [
+            unmarked(line.decode(), c.id_marker)
+            for line in services.payloads.iter_lines(chunk_ids_key(job_id, c.index))
+            if line
+        ]
+        for c in services.jobs.get_chunks(job_id)
+    ]
 
 
 def chunk_lines(services, job_id: str, index: int) -> list[bytes]:
@@ -193,8 +217,12 @@ def test_request_and_byte_limits_together_whichever_is_reached_first_closes_the_
 
 @pytest.mark.parametrize(
     ("provider", "requests", "expected"),
-    [("openai", 50_000, [50_000]), ("openai", 50_001, [50_000, 1]),
-     ("anthropic", 100_000, [100_000]), ("anthropic", 100_001, [100_000, 1])],
+    [
+        ("openai", 50_000, [50_000]),
+        ("openai", 50_001, [50_000, 1]),
+        ("anthropic", 100_000, [100_000]),
+        ("anthropic", 100_001, [100_000, 1]),
+    ],
     ids=["openai-50000", "openai-50001", "anthropic-100000", "anthropic-100001"],
 )
 def test_provider_request_limit_splits_only_past_the_limit(svc, provider, requests, expected):

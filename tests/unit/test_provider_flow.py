@@ -56,8 +56,9 @@ def refused(status: int = 400, message: str = "batch already ended") -> Exceptio
 
 
 def batch(batch_id: str, *, ended: bool = False, created: int = 0) -> ProviderBatch:
-    return ProviderBatch(id=batch_id, status="ended" if ended else "in_progress", ended=ended,
-                         created_at=T0 + timedelta(seconds=created))
+    return ProviderBatch(
+        id=batch_id, status="ended" if ended else "in_progress", ended=ended, created_at=T0 + timedelta(seconds=created)
+    )
 
 
 class FakeAdapter(BatchProvider):
@@ -84,8 +85,15 @@ class FakeAdapter(BatchProvider):
         self.clients_built += 1
         return object()
 
-    def to_provider(self, custom_id: str, request: dict[str, Any], *, model: str, endpoint: str | None,
-                    provider_options: dict[str, Any]) -> dict[str, Any]:
+    def to_provider(
+        self,
+        custom_id: str,
+        request: dict[str, Any],
+        *,
+        model: str,
+        endpoint: str | None,
+        provider_options: dict[str, Any],
+    ) -> dict[str, Any]:
         return {"custom_id": custom_id}
 
     def _stage(self, lines: Iterable[bytes], ref: ChunkRef) -> Any:
@@ -181,8 +189,9 @@ def test_a_refused_cancel_of_a_batch_still_running_is_an_error():
 
 def test_after_a_lost_answer_the_first_batch_proven_ours_is_adopted_and_running_duplicates_canceled():
     adapter = FakeAdapter()
-    adapter.found = Found(ours=(batch("late", created=9), batch("first", created=1), batch("ended", ended=True,
-                                                                                              created=5)))
+    adapter.found = Found(
+        ours=(batch("late", created=9), batch("first", created=1), batch("ended", ended=True, created=5))
+    )
     assert adapter.find_submitted(REF) == "first"
     assert adapter.canceled == ["late"]  # an ended duplicate costs nothing more
 
@@ -213,7 +222,8 @@ def test_the_client_is_built_on_first_use_once():
 
 def test_an_adapter_that_overrides_the_shared_flow_is_refused_when_defined():
     with pytest.raises(TypeError, match="cancel"):
-        class Rogue(FakeAdapter):  # noqa: F841 - defining it is the test
+
+        class Rogue(FakeAdapter):
             def cancel(self, batch_id: str) -> ProviderBatch:
                 return batch(batch_id)
 

@@ -144,8 +144,16 @@ def test_embeddings_requests_are_one_text_without_system():
     with pytest.raises(InvalidRequestError, match="embeddings request is one text"):
         normalise_for("embeddings", {"a": {"prompt": "x", "system": "s"}})
     with pytest.raises(InvalidRequestError, match="embeddings request is one text"):
-        normalise_for("embeddings", {"a": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"},
-                                           {"role": "user", "content": "z"}]})
+        normalise_for(
+            "embeddings",
+            {
+                "a": [
+                    {"role": "user", "content": "x"},
+                    {"role": "assistant", "content": "y"},
+                    {"role": "user", "content": "z"},
+                ]
+            },
+        )
 
 
 def test_stop_sequences_are_refused_for_the_responses_api():

@@ -6,8 +6,16 @@ import time
 import anthropic
 import pytest
 
-REQUEST = [{"custom_id": "a", "params": {"model": "claude-sonnet-4-20250514", "max_tokens": 8,
-                                         "messages": [{"role": "user", "content": "hi"}]}}]
+REQUEST = [
+    {
+        "custom_id": "a",
+        "params": {
+            "model": "claude-sonnet-4-20250514",
+            "max_tokens": 8,
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+    }
+]
 
 
 def _client(sim):
@@ -25,8 +33,9 @@ def _wait(condition, timeout=10.0):
 def test_a_held_create_answers_only_after_release(sim, kind, created_while_held):
     sim.add_fault("anthropic", "create_batch", kind)
     answer = {}
-    thread = threading.Thread(target=lambda: answer.update(batch=_client(sim).messages.batches.create(
-        requests=REQUEST)))
+    thread = threading.Thread(
+        target=lambda: answer.update(batch=_client(sim).messages.batches.create(requests=REQUEST))
+    )
     thread.start()
     _wait(lambda: sim.stats()["held"] == 1)
     assert sim.stats()["anthropic"]["batches_created"] == created_while_held and not answer

@@ -114,8 +114,12 @@ def _admin_state(sim) -> dict:
 def _call(sim, method: str, path: str, body: dict | None = None, headers: dict | None = None) -> dict:
     conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
     try:
-        conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                     headers={"Content-Type": "application/json", **(headers or {})})
+        conn.request(
+            method,
+            path,
+            body=json.dumps(body) if body is not None else None,
+            headers={"Content-Type": "application/json", **(headers or {})},
+        )
         return json.loads(conn.getresponse().read())
     finally:
         conn.close()
@@ -126,9 +130,17 @@ def test_admin_state_reports_the_items_each_batch_has_finished_so_far_which_anth
     # items finished" cannot see that through the API; the admin state says it, for both providers.
     anthropic_key = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
     with SimulatorServer(processing_seconds=2.0) as sim:  # item i of 10 finishes at 0.2 s * (i + 1)
-        requests = [{"custom_id": f"r{i}", "params": {"model": "claude-sonnet-4-20250514", "max_tokens": 8,
-                                                      "messages": [{"role": "user", "content": "Hi"}]}}
-                    for i in range(10)]
+        requests = [
+            {
+                "custom_id": f"r{i}",
+                "params": {
+                    "model": "claude-sonnet-4-20250514",
+                    "max_tokens": 8,
+                    "messages": [{"role": "user", "content": "Hi"}],
+                },
+            }
+            for i in range(10)
+        ]
         batch = _call(sim, "POST", "/v1/messages/batches", {"requests": requests}, anthropic_key)
         assert set(_admin_state(sim)["items_finished"]) == {batch["id"]}
 
@@ -143,7 +155,8 @@ def test_admin_state_reports_the_items_each_batch_has_finished_so_far_which_anth
         _call(sim, "POST", f"/v1/messages/batches/{batch['id']}/cancel", headers=anthropic_key)
         deadline = time.monotonic() + 5
         while (ended := _call(sim, "GET", f"/v1/messages/batches/{batch['id']}", headers=anthropic_key))[
-                "processing_status"] != "ended":
+            "processing_status"
+        ] != "ended":
             assert time.monotonic() < deadline, "cancel never ended"
             time.sleep(0.01)
         at_end = _admin_state(sim)["items_finished"][batch["id"]]
@@ -151,20 +164,35 @@ def test_admin_state_reports_the_items_each_batch_has_finished_so_far_which_anth
         assert sim.stats()["items_finished"] == {batch["id"]: at_end}  # the in-process twin says the same
 
         sim.configure(processing_seconds=0.2)
-        line = {"custom_id": "a", "method": "POST", "url": "/v1/embeddings",
-                "body": {"model": "text-embedding-3-small", "input": "Hi"}}
+        line = {
+            "custom_id": "a",
+            "method": "POST",
+            "url": "/v1/embeddings",
+            "body": {"model": "text-embedding-3-small", "input": "Hi"},
+        }
         conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
         boundary = "simulatorboundary"
-        form = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n"
-                f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"in.jsonl\"\r\n"
-                f"Content-Type: application/jsonl\r\n\r\n{json.dumps(line)}\n\r\n--{boundary}--\r\n")
-        conn.request("POST", "/v1/files", body=form.encode(), headers={
-            "Authorization": "Bearer k", "Content-Type": f"multipart/form-data; boundary={boundary}"})
+        form = (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="in.jsonl"\r\n'
+            f"Content-Type: application/jsonl\r\n\r\n{json.dumps(line)}\n\r\n--{boundary}--\r\n"
+        )
+        conn.request(
+            "POST",
+            "/v1/files",
+            body=form.encode(),
+            headers={"Authorization": "Bearer k", "Content-Type": f"multipart/form-data; boundary={boundary}"},
+        )
         uploaded = json.loads(conn.getresponse().read())
         conn.close()
         openai_key = {"Authorization": "Bearer k"}
-        created = _call(sim, "POST", "/v1/batches", {"input_file_id": uploaded["id"], "endpoint": "/v1/embeddings",
-                                                    "completion_window": "24h"}, openai_key)
+        created = _call(
+            sim,
+            "POST",
+            "/v1/batches",
+            {"input_file_id": uploaded["id"], "endpoint": "/v1/embeddings", "completion_window": "24h"},
+            openai_key,
+        )
         deadline = time.monotonic() + 5
         while (done := _call(sim, "GET", f"/v1/batches/{created['id']}", headers=openai_key))["status"] != "completed":
             assert time.monotonic() < deadline, f"batch still {done['status']}"

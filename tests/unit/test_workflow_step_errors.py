@@ -19,8 +19,9 @@ class _Context:
 
 
 def _client_error(code: str, status: int) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": "x"}, "ResponseMetadata": {"HTTPStatusCode": status}},
-                       "UpdateItem")
+    return ClientError(
+        {"Error": {"Code": code, "Message": "x"}, "ResponseMetadata": {"HTTPStatusCode": status}}, "UpdateItem"
+    )
 
 
 def _run(exc: Exception) -> None:
@@ -30,12 +31,15 @@ def _run(exc: Exception) -> None:
     workflow_handler(step)({"job_id": "job_1"}, _Context())
 
 
-@pytest.mark.parametrize("exc", [
-    _client_error("ProvisionedThroughputExceededException", 400),
-    _client_error("ThrottlingException", 400),
-    _client_error("InternalServerError", 500),
-    EndpointConnectionError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com"),
-])
+@pytest.mark.parametrize(
+    "exc",
+    [
+        _client_error("ProvisionedThroughputExceededException", 400),
+        _client_error("ThrottlingException", 400),
+        _client_error("InternalServerError", 500),
+        EndpointConnectionError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com"),
+    ],
+)
 def test_a_throttled_or_failed_aws_call_becomes_a_retried_transient_error(exc):
     with pytest.raises(TransientError) as raised:
         _run(exc)

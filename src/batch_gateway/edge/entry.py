@@ -24,8 +24,11 @@ def api_handler(app: Any) -> Callable[[dict[str, Any], LambdaContext], dict[str,
     return handler
 
 
-def workflow_handler(step: Callable[..., dict[str, Any]], *, budgeted: bool = False,
-                     ) -> Callable[[dict[str, Any], Any], Any]:
+def workflow_handler(
+    step: Callable[..., dict[str, Any]],
+    *,
+    budgeted: bool = False,
+) -> Callable[[dict[str, Any], Any], Any]:
     """A state machine task: the event is the state, the return value the next state. Errors propagate so that
     Step Functions retries or catches them by class name. A ``budgeted`` step is also handed a ``StepBudget`` on
     the Lambda context's remaining time, so that it stops before the function's timeout."""
@@ -53,10 +56,21 @@ def workflow_handler(step: Callable[..., dict[str, Any]], *, budgeted: bool = Fa
     return handler
 
 
-_THROTTLING = {"Throttling", "ThrottlingException", "ThrottledException", "RequestLimitExceeded",
-               "TooManyRequestsException", "ProvisionedThroughputExceededException", "RequestThrottled",
-               "SlowDown", "TransactionInProgressException", "InternalServerError", "ServiceUnavailable",
-               "InternalFailure", "InternalError"}
+_THROTTLING = {
+    "Throttling",
+    "ThrottlingException",
+    "ThrottledException",
+    "RequestLimitExceeded",
+    "TooManyRequestsException",
+    "ProvisionedThroughputExceededException",
+    "RequestThrottled",
+    "SlowDown",
+    "TransactionInProgressException",
+    "InternalServerError",
+    "ServiceUnavailable",
+    "InternalFailure",
+    "InternalError",
+}
 
 
 def _transient_aws_error(exc: Exception) -> bool:

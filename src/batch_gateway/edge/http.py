@@ -25,8 +25,12 @@ MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's own limit; the drop folder ta
 
 
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
-    return Response(status_code=status, content_type="application/json",
-                    body=json.dumps(body, ensure_ascii=False, separators=(",", ":")), headers=headers or {})
+    return Response(
+        status_code=status,
+        content_type="application/json",
+        body=json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+        headers=headers or {},
+    )
 
 
 def error_response(error: BatchGatewayError) -> Response:
@@ -122,8 +126,10 @@ def parse_json(text: str) -> Any:
         try:
             json.loads(text, object_pairs_hook=_no_duplicates)  # only now: find which key, for the message
         except _DuplicateKey as dup:
-            raise InvalidRequestError(f"duplicate key '{dup.key}' in the JSON body; every key and request id must "
-                                      "be unique", details=[{"field": dup.key, "message": "duplicate key"}]) from None
+            raise InvalidRequestError(
+                f"duplicate key '{dup.key}' in the JSON body; every key and request id must be unique",
+                details=[{"field": dup.key, "message": "duplicate key"}],
+            ) from None
     return data
 
 
@@ -158,4 +164,3 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def query(event: APIGatewayProxyEvent, name: str) -> str | None:
     return (event.query_string_parameters or {}).get(name)
-

@@ -24,8 +24,12 @@ def _persistence(table: str) -> Any:
     from batch_gateway.store import aws
 
     return DynamoDBPersistenceLayer(
-        table_name=table, key_attr="pk", sort_key_attr="sk", static_pk_value="IDEMPOTENCY#create-batch",
-        expiry_attr="expires_at", boto3_client=aws.client("dynamodb"),
+        table_name=table,
+        key_attr="pk",
+        sort_key_attr="sk",
+        static_pk_value="IDEMPOTENCY#create-batch",
+        expiry_attr="expires_at",
+        boto3_client=aws.client("dynamodb"),
     )
 
 
@@ -38,8 +42,14 @@ def idempotency_key(headers: dict[str, str] | None) -> str | None:
     return value.strip()
 
 
-def run_once(table: str, owner: str, key: str, body: bytes | str, create: Callable[[], dict[str, Any]],
-             lambda_context: Any = None) -> dict[str, Any]:
+def run_once(
+    table: str,
+    owner: str,
+    key: str,
+    body: bytes | str,
+    create: Callable[[], dict[str, Any]],
+    lambda_context: Any = None,
+) -> dict[str, Any]:
     """Call ``create`` once per (owner, key); replay its answer for the same body."""
     # Loaded only for requests that carry a key (about 20 ms of import the other creates do without).
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
@@ -50,8 +60,10 @@ def run_once(table: str, owner: str, key: str, body: bytes | str, create: Callab
 
     body_bytes = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
     config = IdempotencyConfig(
-        event_key_jmespath="[owner, key]", payload_validation_jmespath="body_sha256",
-        expires_after_seconds=KEY_TTL_SECONDS, raise_on_no_idempotency_key=True,
+        event_key_jmespath="[owner, key]",
+        payload_validation_jmespath="body_sha256",
+        expires_after_seconds=KEY_TTL_SECONDS,
+        raise_on_no_idempotency_key=True,
     )
     if lambda_context is not None:
         config.register_lambda_context(lambda_context)  # an in-progress record expires with the invocation

@@ -16,7 +16,7 @@ metrics = Metrics(namespace=METRICS_NAMESPACE, service=SERVICE_NAME)
 
 
 @cache
-def tracer():  # noqa: ANN201 - the type lives in the lazily imported module
+def tracer():
     from aws_lambda_powertools import Tracer
 
     return Tracer(service=SERVICE_NAME)

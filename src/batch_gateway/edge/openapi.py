@@ -15,8 +15,14 @@ from pydantic.json_schema import models_json_schema
 from batch_gateway.models import api
 from batch_gateway.models.errors import ERROR_TYPES
 
-_MODELS: list[type[BaseModel]] = [api.CreateBatchBody, api.JobView, api.JobsPage, api.ResultsPage, api.ResultsDownload,
-                                  api.ErrorBody]
+_MODELS: list[type[BaseModel]] = [
+    api.CreateBatchBody,
+    api.JobView,
+    api.JobsPage,
+    api.ResultsPage,
+    api.ResultsDownload,
+    api.ErrorBody,
+]
 
 
 def _ref(model: type[BaseModel]) -> dict[str, str]:
@@ -28,19 +34,30 @@ def _json(model: type[BaseModel], description: str) -> dict[str, Any]:
 
 
 def _errors(*codes: int) -> dict[str, Any]:
-    words = {400: "invalid input (nothing stored or started)", 403: "not signed with SigV4 / not allowed",
-             404: "no such batch for this caller", 409: "conflict with the batch's state or a request in flight",
-             413: "body over 10 MB (only when invoked directly: through API Gateway, a request over "
-             "Lambda's 6 MB event limit is answered 502 before the service sees it)",
-             415: "body is not application/json", 422: "Idempotency-Key reused with another body",
-             503: "temporarily unavailable, retry"}
+    words = {
+        400: "invalid input (nothing stored or started)",
+        403: "not signed with SigV4 / not allowed",
+        404: "no such batch for this caller",
+        409: "conflict with the batch's state or a request in flight",
+        413: "body over 10 MB (only when invoked directly: through API Gateway, a request over "
+        "Lambda's 6 MB event limit is answered 502 before the service sees it)",
+        415: "body is not application/json",
+        422: "Idempotency-Key reused with another body",
+        503: "temporarily unavailable, retry",
+    }
     return {str(code): _json(api.ErrorBody, words[code]) for code in codes}
 
 
 _ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
-_PAGE = [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1}},
-         {"name": "next_token", "in": "query", "schema": {"type": "string"},
-          "description": "opaque; the previous page's next_token (any other value answers 400)"}]
+_PAGE = [
+    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1}},
+    {
+        "name": "next_token",
+        "in": "query",
+        "schema": {"type": "string"},
+        "description": "opaque; the previous page's next_token (any other value answers 400)",
+    },
+]
 
 
 def document() -> dict[str, Any]:
@@ -48,50 +65,88 @@ def document() -> dict[str, Any]:
     sigv4 = [{"sigv4": []}]
     return {
         "openapi": "3.0.3",
-        "info": {"title": "Batch Gateway", "version": "1",
-                 "description": "LLM batch invocation over the providers' batch APIs. Every route needs AWS SigV4 "
-                                "(IAM) auth; a caller sees only its own batches. Error types: "
-                                + ", ".join(sorted(ERROR_TYPES)) + "."},
+        "info": {
+            "title": "Batch Gateway",
+            "version": "1",
+            "description": "LLM batch invocation over the providers' batch APIs. Every route needs AWS SigV4 "
+            "(IAM) auth; a caller sees only its own batches. Error types: " + ", ".join(sorted(ERROR_TYPES)) + ".",
+        },
         "components": {
             "schemas": schemas["$defs"],
-            "securitySchemes": {"sigv4": {"type": "apiKey", "name": "Authorization", "in": "header",
-                                          "x-amazon-apigateway-authtype": "awsSigv4"}},
+            "securitySchemes": {
+                "sigv4": {
+                    "type": "apiKey",
+                    "name": "Authorization",
+                    "in": "header",
+                    "x-amazon-apigateway-authtype": "awsSigv4",
+                }
+            },
         },
         "paths": {
             "/batches": {
                 "post": {
-                    "operationId": "createBatch", "security": sigv4, "summary": "Create a batch job",
+                    "operationId": "createBatch",
+                    "security": sigv4,
+                    "summary": "Create a batch job",
                     "parameters": [{"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"}}],
-                    "requestBody": {"required": True, "content": {"application/json": {"schema": _ref(
-                        api.CreateBatchBody)}}},
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": _ref(api.CreateBatchBody)}},
+                    },
                     "responses": {"202": _json(api.JobView, "accepted"), **_errors(400, 403, 409, 413, 415, 422, 503)},
                 },
                 "get": {
-                    "operationId": "listBatches", "security": sigv4, "summary": "The caller's batches, newest first",
+                    "operationId": "listBatches",
+                    "security": sigv4,
+                    "summary": "The caller's batches, newest first",
                     "parameters": [{"name": "status", "in": "query", "schema": {"type": "string"}}, *_PAGE],
                     "responses": {"200": _json(api.JobsPage, "a page of batches"), **_errors(400, 403)},
                 },
             },
-            "/batches/{id}": {"get": {
-                "operationId": "getBatch", "security": sigv4, "summary": "Status, counts, chunks, usage and cost",
-                "parameters": [_ID], "responses": {"200": _json(api.JobView, "the batch"), **_errors(403, 404)},
-            }},
-            "/batches/{id}/results": {"get": {
-                "operationId": "getResults", "security": sigv4, "summary": "Results keyed by the caller's ids",
-                "parameters": [_ID, *_PAGE, {"name": "format", "in": "query",
-                                             "schema": {"type": "string", "enum": ["json", "jsonl"]}}],
-                "responses": {"200": {"description": "a page of results (at most `limit`, and at most 4 MiB of "
-                                                     "results so the answer fits Lambda's 6 MB response; follow "
-                                                     "next_token until it is null), or with format=jsonl a "
-                                                     "presigned URL",
-                                      "content": {"application/json": {"schema": {"oneOf": [
-                                          _ref(api.ResultsPage), _ref(api.ResultsDownload)]}}}},
-                              **_errors(400, 403, 404, 409)},
-            }},
-            "/batches/{id}/cancel": {"post": {
-                "operationId": "cancelBatch", "security": sigv4, "summary": "Cancel; finished items are kept",
-                "parameters": [_ID], "responses": {"202": _json(api.JobView, "canceling"), **_errors(403, 404, 409)},
-            }},
+            "/batches/{id}": {
+                "get": {
+                    "operationId": "getBatch",
+                    "security": sigv4,
+                    "summary": "Status, counts, chunks, usage and cost",
+                    "parameters": [_ID],
+                    "responses": {"200": _json(api.JobView, "the batch"), **_errors(403, 404)},
+                }
+            },
+            "/batches/{id}/results": {
+                "get": {
+                    "operationId": "getResults",
+                    "security": sigv4,
+                    "summary": "Results keyed by the caller's ids",
+                    "parameters": [
+                        _ID,
+                        *_PAGE,
+                        {"name": "format", "in": "query", "schema": {"type": "string", "enum": ["json", "jsonl"]}},
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "a page of results (at most `limit`, and at most 4 MiB of "
+                            "results so the answer fits Lambda's 6 MB response; follow "
+                            "next_token until it is null), or with format=jsonl a "
+                            "presigned URL",
+                            "content": {
+                                "application/json": {
+                                    "schema": {"oneOf": [_ref(api.ResultsPage), _ref(api.ResultsDownload)]}
+                                }
+                            },
+                        },
+                        **_errors(400, 403, 404, 409),
+                    },
+                }
+            },
+            "/batches/{id}/cancel": {
+                "post": {
+                    "operationId": "cancelBatch",
+                    "security": sigv4,
+                    "summary": "Cancel; finished items are kept",
+                    "parameters": [_ID],
+                    "responses": {"202": _json(api.JobView, "canceling"), **_errors(403, 404, 409)},
+                }
+            },
         },
     }
 

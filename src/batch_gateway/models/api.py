@@ -19,11 +19,15 @@ class CreateBatchBody(BaseModel):
 
     provider: Literal["anthropic", "openai"]
     model: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}$")
-    requests: dict[str, Any] = Field(min_length=1, description="your id -> a prompt string, a list of content "
-                                     "parts, a list of messages, or an object with messages/prompt, system and "
-                                     "hyperparameters")
-    hyperparameters: dict[str, Any] = Field(default_factory=dict, description="max_tokens, temperature, top_p, "
-                                            "top_k, stop")
+    requests: dict[str, Any] = Field(
+        min_length=1,
+        description="your id -> a prompt string, a list of content "
+        "parts, a list of messages, or an object with messages/prompt, system and "
+        "hyperparameters",
+    )
+    hyperparameters: dict[str, Any] = Field(
+        default_factory=dict, description="max_tokens, temperature, top_p, top_k, stop"
+    )
     metadata: dict[str, str] = Field(default_factory=dict, max_length=16)
     endpoint: Literal["chat", "responses", "embeddings"] | None = Field(default=None, description="OpenAI only")
     provider_options: dict[str, Any] = Field(default_factory=dict)
@@ -84,16 +88,19 @@ class ResultItem(BaseModel):
     text: str | None
     outputs: list[dict[str, Any]]
     token_usage: TokenUsage
-    finish_details: dict[str, Any] = Field(description='{"type": "stop"|"length"|...} or {"type": "error", "code", '
-                                                       '"message"}')
+    finish_details: dict[str, Any] = Field(
+        description='{"type": "stop"|"length"|...} or {"type": "error", "code", "message"}'
+    )
 
 
 class ResultsPage(BaseModel):
     id: str
     status: str
-    results: dict[str, ResultItem] = Field(description="at most `limit` results and at most 4 MiB of them (as escaped "
-                                           "in the response), so a page may hold fewer than `limit`; a single "
-                                           "larger result comes alone")
+    results: dict[str, ResultItem] = Field(
+        description="at most `limit` results and at most 4 MiB of them (as escaped "
+        "in the response), so a page may hold fewer than `limit`; a single "
+        "larger result comes alone"
+    )
     next_token: str | None = Field(description="pass it back for the next page; null when there are no more results")
 
 

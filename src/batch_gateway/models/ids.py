@@ -44,7 +44,7 @@ def marked_custom_id(caller_id: str, position: int, marker: str) -> str:
 def unmarked(custom_id: str, marker: str | None) -> str:
     """The custom_id without the chunk's marker (unchanged when it carries none)."""
     if marker and custom_id.startswith(marker + "-"):
-        return custom_id[len(marker) + 1:]
+        return custom_id[len(marker) + 1 :]
     return custom_id
 
 

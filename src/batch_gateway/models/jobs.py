@@ -55,8 +55,11 @@ def _field_names(cls: type) -> tuple[str, ...]:
 def _convert(hint: Any, value: Any) -> Any:
     if value is None:
         return None
-    options = [a for a in typing.get_args(hint) if a is not type(None)] if typing.get_origin(hint) in (
-        typing.Union, __import__("types").UnionType) else [hint]
+    options = (
+        [a for a in typing.get_args(hint) if a is not type(None)]
+        if typing.get_origin(hint) in (typing.Union, __import__("types").UnionType)
+        else [hint]
+    )
     target = options[0]
     if isinstance(target, type):
         if issubclass(target, Record):

@@ -13,8 +13,21 @@ from batch_gateway.models.errors import InvalidRequestError
 ALLOWED: dict[tuple[str, str], frozenset[str]] = {
     ("anthropic", "chat"): frozenset({"metadata", "thinking", "tools", "tool_choice", "service_tier"}),
     ("openai", "chat"): frozenset(
-        {"response_format", "seed", "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty", "tools",
-         "tool_choice", "reasoning_effort", "service_tier", "user", "logit_bias", "parallel_tool_calls"}
+        {
+            "response_format",
+            "seed",
+            "logprobs",
+            "top_logprobs",
+            "presence_penalty",
+            "frequency_penalty",
+            "tools",
+            "tool_choice",
+            "reasoning_effort",
+            "service_tier",
+            "user",
+            "logit_bias",
+            "parallel_tool_calls",
+        }
     ),
     ("openai", "responses"): frozenset({"reasoning", "text", "tools", "tool_choice", "store", "user", "truncation"}),
     ("openai", "embeddings"): frozenset({"dimensions", "encoding_format", "user"}),

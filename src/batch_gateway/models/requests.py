@@ -68,8 +68,11 @@ class CreateJobInput:
     def parse(cls, body: Any) -> CreateJobInput:
         if not isinstance(body, dict):
             raise InvalidRequestError("the request body must be a JSON object with provider, model and requests")
-        problems = [_detail(str(k)[:100], f"is not a known field (allowed: {', '.join(FIELDS)})")
-                    for k in body if k not in FIELDS]
+        problems = [
+            _detail(str(k)[:100], f"is not a known field (allowed: {', '.join(FIELDS)})")
+            for k in body
+            if k not in FIELDS
+        ]
         problems += [_detail(name, "is required") for name in REQUIRED if name not in body]
         for name, check in _FIELD_CHECKS.items():
             if name in body and (why := check(body[name])):
@@ -87,6 +90,7 @@ def _one_of(options: tuple[str, ...], *, optional: bool = False) -> Any:
         if (value is None and optional) or value in options:
             return None
         return "must be " + " or ".join(f"'{o}'" for o in options)
+
     return check
 
 
@@ -144,9 +148,14 @@ def check_storable(fields: dict[str, Any]) -> None:
             problems.append(_detail(name, f"{name} {why}"))
         total += len(name) + size
     if not problems and total > STORED_FIELDS_MAX_BYTES:
-        problems.append(_detail("provider_options", f"provider_options, hyperparameters and metadata take {total:,} "
-                                f"bytes as stored; at most {STORED_FIELDS_MAX_BYTES:,} fit in a job (DynamoDB keeps "
-                                "a job in one item of at most 400 KB)"))
+        problems.append(
+            _detail(
+                "provider_options",
+                f"provider_options, hyperparameters and metadata take {total:,} "
+                f"bytes as stored; at most {STORED_FIELDS_MAX_BYTES:,} fit in a job (DynamoDB keeps "
+                "a job in one item of at most 400 KB)",
+            )
+        )
     if problems:
         raise InvalidRequestError("invalid batch: " + "; ".join(d["message"] for d in problems), details=problems)
 
@@ -166,13 +175,19 @@ def stored_size(value: Any) -> tuple[int, str | None]:
         elif isinstance(item, int | float):
             digits = _significant_digits(item)
             if digits is None:
-                return size, f"holds a number DynamoDB cannot store ({str(item)[:40]}): at most 38 significant " \
-                             "digits, magnitude from 1e-130 to below 1e126, no NaN or Infinity"
+                return (
+                    size,
+                    f"holds a number DynamoDB cannot store ({str(item)[:40]}): at most 38 significant "
+                    "digits, magnitude from 1e-130 to below 1e126, no NaN or Infinity",
+                )
             size += 1 + (digits + 1) // 2
         elif isinstance(item, dict | list):
             if depth > STORED_MAX_NESTING:
-                return size, f"is nested more than {STORED_MAX_NESTING} levels deep (objects and lists), " \
-                             "more than DynamoDB stores"
+                return (
+                    size,
+                    f"is nested more than {STORED_MAX_NESTING} levels deep (objects and lists), "
+                    "more than DynamoDB stores",
+                )
             size += 3 + len(item)
             if isinstance(item, dict):
                 for key, child in item.items():
@@ -283,7 +298,7 @@ def _content(content: Any, where: str) -> str | list[dict[str, str]]:
     if isinstance(content, list) and content:
         texts = [_text_of_part(p) for p in content]
         if any(t is None for t in texts):
-            raise _bad(where, "content parts must be strings or {\"type\": \"text\", \"text\": ...} objects")
+            raise _bad(where, 'content parts must be strings or {"type": "text", "text": ...} objects')
         if not any(t.strip() for t in texts):  # type: ignore[union-attr]
             raise _bad(where, "content must not be empty")
         return [{"type": "text", "text": t} for t in texts]  # type: ignore[misc]
@@ -329,8 +344,9 @@ def _text_size(messages: list[dict[str, Any]], system: str | None) -> int:
     return size
 
 
-def _check_endpoint(where: str, messages: list[dict[str, Any]], system: str | None, params: dict[str, Any],
-                    endpoint: str | None) -> None:
+def _check_endpoint(
+    where: str, messages: list[dict[str, Any]], system: str | None, params: dict[str, Any], endpoint: str | None
+) -> None:
     if endpoint == "embeddings" and (system or len(messages) != 1):
         raise _bad(where, "an embeddings request is one text: a prompt string or a single user message, no system")
     if endpoint == "responses" and "stop" in params:
@@ -403,8 +419,11 @@ def consume(requests: dict[str, Any]) -> Iterator[tuple[str, Any, int | None]]:
 
 
 def iter_normalized(
-    requests: Iterable[tuple[str, Any, int | None]], job_params: dict[str, Any], provider: str,
-    endpoint: str | None = None, problems: list[dict[str, Any]] | None = None,
+    requests: Iterable[tuple[str, Any, int | None]],
+    job_params: dict[str, Any],
+    provider: str,
+    endpoint: str | None = None,
+    problems: list[dict[str, Any]] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Yield normalised requests; collect every problem (with its line, for files) and raise them together at the
     end. ``problems`` may already hold what a file reader found while producing ``requests``."""
@@ -431,6 +450,9 @@ def iter_normalized(
     if problems:
         first = problems[0]
         where = f"line {first['line']}: " if "line" in first else ""
-        what = (f"{len(problems)} request(s) are invalid; first: {where}{first['field']}: {first['message']}"
-                if "field" in first else f"{len(problems)} problem(s); first: {where}{first['message']}")
+        what = (
+            f"{len(problems)} request(s) are invalid; first: {where}{first['field']}: {first['message']}"
+            if "field" in first
+            else f"{len(problems)} problem(s); first: {where}{first['message']}"
+        )
         raise InvalidRequestError(what, details=problems[:MAX_ERROR_DETAILS])

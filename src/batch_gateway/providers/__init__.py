@@ -17,8 +17,9 @@ ADAPTERS: dict[str, str] = {  # provider name -> "module:class"
 }
 
 
-def make_provider(name: str, *, api_key: str, base_url: str | None = None,
-                  deployment_id: str | None = None) -> BatchProvider:
+def make_provider(
+    name: str, *, api_key: str, base_url: str | None = None, deployment_id: str | None = None
+) -> BatchProvider:
     target = ADAPTERS.get(name)
     if target is None:
         raise InvalidRequestError(f"unknown provider '{name}'")

@@ -33,8 +33,15 @@ class AnthropicBatchProvider(BatchProvider):
 
     # --- requests -------------------------------------------------------------------------------------------
 
-    def to_provider(self, custom_id: str, request: dict[str, Any], *, model: str, endpoint: str | None,
-                    provider_options: dict[str, Any]) -> dict[str, Any]:
+    def to_provider(
+        self,
+        custom_id: str,
+        request: dict[str, Any],
+        *,
+        model: str,
+        endpoint: str | None,
+        provider_options: dict[str, Any],
+    ) -> dict[str, Any]:
         hp = request["params"]
         params: dict[str, Any] = {"model": model, "max_tokens": hp["max_tokens"], "messages": request["messages"]}
         if request.get("system"):
@@ -56,8 +63,12 @@ class AnthropicBatchProvider(BatchProvider):
         from anthropic.types.messages import MessageBatch
 
         client = self._client.with_options(max_retries=0, timeout=CREATE_TIMEOUT_SECONDS)
-        batch = client.post(CREATE_PATH, cast_to=MessageBatch, content=_create_body(staged),
-                            options={"headers": {"Content-Type": "application/json"}})
+        batch = client.post(
+            CREATE_PATH,
+            cast_to=MessageBatch,
+            content=_create_body(staged),
+            options={"headers": {"Content-Type": "application/json"}},
+        )
         return str(batch.id)
 
     def _retrieve(self, batch_id: str) -> ProviderBatch:

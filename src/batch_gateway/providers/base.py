@@ -107,8 +107,10 @@ class BatchProvider(abc.ABC):
         super().__init_subclass__(**kwargs)
         overridden = sorted(SHARED_FLOW & set(vars(cls)))
         if overridden:
-            raise TypeError(f"{cls.__name__} overrides {', '.join(overridden)}: the base class owns the shared flow; "
-                            "implement the hooks (_create, _retrieve, _cancel, ...) instead")
+            raise TypeError(
+                f"{cls.__name__} overrides {', '.join(overridden)}: the base class owns the shared flow; "
+                "implement the hooks (_create, _retrieve, _cancel, ...) instead"
+            )
 
     @cached_property
     def _client(self) -> Any:
@@ -167,13 +169,17 @@ class BatchProvider(abc.ABC):
         for extra in duplicates:
             if extra.ended:
                 continue  # costs nothing more
-            logger.warning("canceling a duplicate provider batch", extra={
-                "job_id": ref.job_id, "chunk": ref.index, "provider_batch_id": extra.id, "adopted": adopted.id})
+            logger.warning(
+                "canceling a duplicate provider batch",
+                extra={"job_id": ref.job_id, "chunk": ref.index, "provider_batch_id": extra.id, "adopted": adopted.id},
+            )
             try:
                 self.cancel(extra.id)
             except errors.BatchGatewayError:
-                logger.warning("could not cancel a duplicate provider batch",
-                               extra={"job_id": ref.job_id, "chunk": ref.index, "provider_batch_id": extra.id})
+                logger.warning(
+                    "could not cancel a duplicate provider batch",
+                    extra={"job_id": ref.job_id, "chunk": ref.index, "provider_batch_id": extra.id},
+                )
         return Reconciliation(adopted=adopted.id)
 
     def find_submitted(self, ref: ChunkRef) -> str | None:
@@ -192,8 +198,11 @@ class BatchProvider(abc.ABC):
             with self._errors():
                 self._cleanup(batch)
         except Exception:
-            logger.warning("could not clean up a provider batch", exc_info=True,
-                           extra={"provider": self.name, "provider_batch_id": batch.id})
+            logger.warning(
+                "could not clean up a provider batch",
+                exc_info=True,
+                extra={"provider": self.name, "provider_batch_id": batch.id},
+            )
 
     # --- hooks: the provider's own calls (SDK exceptions may escape them; the flow maps them) ---------------------
 
@@ -202,8 +211,15 @@ class BatchProvider(abc.ABC):
         """The SDK client, with the SDK's own retries on (``_create`` turns them off for the create)."""
 
     @abc.abstractmethod
-    def to_provider(self, custom_id: str, request: dict[str, Any], *, model: str, endpoint: str | None,
-                    provider_options: dict[str, Any]) -> dict[str, Any]:
+    def to_provider(
+        self,
+        custom_id: str,
+        request: dict[str, Any],
+        *,
+        model: str,
+        endpoint: str | None,
+        provider_options: dict[str, Any],
+    ) -> dict[str, Any]:
         """One neutral request (``{"messages", "system", "params"}``) as the provider's batch line. Pure: no call."""
 
     def _stage(self, lines: Iterable[bytes], ref: ChunkRef) -> Any:
@@ -238,5 +254,17 @@ class BatchProvider(abc.ABC):
         """Delete provider-side copies of an ended batch (OpenAI files)."""
 
 
-SHARED_FLOW = frozenset({"submit", "status", "results", "cancel", "reconcile", "find_submitted",
-                         "owned_open_batches", "cleanup", "_client", "_errors"})
+SHARED_FLOW = frozenset(
+    {
+        "submit",
+        "status",
+        "results",
+        "cancel",
+        "reconcile",
+        "find_submitted",
+        "owned_open_batches",
+        "cleanup",
+        "_client",
+        "_errors",
+    }
+)

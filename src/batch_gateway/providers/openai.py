@@ -55,8 +55,15 @@ class OpenAIBatchProvider(BatchProvider):
 
     # --- requests -------------------------------------------------------------------------------------------
 
-    def to_provider(self, custom_id: str, request: dict[str, Any], *, model: str, endpoint: str | None,
-                    provider_options: dict[str, Any]) -> dict[str, Any]:
+    def to_provider(
+        self,
+        custom_id: str,
+        request: dict[str, Any],
+        *,
+        model: str,
+        endpoint: str | None,
+        provider_options: dict[str, Any],
+    ) -> dict[str, Any]:
         url = _url(endpoint)
         if url == URLS["responses"]:
             body = _responses_body(request, model)
@@ -86,8 +93,9 @@ class OpenAIBatchProvider(BatchProvider):
 
     def _create(self, staged: str, ref: ChunkRef) -> str:
         client = self._client.with_options(max_retries=0, timeout=CREATE_TIMEOUT_SECONDS)
-        batch = client.batches.create(input_file_id=staged, endpoint=_url(ref.endpoint), completion_window="24h",
-                                      metadata=self._metadata(ref))
+        batch = client.batches.create(
+            input_file_id=staged, endpoint=_url(ref.endpoint), completion_window="24h", metadata=self._metadata(ref)
+        )
         return str(batch.id)
 
     def _metadata(self, ref: ChunkRef) -> dict[str, str]:
@@ -126,8 +134,11 @@ class OpenAIBatchProvider(BatchProvider):
             if earliest is not None and _timestamp(batch.created_at) < earliest:
                 break
             metadata = batch.metadata or {}
-            if (metadata.get(META_JOB) == ref.job_id and metadata.get(META_CHUNK) == str(ref.index)
-                    and self._ours(metadata)):
+            if (
+                metadata.get(META_JOB) == ref.job_id
+                and metadata.get(META_CHUNK) == str(ref.index)
+                and self._ours(metadata)
+            ):
                 ours.append(_to_batch(batch))
         return Found(ours=tuple(ours))
 
@@ -143,8 +154,12 @@ class OpenAIBatchProvider(BatchProvider):
             if created is not None and created < earliest:
                 break
             metadata = batch.metadata or {}
-            if (batch.status in OPEN_STATUSES and self._ours(metadata) and META_JOB in metadata
-                    and metadata.get(META_CHUNK, "").isdigit()):
+            if (
+                batch.status in OPEN_STATUSES
+                and self._ours(metadata)
+                and META_JOB in metadata
+                and metadata.get(META_CHUNK, "").isdigit()
+            ):
                 owned.append((batch.id, metadata[META_JOB], int(metadata[META_CHUNK])))
         return owned
 
@@ -162,8 +177,11 @@ class OpenAIBatchProvider(BatchProvider):
         except errors.ProviderNotFound:
             pass  # gone already
         except Exception:  # cleanup must never fail the caller (a poll)
-            logger.warning("could not delete a file at OpenAI", exc_info=True,
-                           extra={"provider_batch_id": batch_id, "file_id": file_id})
+            logger.warning(
+                "could not delete a file at OpenAI",
+                exc_info=True,
+                extra={"provider_batch_id": batch_id, "file_id": file_id},
+            )
 
 
 # --- request bodies -----------------------------------------------------------------------------------------
@@ -250,8 +268,9 @@ def _to_batch(batch: Any) -> ProviderBatch:
     c = batch.request_counts
     total, completed, failed = (c.total, c.completed, c.failed) if c is not None else (0, 0, 0)
     ended = batch.status in _ENDED
-    counts = RequestCounts(total=total, processing=0 if ended else max(0, total - completed - failed),
-                           succeeded=completed, errored=failed)
+    counts = RequestCounts(
+        total=total, processing=0 if ended else max(0, total - completed - failed), succeeded=completed, errored=failed
+    )
     if batch.status in _UNFINISHED:
         setattr(counts, _UNFINISHED[batch.status], max(0, total - completed - failed))
     return ProviderBatch(
@@ -261,14 +280,23 @@ def _to_batch(batch: Any) -> ProviderBatch:
         counts=counts,
         failed_reason=_failed_reason(batch) if batch.status == "failed" else None,
         created_at=_timestamp(batch.created_at),
-        raw={"input_file_id": batch.input_file_id, "output_file_id": batch.output_file_id,
-             "error_file_id": batch.error_file_id, "endpoint": batch.endpoint},
+        raw={
+            "input_file_id": batch.input_file_id,
+            "output_file_id": batch.output_file_id,
+            "error_file_id": batch.error_file_id,
+            "endpoint": batch.endpoint,
+        },
     )
 
 
 _LINE_ERRORS = {"batch_expired": ItemStatus.EXPIRED, "batch_cancelled": ItemStatus.CANCELED}
-_FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "function_call": "tool_calls",
-           "content_filter": "content_filter"}
+_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
 
 
 def _to_result(line: dict[str, Any]) -> ProviderResult:
@@ -280,14 +308,16 @@ def _to_result(line: dict[str, Any]) -> ProviderResult:
     if response:
         error = (body.get("error") if isinstance(body, dict) else None) or {}
         return ProviderResult(
-            custom_id=custom_id, status=ItemStatus.ERRORED,
+            custom_id=custom_id,
+            status=ItemStatus.ERRORED,
             code=error.get("code") or error.get("type") or f"http_{response.get('status_code')}",
             message=error.get("message") or f"OpenAI answered {response.get('status_code')} for this request",
         )
     error = line.get("error") or {}
     status = _LINE_ERRORS.get(error.get("code"), ItemStatus.ERRORED)
-    return ProviderResult(custom_id=custom_id, status=status, code=error.get("code") or status.value,
-                          message=error.get("message"))
+    return ProviderResult(
+        custom_id=custom_id, status=status, code=error.get("code") or status.value, message=error.get("message")
+    )
 
 
 def _succeeded(custom_id: str, body: dict[str, Any]) -> ProviderResult:
@@ -306,8 +336,14 @@ def _succeeded(custom_id: str, body: dict[str, Any]) -> ProviderResult:
     else:  # embeddings: a list with one vector
         outputs = [{"type": "embedding", "embedding": item.get("embedding")} for item in body.get("data") or []]
         finish, tokens = "stop", (usage.get("prompt_tokens"), 0)
-    return ProviderResult(custom_id=custom_id, status=ItemStatus.SUCCEEDED, outputs=outputs,
-                          input_tokens=int(tokens[0] or 0), output_tokens=int(tokens[1] or 0), finish_type=finish)
+    return ProviderResult(
+        custom_id=custom_id,
+        status=ItemStatus.SUCCEEDED,
+        outputs=outputs,
+        input_tokens=int(tokens[0] or 0),
+        output_tokens=int(tokens[1] or 0),
+        finish_type=finish,
+    )
 
 
 def _arguments(raw: Any) -> Any:
@@ -327,8 +363,14 @@ def _chat_outputs(message: dict[str, Any]) -> list[dict[str, Any]]:
         outputs.append({"type": "refusal", "text": message["refusal"]})
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
-        outputs.append({"type": "tool_call", "id": call.get("id"), "name": function.get("name"),
-                        "input": _arguments(function.get("arguments"))})
+        outputs.append(
+            {
+                "type": "tool_call",
+                "id": call.get("id"),
+                "name": function.get("name"),
+                "input": _arguments(function.get("arguments")),
+            }
+        )
     return outputs
 
 
@@ -342,8 +384,14 @@ def _response_outputs(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 elif part.get("type") == "refusal":
                     outputs.append({"type": "refusal", "text": part.get("refusal", "")})
         elif item.get("type") == "function_call":
-            outputs.append({"type": "tool_call", "id": item.get("call_id"), "name": item.get("name"),
-                            "input": _arguments(item.get("arguments"))})
+            outputs.append(
+                {
+                    "type": "tool_call",
+                    "id": item.get("call_id"),
+                    "name": item.get("name"),
+                    "input": _arguments(item.get("arguments")),
+                }
+            )
     return outputs
 
 

@@ -48,7 +48,7 @@ def _never_sent(exc: BaseException) -> bool:
     return False
 
 
-class mapped_errors:  # noqa: N801 - used as a context manager
+class mapped_errors:
     def __init__(self, sdk: str, provider: str, *, creating: bool = False) -> None:
         self.sdk, self.provider, self.creating = sdk, provider, creating
 
@@ -63,19 +63,22 @@ class mapped_errors:  # noqa: N801 - used as a context manager
         if isinstance(exc, (sdk.APIConnectionError, *_transport_errors())):  # includes timeouts
             if self.creating and not _never_sent(exc):
                 raise errors.ProviderAmbiguousError(
-                    f"no answer from {name} after sending the batch; it may have been accepted") from exc
+                    f"no answer from {name} after sending the batch; it may have been accepted"
+                ) from exc
             raise errors.ProviderUnavailable(f"could not reach {name}") from exc
         if isinstance(exc, sdk.RateLimitError):
             if _code(exc) == "insufficient_quota":  # out of credit: OpenAI uses 429 for it, but waiting cannot help
                 raise errors.ProviderOutOfCredit(
                     f"the {name} account is out of credit (429 insufficient_quota): add credit or raise its billing "
-                    "limit, then submit the batch again") from exc
+                    "limit, then submit the batch again"
+                ) from exc
             raise errors.ProviderRateLimited(f"{name} rate limit (429)") from exc
         if isinstance(exc, sdk.InternalServerError):
             raise errors.ProviderUnavailable(f"{name} is unavailable ({exc.status_code})") from exc
         if isinstance(exc, sdk.AuthenticationError | sdk.PermissionDeniedError):
             raise errors.ProviderKeyRejectedError(
-                f"{name} refused the API key; set the key in Secrets Manager") from exc
+                f"{name} refused the API key; set the key in Secrets Manager"
+            ) from exc
         if isinstance(exc, sdk.NotFoundError):
             raise errors.ProviderNotFound(f"{name} does not know this batch or file") from exc
         if isinstance(exc, sdk.APIStatusError):

@@ -40,4 +40,3 @@ class StepBudget:
             return False
         self.units += 1
         return True
-

@@ -27,7 +27,9 @@ def cancel_job(services: Services, job_id: str, owner: str) -> dict[str, Any]:
         )
     try:
         job = services.jobs.update_job(
-            job_id, expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS], status=JobStatus.CANCELING,
+            job_id,
+            expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS],
+            status=JobStatus.CANCELING,
             cancel_requested_at=utcnow(),
         )
     except ConflictError:  # it moved on meanwhile: answer with what it is now
@@ -46,6 +48,6 @@ def _restart_workflow(services: Services, job: Job) -> Job:
             services.stop_workflow(job.execution_arn)
         arn = services.start_workflow(f"{job.id}-cancel", {"job_id": job.id})
         return services.jobs.update_job(job.id, execution_arn=arn)
-    except Exception:  # noqa: BLE001 - the cancel itself is recorded; this only makes it quicker
+    except Exception:
         logger.warning("could not restart the workflow of a canceled job", extra={"job_id": job.id})
         return job

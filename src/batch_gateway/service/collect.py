@@ -28,7 +28,9 @@ logger = Logger(child=True)
 
 # What a request the provider never answered for became, by the provider's final batch status.
 _UNANSWERED = {
-    "canceled": ItemStatus.CANCELED, "cancelled": ItemStatus.CANCELED, "expired": ItemStatus.EXPIRED,
+    "canceled": ItemStatus.CANCELED,
+    "cancelled": ItemStatus.CANCELED,
+    "expired": ItemStatus.EXPIRED,
 }
 
 
@@ -45,7 +47,7 @@ class _Answered:
         self.hashes = array("Q", bytes(8 * count))  # filled in place from the stream: no second copy
         view, filled = memoryview(self.hashes).cast("B"), 0
         for piece in body.iter_chunks(chunk_size=1024 * 1024):
-            view[filled:filled + len(piece)] = piece
+            view[filled : filled + len(piece)] = piece
             filled += len(piece)
         if filled != 8 * count:
             raise IntegrityError(f"the chunk's id list holds {filled // 8} ids, not {count}")
@@ -72,14 +74,20 @@ class _Answered:
 
 
 def collect_chunk(
-    services: Services, job: Job, chunk: Chunk, provider: BatchProvider | None, batch: ProviderBatch | None,
-    *, unanswered: ItemStatus | None = None, reason: str | None = None, code: str | None = None,
+    services: Services,
+    job: Job,
+    chunk: Chunk,
+    provider: BatchProvider | None,
+    batch: ProviderBatch | None,
+    *,
+    unanswered: ItemStatus | None = None,
+    reason: str | None = None,
+    code: str | None = None,
 ) -> Chunk:
     """Write the chunk's results. Without a batch (never sent, or refused) every request gets ``unanswered``; an
     errored one carries ``code`` (default ``batch_failed`` with a reason, else ``missing_result``) and ``reason``."""
     idmap = _idmap(services, job, chunk)
-    answered = _Answered(services.payloads.open_object(chunk_id_hashes_key(job.id, chunk.index)),
-                         chunk.request_count)
+    answered = _Answered(services.payloads.open_object(chunk_id_hashes_key(job.id, chunk.index)), chunk.request_count)
     tally: dict[str, int] = {s.value: 0 for s in ItemStatus}
     in_tokens = out_tokens = 0
     with services.payloads.writer(chunk_results_key(job.id, chunk.index)) as out:
@@ -87,12 +95,20 @@ def collect_chunk(
             for result in provider.results(batch):
                 if not answered.first_time(result.custom_id):  # not ours, or a repeat
                     continue
-                out.write_line(dumps(result_item(
-                    idmap.get(result.custom_id) or unmarked(result.custom_id, chunk.id_marker), result.status,
-                    outputs=result.outputs,
-                    input_tokens=result.input_tokens, output_tokens=result.output_tokens,
-                    finish_type=result.finish_type, code=result.code, message=result.message,
-                )))
+                out.write_line(
+                    dumps(
+                        result_item(
+                            idmap.get(result.custom_id) or unmarked(result.custom_id, chunk.id_marker),
+                            result.status,
+                            outputs=result.outputs,
+                            input_tokens=result.input_tokens,
+                            output_tokens=result.output_tokens,
+                            finish_type=result.finish_type,
+                            code=result.code,
+                            message=result.message,
+                        )
+                    )
+                )
                 tally[result.status.value] += 1
                 if result.status is ItemStatus.SUCCEEDED:
                     in_tokens += result.input_tokens
@@ -105,8 +121,16 @@ def collect_chunk(
         for line in lines:  # in input order
             custom_id = line.decode()
             if custom_id and not answered.answered(custom_id):
-                out.write_line(dumps(result_item(idmap.get(custom_id) or unmarked(custom_id, chunk.id_marker),
-                                                 status, code=code, message=message)))
+                out.write_line(
+                    dumps(
+                        result_item(
+                            idmap.get(custom_id) or unmarked(custom_id, chunk.id_marker),
+                            status,
+                            code=code,
+                            message=message,
+                        )
+                    )
+                )
                 tally[status.value] += 1
     counts = RequestCounts(total=chunk.request_count, **tally)
     usage = Usage(input_tokens=in_tokens, output_tokens=out_tokens)
@@ -115,21 +139,32 @@ def collect_chunk(
     # Fenced: only while the chunk is as we read it (same state, same claim), so a submitter that claimed it or
     # recorded a batch meanwhile is never overwritten; ConflictError then, and the next poll looks again.
     return services.jobs.update_chunk(
-        chunk, fenced=True, state=state, request_counts=counts, usage=usage, ended_at=utcnow(),
+        chunk,
+        fenced=True,
+        state=state,
+        request_counts=counts,
+        usage=usage,
+        ended_at=utcnow(),
         provider_status=batch.status if batch else (chunk.provider_status or status.value),
-        collected=True, claim_token=None, lease_until=None,
+        collected=True,
+        claim_token=None,
+        lease_until=None,
     )
 
 
-def unanswered_lines(services: Services, job: Job, chunk: Chunk, status: ItemStatus, code: str | None,
-                     message: str | None) -> Iterator[bytes]:
+def unanswered_lines(
+    services: Services, job: Job, chunk: Chunk, status: ItemStatus, code: str | None, message: str | None
+) -> Iterator[bytes]:
     """One result line per request of the chunk, all ``status``, in input order, without touching the chunk."""
     idmap = _idmap(services, job, chunk)
     for line in services.payloads.iter_lines(chunk_ids_key(job.id, chunk.index)):
         custom_id = line.decode()
         if custom_id:
-            yield dumps(result_item(idmap.get(custom_id) or unmarked(custom_id, chunk.id_marker), status,
-                                    code=code, message=message))
+            yield dumps(
+                result_item(
+                    idmap.get(custom_id) or unmarked(custom_id, chunk.id_marker), status, code=code, message=message
+                )
+            )
 
 
 def summarize(chunks: list[Chunk]) -> tuple[RequestCounts, Usage]:
@@ -140,10 +175,15 @@ def summarize(chunks: list[Chunk]) -> tuple[RequestCounts, Usage]:
         else:
             c = chunk.request_counts
             done = c.succeeded + c.errored + c.canceled + c.expired
-            counts = counts.add(RequestCounts(
-                total=chunk.request_count, processing=chunk.request_count - done, succeeded=c.succeeded,
-                errored=c.errored, canceled=c.canceled, expired=c.expired,
-            ))
+            counts = counts.add(
+                RequestCounts(
+                    total=chunk.request_count,
+                    processing=chunk.request_count - done,
+                    succeeded=c.succeeded,
+                    errored=c.errored,
+                    canceled=c.canceled,
+                    expired=c.expired,
+                )
+            )
         usage = usage.add(chunk.usage)
     return counts, usage
-

@@ -38,20 +38,36 @@ def create_job(services: Services, *, owner: str, body: Any, source: str = "api"
     return _create(services, owner, spec, consume(spec.requests), source=source)
 
 
-def create_job_from_file(services: Services, *, owner: str, settings: dict[str, Any],
-                         requests: Iterable[tuple[str, Any, int | None]], problems: list[dict[str, Any]],
-                         drop_name: str, job_id: str | None = None) -> Job:
+def create_job_from_file(
+    services: Services,
+    *,
+    owner: str,
+    settings: dict[str, Any],
+    requests: Iterable[tuple[str, Any, int | None]],
+    problems: list[dict[str, Any]],
+    drop_name: str,
+    job_id: str | None = None,
+) -> Job:
     """A job from a drop-folder file, streamed: ``settings`` are the body's fields but requests, ``requests`` come
     from the file reader, which records its own problems in ``problems`` as it goes. ``job_id`` is the one the
     file's claim fixed, so a redelivery after a crash finds the job a dead attempt started."""
     spec = CreateJobInput.parse({**settings, "requests": {"-": None}})  # the envelope; requests are checked below
-    return _create(services, owner, spec, requests, source="drop-folder", drop_name=drop_name, problems=problems,
-                   job_id=job_id)
+    return _create(
+        services, owner, spec, requests, source="drop-folder", drop_name=drop_name, problems=problems, job_id=job_id
+    )
 
 
-def _create(services: Services, owner: str, spec: CreateJobInput, requests: Iterable[tuple[str, Any, int | None]],
-            *, source: str, drop_name: str | None = None, problems: list[dict[str, Any]] | None = None,
-            job_id: str | None = None) -> Job:
+def _create(
+    services: Services,
+    owner: str,
+    spec: CreateJobInput,
+    requests: Iterable[tuple[str, Any, int | None]],
+    *,
+    source: str,
+    drop_name: str | None = None,
+    problems: list[dict[str, Any]] | None = None,
+    job_id: str | None = None,
+) -> Job:
     enabled = services.settings.secret_arns
     if enabled and spec.provider not in enabled:
         raise InvalidRequestError(

@@ -50,20 +50,28 @@ def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | 
     failed = [c for c in chunks if c.state is ChunkState.FAILED]
     error = f"the provider refused chunk {failed[0].index}: {failed[0].error}" if failed else None
     job = services.jobs.update_job(
-        job.id, expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING], status=status,
-        request_counts=counts, usage=usage, cost_usd=estimate_cost(job.provider, job.model, usage),
-        ended_at=utcnow(), error=error,
+        job.id,
+        expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING],
+        status=status,
+        request_counts=counts,
+        usage=usage,
+        cost_usd=estimate_cost(job.provider, job.model, usage),
+        ended_at=utcnow(),
+        error=error,
     )
     if job.drop_name:
         services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))
     logger.info("job ended", extra={"job_id": job.id, "status": status.value, **counts.to_dict()})
-    services.emit_event("Batch Job Ended", {"job_id": job.id, "owner": job.owner, "status": status.value,
-                                            "request_counts": counts.to_dict()})
+    services.emit_event(
+        "Batch Job Ended",
+        {"job_id": job.id, "owner": job.owner, "status": status.value, "request_counts": counts.to_dict()},
+    )
     return {"job_id": job.id, "status": status.value}
 
 
-def mark_failed(services: Services, job_id: str, error: dict[str, object],
-                budget: StepBudget | None = None) -> dict[str, str]:
+def mark_failed(
+    services: Services, job_id: str, error: dict[str, object], budget: StepBudget | None = None
+) -> dict[str, str]:
     """The workflow's catch-all: record why, in words a caller can act on, without stack traces or payloads; then
     stop the job's provider batches, collect the ones that ended and write results.jsonl, so what finished stays
     retrievable (decision 0019). Resumable like Finalize: out of time, it raises ``TransientError`` and its retry
@@ -74,15 +82,19 @@ def mark_failed(services: Services, job_id: str, error: dict[str, object],
     if not job.status.terminal:
         reason = _reason(name, error.get("Cause"))
         try:
-            job = services.jobs.update_job(job_id, expect=OPEN_STATUSES, status=JobStatus.FAILED, error=reason,
-                                           ended_at=utcnow())
+            job = services.jobs.update_job(
+                job_id, expect=OPEN_STATUSES, status=JobStatus.FAILED, error=reason, ended_at=utcnow()
+            )
         except ConflictError:  # it ended meanwhile (a concurrent Finalize): leave it as it ended
             job = services.jobs.require_job(job_id)
         else:
             logger.error("job failed", extra={"job_id": job_id, "error_type": name})
             if job.drop_name:
-                services.payloads.put_bytes(outbox_key(job.drop_name, "error.json"), json.dumps(
-                    {"job_id": job_id, "status": "failed", "error": reason}, indent=2).encode(), "application/json")
+                services.payloads.put_bytes(
+                    outbox_key(job.drop_name, "error.json"),
+                    json.dumps({"job_id": job_id, "status": "failed", "error": reason}, indent=2).encode(),
+                    "application/json",
+                )
     if job.status is not JobStatus.FAILED:
         return {"job_id": job_id, "status": job.status.value}
     if job.chunk_count and joined(services, job) is None:
@@ -125,10 +137,17 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> Non
     for chunk in chunks:
         if not chunk.collected:
             counts = counts.add(RequestCounts(total=chunk.request_count, errored=chunk.request_count))
-    services.jobs.update_job(job.id, expect=[JobStatus.FAILED], request_counts=counts, usage=usage,
-                             cost_usd=estimate_cost(job.provider, job.model, usage))
+    services.jobs.update_job(
+        job.id,
+        expect=[JobStatus.FAILED],
+        request_counts=counts,
+        usage=usage,
+        cost_usd=estimate_cost(job.provider, job.model, usage),
+    )
     if job.drop_name:
         services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))
     logger.info("kept the results of a failed job", extra={"job_id": job.id, **counts.to_dict()})
-    services.emit_event("Batch Job Ended", {"job_id": job.id, "owner": job.owner, "status": "failed",
-                                            "request_counts": counts.to_dict()})
+    services.emit_event(
+        "Batch Job Ended",
+        {"job_id": job.id, "owner": job.owner, "status": "failed", "request_counts": counts.to_dict()},
+    )

@@ -42,8 +42,8 @@ def outbox_key(drop_name: str, suffix: str) -> str:
 
 def drop_name_for(key: str, prefix: str) -> str:
     """``inbox/team/file.jsonl`` -> ``team/file``: where its receipt and results go under ``outbox/``."""
-    name = key[len(prefix):] if key.startswith(prefix) else posixpath.basename(key)
-    return name[:-len(".jsonl")] if name.endswith(".jsonl") else name
+    name = key[len(prefix) :] if key.startswith(prefix) else posixpath.basename(key)
+    return name[: -len(".jsonl")] if name.endswith(".jsonl") else name
 
 
 def settings_from_key(name: str) -> dict[str, str]:
@@ -54,8 +54,9 @@ def settings_from_key(name: str) -> dict[str, str]:
     return {}
 
 
-def ingest_object(services: Services, bucket: str, raw_key: str, version: str | None, etag: str | None,
-                  size: int | None = None) -> dict[str, Any] | None:
+def ingest_object(
+    services: Services, bucket: str, raw_key: str, version: str | None, etag: str | None, size: int | None = None
+) -> dict[str, Any] | None:
     """Start a job for one dropped object version; return the receipt, or None when there is nothing to do."""
     key = unquote_plus(raw_key)
     prefix = services.settings.drop_prefix
@@ -67,8 +68,13 @@ def ingest_object(services: Services, bucket: str, raw_key: str, version: str | 
     claim = "DROP#" + hashlib.sha256(identity.encode()).hexdigest()
     token, now = secrets.token_hex(8), utcnow()
     granted, marker = services.jobs.claim_marker(
-        claim, {"source": f"s3://{bucket}/{key}", "version_id": version}, token=token, job_id=new_job_id(), now=now,
-        lease_until=now + CLAIM_LEASE)
+        claim,
+        {"source": f"s3://{bucket}/{key}", "version_id": version},
+        token=token,
+        job_id=new_job_id(),
+        now=now,
+        lease_until=now + CLAIM_LEASE,
+    )
     if not granted:
         if marker and marker.get("state", "done") == "done":  # a marker without state predates leases: finished
             logger.info("duplicate delivery of a dropped file ignored", extra={"drop": name})
@@ -89,8 +95,9 @@ def ingest_object(services: Services, bucket: str, raw_key: str, version: str | 
         services.jobs.release_marker(claim, token)  # let the redelivery try again at once
         raise
     try:
-        services.payloads.put_bytes(outbox_key(name, "receipt.json"), json.dumps(receipt, indent=2).encode(),
-                                    "application/json")
+        services.payloads.put_bytes(
+            outbox_key(name, "receipt.json"), json.dumps(receipt, indent=2).encode(), "application/json"
+        )
     except Exception:
         services.jobs.release_marker(claim, token)  # the redelivery adopts the job and writes the receipt
         raise
@@ -105,34 +112,45 @@ def _by_line(detail: dict[str, Any]) -> dict[str, Any]:
     return {"line": detail.get("line", 1), "message": message}
 
 
-def _start(services: Services, key: str, name: str, version: str | None, size: int | None,
-           job_id: str) -> dict[str, Any]:
+def _start(
+    services: Services, key: str, name: str, version: str | None, size: int | None, job_id: str
+) -> dict[str, Any]:
     if not key.endswith(".jsonl"):
-        raise InvalidRequestError("drop-folder files must be JSONL files named *.jsonl",
-                                  details=[{"line": 1, "message": "not a .jsonl file"}])
+        raise InvalidRequestError(
+            "drop-folder files must be JSONL files named *.jsonl", details=[{"line": 1, "message": "not a .jsonl file"}]
+        )
     if size is not None and size > MAX_DROP_BYTES:
-        raise InvalidRequestError(f"the file is larger than {MAX_DROP_BYTES // 2**30} GB; split it",
-                                  details=[{"line": 1, "message": "file too large"}])
+        raise InvalidRequestError(
+            f"the file is larger than {MAX_DROP_BYTES // 2**30} GB; split it",
+            details=[{"line": 1, "message": "file too large"}],
+        )
     if not services.settings.drop_owner:
         raise InvalidRequestError("this deployment has no drop-folder owner configured (DROP_FOLDER_OWNER)")
     problems: list[dict[str, Any]] = []
     reader = RequestFile(iter_jsonl_lines(services.payloads.open_object(key, version)), problems)
     if reader.empty:
-        raise InvalidRequestError("the file has no requests",
-                                  details=[{"line": 1, "message": "the file has no requests"}])
+        raise InvalidRequestError(
+            "the file has no requests", details=[{"line": 1, "message": "the file has no requests"}]
+        )
     settings = {**settings_from_key(name), **(reader.header or {})}
     if "provider" not in settings or "model" not in settings:
         for _ in reader.requests():  # still read every line, to report all of the file's problems at once
             pass
         raise InvalidRequestError(
-            "say which provider and model to use: a first line {\"batch_gateway\": {\"provider\": ..., "
-            "\"model\": ...}} or a key like inbox/<provider>/<model>/<file>.jsonl",
+            'say which provider and model to use: a first line {"batch_gateway": {"provider": ..., '
+            '"model": ...}} or a key like inbox/<provider>/<model>/<file>.jsonl',
             details=[*problems, {"line": 1, "message": "provider and model are required"}],
         )
     try:
-        job = create_job_from_file(services, owner=services.settings.drop_owner, settings=settings,
-                                   requests=reader.requests(), problems=problems, drop_name=name,
-                                   job_id=job_id)
+        job = create_job_from_file(
+            services,
+            owner=services.settings.drop_owner,
+            settings=settings,
+            requests=reader.requests(),
+            problems=problems,
+            drop_name=name,
+            job_id=job_id,
+        )
     except InvalidRequestError as error:
         raise InvalidRequestError(error.message, details=[_by_line(d) for d in error.details]) from None
     return {"status": "accepted", "job_id": job.id, "requests": job.request_counts.total}

@@ -43,9 +43,15 @@ def joined(services: Services, job: Job) -> Joined | None:
     return Joined(lines=int(progress["lines"]), ids=int(progress["ids"]))
 
 
-def join_results(services: Services, job: Job, chunks: list[Chunk], budget: StepBudget, *,
-                 expect: Iterable[JobStatus] = OPEN_STATUSES,
-                 lines_of: Callable[[Chunk], Iterable[bytes]] | None = None) -> Joined | None:
+def join_results(
+    services: Services,
+    job: Job,
+    chunks: list[Chunk],
+    budget: StepBudget,
+    *,
+    expect: Iterable[JobStatus] = OPEN_STATUSES,
+    lines_of: Callable[[Chunk], Iterable[bytes]] | None = None,
+) -> Joined | None:
     """Add chunks to results.jsonl while the budget lasts: the totals once every chunk is in, else None (call
     again). ``lines_of`` gives a chunk's result lines (default: its collected results). Raises IntegrityError when
     the job's requests and lines disagree; nothing is written then."""
@@ -60,8 +66,9 @@ def join_results(services: Services, job: Job, chunks: list[Chunk], budget: Step
     start = int(progress.get("chunks") or 0)
     lines, ids = int(progress.get("lines") or 0), int(progress.get("ids") or 0)
     if start and (head is None or head[0] != progress.get("etag")):
-        logger.warning("results.jsonl is not the one recorded; joining again from the first chunk",
-                       extra={"job_id": job.id})
+        logger.warning(
+            "results.jsonl is not the one recorded; joining again from the first chunk", extra={"job_id": job.id}
+        )
         start, lines, ids = 0, 0, 0
     read = lines_of or (lambda chunk: services.payloads.iter_lines(chunk_results_key(job.id, chunk.index)))
     chunks = sorted(chunks, key=lambda c: c.index)
@@ -84,10 +91,14 @@ def join_results(services: Services, job: Job, chunks: list[Chunk], budget: Step
             end += 1
         complete = end == len(chunks)
         if complete and (lines != job.request_counts.total or ids != lines):
-            raise IntegrityError(f"results of {job.id} have {lines} lines for {ids} ids; the job has "
-                                 f"{job.request_counts.total} requests")
-    services.jobs.update_job(job.id, expect=expect, results_joined={
-        "chunks": end, "lines": lines, "ids": ids, "etag": writer.etag})
-    logger.info("results joined" if complete else "results joined in part; the next invocation goes on",
-                extra={"job_id": job.id, "chunks_joined": end, "chunks": len(chunks)})
+            raise IntegrityError(
+                f"results of {job.id} have {lines} lines for {ids} ids; the job has {job.request_counts.total} requests"
+            )
+    services.jobs.update_job(
+        job.id, expect=expect, results_joined={"chunks": end, "lines": lines, "ids": ids, "etag": writer.etag}
+    )
+    logger.info(
+        "results joined" if complete else "results joined in part; the next invocation goes on",
+        extra={"job_id": job.id, "chunks_joined": end, "chunks": len(chunks)},
+    )
     return Joined(lines=lines, ids=ids) if complete else None

@@ -56,26 +56,34 @@ class _ChunkWriter:
     def close(self, services: Services, job: Job) -> Chunk:
         self.inputs.close()
         self.ids.close()
-        services.payloads.put_bytes(chunk_id_hashes_key(job.id, self.index), array("Q", sorted(self.hashes)).tobytes(),
-                                    "application/octet-stream")
+        services.payloads.put_bytes(
+            chunk_id_hashes_key(job.id, self.index),
+            array("Q", sorted(self.hashes)).tobytes(),
+            "application/octet-stream",
+        )
         if self.idmap:
-            services.payloads.put_bytes(chunk_idmap_key(job.id, self.index), dumps(self.idmap),
-                                        "application/json")
-        return Chunk(job_id=job.id, index=self.index, request_count=self.count, byte_size=self.bytes,
-                     id_marker=self.marker)
+            services.payloads.put_bytes(chunk_idmap_key(job.id, self.index), dumps(self.idmap), "application/json")
+        return Chunk(
+            job_id=job.id, index=self.index, request_count=self.count, byte_size=self.bytes, id_marker=self.marker
+        )
 
     def abort(self) -> None:
         self.inputs.abort()
         self.ids.abort()
 
 
-def provider_line(provider: BatchProvider, job: Job, request: dict[str, Any], position: int,
-                  marker: str | None) -> tuple[str, bytes]:
+def provider_line(
+    provider: BatchProvider, job: Job, request: dict[str, Any], position: int, marker: str | None
+) -> tuple[str, bytes]:
     """The request's custom_id and its provider line (the custom_id carries the chunk's marker when there is one)."""
-    custom_id = custom_id_for(request["id"], position) if marker is None else marked_custom_id(
-        request["id"], position, marker)
-    return custom_id, dumps(provider.to_provider(custom_id, request, model=job.model, endpoint=job.endpoint,
-                                                 provider_options=job.provider_options))
+    custom_id = (
+        custom_id_for(request["id"], position) if marker is None else marked_custom_id(request["id"], position, marker)
+    )
+    return custom_id, dumps(
+        provider.to_provider(
+            custom_id, request, model=job.model, endpoint=job.endpoint, provider_options=job.provider_options
+        )
+    )
 
 
 def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
@@ -112,4 +120,3 @@ def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
     services.jobs.put_chunks(chunks)
     services.jobs.update_job(job.id, chunk_count=len(chunks))
     return WorkflowState(job_id=job.id)
-

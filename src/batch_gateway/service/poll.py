@@ -33,10 +33,12 @@ def _refresh(services: Services, job: Job, chunk: Chunk, provider: BatchProvider
         batch = provider.cancel(chunk.provider_batch_id)
         chunk = services.jobs.update_chunk(chunk, cancel_requested_at=utcnow())
     if batch.failed_reason:
-        chunk = services.jobs.update_chunk(chunk, state=ChunkState.FAILED, error=batch.failed_reason,
-                                           provider_status=batch.status)
-        chunk = collect_chunk(services, job, chunk, provider, batch, unanswered=ItemStatus.ERRORED,
-                              reason=batch.failed_reason)
+        chunk = services.jobs.update_chunk(
+            chunk, state=ChunkState.FAILED, error=batch.failed_reason, provider_status=batch.status
+        )
+        chunk = collect_chunk(
+            services, job, chunk, provider, batch, unanswered=ItemStatus.ERRORED, reason=batch.failed_reason
+        )
     elif batch.ended:
         chunk = collect_chunk(services, job, chunk, provider, batch)
     else:
@@ -53,17 +55,21 @@ def _never_sent(chunk: Chunk) -> bool:
     return chunk.state is ChunkState.PENDING or (chunk.state is ChunkState.RECONCILING and not chunk.candidates)
 
 
-def _refresh_in_time(services: Services, job: Job, chunk: Chunk, provider: BatchProvider, canceling: bool,
-                     budget: StepBudget) -> Chunk:
+def _refresh_in_time(
+    services: Services, job: Job, chunk: Chunk, provider: BatchProvider, canceling: bool, budget: StepBudget
+) -> Chunk:
     if not budget.another():
-        logger.info("Poll stops before its time runs out; the next poll goes on at once",
-                    extra={"job_id": job.id, "chunk": chunk.index})
+        logger.info(
+            "Poll stops before its time runs out; the next poll goes on at once",
+            extra={"job_id": job.id, "chunk": chunk.index},
+        )
         return chunk
     try:
         return _refresh(services, job, chunk, provider, canceling)
     except (errors.TransientError, errors.ConflictError):  # a write lost a race: look again next poll
-        logger.warning("chunk refresh failed; retrying at the next poll", extra={"job_id": job.id,
-                                                                                "chunk": chunk.index})
+        logger.warning(
+            "chunk refresh failed; retrying at the next poll", extra={"job_id": job.id, "chunk": chunk.index}
+        )
         return services.jobs.get_chunk(job.id, chunk.index) or chunk
 
 
@@ -84,8 +90,9 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
     if job.status is JobStatus.QUEUED and any(c.state is ChunkState.SUBMITTED for c in chunks):
         fields["status"] = JobStatus.IN_PROGRESS
     try:
-        services.jobs.update_job(job.id, expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING],
-                                 **fields)
+        services.jobs.update_job(
+            job.id, expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING], **fields
+        )
     except errors.ConflictError:
         fields.pop("status", None)  # canceled between our read and write: keep its status
         services.jobs.update_job(job.id, **fields)

@@ -26,7 +26,11 @@ def get_job(services: Services, job_id: str, owner: str) -> dict[str, Any]:
 
 
 def list_jobs(
-    services: Services, owner: str, *, status: str | None = None, limit: str | int | None = None,
+    services: Services,
+    owner: str,
+    *,
+    status: str | None = None,
+    limit: str | int | None = None,
     next_token: str | None = None,
 ) -> dict[str, Any]:
     wanted = None
@@ -45,13 +49,20 @@ def list_jobs(
 
 
 def get_results(
-    services: Services, job_id: str, owner: str, *, limit: str | int | None = None, next_token: str | None = None,
+    services: Services,
+    job_id: str,
+    owner: str,
+    *,
+    limit: str | int | None = None,
+    next_token: str | None = None,
     fmt: str | None = None,
 ) -> dict[str, Any]:
     job = services.jobs.get_owned_job(job_id, owner)
     if job.status is JobStatus.FAILED and not _failed_job_has_results(services, job):
-        raise ConflictError(f"batch {job_id} failed before its results were collected: {job.error}",
-                            details=[{"field": "status", "message": "failed"}])
+        raise ConflictError(
+            f"batch {job_id} failed before its results were collected: {job.error}",
+            details=[{"field": "status", "message": "failed"}],
+        )
     if not job.status.terminal:
         raise ConflictError(
             f"results are available once the batch has ended; it is {job.status.value}",
@@ -111,8 +122,9 @@ def _parse_line(line: bytes) -> dict[str, Any]:
 
 
 def _bad_token() -> InvalidRequestError:
-    return InvalidRequestError("next_token is not one this service gave you",
-                               details=[{"field": "next_token", "message": "invalid"}])
+    return InvalidRequestError(
+        "next_token is not one this service gave you", details=[{"field": "next_token", "message": "invalid"}]
+    )
 
 
 def _page_size(value: str | int | None, *, default: int, maximum: int) -> int:

@@ -32,9 +32,16 @@ UNSENT = (ChunkState.PENDING, ChunkState.SUBMITTING, ChunkState.RECONCILING)  # 
 
 
 def chunk_ref(job: Job, chunk: Chunk) -> ChunkRef:
-    return ChunkRef(job_id=job.id, index=chunk.index, request_count=chunk.request_count, model=job.model,
-                    endpoint=job.endpoint, claimed_at=chunk.claimed_at, id_marker=chunk.id_marker,
-                    candidates=tuple(chunk.candidates))
+    return ChunkRef(
+        job_id=job.id,
+        index=chunk.index,
+        request_count=chunk.request_count,
+        model=job.model,
+        endpoint=job.endpoint,
+        claimed_at=chunk.claimed_at,
+        id_marker=chunk.id_marker,
+        candidates=tuple(chunk.candidates),
+    )
 
 
 def submit_chunk(services: Services, job: Job, chunk: Chunk, provider: BatchProvider, *, send: bool = True) -> Chunk:
@@ -55,12 +62,18 @@ def submit_chunk(services: Services, job: Job, chunk: Chunk, provider: BatchProv
         token = secrets.token_hex(8)
         now = utcnow()
         chunk = services.jobs.claim_chunk(
-            chunk, job_statuses=SENDING_STATUSES, state=ChunkState.SUBMITTING, claim_token=token, claimed_at=now,
-            lease_until=now + timedelta(seconds=services.settings.claim_lease_seconds), candidates=[],
+            chunk,
+            job_statuses=SENDING_STATUSES,
+            state=ChunkState.SUBMITTING,
+            claim_token=token,
+            claimed_at=now,
+            lease_until=now + timedelta(seconds=services.settings.claim_lease_seconds),
+            candidates=[],
         )
     except errors.ConflictError:
-        logger.info("chunk changed elsewhere (claimed, canceled or collected)",
-                    extra={"job_id": job.id, "chunk": chunk.index})
+        logger.info(
+            "chunk changed elsewhere (claimed, canceled or collected)", extra={"job_id": job.id, "chunk": chunk.index}
+        )
         return services.jobs.get_chunk(job.id, chunk.index) or chunk
     return _send(services, job, chunk, provider)
 
@@ -68,15 +81,25 @@ def submit_chunk(services: Services, job: Job, chunk: Chunk, provider: BatchProv
 def _reconcile(services: Services, job: Job, chunk: Chunk, provider: BatchProvider) -> Chunk:
     found = provider.reconcile(chunk_ref(job, chunk))
     if found.adopted:
-        logger.warning("adopting a provider batch from an earlier attempt",
-                       extra={"job_id": job.id, "chunk": chunk.index, "provider_batch_id": found.adopted})
+        logger.warning(
+            "adopting a provider batch from an earlier attempt",
+            extra={"job_id": job.id, "chunk": chunk.index, "provider_batch_id": found.adopted},
+        )
         return services.jobs.update_chunk(
-            chunk, fenced=True, state=ChunkState.SUBMITTED, provider_batch_id=found.adopted, submitted_at=utcnow(),
-            provider_status="in_progress", candidates=[], lease_until=None,
+            chunk,
+            fenced=True,
+            state=ChunkState.SUBMITTED,
+            provider_batch_id=found.adopted,
+            submitted_at=utcnow(),
+            provider_status="in_progress",
+            candidates=[],
+            lease_until=None,
         )
     if list(found.pending) != chunk.candidates:
-        logger.info("waiting for candidate batches to end before adopting one",
-                    extra={"job_id": job.id, "chunk": chunk.index, "candidates": len(found.pending)})
+        logger.info(
+            "waiting for candidate batches to end before adopting one",
+            extra={"job_id": job.id, "chunk": chunk.index, "candidates": len(found.pending)},
+        )
         return services.jobs.update_chunk(chunk, fenced=True, candidates=list(found.pending))
     return chunk
 
@@ -87,26 +110,34 @@ def _send(services: Services, job: Job, chunk: Chunk, provider: BatchProvider) -
     try:
         batch_id = provider.submit(lines, chunk_ref(job, chunk))
     except errors.ProviderAmbiguousError:
-        logger.warning("provider answer lost after sending; will reconcile", extra={"job_id": job.id,
-                                                                                   "chunk": chunk.index})
+        logger.warning(
+            "provider answer lost after sending; will reconcile", extra={"job_id": job.id, "chunk": chunk.index}
+        )
         _unsure(services, chunk)
         raise
     except errors.TransientError:  # refused, or never sent: nothing was accepted
-        services.jobs.update_chunk(chunk, fenced=True, state=ChunkState.PENDING, claim_token=None, claimed_at=None,
-                                   lease_until=None)
+        services.jobs.update_chunk(
+            chunk, fenced=True, state=ChunkState.PENDING, claim_token=None, claimed_at=None, lease_until=None
+        )
         raise
     except errors.ProviderRequestError as exc:
         logger.warning("provider refused chunk", extra={"job_id": job.id, "chunk": chunk.index})
-        return services.jobs.update_chunk(chunk, fenced=True, state=ChunkState.FAILED, lease_until=None,
-                                          provider_status="rejected", error=exc.message)
+        return services.jobs.update_chunk(
+            chunk, fenced=True, state=ChunkState.FAILED, lease_until=None, provider_status="rejected", error=exc.message
+        )
     except BaseException:
         _unsure(services, chunk)
         raise
     logger.info("chunk submitted", extra={"job_id": job.id, "chunk": chunk.index, "provider_batch_id": batch_id})
     try:
         return services.jobs.update_chunk(
-            chunk, fenced=True, state=ChunkState.SUBMITTED, provider_batch_id=batch_id, submitted_at=utcnow(),
-            provider_status="in_progress", lease_until=None,
+            chunk,
+            fenced=True,
+            state=ChunkState.SUBMITTED,
+            provider_batch_id=batch_id,
+            submitted_at=utcnow(),
+            provider_status="in_progress",
+            lease_until=None,
         )
     except errors.ConflictError:
         return _record_refused(services, job, chunk, provider, batch_id, token)
@@ -119,19 +150,21 @@ def _unsure(services: Services, chunk: Chunk) -> None:
     """The send may have been accepted: no one may send this chunk again before reconciling it."""
     try:
         services.jobs.update_chunk(chunk, fenced=True, state=ChunkState.RECONCILING, lease_until=None)
-    except Exception:  # noqa: BLE001 - the lease expires and the next attempt reconciles anyway
-        logger.warning("could not mark the chunk for reconciling", extra={"job_id": chunk.job_id,
-                                                                          "chunk": chunk.index})
+    except Exception:
+        logger.warning("could not mark the chunk for reconciling", extra={"job_id": chunk.job_id, "chunk": chunk.index})
 
 
-def _record_refused(services: Services, job: Job, chunk: Chunk, provider: BatchProvider, batch_id: str,
-                    token: str | None) -> Chunk:
+def _record_refused(
+    services: Services, job: Job, chunk: Chunk, provider: BatchProvider, batch_id: str, token: str | None
+) -> Chunk:
     """Our claim was gone when the batch came back (it cannot be, short of a lease outlived): a batch no chunk
     records would run and bill unseen, so cancel it unless the chunk adopted this very batch meanwhile."""
     current = services.jobs.get_chunk(job.id, chunk.index) or chunk
     if current.provider_batch_id != batch_id:
-        logger.error("a batch came back after our claim was lost; canceling it",
-                     extra={"job_id": job.id, "chunk": chunk.index, "provider_batch_id": batch_id, "claim": token})
+        logger.error(
+            "a batch came back after our claim was lost; canceling it",
+            extra={"job_id": job.id, "chunk": chunk.index, "provider_batch_id": batch_id, "claim": token},
+        )
         provider.cancel(batch_id)
     return current
 
@@ -147,8 +180,10 @@ def submit_job(services: Services, state: WorkflowState, budget: StepBudget | No
             if chunk.collected or chunk.state not in UNSENT:
                 continue
             if not budget.another():
-                logger.info("Submit leaves the remaining chunks to Poll before its time runs out",
-                            extra={"job_id": job.id, "chunk": chunk.index})
+                logger.info(
+                    "Submit leaves the remaining chunks to Poll before its time runs out",
+                    extra={"job_id": job.id, "chunk": chunk.index},
+                )
                 break
             submit_chunk(services, job, chunk, provider)
         try:

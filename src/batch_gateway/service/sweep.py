@@ -45,8 +45,10 @@ def sweep(services: Services) -> SweepReport:
         if job.restarts >= MAX_RESTARTS:
             try:
                 services.jobs.update_job(
-                    job.id, expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING],
-                    status=JobStatus.FAILED, ended_at=utcnow(),
+                    job.id,
+                    expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING],
+                    status=JobStatus.FAILED,
+                    ended_at=utcnow(),
                     error=f"the workflow stopped ({status}) {MAX_RESTARTS + 1} times; see the state machine history",
                 )
                 report.failed.append(job.id)
@@ -73,7 +75,9 @@ def _cancel_orphans(services: Services) -> list[str]:
             if chunk is not None and chunk.provider_batch_id in (None, batch_id):
                 continue  # ours, or not recorded yet (Submit's reconcile will adopt it)
             provider.cancel(batch_id)
-            logger.warning("canceled an orphaned provider batch", extra={"job_id": job_id, "chunk": index,
-                                                                          "provider_batch_id": batch_id})
+            logger.warning(
+                "canceled an orphaned provider batch",
+                extra={"job_id": job_id, "chunk": index, "provider_batch_id": batch_id},
+            )
             canceled.append(batch_id)
     return canceled

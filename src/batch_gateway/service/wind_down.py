@@ -35,8 +35,10 @@ def wind_down(services: Services, job: Job, reason: str, budget: StepBudget) -> 
         try:
             _settle(services, job, chunk, provider, reason)
         except errors.BatchGatewayError as exc:  # a lost race or a provider error: Finalize's join covers its items
-            logger.warning("could not settle a chunk of a failed job", extra={
-                "job_id": job.id, "chunk": chunk.index, "error_type": type(exc).__name__})
+            logger.warning(
+                "could not settle a chunk of a failed job",
+                extra={"job_id": job.id, "chunk": chunk.index, "error_type": type(exc).__name__},
+            )
     return True
 
 
@@ -44,8 +46,10 @@ def _provider(services: Services, job: Job) -> BatchProvider | None:
     try:
         return services.provider_for(job.provider)
     except errors.BatchGatewayError as exc:  # no key, or the provider is not enabled: nothing can be running there
-        logger.warning("no provider client for a failed job; its chunks are recorded as errored",
-                       extra={"job_id": job.id, "provider": job.provider, "error_type": type(exc).__name__})
+        logger.warning(
+            "no provider client for a failed job; its chunks are recorded as errored",
+            extra={"job_id": job.id, "provider": job.provider, "error_type": type(exc).__name__},
+        )
         return None
 
 
@@ -57,10 +61,12 @@ def _settle(services: Services, job: Job, chunk: Chunk, provider: BatchProvider 
     if chunk.state is ChunkState.SUBMITTED and provider is not None:
         batch = _stop(services, job, chunk, provider)
         if batch is not None and batch.failed_reason:
-            chunk = services.jobs.update_chunk(chunk, state=ChunkState.FAILED, error=batch.failed_reason,
-                                               provider_status=batch.status)
-            return collect_chunk(services, job, chunk, provider, batch, unanswered=ItemStatus.ERRORED,
-                                 reason=batch.failed_reason)
+            chunk = services.jobs.update_chunk(
+                chunk, state=ChunkState.FAILED, error=batch.failed_reason, provider_status=batch.status
+            )
+            return collect_chunk(
+                services, job, chunk, provider, batch, unanswered=ItemStatus.ERRORED, reason=batch.failed_reason
+            )
         if batch is not None and batch.ended:  # its results are paid for: keep them
             chunk = collect_chunk(services, job, chunk, provider, batch)
             provider.cleanup(batch)
@@ -69,8 +75,9 @@ def _settle(services: Services, job: Job, chunk: Chunk, provider: BatchProvider 
             chunk = services.jobs.update_chunk(chunk, provider_status=batch.status, request_counts=batch.counts)
     # Never sent, still canceling, unproven candidates (never canceled: they may be another tenant's), a live claim
     # (its late batch is canceled by its own submitter, decision 0010), or a provider we cannot reach.
-    return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.ERRORED, reason=reason,
-                         code=JOB_FAILED)
+    return collect_chunk(
+        services, job, chunk, None, None, unanswered=ItemStatus.ERRORED, reason=reason, code=JOB_FAILED
+    )
 
 
 def _stop(services: Services, job: Job, chunk: Chunk, provider: BatchProvider) -> ProviderBatch | None:
@@ -86,6 +93,8 @@ def _stop(services: Services, job: Job, chunk: Chunk, provider: BatchProvider) -
         services.jobs.update_chunk(chunk, cancel_requested_at=utcnow())
         logger.info("canceled the provider batch of a failed job", extra=keys)
     except errors.BatchGatewayError as exc:
-        logger.error("could not cancel the provider batch of a failed job; it runs until it ends",
-                     extra={**keys, "error_type": type(exc).__name__})
+        logger.error(
+            "could not cancel the provider batch of a failed job; it runs until it ends",
+            extra={**keys, "error_type": type(exc).__name__},
+        )
     return batch

@@ -183,7 +183,8 @@ class DynamoDBJobStore(JobStore):
         """Jobs that have not ended, oldest first (the sparse ``open-jobs`` index holds nothing else)."""
         ids: list[str] = []
         kwargs: dict[str, Any] = {
-            "TableName": self.table, "IndexName": OPEN_INDEX,
+            "TableName": self.table,
+            "IndexName": OPEN_INDEX,
             "KeyConditionExpression": "#open = :open",
             "ExpressionAttributeNames": {"#open": OPEN_INDEX_PK},
             "ExpressionAttributeValues": _values({":open": "open"}),
@@ -197,16 +198,22 @@ class DynamoDBJobStore(JobStore):
 
     # --- markers (at-least-once deliveries) ----------------------------------------------------------------------
 
-    def claim_marker(self, marker: str, attributes: dict[str, Any], *, token: str, job_id: str, now: datetime,
-                     lease_until: datetime) -> tuple[bool, dict[str, Any]]:
+    def claim_marker(
+        self, marker: str, attributes: dict[str, Any], *, token: str, job_id: str, now: datetime, lease_until: datetime
+    ) -> tuple[bool, dict[str, Any]]:
         """Claim ``marker`` until ``lease_until``: granted when nobody holds it, or when the holder's lease ran out
         before ``now`` (its invocation died) and it never finished. Returns (granted, the marker as it stands).
 
         The first claim fixes ``job_id``; a takeover keeps it, so work the dead holder got done can be found.
         A marker that is ``done`` (or predates leases) is never claimed again.
         """
-        fields = {"state": "claimed", "token": token, "lease_until": lease_until.timestamp(), "claimed_at": now,
-                  **attributes}
+        fields = {
+            "state": "claimed",
+            "token": token,
+            "lease_until": lease_until.timestamp(),
+            "claimed_at": now,
+            **attributes,
+        }
         expression, names, values = _update_parts(fields)
         sets, _, removes = expression.partition(" REMOVE ")
         sets += ", #job = if_not_exists(#job, :job), #attempts = if_not_exists(#attempts, :zero) + :one"
@@ -216,9 +223,13 @@ class DynamoDBJobStore(JobStore):
         key = _values({"pk": marker, "sk": "MARKER"})
         try:
             response = self._db.update_item(
-                TableName=self.table, Key=key, UpdateExpression=expression,
+                TableName=self.table,
+                Key=key,
+                UpdateExpression=expression,
                 ConditionExpression="attribute_not_exists(pk) OR (#state = :claimed AND #lease < :now)",
-                ExpressionAttributeNames=names, ExpressionAttributeValues=_values(values), ReturnValues="ALL_NEW",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=_values(values),
+                ReturnValues="ALL_NEW",
             )
         except self._db.exceptions.ConditionalCheckFailedException:
             item = self._db.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
@@ -239,8 +250,11 @@ class DynamoDBJobStore(JobStore):
         values[":token"] = token
         try:
             self._db.update_item(
-                TableName=self.table, Key=_values({"pk": marker, "sk": "MARKER"}), UpdateExpression=expression,
-                ConditionExpression="#token = :token", ExpressionAttributeNames={**names, "#token": "token"},
+                TableName=self.table,
+                Key=_values({"pk": marker, "sk": "MARKER"}),
+                UpdateExpression=expression,
+                ConditionExpression="#token = :token",
+                ExpressionAttributeNames={**names, "#token": "token"},
                 ExpressionAttributeValues=_values(values),
             )
         except self._db.exceptions.ConditionalCheckFailedException:
@@ -253,7 +267,7 @@ class DynamoDBJobStore(JobStore):
         for start in range(0, len(chunks), 25):
             requests = [
                 {"PutRequest": {"Item": _to_item({"pk": _pk(c.job_id), "sk": _chunk_sk(c.index), **_dump(c)})}}
-                for c in chunks[start:start + 25]
+                for c in chunks[start : start + 25]
             ]
             pending: dict[str, Any] = {self.table: requests}
             while pending:
@@ -281,8 +295,13 @@ class DynamoDBJobStore(JobStore):
         return Chunk.from_dict(_from_item(item)) if item else None
 
     def update_chunk(
-        self, chunk: Chunk, *, expect_state: ChunkState | None = None, expect_claim: str | None = None,
-        fenced: bool = False, **fields: Any,
+        self,
+        chunk: Chunk,
+        *,
+        expect_state: ChunkState | None = None,
+        expect_claim: str | None = None,
+        fenced: bool = False,
+        **fields: Any,
     ) -> Chunk:
         """Conditional write of chunk fields; raises ConflictError when the expectation does not hold.
 
@@ -310,13 +329,21 @@ class DynamoDBJobStore(JobStore):
         }
         try:
             self._db.transact_write_items(TransactItems=[{"ConditionCheck": check}, {"Update": update}])
-        except (self._db.exceptions.TransactionCanceledException,
-                self._db.exceptions.ConditionalCheckFailedException) as exc:
+        except (
+            self._db.exceptions.TransactionCanceledException,
+            self._db.exceptions.ConditionalCheckFailedException,
+        ) as exc:
             raise ConflictError(f"chunk {chunk.index} of {chunk.job_id} cannot be claimed now") from exc
         return dataclasses.replace(chunk, **fields)
 
-    def _chunk_update(self, chunk: Chunk, expect_state: ChunkState | None, expect_claim: str | None, fenced: bool,
-                      fields: dict[str, Any]) -> dict[str, Any]:
+    def _chunk_update(
+        self,
+        chunk: Chunk,
+        expect_state: ChunkState | None,
+        expect_claim: str | None,
+        fenced: bool,
+        fields: dict[str, Any],
+    ) -> dict[str, Any]:
         expression, names, values = _update_parts(fields)
         conditions = ["attribute_exists(pk)"]
         if fenced:
@@ -356,9 +383,15 @@ def _decode_token(token: str, owner: str) -> dict[str, Any]:
         key = json.loads(base64.urlsafe_b64decode(token.encode()))
     except ValueError:  # not base64, not UTF-8, not JSON
         key = None
-    if (not isinstance(key, dict) or set(key) != {"pk", "sk", "owner", "created_at"}
-            or not all(isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str) for v in key.values())
-            or key["owner"]["S"] != owner or key["sk"]["S"] != JOB_SK or not key["pk"]["S"].startswith("JOB#")):
-        raise InvalidRequestError("next_token is not one this service gave you",
-                                  details=[{"field": "next_token", "message": "invalid"}])
+    if (
+        not isinstance(key, dict)
+        or set(key) != {"pk", "sk", "owner", "created_at"}
+        or not all(isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str) for v in key.values())
+        or key["owner"]["S"] != owner
+        or key["sk"]["S"] != JOB_SK
+        or not key["pk"]["S"].startswith("JOB#")
+    ):
+        raise InvalidRequestError(
+            "next_token is not one this service gave you", details=[{"field": "next_token", "message": "invalid"}]
+        )
     return key

@@ -90,17 +90,24 @@ class MemoryJobStore(JobStore):
             _set(item, fields)
             return Job.from_dict(copy.deepcopy(item))
 
-    def list_jobs(self, owner: str, *, status: JobStatus | None = None, limit: int = 50,
-                  next_token: str | None = None) -> tuple[list[Job], str | None]:
+    def list_jobs(
+        self, owner: str, *, status: JobStatus | None = None, limit: int = 50, next_token: str | None = None
+    ) -> tuple[list[Job], str | None]:
         with self._lock:
-            owned = sorted((item for item in self._jobs.values() if item["owner"] == owner),
-                           key=lambda item: (item["created_at"], item["id"]), reverse=True)
+            owned = sorted(
+                (item for item in self._jobs.values() if item["owner"] == owner),
+                key=lambda item: (item["created_at"], item["id"]),
+                reverse=True,
+            )
             if next_token:
                 after = _decode_token(next_token, owner)
                 owned = [item for item in owned if (item["created_at"], item["id"]) < after]
             evaluated = owned[:limit]  # like a DynamoDB query: the limit counts items read, before the filter
-            page = [Job.from_dict(copy.deepcopy(item)) for item in evaluated
-                    if status is None or item["status"] == status.value]
+            page = [
+                Job.from_dict(copy.deepcopy(item))
+                for item in evaluated
+                if status is None or item["status"] == status.value
+            ]
         more = len(owned) > limit
         return page, (_encode_token(owner, evaluated[-1]) if more else None)
 
@@ -111,16 +118,26 @@ class MemoryJobStore(JobStore):
 
     # --- markers ------------------------------------------------------------------------------------------------
 
-    def claim_marker(self, marker: str, attributes: dict[str, Any], *, token: str, job_id: str, now: datetime,
-                     lease_until: datetime) -> tuple[bool, dict[str, Any]]:
+    def claim_marker(
+        self, marker: str, attributes: dict[str, Any], *, token: str, job_id: str, now: datetime, lease_until: datetime
+    ) -> tuple[bool, dict[str, Any]]:
         with self._lock:
             item = self._markers.get(marker)
-            if item is not None and not (item.get("state") == "claimed" and item.get("lease_until", 0)
-                                         < now.timestamp()):
+            if item is not None and not (
+                item.get("state") == "claimed" and item.get("lease_until", 0) < now.timestamp()
+            ):
                 return False, copy.deepcopy(item)
             item = item if item is not None else {"pk": marker, "sk": "MARKER"}
-            _set(item, {"state": "claimed", "token": token, "lease_until": lease_until.timestamp(),
-                        "claimed_at": now, **attributes})
+            _set(
+                item,
+                {
+                    "state": "claimed",
+                    "token": token,
+                    "lease_until": lease_until.timestamp(),
+                    "claimed_at": now,
+                    **attributes,
+                },
+            )
             item.setdefault("job_id", job_id)
             item["attempts"] = item.get("attempts", 0) + 1
             self._markers[marker] = item
@@ -149,8 +166,9 @@ class MemoryJobStore(JobStore):
 
     def get_chunks(self, job_id: str) -> list[Chunk]:
         with self._lock:
-            items = sorted((item for (owner, _), item in self._chunks.items() if owner == job_id),
-                           key=lambda item: item["index"])
+            items = sorted(
+                (item for (owner, _), item in self._chunks.items() if owner == job_id), key=lambda item: item["index"]
+            )
             return [Chunk.from_dict(copy.deepcopy(item)) for item in items]
 
     def get_chunk(self, job_id: str, index: int) -> Chunk | None:
@@ -158,8 +176,15 @@ class MemoryJobStore(JobStore):
             item = self._chunks.get((job_id, index))
             return Chunk.from_dict(copy.deepcopy(item)) if item is not None else None
 
-    def update_chunk(self, chunk: Chunk, *, expect_state: ChunkState | None = None, expect_claim: str | None = None,
-                     fenced: bool = False, **fields: Any) -> Chunk:
+    def update_chunk(
+        self,
+        chunk: Chunk,
+        *,
+        expect_state: ChunkState | None = None,
+        expect_claim: str | None = None,
+        fenced: bool = False,
+        **fields: Any,
+    ) -> Chunk:
         with self._lock:
             item = self._chunks.get((chunk.job_id, chunk.index))
             if item is None or not _holds(item, chunk, expect_state, expect_claim, fenced):
@@ -171,15 +196,20 @@ class MemoryJobStore(JobStore):
         with self._lock:
             job = self._jobs.get(chunk.job_id)
             item = self._chunks.get((chunk.job_id, chunk.index))
-            if (job is None or job["status"] not in {JobStatus(s).value for s in job_statuses} or item is None
-                    or not _holds(item, chunk, None, None, True)):
+            if (
+                job is None
+                or job["status"] not in {JobStatus(s).value for s in job_statuses}
+                or item is None
+                or not _holds(item, chunk, None, None, True)
+            ):
                 raise ConflictError(f"chunk {chunk.index} of {chunk.job_id} cannot be claimed now")
             _set(item, dict(fields))
         return dataclasses.replace(chunk, **fields)
 
 
-def _holds(item: dict[str, Any], chunk: Chunk, expect_state: ChunkState | None, expect_claim: str | None,
-           fenced: bool) -> bool:
+def _holds(
+    item: dict[str, Any], chunk: Chunk, expect_state: ChunkState | None, expect_claim: str | None, fenced: bool
+) -> bool:
     """The condition of ``store.jobs.DynamoDBJobStore._chunk_update``."""
     if fenced:
         expect_state = chunk.state
@@ -203,10 +233,15 @@ def _decode_token(token: str, owner: str) -> tuple[str, str]:
         key = json.loads(base64.urlsafe_b64decode(token.encode()))
     except (ValueError, binascii.Error):
         key = None
-    if (not isinstance(key, dict) or set(key) != {"owner", "created_at", "id"} or key["owner"] != owner
-            or not all(isinstance(v, str) for v in key.values())):
-        raise InvalidRequestError("next_token is not one this service gave you",
-                                  details=[{"field": "next_token", "message": "invalid"}])
+    if (
+        not isinstance(key, dict)
+        or set(key) != {"owner", "created_at", "id"}
+        or key["owner"] != owner
+        or not all(isinstance(v, str) for v in key.values())
+    ):
+        raise InvalidRequestError(
+            "next_token is not one this service gave you", details=[{"field": "next_token", "message": "invalid"}]
+        )
     return key["created_at"], key["id"]
 
 
@@ -235,7 +270,8 @@ class MemoryPayloadStore(PayloadStore):
         with self._lock:
             current = self._objects.get(key)
             if (new_only and current is not None) or (
-                    replaces is not None and (current is None or _etag(current) != _quoted(replaces))):
+                replaces is not None and (current is None or _etag(current) != _quoted(replaces))
+            ):
                 raise WriteConflict(f"{key} was changed by someone else meanwhile")
             self._objects[key] = data
             self._versions.setdefault(key, []).append(data)
@@ -291,8 +327,14 @@ class MemoryPayloadStore(PayloadStore):
             offset += len(line) + 1
             yield offset, line
 
-    def writer(self, key: str, content_type: str = "application/x-ndjson", *, replaces: str | None = None,
-               new_only: bool = False) -> MemoryWriter:
+    def writer(
+        self,
+        key: str,
+        content_type: str = "application/x-ndjson",
+        *,
+        replaces: str | None = None,
+        new_only: bool = False,
+    ) -> MemoryWriter:
         return MemoryWriter(self, key, replaces=replaces, new_only=new_only)
 
     def presign_get(self, key: str, expires_in: int) -> str:
@@ -335,8 +377,9 @@ class MemoryWriter:
         self.bytes_written += size
 
     def close(self) -> None:
-        self.etag = self._store._store(self.key, self._buffer.getvalue(), replaces=self._replaces,
-                                       new_only=self._new_only)
+        self.etag = self._store._store(
+            self.key, self._buffer.getvalue(), replaces=self._replaces, new_only=self._new_only
+        )
 
     def abort(self) -> None:
         self._buffer = io.BytesIO()
@@ -344,8 +387,9 @@ class MemoryWriter:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc is None:
             self.close()
         else:

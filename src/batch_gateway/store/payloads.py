@@ -87,8 +87,14 @@ class S3PayloadStore(PayloadStore):
             offset += len(line) + 1
             yield offset, line
 
-    def writer(self, key: str, content_type: str = "application/x-ndjson", *, replaces: str | None = None,
-               new_only: bool = False) -> MultipartWriter:
+    def writer(
+        self,
+        key: str,
+        content_type: str = "application/x-ndjson",
+        *,
+        replaces: str | None = None,
+        new_only: bool = False,
+    ) -> MultipartWriter:
         """``replaces``: the object is written only if it still has this ETag; ``new_only``: only if there is none.
         Otherwise the write fails with ``WriteConflict`` and nothing changes."""
         return MultipartWriter(self._s3, self.bucket, key, content_type, replaces=replaces, new_only=new_only)
@@ -102,7 +108,7 @@ class S3PayloadStore(PayloadStore):
         self._s3.delete_object(Bucket=self.bucket, Key=key)
 
 
-COPY_PART_MAX = 5 * 1024 ** 3  # S3's largest part, copied or not
+COPY_PART_MAX = 5 * 1024**3  # S3's largest part, copied or not
 _CONFLICT_CODES = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
 
 
@@ -112,11 +118,13 @@ class MultipartWriter:
     On an exception inside the ``with`` block the upload is aborted, so a failed write leaves no object behind.
     """
 
-    def __init__(self, s3: Any, bucket: str, key: str, content_type: str, *, replaces: str | None = None,
-                 new_only: bool = False) -> None:
+    def __init__(
+        self, s3: Any, bucket: str, key: str, content_type: str, *, replaces: str | None = None, new_only: bool = False
+    ) -> None:
         self._s3, self._bucket, self.key, self._content_type = s3, bucket, key, content_type
-        self._condition: dict[str, str] = {"IfMatch": replaces} if replaces else (
-            {"IfNoneMatch": "*"} if new_only else {})
+        self._condition: dict[str, str] = (
+            {"IfMatch": replaces} if replaces else ({"IfNoneMatch": "*"} if new_only else {})
+        )
         self.etag: str | None = None  # of the object written, once closed
         self._buffer = io.BytesIO()
         self._upload_id: str | None = None
@@ -156,8 +164,12 @@ class MultipartWriter:
             for start in range(0, size, step):
                 number = len(self._parts) + 1
                 response = self._s3.upload_part_copy(
-                    Bucket=self._bucket, Key=self.key, UploadId=self._upload_id, PartNumber=number,
-                    CopySource={"Bucket": self._bucket, "Key": source_key}, CopySourceIfMatch=etag,
+                    Bucket=self._bucket,
+                    Key=self.key,
+                    UploadId=self._upload_id,
+                    PartNumber=number,
+                    CopySource={"Bucket": self._bucket, "Key": source_key},
+                    CopySourceIfMatch=etag,
                     CopySourceRange=f"bytes={start}-{min(start + step, size) - 1}",
                 )
                 self._parts.append({"ETag": response["CopyPartResult"]["ETag"], "PartNumber": number})
@@ -178,7 +190,11 @@ class MultipartWriter:
         number = len(self._parts) + 1
         self._buffer.seek(0)  # the buffer itself, not a copy of it
         response = self._s3.upload_part(
-            Bucket=self._bucket, Key=self.key, UploadId=self._upload_id, PartNumber=number, Body=self._buffer,
+            Bucket=self._bucket,
+            Key=self.key,
+            UploadId=self._upload_id,
+            PartNumber=number,
+            Body=self._buffer,
         )
         self._parts.append({"ETag": response["ETag"], "PartNumber": number})
         self._buffer = io.BytesIO()
@@ -187,14 +203,22 @@ class MultipartWriter:
         try:
             if self._upload_id is None:
                 self._buffer.seek(0)
-                response = self._s3.put_object(Bucket=self._bucket, Key=self.key, Body=self._buffer,
-                                               ContentType=self._content_type, **self._condition)
+                response = self._s3.put_object(
+                    Bucket=self._bucket,
+                    Key=self.key,
+                    Body=self._buffer,
+                    ContentType=self._content_type,
+                    **self._condition,
+                )
             else:
                 if self._buffer.tell():
                     self._flush_part()
                 response = self._s3.complete_multipart_upload(
-                    Bucket=self._bucket, Key=self.key, UploadId=self._upload_id,
-                    MultipartUpload={"Parts": self._parts}, **self._condition,
+                    Bucket=self._bucket,
+                    Key=self.key,
+                    UploadId=self._upload_id,
+                    MultipartUpload={"Parts": self._parts},
+                    **self._condition,
                 )
         except self._s3.exceptions.ClientError as exc:
             if self._condition and exc.response.get("Error", {}).get("Code") in _CONFLICT_CODES:

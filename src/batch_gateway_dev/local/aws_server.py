@@ -39,11 +39,18 @@ class RoleCredentials:
             if role_arn not in self._sessions:
                 account = role_arn.split(":")[4]
                 role = sts_backends[account]["aws"].assume_role(
-                    region_name=self._region, role_session_name="local", role_arn=role_arn, policy=None,
-                    duration=SESSION_SECONDS, external_id=None)
-                self._sessions[role_arn] = {"AWS_ACCESS_KEY_ID": role.access_key_id,
-                                            "AWS_SECRET_ACCESS_KEY": role.secret_access_key,
-                                            "AWS_SESSION_TOKEN": role.session_token}
+                    region_name=self._region,
+                    role_session_name="local",
+                    role_arn=role_arn,
+                    policy=None,
+                    duration=SESSION_SECONDS,
+                    external_id=None,
+                )
+                self._sessions[role_arn] = {
+                    "AWS_ACCESS_KEY_ID": role.access_key_id,
+                    "AWS_SECRET_ACCESS_KEY": role.secret_access_key,
+                    "AWS_SESSION_TOKEN": role.session_token,
+                }
             return self._sessions[role_arn]
 
 
@@ -55,11 +62,18 @@ def _states_call_as_their_role(credentials: RoleCredentials, endpoint: str) -> N
     def boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
         keys = credentials(state_credentials.role_arn)
         return boto3.client(
-            service, region_name=region, endpoint_url=endpoint,
-            aws_access_key_id=keys["AWS_ACCESS_KEY_ID"], aws_secret_access_key=keys["AWS_SECRET_ACCESS_KEY"],
+            service,
+            region_name=region,
+            endpoint_url=endpoint,
+            aws_access_key_id=keys["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=keys["AWS_SECRET_ACCESS_KEY"],
             aws_session_token=keys["AWS_SESSION_TOKEN"],
-            config=Config(parameter_validation=False, retries={"max_attempts": 0, "total_max_attempts": 1},
-                          connect_timeout=60, read_timeout=1000),
+            config=Config(
+                parameter_validation=False,
+                retries={"max_attempts": 0, "total_max_attempts": 1},
+                connect_timeout=60,
+                read_timeout=1000,
+            ),
         )
 
     lambda_eval_utils.boto_client_for = boto_client_for  # type: ignore[assignment]
@@ -115,9 +129,12 @@ def main() -> None:
 
     os.environ["MOTO_PORT"] = str(port)  # moto's own callbacks (Step Functions -> Lambda) find the server by it
     credentials = RoleCredentials(config["region"])
-    runtime = LambdaRuntime(credentials_for=credentials, local_env={"AWS_ENDPOINT_URL": endpoint,
-                                                                    **config["local_env"]},
-                            log_dir=Path(config["log_dir"]), task_root=Path(config["task_root"]))
+    runtime = LambdaRuntime(
+        credentials_for=credentials,
+        local_env={"AWS_ENDPOINT_URL": endpoint, **config["local_env"]},
+        log_dir=Path(config["log_dir"]),
+        task_root=Path(config["task_root"]),
+    )
     install(runtime)
     iam_resources.install()
     _states_call_as_their_role(credentials, endpoint)

@@ -22,13 +22,20 @@ def main() -> int:
 
     started = time.monotonic()
     real = bool(os.environ.get("ANTHROPIC_API_KEY"))
-    print("Starting Batch Gateway on this machine "
-          f"({'real Anthropic API' if real else 'simulated Anthropic API'}, AWS emulated by moto)...",
-          file=sys.stderr, flush=True)
+    print(
+        "Starting Batch Gateway on this machine "
+        f"({'real Anthropic API' if real else 'simulated Anthropic API'}, AWS emulated by moto)...",
+        file=sys.stderr,
+        flush=True,
+    )
     with LocalStack(poll_schedule="1,2,5,10,30,60", processing_seconds=2.0, quiet=True) as stack:
         info = stack.info()
-        print(f"API at {info['api_url']} (state machine, functions, roles from cdk synth; IAM enforced) "
-              f"ready in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+        print(
+            f"API at {info['api_url']} (state machine, functions, roles from cdk synth; IAM enforced) "
+            f"ready in {time.monotonic() - started:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
         os.environ["BATCH_GATEWAY_ENDPOINT"] = info["api_url"]
         caller = stack.caller("demo")  # an IAM user of the local account, allowed to call the API
         with _env({**caller.as_env(), "AWS_SESSION_TOKEN": ""}):
@@ -37,7 +44,7 @@ def main() -> int:
     return 0
 
 
-class _env:  # noqa: N801
+class _env:
     def __init__(self, values: dict[str, str]) -> None:
         self.values, self.saved = values, {}
 

@@ -29,8 +29,10 @@ from batch_gateway_dev.local.template import Route
 STAGE = "v1"
 ACCOUNT = "123456789012"
 CLOCK_SKEW_SECONDS = 15 * 60
-_AUTH = re.compile(r"\AAWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/(?P<date>\d{8})/(?P<region>[\w-]+)/execute-api/"
-                   r"aws4_request, ?SignedHeaders=(?P<signed>[a-z0-9;-]+), ?Signature=(?P<signature>[0-9a-f]{64})\Z")
+_AUTH = re.compile(
+    r"\AAWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/(?P<date>\d{8})/(?P<region>[\w-]+)/execute-api/"
+    r"aws4_request, ?SignedHeaders=(?P<signed>[a-z0-9;-]+), ?Signature=(?P<signature>[0-9a-f]{64})\Z"
+)
 
 Response = tuple[int, dict[str, str], bytes]
 
@@ -51,8 +53,9 @@ def _json(status: int, body: dict[str, Any], error_type: str | None = None) -> R
     return status, headers, json.dumps(body).encode()
 
 
-def verify_signature(method: str, url: str, headers: dict[str, str], body: bytes,
-                     identify: Callable[[str], Principal | None]) -> Principal | Response:
+def verify_signature(
+    method: str, url: str, headers: dict[str, str], body: bytes, identify: Callable[[str], Principal | None]
+) -> Principal | Response:
     """The signing principal, or API Gateway's 403 answer."""
     lowered = {k.lower(): v for k, v in headers.items()}
     auth = lowered.get("authorization", "")
@@ -60,12 +63,16 @@ def verify_signature(method: str, url: str, headers: dict[str, str], body: bytes
         return _json(403, {"message": "Missing Authentication Token"}, "MissingAuthenticationTokenException")
     found = _AUTH.match(auth)
     if not found:
-        return _json(403, {"message": "Authorization header requires a SigV4 execute-api signature"},
-                     "IncompleteSignatureException")
+        return _json(
+            403,
+            {"message": "Authorization header requires a SigV4 execute-api signature"},
+            "IncompleteSignatureException",
+        )
     principal = identify(found["key"])
     if principal is None:
-        return _json(403, {"message": "The security token included in the request is invalid."},
-                     "UnrecognizedClientException")
+        return _json(
+            403, {"message": "The security token included in the request is invalid."}, "UnrecognizedClientException"
+        )
     stamp = lowered.get("x-amz-date", "")
     try:
         signed_at = datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
@@ -80,15 +87,24 @@ def verify_signature(method: str, url: str, headers: dict[str, str], body: bytes
     canonical = signer.canonical_request(request)
     expected = signer.signature(signer.string_to_sign(request, canonical), request)
     if not hmac.compare_digest(expected, found["signature"]):
-        return _json(403, {"message": "The request signature we calculated does not match the signature you "
-                                      "provided."}, "InvalidSignatureException")
+        return _json(
+            403,
+            {"message": "The request signature we calculated does not match the signature you provided."},
+            "InvalidSignatureException",
+        )
     return principal
 
 
 class ApiFront:
-    def __init__(self, routes: list[Route], *,
-                 invoke: Callable[[str, dict[str, Any]], tuple[dict[str, Any] | None, str | None]],
-                 identify: Callable[[str], Principal | None], host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        routes: list[Route],
+        *,
+        invoke: Callable[[str, dict[str, Any]], tuple[dict[str, Any] | None, str | None]],
+        identify: Callable[[str], Principal | None],
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
         self.routes = routes
         self._invoke = invoke
         self._identify = identify
@@ -136,7 +152,7 @@ class ApiFront:
         path = parts.path
         if not path.startswith(f"/{STAGE}/") and path != f"/{STAGE}":
             return _json(403, {"message": "Missing Authentication Token"}, "MissingAuthenticationTokenException")
-        path = path[len(STAGE) + 1:] or "/"
+        path = path[len(STAGE) + 1 :] or "/"
         for route in self.routes:
             params = route.match(method, path)
             if params is None:
@@ -159,8 +175,16 @@ class ApiFront:
         return _json(403, {"message": "Missing Authentication Token"}, "MissingAuthenticationTokenException")
 
     @staticmethod
-    def _event(route: Route, method: str, path: str, params: dict[str, str], query: str,
-               headers: dict[str, str], body: bytes, caller: Principal) -> dict[str, Any]:
+    def _event(
+        route: Route,
+        method: str,
+        path: str,
+        params: dict[str, str],
+        query: str,
+        headers: dict[str, str],
+        body: bytes,
+        caller: Principal,
+    ) -> dict[str, Any]:
         pairs = parse_qsl(query, keep_blank_values=True)
         multi: dict[str, list[str]] = {}
         for key, value in pairs:
@@ -180,10 +204,22 @@ class ApiFront:
             "pathParameters": params or None,
             "stageVariables": None,
             "requestContext": {
-                "resourcePath": route.path, "httpMethod": method, "stage": STAGE, "path": f"/{STAGE}{path}",
-                "requestId": str(uuid.uuid4()), "accountId": ACCOUNT, "apiId": "local", "protocol": "HTTP/1.1",
-                "identity": {"accessKey": caller.access_key, "accountId": ACCOUNT, "caller": caller.name,
-                             "user": caller.name, "userArn": caller.principal, "sourceIp": "127.0.0.1"},
+                "resourcePath": route.path,
+                "httpMethod": method,
+                "stage": STAGE,
+                "path": f"/{STAGE}{path}",
+                "requestId": str(uuid.uuid4()),
+                "accountId": ACCOUNT,
+                "apiId": "local",
+                "protocol": "HTTP/1.1",
+                "identity": {
+                    "accessKey": caller.access_key,
+                    "accountId": ACCOUNT,
+                    "caller": caller.name,
+                    "user": caller.name,
+                    "userArn": caller.principal,
+                    "sourceIp": "127.0.0.1",
+                },
             },
             "body": text if body else None,
             "isBase64Encoded": encoded,

@@ -85,8 +85,11 @@ def _lambda(self: Any) -> str:
 # API operation names whose IAM action is named differently (moto checks the operation name). DynamoDB has no
 # transaction actions: AWS authorizes each item of a transaction by its own action; the stack's transactions update
 # and condition-check items, so they are checked as UpdateItem (an approximation, see docs/local-stack.md).
-_IAM_ACTIONS = {"lambda:Invoke": "lambda:InvokeFunction", "dynamodb:TransactWriteItems": "dynamodb:UpdateItem",
-                "dynamodb:TransactGetItems": "dynamodb:GetItem"}
+_IAM_ACTIONS = {
+    "lambda:Invoke": "lambda:InvokeFunction",
+    "dynamodb:TransactWriteItems": "dynamodb:UpdateItem",
+    "dynamodb:TransactGetItems": "dynamodb:GetItem",
+}
 
 
 def install() -> None:
@@ -138,13 +141,21 @@ def _accept_presigned_urls() -> None:
             from moto.s3.exceptions import AccessForbidden
 
             raise AccessForbidden("Request has expired")
-        headers = {"Authorization": f"AWS4-HMAC-SHA256 Credential={query['X-Amz-Credential'][0]}, "
-                                    f"SignedHeaders=host, Signature={query.get('X-Amz-Signature', [''])[0]}"}
+        headers = {
+            "Authorization": f"AWS4-HMAC-SHA256 Credential={query['X-Amz-Credential'][0]}, "
+            f"SignedHeaders=host, Signature={query.get('X-Amz-Signature', [''])[0]}"
+        }
         if "X-Amz-Security-Token" in query:
             headers["X-Amz-Security-Token"] = query["X-Amz-Security-Token"][0]
-        iam_request = iam_request_cls(account_id=self.current_account, method=self.method, path=self.raw_path,
-                                      data=self.data, body=self.raw_body, headers=headers,
-                                      action=self._get_action())
+        iam_request = iam_request_cls(
+            account_id=self.current_account,
+            method=self.method,
+            path=self.raw_path,
+            data=self.data,
+            body=self.raw_body,
+            headers=headers,
+            action=self._get_action(),
+        )
         iam_request.check_action_permitted(resource)
 
     ActionAuthenticatorMixin._authenticate_and_authorize_action = _authenticate_and_authorize_action  # type: ignore[method-assign]

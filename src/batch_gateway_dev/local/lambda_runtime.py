@@ -36,14 +36,38 @@ MAX_WORKERS_PER_FUNCTION = 6
 ENVIRONMENTS_FILE = "environments.jsonl"
 INIT_TIMEOUT_SECONDS = 60.0  # Lambda allows 10 s; imports on a busy two-core machine can take longer
 # Set by the local runtime only; everything else in a worker's environment is the template's or Lambda's own.
-LOCAL_ONLY_VARIABLES = ("AWS_ENDPOINT_URL", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "PYTHONPATH",
-                        "POWERTOOLS_TRACE_DISABLED", "BGW_LOCAL_FUNCTION_ARN", "PYTHONDONTWRITEBYTECODE")
+LOCAL_ONLY_VARIABLES = (
+    "AWS_ENDPOINT_URL",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_BASE_URL",
+    "PYTHONPATH",
+    "POWERTOOLS_TRACE_DISABLED",
+    "BGW_LOCAL_FUNCTION_ARN",
+    "PYTHONDONTWRITEBYTECODE",
+)
 # The Lambda runtime's reserved variables (https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html).
-RUNTIME_VARIABLES = ("_HANDLER", "AWS_EXECUTION_ENV", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
-                     "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_LAMBDA_FUNCTION_NAME",
-                     "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "AWS_LAMBDA_FUNCTION_VERSION", "AWS_LAMBDA_LOG_GROUP_NAME",
-                     "AWS_LAMBDA_LOG_STREAM_NAME", "AWS_LAMBDA_LOG_FORMAT", "AWS_LAMBDA_LOG_LEVEL",
-                     "LAMBDA_TASK_ROOT", "LAMBDA_RUNTIME_DIR", "TZ", "LANG", "PATH", "LD_LIBRARY_PATH")
+RUNTIME_VARIABLES = (
+    "_HANDLER",
+    "AWS_EXECUTION_ENV",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_LAMBDA_FUNCTION_NAME",
+    "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+    "AWS_LAMBDA_FUNCTION_VERSION",
+    "AWS_LAMBDA_LOG_GROUP_NAME",
+    "AWS_LAMBDA_LOG_STREAM_NAME",
+    "AWS_LAMBDA_LOG_FORMAT",
+    "AWS_LAMBDA_LOG_LEVEL",
+    "LAMBDA_TASK_ROOT",
+    "LAMBDA_RUNTIME_DIR",
+    "TZ",
+    "LANG",
+    "PATH",
+    "LD_LIBRARY_PATH",
+)
 
 Credentials = dict[str, str]
 
@@ -58,8 +82,13 @@ class _Worker:
         self.configuration = configuration
         self.ready = False
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "batch_gateway_dev.local.lambda_worker"], env=env, cwd=cwd,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
+            [sys.executable, "-m", "batch_gateway_dev.local.lambda_worker"],
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            start_new_session=True,
         )
 
     def init(self) -> dict[str, Any] | None:
@@ -104,8 +133,14 @@ class _Worker:
 class LambdaRuntime:
     """Warm workers per function, started on demand (up to ``MAX_WORKERS_PER_FUNCTION`` at once)."""
 
-    def __init__(self, *, credentials_for: Callable[[str], Credentials], local_env: dict[str, str],
-                 log_dir: Path, task_root: Path) -> None:
+    def __init__(
+        self,
+        *,
+        credentials_for: Callable[[str], Credentials],
+        local_env: dict[str, str],
+        log_dir: Path,
+        task_root: Path,
+    ) -> None:
         self._credentials_for = credentials_for
         self._local_env = local_env
         self._log_dir = log_dir
@@ -120,23 +155,25 @@ class LambdaRuntime:
         name = function.function_name
         env = {str(k): str(v) for k, v in (function.environment_vars or {}).items()}
         env.update(self._credentials_for(function.role))
-        env.update({
-            "_HANDLER": function.handler,
-            "AWS_EXECUTION_ENV": f"AWS_Lambda_{function.run_time}",
-            "AWS_REGION": function.region,
-            "AWS_DEFAULT_REGION": function.region,
-            "AWS_LAMBDA_FUNCTION_NAME": name,
-            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_size),
-            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{name}",
-            "AWS_LAMBDA_LOG_STREAM_NAME": "local",
-            "LAMBDA_TASK_ROOT": str(self._task_root),
-            "TZ": ":UTC",
-            "LANG": "en_US.UTF-8",
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "BGW_LOCAL_FUNCTION_ARN": function.function_arn,
-            **self._local_env,
-        })
+        env.update(
+            {
+                "_HANDLER": function.handler,
+                "AWS_EXECUTION_ENV": f"AWS_Lambda_{function.run_time}",
+                "AWS_REGION": function.region,
+                "AWS_DEFAULT_REGION": function.region,
+                "AWS_LAMBDA_FUNCTION_NAME": name,
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_size),
+                "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+                "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{name}",
+                "AWS_LAMBDA_LOG_STREAM_NAME": "local",
+                "LAMBDA_TASK_ROOT": str(self._task_root),
+                "TZ": ":UTC",
+                "LANG": "en_US.UTF-8",
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "BGW_LOCAL_FUNCTION_ARN": function.function_arn,
+                **self._local_env,
+            }
+        )
         return env
 
     def invoke(self, function: Any, event: Any) -> tuple[str, bool]:
@@ -144,8 +181,10 @@ class LambdaRuntime:
         if isinstance(event, bytes | str):
             event = json.loads(event or "{}")
         if len(json.dumps(event)) > SYNC_PAYLOAD_LIMIT:
-            return _error("RequestEntityTooLargeException",
-                          f"Request must be smaller than {SYNC_PAYLOAD_LIMIT} bytes for the InvokeFunction operation")
+            return _error(
+                "RequestEntityTooLargeException",
+                f"Request must be smaller than {SYNC_PAYLOAD_LIMIT} bytes for the InvokeFunction operation",
+            )
         env = self.environment(function)
         worker = self._acquire(function.function_name, _configuration(function, env), env)
         if not worker.ready:
@@ -153,23 +192,31 @@ class LambdaRuntime:
             if not worker.ready:
                 worker.kill()
                 self._release(function.function_name, worker)
-                return _error((ready or {}).get("errorType", "Runtime.Unknown"),
-                              (ready or {}).get("errorMessage", "the function's init phase failed or timed out"))
+                return _error(
+                    (ready or {}).get("errorType", "Runtime.Unknown"),
+                    (ready or {}).get("errorMessage", "the function's init phase failed or timed out"),
+                )
         request = {"event": event, "deadline_ms": int(function.timeout) * 1000, "request_id": str(uuid.uuid4())}
         answer = worker.call(request, float(function.timeout) + 1.0)
         self._release(function.function_name, worker)
         if answer is None:
             if worker.process.returncode not in (None, -9):
-                return _error("Runtime.ExitError", f"RequestId: {request['request_id']} Error: Runtime exited "
-                              f"with error: exit status {worker.process.returncode}")
-            message = (f"RequestId: {request['request_id']} Error: Task timed out after "
-                       f"{float(function.timeout):.2f} seconds")
+                return _error(
+                    "Runtime.ExitError",
+                    f"RequestId: {request['request_id']} Error: Runtime exited "
+                    f"with error: exit status {worker.process.returncode}",
+                )
+            message = (
+                f"RequestId: {request['request_id']} Error: Task timed out after {float(function.timeout):.2f} seconds"
+            )
             self._logs[function.function_name].write((message + "\n").encode())  # as Lambda logs it
             return _error("Sandbox.Timedout", message)
         payload = answer["payload"]
         if len(payload) > SYNC_PAYLOAD_LIMIT:
-            return _error("Function.ResponseSizeTooLarge",
-                          f"Response payload size exceeded maximum allowed payload size ({SYNC_PAYLOAD_LIMIT} bytes).")
+            return _error(
+                "Function.ResponseSizeTooLarge",
+                f"Response payload size exceeded maximum allowed payload size ({SYNC_PAYLOAD_LIMIT} bytes).",
+            )
         return payload, bool(answer["errored"])
 
     def _acquire(self, name: str, configuration: str, env: dict[str, str]) -> _Worker:

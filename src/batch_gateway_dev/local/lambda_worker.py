@@ -64,8 +64,14 @@ def main() -> None:
     try:  # the init phase: outside the invocation's timeout, as on Lambda
         handler = _load(os.environ["_HANDLER"])
     except Exception as exc:
-        write_frame(answers, {"ready": False, "errorType": "Runtime.ImportModuleError",
-                              "errorMessage": f"Unable to import module '{os.environ['_HANDLER']}': {exc}"})
+        write_frame(
+            answers,
+            {
+                "ready": False,
+                "errorType": "Runtime.ImportModuleError",
+                "errorMessage": f"Unable to import module '{os.environ['_HANDLER']}': {exc}",
+            },
+        )
         return
     write_frame(answers, {"ready": True})
     while True:
@@ -77,11 +83,16 @@ def main() -> None:
             result = handler(request["event"], LambdaContext(request["request_id"], deadline))
             answer = {"payload": json.dumps(result), "errored": False}
         except Exception as exc:  # reported the way the Python runtime reports it
-            answer = {"payload": json.dumps({
-                "errorType": type(exc).__name__,
-                "errorMessage": str(exc),
-                "stackTrace": traceback.format_tb(exc.__traceback__)[-3:],
-            }), "errored": True}
+            answer = {
+                "payload": json.dumps(
+                    {
+                        "errorType": type(exc).__name__,
+                        "errorMessage": str(exc),
+                        "stackTrace": traceback.format_tb(exc.__traceback__)[-3:],
+                    }
+                ),
+                "errored": True,
+            }
         sys.stdout.flush()
         sys.stderr.flush()
         write_frame(answers, answer)

@@ -22,21 +22,24 @@ def create_table(dynamodb: Any, name: str) -> None:
             {"AttributeName": c.TABLE_PK, "KeyType": "HASH"},
             {"AttributeName": c.TABLE_SK, "KeyType": "RANGE"},
         ],
-        GlobalSecondaryIndexes=[{
-            "IndexName": c.OWNER_INDEX,
-            "KeySchema": [
-                {"AttributeName": c.OWNER_INDEX_PK, "KeyType": "HASH"},
-                {"AttributeName": c.OWNER_INDEX_SK, "KeyType": "RANGE"},
-            ],
-            "Projection": {"ProjectionType": "ALL"},
-        }, {
-            "IndexName": c.OPEN_INDEX,
-            "KeySchema": [
-                {"AttributeName": c.OPEN_INDEX_PK, "KeyType": "HASH"},
-                {"AttributeName": c.OPEN_INDEX_SK, "KeyType": "RANGE"},
-            ],
-            "Projection": {"ProjectionType": "KEYS_ONLY"},
-        }],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": c.OWNER_INDEX,
+                "KeySchema": [
+                    {"AttributeName": c.OWNER_INDEX_PK, "KeyType": "HASH"},
+                    {"AttributeName": c.OWNER_INDEX_SK, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            },
+            {
+                "IndexName": c.OPEN_INDEX,
+                "KeySchema": [
+                    {"AttributeName": c.OPEN_INDEX_PK, "KeyType": "HASH"},
+                    {"AttributeName": c.OPEN_INDEX_SK, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            },
+        ],
     )
 
 

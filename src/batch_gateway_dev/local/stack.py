@@ -58,8 +58,11 @@ class CallerCredentials:
         return {"AWS_ACCESS_KEY_ID": self.access_key, "AWS_SECRET_ACCESS_KEY": self.secret_key}
 
     def as_json(self) -> dict[str, str]:
-        return {"aws_access_key_id": self.access_key, "aws_secret_access_key": self.secret_key,
-                "principal": self.principal}
+        return {
+            "aws_access_key_id": self.access_key,
+            "aws_secret_access_key": self.secret_key,
+            "principal": self.principal,
+        }
 
 
 def _policy(*statements: dict[str, Any]) -> str:
@@ -67,9 +70,18 @@ def _policy(*statements: dict[str, Any]) -> str:
 
 
 class LocalStack:
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, poll_schedule: str = "1,1,2,2,3,5",
-                 processing_seconds: float = 2.0, use_simulators: bool | None = None,
-                 context: dict[str, Any] | None = None, quiet: bool = False, log_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        poll_schedule: str = "1,1,2,2,3,5",
+        processing_seconds: float = 2.0,
+        use_simulators: bool | None = None,
+        context: dict[str, Any] | None = None,
+        quiet: bool = False,
+        log_dir: str | None = None,
+    ) -> None:
         self.host, self.port = host, port
         self.poll_schedule = poll_schedule
         self.processing_seconds = processing_seconds
@@ -111,11 +123,17 @@ class LocalStack:
         from botocore.config import Config
 
         self._lambda = boto3.client(  # API Gateway's side of the Lambda proxy integration
-            "lambda", endpoint_url=self.aws_endpoint_url, region_name=REGION, **self._admin,
-            config=Config(retries={"max_attempts": 0, "total_max_attempts": 1}, read_timeout=60,
-                          max_pool_connections=50))
-        self.front = ApiFront(template.routes(), invoke=self._invoke_api, identify=self._identify,
-                              host=self.host, port=self.port).start()
+            "lambda",
+            endpoint_url=self.aws_endpoint_url,
+            region_name=REGION,
+            **self._admin,
+            config=Config(
+                retries={"max_attempts": 0, "total_max_attempts": 1}, read_timeout=60, max_pool_connections=50
+            ),
+        )
+        self.front = ApiFront(
+            template.routes(), invoke=self._invoke_api, identify=self._identify, host=self.host, port=self.port
+        ).start()
         return self
 
     def stop(self) -> None:
@@ -163,8 +181,11 @@ class LocalStack:
 
     def client(self, service: str, credentials: CallerCredentials | None = None) -> Any:
         """A boto3 client for the local AWS endpoint: the operator's (admin) keys unless a caller is given."""
-        keys = ({"aws_access_key_id": credentials.access_key, "aws_secret_access_key": credentials.secret_key}
-                if credentials else self._admin)
+        keys = (
+            {"aws_access_key_id": credentials.access_key, "aws_secret_access_key": credentials.secret_key}
+            if credentials
+            else self._admin
+        )
         return boto3.client(service, endpoint_url=self.aws_endpoint_url, region_name=REGION, **keys)
 
     def caller(self, name: str) -> CallerCredentials:
@@ -251,28 +272,40 @@ class LocalStack:
     # --- resources ----------------------------------------------------------------------------------------------
 
     def _start_aws(self, local_env: dict[str, str]) -> None:
-        config = {"region": REGION, "local_env": local_env, "log_dir": str(self.log_dir),
-                  "task_root": str(REPO_ROOT)}
+        config = {"region": REGION, "local_env": local_env, "log_dir": str(self.log_dir), "task_root": str(REPO_ROOT)}
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ANTHROPIC_", "OPENAI_"))}
         env.update({"AWS_ACCESS_KEY_ID": "unused", "AWS_SECRET_ACCESS_KEY": "unused", "AWS_DEFAULT_REGION": REGION})
-        self._aws = subprocess.Popen([sys.executable, "-m", "batch_gateway_dev.local.aws_server", json.dumps(config)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=str(REPO_ROOT),
-                                     start_new_session=True)
+        self._aws = subprocess.Popen(
+            [sys.executable, "-m", "batch_gateway_dev.local.aws_server", json.dumps(config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=str(REPO_ROOT),
+            start_new_session=True,
+        )
         assert self._aws.stdout
         line = self._aws.stdout.readline()
         if not line:
             raise RuntimeError("the local AWS process did not start (see its output above)")
         self.aws_endpoint_url = json.loads(line)["endpoint"]
-        requests.post(f"{self.aws_endpoint_url}/moto-api/config",
-                      json={"stepfunctions": {"execute_state_machine": True}}, timeout=10).raise_for_status()
+        requests.post(
+            f"{self.aws_endpoint_url}/moto-api/config",
+            json={"stepfunctions": {"execute_state_machine": True}},
+            timeout=10,
+        ).raise_for_status()
 
     def _create_resources(self, template: Template) -> None:
         refs: dict[str, str] = {}
         attrs: dict[tuple[str, str], str] = {}
-        pseudo = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws",
-                  "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": "BatchGatewayStack",
-                  "AWS::StackId": f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/BatchGatewayStack/"
-                                  "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"}
+        pseudo = {
+            "AWS::Region": REGION,
+            "AWS::AccountId": ACCOUNT,
+            "AWS::Partition": "aws",
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::StackName": "BatchGatewayStack",
+            "AWS::StackId": f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/BatchGatewayStack/"
+            "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+        }
 
         def res(value: Any) -> Any:
             return resolve(value, refs, attrs, pseudo)
@@ -313,9 +346,12 @@ class LocalStack:
         dynamodb = self.client("dynamodb")
         for logical_id, table in template.of_type("AWS::DynamoDB::Table").items():
             props = table["Properties"]
-            spec: dict[str, Any] = {"TableName": refs[logical_id], "BillingMode": "PAY_PER_REQUEST",
-                                    "AttributeDefinitions": props["AttributeDefinitions"],
-                                    "KeySchema": props["KeySchema"]}
+            spec: dict[str, Any] = {
+                "TableName": refs[logical_id],
+                "BillingMode": "PAY_PER_REQUEST",
+                "AttributeDefinitions": props["AttributeDefinitions"],
+                "KeySchema": props["KeySchema"],
+            }
             if props.get("GlobalSecondaryIndexes"):
                 spec["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
             dynamodb.create_table(**spec)
@@ -349,11 +385,15 @@ class LocalStack:
         iam = self.client("iam")
         for logical_id, role in template.of_type("AWS::IAM::Role").items():
             props = role["Properties"]
-            iam.create_role(RoleName=refs[logical_id],
-                            AssumeRolePolicyDocument=json.dumps(res(props["AssumeRolePolicyDocument"])))
+            iam.create_role(
+                RoleName=refs[logical_id], AssumeRolePolicyDocument=json.dumps(res(props["AssumeRolePolicyDocument"]))
+            )
             for index, inline in enumerate(props.get("Policies") or []):
-                iam.put_role_policy(RoleName=refs[logical_id], PolicyName=inline.get("PolicyName", f"inline{index}"),
-                                    PolicyDocument=json.dumps(res(inline["PolicyDocument"])))
+                iam.put_role_policy(
+                    RoleName=refs[logical_id],
+                    PolicyName=inline.get("PolicyName", f"inline{index}"),
+                    PolicyDocument=json.dumps(res(inline["PolicyDocument"])),
+                )
         for logical_id, policy in template.of_type("AWS::IAM::Policy").items():
             props = policy["Properties"]
             document = json.dumps(res(props["PolicyDocument"]))
@@ -364,8 +404,12 @@ class LocalStack:
         for function in functions:
             props = template.resources[function.logical_id]["Properties"]
             lam.create_function(
-                FunctionName=function.logical_id, Runtime="python3.13", Role=res(props["Role"]),
-                Handler=function.handler, Code={"ZipFile": _empty_zip()}, Timeout=int(props.get("Timeout", 3)),
+                FunctionName=function.logical_id,
+                Runtime="python3.13",
+                Role=res(props["Role"]),
+                Handler=function.handler,
+                Code={"ZipFile": _empty_zip()},
+                Timeout=int(props.get("Timeout", 3)),
                 MemorySize=int(props.get("MemorySize", 128)),
                 Environment={"Variables": {k: str(res(v)) for k, v in function.environment.items()}},
             )
@@ -373,18 +417,23 @@ class LocalStack:
         for mapping in template.of_type("AWS::Lambda::EventSourceMapping").values():
             props = res(mapping["Properties"])
             lam.create_event_source_mapping(
-                EventSourceArn=props["EventSourceArn"], FunctionName=props["FunctionName"],
-                BatchSize=int(props.get("BatchSize", 10)), FunctionResponseTypes=props.get("FunctionResponseTypes", []),
+                EventSourceArn=props["EventSourceArn"],
+                FunctionName=props["FunctionName"],
+                BatchSize=int(props.get("BatchSize", 10)),
+                FunctionResponseTypes=props.get("FunctionResponseTypes", []),
             )
         for notifications in template.of_type("Custom::S3BucketNotifications").values():
             props = notifications["Properties"]
             s3.put_bucket_notification_configuration(
-                Bucket=res(props["BucketName"]), NotificationConfiguration=res(props["NotificationConfiguration"]))
+                Bucket=res(props["BucketName"]), NotificationConfiguration=res(props["NotificationConfiguration"])
+            )
         machine = template.resources[machine_id]["Properties"]
         resolved = res(definition)
         self.client("stepfunctions").create_state_machine(
-            name=STATE_MACHINE_NAME, definition=resolved if isinstance(resolved, str) else json.dumps(resolved),
-            roleArn=res(machine["RoleArn"]), type="STANDARD",
+            name=STATE_MACHINE_NAME,
+            definition=resolved if isinstance(resolved, str) else json.dumps(resolved),
+            roleArn=res(machine["RoleArn"]),
+            type="STANDARD",
         )
 
 

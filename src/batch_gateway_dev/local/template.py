@@ -145,7 +145,11 @@ def resolve(value: Any, refs: dict[str, str], attrs: dict[tuple[str, str], str],
         return str(resolve(text, refs, attrs, pseudo)).split(separator)
     if "Fn::Sub" in value:
         text = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
-        return re.sub(r"\$\{([^}]+)\}", lambda m: str(
-            pseudo.get(m.group(1)) or refs.get(m.group(1)) or attrs.get(tuple(m.group(1).split(".", 1)), "")
-        ), text)
+        return re.sub(
+            r"\$\{([^}]+)\}",
+            lambda m: str(
+                pseudo.get(m.group(1)) or refs.get(m.group(1)) or attrs.get(tuple(m.group(1).split(".", 1)), "")
+            ),
+            text,
+        )
     return {k: resolve(v, refs, attrs, pseudo) for k, v in value.items()}

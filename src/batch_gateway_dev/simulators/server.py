@@ -30,7 +30,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # small answers would otherwise wait ~40 ms for the client's delayed ACK
     server: _HTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet: tests start many servers
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def do_GET(self) -> None:
