@@ -72,6 +72,7 @@ synth: $(VENV_STAMP) node_modules/.installed
 lint: $(VENV_STAMP) $(LINT_STAMP)
 	$(UV) run --frozen ruff check .
 	$(UV) run --frozen ruff format --check .
+	$(UV) run --frozen lint-imports
 	$(UV) run --frozen python -m stacks.synth_for_lint cdk.out/lint
 	$(UV) run --frozen python -m stacks.synth_for_lint cdk.out/lint-kms kms=customer
 	$(UV) run --frozen cfn-lint -i W3005 -- cdk.out/lint/$(LINT_TEMPLATE) cdk.out/lint-kms/$(LINT_TEMPLATE)

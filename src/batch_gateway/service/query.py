@@ -11,7 +11,7 @@ from batch_gateway.models.jobs import Job, JobStatus
 from batch_gateway.service.context import Services
 from batch_gateway.service.join import joined
 from batch_gateway.service.keys import results_key
-from batch_gateway.store.payloads import OffsetOutOfRange
+from batch_gateway.ports import OffsetOutOfRange
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
