@@ -1,4 +1,4 @@
-"""The result item of DESIGN.md: one per request id, keyed by the caller's id."""
+"""The result item (docs/api.md, results): one per request id, keyed by the caller's id."""
 
 from __future__ import annotations
 

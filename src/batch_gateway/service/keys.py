@@ -1,4 +1,5 @@
-"""Where each payload lives in the bucket (DESIGN.md, Storage)."""
+"""Where each payload lives in the bucket: everything of a job under `jobs/<job id>/`, a chunk's files under its
+`chunks/<index>/`. The one place that names these keys."""
 
 
 def requests_key(job_id: str) -> str:
