@@ -22,10 +22,30 @@ ENV_EVENT_BUS_NAME = "EVENT_BUS_NAME"
 ENV_MAX_CHUNK_REQUESTS = "MAX_CHUNK_REQUESTS"  # operator's lower limit, optional
 ENV_MAX_CHUNK_BYTES = "MAX_CHUNK_BYTES"  # operator's lower limit, optional
 ENV_DEPLOYMENT_ID = "DEPLOYMENT_ID"  # stamped on provider batches: stacks sharing one provider key touch only their own
+# Bedrock (no API key: the functions' roles call it). The role Bedrock assumes to read a job's input and write its
+# output; set only when the deployment enables Bedrock.
+ENV_BEDROCK_ROLE_ARN = "BEDROCK_ROLE_ARN"
+ENV_BEDROCK_TIMEOUT_HOURS = "BEDROCK_TIMEOUT_HOURS"  # 24-168
+ENV_BEDROCK_SMALL_JOBS = "BEDROCK_SMALL_JOBS"  # "on_demand" (default) or "reject": jobs below the minimum records
+ENV_BEDROCK_MIN_RECORDS = "BEDROCK_MIN_RECORDS"
+ENV_BEDROCK_MAX_RECORDS = "BEDROCK_MAX_RECORDS"
+ENV_BEDROCK_MAX_INPUT_BYTES = "BEDROCK_MAX_INPUT_BYTES"
+ENV_BEDROCK_MAX_JOB_BYTES = "BEDROCK_MAX_JOB_BYTES"
+ENV_BEDROCK_MODEL_LIMITS = "BEDROCK_MODEL_LIMITS"  # JSON: model id -> {"min_records", "max_records", "max_bytes"}
+ENV_BEDROCK_ON_DEMAND_CONCURRENCY = "BEDROCK_ON_DEMAND_CONCURRENCY"
+ENV_BEDROCK_KMS_KEY_ID = "BEDROCK_KMS_KEY_ID"  # the customer-managed key Bedrock encrypts its output with
 
 DEFAULT_POLL_SCHEDULE = "30,60,120,300,600,900"
 DEFAULT_PRESIGN_EXPIRY = 900
 DEFAULT_DROP_PREFIX = "inbox/"
+# Bedrock batch inference's documented default quotas (Service Quotas can change them per account and model).
+BEDROCK_MIN_RECORDS = 100
+BEDROCK_MAX_RECORDS = 50_000
+BEDROCK_MAX_INPUT_BYTES = 1024**3  # per input file
+BEDROCK_MAX_JOB_BYTES = 5 * 1024**3  # per job
+BEDROCK_TIMEOUT_HOURS = 24
+BEDROCK_ON_DEMAND_CONCURRENCY = 4
+BEDROCK_SMALL_JOB_MODES = ("on_demand", "reject")
 OUTBOX_PREFIX = "outbox/"
 
 # DynamoDB layout: one table, job and chunk items under the job's partition.

@@ -2,10 +2,74 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from batch_gateway import constants as c
+
+
+@dataclass(frozen=True, kw_only=True)
+class BedrockLimits:
+    """Bedrock batch inference quotas for one model: below ``min_records`` a chunk is a small job (run on demand or
+    refused), above ``max_records`` or ``max_bytes`` a job is split."""
+
+    min_records: int = c.BEDROCK_MIN_RECORDS
+    max_records: int = c.BEDROCK_MAX_RECORDS
+    max_bytes: int = min(c.BEDROCK_MAX_INPUT_BYTES, c.BEDROCK_MAX_JOB_BYTES)  # one input file per Bedrock job
+
+
+@dataclass(frozen=True, kw_only=True)
+class BedrockSettings:
+    role_arn: str | None = None  # None: Bedrock is not enabled in this deployment
+    timeout_hours: int = c.BEDROCK_TIMEOUT_HOURS
+    small_jobs: str = "on_demand"
+    limits: BedrockLimits = field(default_factory=BedrockLimits)
+    model_limits: dict[str, BedrockLimits] = field(default_factory=dict)
+    on_demand_concurrency: int = c.BEDROCK_ON_DEMAND_CONCURRENCY
+    kms_key_id: str | None = None
+
+    def limits_for(self, model: str) -> BedrockLimits:
+        return self.model_limits.get(model, self.limits)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> BedrockSettings:
+        def number(var: str, default: int) -> int:
+            return int(env[var]) if env.get(var) else default
+
+        limits = BedrockLimits(
+            min_records=number(c.ENV_BEDROCK_MIN_RECORDS, c.BEDROCK_MIN_RECORDS),
+            max_records=number(c.ENV_BEDROCK_MAX_RECORDS, c.BEDROCK_MAX_RECORDS),
+            max_bytes=min(
+                number(c.ENV_BEDROCK_MAX_INPUT_BYTES, c.BEDROCK_MAX_INPUT_BYTES),
+                number(c.ENV_BEDROCK_MAX_JOB_BYTES, c.BEDROCK_MAX_JOB_BYTES),
+            ),
+        )
+        per_model: dict[str, Any] = (
+            json.loads(env[c.ENV_BEDROCK_MODEL_LIMITS]) if env.get(c.ENV_BEDROCK_MODEL_LIMITS) else {}
+        )
+        small_jobs = env.get(c.ENV_BEDROCK_SMALL_JOBS) or "on_demand"
+        if small_jobs not in c.BEDROCK_SMALL_JOB_MODES:
+            raise ValueError(
+                f"{c.ENV_BEDROCK_SMALL_JOBS} must be one of {c.BEDROCK_SMALL_JOB_MODES}, got {small_jobs!r}"
+            )
+        return cls(
+            role_arn=env.get(c.ENV_BEDROCK_ROLE_ARN) or None,
+            timeout_hours=number(c.ENV_BEDROCK_TIMEOUT_HOURS, c.BEDROCK_TIMEOUT_HOURS),
+            small_jobs=small_jobs,
+            limits=limits,
+            model_limits={
+                model: BedrockLimits(
+                    min_records=int(values.get("min_records", limits.min_records)),
+                    max_records=int(values.get("max_records", limits.max_records)),
+                    max_bytes=int(values.get("max_bytes", limits.max_bytes)),
+                )
+                for model, values in per_model.items()
+            },
+            on_demand_concurrency=number(c.ENV_BEDROCK_ON_DEMAND_CONCURRENCY, c.BEDROCK_ON_DEMAND_CONCURRENCY),
+            kms_key_id=env.get(c.ENV_BEDROCK_KMS_KEY_ID) or None,
+        )
 
 
 @dataclass(kw_only=True)
@@ -23,6 +87,7 @@ class Settings:
     event_bus: str | None = None
     deployment_id: str | None = None  # None: this deployment cannot tell its provider batches from others'
     claim_lease_seconds: int = c.CLAIM_LEASE_SECONDS
+    bedrock: BedrockSettings = field(default_factory=BedrockSettings)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -44,7 +109,14 @@ class Settings:
             drop_owner=env.get(c.ENV_DROP_OWNER) or None,
             event_bus=env.get(c.ENV_EVENT_BUS_NAME) or None,
             deployment_id=env.get(c.ENV_DEPLOYMENT_ID) or None,
+            bedrock=BedrockSettings.from_env(env),
         )
+
+    def provider_options(self, provider: str) -> dict[str, Any]:
+        """What an adapter needs besides a key: Bedrock keeps its jobs' files in the payload bucket."""
+        if provider == "bedrock":
+            return {"bucket": self.bucket, "bedrock": self.bedrock}
+        return {}
 
     def wait_after(self, polls: int) -> int:
         """Seconds to wait before poll number ``polls + 1``: short at first, longer later."""

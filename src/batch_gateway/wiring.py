@@ -44,7 +44,8 @@ def _api_key(provider: str) -> str:
 def _provider_with_key(name: str, api_key: str) -> BatchProvider:
     from batch_gateway.providers import make_provider  # workflow functions only
 
-    return make_provider(name, api_key=api_key, deployment_id=settings().deployment_id)
+    s = settings()
+    return make_provider(name, api_key=api_key, deployment_id=s.deployment_id, options=s.provider_options(name))
 
 
 @cache
@@ -52,12 +53,16 @@ def _planner(name: str) -> BatchProvider:
     """The adapter's planning side (limits, request lines): needs no key, so Plan reads no secret."""
     from batch_gateway.providers import make_provider
 
-    return make_provider(name, api_key="", deployment_id=settings().deployment_id)
+    s = settings()
+    return make_provider(name, api_key="", deployment_id=s.deployment_id, options=s.provider_options(name))
 
 
 def _provider(name: str) -> BatchProvider:
-    """One adapter per provider and key: a rotated key (seen within SECRET_MAX_AGE) gets a fresh client."""
-    return _provider_with_key(name, _api_key(name))
+    """One adapter per provider and key: a rotated key (seen within SECRET_MAX_AGE) gets a fresh client. Bedrock
+    has no key (the function's role calls it)."""
+    from batch_gateway.providers import KEYLESS
+
+    return _provider_with_key(name, "" if name in KEYLESS else _api_key(name))
 
 
 @cache

@@ -239,5 +239,5 @@ def test_every_registered_provider_builds_its_adapter_and_the_table_is_the_one_l
 
 
 def test_an_unknown_provider_is_refused():
-    with pytest.raises(errors.InvalidRequestError, match="unknown provider 'bedrock'"):
-        providers.make_provider("bedrock", api_key="k")
+    with pytest.raises(errors.InvalidRequestError, match="unknown provider 'gemini'"):
+        providers.make_provider("gemini", api_key="k")

@@ -17,7 +17,7 @@ class CreateBatchBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    provider: Literal["anthropic", "openai"]
+    provider: Literal["anthropic", "openai", "bedrock"]
     model: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}$")
     requests: dict[str, Any] = Field(
         min_length=1,

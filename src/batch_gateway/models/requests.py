@@ -15,7 +15,7 @@ from typing import Any
 
 from batch_gateway.models.errors import InvalidRequestError
 
-PROVIDERS = ("anthropic", "openai")
+PROVIDERS = ("anthropic", "openai", "bedrock")
 ENDPOINTS = ("chat", "responses", "embeddings")
 MAX_ID_CHARS = 256
 MAX_REQUEST_CHARS = 1_000_000  # text of one request; far above any model's context window in characters
@@ -36,7 +36,10 @@ HYPERPARAMETERS: dict[str, tuple[tuple[type, ...], float | None, float | None]] 
 PROVIDER_HYPERPARAMETER_LIMITS: dict[str, dict[str, tuple[float, float] | None]] = {
     "anthropic": {"temperature": (0.0, 1.0)},
     "openai": {"top_k": None},  # None: not supported by the provider
+    "bedrock": {"temperature": (0.0, 1.0)},  # Claude's and Nova's range
 }
+# Bedrock model families whose batch body the adapter writes (providers.bedrock.FAMILIES): what the id contains.
+BEDROCK_FAMILIES = ("anthropic.claude", "amazon.nova")
 DEFAULT_MAX_TOKENS = 1024
 REQUEST_KEYS = frozenset({"messages", "prompt", "system", *HYPERPARAMETERS})
 
@@ -224,6 +227,13 @@ def check_model_for_provider(provider: str, model: str) -> None:
             f"model '{model}' is not an Anthropic model name (they start with 'claude-')",
             details=[_detail("model", "not an Anthropic model")],
         )
+    if provider == "bedrock" and not any(family in model.lower() for family in BEDROCK_FAMILIES):
+        raise InvalidRequestError(
+            f"model '{model}' is not a Bedrock model this gateway supports: Anthropic Claude ('anthropic.claude-...') "
+            "and Amazon Nova ('amazon.nova-...') model ids, their inference profiles ('us.anthropic.claude-...') "
+            "or ARNs",
+            details=[_detail("model", "supported Bedrock families: anthropic.claude, amazon.nova")],
+        )
     if provider == "openai" and model.startswith("claude"):
         raise InvalidRequestError(
             f"model '{model}' is an Anthropic model; use provider 'anthropic'",
@@ -232,7 +242,7 @@ def check_model_for_provider(provider: str, model: str) -> None:
 
 
 def check_endpoint_for_provider(provider: str, endpoint: str | None) -> None:
-    if provider == "anthropic" and endpoint not in (None, "chat"):
+    if provider in ("anthropic", "bedrock") and endpoint not in (None, "chat"):
         raise InvalidRequestError(
             f"endpoint '{endpoint}' is only available with provider 'openai'",
             details=[_detail("endpoint", "Anthropic batches support messages only")],

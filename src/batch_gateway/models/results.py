@@ -17,6 +17,7 @@ def result_item(
     finish_type: str | None = None,
     code: str | None = None,
     message: str | None = None,
+    mode: str | None = None,
 ) -> dict[str, Any]:
     """Build a result item as a plain dict (collect writes 100,000 of these; no model object per line)."""
     outputs = outputs or []
@@ -25,7 +26,7 @@ def result_item(
         finish: dict[str, Any] = {"type": finish_type or "stop"}
     else:
         finish = {"type": "error", "code": code or status.value, "message": message or _DEFAULT_MESSAGES[status]}
-    return {
+    item = {
         "id": caller_id,
         "status": status.value,
         "text": text,
@@ -33,6 +34,9 @@ def result_item(
         "token_usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
         "finish_details": finish,
     }
+    if mode:  # only when a request did not run as a batch (Bedrock small jobs: "on_demand")
+        item["mode"] = mode
+    return item
 
 
 _DEFAULT_MESSAGES = {

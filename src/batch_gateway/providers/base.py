@@ -86,6 +86,7 @@ class ProviderResult:
     finish_type: str | None = None
     code: str | None = None
     message: str | None = None
+    mode: str | None = None  # how it ran when not as a batch (Bedrock small jobs: "on_demand")
 
 
 class BatchProvider(abc.ABC):
@@ -116,6 +117,14 @@ class BatchProvider(abc.ABC):
     def _client(self) -> Any:
         """The SDK client, built on first use: Plan builds adapters only for limits and request lines."""
         return self._new_client()
+
+    def limits(self, model: str) -> tuple[int, int]:
+        """(requests, bytes) one provider batch of ``model`` may hold; Plan never exceeds them."""
+        return self.max_requests, self.max_bytes
+
+    def min_records(self, model: str) -> int:
+        """The fewest requests a provider batch of ``model`` may hold (Bedrock); Plan balances chunks above it."""
+        return 1
 
     def _errors(self, *, creating: bool = False) -> mapped_errors:
         return mapped_errors(self.sdk, self.label, creating=creating)

@@ -1,4 +1,5 @@
-"""Provider SDK exceptions -> our error tree, once for both SDKs (their exception classes share names).
+"""Provider SDK exceptions -> our error tree, once per SDK family: the Stainless SDKs (Anthropic, OpenAI: their
+exception classes share names) and botocore (Bedrock: one ``ClientError`` with an error code, plus transport errors).
 
 On create, a lost answer (timeout, dropped connection) means "maybe accepted": ``ProviderAmbiguousError``, which
 Submit reconciles before any resend. Elsewhere the same failure is plain ``ProviderUnavailable``.
@@ -59,6 +60,8 @@ class mapped_errors:
         if exc is None or isinstance(exc, errors.BatchGatewayError):
             return False
         sdk = importlib.import_module(self.sdk)
+        if self.sdk == "botocore":
+            return _map_botocore(exc, self.provider, creating=self.creating)
         name = self.provider
         if isinstance(exc, (sdk.APIConnectionError, *_transport_errors())):  # includes timeouts
             if self.creating and not _never_sent(exc):
@@ -84,3 +87,62 @@ class mapped_errors:
         if isinstance(exc, sdk.APIStatusError):
             raise errors.ProviderRequestError(f"{name} refused the request: {_message(exc)}") from exc
         return False
+
+
+# botocore ClientError codes, by what they mean for us. Quota refusals mean "wait" (the chunk stays pending).
+_BOTO_RATE_LIMITED = frozenset(
+    {"ThrottlingException", "ServiceQuotaExceededException", "TooManyRequestsException", "SlowDown", "Throttling"}
+)
+_BOTO_UNAVAILABLE = frozenset(
+    {
+        "InternalServerException",
+        "ServiceUnavailableException",
+        "ServiceUnavailable",
+        "InternalError",
+        "ModelNotReadyException",
+    }
+)
+_BOTO_AUTH = frozenset(
+    {
+        "AccessDeniedException",
+        "AccessDenied",
+        "UnrecognizedClientException",
+        "ExpiredTokenException",
+        "InvalidSignatureException",
+    }
+)
+_BOTO_NOT_FOUND = frozenset({"ResourceNotFoundException", "NoSuchKey", "NoSuchBucket", "NotFound", "404"})
+
+
+def _map_botocore(exc: BaseException, name: str, *, creating: bool) -> bool:
+    """Raise ours for a botocore exception (keyed on the error code, never the message); False for anything else."""
+    from botocore import exceptions as boto
+
+    if isinstance(exc, boto.ClientError):
+        error = exc.response.get("Error") or {}
+        code = str(error.get("Code") or "")
+        message = str(error.get("Message") or code)[:500]
+        status = int((exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
+        if code in _BOTO_RATE_LIMITED or status == 429:
+            raise errors.ProviderRateLimitedError(f"{name} throttled or over quota ({code}): {message}") from exc
+        if code in _BOTO_UNAVAILABLE or status >= 500:
+            raise errors.ProviderUnavailableError(f"{name} is unavailable ({code or status})") from exc
+        if code in _BOTO_AUTH or status == 403:
+            raise errors.ProviderAuthError(
+                f"{name} refused access ({code}): {message}. Check the functions' roles, the Bedrock service role "
+                "and model access in the Bedrock console"
+            ) from exc
+        if code in _BOTO_NOT_FOUND or status == 404:
+            raise errors.ProviderNotFoundError(f"{name} does not know this job or object ({code}): {message}") from exc
+        raise errors.ProviderRequestError(f"{name} refused the request ({code}): {message}") from exc
+    if isinstance(exc, boto.EndpointConnectionError | boto.ConnectTimeoutError):  # nothing was sent
+        raise errors.ProviderUnavailableError(f"could not reach {name}") from exc
+    if isinstance(
+        exc, boto.ReadTimeoutError | boto.ConnectionClosedError | boto.HTTPClientError | boto.ResponseStreamingError
+    ):
+        if creating:
+            raise errors.ProviderAmbiguousError(
+                f"no answer from {name} after sending the job; it may have been accepted"
+            ) from exc
+        raise errors.ProviderUnavailableError(f"lost the connection to {name}") from exc
+    return False

@@ -31,6 +31,8 @@ _UNANSWERED = {
     "canceled": ItemStatus.CANCELED,
     "cancelled": ItemStatus.CANCELED,
     "expired": ItemStatus.EXPIRED,
+    "Stopped": ItemStatus.CANCELED,  # Bedrock
+    "Expired": ItemStatus.EXPIRED,
 }
 
 
@@ -106,6 +108,7 @@ def collect_chunk(
                             finish_type=result.finish_type,
                             code=result.code,
                             message=result.message,
+                            mode=result.mode,
                         )
                     )
                 )

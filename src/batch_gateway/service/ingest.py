@@ -26,6 +26,7 @@ from batch_gateway.models.errors import InvalidRequestError, TransientError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import iso, utcnow
 from batch_gateway.models.jsonl import RequestFile, iter_jsonl_lines
+from batch_gateway.models.requests import PROVIDERS
 from batch_gateway.service.context import Services
 from batch_gateway.service.create import create_job_from_file
 
@@ -49,7 +50,7 @@ def drop_name_for(key: str, prefix: str) -> str:
 def settings_from_key(name: str) -> dict[str, str]:
     """``<provider>/<model>/<file>``: job settings from the key path when the file has no header line."""
     parts = name.split("/")
-    if len(parts) >= 3 and parts[0] in ("anthropic", "openai"):
+    if len(parts) >= 3 and parts[0] in PROVIDERS:
         return {"provider": parts[0], "model": parts[1]}
     return {}
 

@@ -27,9 +27,16 @@ from batch_gateway.service.state import WorkflowState
 ENVELOPE_BYTES = 64  # '{"requests":[' ... ']}' and commas, with room to spare
 
 
-def chunk_limits(provider: BatchProvider, services: Services) -> tuple[int, int]:
-    max_requests = min(provider.max_requests, services.settings.max_chunk_requests or provider.max_requests)
-    max_bytes = min(provider.max_bytes, services.settings.max_chunk_bytes or provider.max_bytes) - ENVELOPE_BYTES
+def chunk_limits(provider: BatchProvider, services: Services, model: str = "", total: int = 0) -> tuple[int, int]:
+    """(requests, bytes) per chunk: the provider's limits for the model, and any lower ones the operator set. A
+    provider with a minimum per batch (Bedrock) gets chunks of even size, so a split job leaves no small remainder
+    (50,050 requests at most 50,000 a chunk: two of 25,025, not 50,000 and 50)."""
+    provider_requests, provider_bytes = provider.limits(model)
+    max_requests = min(provider_requests, services.settings.max_chunk_requests or provider_requests)
+    max_bytes = min(provider_bytes, services.settings.max_chunk_bytes or provider_bytes) - ENVELOPE_BYTES
+    if provider.min_records(model) > 1 and total > max_requests:
+        chunks = -(-total // max_requests)
+        max_requests = -(-total // chunks)
     return max_requests, max_bytes
 
 
@@ -91,7 +98,7 @@ def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
     if job.chunk_count:  # a retried Plan: the chunks are already there
         return WorkflowState(job_id=job.id)
     provider = services.planner_for(job.provider)
-    max_requests, max_bytes = chunk_limits(provider, services)
+    max_requests, max_bytes = chunk_limits(provider, services, job.model, job.request_counts.total)
 
     chunks: list[Chunk] = []
     current: _ChunkWriter | None = None

@@ -1,0 +1,572 @@
+"""Amazon Bedrock batch inference adapter on boto3 (``bedrock`` control plane, ``s3``, ``bedrock-runtime``).
+
+No API key: the functions' own roles call Bedrock, and Bedrock reads a job's input from and writes its output to the
+payload bucket with the deployment's Bedrock service role. A chunk becomes one JSONL object under the chunk's
+prefix and one model invocation job whose name and ``clientRequestToken`` are derived from the chunk: a repeated
+create is idempotent at Bedrock, and after a lost answer the job with that exact name is provably ours.
+
+A chunk below the model's minimum records per job (a small job) runs on demand through Converse instead, one
+request at a time with bounded concurrency; each answer is written to S3 as it arrives and skipped on a retry, so a
+retried Submit never asks twice for a record already answered (decision 0039).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from batch_gateway.jsonlines import dumps, loads
+from batch_gateway.models import errors
+from batch_gateway.models.jobs import ItemStatus, RequestCounts
+from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
+from batch_gateway.settings import BedrockSettings
+
+logger = Logger(child=True)
+
+CREATE_TIMEOUT_SECONDS = 60.0
+ON_DEMAND_SECONDS = 200.0  # a Submit stops starting Converse calls after this; the rest go on at the next attempt
+ON_DEMAND_PREFIX = "on-demand:"  # provider batch ids of chunks run on demand
+ANTHROPIC_VERSION = "bedrock-2023-05-31"
+JOB_NAME_MAX = 63
+OPEN_STATUSES = ("Submitted", "Validating", "Scheduled", "InProgress", "Stopping")
+_ENDED = frozenset({"Completed", "PartiallyCompleted", "Failed", "Stopped", "Expired"})
+_UNFINISHED = {"Stopped": "canceled", "Expired": "expired"}  # RequestCounts field for records never run
+_NAME_SAFE = re.compile(r"[^a-zA-Z0-9]")
+_TRANSIENT_RECORD_ERRORS = frozenset(
+    {
+        "ThrottlingException",
+        "ServiceUnavailableException",
+        "InternalServerException",
+        "ModelTimeoutException",
+        "ModelNotReadyException",
+        "ServiceQuotaExceededException",
+    }
+)
+
+# Model families whose batch body this adapter writes: (what the model id contains, family).
+FAMILIES = (("anthropic.claude", "claude"), ("amazon.nova", "nova"))
+SUPPORTED = "Anthropic Claude ('anthropic.claude-...') and Amazon Nova ('amazon.nova-...'), or their inference profiles"
+
+
+def model_family(model: str) -> str | None:
+    """``claude``, ``nova`` or None, for a model id, an inference profile id (``us.anthropic.claude-...``) or ARN."""
+    lowered = model.lower()
+    return next((family for marker, family in FAMILIES if marker in lowered), None)
+
+
+# --- where a chunk's Bedrock files live (under service.keys.chunk_prefix; the providers layer cannot import it) -----
+
+
+def chunk_dir(job_id: str, index: int) -> str:
+    return f"jobs/{job_id}/chunks/{index:05d}/bedrock/"
+
+
+def input_key(job_id: str, index: int) -> str:
+    return chunk_dir(job_id, index) + "input/records.jsonl"
+
+
+def output_prefix(job_id: str, index: int) -> str:
+    return chunk_dir(job_id, index) + "output/"
+
+
+def on_demand_prefix(job_id: str, index: int) -> str:
+    return chunk_dir(job_id, index) + "on-demand/"
+
+
+def job_name(ref: ChunkRef, deployment_id: str | None) -> str:
+    """Unique per chunk and derived from it: ``bg-<deployment>-<job>-<chunk>`` within Bedrock's name pattern."""
+    deployment = _NAME_SAFE.sub("", deployment_id or "")[:8]
+    job = _NAME_SAFE.sub("", ref.job_id.removeprefix("job_"))
+    name = f"bg-{deployment}-{job}-{ref.index}" if deployment else f"bg-{job}-{ref.index}"
+    return name[-JOB_NAME_MAX:] if len(name) > JOB_NAME_MAX else name
+
+
+def request_token(ref: ChunkRef) -> str:
+    """The chunk's idempotency token: the same chunk sent twice is one job at Bedrock."""
+    return f"{_NAME_SAFE.sub('', ref.job_id)}-{ref.index}"
+
+
+@dataclass
+class _Staged:
+    uri: str | None  # the input object, or None for a chunk run on demand
+    lines: list[bytes]  # only for a chunk run on demand (below the minimum records: small)
+
+
+class _LineReader(io.RawIOBase):
+    """Lines as a readable file (``upload_fileobj`` sends it in parts): the chunk is never whole in memory."""
+
+    def __init__(self, lines: Iterable[bytes]) -> None:
+        self._lines = iter(lines)
+        self._buffer = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        while not self._buffer:
+            line = next(self._lines, None)
+            if line is None:
+                return 0
+            if line:
+                self._buffer = line + b"\n"
+        size = min(len(target), len(self._buffer))
+        target[:size] = self._buffer[:size]
+        self._buffer = self._buffer[size:]
+        return size
+
+
+class BedrockBatchProvider(BatchProvider):
+    name = "bedrock"
+    sdk = "botocore"
+    label = "Amazon Bedrock"
+    max_requests = 50_000
+    max_bytes = 1024**3
+
+    def __init__(
+        self,
+        *,
+        api_key: str = "",
+        base_url: str | None = None,
+        deployment_id: str | None = None,
+        bucket: str = "",
+        bedrock: BedrockSettings | None = None,
+    ) -> None:
+        super().__init__(api_key=api_key, base_url=base_url, deployment_id=deployment_id)
+        self._bucket = bucket
+        self._settings = bedrock or BedrockSettings()
+
+    def limits(self, model: str) -> tuple[int, int]:
+        found = self._settings.limits_for(model)
+        return found.max_records, found.max_bytes
+
+    def min_records(self, model: str) -> int:
+        return self._settings.limits_for(model).min_records
+
+    def _boto(self, service: str, **config: Any) -> Any:
+        import boto3
+        from botocore.config import Config
+
+        options: dict[str, Any] = {"retries": {"mode": "standard", "max_attempts": 3}, **config}
+        return boto3.client(service, config=Config(**options))  # endpoints: AWS_ENDPOINT_URL_<SERVICE> honoured
+
+    def _new_client(self) -> Any:
+        return self._boto("bedrock")
+
+    @cached_property
+    def _create_client(self) -> Any:
+        """The create goes out once: no SDK retry (a lost answer is reconciled by name, never resent blind)."""
+        return self._boto("bedrock", retries={"max_attempts": 1}, read_timeout=CREATE_TIMEOUT_SECONDS)
+
+    @cached_property
+    def _s3(self) -> Any:
+        return self._boto("s3")
+
+    @cached_property
+    def _runtime(self) -> Any:
+        return self._boto("bedrock-runtime", max_pool_connections=max(10, self._settings.on_demand_concurrency))
+
+    # --- requests -------------------------------------------------------------------------------------------
+
+    def to_provider(
+        self,
+        custom_id: str,
+        request: dict[str, Any],
+        *,
+        model: str,
+        endpoint: str | None,
+        provider_options: dict[str, Any],
+    ) -> dict[str, Any]:
+        family = model_family(model)
+        if family == "claude":
+            body = _claude_body(request)
+        elif family == "nova":
+            body = _nova_body(request)
+        else:
+            raise errors.InvalidRequestError(
+                f"model '{model}' is not a Bedrock model family this gateway supports; supported: {SUPPORTED}",
+                details=[{"field": "model", "message": "unsupported Bedrock model family"}],
+            )
+        if provider_options:
+            body.update(provider_options)
+        return {"recordId": custom_id, "modelInput": body}
+
+    # --- jobs -----------------------------------------------------------------------------------------------
+
+    def _on_demand(self, ref: ChunkRef) -> bool:
+        return self._settings.small_jobs == "on_demand" and ref.request_count < self.min_records(ref.model)
+
+    def _stage(self, lines: Iterable[bytes], ref: ChunkRef) -> _Staged:
+        if self._on_demand(ref):
+            return _Staged(uri=None, lines=[line for line in lines if line])
+        key = input_key(ref.job_id, ref.index)
+        self._s3.upload_fileobj(_LineReader(lines), self._bucket, key, ExtraArgs={"ContentType": "application/jsonl"})
+        return _Staged(uri=f"s3://{self._bucket}/{key}", lines=[])
+
+    def _create(self, staged: _Staged, ref: ChunkRef) -> str:
+        if staged.uri is None:
+            return self._run_on_demand(staged.lines, ref)
+        if not self._settings.role_arn:
+            raise errors.ProviderAuthError("Bedrock is not enabled in this deployment (no Bedrock service role)")
+        output: dict[str, Any] = {"s3Uri": f"s3://{self._bucket}/{output_prefix(ref.job_id, ref.index)}"}
+        if self._settings.kms_key_id:
+            output["s3EncryptionKeyId"] = self._settings.kms_key_id
+        answer = self._create_client.create_model_invocation_job(
+            jobName=job_name(ref, self._deployment_id),
+            roleArn=self._settings.role_arn,
+            clientRequestToken=request_token(ref),
+            modelId=ref.model,
+            inputDataConfig={"s3InputDataConfig": {"s3InputFormat": "JSONL", "s3Uri": staged.uri}},
+            outputDataConfig={"s3OutputDataConfig": output},
+            timeoutDurationInHours=self._settings.timeout_hours,
+        )
+        return str(answer["jobArn"])
+
+    def _retrieve(self, batch_id: str) -> ProviderBatch:
+        if batch_id.startswith(ON_DEMAND_PREFIX):
+            return self._on_demand_batch(batch_id)
+        batch = _to_batch(self._client.get_model_invocation_job(jobIdentifier=batch_id))
+        if batch.ended and not batch.counts.total:
+            self._add_manifest_counts(batch)
+        return batch
+
+    def _cancel(self, batch_id: str) -> ProviderBatch:
+        if not batch_id.startswith(ON_DEMAND_PREFIX):  # an on-demand chunk ended when its Submit did
+            self._client.stop_model_invocation_job(jobIdentifier=batch_id)
+        return self._retrieve(batch_id)
+
+    def _results(self, batch: ProviderBatch) -> Iterator[ProviderResult]:
+        if batch.id.startswith(ON_DEMAND_PREFIX):
+            job_id, index = _on_demand_ref(batch.id)
+            for key in self._keys(on_demand_prefix(job_id, index)):
+                if key.endswith(".json"):
+                    yield _to_result(
+                        loads(self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()), "on_demand"
+                    )
+            return
+        for key in self._keys(_output_prefix_of(batch)):
+            if key.endswith(".jsonl.out"):
+                body = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"]
+                for line in body.iter_lines(chunk_size=1024 * 1024):
+                    if line.strip():
+                        yield _to_result(loads(line))
+
+    def _reconcile(self, ref: ChunkRef) -> Found:
+        """The job name is derived from the chunk: a job with exactly that name in this account is ours. A small
+        chunk runs on demand: nothing to adopt, and sending again skips what was answered."""
+        if self._on_demand(ref):
+            return Found()
+        name = job_name(ref, self._deployment_id)
+        ours = [_to_batch(summary) for summary in self._list_jobs(nameContains=name) if summary.get("jobName") == name]
+        return Found(ours=tuple(ours))
+
+    def _owned_open_batches(self) -> list[tuple[str, str, int]]:
+        """Unfinished jobs named with this deployment's id (without one, nothing is provably ours)."""
+        if not self._deployment_id:
+            return []
+        prefix = f"bg-{_NAME_SAFE.sub('', self._deployment_id)[:8]}-"
+        owned = []
+        for status in OPEN_STATUSES:
+            for summary in self._list_jobs(nameContains=prefix, statusEquals=status):
+                name = str(summary.get("jobName", ""))
+                job, _, index = name.removeprefix(prefix).rpartition("-")
+                if name.startswith(prefix) and job and index.isdigit():
+                    owned.append((str(summary["jobArn"]), f"job_{job}", int(index)))
+        return owned
+
+    def _list_jobs(self, **filters: Any) -> Iterator[dict[str, Any]]:
+        for page in self._client.get_paginator("list_model_invocation_jobs").paginate(**filters):
+            yield from page.get("invocationJobSummaries") or []
+
+    def _keys(self, prefix: str) -> Iterator[str]:
+        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self._bucket, Prefix=prefix):
+            for item in page.get("Contents") or []:
+                yield str(item["Key"])
+
+    def _add_manifest_counts(self, batch: ProviderBatch) -> None:
+        """Bedrock's record counts of an ended job, from ``manifest.json.out`` (when the job answer has none)."""
+        for key in self._keys(_output_prefix_of(batch)):
+            if key.endswith("manifest.json.out"):
+                manifest = loads(self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read())
+                batch.counts = _counts(batch.status, manifest)
+                return
+
+    # --- small jobs: on demand through Converse -------------------------------------------------------------------
+
+    def _run_on_demand(self, lines: list[bytes], ref: ChunkRef) -> str:
+        """Answer each record not answered yet, ``on_demand_concurrency`` at a time, writing each answer as it
+        arrives. A record Bedrock refuses gets an error answer; one that is throttled or finds Bedrock unavailable
+        gets none, and the chunk is sent again later (what was answered is skipped)."""
+        prefix = on_demand_prefix(ref.job_id, ref.index)
+        answered = set(self._keys(prefix))
+        todo = [line for line in lines if prefix + _record_file(_record_id(line)) not in answered]
+        deadline = time.monotonic() + ON_DEMAND_SECONDS
+        transient: list[str] = []
+        lock = threading.Lock()
+
+        def answer(line: bytes) -> None:
+            if time.monotonic() > deadline:
+                with lock:
+                    transient.append("out of time")
+                return
+            record = loads(line)
+            answer = self._converse(ref.model, record)
+            if answer is None:
+                with lock:
+                    transient.append(str(record.get("recordId")))
+                return
+            key = prefix + _record_file(str(record.get("recordId")))
+            self._s3.put_object(Bucket=self._bucket, Key=key, Body=dumps(answer), ContentType="application/json")
+
+        with ThreadPoolExecutor(max_workers=max(1, self._settings.on_demand_concurrency)) as pool:
+            for future in [pool.submit(answer, line) for line in todo]:
+                future.result()  # a deployment-level error (access denied) fails the send as a whole
+        if transient:
+            logger.warning(
+                "on-demand records left for the next attempt",
+                extra={"job_id": ref.job_id, "chunk": ref.index, "records": len(transient)},
+            )
+            raise errors.ProviderRateLimitedError(
+                f"Bedrock on-demand: {len(transient)} records throttled or not reached yet; they are sent again later"
+            )
+        return f"{ON_DEMAND_PREFIX}{ref.job_id}:{ref.index}"
+
+    def _converse(self, model: str, record: dict[str, Any]) -> dict[str, Any] | None:
+        """The record's answer as a batch output line (``modelOutput`` or ``error``), or None when worth retrying."""
+        from botocore.exceptions import ClientError
+
+        record_id = record.get("recordId")
+        try:
+            response = self._runtime.converse(modelId=model, **converse_request(model, record["modelInput"]))
+        except ClientError as exc:
+            error = exc.response.get("Error") or {}
+            code = str(error.get("Code") or "")
+            if code in _TRANSIENT_RECORD_ERRORS:
+                return None
+            if code in ("AccessDeniedException", "UnrecognizedClientException"):
+                raise
+            status = (exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 400
+            return {
+                "recordId": record_id,
+                "error": {"errorCode": status, "errorMessage": f"{code}: {error.get('Message')}"},
+            }
+        response.pop("ResponseMetadata", None)
+        return {"recordId": record_id, "modelOutput": response}
+
+    def _on_demand_batch(self, batch_id: str) -> ProviderBatch:
+        job_id, index = _on_demand_ref(batch_id)
+        answered = sum(1 for key in self._keys(on_demand_prefix(job_id, index)) if key.endswith(".json"))
+        return ProviderBatch(
+            id=batch_id,
+            status="on_demand",
+            ended=True,
+            counts=RequestCounts(total=answered),
+            raw={"mode": "on_demand"},
+        )
+
+
+# --- request bodies -----------------------------------------------------------------------------------------
+
+
+def _text_parts(content: str | list[dict[str, str]]) -> list[dict[str, str]]:
+    return [{"text": content}] if isinstance(content, str) else [{"text": part["text"]} for part in content]
+
+
+def _stops(params: dict[str, Any]) -> list[str]:
+    stop = params["stop"]
+    return [stop] if isinstance(stop, str) else list(stop)
+
+
+def _claude_body(request: dict[str, Any]) -> dict[str, Any]:
+    """Anthropic's Messages body as Bedrock takes it: ``anthropic_version`` instead of ``model``."""
+    params = request["params"]
+    body: dict[str, Any] = {
+        "anthropic_version": ANTHROPIC_VERSION,
+        "max_tokens": params["max_tokens"],
+        "messages": request["messages"],
+    }
+    if request.get("system"):
+        body["system"] = request["system"]
+    for name in ("temperature", "top_p", "top_k"):
+        if name in params:
+            body[name] = params[name]
+    if "stop" in params:
+        body["stop_sequences"] = _stops(params)
+    return body
+
+
+def _nova_body(request: dict[str, Any]) -> dict[str, Any]:
+    """Amazon Nova's native body (``messages-v1``)."""
+    params = request["params"]
+    config: dict[str, Any] = {"maxTokens": params["max_tokens"]}
+    for ours, theirs in (("temperature", "temperature"), ("top_p", "topP"), ("top_k", "topK")):
+        if ours in params:
+            config[theirs] = params[ours]
+    if "stop" in params:
+        config["stopSequences"] = _stops(params)
+    body: dict[str, Any] = {
+        "schemaVersion": "messages-v1",
+        "messages": [{"role": m["role"], "content": _text_parts(m["content"])} for m in request["messages"]],
+        "inferenceConfig": config,
+    }
+    if request.get("system"):
+        body["system"] = [{"text": request["system"]}]
+    return body
+
+
+def converse_request(model: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A batch record's native body as Converse arguments (small jobs run on demand)."""
+    if model_family(model) == "nova":
+        config = dict(body.get("inferenceConfig") or {})
+        top_k = config.pop("topK", None)
+        request: dict[str, Any] = {"messages": body["messages"], "inferenceConfig": config}
+        if body.get("system"):
+            request["system"] = body["system"]
+        if top_k is not None:
+            request["additionalModelRequestFields"] = {"inferenceConfig": {"topK": top_k}}
+        return request
+    config = {"maxTokens": body["max_tokens"]}
+    for theirs, converse in (("temperature", "temperature"), ("top_p", "topP"), ("stop_sequences", "stopSequences")):
+        if theirs in body:
+            config[converse] = body[theirs]
+    request = {
+        "messages": [{"role": m["role"], "content": _text_parts(m["content"])} for m in body["messages"]],
+        "inferenceConfig": config,
+    }
+    if body.get("system"):
+        request["system"] = [{"text": body["system"]}]
+    if "top_k" in body:
+        request["additionalModelRequestFields"] = {"top_k": body["top_k"]}
+    return request
+
+
+# --- jobs and results ---------------------------------------------------------------------------------------
+
+
+def _record_id(line: bytes) -> str:
+    return str(loads(line).get("recordId"))
+
+
+def _record_file(record_id: str) -> str:
+    """An answer's object name: a hash of the record id (ids may hold any character)."""
+    return hashlib.blake2b(record_id.encode(), digest_size=16).hexdigest() + ".json"
+
+
+def _on_demand_ref(batch_id: str) -> tuple[str, int]:
+    job_id, _, index = batch_id.removeprefix(ON_DEMAND_PREFIX).rpartition(":")
+    return job_id, int(index)
+
+
+def _output_prefix_of(batch: ProviderBatch) -> str:
+    """The job's output prefix in the bucket (Bedrock adds a folder named after the job under it)."""
+    uri = str(batch.raw.get("output_uri") or "")
+    return uri.split("/", 3)[3] if uri.count("/") >= 3 else ""
+
+
+def _counts(status: str, source: dict[str, Any]) -> RequestCounts:
+    total = int(source.get("totalRecordCount") or 0)
+    succeeded = int(source.get("successRecordCount") or 0)
+    errored = int(source.get("errorRecordCount") or 0)
+    processed = int(source.get("processedRecordCount") or succeeded + errored)
+    counts = RequestCounts(total=total, succeeded=succeeded, errored=errored)
+    left = max(0, total - processed)
+    if status in _UNFINISHED:
+        setattr(counts, _UNFINISHED[status], left)
+    elif status not in _ENDED:
+        counts.processing = left
+    return counts
+
+
+def _to_batch(job: dict[str, Any]) -> ProviderBatch:
+    status = str(job.get("status"))
+    output = ((job.get("outputDataConfig") or {}).get("s3OutputDataConfig") or {}).get("s3Uri")
+    return ProviderBatch(
+        id=str(job["jobArn"]),
+        status=status,
+        ended=status in _ENDED,
+        counts=_counts(status, job),
+        failed_reason=(job.get("message") or "Bedrock failed the job without saying why")
+        if status == "Failed"
+        else None,
+        created_at=job.get("submitTime"),
+        raw={"output_uri": output, "name": job.get("jobName")},
+    )
+
+
+_FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "content_filtered": "content_filter",
+    "guardrail_intervened": "content_filter",
+}
+
+
+def _to_result(line: dict[str, Any], mode: str | None = None) -> ProviderResult:
+    """One output record: ``modelOutput`` (a Claude Messages answer, or Nova's and Converse's ``output.message``)
+    or ``error``."""
+    custom_id = str(line.get("recordId"))
+    output = line.get("modelOutput")
+    if not isinstance(output, dict):
+        error = line.get("error")
+        error = error if isinstance(error, dict) else {"errorMessage": error}
+        code = error.get("errorCode")
+        return ProviderResult(
+            custom_id=custom_id,
+            status=ItemStatus.ERRORED,
+            code=f"bedrock_{code}" if code is not None else "bedrock_error",
+            message=str(error.get("errorMessage") or "Bedrock returned no output for this record"),
+        )
+    if "content" in output:  # Claude's Messages answer
+        usage = output.get("usage") or {}
+        outputs = [_claude_output(block) for block in output.get("content") or []]
+        reason = output.get("stop_reason")
+        tokens = (usage.get("input_tokens"), usage.get("output_tokens"))
+    else:  # Nova / Converse
+        usage = output.get("usage") or {}
+        message = (output.get("output") or {}).get("message") or {}
+        outputs = [_converse_output(block) for block in message.get("content") or []]
+        reason = output.get("stopReason")
+        tokens = (usage.get("inputTokens"), usage.get("outputTokens"))
+    result = ProviderResult(
+        custom_id=custom_id,
+        status=ItemStatus.SUCCEEDED,
+        outputs=[o for o in outputs if o],
+        input_tokens=int(tokens[0] or 0),
+        output_tokens=int(tokens[1] or 0),
+        finish_type=_FINISH.get(reason, reason or "stop"),
+    )
+    result.mode = mode
+    return result
+
+
+def _claude_output(block: dict[str, Any]) -> dict[str, Any] | None:
+    if block.get("type") == "text":
+        return {"type": "text", "text": block.get("text", "")}
+    if block.get("type") == "tool_use":
+        return {"type": "tool_call", "id": block.get("id"), "name": block.get("name"), "input": block.get("input")}
+    if block.get("type") == "thinking":
+        return {"type": "thinking", "text": block.get("thinking", "")}
+    return None
+
+
+def _converse_output(block: dict[str, Any]) -> dict[str, Any] | None:
+    if "text" in block:
+        return {"type": "text", "text": block["text"]}
+    if "toolUse" in block:
+        use = block["toolUse"]
+        return {"type": "tool_call", "id": use.get("toolUseId"), "name": use.get("name"), "input": use.get("input")}
+    if "reasoningContent" in block:
+        text = ((block["reasoningContent"] or {}).get("reasoningText") or {}).get("text", "")
+        return {"type": "thinking", "text": text}
+    return None
