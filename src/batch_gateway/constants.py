@@ -83,8 +83,8 @@ CLAIM_LEASE_SECONDS = 960
 # Error names the state machine retries (raised by the workflow Lambdas, see batch_gateway.models.errors).
 RETRYABLE_ERRORS = [
     "TransientError",
-    "ProviderUnavailable",
-    "ProviderRateLimited",
+    "ProviderUnavailableError",
+    "ProviderRateLimitedError",
     "ProviderAmbiguousError",
     "ProviderKeyRejectedError",
 ]

@@ -17,11 +17,11 @@ from batch_gateway.models.errors import NotFoundError, TransientError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus
 
 
-class OffsetOutOfRange(LookupError):
+class OffsetOutOfRangeError(LookupError):
     """A read was asked to start at or past the end of the object."""
 
 
-class WriteConflict(TransientError):
+class WriteConflictError(TransientError):
     """A conditional write found the object changed (or created) by someone else meanwhile."""
 
 
@@ -109,7 +109,7 @@ class JobStore(Protocol):
 
 class PayloadWriter(Protocol):
     """An object written as a stream; nothing is visible until ``close``, and an exception inside ``with`` leaves
-    nothing behind. Conditional writers raise ``WriteConflict`` on close when the object changed meanwhile."""
+    nothing behind. Conditional writers raise ``WriteConflictError`` on close when the object changed meanwhile."""
 
     key: str
     bytes_written: int
@@ -121,7 +121,7 @@ class PayloadWriter(Protocol):
     def write(self, data: bytes) -> None: ...
 
     def start_with(self, source_key: str, etag: str, size: int) -> None:
-        """Begin with the whole of ``source_key`` as it is at ``etag`` (``WriteConflict`` if it changed)."""
+        """Begin with the whole of ``source_key`` as it is at ``etag`` (``WriteConflictError`` if it changed)."""
         ...
 
     def close(self) -> None: ...
@@ -157,7 +157,7 @@ class PayloadStore(Protocol):
     def exists(self, key: str) -> bool: ...
 
     def iter_lines(self, key: str, start: int = 0) -> Iterator[bytes]:
-        """Lines without their newline, from byte ``start`` (``OffsetOutOfRange`` at or past the end)."""
+        """Lines without their newline, from byte ``start`` (``OffsetOutOfRangeError`` at or past the end)."""
         ...
 
     def iter_lines_with_offsets(self, key: str, start: int = 0) -> Iterator[tuple[int, bytes]]: ...

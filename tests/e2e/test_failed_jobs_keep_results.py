@@ -57,7 +57,7 @@ def test_a_job_that_fails_after_a_chunk_ended_cancels_the_rest_and_keeps_what_fi
     _until(lambda: alice.request("GET", f"/batches/{job['id']}/results").status_code == 200, 60, "results")
     done = alice.request("GET", f"/batches/{job['id']}").json()
 
-    assert done["error"].startswith("ProviderNotFound: ") and "Traceback" not in done["error"]
+    assert done["error"].startswith("ProviderNotFoundError: ") and "Traceback" not in done["error"]
     ours = [c["provider_batch_id"] for c in chunks if c["provider_batch_id"] != lost]
     states = {b: sim.state.anthropic.batches[b].timeline(time.time())[0] for b in ours}
     assert "in_progress" not in states.values(), states  # canceled on the way to failed: nothing bills on

@@ -53,7 +53,7 @@ def test_an_ordinary_openai_rate_limit_is_still_retried(aws, ctx, simulator):
     job = _openai_job(ctx)
     state = plan.handler({"job_id": job["id"]}, ctx)
     simulator.add_fault("openai", "create_batch", "http_429", retry_after=0)
-    with pytest.raises(errors.ProviderRateLimited) as limited:
+    with pytest.raises(errors.ProviderRateLimitedError) as limited:
         submit.handler(state, ctx)
     assert type(limited.value).__name__ in RETRYABLE_ERRORS
     submit.handler(state, ctx)  # the state machine's retry

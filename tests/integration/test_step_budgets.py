@@ -117,9 +117,9 @@ def test_mark_failed_on_a_large_job_goes_on_across_invocations_and_keeps_one_lin
     failure = {
         **state,
         "error": {
-            "Error": "ProviderNotFound",
+            "Error": "ProviderNotFoundError",
             "Cause": json.dumps(
-                {"errorMessage": "Anthropic does not know this batch or file", "errorType": "ProviderNotFound"}
+                {"errorMessage": "Anthropic does not know this batch or file", "errorType": "ProviderNotFoundError"}
             ),
         },
     }

@@ -18,7 +18,7 @@ from moto import mock_aws
 from batch_gateway.models.errors import ConflictError, InvalidRequestError, NotFoundError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, RequestCounts
-from batch_gateway.ports import JobStore, OffsetOutOfRange, PayloadStore, WriteConflict
+from batch_gateway.ports import JobStore, OffsetOutOfRangeError, PayloadStore, WriteConflictError
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
 from batch_gateway.store.payloads import S3PayloadStore
@@ -319,7 +319,7 @@ def test_an_object_reads_back_whole_by_line_and_from_an_offset(payloads):
     assert payloads.get_bytes("jobs/a/requests.jsonl") == b"one\ntwo\n\nthree"
     assert list(payloads.iter_lines("jobs/a/requests.jsonl")) == [b"one", b"two", b"", b"three"]
     assert list(payloads.iter_lines_with_offsets("jobs/a/requests.jsonl", 4)) == [(8, b"two"), (9, b""), (15, b"three")]
-    with pytest.raises(OffsetOutOfRange):
+    with pytest.raises(OffsetOutOfRangeError):
         list(payloads.iter_lines("jobs/a/requests.jsonl", 14))
     assert payloads.open_object("jobs/a/requests.jsonl").read() == b"one\ntwo\n\nthree"
     assert payloads.exists("jobs/a/requests.jsonl") and not payloads.exists("jobs/a/missing")
@@ -343,13 +343,13 @@ def test_conditional_writes_refuse_an_object_changed_or_created_meanwhile(payloa
     with payloads.writer("jobs/c/results.jsonl", new_only=True) as writer:
         writer.write_line(b"first")
     etag, size = payloads.head("jobs/c/results.jsonl")
-    with pytest.raises(WriteConflict), payloads.writer("jobs/c/results.jsonl", new_only=True) as writer:
+    with pytest.raises(WriteConflictError), payloads.writer("jobs/c/results.jsonl", new_only=True) as writer:
         writer.write_line(b"again")
     with payloads.writer("jobs/c/results.jsonl", replaces=etag) as writer:
         writer.start_with("jobs/c/results.jsonl", etag, size)
         writer.write_line(b"second")
     assert payloads.get_bytes("jobs/c/results.jsonl") == b"first\nsecond\n"
-    with pytest.raises(WriteConflict), payloads.writer("jobs/c/results.jsonl", replaces=etag) as writer:
+    with pytest.raises(WriteConflictError), payloads.writer("jobs/c/results.jsonl", replaces=etag) as writer:
         writer.write_line(b"stale")
     assert payloads.get_bytes("jobs/c/results.jsonl") == b"first\nsecond\n"
 

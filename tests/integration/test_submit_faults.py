@@ -33,10 +33,10 @@ def _finish(state, ctx):
 @pytest.mark.parametrize(
     ("kind", "error"),
     [
-        ("http_500", errors.ProviderUnavailable),
-        ("http_429", errors.ProviderRateLimited),
-        ("http_529", errors.ProviderUnavailable),
-        ("http_503", errors.ProviderUnavailable),
+        ("http_500", errors.ProviderUnavailableError),
+        ("http_429", errors.ProviderRateLimitedError),
+        ("http_529", errors.ProviderUnavailableError),
+        ("http_503", errors.ProviderUnavailableError),
     ],
 )
 def test_refusal_before_acceptance_releases_the_claim_and_the_retry_creates_one_batch(aws, ctx, simulator, kind, error):
@@ -148,7 +148,7 @@ def test_a_refused_connection_sent_nothing_and_releases_the_claim(aws, ctx, simu
     monkeypatch.setenv("ANTHROPIC_BASE_URL", closed)
     wiring.reset()
     state = _planned_job(ctx)
-    with pytest.raises(errors.ProviderUnavailable) as raised:
+    with pytest.raises(errors.ProviderUnavailableError) as raised:
         submit.handler(state, ctx)
     assert not isinstance(raised.value, errors.ProviderAmbiguousError)
     [chunk] = aws.jobs.get_chunks(state["job_id"])

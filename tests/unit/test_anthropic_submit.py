@@ -87,7 +87,7 @@ def test_a_body_split_across_pieces_still_decodes(sim, received, monkeypatch):
 def test_a_rate_limit_is_not_retried_by_the_sdk_and_maps_to_a_transient_error(sim):
     sim.add_fault("anthropic", "create_batch", "http_429")
     provider = AnthropicBatchProvider(api_key="k", base_url=sim.url)
-    with pytest.raises(errors.ProviderRateLimited):
+    with pytest.raises(errors.ProviderRateLimitedError):
         provider.submit(iter([json.dumps(_request(1)).encode()]), _ref(1))
     assert sim.stats()["anthropic"]["batches_created"] == 0
 

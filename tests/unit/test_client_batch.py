@@ -7,7 +7,7 @@ import pytest
 from batch_gateway.client import (
     BatchGatewayClient,
     BatchStatus,
-    BatchWaitTimeout,
+    BatchWaitTimeoutError,
     ConflictError,
     InvalidRequestError,
     LMOutput,
@@ -93,7 +93,7 @@ def test_invoke_without_provider_or_model_is_a_type_error(client):
 
 def test_invoke_raises_batch_wait_timeout_when_max_iterations_run_out(client, gateway):
     finish_after(gateway, 10)
-    with pytest.raises(BatchWaitTimeout) as info:
+    with pytest.raises(BatchWaitTimeoutError) as info:
         client.batch.invoke(ANIMALS, provider="anthropic", model="m", status_check_interval=0.01, max_iterations=2)
     assert isinstance(info.value, TimeoutError)
     assert info.value.batch_id == "job_1"

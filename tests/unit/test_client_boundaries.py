@@ -46,10 +46,10 @@ def test_client_errors_have_one_root_with_typed_status_code_and_request_id():
 
 
 def test_batch_wait_timeout_sits_under_the_client_error_root_and_is_still_a_timeout():
-    from batch_gateway.client import BatchGatewayError, BatchWaitTimeout, Job
+    from batch_gateway.client import BatchGatewayError, BatchWaitTimeoutError, Job
 
     job = Job(id="job_1", status="in_progress", provider="anthropic", model="claude-x")
-    error = BatchWaitTimeout("job_1", job, 3)
+    error = BatchWaitTimeoutError("job_1", job, 3)
     assert isinstance(error, BatchGatewayError) and isinstance(error, TimeoutError)
     assert (error.batch_id, error.job, str(error)) == (
         "job_1",

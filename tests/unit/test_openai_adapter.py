@@ -428,9 +428,9 @@ def test_find_submitted_stops_at_batches_older_than_the_claim(provider, sim):
 @pytest.mark.parametrize(
     ("kind", "error"),
     [
-        ("http_429", errors.ProviderRateLimited),
-        ("http_500", errors.ProviderUnavailable),
-        ("http_503", errors.ProviderUnavailable),
+        ("http_429", errors.ProviderRateLimitedError),
+        ("http_500", errors.ProviderUnavailableError),
+        ("http_503", errors.ProviderUnavailableError),
     ],
 )
 def test_refused_create_maps_to_a_transient_error_creates_no_batch_and_keeps_no_file(provider, sim, kind, error):
@@ -450,14 +450,14 @@ def test_upload_is_retried_by_the_sdk_and_the_batch_still_created_once(provider,
 
 
 def test_unknown_batch_is_provider_not_found(provider):
-    with pytest.raises(errors.ProviderNotFound):
+    with pytest.raises(errors.ProviderNotFoundError):
         provider.status("batch_missing")
 
 
 def test_status_when_openai_keeps_failing_is_provider_unavailable(provider, sim):
     batch_id = submit(provider, [request("a")])
     sim.add_fault("openai", "get_batch", "http_500", times=3)
-    with pytest.raises(errors.ProviderUnavailable):
+    with pytest.raises(errors.ProviderUnavailableError):
         provider.status(batch_id)
 
 

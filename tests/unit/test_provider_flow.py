@@ -146,7 +146,7 @@ def test_a_lost_create_answer_is_ambiguous_and_keeps_what_the_batch_may_be_using
 def test_a_refused_connection_on_create_sent_nothing_and_is_not_ambiguous():
     adapter = FakeAdapter()
     adapter.create_raises = refused_connection()
-    with pytest.raises(errors.ProviderUnavailable) as raised:
+    with pytest.raises(errors.ProviderUnavailableError) as raised:
         adapter.submit(iter([b"{}"]), REF)
     assert not isinstance(raised.value, errors.ProviderAmbiguousError)
 
@@ -168,7 +168,7 @@ def test_an_accepted_create_answers_the_batch_id():
 
 def test_errors_of_every_call_are_mapped_to_our_tree():
     adapter = FakeAdapter()
-    with pytest.raises(errors.ProviderUnavailable, match="Fake is unavailable"):
+    with pytest.raises(errors.ProviderUnavailableError, match="Fake is unavailable"):
         list(adapter.results(batch("b1", ended=True)))
 
 

@@ -9,15 +9,16 @@
     print(results["q1"].text)
 
 Every error is a ``BatchGatewayError`` (the service's own error tree, ``batch_gateway.contract.errors``), with
-``status_code`` and ``request_id`` of the answer it came from; ``BatchWaitTimeout`` (a wait ran out of status
-checks) is one too, and also a ``TimeoutError``. Defaults are in ``batch_gateway.client._constants``.
+``status_code`` and ``request_id`` of the answer it came from; ``BatchWaitTimeoutError`` (a wait ran out of status
+checks) is one too, and also a ``TimeoutError`` (its old name ``BatchWaitTimeout`` still works, deprecated).
+Defaults are in ``batch_gateway.client._constants``.
 """
 
 from batch_gateway.client._constants import ENDPOINT_ENV
 from batch_gateway.client.async_client import AsyncBatch, AsyncBatchGatewayClient
 from batch_gateway.client.errors import (
     BatchGatewayError,
-    BatchWaitTimeout,
+    BatchWaitTimeoutError,
     ConflictError,
     IdempotencyMismatchError,
     InvalidRequestError,
@@ -54,7 +55,7 @@ __all__ = [
     "BatchGatewayClient",
     "BatchGatewayError",
     "BatchStatus",
-    "BatchWaitTimeout",
+    "BatchWaitTimeoutError",
     "ChunkInfo",
     "ConflictError",
     "EmbeddingOutput",
@@ -80,3 +81,12 @@ __all__ = [
     "to_api_request",
     "to_api_requests",
 ]
+
+
+def __getattr__(name: str) -> type[BatchWaitTimeoutError]:
+    """``BatchWaitTimeout``, the deprecated old name of ``BatchWaitTimeoutError`` (it warns)."""
+    if name == "BatchWaitTimeout":
+        from batch_gateway.client import errors
+
+        return errors.__getattr__(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

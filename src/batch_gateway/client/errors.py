@@ -1,5 +1,6 @@
 """The SDK's errors: the service's own error tree (``batch_gateway.contract.errors``, one root,
-``BatchGatewayError``), rebuilt from its answers, plus ``BatchWaitTimeout``.
+``BatchGatewayError``), rebuilt from its answers, plus ``BatchWaitTimeoutError`` (``BatchWaitTimeout``, its old
+name, still works and warns that it is deprecated).
 
 The server answers ``{"error": {"type", "message", "details"}}``; ``type`` picks the class from ``ERROR_TYPES``.
 Answers that are not ours (API Gateway's own 403/429/502, a proxy's 504) fall back on the HTTP status.
@@ -8,6 +9,7 @@ Answers that are not ours (API Gateway's own 403/429/502, a proxy's 504) fall ba
 from __future__ import annotations
 
 import json
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from batch_gateway.contract.errors import (
@@ -21,7 +23,7 @@ from batch_gateway.contract.errors import (
     PayloadTooLargeError,
     ProviderAuthError,
     ProviderError,
-    ProviderOutOfCredit,
+    ProviderOutOfCreditError,
     ProviderRequestError,
     TransientError,
     UnauthorizedError,
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BatchGatewayError",
-    "BatchWaitTimeout",
+    "BatchWaitTimeoutError",
     "ConflictError",
     "IdempotencyMismatchError",
     "IntegrityError",
@@ -42,7 +44,7 @@ __all__ = [
     "PayloadTooLargeError",
     "ProviderAuthError",
     "ProviderError",
-    "ProviderOutOfCredit",
+    "ProviderOutOfCreditError",
     "ProviderRequestError",
     "TransientError",
     "UnauthorizedError",
@@ -54,7 +56,7 @@ __all__ = [
 ]
 
 
-class BatchWaitTimeout(BatchGatewayError, TimeoutError):
+class BatchWaitTimeoutError(BatchGatewayError, TimeoutError):
     """``max_iterations`` status checks passed and the job has not ended; it keeps running on the service."""
 
     type = "wait_timeout"  # the SDK's own: never on the wire
@@ -63,6 +65,14 @@ class BatchWaitTimeout(BatchGatewayError, TimeoutError):
         super().__init__(f"batch {batch_id} is still {job.status} after {checks} status checks", batch_id=batch_id)
         self.job = job
         self.checks = checks
+
+
+def __getattr__(name: str) -> type[BatchWaitTimeoutError]:
+    """``BatchWaitTimeout``: the old name of ``BatchWaitTimeoutError``, kept for SDK users; deprecated (it warns)."""
+    if name == "BatchWaitTimeout":
+        warnings.warn("BatchWaitTimeout is deprecated; catch BatchWaitTimeoutError", DeprecationWarning, stacklevel=2)
+        return BatchWaitTimeoutError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # An answer that is not in our error shape: its class from its HTTP status (403 is API Gateway's IAM refusal; 429

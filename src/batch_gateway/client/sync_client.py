@@ -15,7 +15,7 @@ from batch_gateway.client._constants import (
     DEFAULT_STATUS_CHECK_INTERVAL,
     DEFAULT_TIMEOUT,
 )
-from batch_gateway.client.errors import BatchWaitTimeout, error_from_job
+from batch_gateway.client.errors import BatchWaitTimeoutError, error_from_job
 from batch_gateway.client.inputs import to_api_requests
 from batch_gateway.client.models import (
     BatchStatus,
@@ -173,11 +173,11 @@ class BatchGatewayClient:
 
 
 def check_wait(job: Job, checks: int, max_iterations: int | None) -> bool:
-    """True when waiting is over; raises ``BatchWaitTimeout`` when the checks are used up first."""
+    """True when waiting is over; raises ``BatchWaitTimeoutError`` when the checks are used up first."""
     if job.is_terminal:
         return True
     if max_iterations is not None and checks >= max_iterations:
-        raise BatchWaitTimeout(job.id, job, checks)
+        raise BatchWaitTimeoutError(job.id, job, checks)
     return False
 
 
@@ -264,7 +264,7 @@ class Batch:
         max_iterations: int | None = None,
         on_update: Callable[[Job], None] | None = None,
     ) -> Job:
-        """Poll until the job ends; ``on_update`` sees every status check. ``BatchWaitTimeout`` after
+        """Poll until the job ends; ``on_update`` sees every status check. ``BatchWaitTimeoutError`` after
         ``max_iterations`` checks (the job keeps running)."""
         check_max_iterations(max_iterations)
         checks = 0

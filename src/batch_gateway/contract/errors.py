@@ -104,12 +104,12 @@ class ProviderError(BatchGatewayError):
     http_status = 502
 
 
-class ProviderRateLimited(TransientError):
+class ProviderRateLimitedError(TransientError):
     type = "provider_rate_limited"
     http_status = 503
 
 
-class ProviderUnavailable(TransientError):
+class ProviderUnavailableError(TransientError):
     type = "provider_unavailable"
     http_status = 503
 
@@ -136,11 +136,11 @@ class ProviderRequestError(ProviderError):
     type = "provider_request_error"
 
 
-class ProviderNotFound(ProviderError):
+class ProviderNotFoundError(ProviderError):
     type = "provider_not_found"
 
 
-class ProviderOutOfCredit(ProviderError):
+class ProviderOutOfCreditError(ProviderError):
     """The provider account has no credit left (OpenAI ``429 insufficient_quota``): a retry cannot succeed until
     someone adds credit, so the job fails with this reason instead of waiting out the retries."""
 
@@ -167,13 +167,13 @@ ERROR_TYPES: dict[str, type[BatchGatewayError]] = {
         IdempotencyMismatchError,
         TransientError,
         ProviderError,
-        ProviderRateLimited,
-        ProviderUnavailable,
+        ProviderRateLimitedError,
+        ProviderUnavailableError,
         ProviderAmbiguousError,
         ProviderAuthError,
         ProviderRequestError,
-        ProviderNotFound,
-        ProviderOutOfCredit,
+        ProviderNotFoundError,
+        ProviderOutOfCreditError,
         IntegrityError,
     )
 }

@@ -94,7 +94,7 @@ class AnthropicBatchProvider(BatchProvider):
         for batch_id in sorted(set(ref.candidates) | set(self._same_shape(ref))):
             try:
                 batch = self.status(batch_id)
-            except errors.ProviderNotFound:
+            except errors.ProviderNotFoundError:
                 continue  # deleted: we never delete, so not ours
             if not batch.ended:
                 pending.append(batch_id)
@@ -173,10 +173,10 @@ _RESULT_STATUS = {
 
 
 def _to_result(line: dict[str, Any]) -> ProviderResult:
-    result = line.get("result") or {}
+    result: dict[str, Any] = line.get("result") or {}
     status = _RESULT_STATUS.get(result.get("type"), ItemStatus.ERRORED)
     if status is ItemStatus.SUCCEEDED:
-        message = result.get("message") or {}
+        message: dict[str, Any] = result.get("message") or {}
         usage = message.get("usage") or {}
         outputs = [_output(block) for block in message.get("content") or []]
         return ProviderResult(

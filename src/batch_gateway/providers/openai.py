@@ -131,7 +131,7 @@ class OpenAIBatchProvider(BatchProvider):
         earliest = ref.claimed_at - RECONCILE_SLACK if ref.claimed_at else None
         ours = []
         for batch in self._client.batches.list(limit=100):  # newest first; the SDK follows the pages
-            if earliest is not None and _timestamp(batch.created_at) < earliest:
+            if earliest is not None and datetime.fromtimestamp(batch.created_at, UTC) < earliest:
                 break
             metadata = batch.metadata or {}
             if (
@@ -174,7 +174,7 @@ class OpenAIBatchProvider(BatchProvider):
         try:
             with self._errors():
                 self._client.files.delete(file_id)
-        except errors.ProviderNotFound:
+        except errors.ProviderNotFoundError:
             pass  # gone already
         except Exception:  # cleanup must never fail the caller (a poll)
             logger.warning(
@@ -313,7 +313,7 @@ def _to_result(line: dict[str, Any]) -> ProviderResult:
             code=error.get("code") or error.get("type") or f"http_{response.get('status_code')}",
             message=error.get("message") or f"OpenAI answered {response.get('status_code')} for this request",
         )
-    error = line.get("error") or {}
+    error: dict[str, Any] = line.get("error") or {}
     status = _LINE_ERRORS.get(error.get("code"), ItemStatus.ERRORED)
     return ProviderResult(
         custom_id=custom_id, status=status, code=error.get("code") or status.value, message=error.get("message")

@@ -2,7 +2,7 @@
 exception classes share names) and botocore (Bedrock: one ``ClientError`` with an error code, plus transport errors).
 
 On create, a lost answer (timeout, dropped connection) means "maybe accepted": ``ProviderAmbiguousError``, which
-Submit reconciles before any resend. Elsewhere the same failure is plain ``ProviderUnavailable``.
+Submit reconciles before any resend. Elsewhere the same failure is plain ``ProviderUnavailableError``.
 """
 
 from __future__ import annotations
@@ -68,22 +68,22 @@ class mapped_errors:
                 raise errors.ProviderAmbiguousError(
                     f"no answer from {name} after sending the batch; it may have been accepted"
                 ) from exc
-            raise errors.ProviderUnavailable(f"could not reach {name}") from exc
+            raise errors.ProviderUnavailableError(f"could not reach {name}") from exc
         if isinstance(exc, sdk.RateLimitError):
             if _code(exc) == "insufficient_quota":  # out of credit: OpenAI uses 429 for it, but waiting cannot help
-                raise errors.ProviderOutOfCredit(
+                raise errors.ProviderOutOfCreditError(
                     f"the {name} account is out of credit (429 insufficient_quota): add credit or raise its billing "
                     "limit, then submit the batch again"
                 ) from exc
-            raise errors.ProviderRateLimited(f"{name} rate limit (429)") from exc
+            raise errors.ProviderRateLimitedError(f"{name} rate limit (429)") from exc
         if isinstance(exc, sdk.InternalServerError):
-            raise errors.ProviderUnavailable(f"{name} is unavailable ({exc.status_code})") from exc
+            raise errors.ProviderUnavailableError(f"{name} is unavailable ({exc.status_code})") from exc
         if isinstance(exc, sdk.AuthenticationError | sdk.PermissionDeniedError):
             raise errors.ProviderKeyRejectedError(
                 f"{name} refused the API key; set the key in Secrets Manager"
             ) from exc
         if isinstance(exc, sdk.NotFoundError):
-            raise errors.ProviderNotFound(f"{name} does not know this batch or file") from exc
+            raise errors.ProviderNotFoundError(f"{name} does not know this batch or file") from exc
         if isinstance(exc, sdk.APIStatusError):
             raise errors.ProviderRequestError(f"{name} refused the request: {_message(exc)}") from exc
         return False

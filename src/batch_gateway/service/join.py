@@ -4,7 +4,7 @@ Each invocation starts from what the last one wrote (copied inside S3, never rea
 whole chunks while its budget lasts, and rewrites the object conditionally on the ETag it started from; the job item
 records how many chunks the object holds under which ETag. A collected chunk's results never change, so every
 version of the object is a prefix of the same final file, and a resumed or repeated join still writes each request's
-line exactly once. A write that finds the object changed by someone else raises ``WriteConflict`` (retried), and an
+line exactly once. A write that finds the object changed by someone else raises ``WriteConflictError`` (retried), and an
 object that is not the recorded one is joined again from the first chunk.
 """
 

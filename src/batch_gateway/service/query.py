@@ -11,7 +11,7 @@ from batch_gateway.models.jobs import Job, JobStatus
 from batch_gateway.service.context import Services
 from batch_gateway.service.join import joined
 from batch_gateway.service.keys import results_key
-from batch_gateway.ports import OffsetOutOfRange
+from batch_gateway.ports import OffsetOutOfRangeError
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
@@ -91,7 +91,7 @@ def get_results(
             item = _parse_line(line)
             results[item["id"]] = item
             used += cost + _response_bytes(json.dumps(item["id"]).encode())
-    except OffsetOutOfRange:
+    except OffsetOutOfRangeError:
         raise _bad_token() from None
     return {"id": job_id, "status": job.status.value, "results": results, "next_token": token}
 

@@ -27,7 +27,7 @@ from typing import Any, Self
 from batch_gateway.models.errors import ConflictError, InvalidRequestError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, iso, utcnow
 from batch_gateway.models.jsonl import split_lines
-from batch_gateway.ports import JobStore, OffsetOutOfRange, PayloadStore, WriteConflict
+from batch_gateway.ports import JobStore, OffsetOutOfRangeError, PayloadStore, WriteConflictError
 
 
 def _plain(value: Any) -> Any:
@@ -272,7 +272,7 @@ class MemoryPayloadStore(PayloadStore):
             if (new_only and current is not None) or (
                 replaces is not None and (current is None or _etag(current) != _quoted(replaces))
             ):
-                raise WriteConflict(f"{key} was changed by someone else meanwhile")
+                raise WriteConflictError(f"{key} was changed by someone else meanwhile")
             self._objects[key] = data
             self._versions.setdefault(key, []).append(data)
             return _etag(data)
@@ -317,7 +317,7 @@ class MemoryPayloadStore(PayloadStore):
     def iter_lines(self, key: str, start: int = 0) -> Iterator[bytes]:
         data = self._read(key)
         if start and start >= len(data):
-            raise OffsetOutOfRange(f"{key} has nothing at byte {start}")
+            raise OffsetOutOfRangeError(f"{key} has nothing at byte {start}")
         body = _Body(data[start:])
         yield from split_lines(body.iter_chunks(chunk_size=1024 * 1024))
 
@@ -372,7 +372,7 @@ class MemoryWriter:
             raise ValueError("start_with comes before any other write")
         data = self._store._read(source_key)
         if _etag(data) != _quoted(etag):
-            raise WriteConflict(f"{source_key} changed while being copied")
+            raise WriteConflictError(f"{source_key} changed while being copied")
         self._buffer.write(data)
         self.bytes_written += size
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from batch_gateway.models.errors import TransientError
 from batch_gateway.models.jsonl import split_lines
-from batch_gateway.ports import OffsetOutOfRange, PayloadStore, WriteConflict
+from batch_gateway.ports import OffsetOutOfRangeError, PayloadStore, WriteConflictError
 
-__all__ = ["PART_SIZE", "MultipartWriter", "OffsetOutOfRange", "S3PayloadStore", "WriteConflict"]
+__all__ = ["PART_SIZE", "MultipartWriter", "OffsetOutOfRangeError", "S3PayloadStore", "WriteConflictError"]
 
 PART_SIZE = 5 * 1024 * 1024  # S3's smallest part (all but the last): the least memory a streamed write can hold
 
@@ -76,7 +76,7 @@ class S3PayloadStore(PayloadStore):
             body = self._s3.get_object(**kwargs)["Body"]
         except self._s3.exceptions.ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "InvalidRange":
-                raise OffsetOutOfRange(f"{key} has nothing at byte {start}") from None
+                raise OffsetOutOfRangeError(f"{key} has nothing at byte {start}") from None
             raise
         yield from split_lines(body.iter_chunks(chunk_size=1024 * 1024))  # linear however long a line is
 
@@ -96,7 +96,7 @@ class S3PayloadStore(PayloadStore):
         new_only: bool = False,
     ) -> MultipartWriter:
         """``replaces``: the object is written only if it still has this ETag; ``new_only``: only if there is none.
-        Otherwise the write fails with ``WriteConflict`` and nothing changes."""
+        Otherwise the write fails with ``WriteConflictError`` and nothing changes."""
         return MultipartWriter(self._s3, self.bucket, key, content_type, replaces=replaces, new_only=new_only)
 
     def presign_get(self, key: str, expires_in: int) -> str:
@@ -175,7 +175,7 @@ class MultipartWriter:
                 self._parts.append({"ETag": response["CopyPartResult"]["ETag"], "PartNumber": number})
         except self._s3.exceptions.ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in _CONFLICT_CODES:
-                raise WriteConflict(f"{source_key} changed while being copied") from exc
+                raise WriteConflictError(f"{source_key} changed while being copied") from exc
             raise
         self.bytes_written += size
 
@@ -223,7 +223,7 @@ class MultipartWriter:
         except self._s3.exceptions.ClientError as exc:
             if self._condition and exc.response.get("Error", {}).get("Code") in _CONFLICT_CODES:
                 self.abort()
-                raise WriteConflict(f"{self.key} was changed by someone else meanwhile") from exc
+                raise WriteConflictError(f"{self.key} was changed by someone else meanwhile") from exc
             raise
         self.etag = response.get("ETag")
 
