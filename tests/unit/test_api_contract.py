@@ -29,9 +29,10 @@ def test_result_items_match_the_contract():
 
 
 def test_the_documented_create_body_and_the_runtime_check_know_the_same_fields():
-    from batch_gateway.models.api import CreateBatchBody
+    from batch_gateway.edge.openapi_create import schemas, variants
     from batch_gateway.models.requests import FIELDS, REQUIRED
 
-    schema = CreateBatchBody.model_json_schema()
-    assert set(schema["properties"]) == set(FIELDS)
-    assert set(schema["required"]) == set(REQUIRED)
+    for name, _, endpoint in variants():
+        schema = schemas()[name]
+        assert set(schema["properties"]) == set(FIELDS)
+        assert set(schema["required"]) == set(REQUIRED) | ({"endpoint"} if endpoint else set())

@@ -12,11 +12,14 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from batch_gateway.edge import openapi_create
+from batch_gateway.edge.idempotency import MAX_KEY_CHARS
 from batch_gateway.models import api
 from batch_gateway.models.errors import ERROR_TYPES
+from batch_gateway.models.jobs import JobStatus
+from batch_gateway.service.query import DEFAULT_PAGE, LIST_DEFAULT_PAGE, LIST_MAX_PAGE, MAX_PAGE
 
 _MODELS: list[type[BaseModel]] = [
-    api.CreateBatchBody,
     api.JobView,
     api.JobsPage,
     api.ResultsPage,
@@ -25,8 +28,8 @@ _MODELS: list[type[BaseModel]] = [
 ]
 
 
-def _ref(model: type[BaseModel]) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{model.__name__}"}
+def _ref(model: type[BaseModel] | str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{model if isinstance(model, str) else model.__name__}"}
 
 
 def _json(model: type[BaseModel], description: str) -> dict[str, Any]:
@@ -45,26 +48,39 @@ def _errors(*codes: int) -> dict[str, Any]:
         422: "Idempotency-Key reused with another body",
         503: "temporarily unavailable, retry",
     }
-    return {str(code): _json(api.ErrorBody, words[code]) for code in codes}
+    answers = {str(code): _json(api.ErrorBody, words[code]) for code in codes}
+    if 403 in codes:  # API Gateway answers an unsigned or badly signed request itself, in its own shape
+        answers["403"]["content"]["application/json"]["schema"] = {
+            "anyOf": [_ref(api.ErrorBody), _ref("GatewayMessage")]
+        }
+    return answers
 
 
-_ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
-_PAGE = [
-    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1}},
-    {
-        "name": "next_token",
-        "in": "query",
-        "schema": {"type": "string"},
-        "description": "opaque; the previous page's next_token (any other value answers 400)",
-    },
-]
+_ID = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": "^job_[0-9a-f]{24}$"},
+    "description": "the id POST /batches answered; another caller's id answers 404 like a missing one",
+}
+_NEXT_TOKEN = {
+    "name": "next_token",
+    "in": "query",
+    "schema": {"type": "string"},
+    "description": "opaque; the previous page's next_token (any other value answers 400)",
+}
+
+
+def _page(default: int, maximum: int) -> list[dict[str, Any]]:
+    limit = {"type": "integer", "minimum": 1, "maximum": maximum}
+    return [{"name": "limit", "in": "query", "schema": limit, "description": f"default {default}"}, _NEXT_TOKEN]
 
 
 def document() -> dict[str, Any]:
     _, schemas = models_json_schema([(m, "validation") for m in _MODELS], ref_template="#/components/schemas/{model}")
-    sigv4 = [{"sigv4": []}]
+    sigv4: list[dict[str, list[str]]] = [{"sigv4": []}]
     return {
-        "openapi": "3.0.3",
+        "openapi": "3.1.0",
         "info": {
             "title": "Batch Gateway",
             "version": "1",
@@ -72,7 +88,16 @@ def document() -> dict[str, Any]:
             "(IAM) auth; a caller sees only its own batches. Error types: " + ", ".join(sorted(ERROR_TYPES)) + ".",
         },
         "components": {
-            "schemas": schemas["$defs"],
+            "schemas": {
+                **schemas["$defs"],
+                **openapi_create.schemas(),
+                "GatewayMessage": {
+                    "type": "object",
+                    "required": ["message"],
+                    "properties": {"message": {"type": "string"}},
+                    "description": "API Gateway's own answer, before the service sees the request",
+                },
+            },
             "securitySchemes": {
                 "sigv4": {
                     "type": "apiKey",
@@ -88,10 +113,22 @@ def document() -> dict[str, Any]:
                     "operationId": "createBatch",
                     "security": sigv4,
                     "summary": "Create a batch job",
-                    "parameters": [{"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"}}],
+                    "parameters": [
+                        {
+                            "name": "Idempotency-Key",
+                            "in": "header",
+                            "schema": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": MAX_KEY_CHARS,
+                                "pattern": openapi_create.NOT_BLANK,
+                            },
+                            "description": "makes the create safe to retry; kept 24 hours per caller",
+                        }
+                    ],
                     "requestBody": {
                         "required": True,
-                        "content": {"application/json": {"schema": _ref(api.CreateBatchBody)}},
+                        "content": {"application/json": {"schema": _ref("CreateBatchBody")}},
                     },
                     "responses": {"202": _json(api.JobView, "accepted"), **_errors(400, 403, 409, 413, 415, 422, 503)},
                 },
@@ -99,7 +136,14 @@ def document() -> dict[str, Any]:
                     "operationId": "listBatches",
                     "security": sigv4,
                     "summary": "The caller's batches, newest first",
-                    "parameters": [{"name": "status", "in": "query", "schema": {"type": "string"}}, *_PAGE],
+                    "parameters": [
+                        {
+                            "name": "status",
+                            "in": "query",
+                            "schema": {"type": "string", "enum": [s.value for s in JobStatus]},
+                        },
+                        *_page(LIST_DEFAULT_PAGE, LIST_MAX_PAGE),
+                    ],
                     "responses": {"200": _json(api.JobsPage, "a page of batches"), **_errors(400, 403)},
                 },
             },
@@ -119,7 +163,7 @@ def document() -> dict[str, Any]:
                     "summary": "Results keyed by the caller's ids",
                     "parameters": [
                         _ID,
-                        *_PAGE,
+                        *_page(DEFAULT_PAGE, MAX_PAGE),
                         {"name": "format", "in": "query", "schema": {"type": "string", "enum": ["json", "jsonl"]}},
                     ],
                     "responses": {

@@ -1,36 +1,13 @@
-"""Response shapes of the HTTP API, kept apart from the stored models; the OpenAPI document is built from these."""
+"""Response shapes of the HTTP API, kept apart from the stored models; the OpenAPI document is built from these.
+
+The request body's schema is built from the service's own checks instead (``edge.openapi_create``).
+"""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-
-class CreateBatchBody(BaseModel):
-    """The body of ``POST /batches`` as documented (checked at runtime by ``models.requests.CreateJobInput``).
-
-    At most 3 MB: API Gateway passes the request to Lambda as a JSON event, and a synchronous invocation takes at
-    most 6 MB, escaping included (plain prompts fit up to about 5.5 MB). A larger request is answered 502 by API
-    Gateway and never reaches the service; use the S3 drop folder for larger jobs.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    provider: Literal["anthropic", "openai", "bedrock"]
-    model: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}$")
-    requests: dict[str, Any] = Field(
-        min_length=1,
-        description="your id -> a prompt string, a list of content "
-        "parts, a list of messages, or an object with messages/prompt, system and "
-        "hyperparameters",
-    )
-    hyperparameters: dict[str, Any] = Field(
-        default_factory=dict, description="max_tokens, temperature, top_p, top_k, stop"
-    )
-    metadata: dict[str, str] = Field(default_factory=dict, max_length=16)
-    endpoint: Literal["chat", "responses", "embeddings"] | None = Field(default=None, description="OpenAI only")
-    provider_options: dict[str, Any] = Field(default_factory=dict)
+from pydantic import BaseModel, Field
 
 
 class RequestCountsView(BaseModel):

@@ -1,0 +1,253 @@
+"""The JSON schemas of the ``POST /batches`` body, built from the constants the service's own checks use.
+
+The service checks a body by hand (``models.requests``, ``models.provider_options``), so its schema is written out
+here from the same limits: a change to a limit changes both, and ``tests/unit/test_openapi_document.py`` runs a table
+of bodies through the service and through this schema and requires the same verdict. A body is one of several shapes,
+one per provider and endpoint, because the limits differ between them (Anthropic's temperature is 0-1, OpenAI has no
+``top_k``, the Responses API no ``stop``, an embeddings request is one text). Patterns are ECMA-262, as OpenAPI says.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from batch_gateway.models.provider_options import ALLOWED
+from batch_gateway.models.requests import (
+    DEFAULT_MAX_TOKENS,
+    HYPERPARAMETERS,
+    MAX_ID_CHARS,
+    MAX_METADATA_PAIRS,
+    MAX_REQUEST_CHARS,
+    PROVIDER_HYPERPARAMETER_LIMITS,
+    PROVIDERS,
+)
+
+# The model names each provider takes (models.requests.check_model_for_provider), as ECMA-262 patterns.
+_MODEL_CHARS = "[A-Za-z0-9._:@/-]"
+MODEL_PATTERNS = {
+    "anthropic": f"^claude{_MODEL_CHARS}{{0,194}}$",
+    "openai": f"^(?!claude)[A-Za-z0-9]{_MODEL_CHARS}{{0,199}}$",
+    # lower case only here; the service also takes other cases of the family names
+    "bedrock": f"^(?={_MODEL_CHARS}*(anthropic\\.claude|amazon\\.nova))[A-Za-z0-9]{_MODEL_CHARS}{{0,199}}$",
+}
+_NAMES = {"anthropic": "Anthropic", "openai": "OpenAI", "bedrock": "Bedrock"}
+
+
+def variants() -> list[tuple[str, str, str | None]]:
+    """The shapes a body may take: (schema name, provider, endpoint; None for chat, the default), one per provider
+    and endpoint it serves (``models.provider_options.ALLOWED``)."""
+    found = []
+    for provider in PROVIDERS:
+        endpoints = sorted({e for p, e in ALLOWED if p == provider} | {"chat"})
+        for endpoint in endpoints:
+            name = f"{_NAMES.get(provider, provider.title())}{endpoint.title()}Batch"
+            found.append((name, provider, None if endpoint == "chat" else endpoint))
+    return found
+
+
+MAX_LEADING_SYSTEM_MESSAGES = 3  # the document spells out this many; the service takes any number
+# DynamoDB numbers (what the job item can hold): magnitude 1e-130 to below 1e126, at most 38 significant digits.
+_LARGEST_STORED_INTEGER = 10**38 - 1
+_SMALLEST_STORED_MAGNITUDE = 1e-130
+_LARGEST_STORED_MAGNITUDE = 9.999999999999999e125
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _escape(char: str) -> str:
+    return f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else char
+
+
+# What Python's str.strip() removes (the service's notion of blank), spelled out so ECMA-262 and Python agree.
+_BLANK = "".join(_escape(chr(c)) for c in range(sys.maxunicode + 1) if chr(c).isspace())
+NOT_BLANK = f"[^{_BLANK}]"
+
+
+def _storable_number(low: float | None = None, high: float | None = None) -> dict[str, Any]:
+    """A number the job item can hold, within [low, high] (zero, or a magnitude DynamoDB stores)."""
+    top = _LARGEST_STORED_MAGNITUDE if high is None else high
+    bottom = -_LARGEST_STORED_MAGNITUDE if low is None else low
+    branches: list[dict[str, Any]] = [{"const": 0}]
+    if top >= _SMALLEST_STORED_MAGNITUDE:
+        branches.append({"type": "number", "minimum": _SMALLEST_STORED_MAGNITUDE, "maximum": top})
+    if bottom <= -_SMALLEST_STORED_MAGNITUDE:
+        branches.append({"type": "number", "minimum": bottom, "maximum": -_SMALLEST_STORED_MAGNITUDE})
+    return {"anyOf": branches}
+
+
+def _hyperparameters(provider: str, endpoint: str | None, *, stored: bool) -> dict[str, Any]:
+    limits = PROVIDER_HYPERPARAMETER_LIMITS.get(provider, {})
+    properties: dict[str, Any] = {}
+    for name, (types, low, high) in HYPERPARAMETERS.items():
+        if name in limits and limits[name] is None:
+            continue  # not supported by the provider
+        if name == "stop":
+            if endpoint == "responses":
+                continue  # the Responses API has no stop sequences
+            one = {"type": "string", "minLength": 1}
+            properties[name] = {"anyOf": [one, {"type": "array", "items": one, "maxItems": 4}]}
+            continue
+        bounds = limits.get(name) or (low, high)
+        if types == (int,):
+            properties[name] = {"type": "integer", "minimum": bounds[0], "maximum": bounds[1]}
+        elif stored:
+            properties[name] = _storable_number(bounds[0], bounds[1])
+        else:
+            properties[name] = {"type": "number", "minimum": bounds[0], "maximum": bounds[1]}
+    if "max_tokens" in properties:
+        properties["max_tokens"]["description"] = f"default {DEFAULT_MAX_TOKENS}"
+    return properties
+
+
+def _request(variant: str, provider: str, endpoint: str | None) -> dict[str, Any]:
+    """One request of a body of this shape: a prompt, content parts, messages, or a request object."""
+    embeddings = endpoint == "embeddings"
+    messages = _ref("OneUserMessage") if embeddings else _ref("Messages")
+    properties: dict[str, Any] = {"messages": messages, "prompt": _ref("Content")}
+    if not embeddings:
+        properties["system"] = {"type": "string"}
+    properties.update(_hyperparameters(provider, endpoint, stored=False))
+    request_object = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+        "oneOf": [{"required": ["messages"]}, {"required": ["prompt"]}],
+        "description": "exactly one of messages or prompt; per-request hyperparameters override the body's",
+    }
+    return {
+        "description": (
+            "one text: a prompt, content parts, or a single user message; no system prompt"
+            if embeddings
+            else "a prompt string, a list of content parts (one user message), a list of messages, or an object"
+        ),
+        "anyOf": [_ref("Text"), _ref("ContentParts"), messages, request_object],
+    }
+
+
+def _body(variant: str, provider: str, endpoint: str | None) -> dict[str, Any]:
+    options = sorted(ALLOWED.get((provider, endpoint or "chat"), frozenset()))
+    endpoint_schema: dict[str, Any] = {"enum": [endpoint]} if endpoint else {"enum": ["chat", None]}
+    model = {"type": "string", "pattern": MODEL_PATTERNS[provider]}
+    return {
+        "type": "object",
+        "title": variant,
+        "additionalProperties": False,
+        "required": ["provider", "model", "requests", *(["endpoint"] if endpoint else [])],
+        "properties": {
+            "provider": {"const": provider},
+            "model": model,
+            "endpoint": endpoint_schema,
+            "requests": {
+                "type": "object",
+                "minProperties": 1,
+                "propertyNames": _ref("RequestId"),
+                "additionalProperties": _ref(f"{variant}Request"),
+                "description": "your id -> request; at most 3 MB in all (see docs/api.md), larger jobs go "
+                "through the S3 drop folder",
+            },
+            "hyperparameters": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": _hyperparameters(provider, endpoint, stored=True),
+            },
+            "metadata": _ref("Metadata"),
+            "provider_options": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {name: _ref("StorableValue") for name in options},
+                "description": "passed through to the provider; only these names are accepted. With "
+                "hyperparameters and metadata at most 300 KiB as DynamoDB counts them, nested at most 31 deep",
+            },
+        },
+    }
+
+
+def schemas() -> dict[str, Any]:
+    """Component schemas of the create body, ``CreateBatchBody`` among them."""
+    text = {"type": "string", "minLength": 1, "maxLength": MAX_REQUEST_CHARS, "pattern": NOT_BLANK}
+    part = {
+        "type": "object",
+        "required": ["type", "text"],
+        "additionalProperties": False,
+        "properties": {"type": {"const": "text"}, "text": {"type": "string"}},
+    }
+
+    def message(*roles: str) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["role", "content"],
+            "additionalProperties": False,
+            "properties": {"role": {"enum": list(roles)}, "content": _ref("Content")},
+        }
+
+    leading = [
+        {"prefixItems": [_ref("SystemMessage")] * n + [_ref("UserMessage")], "minItems": n + 1}
+        for n in range(MAX_LEADING_SYSTEM_MESSAGES + 1)
+    ]
+    found: dict[str, Any] = {
+        "RequestId": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_ID_CHARS,
+            "pattern": "^[^\\u0000-\\u001f\\u007f]*$",
+            "description": "your id for a request: 1-256 characters, no control characters",
+        },
+        "Text": {**text, "description": "not blank"},
+        "TextPart": part,
+        "ContentParts": {
+            "type": "array",
+            "minItems": 1,
+            "items": {"anyOf": [{"type": "string"}, _ref("TextPart")]},
+            "contains": {
+                "anyOf": [
+                    text,
+                    {**part, "properties": {"type": {"const": "text"}, "text": text}},
+                ]
+            },
+            "description": "strings or text parts, at least one of them not blank",
+        },
+        "Content": {"anyOf": [_ref("Text"), _ref("ContentParts")]},
+        "UserMessage": message("user"),
+        "SystemMessage": message("system"),
+        "Message": message("user", "assistant", "system"),
+        "Messages": {
+            "type": "array",
+            "items": _ref("Message"),
+            "anyOf": leading,
+            "description": "system messages become the system prompt; the first other message has role user "
+            f"(this document allows up to {MAX_LEADING_SYSTEM_MESSAGES} system messages before it)",
+        },
+        "OneUserMessage": {"type": "array", "prefixItems": [_ref("UserMessage")], "minItems": 1, "maxItems": 1},
+        "Metadata": {
+            "type": "object",
+            "maxProperties": MAX_METADATA_PAIRS,
+            "propertyNames": {"minLength": 1, "maxLength": 64},
+            "additionalProperties": {"type": "string", "maxLength": 512},
+        },
+        "StorableNumber": {
+            "anyOf": [
+                {"type": "integer", "minimum": -_LARGEST_STORED_INTEGER, "maximum": _LARGEST_STORED_INTEGER},
+                *_storable_number()["anyOf"][1:],
+            ],
+            "description": "what DynamoDB stores: at most 38 significant digits, magnitude 1e-130 to below 1e126",
+        },
+        "StorableValue": {
+            "anyOf": [
+                {"type": ["string", "boolean", "null"]},
+                _ref("StorableNumber"),
+                {"type": "array", "items": _ref("StorableValue")},
+                {"type": "object", "additionalProperties": _ref("StorableValue")},
+            ]
+        },
+        "CreateBatchBody": {
+            "oneOf": [_ref(name) for name, _, _ in variants()],
+            "description": "the body of POST /batches: one shape per provider and endpoint",
+        },
+    }
+    for name, provider, endpoint in variants():
+        found[name] = _body(name, provider, endpoint)
+        found[f"{name}Request"] = _request(name, provider, endpoint)
+    return found

@@ -1,0 +1,199 @@
+"""docs/openapi.json is a valid OpenAPI document, and what it calls a valid request is what the service accepts.
+
+Each body below goes through the service's own create path (in-memory stores) and through the document's schema
+(jsonschema-rs, ECMA-262 patterns as the OpenAPI dialect says): the two verdicts must agree, so a client generated
+from the document cannot send what the service refuses, nor be told it may not send what the service takes.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema_rs
+import pytest
+from openapi_spec_validator import validate
+
+from batch_gateway.models.errors import InvalidRequestError
+from batch_gateway.models.jobs import JobStatus
+from batch_gateway.service.context import Services
+from batch_gateway.service.create import create_job
+from batch_gateway.service.keys import results_key
+from batch_gateway.service.query import get_results, list_jobs
+from batch_gateway.settings import Settings
+from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
+
+OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
+DOCUMENT = json.loads(OPENAPI.read_text())
+
+
+def test_the_document_is_valid_for_the_openapi_version_it_declares():
+    validate(DOCUMENT)  # raises OpenAPIValidationError naming the first invalid part
+
+
+def _services() -> Services:
+    def no_provider(name: str):
+        raise AssertionError("create never calls a provider")
+
+    return Services(
+        settings=Settings(table="jobs", bucket="payloads", poll_schedule=[0]),
+        jobs=MemoryJobStore(),
+        payloads=MemoryPayloadStore(),
+        start_workflow=lambda name, data: f"arn:aws:states:::execution:{name}",
+        provider_for=no_provider,
+        planner_for=no_provider,
+    )
+
+
+def service_accepts(body: Any) -> bool:
+    try:
+        create_job(_services(), owner="arn:aws:iam::123456789012:user/alice", body=copy.deepcopy(body))
+    except InvalidRequestError:
+        return False
+    return True
+
+
+def _validator(component: str) -> Any:
+    return jsonschema_rs.Draft202012Validator(
+        {"$ref": f"#/components/schemas/{component}", "components": DOCUMENT["components"]}
+    )
+
+
+def schema_accepts(body: Any) -> bool:
+    return _validator("CreateBatchBody").is_valid(body)
+
+
+def _body(**changes: Any) -> dict[str, Any]:
+    return {"provider": "anthropic", "model": "claude-sonnet-4-20250514", "requests": {"a": "Hi"}, **changes}
+
+
+def _openai(**changes: Any) -> dict[str, Any]:
+    return {"provider": "openai", "model": "gpt-4o-mini", "requests": {"a": "Hi"}, **changes}
+
+
+USER = {"role": "user", "content": "Hi"}
+SYSTEM = {"role": "system", "content": "Be brief"}
+ASSISTANT = {"role": "assistant", "content": "Hello"}
+
+ACCEPTED = {
+    "prompt string": _body(),
+    "content parts": _body(requests={"a": ["Describe:", {"type": "text", "text": "a cat"}]}),
+    "messages with a system message first": _body(requests={"a": [SYSTEM, USER, ASSISTANT, USER]}),
+    "messages with a system message later": _body(requests={"a": [USER, SYSTEM, ASSISTANT, USER]}),
+    "request object with messages": _body(requests={"a": {"messages": [USER], "system": "Be brief", "max_tokens": 64}}),
+    "request object with prompt": _body(requests={"a": {"prompt": "Hi", "temperature": 0}}),
+    "request object with a parts prompt": _body(requests={"a": {"prompt": [{"type": "text", "text": "Hi"}]}}),
+    "an id of 256 characters": _body(requests={"x" * 256: "Hi"}),
+    "an id with spaces and unicode": _body(requests={"my id ✓ 1": "Hi"}),
+    "job hyperparameters": _body(hyperparameters={"max_tokens": 10, "temperature": 1, "top_p": 0.5, "top_k": 3}),
+    "stop as a list": _body(hyperparameters={"stop": ["\n\n", "END"]}),
+    "metadata": _body(metadata={"team": "search"}),
+    "anthropic provider options": _body(provider_options={"service_tier": "auto", "metadata": {"user_id": "u"}}),
+    "anthropic endpoint chat": _body(endpoint="chat"),
+    "openai chat": _openai(hyperparameters={"temperature": 1.5}, provider_options={"seed": 7}),
+    "openai endpoint null": _openai(endpoint=None),
+    "openai responses": _openai(endpoint="responses", provider_options={"store": False}),
+    "openai embeddings of one text": _openai(model="text-embedding-3-small", endpoint="embeddings"),
+    "openai embeddings of one message": _openai(endpoint="embeddings", requests={"a": [USER]}),
+    "temperature zero": _body(hyperparameters={"temperature": 0}),
+}
+
+REFUSED = {
+    "an empty id and an empty list": _body(requests={"": []}),
+    "an empty id": _body(requests={"": "Hi"}),
+    "an id of 257 characters": _body(requests={"x" * 257: "Hi"}),
+    "an id with a control character": _body(requests={"a\tb": "Hi"}),
+    "an id with a trailing newline": _body(requests={"a\n": "Hi"}),
+    "no requests": _body(requests={}),
+    "a blank prompt": _body(requests={"a": " \n\t"}),
+    "an empty list": _body(requests={"a": []}),
+    "only blank content parts": _body(requests={"a": [" ", {"type": "text", "text": ""}]}),
+    "a part with an extra field": _body(requests={"a": [{"type": "text", "text": "x", "cache": 1}]}),
+    "a number as a request": _body(requests={"a": 3}),
+    "messages starting with the assistant": _body(requests={"a": [ASSISTANT, USER]}),
+    "a system message, then the assistant": _body(requests={"a": [SYSTEM, ASSISTANT, USER]}),
+    "only system messages": _body(requests={"a": [SYSTEM]}),
+    "a message with an unknown role": _body(requests={"a": [{"role": "tool", "content": "x"}]}),
+    "a message without content": _body(requests={"a": [{"role": "user"}]}),
+    "request object with both messages and prompt": _body(requests={"a": {"messages": [USER], "prompt": "Hi"}}),
+    "request object with neither": _body(requests={"a": {"system": "Be brief"}}),
+    "request object with an unknown field": _body(requests={"a": {"prompt": "Hi", "n": 2}}),
+    "anthropic temperature over 1": _body(hyperparameters={"temperature": 1.5}),
+    "anthropic per-request temperature over 1": _body(requests={"a": {"prompt": "Hi", "temperature": 1.5}}),
+    "openai top_k": _openai(hyperparameters={"top_k": 3}),
+    "max_tokens zero": _body(hyperparameters={"max_tokens": 0}),
+    "max_tokens as a boolean": _body(hyperparameters={"max_tokens": True}),
+    "an unknown hyperparameter": _body(hyperparameters={"n": 2}),
+    "five stop sequences": _body(hyperparameters={"stop": ["a", "b", "c", "d", "e"]}),
+    "an empty stop sequence": _body(hyperparameters={"stop": ""}),
+    "a temperature DynamoDB cannot store": _body(hyperparameters={"temperature": 1e-200}),
+    "an anthropic model for openai": _openai(model="claude-sonnet-4-20250514"),
+    "an openai model for anthropic": _body(model="gpt-4o-mini"),
+    "a model with a space": _body(model="claude sonnet"),
+    "a model with a trailing newline": _body(model="claude-sonnet\n"),
+    "an unknown provider": _body(provider="bedrock"),
+    "anthropic embeddings": _body(endpoint="embeddings"),
+    "an anthropic provider option from openai": _body(provider_options={"seed": 7}),
+    "a provider option for another endpoint": _openai(endpoint="embeddings", provider_options={"seed": 7}),
+    "a provider option DynamoDB cannot store": _body(provider_options={"metadata": {"n": 1e-300}}),
+    "responses with a stop sequence": _openai(endpoint="responses", hyperparameters={"stop": "END"}),
+    "responses with a per-request stop": _openai(endpoint="responses", requests={"a": {"prompt": "Hi", "stop": "X"}}),
+    "embeddings with a system prompt": _openai(endpoint="embeddings", requests={"a": [SYSTEM, USER]}),
+    "embeddings of two messages": _openai(endpoint="embeddings", requests={"a": [USER, ASSISTANT, USER]}),
+    "seventeen metadata pairs": _body(metadata={str(i): "v" for i in range(17)}),
+    "an empty metadata key": _body(metadata={"": "v"}),
+    "a metadata value over 512 characters": _body(metadata={"k": "v" * 513}),
+    "a metadata number": _body(metadata={"k": 1}),
+    "an unknown field": _body(priority=1),
+    "hyperparameters null": _body(hyperparameters=None),
+    "no model": {"provider": "anthropic", "requests": {"a": "Hi"}},
+}
+
+
+@pytest.mark.parametrize("body", ACCEPTED.values(), ids=ACCEPTED.keys())
+def test_a_body_the_service_accepts_is_valid_for_the_document(body):
+    assert service_accepts(body), "the service refuses this body; the table is wrong"
+    assert schema_accepts(body), "the service accepts this body but the document says it is invalid"
+
+
+@pytest.mark.parametrize("body", REFUSED.values(), ids=REFUSED.keys())
+def test_a_body_the_service_refuses_is_invalid_for_the_document(body):
+    assert not service_accepts(body), "the service accepts this body; the table is wrong"
+    assert not schema_accepts(body), "the document calls this body valid but the service refuses it (400)"
+
+
+def _query_schema(path: str, name: str) -> dict[str, Any]:
+    [parameter] = [p for p in DOCUMENT["paths"][path]["get"]["parameters"] if p["name"] == name]
+    return parameter["schema"]
+
+
+def test_the_status_filter_is_an_enum_of_the_job_statuses():
+    assert _query_schema("/batches", "status") == {"type": "string", "enum": [s.value for s in JobStatus]}
+
+
+def test_an_empty_status_filter_is_refused_like_any_status_not_in_the_document():
+    services = _services()
+    with pytest.raises(InvalidRequestError, match="status must be one of"):
+        list_jobs(services, "alice", status="")
+
+
+@pytest.mark.parametrize("limit", ["", "0", "101", "x", "5.0"])
+def test_a_list_limit_outside_the_document_is_refused(limit):
+    schema = _query_schema("/batches", "limit")
+    assert (schema["type"], schema["minimum"], schema["maximum"]) == ("integer", 1, 100)
+    with pytest.raises(InvalidRequestError, match="limit must be"):
+        list_jobs(_services(), "alice", limit=limit)
+
+
+def test_an_empty_results_format_is_refused_like_any_format_not_in_the_document():
+    services = _services()
+    owner = "arn:aws:iam::123456789012:user/alice"
+    job = create_job(services, owner=owner, body=_body())
+    services.jobs.update_job(job.id, status=JobStatus.FINISHED.value)
+    with services.payloads.writer(results_key(job.id)) as writer:
+        writer.write_line(b'{"id": "a", "status": "succeeded"}')
+    assert _query_schema("/batches/{id}/results", "format")["enum"] == ["json", "jsonl"]
+    with pytest.raises(InvalidRequestError, match="format must be"):
+        get_results(services, job.id, owner, fmt="")
