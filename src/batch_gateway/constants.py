@@ -80,11 +80,16 @@ SWEEP_EVERY_MINUTES = 30
 # may still be sending and is never taken over, and an expired one's owner is surely gone.
 CLAIM_LEASE_SECONDS = 960
 
-# Error names the state machine retries (raised by the workflow Lambdas, see batch_gateway.models.errors).
+# Error class names the state machine retries (raised by the workflow Lambdas). Step Functions matches a task's
+# error by its exact class name, never by a base class: so every TransientError subclass (contract.errors, ports) is
+# named here, which tests/infra/test_retried_errors.py checks against the class tree. ProviderKeyRejectedError is not
+# transient but is retried on purpose: the key may have been rotated since this instance read it, and the retry
+# reads it again. A plain list, so stacks/ reads it without importing runtime code.
 RETRYABLE_ERRORS = [
     "TransientError",
     "ProviderUnavailableError",
     "ProviderRateLimitedError",
     "ProviderAmbiguousError",
+    "WriteConflictError",
     "ProviderKeyRejectedError",
 ]
