@@ -15,6 +15,8 @@ from batch_gateway.ports import OffsetOutOfRangeError
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
+LIST_MAX_PAGE = 100
+LIST_DEFAULT_PAGE = 50
 # Result lines per page, in bytes as they end up in the Lambda response: a page also ends here, well under Lambda's
 # 6 MB response limit (the rest of the answer is a few hundred bytes). A single larger result still comes alone.
 PAGE_BYTES = 4 * 1024 * 1024
@@ -34,7 +36,7 @@ def list_jobs(
     next_token: str | None = None,
 ) -> dict[str, Any]:
     wanted = None
-    if status:
+    if status is not None:  # present but empty (`?status=`) is no status at all: refused like any unknown one
         try:
             wanted = JobStatus(status)
         except ValueError:
@@ -43,7 +45,10 @@ def list_jobs(
                 details=[{"field": "status", "message": "unknown status"}],
             ) from None
     jobs, token = services.jobs.list_jobs(
-        owner, status=wanted, limit=_page_size(limit, default=50, maximum=100), next_token=next_token
+        owner,
+        status=wanted,
+        limit=_page_size(limit, default=LIST_DEFAULT_PAGE, maximum=LIST_MAX_PAGE),
+        next_token=next_token,
     )
     return {"batches": [job.public() for job in jobs], "next_token": token}
 
@@ -68,7 +73,7 @@ def get_results(
             f"results are available once the batch has ended; it is {job.status.value}",
             details=[{"field": "status", "message": job.status.value}],
         )
-    if fmt not in (None, "", "json", "jsonl"):
+    if fmt not in (None, "json", "jsonl"):
         raise InvalidRequestError("format must be 'json' (default) or 'jsonl'")
     if fmt == "jsonl":
         expires = services.settings.presign_expiry
@@ -128,10 +133,10 @@ def _bad_token() -> InvalidRequestError:
 
 
 def _page_size(value: str | int | None, *, default: int, maximum: int) -> int:
-    if value in (None, ""):
+    if value is None:  # absent; `?limit=` (present, empty) is no number and refused
         return default
     try:
-        size = int(value)  # type: ignore[arg-type]
+        size = int(value)
     except (TypeError, ValueError):
         size = 0
     if not 1 <= size <= maximum:
