@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from batch_gateway_dev.local import iam_resources
+from batch_gateway_dev.local import iam_resources, service_principals
 from batch_gateway_dev.local.lambda_runtime import Credentials, LambdaRuntime, install
 
 SESSION_SECONDS = 12 * 3600
@@ -137,6 +137,7 @@ def main() -> None:
     )
     install(runtime)
     iam_resources.install()
+    service_principals.install()  # the Bedrock simulator assumes job roles as bedrock.amazonaws.com
     _states_call_as_their_role(credentials, endpoint)
     _stopped_executions_end_at_once()
     _dynamodb_items_change_atomically()

@@ -8,6 +8,7 @@ official SDKs parse into their typed exceptions.
 from __future__ import annotations
 
 import secrets
+import uuid
 from typing import Any
 
 from batch_gateway_dev.simulators.wire import Reply, json_reply
@@ -35,10 +36,40 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
+_BEDROCK_PATHS = ("/model-invocation-job", "/model/")
+# provider -> (error type of a simulator fault, of an unknown URL)
+_GENERIC_TYPES = {
+    "anthropic": ("api_error", "not_found_error"),
+    "openai": ("server_error", "invalid_request_error"),
+    "bedrock": ("InternalServerException", "UnknownOperationException"),
+}
+
+
+def provider_of(path: str) -> str:
+    """Which provider's API a path belongs to (the paths never collide), for errors raised before any route ran."""
+    if path.startswith("/v1/messages"):
+        return "anthropic"
+    if path.startswith(_BEDROCK_PATHS):
+        return "bedrock"
+    return "openai"
+
+
+def internal(provider: str, message: str) -> ApiError:
+    """A 500 in `provider`'s shape (a simulator bug)."""
+    return ApiError(500, _GENERIC_TYPES[provider][0], message)
+
+
+def unknown_url(provider: str, message: str) -> ApiError:
+    """A 404 for a path no route serves, in `provider`'s shape."""
+    return ApiError(404, _GENERIC_TYPES[provider][1], message)
+
+
 def request_id(provider: str) -> tuple[str, str]:
     """(header name, value) of the provider's request id header."""
     if provider == "anthropic":
         return "request-id", "req_sim_" + secrets.token_hex(12)
+    if provider == "bedrock":
+        return "x-amzn-RequestId", str(uuid.uuid4())
     return "x-request-id", "req_" + secrets.token_hex(16)
 
 
@@ -46,6 +77,8 @@ def render(provider: str, error: ApiError) -> Reply:
     """The error as an HTTP reply in `provider`'s shape."""
     header, rid = request_id(provider)
     body: dict[str, Any]
+    if provider == "bedrock":  # REST-JSON: botocore reads the error code from x-amzn-ErrorType
+        return json_reply({"message": error.message}, error.status, {header: rid, "x-amzn-ErrorType": error.type})
     if provider == "anthropic":
         body = {"type": "error", "error": {"type": error.type, "message": error.message}, "request_id": rid}
     else:

@@ -17,7 +17,7 @@ from typing import Any
 
 from batch_gateway_dev.simulators.errors import ApiError
 
-PROVIDERS = ("anthropic", "openai")
+PROVIDERS = ("anthropic", "openai", "bedrock")
 OPS = (
     "create_batch",
     "get_batch",
@@ -29,6 +29,7 @@ OPS = (
     "list_files",
     "file_content",
     "delete",
+    "converse",
 )
 HTTP_KINDS = ("http_429", "http_500", "http_503", "http_529")
 ACCEPT_KINDS = ("drop_after_accept", "timeout_after_accept")
@@ -43,6 +44,13 @@ _HTTP_ERRORS = {
     500: ("api_error", "server_error", None, "Internal server error (simulated)."),
     503: ("api_error", "server_error", "service_unavailable", "Service unavailable (simulated)."),
     529: ("overloaded_error", "server_error", "overloaded", "Overloaded (simulated)."),
+}
+# status -> (Bedrock status, error type): Bedrock has no 529, it answers an overload with 503.
+_BEDROCK_ERRORS = {
+    429: (429, "ThrottlingException"),
+    500: (500, "InternalServerException"),
+    503: (503, "ServiceUnavailableException"),
+    529: (503, "ServiceUnavailableException"),
 }
 
 
@@ -78,6 +86,9 @@ class Fault:
             headers["retry-after"] = str(self.extra.get("retry_after", 1))
         if self.provider == "anthropic":
             return ApiError(status, anthropic_type, message, headers=headers)
+        if self.provider == "bedrock":
+            bedrock_status, bedrock_type = _BEDROCK_ERRORS[status]
+            return ApiError(bedrock_status, bedrock_type, message)
         return ApiError(status, openai_type, message, code=code, headers=headers)
 
     def describe(self) -> dict[str, Any]:

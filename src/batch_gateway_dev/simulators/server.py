@@ -101,7 +101,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._read_body()
         if body is None:
             self.close_connection = True
-            provider = "anthropic" if split.path.startswith("/v1/messages") else "openai"
+            provider = errors.provider_of(split.path)
             self._send(errors.render(provider, ApiError(413, "request_too_large", "Request body too large.")))
             return
         request = Request(
@@ -132,7 +132,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _provider(self, req: Request) -> tuple[Reply, Fault | None]:
         state = self.server.state
-        provider_name = "anthropic" if req.path.startswith("/v1/messages") else "openai"
+        provider_name = errors.provider_of(req.path)
         for provider in state.providers:
             for route in provider.routes:
                 match = route.pattern.match(req.path)
@@ -157,13 +157,12 @@ class _Handler(BaseHTTPRequestHandler):
                     return errors.render(provider.provider, exc), fault
                 except Exception as exc:  # a simulator bug: answer 500 and say so on stderr
                     traceback.print_exc(file=sys.stderr)
-                    failure = ApiError(500, "api_error" if provider_name == "anthropic" else "server_error", repr(exc))
+                    failure = errors.internal(provider.provider, repr(exc))
                     return errors.render(provider.provider, failure), fault
                 reply.headers.setdefault(header, rid)
                 return reply, fault
-        kind = "not_found_error" if provider_name == "anthropic" else "invalid_request_error"
         message = f"Unknown request URL: {req.method} {req.path}."
-        return errors.render(provider_name, ApiError(404, kind, message)), None
+        return errors.render(provider_name, errors.unknown_url(provider_name, message)), None
 
     def _admin(self, req: Request) -> Reply:
         state = self.server.state
@@ -234,12 +233,29 @@ class SimulatorServer:
     `/_simulator/...` admin endpoints.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, processing_seconds: float = 0.5) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        processing_seconds: float = 0.5,
+        *,
+        aws_endpoint_url: str | None = None,
+        aws_credentials: dict[str, str] | None = None,
+    ) -> None:
         self.host = host
         self.port = port
         self.state = SimulatorState(processing_seconds)
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+        if aws_endpoint_url:
+            self.connect_aws(aws_endpoint_url, **(aws_credentials or {}))
+
+    def connect_aws(self, endpoint_url: str, aws_access_key_id: str, aws_secret_access_key: str) -> None:
+        """Where Bedrock jobs read input and write output (the local S3), and the keys of the IAM user that stands
+        in for bedrock.amazonaws.com there (it assumes each job's service role). Kept across `reset()`."""
+        from batch_gateway_dev.simulators.bedrock import AwsAccess
+
+        self.state.bedrock.aws = AwsAccess(endpoint_url, aws_access_key_id, aws_secret_access_key)
 
     def start(self) -> SimulatorServer:
         if self._httpd is not None:
@@ -283,6 +299,11 @@ class SimulatorServer:
     def openai_base_url(self) -> str:
         """Base URL for the OpenAI SDK (with `/v1`)."""
         return self.url + "/v1"
+
+    @property
+    def bedrock_endpoint_url(self) -> str:
+        """`endpoint_url` for boto3's `bedrock` and `bedrock-runtime` clients (AWS_ENDPOINT_URL_BEDROCK...)."""
+        return self.url
 
     def configure(self, **settings: Any) -> dict[str, Any]:
         """Merge settings (same keys as POST /_simulator/config); returns the resulting settings."""

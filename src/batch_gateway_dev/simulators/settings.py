@@ -31,6 +31,12 @@ DEFAULTS: dict[str, Any] = {
     "max_bytes": None,
     # Where OpenAI lines answered with a 4xx go: the real API writes them to the error file.
     "openai_errored_items_file": "error",
+    # Bedrock batch inference: records per job, concurrent submitted + in-progress jobs per model, and how long one
+    # hour of `timeoutDurationInHours` lasts here (a job still running after its timeout ends `Expired`).
+    "bedrock_min_records": 100,
+    "bedrock_max_records": 50_000,
+    "bedrock_max_jobs_per_model": 20,
+    "bedrock_hour_seconds": 3600.0,
 }
 
 
@@ -71,6 +77,10 @@ def validate(updates: dict[str, Any]) -> dict[str, Any]:
             clean[key] = _number(key, value)
         elif key == "error_every":
             clean[key] = _count(key, value)
+        elif key in ("bedrock_min_records", "bedrock_max_records", "bedrock_max_jobs_per_model"):
+            clean[key] = _count(key, value, 1)
+        elif key == "bedrock_hour_seconds":
+            clean[key] = _number(key, value)
         elif key == "enqueued_token_limit":
             clean[key] = None if value is None else _count(key, value)
         elif key in ("max_requests", "max_bytes"):

@@ -1,4 +1,4 @@
-"""Everything one simulator remembers: settings, pending faults, both providers' stores and request counts.
+"""Everything one simulator remembers: settings, pending faults, every provider's store and request counts.
 
 Shared by the HTTP admin endpoints and the `SimulatorServer` methods so both act on exactly the same thing. One
 re-entrant lock guards it; expensive work (parsing a 100,000-request body, streaming results) runs outside it.
@@ -14,6 +14,7 @@ from typing import Any
 
 from batch_gateway_dev.simulators import settings
 from batch_gateway_dev.simulators.anthropic import AnthropicBatches
+from batch_gateway_dev.simulators.bedrock import BedrockJobs
 from batch_gateway_dev.simulators.faults import FaultQueue
 from batch_gateway_dev.simulators.openai import OpenAIBatches
 
@@ -27,7 +28,8 @@ class SimulatorState:
         self.faults = FaultQueue()
         self.anthropic = AnthropicBatches(self)
         self.openai = OpenAIBatches(self)
-        self.providers = (self.anthropic, self.openai)
+        self.bedrock = BedrockJobs(self)
+        self.providers = (self.anthropic, self.openai, self.bedrock)
         self.requests: Counter[str] = Counter()
         self._release = threading.Event()  # replaced by release_held(): every call held until then goes on
         self.held = 0  # calls a hold fault is keeping on the wire right now
@@ -76,7 +78,7 @@ class SimulatorState:
             self.requests[key] += 1
 
     def items_finished(self) -> dict[str, int]:
-        """How many items of each batch (both providers) have finished so far, in order: the first ones.
+        """How many items of each batch or job (every provider) have finished so far, in order: the first ones.
 
         Anthropic's API shows every request as ``processing`` until the whole batch ends, so a test that must act
         "once some items finished" waits on this instead of sleeping. Read only: nothing a provider shows changes.
@@ -88,6 +90,7 @@ class SimulatorState:
                 # its timeline gives the final cutoff; until the end (or the cancel) only the first ones are done
                 stop = now if batch.cancel_at is None else min(now, batch.cancel_at)
                 finished[batch_id] = batch.plan.done_by(stop)
+            finished.update(self.bedrock.items_finished(now))
             return finished
 
     def stats(self) -> dict[str, Any]:
@@ -95,6 +98,7 @@ class SimulatorState:
             return {
                 "anthropic": self.anthropic.stats(),
                 "openai": self.openai.stats(),
+                "bedrock": self.bedrock.stats(),
                 "items_finished": self.items_finished(),
                 "requests": dict(self.requests),
                 "faults_pending": self.faults.pending(),

@@ -1,0 +1,587 @@
+"""The Bedrock simulator through boto3's own `bedrock` and `bedrock-runtime` clients, against the local AWS process
+(moto with IAM enforced): jobs read their input and write their output in S3 as the service role they name."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import boto3
+import botocore.session
+import pytest
+import requests
+from botocore.config import Config
+
+from batch_gateway_dev.local.service_principals import service_user_name
+from batch_gateway_dev.simulators import SimulatorServer
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+BUCKET = "bedrock-io"
+CLAUDE = "anthropic.claude-3-5-haiku-20241022-v1:0"
+NOVA = "amazon.nova-lite-v1:0"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+NO_RETRIES = Config(retries={"total_max_attempts": 1})
+
+
+def _policy(*statements: dict) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+def _trust(service: str = "bedrock.amazonaws.com") -> str:
+    return _policy(
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": service},
+            "Action": "sts:AssumeRole",
+            "Condition": {
+                "StringEquals": {"aws:SourceAccount": ACCOUNT},
+                "ArnLike": {"aws:SourceArn": f"arn:aws:bedrock:{REGION}:{ACCOUNT}:model-invocation-job/*"},
+            },
+        }
+    )
+
+
+READ_INPUT = {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{BUCKET}/input/*"}
+LIST = {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": f"arn:aws:s3:::{BUCKET}"}
+WRITE_OUTPUT = {"Effect": "Allow", "Action": "s3:PutObject", "Resource": f"arn:aws:s3:::{BUCKET}/output/*"}
+ROLES = {
+    "BedrockBatchRole": (_trust(), _policy(READ_INPUT, LIST, WRITE_OUTPUT)),
+    "CannotReadRole": (_trust(), _policy(LIST, WRITE_OUTPUT)),
+    "LambdaTrustRole": (_trust("lambda.amazonaws.com"), _policy(READ_INPUT, LIST, WRITE_OUTPUT)),
+}
+
+
+def role(name: str = "BedrockBatchRole") -> str:
+    return f"arn:aws:iam::{ACCOUNT}:role/{name}"
+
+
+@pytest.fixture(scope="module")
+def aws():
+    """The local AWS process (moto, IAM enforced), with a bucket, the roles above and the Bedrock stand-in user."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_ACCESS_KEY_ID="unused", AWS_SECRET_ACCESS_KEY="unused", AWS_DEFAULT_REGION=REGION)
+    config = {"region": REGION, "local_env": {}, "log_dir": tempfile.mkdtemp(), "task_root": str(REPO_ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "batch_gateway_dev.local.aws_server", json.dumps(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        cwd=str(REPO_ROOT),
+    )
+    assert process.stdout and process.stdin
+    endpoint = json.loads(process.stdout.readline())["endpoint"]
+    boot = {"endpoint_url": endpoint, "region_name": REGION, "aws_access_key_id": "x", "aws_secret_access_key": "x"}
+    iam = boto3.client("iam", **boot)
+    keys = {}
+    for user, statement in (
+        (service_user_name("bedrock.amazonaws.com"), {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "*"}),
+        ("operator", {"Effect": "Allow", "Action": "*", "Resource": "*"}),
+    ):
+        iam.create_user(UserName=user)
+        iam.put_user_policy(UserName=user, PolicyName="p", PolicyDocument=_policy(statement))
+        key = iam.create_access_key(UserName=user)["AccessKey"]
+        keys[user] = {"aws_access_key_id": key["AccessKeyId"], "aws_secret_access_key": key["SecretAccessKey"]}
+    for name, (trust, policy) in ROLES.items():
+        iam.create_role(RoleName=name, AssumeRolePolicyDocument=trust)
+        iam.put_role_policy(RoleName=name, PolicyName="p", PolicyDocument=policy)
+    boto3.client("s3", **boot).create_bucket(Bucket=BUCKET)
+    requests.post(f"{endpoint}/moto-api/reset-auth", data=b"0", timeout=10).raise_for_status()
+    yield {"endpoint": endpoint, "service": keys[service_user_name("bedrock.amazonaws.com")], **keys}
+    process.stdin.close()
+    process.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def server(aws):
+    with SimulatorServer(
+        processing_seconds=0.4, aws_endpoint_url=aws["endpoint"], aws_credentials=aws["service"]
+    ) as sim:
+        yield sim
+
+
+@pytest.fixture
+def sim(server):
+    server.reset()
+    server.configure(bedrock_min_records=1)
+    return server
+
+
+@pytest.fixture(scope="module")
+def s3(aws):
+    return boto3.client("s3", endpoint_url=aws["endpoint"], region_name=REGION, **aws["operator"])
+
+
+@pytest.fixture(scope="module")
+def clients(server):
+    keys = {"region_name": REGION, "aws_access_key_id": "AKIDCALLER", "aws_secret_access_key": "secret"}
+    bedrock = boto3.client("bedrock", endpoint_url=server.bedrock_endpoint_url, config=NO_RETRIES, **keys)
+    runtime = boto3.client("bedrock-runtime", endpoint_url=server.bedrock_endpoint_url, config=NO_RETRIES, **keys)
+    return bedrock, runtime
+
+
+@pytest.fixture
+def bedrock(sim, clients):
+    return clients[0]
+
+
+@pytest.fixture
+def runtime(sim, clients):
+    return clients[1]
+
+
+def claude_record(record_id: str, text: str = "Hello") -> dict:
+    body = {
+        "anthropic_version": "bedrock-2023-05-31",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": text}],
+    }
+    return {"recordId": record_id, "modelInput": body}
+
+
+def nova_record(record_id: str, text: str = "Hello") -> dict:
+    body = {"messages": [{"role": "user", "content": [{"text": text}]}], "inferenceConfig": {"maxTokens": 64}}
+    return {"recordId": record_id, "modelInput": body}
+
+
+_names = iter(range(1_000_000))
+
+
+def put_input(s3, records: list, name: str = "chunk.jsonl") -> str:
+    prefix = f"input/{next(_names)}"
+    body = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)
+    s3.put_object(Bucket=BUCKET, Key=f"{prefix}/{name}", Body=body.encode())
+    return f"s3://{BUCKET}/{prefix}/{name}"
+
+
+def create(bedrock, input_uri: str, model: str = CLAUDE, role_arn: str | None = None, **extra) -> str:
+    params = {
+        "jobName": f"job-{next(_names)}",
+        "roleArn": role_arn or role(),
+        "modelId": model,
+        "inputDataConfig": {"s3InputDataConfig": {"s3Uri": input_uri}},
+        "outputDataConfig": {"s3OutputDataConfig": {"s3Uri": f"s3://{BUCKET}/output/"}},
+        **extra,
+    }
+    return bedrock.create_model_invocation_job(**params)["jobArn"]
+
+
+ENDED = {"Completed", "PartiallyCompleted", "Failed", "Stopped", "Expired"}
+
+
+def wait_ended(bedrock, arn: str, timeout: float = 10.0, seen: list | None = None) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        job = bedrock.get_model_invocation_job(jobIdentifier=arn)
+        if seen is not None and (not seen or seen[-1] != job["status"]):
+            seen.append(job["status"])
+        if job["status"] in ENDED:
+            return job
+        assert time.monotonic() < deadline, f"job still {job['status']}"
+        time.sleep(0.02)
+
+
+def output_lines(s3, arn: str, name: str = "chunk.jsonl") -> list[dict]:
+    key = f"output/{arn.rsplit('/', 1)[-1]}/{name}.out"
+    return [json.loads(line) for line in s3.get_object(Bucket=BUCKET, Key=key)["Body"].read().splitlines()]
+
+
+def manifest(s3, arn: str) -> dict:
+    key = f"output/{arn.rsplit('/', 1)[-1]}/manifest.json.out"
+    return json.loads(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+
+
+# ---- round trips -----------------------------------------------------------------------------------------------
+
+
+def test_a_claude_job_completes_with_messages_responses_in_s3(bedrock, s3):
+    arn = create(bedrock, put_input(s3, [claude_record(f"r{i}", f"Question {i}") for i in range(3)]))
+
+    job = wait_ended(bedrock, arn)
+
+    assert job["status"] == "Completed"
+    assert (job["totalRecordCount"], job["processedRecordCount"], job["successRecordCount"]) == (3, 3, 3)
+    lines = output_lines(s3, arn)
+    assert [line["recordId"] for line in lines] == ["r0", "r1", "r2"]
+    message = lines[1]["modelOutput"]
+    assert message["type"] == "message" and message["stop_reason"] == "end_turn"
+    assert "Question 1" in message["content"][0]["text"]
+    assert message["usage"]["input_tokens"] >= 1 and message["usage"]["output_tokens"] >= 1
+    assert lines[1]["modelInput"] == claude_record("r1", "Question 1")["modelInput"]
+    counts = manifest(s3, arn)
+    assert counts["totalRecordCount"] == counts["processedRecordCount"] == counts["successRecordCount"] == 3
+    assert counts["errorRecordCount"] == 0
+    assert counts["inputTokenCount"] == sum(line["modelOutput"]["usage"]["input_tokens"] for line in lines)
+
+
+def test_a_nova_job_writes_nova_responses(bedrock, s3):
+    arn = create(bedrock, put_input(s3, [nova_record("n1", "Hi Nova")]), model=NOVA)
+
+    assert wait_ended(bedrock, arn)["status"] == "Completed"
+    output = output_lines(s3, arn)[0]["modelOutput"]
+    assert output["stopReason"] == "end_turn"
+    assert "Hi Nova" in output["output"]["message"]["content"][0]["text"]
+    assert output["usage"]["totalTokens"] == output["usage"]["inputTokens"] + output["usage"]["outputTokens"]
+
+
+def test_an_inference_profile_and_a_folder_of_inputs_are_accepted(bedrock, s3):
+    first = put_input(s3, [claude_record("a")], name="one.jsonl")
+    folder = first.rsplit("/", 1)[0] + "/"
+    s3.put_object(Bucket=BUCKET, Key=folder.split(f"{BUCKET}/", 1)[1] + "two.jsonl", Body=b"")
+    arn = create(bedrock, folder, model="us." + CLAUDE)
+
+    assert wait_ended(bedrock, arn)["status"] == "Completed"
+    assert [line["recordId"] for line in output_lines(s3, arn, "one.jsonl")] == ["a"]
+
+
+def test_get_accepts_the_job_id_as_well_as_the_arn(bedrock, s3):
+    arn = create(bedrock, put_input(s3, [claude_record("a")]))
+
+    assert bedrock.get_model_invocation_job(jobIdentifier=arn.rsplit("/", 1)[-1])["jobArn"] == arn
+
+
+def test_an_unknown_job_is_resource_not_found(bedrock):
+    with pytest.raises(bedrock.exceptions.ResourceNotFoundException):
+        bedrock.get_model_invocation_job(jobIdentifier="abcdefabcdef")
+
+
+def test_list_filters_by_name_and_status_and_pages(bedrock, s3):
+    uri = put_input(s3, [claude_record("a")])
+    arns = [create(bedrock, uri, jobName=f"batchgw-{i}") for i in range(3)]
+    create(bedrock, uri, jobName="other-job")
+    for arn in arns:
+        wait_ended(bedrock, arn)
+
+    first = bedrock.list_model_invocation_jobs(nameContains="batchgw", maxResults=2)
+    second = bedrock.list_model_invocation_jobs(nameContains="batchgw", maxResults=2, nextToken=first["nextToken"])
+
+    names = [j["jobName"] for j in first["invocationJobSummaries"] + second["invocationJobSummaries"]]
+    assert names == ["batchgw-2", "batchgw-1", "batchgw-0"]  # newest first
+    assert "nextToken" not in second
+    done = bedrock.list_model_invocation_jobs(statusEquals="Completed", nameContains="batchgw")
+    assert len(done["invocationJobSummaries"]) == 3
+
+
+def test_a_job_goes_through_every_status_in_order(bedrock, s3, sim):
+    sim.configure(processing_seconds=1.0)
+    seen: list[str] = []
+    arn = create(bedrock, put_input(s3, [claude_record(f"r{i}") for i in range(5)]))
+
+    wait_ended(bedrock, arn, seen=seen)
+
+    assert seen == ["Submitted", "Validating", "Scheduled", "InProgress", "Completed"]
+
+
+def test_items_finished_counts_a_running_jobs_records(bedrock, s3, sim):
+    sim.configure(processing_seconds=1.0)
+    arn = create(bedrock, put_input(s3, [claude_record(f"r{i}") for i in range(10)]))
+    job_id = arn.rsplit("/", 1)[-1]
+
+    wait_ended(bedrock, arn)
+
+    assert sim.stats()["items_finished"][job_id] == 10
+
+
+# ---- idempotency, names, quota, faults -------------------------------------------------------------------------
+
+
+def test_the_same_client_request_token_and_body_give_the_same_job(bedrock, s3):
+    uri = put_input(s3, [claude_record("a")])
+    first = create(bedrock, uri, jobName="same-job", clientRequestToken="chunk-0001")
+
+    again = create(bedrock, uri, jobName="same-job", clientRequestToken="chunk-0001")
+
+    assert again == first
+    assert len(bedrock.list_model_invocation_jobs()["invocationJobSummaries"]) == 1
+
+
+def test_the_same_token_with_another_body_is_a_conflict(bedrock, s3):
+    uri = put_input(s3, [claude_record("a")])
+    create(bedrock, uri, jobName="job-a", clientRequestToken="chunk-0002")
+
+    with pytest.raises(bedrock.exceptions.ConflictException):
+        create(bedrock, uri, jobName="job-b", clientRequestToken="chunk-0002")
+
+
+def test_a_duplicate_job_name_is_refused(bedrock, s3):
+    uri = put_input(s3, [claude_record("a")])
+    create(bedrock, uri, jobName="taken")
+
+    with pytest.raises(bedrock.exceptions.ValidationException, match="job name is currently in use"):
+        create(bedrock, uri, jobName="taken")
+
+
+def test_an_unknown_model_is_refused_at_create(bedrock, s3):
+    with pytest.raises(bedrock.exceptions.ValidationException, match="model identifier is invalid"):
+        create(bedrock, put_input(s3, [claude_record("a")]), model="meta.llama3-8b-instruct-v1:0")
+
+
+def test_jobs_beyond_the_per_model_quota_are_refused(bedrock, s3, sim):
+    sim.configure(bedrock_max_jobs_per_model=2, processing_seconds=30)
+    uri = put_input(s3, [claude_record("a")])
+    create(bedrock, uri)
+    create(bedrock, uri)
+
+    with pytest.raises(bedrock.exceptions.ServiceQuotaExceededException):
+        create(bedrock, uri)
+    create(bedrock, uri, model=NOVA)  # another model has its own quota
+
+
+def test_a_throttling_fault_is_a_throttling_exception(bedrock, s3, sim):
+    sim.add_fault("bedrock", "create_batch", "http_429")
+
+    with pytest.raises(bedrock.exceptions.ThrottlingException):
+        create(bedrock, put_input(s3, [claude_record("a")]))
+    assert bedrock.list_model_invocation_jobs()["invocationJobSummaries"] == []
+
+
+def test_unsigned_requests_are_refused(sim):
+    answer = requests.get(f"{sim.bedrock_endpoint_url}/model-invocation-jobs", timeout=5)
+
+    assert answer.status_code == 403
+    assert answer.headers["x-amzn-ErrorType"] == "MissingAuthenticationTokenException"
+
+
+# ---- how jobs end ----------------------------------------------------------------------------------------------
+
+
+def test_malformed_and_failing_records_make_the_job_partially_completed(bedrock, s3, sim):
+    sim.configure(item_outcomes={"r2": "errored"})
+    broken = {"recordId": "r1", "modelInput": {"anthropic_version": "bedrock-2023-05-31", "messages": []}}
+    arn = create(bedrock, put_input(s3, [claude_record("r0"), broken, claude_record("r2"), claude_record("r3")]))
+
+    job = wait_ended(bedrock, arn)
+
+    assert job["status"] == "PartiallyCompleted"
+    assert (job["successRecordCount"], job["errorRecordCount"]) == (2, 2)
+    lines = {line["recordId"]: line for line in output_lines(s3, arn)}
+    assert "max_tokens" in lines["r1"]["error"]["errorMessage"] and "modelOutput" not in lines["r1"]
+    assert lines["r2"]["error"]["errorCode"] == 400
+    assert "modelOutput" in lines["r3"]
+    assert manifest(s3, arn)["errorRecordCount"] == 2
+
+
+def test_a_stopped_job_keeps_the_records_finished_before_the_stop(bedrock, s3, sim):
+    sim.configure(processing_seconds=2.0, cancel_seconds=0.2)
+    arn = create(bedrock, put_input(s3, [claude_record(f"r{i}") for i in range(20)]))
+    job_id = arn.rsplit("/", 1)[-1]
+    deadline = time.monotonic() + 5
+    while sim.stats()["items_finished"].get(job_id, 0) < 5:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+    bedrock.stop_model_invocation_job(jobIdentifier=arn)
+    stopping = bedrock.get_model_invocation_job(jobIdentifier=arn)["status"]
+    job = wait_ended(bedrock, arn)
+
+    assert stopping == "Stopping"
+    assert job["status"] == "Stopped"
+    assert 5 <= job["processedRecordCount"] < 20
+    lines = output_lines(s3, arn)
+    assert [line["recordId"] for line in lines] == [f"r{i}" for i in range(job["processedRecordCount"])]
+    assert manifest(s3, arn)["processedRecordCount"] == job["processedRecordCount"]
+
+
+def test_stopping_an_ended_job_is_refused(bedrock, s3):
+    arn = create(bedrock, put_input(s3, [claude_record("a")]))
+    wait_ended(bedrock, arn)
+
+    with pytest.raises(bedrock.exceptions.ValidationException, match="cannot be stopped"):
+        bedrock.stop_model_invocation_job(jobIdentifier=arn)
+
+
+def test_a_job_still_running_when_its_timeout_elapses_expires_with_partial_output(bedrock, s3, sim):
+    # 24 hours of 0.05 s: the job times out 1.2 s in, before its 4 s of processing end
+    sim.configure(processing_seconds=4.0, bedrock_hour_seconds=0.05)
+    arn = create(bedrock, put_input(s3, [claude_record(f"r{i}") for i in range(40)]), timeoutDurationInHours=24)
+
+    job = wait_ended(bedrock, arn)
+
+    assert job["status"] == "Expired"
+    assert 0 < job["processedRecordCount"] < 40
+    assert len(output_lines(s3, arn)) == job["processedRecordCount"]
+
+
+def test_a_job_below_the_minimum_records_fails_at_validation(bedrock, s3, sim):
+    sim.configure(bedrock_min_records=100)
+    arn = create(bedrock, put_input(s3, [claude_record(f"r{i}") for i in range(5)]))
+
+    job = wait_ended(bedrock, arn)
+
+    assert job["status"] == "Failed"
+    assert "less than the minimum of 100 records" in job["message"]
+
+
+def test_a_role_that_cannot_read_the_input_fails_the_job_with_access_denied(bedrock, s3):
+    arn = create(bedrock, put_input(s3, [claude_record("a")]), role_arn=role("CannotReadRole"))
+
+    job = wait_ended(bedrock, arn)
+
+    assert job["status"] == "Failed"
+    assert "Access denied" in job["message"]
+
+
+def test_a_role_that_does_not_trust_bedrock_fails_the_job(bedrock, s3):
+    arn = create(bedrock, put_input(s3, [claude_record("a")]), role_arn=role("LambdaTrustRole"))
+
+    job = wait_ended(bedrock, arn)
+
+    assert job["status"] == "Failed"
+    assert "could not assume the service role" in job["message"]
+
+
+# ---- Converse --------------------------------------------------------------------------------------------------
+
+
+def test_converse_answers_in_the_converse_shape(runtime):
+    answer = runtime.converse(
+        modelId="us." + CLAUDE,
+        system=[{"text": "Be brief"}],
+        messages=[{"role": "user", "content": [{"text": "What is 2+2?"}]}],
+        inferenceConfig={"maxTokens": 50},
+    )
+
+    assert answer["stopReason"] == "end_turn"
+    assert "What is 2+2?" in answer["output"]["message"]["content"][0]["text"]
+    assert answer["usage"]["inputTokens"] >= 1
+
+
+def test_converse_throttling_fault(runtime, sim):
+    sim.add_fault("bedrock", "converse", "http_429")
+
+    with pytest.raises(runtime.exceptions.ThrottlingException):
+        runtime.converse(modelId=NOVA, messages=[{"role": "user", "content": [{"text": "Hi"}]}])
+
+
+# ---- answers match botocore's service model --------------------------------------------------------------------
+
+_SESSION = botocore.session.get_session()
+
+
+def assert_matches(shape, value, where: str = "") -> None:
+    """`value` (parsed JSON) is what `shape` allows: required members present, no unknown members, types, enums."""
+    kind = shape.type_name
+    if kind == "structure":
+        assert isinstance(value, dict), f"{where}: expected an object, got {value!r}"
+        unknown = set(value) - set(shape.members)
+        assert not unknown, f"{where}: members not in {shape.name}: {sorted(unknown)}"
+        missing = set(shape.required_members) - set(value)
+        assert not missing, f"{where}: required members of {shape.name} missing: {sorted(missing)}"
+        for name, member in value.items():
+            assert_matches(shape.members[name], member, f"{where}.{name}")
+    elif kind == "list":
+        assert isinstance(value, list), f"{where}: expected a list"
+        for index, item in enumerate(value):
+            assert_matches(shape.member, item, f"{where}[{index}]")
+    elif kind == "map":
+        assert isinstance(value, dict), f"{where}: expected a map"
+        for key, item in value.items():
+            assert_matches(shape.value, item, f"{where}[{key}]")
+    elif kind == "string":
+        assert isinstance(value, str), f"{where}: expected a string, got {value!r}"
+        if shape.enum:
+            assert value in shape.enum, f"{where}: {value!r} not in {shape.enum}"
+    elif kind in ("integer", "long"):
+        assert isinstance(value, int) and not isinstance(value, bool), f"{where}: expected an integer"
+    elif kind == "timestamp":
+        assert isinstance(value, str | int | float), f"{where}: expected a timestamp"
+        if isinstance(value, str):
+            from datetime import datetime
+
+            datetime.fromisoformat(value.replace("Z", "+00:00"))
+    elif kind == "boolean":
+        assert isinstance(value, bool), f"{where}: expected a boolean"
+    elif kind in ("double", "float"):
+        assert isinstance(value, int | float), f"{where}: expected a number"
+    elif kind == "document":
+        pass
+    else:
+        raise AssertionError(f"{where}: unhandled shape type {kind}")
+
+
+def raw_answer(client, operation: str, **params) -> dict:
+    """The JSON body the simulator sent for a call (botocore's parsed answer would hide unknown members)."""
+    captured: dict = {}
+
+    def keep(response_dict, **_):
+        captured["body"] = response_dict["body"]
+
+    event = f"before-parse.{client.meta.service_model.service_name}.{operation}"
+    client.meta.events.register(event, keep)
+    try:
+        getattr(client, botocore.xform_name(operation))(**params)
+    finally:
+        client.meta.events.unregister(event, keep)
+    return json.loads(captured["body"] or b"{}")
+
+
+def check_against_model(service: str, operation: str, body: dict) -> None:
+    shape = _SESSION.get_service_model(service).operation_model(operation).output_shape
+    assert_matches(shape, body, operation)
+
+
+def _ended_job(bedrock, s3, **extra) -> str:
+    arn = create(bedrock, put_input(s3, [claude_record("a"), claude_record("b")]), **extra)
+    wait_ended(bedrock, arn)
+    return arn
+
+
+def test_create_answer_matches_the_service_model(bedrock, s3):
+    uri = put_input(s3, [claude_record("a")])
+    params = {
+        "jobName": "model-check",
+        "roleArn": role(),
+        "modelId": CLAUDE,
+        "inputDataConfig": {"s3InputDataConfig": {"s3Uri": uri}},
+        "outputDataConfig": {"s3OutputDataConfig": {"s3Uri": f"s3://{BUCKET}/output/"}},
+    }
+    check_against_model(
+        "bedrock", "CreateModelInvocationJob", raw_answer(bedrock, "CreateModelInvocationJob", **params)
+    )
+
+
+def test_get_answer_matches_the_service_model(bedrock, s3, sim):
+    sim.configure(item_outcomes={"b": "errored"})
+    arn = _ended_job(bedrock, s3, modelInvocationType="InvokeModel", timeoutDurationInHours=48)
+    body = raw_answer(bedrock, "GetModelInvocationJob", jobIdentifier=arn)
+    assert body["status"] == "PartiallyCompleted" and "endTime" in body
+
+    check_against_model("bedrock", "GetModelInvocationJob", body)
+
+
+def test_get_answer_of_a_failed_job_matches_the_service_model(bedrock, s3):
+    arn = create(bedrock, put_input(s3, [claude_record("a")]), role_arn=role("CannotReadRole"))
+    wait_ended(bedrock, arn)
+    body = raw_answer(bedrock, "GetModelInvocationJob", jobIdentifier=arn)
+    assert body["status"] == "Failed" and body["message"]
+
+    check_against_model("bedrock", "GetModelInvocationJob", body)
+
+
+def test_list_answer_matches_the_service_model(bedrock, s3):
+    for _ in range(3):
+        _ended_job(bedrock, s3)
+    body = raw_answer(bedrock, "ListModelInvocationJobs", maxResults=2)
+    assert len(body["invocationJobSummaries"]) == 2 and body["nextToken"]
+
+    check_against_model("bedrock", "ListModelInvocationJobs", body)
+
+
+def test_stop_answer_matches_the_service_model(bedrock, s3, sim):
+    sim.configure(processing_seconds=30)
+    arn = create(bedrock, put_input(s3, [claude_record("a")]))
+
+    check_against_model(
+        "bedrock", "StopModelInvocationJob", raw_answer(bedrock, "StopModelInvocationJob", jobIdentifier=arn)
+    )
+
+
+def test_converse_answer_matches_the_service_model(runtime):
+    body = raw_answer(runtime, "Converse", modelId=NOVA, messages=[{"role": "user", "content": [{"text": "Hi"}]}])
+
+    check_against_model("bedrock-runtime", "Converse", body)
