@@ -34,7 +34,6 @@ def _finish(state, ctx):
     ("kind", "error"),
     [
         ("http_500", errors.ProviderUnavailableError),
-        ("http_429", errors.ProviderRateLimitedError),
         ("http_529", errors.ProviderUnavailableError),
         ("http_503", errors.ProviderUnavailableError),
     ],
@@ -48,6 +47,17 @@ def test_refusal_before_acceptance_releases_the_claim_and_the_retry_creates_one_
     assert chunk.state is ChunkState.PENDING and chunk.claim_token is None
     assert simulator.stats()["anthropic"]["batches_created"] == 0
     state = submit.handler(state, ctx)  # the state machine's retry
+    assert _finish(state, ctx)["status"] == "finished"
+    assert simulator.stats()["anthropic"]["batches_created"] == 1
+
+
+def test_a_rate_limit_before_acceptance_leaves_the_chunk_pending_and_poll_creates_one_batch(aws, ctx, simulator):
+    state = _planned_job(ctx)
+    simulator.add_fault("anthropic", "create_batch", "http_429")
+    state = submit.handler(state, ctx)  # waits instead of failing: the state machine's retries would run out
+    [chunk] = aws.jobs.get_chunks(state["job_id"])
+    assert chunk.state is ChunkState.PENDING and chunk.claim_token is None
+    assert simulator.stats()["anthropic"]["batches_created"] == 0
     assert _finish(state, ctx)["status"] == "finished"
     assert simulator.stats()["anthropic"]["batches_created"] == 1
 

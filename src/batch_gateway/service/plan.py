@@ -7,6 +7,7 @@ when some caller ids had to be replaced) its id map, so memory stays flat whatev
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from typing import Any
 
 from batch_gateway.jsonlines import dumps, loads
@@ -27,17 +28,23 @@ from batch_gateway.service.state import WorkflowState
 ENVELOPE_BYTES = 64  # '{"requests":[' ... ']}' and commas, with room to spare
 
 
-def chunk_limits(provider: BatchProvider, services: Services, model: str = "", total: int = 0) -> tuple[int, int]:
-    """(requests, bytes) per chunk: the provider's limits for the model, and any lower ones the operator set. A
-    provider with a minimum per batch (Bedrock) gets chunks of even size, so a split job leaves no small remainder
-    (50,050 requests at most 50,000 a chunk: two of 25,025, not 50,000 and 50)."""
+def chunk_limits(provider: BatchProvider, services: Services, model: str = "") -> tuple[int, int]:
+    """(requests, bytes) per chunk: the provider's limits for the model, and any lower ones the operator set."""
     provider_requests, provider_bytes = provider.limits(model)
     max_requests = min(provider_requests, services.settings.max_chunk_requests or provider_requests)
     max_bytes = min(provider_bytes, services.settings.max_chunk_bytes or provider_bytes) - ENVELOPE_BYTES
-    if provider.min_records(model) > 1 and total > max_requests:
-        chunks = -(-total // max_requests)
-        max_requests = -(-total // chunks)
     return max_requests, max_bytes
+
+
+def chunk_sizes(total: int, max_requests: int, even: bool) -> Callable[[int], int]:
+    """Requests chunk ``index`` may hold. ``even`` (a provider with a minimum per batch, Bedrock): sizes differ by
+    at most one, so a split job leaves no small remainder (50,050 requests at most 50,000 a chunk: 25,025 twice,
+    not 50,000 and 50)."""
+    if not even or total <= max_requests:
+        return lambda index: max_requests
+    chunks = -(-total // max_requests)
+    size, larger = divmod(total, chunks)
+    return lambda index: size + 1 if index < larger else size
 
 
 class _ChunkWriter:
@@ -98,7 +105,8 @@ def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
     if job.chunk_count:  # a retried Plan: the chunks are already there
         return WorkflowState(job_id=job.id)
     provider = services.planner_for(job.provider)
-    max_requests, max_bytes = chunk_limits(provider, services, job.model, job.request_counts.total)
+    max_requests, max_bytes = chunk_limits(provider, services, job.model)
+    size_of = chunk_sizes(job.request_counts.total, max_requests, even=provider.min_records(job.model) > 1)
 
     chunks: list[Chunk] = []
     current: _ChunkWriter | None = None
@@ -109,7 +117,9 @@ def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
                 continue
             request: dict[str, Any] = loads(raw)
             custom_id, line = provider_line(provider, job, request, position, marker)
-            if current is not None and (current.count >= max_requests or current.bytes + len(line) + 1 > max_bytes):
+            if current is not None and (
+                current.count >= size_of(current.index) or current.bytes + len(line) + 1 > max_bytes
+            ):
                 chunks.append(current.close(services, job))
                 current = None
                 if marker is not None:  # a new chunk, a new marker (all markers have one length: the line still fits)

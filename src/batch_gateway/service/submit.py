@@ -185,7 +185,17 @@ def submit_job(services: Services, state: WorkflowState, budget: StepBudget | No
                     extra={"job_id": job.id, "chunk": chunk.index},
                 )
                 break
-            submit_chunk(services, job, chunk, provider)
+            try:
+                submit_chunk(services, job, chunk, provider)
+            except errors.ProviderRateLimitedError:
+                # A rate limit or quota (Bedrock's concurrent jobs per model) means wait, not fail: the chunk is
+                # pending again and Poll sends it, and the ones after it, when a later poll finds room. Retrying
+                # here would only fail the job once the state machine's retries ran out.
+                logger.info(
+                    "provider rate limit or quota: the remaining chunks wait for Poll",
+                    extra={"job_id": job.id, "chunk": chunk.index},
+                )
+                break
         try:
             services.jobs.update_job(job.id, expect=[JobStatus.QUEUED], status=JobStatus.IN_PROGRESS)
         except errors.ConflictError:
