@@ -93,6 +93,7 @@ def _create(
                 ) from None
             writer.write_line(line)
         total = writer.lines_written
+        _check_small_job(services, spec, total)  # in the writer: a refusal stores nothing
 
     job = Job(
         id=job_id,
@@ -117,6 +118,22 @@ def _create(
         _undo(services, job_id)
         raise TransientError("could not start the batch; nothing was kept, try again") from exc
     return services.jobs.update_job(job_id, execution_arn=arn)
+
+
+def _check_small_job(services: Services, spec: CreateJobInput, total: int) -> None:
+    """Bedrock refuses batch jobs below the model's minimum records; under ``bedrock_small_jobs = reject`` so do
+    we (under ``on_demand`` the adapter runs them through Converse, decision 0039)."""
+    bedrock = services.settings.bedrock
+    if spec.provider != "bedrock" or bedrock.small_jobs != "reject":
+        return
+    minimum = bedrock.limits_for(spec.model).min_records
+    if total < minimum:
+        raise InvalidRequestError(
+            f"a Bedrock batch job needs at least {minimum} requests for model '{spec.model}'; this one has {total}. "
+            "Send more requests in one job, or use another provider (this deployment does not run small Bedrock "
+            "jobs on demand)",
+            details=[{"field": "requests", "message": f"at least {minimum} requests for Bedrock"}],
+        )
 
 
 def _undo(services: Services, job_id: str) -> None:
