@@ -133,6 +133,58 @@ def test_updating_a_job_that_does_not_exist_is_a_conflict_and_creates_nothing(jo
     assert jobs.get_job("job_missing") is None
 
 
+# A status moves forward only: queued -> in_progress -> canceling -> an end, and an ended job keeps its end. Each
+# legal step below is one the service takes (Finalize may end a job that is still queued, or one canceled while it
+# wrote the results); anything else is a lost race and is refused whatever the caller's ``expect`` allows.
+LEGAL_STEPS = [
+    (JobStatus.QUEUED, JobStatus.IN_PROGRESS),  # Submit, Poll
+    (JobStatus.QUEUED, JobStatus.CANCELING),  # cancel
+    (JobStatus.IN_PROGRESS, JobStatus.CANCELING),  # cancel
+    *[(JobStatus.QUEUED, end) for end in (JobStatus.FINISHED, JobStatus.EXPIRED, JobStatus.FAILED)],  # Finalize
+    *[(JobStatus.IN_PROGRESS, end) for end in (JobStatus.FINISHED, JobStatus.EXPIRED, JobStatus.FAILED)],
+    *[(JobStatus.CANCELING, end) for end in (JobStatus.CANCELED, JobStatus.FAILED)],  # Finalize, MarkFailed
+    (JobStatus.CANCELING, JobStatus.FINISHED),  # canceled while Finalize wrote: every chunk had ended
+    (JobStatus.CANCELING, JobStatus.EXPIRED),
+]
+OPEN = [JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING]
+
+
+@pytest.mark.parametrize(("before", "after"), LEGAL_STEPS, ids=lambda s: s.value)
+def test_every_status_change_the_service_makes_is_accepted(jobs, before, after):
+    job = a_job(status=before)
+    jobs.put_new_job(job)
+    assert jobs.update_job(job.id, expect=OPEN, status=after).status is after
+
+
+def test_a_canceled_job_is_never_put_back_in_progress_by_a_poll_that_read_it_before_the_cancel(jobs):
+    job = a_job(status=JobStatus.CANCELING)
+    jobs.put_new_job(job)
+    with pytest.raises(ConflictError):  # Poll's write: it read the job queued and expects any open status
+        jobs.update_job(job.id, expect=OPEN, status=JobStatus.IN_PROGRESS, request_counts=RequestCounts(total=9))
+    assert jobs.get_job(job.id) == job
+
+
+@pytest.mark.parametrize("end", [s for s in JobStatus if s.terminal], ids=lambda s: s.value)
+def test_an_ended_job_keeps_its_status_whatever_the_write_expects(jobs, end):
+    job = a_job(status=end)
+    jobs.put_new_job(job)
+    for status in (JobStatus.IN_PROGRESS, JobStatus.CANCELING, JobStatus.FAILED, JobStatus.QUEUED):
+        with pytest.raises(ConflictError):
+            jobs.update_job(job.id, status=status, error="late")
+    assert jobs.get_job(job.id) == job
+    assert jobs.update_job(job.id, error="kept").error == "kept"  # other fields of an ended job stay writable
+
+
+@pytest.mark.parametrize("before", [JobStatus.IN_PROGRESS, JobStatus.CANCELING], ids=lambda s: s.value)
+def test_a_job_never_goes_back_to_queued_or_repeats_its_status(jobs, before):
+    job = a_job(status=before)
+    jobs.put_new_job(job)
+    for status in (JobStatus.QUEUED, before):
+        with pytest.raises(ConflictError):
+            jobs.update_job(job.id, status=status)
+    assert jobs.get_job(job.id) == job
+
+
 def test_open_jobs_are_listed_oldest_first_until_they_end(jobs):
     first, second, third = a_job(created=1), a_job(created=2), a_job(created=3)
     for job in (third, first, second):

@@ -87,14 +87,32 @@ def _plain(value: Any) -> Any:
     return value
 
 
-# Which status may follow which; anything else is a bug or a race and is refused by the store.
+# Which status may follow which. A job only moves forward (queued -> in_progress -> canceling -> an end) and an ended
+# job keeps its end; Finalize may end a queued job, or one canceled while it wrote the results (every chunk had
+# ended: it finished). The job stores refuse any other status change with ConflictError, whatever the write's
+# ``expect`` allows: a Poll that read the job before a cancel must not put it back in progress (decision 0029).
 JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
-    JobStatus.QUEUED: frozenset({JobStatus.IN_PROGRESS, JobStatus.CANCELING, JobStatus.FAILED, JobStatus.CANCELED}),
+    JobStatus.QUEUED: frozenset(
+        {
+            JobStatus.IN_PROGRESS,
+            JobStatus.CANCELING,
+            JobStatus.FINISHED,
+            JobStatus.EXPIRED,
+            JobStatus.FAILED,
+            JobStatus.CANCELED,
+        }
+    ),
     JobStatus.IN_PROGRESS: frozenset(
         {JobStatus.CANCELING, JobStatus.FINISHED, JobStatus.EXPIRED, JobStatus.FAILED, JobStatus.CANCELED}
     ),
-    JobStatus.CANCELING: frozenset({JobStatus.CANCELED, JobStatus.FAILED}),
+    JobStatus.CANCELING: frozenset({JobStatus.CANCELED, JobStatus.FAILED, JobStatus.FINISHED, JobStatus.EXPIRED}),
 }
+
+
+def statuses_before(status: JobStatus | str) -> frozenset[JobStatus]:
+    """The statuses from which a job may move to ``status`` (empty for ``queued``: a job starts there)."""
+    wanted = JobStatus(status)
+    return frozenset(before for before, after in JOB_TRANSITIONS.items() if wanted in after)
 
 
 class ChunkState(StrEnum):

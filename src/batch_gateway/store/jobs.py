@@ -16,7 +16,7 @@ from typing import Any
 
 from batch_gateway.constants import OPEN_INDEX, OPEN_INDEX_PK, OWNER_INDEX
 from batch_gateway.models.errors import ConflictError, InvalidRequestError
-from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, iso, utcnow
+from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, iso, statuses_before, utcnow
 from batch_gateway.ports import JobStore
 
 JOB_SK = "JOB"
@@ -127,15 +127,21 @@ class DynamoDBJobStore(JobStore):
         self._db.delete_item(TableName=self.table, Key=_values({"pk": _pk(job_id), "sk": JOB_SK}))
 
     def update_job(self, job_id: str, *, expect: Iterable[JobStatus] | None = None, **fields: Any) -> Job:
-        """Set fields (None removes one); with ``expect``, only while the job is in one of those statuses."""
+        """Set fields (None removes one); with ``expect``, only while the job is in one of those statuses. A new
+        status is written only from a status it may follow (``JOB_TRANSITIONS``)."""
         fields["updated_at"] = iso(utcnow())
         status = fields.get("status")
         if status is not None and JobStatus(status).terminal:
             fields[OPEN_INDEX_PK] = None  # leaves the sparse open-jobs index
+        if status is not None:
+            allowed = statuses_before(status)
+            expect = allowed if expect is None else allowed & {JobStatus(s) for s in expect}
+            if not expect:
+                raise ConflictError(f"job {job_id} cannot move to status {JobStatus(status).value}")
         expression, names, values = _update_parts(fields)
         condition = "attribute_exists(pk)"
         if expect is not None:
-            statuses = [s.value for s in expect]
+            statuses = sorted(JobStatus(s).value for s in expect)
             names["#status"] = "status"
             placeholders = []
             for i, status in enumerate(statuses):

@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from batch_gateway.models.errors import ConflictError, InvalidRequestError
-from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, iso, utcnow
+from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, iso, statuses_before, utcnow
 from batch_gateway.models.jsonl import split_lines
 from batch_gateway.ports import JobStore, OffsetOutOfRangeError, PayloadStore, WriteConflictError
 
@@ -83,6 +83,9 @@ class MemoryJobStore(JobStore):
 
     def update_job(self, job_id: str, *, expect: Iterable[JobStatus] | None = None, **fields: Any) -> Job:
         fields["updated_at"] = utcnow()
+        if fields.get("status") is not None:  # a new status only from one it may follow, like the DynamoDB store
+            allowed = statuses_before(fields["status"])
+            expect = allowed if expect is None else allowed & {JobStatus(s) for s in expect}
         with self._lock:
             item = self._jobs.get(job_id)
             if item is None or (expect is not None and item["status"] not in {JobStatus(s).value for s in expect}):
