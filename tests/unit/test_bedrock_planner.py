@@ -26,7 +26,7 @@ from batch_gateway.service.poll import poll_job
 from batch_gateway.service.state import WorkflowState
 from batch_gateway.service.submit import submit_job
 from batch_gateway.settings import BedrockLimits, BedrockSettings, Settings
-from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
+from tests.support.services import memory_services
 
 CLAUDE = "anthropic.claude-3-5-haiku-20241022-v1:0"
 ROLE = "arn:aws:iam::123456789012:role/BedrockBatch"
@@ -48,13 +48,8 @@ def _services(bedrock: BedrockSettings) -> tuple[Services, Stubber]:
     adapter = make_provider("bedrock", api_key="", options={"bucket": "payloads", "bedrock": bedrock})
     adapter.__dict__.update(_client=control, _create_client=control)
     settings = Settings(table="jobs", bucket="payloads", poll_schedule=[0], bedrock=bedrock)
-    services = Services(
-        settings=settings,
-        jobs=MemoryJobStore(),
-        payloads=MemoryPayloadStore(),
-        start_workflow=lambda name, payload: "arn",
-        provider_for=lambda name: adapter,
-        planner_for=lambda name: adapter,
+    services = memory_services(
+        settings=settings, start_workflow=lambda name, payload: "arn", provider_for=lambda name: adapter
     )
     return services, Stubber(control)
 

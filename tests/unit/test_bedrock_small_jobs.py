@@ -9,20 +9,16 @@ from batch_gateway.models import errors
 from batch_gateway.service.context import Services
 from batch_gateway.service.create import create_job
 from batch_gateway.settings import BedrockLimits, BedrockSettings, Settings
-from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
+from tests.support.services import memory_services
 
 CLAUDE = "anthropic.claude-3-5-haiku-20241022-v1:0"
 
 
 def _services(small_jobs: str) -> Services:
     bedrock = BedrockSettings(small_jobs=small_jobs, limits=BedrockLimits(min_records=100))
-    return Services(
+    return memory_services(
         settings=Settings(table="jobs", bucket="payloads", bedrock=bedrock),
-        jobs=MemoryJobStore(),
-        payloads=MemoryPayloadStore(),
         start_workflow=lambda name, payload: f"arn:execution:{name}",
-        provider_for=lambda name: None,  # type: ignore[arg-type,return-value]
-        planner_for=lambda name: None,  # type: ignore[arg-type,return-value]
     )
 
 

@@ -23,7 +23,7 @@ from batch_gateway.service.create import create_job
 from batch_gateway.service.keys import results_key
 from batch_gateway.service.query import get_results, list_jobs
 from batch_gateway.settings import Settings
-from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
+from tests.support.services import memory_services
 
 OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 DOCUMENT = json.loads(OPENAPI.read_text())
@@ -37,13 +37,10 @@ def _services() -> Services:
     def no_provider(name: str):
         raise AssertionError("create never calls a provider")
 
-    return Services(
+    return memory_services(
         settings=Settings(table="jobs", bucket="payloads", poll_schedule=[0]),
-        jobs=MemoryJobStore(),
-        payloads=MemoryPayloadStore(),
         start_workflow=lambda name, data: f"arn:aws:states:::execution:{name}",
         provider_for=no_provider,
-        planner_for=no_provider,
     )
 
 

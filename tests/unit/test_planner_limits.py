@@ -25,8 +25,8 @@ from batch_gateway.service.poll import poll_job
 from batch_gateway.service.state import WorkflowState
 from batch_gateway.service.submit import submit_job
 from batch_gateway.settings import Settings
-from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
 from batch_gateway_dev.simulators import SimulatorServer
+from tests.support.services import memory_services
 
 
 @pytest.fixture(scope="module")
@@ -45,19 +45,10 @@ def svc(simulator) -> Services:
     def provider(name: str):
         return make_provider(name, api_key="sim-key", base_url=urls[name], deployment_id="plan-test")
 
-    def no_workflow(*args):
-        raise AssertionError("the planner tests run the steps themselves")
-
-    return Services(
+    return memory_services(  # no workflow: the planner tests run the steps themselves
         settings=Settings(table="jobs", bucket="payloads", poll_schedule=[0]),
-        jobs=MemoryJobStore(),
-        payloads=MemoryPayloadStore(),
-        start_workflow=no_workflow,
         provider_for=provider,
-        planner_for=provider,
         emit_event=lambda detail_type, detail: None,
-        describe_workflow=lambda arn: "RUNNING",
-        stop_workflow=no_workflow,
     )
 
 

@@ -1,4 +1,5 @@
-"""The collaborators a use case needs, built once per cold start by ``batch_gateway.wiring``."""
+"""The collaborators a use case needs, built once per cold start by ``batch_gateway.wiring``. Every one is required:
+no silent defaults (tests pass explicit fakes, ``tests/support/services.py``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,6 @@ class Services:
     start_workflow: Callable[[str, dict[str, Any]], str]  # (execution name, input) -> execution ARN
     provider_for: Callable[[str], BatchProvider]  # with the provider's API key: calls the provider
     planner_for: Callable[[str], BatchProvider]  # no key, never calls out: limits and request lines only (Plan)
-    emit_event: Callable[[str, dict[str, Any]], None] = lambda detail_type, detail: None
-    describe_workflow: Callable[[str], str] = lambda execution_arn: "RUNNING"  # RUNNING, FAILED, ..., MISSING
-    stop_workflow: Callable[[str], None] = lambda execution_arn: None
+    emit_event: Callable[[str, dict[str, Any]], None]  # (detail type, detail) -> an EventBridge event
+    describe_workflow: Callable[[str], str]  # execution ARN -> RUNNING, FAILED, ..., or MISSING
+    stop_workflow: Callable[[str], None]  # execution ARN -> stopped

@@ -1,0 +1,43 @@
+"""``Services`` for tests of service logic on the in-memory stores. ``Services`` has no defaults, so every test says
+which collaborators it uses: one it does not pass fails the test when called, never answers something plausible."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from batch_gateway.providers.base import BatchProvider
+from batch_gateway.service.context import Services
+from batch_gateway.settings import Settings
+from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
+
+
+def unexpected(what: str) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        raise AssertionError(f"this test does not expect {what} to be called (args {args!r})")
+
+    return call
+
+
+def memory_services(
+    *,
+    settings: Settings | None = None,
+    provider_for: Callable[[str], BatchProvider] | None = None,
+    planner_for: Callable[[str], BatchProvider] | None = None,
+    start_workflow: Callable[[str, dict[str, Any]], str] | None = None,
+    emit_event: Callable[[str, dict[str, Any]], None] | None = None,
+    describe_workflow: Callable[[str], str] | None = None,
+    stop_workflow: Callable[[str], None] | None = None,
+) -> Services:
+    """Fresh in-memory stores and the collaborators given; any other one raises ``AssertionError`` when called."""
+    return Services(
+        settings=settings or Settings(table="jobs", bucket="payloads"),
+        jobs=MemoryJobStore(),
+        payloads=MemoryPayloadStore(),
+        start_workflow=start_workflow or unexpected("start_workflow"),
+        provider_for=provider_for or unexpected("provider_for"),
+        planner_for=planner_for or provider_for or unexpected("planner_for"),
+        emit_event=emit_event or unexpected("emit_event"),
+        describe_workflow=describe_workflow or unexpected("describe_workflow"),
+        stop_workflow=stop_workflow or unexpected("stop_workflow"),
+    )
