@@ -25,8 +25,8 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway.contract import errors
 from batch_gateway.jsonlines import dumps, loads
-from batch_gateway.models import errors
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
 from batch_gateway.settings import BedrockSettings
@@ -156,7 +156,7 @@ class BedrockBatchProvider(BatchProvider):
         import boto3
         from botocore.config import Config
 
-        options: dict[str, Any] = {"retries": {"mode": "standard", "max_attempts": 3}, **config}
+        options: dict[str, Any] = {"retries": {"mode": "standard", "total_max_attempts": 3}, **config}
         return boto3.client(service, config=Config(**options))  # endpoints: AWS_ENDPOINT_URL_<SERVICE> honoured
 
     def _new_client(self) -> Any:
@@ -165,7 +165,7 @@ class BedrockBatchProvider(BatchProvider):
     @cached_property
     def _create_client(self) -> Any:
         """The create goes out once: no SDK retry (a lost answer is reconciled by name, never resent blind)."""
-        return self._boto("bedrock", retries={"max_attempts": 1}, read_timeout=CREATE_TIMEOUT_SECONDS)
+        return self._boto("bedrock", retries={"total_max_attempts": 1}, read_timeout=CREATE_TIMEOUT_SECONDS)
 
     @cached_property
     def _s3(self) -> Any:

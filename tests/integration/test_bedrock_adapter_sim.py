@@ -1,0 +1,207 @@
+"""The Bedrock adapter against the Bedrock simulator and the local AWS process (moto, IAM enforced), through boto3's
+own endpoint settings (``AWS_ENDPOINT_URL_BEDROCK`` and friends): the code path is the real one. Bedrock reads the
+chunk's input and writes its output as a service role that may touch only the chunks' Bedrock prefixes.
+
+Covers: a chunk's round trip by caller id, a job Bedrock fails (its message is the reason), a lost create answer
+that yields one Bedrock job (adopted by name, the token keeps a resend from making a second), a small chunk on
+demand through Converse, and cancel keeping the records that finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import boto3
+import pytest
+import requests
+
+from batch_gateway.contract import errors
+from batch_gateway.jsonlines import dumps
+from batch_gateway.models.jobs import ItemStatus
+from batch_gateway.providers import make_provider
+from batch_gateway.providers.base import ChunkRef
+from batch_gateway.settings import BedrockLimits, BedrockSettings
+from batch_gateway_dev.local.service_principals import service_user_name
+from batch_gateway_dev.simulators import SimulatorServer
+
+REGION, ACCOUNT, BUCKET = "us-east-1", "123456789012", "payloads"
+CLAUDE = "anthropic.claude-3-5-haiku-20241022-v1:0"
+ROLE = f"arn:aws:iam::{ACCOUNT}:role/BedrockBatch"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _policy(*statements: dict) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+TRUST = _policy(
+    {
+        "Effect": "Allow",
+        "Principal": {"Service": "bedrock.amazonaws.com"},
+        "Action": "sts:AssumeRole",
+        "Condition": {
+            "StringEquals": {"aws:SourceAccount": ACCOUNT},
+            "ArnLike": {"aws:SourceArn": f"arn:aws:bedrock:{REGION}:{ACCOUNT}:model-invocation-job/*"},
+        },
+    }
+)
+ROLE_POLICY = _policy(
+    {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{BUCKET}/jobs/*/chunks/*/bedrock/input/*"},
+    {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": f"arn:aws:s3:::{BUCKET}"},
+    {
+        "Effect": "Allow",
+        "Action": "s3:PutObject",
+        "Resource": f"arn:aws:s3:::{BUCKET}/jobs/*/chunks/*/bedrock/output/*",
+    },
+)
+
+
+@pytest.fixture(scope="module")
+def aws():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_ACCESS_KEY_ID="unused", AWS_SECRET_ACCESS_KEY="unused", AWS_DEFAULT_REGION=REGION)
+    config = {"region": REGION, "local_env": {}, "log_dir": tempfile.mkdtemp(), "task_root": str(REPO_ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "batch_gateway_dev.local.aws_server", json.dumps(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        cwd=str(REPO_ROOT),
+    )
+    assert process.stdout and process.stdin
+    endpoint = json.loads(process.stdout.readline())["endpoint"]
+    boot = {"endpoint_url": endpoint, "region_name": REGION, "aws_access_key_id": "x", "aws_secret_access_key": "x"}
+    iam = boto3.client("iam", **boot)
+    keys = {}
+    for user, statement in (
+        (service_user_name("bedrock.amazonaws.com"), {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "*"}),
+        ("operator", {"Effect": "Allow", "Action": "*", "Resource": "*"}),
+    ):
+        iam.create_user(UserName=user)
+        iam.put_user_policy(UserName=user, PolicyName="p", PolicyDocument=_policy(statement))
+        key = iam.create_access_key(UserName=user)["AccessKey"]
+        keys[user] = {"aws_access_key_id": key["AccessKeyId"], "aws_secret_access_key": key["SecretAccessKey"]}
+    iam.create_role(RoleName="BedrockBatch", AssumeRolePolicyDocument=TRUST)
+    iam.put_role_policy(RoleName="BedrockBatch", PolicyName="p", PolicyDocument=ROLE_POLICY)
+    boto3.client("s3", **boot).create_bucket(Bucket=BUCKET)
+    requests.post(f"{endpoint}/moto-api/reset-auth", data=b"0", timeout=10).raise_for_status()
+    yield {"endpoint": endpoint, "service": keys[service_user_name("bedrock.amazonaws.com")], **keys}
+    process.stdin.close()
+    process.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def server(aws):
+    with SimulatorServer(
+        processing_seconds=0.4, aws_endpoint_url=aws["endpoint"], aws_credentials=aws["service"]
+    ) as sim:
+        yield sim
+
+
+@pytest.fixture
+def sim(server, aws, monkeypatch):
+    server.reset()
+    for var in [v for v in os.environ if v.startswith("AWS_")]:
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", aws["operator"]["aws_access_key_id"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", aws["operator"]["aws_secret_access_key"])
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", aws["endpoint"])
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK", server.bedrock_endpoint_url)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.bedrock_endpoint_url)
+    return server
+
+
+_jobs = iter(range(10**6))
+
+
+def _provider(**settings):
+    return make_provider(
+        "bedrock",
+        api_key="",
+        deployment_id="0d6c1f6e-1111-2222-3333-444455556666",
+        options={"bucket": BUCKET, "bedrock": BedrockSettings(role_arn=ROLE, **settings)},
+    )
+
+
+def _chunk(provider, count: int) -> tuple[ChunkRef, list[bytes]]:
+    ref = ChunkRef(job_id=f"job_{next(_jobs):024x}", index=0, request_count=count, model=CLAUDE)
+    request = {"messages": [{"role": "user", "content": "Name an animal"}], "params": {"max_tokens": 16}}
+    lines = [
+        dumps(provider.to_provider(f"caller-{i}", request, model=CLAUDE, endpoint=None, provider_options={}))
+        for i in range(count)
+    ]
+    return ref, lines
+
+
+def _wait(provider, batch_id: str, timeout: float = 20.0):
+    deadline = time.monotonic() + timeout
+    while not (batch := provider.status(batch_id)).ended:
+        assert time.monotonic() < deadline, batch.status
+        time.sleep(0.05)
+    return batch
+
+
+def test_a_chunk_runs_as_one_bedrock_job_and_every_caller_id_comes_back(sim):
+    provider = _provider()
+    ref, lines = _chunk(provider, 150)
+    batch = _wait(provider, provider.submit(iter(lines), ref))
+    assert batch.status == "Completed" and batch.counts.total == 150
+    results = list(provider.results(batch))
+    assert sorted(r.custom_id for r in results) == sorted(f"caller-{i}" for i in range(150))
+    assert all(r.status is ItemStatus.SUCCEEDED and r.outputs and r.input_tokens for r in results)
+
+
+def test_a_job_bedrock_fails_carries_bedrocks_message(sim):
+    provider = _provider(limits=BedrockLimits(min_records=1))  # Bedrock itself refuses 5 records (below its 100)
+    ref, lines = _chunk(provider, 5)
+    batch = _wait(provider, provider.submit(iter(lines), ref))
+    assert batch.status == "Failed" and "minimum" in (batch.failed_reason or "")
+
+
+def test_a_lost_create_answer_yields_one_bedrock_job_adopted_by_its_name(sim):
+    provider = _provider()
+    ref, lines = _chunk(provider, 120)
+    sim.add_fault("bedrock", "create_batch", "drop_after_accept")
+    with pytest.raises(errors.ProviderAmbiguousError):
+        provider.submit(iter(lines), ref)
+    adopted = provider.find_submitted(ref)
+    assert adopted is not None
+    listed = boto3.client("bedrock").list_model_invocation_jobs()["invocationJobSummaries"]
+    assert [job["jobArn"] for job in listed] == [adopted]
+    assert provider.submit(iter(lines), ref) == adopted  # the same token: still one job
+    assert len(boto3.client("bedrock").list_model_invocation_jobs()["invocationJobSummaries"]) == 1
+
+
+def test_a_small_chunk_runs_on_demand_through_converse(sim):
+    provider = _provider()
+    ref, lines = _chunk(provider, 5)
+    batch = provider.status(provider.submit(iter(lines), ref))
+    assert batch.ended and batch.status == "on_demand"
+    results = list(provider.results(batch))
+    assert sorted(r.custom_id for r in results) == [f"caller-{i}" for i in range(5)]
+    assert {r.mode for r in results} == {"on_demand"} and all(r.outputs for r in results)
+    assert boto3.client("bedrock").list_model_invocation_jobs()["invocationJobSummaries"] == []
+
+
+def test_cancel_keeps_the_records_that_finished(sim):
+    sim.configure(processing_seconds=3.0)
+    provider = _provider()
+    ref, lines = _chunk(provider, 200)
+    batch_id = provider.submit(iter(lines), ref)
+    deadline = time.monotonic() + 10
+    while sim.stats()["items_finished"].get(batch_id.rsplit("/", 1)[-1], 0) < 20:  # per job id
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    provider.cancel(batch_id)
+    batch = _wait(provider, batch_id)
+    assert batch.status == "Stopped"
+    results = list(provider.results(batch))
+    assert 0 < len(results) < 200 and all(r.status is ItemStatus.SUCCEEDED for r in results)
+    assert batch.counts.canceled == 200 - batch.counts.succeeded - batch.counts.errored
