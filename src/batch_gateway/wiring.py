@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from batch_gateway.models.errors import ProviderAuthError
+from batch_gateway.contract.errors import ProviderAuthError
 from batch_gateway.service.context import Services
 from batch_gateway.settings import Settings
 from batch_gateway.store import aws
@@ -69,12 +69,12 @@ def _provider(name: str) -> BatchProvider:
 def services() -> Services:
     s = settings()
 
-    def start(name: str, payload: dict) -> str:
+    def start(name: str, payload: dict[str, Any]) -> str:
         if not s.state_machine_arn:
             raise RuntimeError("STATE_MACHINE_ARN is not set")
         return aws.start_execution(s.state_machine_arn, name, payload)
 
-    def emit(detail_type: str, detail: dict) -> None:
+    def emit(detail_type: str, detail: dict[str, Any]) -> None:
         if s.event_bus:
             aws.put_event(s.event_bus, "batch-gateway", detail_type, detail)
 
@@ -105,7 +105,7 @@ def reset() -> None:
     services.cache_clear()
     _provider_with_key.cache_clear()
     _planner.cache_clear()
-    aws.client.cache_clear()
+    aws.forget_clients()
     from aws_lambda_powertools.utilities import parameters
 
     parameters.clear_caches()

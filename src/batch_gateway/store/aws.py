@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import boto3
 from botocore.config import Config
+
+if TYPE_CHECKING:  # the boto3-stubs service packages are a dev dependency: types only
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_stepfunctions import SFNClient
+
+Service = Literal["dynamodb", "events", "s3", "stepfunctions"]
 
 _CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=60)
 
@@ -21,9 +29,25 @@ def _session() -> boto3.session.Session:
     return boto3.session.Session()
 
 
+@overload
+def client(service: Literal["dynamodb"]) -> DynamoDBClient: ...
+@overload
+def client(service: Literal["events"]) -> EventBridgeClient: ...
+@overload
+def client(service: Literal["s3"]) -> S3Client: ...
+@overload
+def client(service: Literal["stepfunctions"]) -> SFNClient: ...
+def client(service: Service) -> DynamoDBClient | EventBridgeClient | S3Client | SFNClient:
+    return _client(service)
+
+
 @cache
-def client(service: str) -> Any:
+def _client(service: Service) -> DynamoDBClient | EventBridgeClient | S3Client | SFNClient:
     return _session().client(service, config=_S3_CONFIG if service == "s3" else _CONFIG)
+
+
+def forget_clients() -> None:
+    _client.cache_clear()
 
 
 def start_execution(state_machine_arn: str, name: str, payload: dict[str, Any]) -> str:

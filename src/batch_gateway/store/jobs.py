@@ -12,12 +12,16 @@ import json
 from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from batch_gateway.constants import OPEN_INDEX, OPEN_INDEX_PK, OWNER_INDEX
-from batch_gateway.models.errors import ConflictError, InvalidRequestError
+from batch_gateway.contract.errors import ConflictError, InvalidRequestError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, iso, statuses_before, utcnow
 from batch_gateway.ports import JobStore
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import ConditionCheckTypeDef, UpdateTypeDef
 
 JOB_SK = "JOB"
 
@@ -104,7 +108,7 @@ def _update_parts(fields: dict[str, Any]) -> tuple[str, dict[str, str], dict[str
 
 
 class DynamoDBJobStore(JobStore):
-    def __init__(self, dynamodb_client: Any, table: str) -> None:
+    def __init__(self, dynamodb_client: DynamoDBClient, table: str) -> None:
         self._db = dynamodb_client
         self.table = table
 
@@ -326,7 +330,7 @@ class DynamoDBJobStore(JobStore):
         collected meanwhile, raises ConflictError."""
         update = self._chunk_update(chunk, None, None, True, dict(fields))
         statuses = [s.value for s in job_statuses]
-        check = {
+        check: ConditionCheckTypeDef = {
             "TableName": self.table,
             "Key": _values({"pk": _pk(chunk.job_id), "sk": JOB_SK}),
             "ConditionExpression": f"#status IN ({', '.join(f':s{i}' for i in range(len(statuses)))})",
@@ -349,7 +353,7 @@ class DynamoDBJobStore(JobStore):
         expect_claim: str | None,
         fenced: bool,
         fields: dict[str, Any],
-    ) -> dict[str, Any]:
+    ) -> UpdateTypeDef:
         expression, names, values = _update_parts(fields)
         conditions = ["attribute_exists(pk)"]
         if fenced:
@@ -367,7 +371,7 @@ class DynamoDBJobStore(JobStore):
             names["#claim"] = "claim_token"
             values[":expect_claim"] = expect_claim
             conditions.append("#claim = :expect_claim")
-        kwargs: dict[str, Any] = {
+        update: UpdateTypeDef = {
             "TableName": self.table,
             "Key": _values({"pk": _pk(chunk.job_id), "sk": _chunk_sk(chunk.index)}),
             "UpdateExpression": expression,
@@ -375,8 +379,8 @@ class DynamoDBJobStore(JobStore):
             "ExpressionAttributeNames": names,
         }
         if values:
-            kwargs["ExpressionAttributeValues"] = _values(values)
-        return kwargs
+            update["ExpressionAttributeValues"] = _values(values)
+        return update
 
 
 def _encode_token(key: dict[str, Any]) -> str:

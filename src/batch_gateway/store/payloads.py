@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from batch_gateway.models.errors import TransientError
+from batch_gateway.contract.errors import TransientError
 from batch_gateway.models.jsonl import split_lines
 from batch_gateway.ports import OffsetOutOfRangeError, PayloadStore, WriteConflictError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.type_defs import (
+        CompletedPartTypeDef,
+        CompleteMultipartUploadOutputTypeDef,
+        PutObjectOutputTypeDef,
+    )
 
 __all__ = ["PART_SIZE", "MultipartWriter", "OffsetOutOfRangeError", "S3PayloadStore", "WriteConflictError"]
 
@@ -16,7 +24,7 @@ PART_SIZE = 5 * 1024 * 1024  # S3's smallest part (all but the last): the least 
 
 
 class S3PayloadStore(PayloadStore):
-    def __init__(self, s3_client: Any, bucket: str) -> None:
+    def __init__(self, s3_client: S3Client, bucket: str) -> None:
         self._s3 = s3_client
         self.bucket = bucket
 
@@ -119,16 +127,23 @@ class MultipartWriter:
     """
 
     def __init__(
-        self, s3: Any, bucket: str, key: str, content_type: str, *, replaces: str | None = None, new_only: bool = False
+        self,
+        s3: S3Client,
+        bucket: str,
+        key: str,
+        content_type: str,
+        *,
+        replaces: str | None = None,
+        new_only: bool = False,
     ) -> None:
         self._s3, self._bucket, self.key, self._content_type = s3, bucket, key, content_type
-        self._condition: dict[str, str] = (
+        self._condition: dict[str, Any] = (  # IfMatch / IfNoneMatch, or nothing: keyword arguments of the write
             {"IfMatch": replaces} if replaces else ({"IfNoneMatch": "*"} if new_only else {})
         )
         self.etag: str | None = None  # of the object written, once closed
         self._buffer = io.BytesIO()
         self._upload_id: str | None = None
-        self._parts: list[dict[str, Any]] = []
+        self._parts: list[CompletedPartTypeDef] = []
         self.bytes_written = 0
         self.lines_written = 0
 
@@ -158,7 +173,7 @@ class MultipartWriter:
                 for piece in body.iter_chunks(chunk_size=1024 * 1024):
                     self.write(piece)
                 return
-            self._start_upload()
+            upload_id = self._start_upload()
             pieces = -(-size // COPY_PART_MAX)
             step = -(-size // pieces)  # equal pieces: none falls under S3's smallest part
             for start in range(0, size, step):
@@ -166,7 +181,7 @@ class MultipartWriter:
                 response = self._s3.upload_part_copy(
                     Bucket=self._bucket,
                     Key=self.key,
-                    UploadId=self._upload_id,
+                    UploadId=upload_id,
                     PartNumber=number,
                     CopySource={"Bucket": self._bucket, "Key": source_key},
                     CopySourceIfMatch=etag,
@@ -179,20 +194,21 @@ class MultipartWriter:
             raise
         self.bytes_written += size
 
-    def _start_upload(self) -> None:
+    def _start_upload(self) -> str:
         if self._upload_id is None:
             self._upload_id = self._s3.create_multipart_upload(
                 Bucket=self._bucket, Key=self.key, ContentType=self._content_type
             )["UploadId"]
+        return self._upload_id
 
     def _flush_part(self) -> None:
-        self._start_upload()
+        upload_id = self._start_upload()
         number = len(self._parts) + 1
         self._buffer.seek(0)  # the buffer itself, not a copy of it
         response = self._s3.upload_part(
             Bucket=self._bucket,
             Key=self.key,
-            UploadId=self._upload_id,
+            UploadId=upload_id,
             PartNumber=number,
             Body=self._buffer,
         )
@@ -200,6 +216,7 @@ class MultipartWriter:
         self._buffer = io.BytesIO()
 
     def close(self) -> None:
+        response: PutObjectOutputTypeDef | CompleteMultipartUploadOutputTypeDef
         try:
             if self._upload_id is None:
                 self._buffer.seek(0)
