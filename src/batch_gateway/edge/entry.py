@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as AwsConnectionError
 
+from batch_gateway.contract.errors import ProviderKeyRejectedError, TransientError
 from batch_gateway.edge.observability import logger, metrics, tracer
-from batch_gateway.models.errors import ProviderKeyRejectedError, TransientError
 from batch_gateway.service.budget import StepBudget
 
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
-def api_handler(app: Any) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
+
+def api_handler(app: APIGatewayRestResolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, log_event=False)
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -53,7 +56,7 @@ def workflow_handler(
                 raise TransientError(f"an AWS call was throttled or failed in transit ({type(exc).__name__})") from exc
             raise
 
-    return handler
+    return handler  # type: ignore[no-any-return]  # Powertools types capture_lambda_handler's result as Any
 
 
 _THROTTLING = {

@@ -11,8 +11,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
-from batch_gateway.edge.observability import logger
-from batch_gateway.models.errors import (
+from batch_gateway.contract.errors import (
     BatchGatewayError,
     InvalidRequestError,
     NotFoundError,
@@ -20,11 +19,12 @@ from batch_gateway.models.errors import (
     UnauthorizedError,
     UnsupportedMediaTypeError,
 )
+from batch_gateway.edge.observability import logger
 
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's own limit; the drop folder takes larger inputs
 
 
-def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response[str]:
     return Response(
         status_code=status,
         content_type="application/json",
@@ -33,25 +33,25 @@ def json_response(status: int, body: Any, headers: dict[str, str] | None = None)
     )
 
 
-def error_response(error: BatchGatewayError) -> Response:
+def error_response(error: BatchGatewayError) -> Response[str]:
     return json_response(error.http_status, error.to_body())
 
 
 def make_resolver() -> APIGatewayRestResolver:
     app = APIGatewayRestResolver(serializer=lambda body: json.dumps(body, separators=(",", ":")))
 
-    @app.exception_handler(BatchGatewayError)
-    def _known(error: BatchGatewayError) -> Response:
+    @app.exception_handler(BatchGatewayError)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
+    def _known(error: BatchGatewayError) -> Response[str]:
         if error.http_status >= 500:
             logger.warning("request failed", extra={"error_type": error.type})
         return error_response(error)
 
     @app.not_found
-    def _no_route(_: RouteNotFound) -> Response:
+    def _no_route(_: RouteNotFound) -> Response[str]:
         return error_response(NotFoundError("no such route"))
 
-    @app.exception_handler(Exception)
-    def _unknown(error: Exception) -> Response:
+    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
+    def _unknown(error: Exception) -> Response[str]:
         logger.exception("unhandled error")
         return error_response(BatchGatewayError("internal error; the request id is in the logs"))
 

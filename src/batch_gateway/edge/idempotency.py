@@ -9,16 +9,19 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from batch_gateway.models.errors import ConflictError, IdempotencyMismatchError, InvalidRequestError
+from batch_gateway.contract.errors import ConflictError, IdempotencyMismatchError, InvalidRequestError
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
 KEY_TTL_SECONDS = 24 * 3600
 MAX_KEY_CHARS = 255
 
 
 @cache
-def _persistence(table: str) -> Any:
+def _persistence(table: str) -> DynamoDBPersistenceLayer:
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
     from batch_gateway.store import aws
@@ -68,12 +71,17 @@ def run_once(
     if lambda_context is not None:
         config.register_lambda_context(lambda_context)  # an in-progress record expires with the invocation
 
-    @idempotent_function(data_keyword_argument="request", persistence_store=_persistence(table), config=config)
+    @idempotent_function(  # type: ignore[untyped-decorator]  # Powertools types the decorator as Any
+        data_keyword_argument="request", persistence_store=_persistence(table), config=config
+    )
     def _create(request: dict[str, str]) -> dict[str, Any]:
         return create()
 
     try:
-        return _create(request={"owner": owner, "key": key, "body_sha256": hashlib.sha256(body_bytes).hexdigest()})
+        answer: dict[str, Any] = _create(
+            request={"owner": owner, "key": key, "body_sha256": hashlib.sha256(body_bytes).hexdigest()}
+        )
+        return answer
     except IdempotencyValidationError:
         raise IdempotencyMismatchError(
             "this Idempotency-Key was already used with a different body; use a new key for a new batch"
