@@ -175,8 +175,8 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
     header = parsed.header or {}
     provider = args.provider or header.get("provider")
     model = args.model or header.get("model")
-    missing = [name for name, value in (("provider", provider), ("model", model)) if not value]
-    if missing:
+    if not provider or not model:
+        missing = [name for name, value in (("provider", provider), ("model", model)) if not value]
         raise UsageError(f"no {' or '.join(missing)}: pass --{missing[0]} or put it in the file's header line")
     hyperparameters = {
         **header.get("hyperparameters", {}),
@@ -403,7 +403,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         _usage_exit(parser, str(exc))
     with client:
         try:
-            return args.handler(args, client)
+            handler: Callable[[argparse.Namespace, BatchGatewayClient], int] = args.handler
+            return handler(args, client)
         except UsageError as exc:
             _usage_exit(parser, str(exc))
         except BatchGatewayError as exc:

@@ -130,7 +130,8 @@ def error_from_response(
 def error_from_job(job_error: Any, *, batch_id: str) -> BatchGatewayError:
     """The typed error for a job that ended ``failed`` (its ``error`` field: an error object or a string)."""
     if isinstance(job_error, dict):
-        inner = job_error.get("error") if isinstance(job_error.get("error"), dict) else job_error
+        nested = job_error.get("error")
+        inner = nested if isinstance(nested, dict) else job_error
         message = inner.get("message") or f"batch {batch_id} failed"
         details = [d for d in inner.get("details") or [] if isinstance(d, dict)]
         return build_error(inner.get("type"), f"batch {batch_id} failed: {message}", details, batch_id=batch_id)

@@ -41,7 +41,8 @@ def _content_part(part: Any) -> dict[str, Any]:
 def _user_content(parts: Sequence[Any]) -> str | list[dict[str, Any]]:
     blocks = [_content_part(part) for part in parts]
     if len(blocks) == 1 and blocks[0].get("type") == "text":
-        return blocks[0]["text"]
+        text: str = blocks[0]["text"]  # a text block's text; the service checks it
+        return text
     return blocks
 
 

@@ -15,7 +15,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, computed_field
 
-from batch_gateway.contract.statuses import TERMINAL_JOB_STATUSES, ItemStatus, JobStatus
+# The statuses are shared with the server; the SDK re-exports them from here.
+from batch_gateway.contract.statuses import TERMINAL_JOB_STATUSES
+from batch_gateway.contract.statuses import ItemStatus as ItemStatus
+from batch_gateway.contract.statuses import JobStatus as JobStatus
 
 
 class _Response(BaseModel):
@@ -190,7 +193,7 @@ class LMOutput(BaseModel):
 
     @property
     def is_error(self) -> bool:
-        return bool(self.finish_details) and self.finish_details.get("type") == "error"
+        return (self.finish_details or {}).get("type") == "error"
 
     @classmethod
     def from_result_item(cls, item: ResultItem) -> LMOutput:

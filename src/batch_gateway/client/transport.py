@@ -59,7 +59,7 @@ def _user_agent() -> str:
         version = metadata.version("batch-gateway")
     except metadata.PackageNotFoundError:
         version = "0"
-    return f"batch-gateway-client/{version} urllib3/{urllib3.__version__}"
+    return f"batch-gateway-client/{version} urllib3/{urllib3.__version__}"  # type: ignore[attr-defined]  # public, not in __all__
 
 
 def region_from_endpoint(endpoint: str) -> str | None:
@@ -233,7 +233,7 @@ class SignedTransport:
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(retry_after, self.max_retry_after)
-        return self._random() * min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1))
+        return self._random() * min(self.backoff_cap, self.backoff_base * 2.0 ** (attempt - 1))
 
     def close(self) -> None:
         self._pool.clear()
