@@ -36,7 +36,7 @@ HEADER_FIELDS: dict[str, tuple[type, ...]] = {
 LINE_FIELDS = frozenset({"id", "request"})
 MAX_DETAILS = 100
 
-_TYPE_NAMES = {str: "a string", dict: "an object"}
+_TYPE_NAMES: dict[type, str] = {str: "a string", dict: "an object"}
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,9 @@ def _check_request_line(obj: dict[str, Any], line_no: int, problems: _Problems) 
     for key in sorted(obj.keys() - LINE_FIELDS):
         problems.add(line_no, f'unknown field "{key}" (a request line has only "id" and "request")')
         ok = False
-    return (caller_id, request) if ok else None
+    if not ok or not isinstance(caller_id, str):
+        return None
+    return caller_id, request
 
 
 def parse_jsonl(lines: Iterable[bytes | str]) -> ParsedFile:

@@ -17,7 +17,7 @@ from typing import Any
 # The statuses are part of the API contract, shared with the SDK; the server imports them from here too.
 from batch_gateway.contract.statuses import TERMINAL_JOB_STATUSES as TERMINAL_JOB_STATUSES
 from batch_gateway.contract.statuses import ItemStatus as ItemStatus
-from batch_gateway.contract.statuses import JobStatus
+from batch_gateway.contract.statuses import JobStatus as JobStatus
 
 
 def utcnow() -> datetime:
@@ -34,8 +34,9 @@ class Record:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> typing.Self:
-        hints = _hints(cls)
-        values = {name: _convert(hints[name], data[name]) for name in _field_names(cls) if name in data}
+        record_class: type = cls  # the caches key on the class; mypy does not count type[Self] as hashable
+        hints = _hints(record_class)
+        values = {name: _convert(hints[name], data[name]) for name in _field_names(record_class) if name in data}
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:

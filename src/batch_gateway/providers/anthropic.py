@@ -6,8 +6,8 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, timedelta
 from typing import Any
 
+from batch_gateway.contract import errors
 from batch_gateway.jsonlines import loads
-from batch_gateway.models import errors
 from batch_gateway.models.ids import carries_marker
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
@@ -173,10 +173,10 @@ _RESULT_STATUS = {
 
 
 def _to_result(line: dict[str, Any]) -> ProviderResult:
-    result: dict[str, Any] = line.get("result") or {}
-    status = _RESULT_STATUS.get(result.get("type"), ItemStatus.ERRORED)
+    result = line.get("result") or {}
+    status = _RESULT_STATUS.get(result.get("type", ""), ItemStatus.ERRORED)
     if status is ItemStatus.SUCCEEDED:
-        message: dict[str, Any] = result.get("message") or {}
+        message = result.get("message") or {}
         usage = message.get("usage") or {}
         outputs = [_output(block) for block in message.get("content") or []]
         return ProviderResult(
@@ -185,7 +185,7 @@ def _to_result(line: dict[str, Any]) -> ProviderResult:
             outputs=[o for o in outputs if o],
             input_tokens=int(usage.get("input_tokens") or 0),
             output_tokens=int(usage.get("output_tokens") or 0),
-            finish_type=_FINISH.get(message.get("stop_reason"), message.get("stop_reason") or "stop"),
+            finish_type=_FINISH.get(message.get("stop_reason", ""), message.get("stop_reason") or "stop"),
         )
     if status is ItemStatus.ERRORED:
         error = (result.get("error") or {}).get("error") or result.get("error") or {}

@@ -16,8 +16,8 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway.contract import errors
 from batch_gateway.jsonlines import loads
-from batch_gateway.models import errors
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
 
@@ -313,8 +313,8 @@ def _to_result(line: dict[str, Any]) -> ProviderResult:
             code=error.get("code") or error.get("type") or f"http_{response.get('status_code')}",
             message=error.get("message") or f"OpenAI answered {response.get('status_code')} for this request",
         )
-    error: dict[str, Any] = line.get("error") or {}
-    status = _LINE_ERRORS.get(error.get("code"), ItemStatus.ERRORED)
+    error = line.get("error") or {}
+    status = _LINE_ERRORS.get(error.get("code", ""), ItemStatus.ERRORED)
     return ProviderResult(
         custom_id=custom_id, status=status, code=error.get("code") or status.value, message=error.get("message")
     )

@@ -3,9 +3,11 @@ wait before the next poll (short at first, longer later, so a 24 h batch stays c
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_lambda_powertools import Logger
 
-from batch_gateway.models import errors
+from batch_gateway.contract import errors
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, utcnow
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.budget import StepBudget
@@ -86,7 +88,7 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
             chunk = _refresh_in_time(services, job, chunk, provider, canceling, budget)
         chunks.append(chunk)
     counts, usage = summarize(chunks)
-    fields = {"request_counts": counts, "usage": usage}
+    fields: dict[str, Any] = {"request_counts": counts, "usage": usage}
     if job.status is JobStatus.QUEUED and any(c.state is ChunkState.SUBMITTED for c in chunks):
         fields["status"] = JobStatus.IN_PROGRESS
     try:
