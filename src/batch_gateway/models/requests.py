@@ -261,22 +261,23 @@ def validate_hyperparameters(params: dict[str, Any], provider: str, where: str) 
             )
             continue
         types, low, high = spec
-        if name in limits and limits[name] is None:
-            problems.append(_detail(f"{where}.{name}", f"not supported by provider '{provider}'"))
-            continue
         if name in limits:
-            low, high = limits[name]  # type: ignore[misc]
+            bounds = limits[name]
+            if bounds is None:
+                problems.append(_detail(f"{where}.{name}", f"not supported by provider '{provider}'"))
+                continue
+            low, high = bounds
         if isinstance(value, bool) or not isinstance(value, types):
             problems.append(_detail(f"{where}.{name}", f"must be {' or '.join(t.__name__ for t in types)}"))
             continue
         if name == "stop":
-            stops = [value] if isinstance(value, str) else value
+            stops = value if isinstance(value, list) else [value]
             if len(stops) > 4 or not all(isinstance(s, str) and s for s in stops):
                 problems.append(_detail(f"{where}.stop", "must be a string or a list of at most 4 non-empty strings"))
             continue
         if isinstance(value, float) and not math.isfinite(value):
             problems.append(_detail(f"{where}.{name}", "must be a finite number"))
-        elif low is not None and high is not None and not low <= value <= high:
+        elif isinstance(value, int | float) and low is not None and high is not None and not low <= value <= high:
             problems.append(_detail(f"{where}.{name}", f"must be between {low:g} and {high:g}"))
     return problems
 
@@ -295,8 +296,10 @@ def check_caller_id(caller_id: Any) -> str | None:
 def _text_of_part(part: Any) -> str | None:
     if isinstance(part, str):
         return part
-    if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str) and len(part) == 2:
-        return part["text"]
+    if isinstance(part, dict) and part.get("type") == "text" and len(part) == 2:
+        text = part.get("text")
+        if isinstance(text, str):
+            return text
     return None
 
 
@@ -306,12 +309,12 @@ def _content(content: Any, where: str) -> str | list[dict[str, str]]:
             raise _bad(where, "content must not be empty")
         return content
     if isinstance(content, list) and content:
-        texts = [_text_of_part(p) for p in content]
-        if any(t is None for t in texts):
+        texts = [text for p in content if (text := _text_of_part(p)) is not None]
+        if len(texts) != len(content):
             raise _bad(where, 'content parts must be strings or {"type": "text", "text": ...} objects')
-        if not any(t.strip() for t in texts):  # type: ignore[union-attr]
+        if not any(t.strip() for t in texts):
             raise _bad(where, "content must not be empty")
-        return [{"type": "text", "text": t} for t in texts]  # type: ignore[misc]
+        return [{"type": "text", "text": t} for t in texts]
     raise _bad(where, "content must be a non-empty string or a non-empty list of text parts")
 
 
@@ -441,7 +444,7 @@ def iter_normalized(
     for caller_id, raw, line in requests:
         why = check_caller_id(caller_id)
         if why:
-            detail = _detail(f"requests[{caller_id!r:.80}]", why)
+            detail: dict[str, Any] = _detail(f"requests[{caller_id!r:.80}]", why)
         else:
             try:
                 item = normalize_request(caller_id, raw, job_params, provider, endpoint)

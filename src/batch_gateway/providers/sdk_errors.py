@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from batch_gateway.models import errors
 
@@ -22,7 +23,8 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 def _message(exc: Any) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
-        err = body.get("error") if isinstance(body.get("error"), dict) else body
+        nested = body.get("error")
+        err = nested if isinstance(nested, dict) else body
         if err.get("message"):
             return str(err["message"])[:500]
     return str(exc)[:500]
@@ -56,7 +58,7 @@ class mapped_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Literal[False]:
         if exc is None or isinstance(exc, errors.BatchGatewayError):
             return False
         sdk = importlib.import_module(self.sdk)
@@ -114,7 +116,7 @@ _BOTO_AUTH = frozenset(
 _BOTO_NOT_FOUND = frozenset({"ResourceNotFoundException", "NoSuchKey", "NoSuchBucket", "NotFound", "404"})
 
 
-def _map_botocore(exc: BaseException, name: str, *, creating: bool) -> bool:
+def _map_botocore(exc: BaseException, name: str, *, creating: bool) -> Literal[False]:
     """Raise ours for a botocore exception (keyed on the error code, never the message); False for anything else."""
     from botocore import exceptions as boto
 
@@ -122,7 +124,8 @@ def _map_botocore(exc: BaseException, name: str, *, creating: bool) -> bool:
         error = exc.response.get("Error") or {}
         code = str(error.get("Code") or "")
         message = str(error.get("Message") or code)[:500]
-        status = int((exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
+        metadata: Mapping[str, Any] = exc.response.get("ResponseMetadata") or {}
+        status = int(metadata.get("HTTPStatusCode") or 0)
         if code in _BOTO_RATE_LIMITED or status == 429:
             raise errors.ProviderRateLimitedError(f"{name} throttled or over quota ({code}): {message}") from exc
         if code in _BOTO_UNAVAILABLE or status >= 500:
