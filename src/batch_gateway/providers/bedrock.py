@@ -157,7 +157,8 @@ class BedrockBatchProvider(BatchProvider):
         from botocore.config import Config
 
         options: dict[str, Any] = {"retries": {"mode": "standard", "total_max_attempts": 3}, **config}
-        return boto3.client(service, config=Config(**options))  # endpoints: AWS_ENDPOINT_URL_<SERVICE> honoured
+        make: Any = boto3.client  # one function for three services; the stubs type it per literal name
+        return make(service, config=Config(**options))  # endpoints: AWS_ENDPOINT_URL_<SERVICE> honoured
 
     def _new_client(self) -> Any:
         return self._boto("bedrock")
@@ -354,7 +355,8 @@ class BedrockBatchProvider(BatchProvider):
                 return None
             if code in ("AccessDeniedException", "UnrecognizedClientException"):
                 raise
-            status = (exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 400
+            metadata: dict[str, Any] = dict(exc.response.get("ResponseMetadata") or {})
+            status = metadata.get("HTTPStatusCode") or 400
             return {
                 "recordId": record_id,
                 "error": {"errorCode": status, "errorMessage": f"{code}: {error.get('Message')}"},
@@ -544,7 +546,7 @@ def _to_result(line: dict[str, Any], mode: str | None = None) -> ProviderResult:
         outputs=[o for o in outputs if o],
         input_tokens=int(tokens[0] or 0),
         output_tokens=int(tokens[1] or 0),
-        finish_type=_FINISH.get(reason, reason or "stop"),
+        finish_type=_FINISH.get(str(reason), str(reason or "stop")),
     )
     result.mode = mode
     return result
