@@ -268,7 +268,7 @@ def test_list_filters_by_name_and_status_and_pages(bedrock, s3):
 
 
 def test_a_job_goes_through_every_status_in_order(bedrock, s3, sim):
-    sim.configure(processing_seconds=1.0)
+    sim.configure(processing_seconds=3.0)  # each early phase lasts 150 ms: polls every 20 ms see each
     seen: list[str] = []
     arn = create(bedrock, put_input(s3, [claude_record(f"r{i}") for i in range(5)]))
 

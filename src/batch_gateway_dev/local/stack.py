@@ -30,6 +30,7 @@ import requests
 
 from batch_gateway_dev.local.front import ApiFront
 from batch_gateway_dev.local.lambda_runtime import ENVIRONMENTS_FILE
+from batch_gateway_dev.local.service_principals import service_user_name
 from batch_gateway_dev.local.template import REPO_ROOT, Template, resolve, synthesized_template
 
 REGION = "us-east-1"
@@ -115,7 +116,12 @@ class LocalStack:
             from batch_gateway_dev.simulators import SimulatorServer
 
             self.simulator = SimulatorServer(processing_seconds=self.processing_seconds).start()
-            local_env.update(ANTHROPIC_BASE_URL=self.simulator.url, OPENAI_BASE_URL=self.simulator.openai_base_url)
+            local_env.update(
+                ANTHROPIC_BASE_URL=self.simulator.url,
+                OPENAI_BASE_URL=self.simulator.openai_base_url,
+                AWS_ENDPOINT_URL_BEDROCK=self.simulator.bedrock_endpoint_url,
+                AWS_ENDPOINT_URL_BEDROCK_RUNTIME=self.simulator.bedrock_endpoint_url,
+            )
         self._start_aws(local_env)
         self._create_resources(template)
         self._create_principals()
@@ -221,6 +227,14 @@ class LocalStack:
         self._admin = {"aws_access_key_id": admin.access_key, "aws_secret_access_key": admin.secret_key}
         self.caller(DEFAULT_CALLER)
         self.caller(DROP_FOLDER_USER)
+        if self.simulator:
+            # Bedrock reads and writes S3 as each job's service role, assumed as bedrock.amazonaws.com: the simulator
+            # does it with the keys of the IAM user standing in for that service (local/service_principals.py).
+            service = self._create_user(
+                service_user_name("bedrock.amazonaws.com"),
+                _policy({"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": f"arn:aws:iam::{ACCOUNT}:role/*"}),
+            )
+            self.simulator.connect_aws(self.aws_endpoint_url, service.access_key, service.secret_key)
 
     # --- functions ----------------------------------------------------------------------------------------------
 

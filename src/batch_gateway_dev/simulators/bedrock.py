@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
 
+from batch_gateway_dev.sigv4 import parse_authorization
 from batch_gateway_dev.simulators import content
 from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators.schedule import ERRORED, EXPIRED, SUCCEEDED, Plan
@@ -331,10 +332,20 @@ class _Job:
         return self.submitted + self.seconds * SUBMITTED_END
 
     def timeline(self, now: float) -> tuple[str, float, int]:
-        """(status, when it began, records processed) at `now`; terminal statuses only once `final` is frozen
-        (`_advance` freezes them after writing the output)."""
+        """(status, when it began, records processed) as callers see it at `now`: an end with output shows only once
+        `_advance` wrote the output and froze it in `final`; until then the job still looks to be running."""
         if self.final is not None:
             return self.final
+        status, since, processed = self.schedule(now)
+        if status == STOPPED:
+            return STOPPING, self.stop_at or since, processed
+        if status in WITH_OUTPUT:
+            assert self.plan is not None
+            return IN_PROGRESS, self.plan.created, processed
+        return status, since, processed
+
+    def schedule(self, now: float) -> tuple[str, float, int]:
+        """(status, when it began, records processed) that the timeline reaches at `now`, output written or not."""
         plan = self.plan
         if self.stop_at is not None:
             started = plan is not None and self.stop_at >= plan.created
@@ -424,8 +435,8 @@ def _fingerprint(body: dict[str, Any]) -> str:
 
 
 def _request_region(req: Request) -> str:
-    found = re.search(r"Credential=[^/]+/\d{8}/([\w-]+)/", req.header("authorization") or "")
-    return found.group(1) if found else DEFAULT_REGION
+    claims = parse_authorization(req.header("authorization"))
+    return claims.region if claims else DEFAULT_REGION
 
 
 def _check_create(body: Any) -> dict[str, Any]:
@@ -509,11 +520,11 @@ class BedrockJobs:
             return
         if not value.startswith("AWS4-HMAC-SHA256 "):
             raise ApiError(403, "MissingAuthenticationTokenException", "Missing Authentication Token")
-        scope = re.search(r"Credential=[^/]+/\d{8}/[\w-]+/([\w-]+)/aws4_request", value)
-        if scope is None or not req.header("x-amz-date") or "Signature=" not in value:
+        claims = parse_authorization(value)
+        if claims is None or not req.header("x-amz-date"):
             raise ApiError(403, "IncompleteSignatureException", "Authorization header is not a valid SigV4 header.")
-        if scope.group(1) != "bedrock":
-            message = f"Credential should be scoped to correct service: 'bedrock'. (got {scope.group(1)!r})"
+        if claims.service != "bedrock":
+            message = f"Credential should be scoped to correct service: 'bedrock'. (got {claims.service!r})"
             raise ApiError(403, "InvalidSignatureException", message)
 
     # ---- control plane
@@ -572,7 +583,7 @@ class BedrockJobs:
     def retrieve(self, req: Request, id: str) -> Reply:
         with self.state.lock:
             job = self._job(id)
-        self._advance(job)
+        self._advance(job, wait=False)
         return json_reply(job.view(time.time()))
 
     def list(self, req: Request) -> Reply:
@@ -599,7 +610,7 @@ class BedrockJobs:
         with self.state.lock:
             jobs = list(self.jobs.values())  # in creation order
         for job in jobs:
-            self._advance(job)
+            self._advance(job, wait=False)
         if query.get("sortOrder", "Descending") == "Descending":
             jobs.reverse()
         now = time.time()
@@ -648,20 +659,28 @@ class BedrockJobs:
         except Exception:  # a simulator bug: say so, the next poll tries again
             traceback.print_exc(file=sys.stderr)
 
-    def _advance(self, job: _Job) -> None:
-        """Do what is due: read and check the input once validation is reached, write the output once the job ends."""
-        with job.lock:
-            now = time.time()
-            if not job.loaded and job.stop_at is None and now >= job.load_at:
-                self._load(job)
-                if job.plan is not None:
-                    self._wake(job, min(job.plan.end, job.expire_at))
-            if job.final is None:
-                status, since, processed = job.timeline(now)
-                if status in WITH_OUTPUT:
-                    self._finish(job, status, since, processed)
-                elif status == FAILED:
-                    job.final = (status, since, 0)
+    def _advance(self, job: _Job, wait: bool = True) -> None:
+        """Do what is due: read and check the input once validation is reached, write the output once the job ends.
+        A poll (`wait=False`) does not wait for a load or write already under way: it shows the job as it stands."""
+        if not job.lock.acquire(blocking=wait):
+            return
+        try:
+            self._advance_locked(job)
+        finally:
+            job.lock.release()
+
+    def _advance_locked(self, job: _Job) -> None:
+        now = time.time()
+        if not job.loaded and job.stop_at is None and now >= job.load_at:
+            self._load(job)
+            if job.plan is not None:
+                self._wake(job, min(job.plan.end, job.expire_at))
+        if job.final is None:
+            status, since, processed = job.schedule(now)
+            if status in WITH_OUTPUT:
+                self._finish(job, status, since, processed)
+            elif status == FAILED:
+                job.final = (status, since, 0)
 
     def _load(self, job: _Job) -> None:
         try:
