@@ -13,7 +13,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, BinaryIO, Protocol, Self
 
-from batch_gateway.models.errors import NotFoundError, TransientError
+from batch_gateway.contract.errors import NotFoundError, TransientError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus
 
 

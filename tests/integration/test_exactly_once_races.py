@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from batch_gateway.models import errors
+from batch_gateway.contract import errors
 from batch_gateway.models.jobs import ChunkState
 from batch_gateway.service.keys import results_key
 from lambdas import cancel, create, finalize, plan, poll, submit

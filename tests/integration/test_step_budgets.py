@@ -9,7 +9,7 @@ import json
 import pytest
 
 from batch_gateway import wiring
-from batch_gateway.models.errors import TransientError
+from batch_gateway.contract.errors import TransientError
 from batch_gateway.service.keys import results_key
 from lambdas import create, finalize, plan, poll, submit
 from tests.integration.conftest import FakeContext, call, load_event

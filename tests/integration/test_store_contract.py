@@ -15,7 +15,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from batch_gateway.models.errors import ConflictError, InvalidRequestError, NotFoundError
+from batch_gateway.contract.errors import ConflictError, InvalidRequestError, NotFoundError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, RequestCounts
 from batch_gateway.ports import JobStore, OffsetOutOfRangeError, PayloadStore, WriteConflictError

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from batch_gateway import wiring
-from batch_gateway.models import errors
+from batch_gateway.contract import errors
 from batch_gateway.models.jobs import ChunkState
 from batch_gateway.providers import anthropic as anthropic_adapter
 from lambdas import create, finalize, plan, poll, submit

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from batch_gateway.models.errors import IntegrityError
+from batch_gateway.contract.errors import IntegrityError
 from batch_gateway.service.collect import collect_chunk
 from batch_gateway.service.keys import chunk_results_key, results_key
 from lambdas import create, finalize, mark_failed, plan, poll, submit

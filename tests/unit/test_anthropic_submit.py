@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from batch_gateway.models import errors
+from batch_gateway.contract import errors
 from batch_gateway.providers import anthropic as adapter
 from batch_gateway.providers.anthropic import AnthropicBatchProvider
 from batch_gateway.providers.base import ChunkRef

@@ -18,8 +18,8 @@ from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
 from botocore.stub import ANY, Stubber
 from moto import mock_aws
 
+from batch_gateway.contract import errors
 from batch_gateway.jsonlines import dumps, loads
-from batch_gateway.models import errors
 from batch_gateway.models.jobs import ItemStatus
 from batch_gateway.models.requests import check_model_for_provider
 from batch_gateway.providers import bedrock as adapter

@@ -69,7 +69,7 @@ def test_job_statuses_and_the_terminal_set_are_one_definition_shared_with_the_se
 
 def test_the_wire_error_types_are_the_servers_error_types():
     from batch_gateway import client
-    from batch_gateway.models import errors
+    from batch_gateway.contract import errors
 
     assert client.InvalidRequestError is errors.InvalidRequestError
     assert client.BatchGatewayError is errors.BatchGatewayError

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from batch_gateway.client.inputs import to_api_request, to_api_requests
-from batch_gateway.models.errors import InvalidRequestError
+from batch_gateway.contract.errors import InvalidRequestError
 
 
 def test_a_prompt_string_is_sent_as_is():

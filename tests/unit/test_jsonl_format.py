@@ -7,7 +7,7 @@ import tracemalloc
 
 import pytest
 
-from batch_gateway.models.errors import InvalidRequestError
+from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.jsonl import MAX_DETAILS, dump_jsonl, iter_jsonl_lines, parse_jsonl
 
 HEADER = '{"batch_gateway": {"provider": "anthropic", "model": "claude-test", "hyperparameters": {"max_tokens": 64}}}'

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import openai
 import pytest
 
-from batch_gateway.models import errors
+from batch_gateway.contract import errors
 from batch_gateway.models.jobs import ItemStatus
 from batch_gateway.providers import make_provider
 from batch_gateway.providers.base import ChunkRef, ProviderBatch

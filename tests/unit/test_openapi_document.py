@@ -16,7 +16,7 @@ import jsonschema_rs
 import pytest
 from openapi_spec_validator import validate
 
-from batch_gateway.models.errors import InvalidRequestError
+from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.jobs import JobStatus
 from batch_gateway.service.context import Services
 from batch_gateway.service.create import create_job

@@ -16,7 +16,7 @@ import httpx2
 import pytest
 
 from batch_gateway import providers
-from batch_gateway.models import errors
+from batch_gateway.contract import errors
 from batch_gateway.models.requests import PROVIDERS
 from batch_gateway.providers.base import (
     BatchProvider,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from batch_gateway.models.errors import InvalidRequestError
+from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.requests import (
     CreateJobInput,
     check_model_for_provider,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from batch_gateway.models.errors import InvalidRequestError
+from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.requests import STORED_FIELDS_MAX_BYTES, STORED_MAX_NESTING, check_storable, stored_size
 
 

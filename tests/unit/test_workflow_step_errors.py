@@ -3,8 +3,8 @@
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
+from batch_gateway.contract.errors import ProviderKeyRejectedError, TransientError
 from batch_gateway.edge.entry import workflow_handler
-from batch_gateway.models.errors import ProviderKeyRejectedError, TransientError
 from stacks.workflow import RETRY_ERRORS
 
 

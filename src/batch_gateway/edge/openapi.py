@@ -12,10 +12,10 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from batch_gateway.contract.errors import ERROR_TYPES
 from batch_gateway.edge import openapi_create
 from batch_gateway.edge.idempotency import MAX_KEY_CHARS
 from batch_gateway.models import api
-from batch_gateway.models.errors import ERROR_TYPES
 from batch_gateway.models.jobs import JobStatus
 from batch_gateway.service.query import DEFAULT_PAGE, LIST_DEFAULT_PAGE, LIST_MAX_PAGE, MAX_PAGE
 

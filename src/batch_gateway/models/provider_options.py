@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from batch_gateway.models.errors import InvalidRequestError
+from batch_gateway.contract.errors import InvalidRequestError
 
 ALLOWED: dict[tuple[str, str], frozenset[str]] = {
     ("anthropic", "chat"): frozenset({"metadata", "thinking", "tools", "tool_choice", "service_tier"}),

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from batch_gateway.models.errors import InvalidRequestError
+from batch_gateway.contract.errors import InvalidRequestError
 
 PROVIDERS = ("anthropic", "openai", "bedrock")
 ENDPOINTS = ("chat", "responses", "embeddings")

@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from batch_gateway.models.errors import InvalidRequestError
+from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.providers.base import BatchProvider
 
 ADAPTERS: dict[str, str] = {  # provider name -> "module:class"

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.models import errors
+from batch_gateway.contract import errors
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.providers.sdk_errors import mapped_errors
 
@@ -90,7 +90,7 @@ class ProviderResult:
 
 
 class BatchProvider(abc.ABC):
-    """One adapter per provider batch API. Callers see only ``batch_gateway.models.errors`` types."""
+    """One adapter per provider batch API. Callers see only ``batch_gateway.contract.errors`` types."""
 
     name: ClassVar[str]  # the registration name (``providers.ADAPTERS``)
     sdk: ClassVar[str]  # the SDK module whose exceptions ``sdk_errors`` maps

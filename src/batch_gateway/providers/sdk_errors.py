@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from batch_gateway.models import errors
+from batch_gateway.contract import errors
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.models.errors import ConflictError
+from batch_gateway.contract.errors import ConflictError
 from batch_gateway.models.jobs import Job, JobStatus, utcnow
 from batch_gateway.service.context import Services
 

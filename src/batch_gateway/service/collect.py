@@ -15,8 +15,8 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway.contract.errors import IntegrityError
 from batch_gateway.jsonlines import dumps
-from batch_gateway.models.errors import IntegrityError
 from batch_gateway.models.ids import id_hash, unmarked
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, RequestCounts, Usage, utcnow
 from batch_gateway.models.results import result_item

@@ -11,7 +11,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.models.errors import BatchGatewayError, InvalidRequestError, TransientError
+from batch_gateway.contract.errors import BatchGatewayError, InvalidRequestError, TransientError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Job, RequestCounts
 from batch_gateway.models.provider_options import check_provider_options

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.models.errors import ConflictError, IntegrityError, TransientError
+from batch_gateway.contract.errors import ConflictError, IntegrityError, TransientError
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, RequestCounts, utcnow
 from batch_gateway.models.pricing import estimate_cost
 from batch_gateway.service.budget import StepBudget

@@ -22,7 +22,7 @@ from urllib.parse import unquote_plus
 from aws_lambda_powertools import Logger
 
 from batch_gateway.constants import OUTBOX_PREFIX
-from batch_gateway.models.errors import InvalidRequestError, TransientError
+from batch_gateway.contract.errors import InvalidRequestError, TransientError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import iso, utcnow
 from batch_gateway.models.jsonl import RequestFile, iter_jsonl_lines

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.models.errors import IntegrityError
+from batch_gateway.contract.errors import IntegrityError
 from batch_gateway.models.jobs import Chunk, Job, JobStatus
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.context import Services

@@ -6,12 +6,12 @@ import base64
 import json
 from typing import Any
 
-from batch_gateway.models.errors import ConflictError, InvalidRequestError
+from batch_gateway.contract.errors import ConflictError, InvalidRequestError
 from batch_gateway.models.jobs import Job, JobStatus
+from batch_gateway.ports import OffsetOutOfRangeError
 from batch_gateway.service.context import Services
 from batch_gateway.service.join import joined
 from batch_gateway.service.keys import results_key
-from batch_gateway.ports import OffsetOutOfRangeError
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100

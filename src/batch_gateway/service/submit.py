@@ -18,7 +18,7 @@ from datetime import timedelta
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.models import errors
+from batch_gateway.contract import errors
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, utcnow
 from batch_gateway.providers.base import BatchProvider, ChunkRef
 from batch_gateway.service.budget import StepBudget

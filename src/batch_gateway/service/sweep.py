@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.models.errors import ConflictError
+from batch_gateway.contract.errors import ConflictError
 from batch_gateway.models.jobs import JobStatus, utcnow
 from batch_gateway.service.context import Services
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.models import errors
+from batch_gateway.contract import errors
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, utcnow
 from batch_gateway.providers.base import BatchProvider, ProviderBatch
 from batch_gateway.service.budget import StepBudget

@@ -24,7 +24,7 @@ from enum import Enum
 from types import TracebackType
 from typing import Any, Self
 
-from batch_gateway.models.errors import ConflictError, InvalidRequestError
+from batch_gateway.contract.errors import ConflictError, InvalidRequestError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, iso, statuses_before, utcnow
 from batch_gateway.models.jsonl import split_lines
 from batch_gateway.ports import JobStore, OffsetOutOfRangeError, PayloadStore, WriteConflictError
