@@ -20,7 +20,7 @@ from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.jobs import JobStatus
 from batch_gateway.service.context import Services
 from batch_gateway.service.create import create_job
-from batch_gateway.service.keys import results_key
+from batch_gateway.service.keys import requests_key, results_key
 from batch_gateway.service.query import get_results, list_jobs
 from batch_gateway.settings import Settings
 from tests.support.services import memory_services
@@ -95,6 +95,8 @@ ACCEPTED = {
     "openai embeddings of one text": _openai(model="text-embedding-3-small", endpoint="embeddings"),
     "openai embeddings of one message": _openai(endpoint="embeddings", requests={"a": [USER]}),
     "temperature zero": _body(hyperparameters={"temperature": 0}),
+    "an integer written 64.0 (JSON has one number type)": _body(hyperparameters={"max_tokens": 64.0, "top_k": 5.0}),
+    "a per-request integer written 64.0": _body(requests={"a": {"prompt": "Hi", "max_tokens": 64.0}}),
 }
 
 REFUSED = {
@@ -194,3 +196,13 @@ def test_an_empty_results_format_is_refused_like_any_format_not_in_the_document(
     assert _query_schema("/batches/{id}/results", "format")["enum"] == ["json", "jsonl"]
     with pytest.raises(InvalidRequestError, match="format must be"):
         get_results(services, job.id, owner, fmt="")
+
+
+def test_an_integer_written_with_a_fraction_of_zero_reaches_the_provider_as_an_integer():
+    services = _services()
+    body = _body(hyperparameters={"max_tokens": 64.0}, requests={"a": {"prompt": "Hi", "top_k": 3.0}})
+    job = create_job(services, owner="alice", body=body)
+    assert services.jobs.get_job(job.id).hyperparameters["max_tokens"] == 64
+    assert type(services.jobs.get_job(job.id).hyperparameters["max_tokens"]) is int
+    [line] = list(services.payloads.iter_lines_with_offsets(requests_key(job.id), 0))
+    assert type(json.loads(line[1])["params"]["top_k"]) is int

@@ -400,7 +400,7 @@ def normalize_request(
             if not isinstance(raw["system"], str):
                 raise _bad(where + ".system", "must be a string")
             system = "\n\n".join(s for s in (system, raw["system"]) if s)
-        overrides = {k: v for k, v in raw.items() if k in HYPERPARAMETERS}
+        overrides = whole_numbers({k: v for k, v in raw.items() if k in HYPERPARAMETERS})
         problems = validate_hyperparameters(overrides, provider, where)
         if problems:
             raise _RequestProblem(problems[0]["field"], problems[0]["message"])
@@ -414,7 +414,19 @@ def normalize_request(
     return {"id": caller_id, "messages": messages, "system": system, "params": params}
 
 
+def whole_numbers(params: dict[str, Any]) -> dict[str, Any]:
+    """Integer hyperparameters written with a zero fraction (``64.0``) as integers: JSON has one number type, and
+    the document (``docs/openapi.json``) calls them integers as JSON Schema does."""
+    return {
+        k: int(v)
+        if k in HYPERPARAMETERS and HYPERPARAMETERS[k][0] == (int,) and isinstance(v, float) and v.is_integer()
+        else v
+        for k, v in params.items()
+    }
+
+
 def job_hyperparameters(raw: dict[str, Any], provider: str) -> dict[str, Any]:
+    raw = whole_numbers(raw)
     problems = validate_hyperparameters(raw, provider, "hyperparameters")
     if problems:
         raise InvalidRequestError(
