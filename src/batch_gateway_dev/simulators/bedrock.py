@@ -238,13 +238,14 @@ class AwsAccess:
         request = AWSRequest(
             method="POST",
             url=self.endpoint_url + "/",
-            data=urlencode(params),
+            data=urlencode(params).encode(),
             headers={"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"},
         )
         SigV4Auth(Credentials(self.access_key, self.secret_key), "sts", self.region).add_auth(request)
+        body = urlencode(params).encode()
         prepared = urllib.request.Request(
-            request.url,
-            data=request.body if isinstance(request.body, bytes) else request.body.encode(),
+            self.endpoint_url + "/",
+            data=body,
             headers=dict(request.headers.items()),
             method="POST",
         )
@@ -269,7 +270,9 @@ class AwsAccess:
             endpoint_url=self.endpoint_url,
             region_name=self.region,
             config=Config(retries={"max_attempts": 2}),
-            **credentials,
+            aws_access_key_id=credentials["aws_access_key_id"],
+            aws_secret_access_key=credentials["aws_secret_access_key"],
+            aws_session_token=credentials["aws_session_token"],
         )
 
 
@@ -546,7 +549,8 @@ class BedrockJobs:
         fingerprint = _fingerprint(body)
         config = self.state.settings
         region = _request_region(req)
-        account = (_ROLE_ARN(body["roleArn"]) or {"account": None})["account"] or DEFAULT_ACCOUNT  # type: ignore[index]
+        role = _ROLE_ARN(body["roleArn"])
+        account = (role["account"] if role else None) or DEFAULT_ACCOUNT
         now = time.time()
         with self.state.lock:
             for job in self.jobs.values():
@@ -782,8 +786,8 @@ class BedrockJobs:
             return
         tokens_in = tokens_out = 0
         try:
-            s3 = self.aws.s3(job.credentials or {}) if self.aws else None
-            assert s3 is not None
+            assert self.aws is not None and job.credentials is not None  # a loaded job has both
+            s3 = self.aws.s3(job.credentials)
             for bucket, key, first, end in job.files:
                 lines = []
                 for index in range(first, min(end, processed)):
