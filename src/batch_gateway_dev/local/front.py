@@ -148,6 +148,13 @@ class ApiFront:
         self._server.server_close()
 
     def dispatch(self, method: str, raw_path: str, headers: dict[str, str], body: bytes) -> Response:
+        """The answer to one HTTP request. Like API Gateway's, every answer (its own refusals too) carries
+        ``x-amzn-RequestId``, the id the function sees as ``requestContext.requestId``."""
+        request_id = str(uuid.uuid4())
+        status, out_headers, data = self._answer(method, raw_path, headers, body, request_id)
+        return status, {**out_headers, "x-amzn-RequestId": request_id}, data
+
+    def _answer(self, method: str, raw_path: str, headers: dict[str, str], body: bytes, request_id: str) -> Response:
         parts = urlsplit(raw_path)
         path = parts.path
         if not path.startswith(f"/{STAGE}/") and path != f"/{STAGE}":
@@ -161,7 +168,7 @@ class ApiFront:
             caller = verify_signature(method, f"http://{host}{raw_path}", headers, body, self._identify)
             if isinstance(caller, tuple):
                 return caller
-            event = self._event(route, method, path, params, parts.query, headers, body, caller)
+            event = self._event(route, method, path, params, parts.query, headers, body, caller, request_id)
             response, error = self._invoke(route.function, event)
             if error or not isinstance(response, dict) or "statusCode" not in response:
                 return _json(502, {"message": "Internal server error"})
@@ -184,6 +191,7 @@ class ApiFront:
         headers: dict[str, str],
         body: bytes,
         caller: Principal,
+        request_id: str,
     ) -> dict[str, Any]:
         pairs = parse_qsl(query, keep_blank_values=True)
         multi: dict[str, list[str]] = {}
@@ -208,7 +216,7 @@ class ApiFront:
                 "httpMethod": method,
                 "stage": STAGE,
                 "path": f"/{STAGE}{path}",
-                "requestId": str(uuid.uuid4()),
+                "requestId": request_id,
                 "accountId": ACCOUNT,
                 "apiId": "local",
                 "protocol": "HTTP/1.1",
