@@ -104,22 +104,6 @@ def create_event(body_text: str) -> dict[str, Any]:
     return event
 
 
-class LambdaContext:
-    """The parts of the Lambda context that Powertools reads."""
-
-    def __init__(self, name: str = "bench", memory_mb: int = 256) -> None:
-        self.function_name = name
-        self.memory_limit_in_mb = memory_mb
-        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:123456789012:function:{name}"
-        self.aws_request_id = "bench-request"
-        self.function_version = "$LATEST"
-        self.log_group_name = f"/aws/lambda/{name}"
-        self.log_stream_name = "bench"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 900_000
-
-
 @contextlib.contextmanager
 def quiet_stdout() -> Iterator[None]:
     """Powertools writes metrics and log lines to stdout; keep them out of the measurement's output."""

@@ -36,7 +36,6 @@ from typing import Any
 
 from bench.common import (
     BUCKET,
-    LambdaContext,
     PeakRss,
     create_body,
     create_event,
@@ -47,6 +46,7 @@ from bench.common import (
     service_env,
     write_result,
 )
+from tests.support.lambda_context import FakeLambdaContext
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -66,7 +66,7 @@ def floor(body_text: str) -> float:
 
 def _call(handler: Any, event: dict[str, Any], n: int) -> dict[str, Any]:
     with quiet_stdout():
-        response = handler(event, LambdaContext("create"))
+        response = handler(event, FakeLambdaContext("create", remaining_ms=900_000))
     if response.get("statusCode") != 202:
         raise RuntimeError(f"create answered {response.get('statusCode')}: {str(response.get('body'))[:500]}")
     job = json.loads(response["body"])

@@ -1,21 +1,12 @@
-"""The local stack, started once per test worker, and a tiny SigV4 HTTP client (any signing client would do)."""
+"""The local stack, started once per test worker, its simulator and the callers the e2e tests sign as."""
 
 from __future__ import annotations
 
-import json
-import time
-from typing import Any
-
 import pytest
-import requests
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 
 from batch_gateway.constants import ENV_MAX_CHUNK_REQUESTS
-from batch_gateway_dev.local.stack import DROP_FOLDER_USER, CallerCredentials, LocalStack
-
-TERMINAL = {"finished", "canceled", "expired", "failed"}
+from batch_gateway_dev.local.stack import DROP_FOLDER_USER, LocalStack
+from tests.support.api_caller import Caller
 
 
 @pytest.fixture(scope="session")
@@ -26,66 +17,11 @@ def stack():
 
 @pytest.fixture
 def sim(stack):
+    """The simulator inside the local stack (its functions call it), reset; it overrides the root ``sim``, which is
+    a simulator of the test process's own."""
     stack.simulator.reset()
     stack.simulator.configure(processing_seconds=0.5)
     return stack.simulator
-
-
-class Caller:
-    """Signs every request with SigV4 for ``execute-api`` as the given access key."""
-
-    def __init__(self, base_url: str, credentials: CallerCredentials) -> None:
-        self.base_url = base_url
-        self.principal = credentials.principal
-        self.credentials = Credentials(credentials.access_key, credentials.secret_key)
-        self.http = requests.Session()
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        raw: bytes | None = None,
-        headers: dict[str, str] | None = None,
-        sign: bool = True,
-    ) -> requests.Response:
-        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        all_headers = {"Content-Type": "application/json", **(headers or {})}
-        request = AWSRequest(method=method, url=self.base_url + path, data=data, headers=all_headers)
-        if sign:
-            SigV4Auth(self.credentials, "execute-api", "us-east-1").add_auth(request)
-        return self.http.request(method, self.base_url + path, data=data, headers=dict(request.headers), timeout=60)
-
-    def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        response = self.request("POST", "/batches", body)
-        assert response.status_code == 202, response.text
-        return response.json()
-
-    def wait(self, job_id: str, timeout: float = 60, until=TERMINAL) -> dict[str, Any]:
-        """Poll the job until its status is in ``until``; fails after ``timeout`` s (one last look included)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            response = self.request("GET", f"/batches/{job_id}")
-            assert response.status_code == 200, f"GET /batches/{job_id}: {response.status_code} {response.text}"
-            job = response.json()
-            if job["status"] in until:
-                return job
-            assert time.monotonic() < deadline, f"job {job_id} still {job['status']} after {timeout} s"
-            time.sleep(0.2)
-
-    def all_results(self, job_id: str, limit: int = 1000) -> dict[str, Any]:
-        results: dict[str, Any] = {}
-        token = None
-        while True:
-            query = f"?limit={limit}" + (f"&next_token={token}" if token else "")
-            page = self.request("GET", f"/batches/{job_id}/results{query}")
-            assert page.status_code == 200, page.text
-            body = page.json()
-            results.update(body["results"])
-            token = body["next_token"]
-            if not token:
-                return results
 
 
 @pytest.fixture
@@ -101,15 +37,6 @@ def bob(stack, sim) -> Caller:
 @pytest.fixture
 def drop_folder_owner(stack, sim) -> Caller:
     return Caller(stack.info()["api_url"], stack.caller(DROP_FOLDER_USER))
-
-
-def seed_body(**changes: Any) -> dict[str, Any]:
-    return {
-        "provider": "anthropic",
-        "model": "claude-sonnet-4-20250514",
-        "requests": {f"request_{c}": f"Name an animal that starts with the letter '{c}'" for c in "ABCDE"},
-        **changes,
-    }
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from batch_gateway.constants import ENV_MAX_CHUNK_REQUESTS
-from tests.e2e.conftest import seed_body
+from tests.support.api_caller import seed_body
 
 pytestmark = pytest.mark.e2e
 

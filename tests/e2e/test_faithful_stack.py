@@ -3,7 +3,7 @@
 import pytest
 
 from batch_gateway_dev.local.lambda_runtime import LOCAL_ONLY_VARIABLES, RUNTIME_VARIABLES
-from tests.e2e.conftest import seed_body
+from tests.support.api_caller import seed_body
 
 pytestmark = pytest.mark.e2e
 
@@ -29,7 +29,7 @@ def test_every_function_runs_with_exactly_its_template_variables_and_its_own_rol
 
 def test_an_unknown_access_key_or_a_wrong_signature_is_refused_by_the_api_and_by_s3(stack, alice):
     from batch_gateway_dev.local.stack import CallerCredentials
-    from tests.e2e.conftest import Caller
+    from tests.support.api_caller import Caller
 
     stranger = Caller(stack.info()["api_url"], CallerCredentials("stranger", "AKIAUNKNOWN000000000", "x"))
     answer = stranger.request("GET", "/batches")
@@ -108,3 +108,11 @@ def test_every_ended_job_emits_its_event_finished_and_failed_alike(stack, alice,
             detail = _json.loads(message["Body"])["detail"]
             seen[detail["job_id"]] = detail["status"]
     assert seen.get(finished) == "finished" and seen.get(failed) == "failed"
+
+
+def test_the_jobs_table_expires_items_on_the_templates_time_to_live_attribute(stack):
+    from batch_gateway_dev.local.resources import template_table
+
+    expected = template_table()["TimeToLiveSpecification"]["AttributeName"]
+    ttl = stack.client("dynamodb").describe_time_to_live(TableName=stack.table)["TimeToLiveDescription"]
+    assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": expected}

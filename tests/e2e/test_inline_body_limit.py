@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Caller, seed_body
+from tests.support.api_caller import Caller, seed_body
 
 pytestmark = pytest.mark.e2e
 

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import seed_body
+from tests.support.api_caller import seed_body
 
 pytestmark = pytest.mark.e2e
 

@@ -21,7 +21,7 @@ import pytest
 import requests
 
 from batch_gateway_dev.local.template import REPO_ROOT
-from tests.e2e.conftest import Caller
+from tests.support.api_caller import Caller
 from tests.support.concurrency import Threads
 
 pytestmark = pytest.mark.e2e

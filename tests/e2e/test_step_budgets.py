@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from batch_gateway.constants import ENV_MAX_CHUNK_REQUESTS
-from tests.e2e.conftest import seed_body
+from tests.support.api_caller import seed_body
 
 pytestmark = pytest.mark.e2e
 

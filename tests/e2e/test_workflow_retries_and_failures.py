@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.e2e.conftest import seed_body
+from tests.support.api_caller import seed_body
 
 pytestmark = pytest.mark.e2e
 

@@ -1,7 +1,7 @@
 """Drop folder: S3 -> SQS (+DLQ) -> Ingest with partial batch responses; the sweeper runs on a schedule."""
 
 from batch_gateway import constants
-from tests.infra.conftest import CDK_NOTIFICATIONS_HANDLER
+from tests.support.synthesized import CDK_NOTIFICATIONS_HANDLER
 
 
 def test_jsonl_files_under_the_drop_prefix_notify_the_event_queue(synthesized):

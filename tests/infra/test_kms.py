@@ -13,7 +13,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 from batch_gateway import constants
 from stacks.app_factory import SKIP_BUNDLING, build_app, synth_template
 from stacks.config import ConfigError, GatewayConfig
-from tests.infra.conftest import FUNCTION_SCOPES
+from tests.support.synthesized import FUNCTION_SCOPES
 
 KEY_TYPE = "AWS::KMS::Key"
 # Actions on encrypted data that need the key to decrypt / to encrypt (new data keys).

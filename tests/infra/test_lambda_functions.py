@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from batch_gateway import constants
-from tests.infra.conftest import ALL_HANDLERS, FUNCTION_SCOPES
+from tests.support.synthesized import ALL_HANDLERS, FUNCTION_SCOPES
 
 
 def test_stack_has_exactly_our_twelve_lambdas_with_handlers_from_constants(synthesized):

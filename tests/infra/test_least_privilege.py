@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from batch_gateway import constants
-from tests.infra.conftest import CDK_NOTIFICATIONS_HANDLER, FUNCTION_SCOPES
+from tests.support.synthesized import CDK_NOTIFICATIONS_HANDLER, FUNCTION_SCOPES
 
 
 def _has(actions: set[str], prefix: str) -> bool:

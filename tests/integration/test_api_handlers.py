@@ -3,8 +3,8 @@
 import boto3
 
 from lambdas import cancel, create, list_jobs, retrieve, status
-from tests.integration.conftest import as_caller, call, executions, load_event
-from tests.integration.workflow_driver import run_workflow
+from tests.support.events import as_caller, call, executions, load_event
+from tests.support.workflow_driver import run_workflow
 
 
 def _create(ctx, **body_changes):

@@ -7,7 +7,7 @@ import boto3
 import pytest
 
 from lambdas import create
-from tests.integration.conftest import call, executions, load_event
+from tests.support.events import call, executions, load_event
 
 GOOD = {"provider": "anthropic", "model": "claude-sonnet-4-20250514", "requests": {"a": "Hi"}}
 

@@ -7,7 +7,7 @@ import boto3
 import pytest
 
 from lambdas import ingest
-from tests.integration.conftest import load_event
+from tests.support.events import load_event
 
 HEADER = '{"batch_gateway": {"provider": "anthropic", "model": "claude-sonnet-4-20250514"}}'
 

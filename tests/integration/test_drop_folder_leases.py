@@ -20,8 +20,8 @@ from batch_gateway.models.jobs import utcnow
 from batch_gateway.service import ingest as ingest_service
 from batch_gateway.store.payloads import S3PayloadStore
 from lambdas import ingest
-from tests.integration.conftest import load_event
 from tests.support.concurrency import serialise_moto_dynamodb
+from tests.support.events import load_event
 
 HEADER = '{"batch_gateway": {"provider": "anthropic", "model": "claude-sonnet-4-20250514"}}'
 AFTER_THE_LEASE = ingest_service.CLAIM_LEASE + timedelta(seconds=1)

@@ -21,8 +21,10 @@ from batch_gateway.contract import errors
 from batch_gateway.models.jobs import ChunkState
 from batch_gateway.service.keys import results_key
 from lambdas import cancel, create, finalize, plan, poll, submit
-from tests.integration.conftest import as_caller, call, load_event
-from tests.support.concurrency import Threads, serialise_moto_dynamodb
+from tests.support.concurrency import Threads
+from tests.support.events import as_caller, call, load_event
+
+pytestmark = pytest.mark.usefixtures("atomic_dynamodb")  # DynamoDB's per-item atomicity in moto
 
 MODELS = {"anthropic": "claude-sonnet-4-20250514", "openai": "gpt-4o-mini"}
 SUBMIT_ATTEMPTS = 6  # what the state machine's Retry on Submit allows, give or take
@@ -106,11 +108,6 @@ def running_batches(services, simulator, provider: str) -> list[str]:
 
 def chunk_batches(services, job_ids: list[str]) -> list[str]:
     return [c.provider_batch_id for j in job_ids for c in services.jobs.get_chunks(j)]
-
-
-@pytest.fixture(autouse=True)
-def atomic_dynamodb(monkeypatch):
-    serialise_moto_dynamodb(monkeypatch)
 
 
 # --- two submitters ---------------------------------------------------------------------------------------------

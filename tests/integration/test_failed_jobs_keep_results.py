@@ -11,7 +11,7 @@ import pytest
 from batch_gateway import wiring
 from batch_gateway.service.submit import submit_chunk
 from lambdas import create, mark_failed, plan, retrieve, status
-from tests.integration.conftest import call, load_event
+from tests.support.events import call, load_event
 
 REASON = "ProviderRequestError: Anthropic refused the request: the model was retired"
 

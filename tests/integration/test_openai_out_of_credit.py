@@ -9,7 +9,7 @@ from batch_gateway.constants import RETRYABLE_ERRORS
 from batch_gateway.contract import errors
 from batch_gateway_dev.simulators import faults
 from lambdas import create, mark_failed, plan, poll, status, submit
-from tests.integration.conftest import call, load_event
+from tests.support.events import call, load_event
 
 OUT_OF_CREDIT = (
     "rate_limit_error",

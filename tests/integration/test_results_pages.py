@@ -12,7 +12,7 @@ from batch_gateway.models.results import result_item
 from batch_gateway.service import query
 from batch_gateway.service.keys import results_key
 from lambdas import create, list_jobs, retrieve
-from tests.integration.conftest import ALICE, call, load_event
+from tests.support.events import ALICE, call, load_event
 
 LAMBDA_RESPONSE_LIMIT = 6 * 1024 * 1024  # bytes of the serialized proxy response a synchronous invoke may return
 

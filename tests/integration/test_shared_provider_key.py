@@ -11,6 +11,7 @@ import dataclasses
 import threading
 
 import boto3
+import pytest
 
 from batch_gateway.providers import make_provider
 from batch_gateway.providers.base import ChunkRef
@@ -23,7 +24,9 @@ from batch_gateway.service.submit import submit_job
 from batch_gateway.service.sweep import sweep
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway_dev.local.resources import create_table
-from tests.integration.test_exactly_once_races import Threads, atomic_dynamodb  # noqa: F401 - fixture
+from tests.support.concurrency import Threads
+
+pytestmark = pytest.mark.usefixtures("atomic_dynamodb")  # DynamoDB's per-item atomicity in moto
 
 OWNER = "arn:aws:iam::123456789012:user/alice"
 

@@ -14,7 +14,7 @@ from batch_gateway.contract import errors
 from batch_gateway.models.jobs import ChunkState
 from batch_gateway.providers import anthropic as anthropic_adapter
 from lambdas import create, finalize, plan, poll, submit
-from tests.integration.conftest import call, load_event
+from tests.support.events import call, load_event
 
 
 def _planned_job(ctx):
@@ -176,7 +176,7 @@ def test_anthropic_custom_ids_carry_the_chunk_marker_and_caller_ids_come_back_un
     import json
 
     from batch_gateway.service.keys import chunk_ids_key, results_key
-    from tests.integration.workflow_driver import run_workflow
+    from tests.support.workflow_driver import run_workflow
 
     ids = ["q1", "x" * 55, "y" * 56, "z" * 64, "with space", "bgw-0"]
     event = load_event("api_create.json")

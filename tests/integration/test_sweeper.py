@@ -3,7 +3,7 @@
 import boto3
 
 from lambdas import create, sweeper
-from tests.integration.conftest import call, executions, load_event
+from tests.support.events import call, executions, load_event
 
 
 def test_running_workflows_are_left_alone(aws, ctx):
@@ -34,7 +34,7 @@ def test_a_job_whose_workflow_keeps_stopping_is_failed_with_a_reason(aws, ctx):
 
 
 def test_ended_jobs_leave_the_open_index(aws, ctx):
-    from tests.integration.workflow_driver import run_workflow
+    from tests.support.workflow_driver import run_workflow
 
     _, job = call(create.handler, load_event("api_create.json"), ctx)
     assert aws.jobs.open_job_ids() == [job["id"]]

@@ -8,8 +8,8 @@ from batch_gateway.contract.errors import IntegrityError
 from batch_gateway.service.collect import collect_chunk
 from batch_gateway.service.keys import chunk_results_key, results_key
 from lambdas import create, finalize, mark_failed, plan, poll, submit
-from tests.integration.conftest import call, load_event
-from tests.integration.workflow_driver import run_workflow
+from tests.support.events import call, load_event
+from tests.support.workflow_driver import run_workflow
 
 
 def _job(ctx, **body):

@@ -11,14 +11,14 @@ real service accepts or refuses is tested against the service (integration) and 
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from batch_gateway_dev.http_server import JSON, LoopbackServer, QuietHandler
 from batch_gateway_dev.local.front import verify_signature
+from batch_gateway_dev.sigv4 import parse_authorization
 
 FAKE_AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -143,49 +143,28 @@ class ReplayGateway:
         self._lock = threading.Lock()
         gateway = self
 
-        class _Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def setup(self) -> None:
-                super().setup()
-                # Headers and body go out in two writes: without this, Nagle + delayed ACK add ~40 ms per request.
-                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
+        class _Handler(QuietHandler):
+            def serve(self) -> None:
+                body = self.read_body() or b""
                 reply = gateway._dispatch(self.command, self.path, dict(self.headers.items()), body)
-                raw = isinstance(reply.body, bytes)  # a body that is not JSON, sent as is
-                payload = reply.body if raw else b"" if reply.body is None else json.dumps(reply.body).encode()
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.send_header("x-amzn-RequestId", f"req-{len(gateway.received)}")
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
+                headers = {"x-amzn-RequestId": f"req-{len(gateway.received)}", **reply.headers}
+                if reply.body is None or isinstance(reply.body, bytes):  # no body, or one that is not JSON, as is
+                    self.send_bytes(reply.status, reply.body or b"", {"Content-Type": JSON, **headers})
+                else:
+                    self.send_json(reply.status, reply.body, headers)
 
-            do_GET = do_POST = do_DELETE = _serve
-
-            def log_message(self, *_: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
+        self._server = LoopbackServer(_Handler)
 
     def __enter__(self) -> ReplayGateway:
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        self._server.start(name="replay-gateway", poll_interval=0.02)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}{self.stage}"
+        return self._server.origin + self.stage
 
     def script(self, method: str, path: str, *answers: Answer | dict[str, Any]) -> None:
         """Answer ``method path`` (below the stage, percent-encoded as sent) with these, in order; the last repeats.
@@ -215,8 +194,9 @@ class ReplayGateway:
         if isinstance(caller, tuple):
             status, _, payload = caller
             return Answer(status, json.loads(payload))
-        credential = lowered["authorization"].split("Credential=", 1)[1].split("/")
-        record.access_key, record.region = credential[0], credential[2]
+        claims = parse_authorization(lowered["authorization"])
+        assert claims is not None  # verify_signature accepted it
+        record.access_key, record.region = claims.access_key, claims.region
         with self._lock:
             queue = self._scripts.get((method, path))
             if not queue:

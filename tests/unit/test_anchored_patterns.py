@@ -6,7 +6,7 @@ from batch_gateway.client import transport
 from batch_gateway.edge import http
 from batch_gateway.models.ids import CUSTOM_ID_RE
 from batch_gateway.models.requests import MODEL_RE
-from batch_gateway_dev.local import front
+from batch_gateway_dev import sigv4
 from batch_gateway_dev.local.template import Route
 from batch_gateway_dev.simulators import wire
 
@@ -20,7 +20,7 @@ CASES = [
     ("model", MODEL_RE, "claude-sonnet-4-20250514"),
     ("assumed role", http._ASSUMED_ROLE, "arn:aws:sts::123456789012:assumed-role/svc/session"),
     ("execute-api host", transport._EXECUTE_API_HOST, "abc123.execute-api.eu-west-1.amazonaws.com"),
-    ("local front signature", front._AUTH, SIGNATURE),
+    ("sigv4 authorization header", sigv4._AUTHORIZATION, SIGNATURE),
     ("simulator route", wire._compiled("/v1/batches"), "/v1/batches"),
 ]
 

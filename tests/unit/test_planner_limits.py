@@ -25,14 +25,7 @@ from batch_gateway.service.poll import poll_job
 from batch_gateway.service.state import WorkflowState
 from batch_gateway.service.submit import submit_job
 from batch_gateway.settings import Settings
-from batch_gateway_dev.simulators import SimulatorServer
 from tests.support.services import memory_services
-
-
-@pytest.fixture(scope="module")
-def simulator():
-    with SimulatorServer(processing_seconds=0.2) as sim:
-        yield sim
 
 
 @pytest.fixture

@@ -6,16 +6,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 from batch_gateway.contract.errors import ProviderKeyRejectedError, TransientError
 from batch_gateway.edge.entry import workflow_handler
 from stacks.workflow import RETRY_ERRORS
-
-
-class _Context:
-    function_name = "test"
-    memory_limit_in_mb = 256
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:test"
-    aws_request_id = "req-1"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
+from tests.support.lambda_context import FakeLambdaContext
 
 
 def _client_error(code: str, status: int) -> ClientError:
@@ -28,7 +19,7 @@ def _run(exc: Exception) -> None:
     def step(_event):
         raise exc
 
-    workflow_handler(step)({"job_id": "job_1"}, _Context())
+    workflow_handler(step)({"job_id": "job_1"}, FakeLambdaContext())
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,8 @@
-"""HTTP plumbing, admin endpoints and the public `SimulatorServer`.
+"""Routing, admin endpoints and the public `SimulatorServer`.
 
-Standard library only: a `ThreadingHTTPServer` speaking HTTP/1.1 with keep-alive (every answer has a
-Content-Length, or is chunked when streamed), so the SDKs' httpx connection pools behave as against the real APIs.
+Standard library only: the dev tools' loopback server (`batch_gateway_dev.http_server`) speaking HTTP/1.1 with
+keep-alive (every answer has a Content-Length, or is chunked when streamed), so the SDKs' httpx connection pools
+behave as against the real APIs.
 One server answers both APIs; paths never collide (`/v1/messages/batches...` vs `/v1/files`, `/v1/batches`).
 """
 
@@ -9,12 +10,11 @@ from __future__ import annotations
 
 import socket
 import sys
-import threading
 import traceback
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from batch_gateway_dev.http_server import LoopbackServer, QuietHandler
 from batch_gateway_dev.simulators import errors
 from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators.faults import NO_ANSWER_KINDS, Fault
@@ -25,62 +25,17 @@ ADMIN_PREFIX = "/_simulator"
 _HARD_BODY_CAP = 1024 * 1024 * 1024  # beyond this the body is not even read
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # small answers would otherwise wait ~40 ms for the client's delayed ACK
+class _Handler(QuietHandler):
     server: _HTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def do_DELETE(self) -> None:
-        self._handle()
-
-    def do_PUT(self) -> None:
-        self._handle()
-
-    def do_PATCH(self) -> None:
-        self._handle()
-
-    # ---- plumbing
-
-    def _read_body(self) -> bytes | None:
-        """The request body (Content-Length or chunked); None when it is too large to read at all."""
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            parts, total = [], 0
-            while True:
-                size = int(self.rfile.readline(65537).split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(parts)
-                total += size
-                if total > _HARD_BODY_CAP:
-                    return None
-                parts.append(self.rfile.read(size))
-                self.rfile.readline(65537)
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > _HARD_BODY_CAP:
-            return None
-        return self.rfile.read(length) if length else b""
-
     def _send(self, reply: Reply) -> None:
+        if reply.stream is None:
+            self.send_bytes(reply.status, reply.body, {"Content-Type": reply.content_type, **reply.headers})
+            return
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.content_type)
         for name, value in reply.headers.items():
             self.send_header(name, value)
-        if reply.stream is None:
-            self.send_header("Content-Length", str(len(reply.body)))
-            self._headers_buffer.append(b"\r\n")  # headers and body in one write
-            self._headers_buffer.append(reply.body)
-            self.flush_headers()
-            return
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         for chunk in reply.stream:
@@ -96,9 +51,9 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def _handle(self) -> None:
+    def serve(self) -> None:
         split = urlsplit(self.path)
-        body = self._read_body()
+        body = self.read_body(cap=_HARD_BODY_CAP)
         if body is None:
             self.close_connection = True
             provider = errors.provider_of(split.path)
@@ -145,7 +100,7 @@ class _Handler(BaseHTTPRequestHandler):
                     provider.authorize(req)
                     fault = state.faults.take(provider.provider, route.op)
                     if fault is not None and fault.kind in NO_ANSWER_KINDS:
-                        return Reply(200), fault  # never performed; _handle drops the connection
+                        return Reply(200), fault  # never performed; serve drops the connection
                     if fault is not None and not fault.performs_call:
                         return errors.render(provider.provider, fault.error()), None
                     if fault is not None and fault.kind == "hold_before_accept":
@@ -190,39 +145,11 @@ class _Handler(BaseHTTPRequestHandler):
         return json_reply({"error": f"unknown admin endpoint {req.method} {req.path}"}, 404)
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 128
-
-    def __init__(self, address: tuple[str, int], state: SimulatorState) -> None:
-        super().__init__(address, _Handler)
+class _HTTPServer(LoopbackServer):
+    def __init__(self, host: str, port: int, state: SimulatorState) -> None:
+        super().__init__(_Handler, host, port)
         self.state = state
-        self.stopping = threading.Event()
-        self.fallback_host = f"{self.server_address[0]}:{self.server_address[1]}"
-        self._connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
-
-    def get_request(self) -> tuple[socket.socket, Any]:
-        sock, address = super().get_request()
-        with self._connections_lock:
-            self._connections.add(sock)
-        return sock, address
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._connections_lock:
-            self._connections.discard(request)
-        super().shutdown_request(request)
-
-    def close_connections(self) -> None:
-        """Unblock handler threads parked on idle keep-alive connections."""
-        with self._connections_lock:
-            open_sockets = list(self._connections)
-        for sock in open_sockets:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        self.fallback_host = f"{self.host}:{self.port}"
 
 
 class SimulatorServer:
@@ -246,7 +173,6 @@ class SimulatorServer:
         self.port = port
         self.state = SimulatorState(processing_seconds)
         self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
         if aws_endpoint_url:
             self.connect_aws(aws_endpoint_url, **(aws_credentials or {}))
 
@@ -260,24 +186,15 @@ class SimulatorServer:
     def start(self) -> SimulatorServer:
         if self._httpd is not None:
             return self
-        self._httpd = _HTTPServer((self.host, self.port), self.state)
-        self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"simulator:{self.port}", daemon=True
-        )
-        self._thread.start()
+        self._httpd = _HTTPServer(self.host, self.port, self.state)
+        self.port = self._httpd.port
+        self._httpd.start(name=f"simulator:{self.port}")
         return self
 
     def stop(self) -> None:
         httpd, self._httpd = self._httpd, None
-        if httpd is None:
-            return
-        httpd.stopping.set()
-        httpd.shutdown()
-        httpd.close_connections()
-        httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        if httpd is not None:
+            httpd.stop()
 
     def __enter__(self) -> SimulatorServer:
         return self.start()
@@ -290,10 +207,7 @@ class SimulatorServer:
         """Base URL for the Anthropic SDK (no `/v1`)."""
         if self._httpd is None:
             raise RuntimeError("SimulatorServer is not started; call start() first")
-        host = "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host
-        if ":" in host:
-            host = f"[{host}]"
-        return f"http://{host}:{self.port}"
+        return self._httpd.origin
 
     @property
     def openai_base_url(self) -> str:

@@ -1,0 +1,114 @@
+"""The synthesized CDK template, read for the infra tests: the resource at a construct path, a function's role and
+grants, the state machine's definition, and the handler and scope of each of our functions."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import App, Stack
+from aws_cdk.assertions import Template
+
+from batch_gateway import constants
+
+ALL_HANDLERS = {
+    **constants.API_HANDLERS,
+    **constants.WORKFLOW_HANDLERS,
+    "Ingest": constants.INGEST_HANDLER,
+    "Sweeper": constants.SWEEPER_HANDLER,
+}
+FUNCTION_SCOPES = {
+    **{f: "Api" for f in constants.API_HANDLERS},
+    **{f: "Workflow" for f in constants.WORKFLOW_HANDLERS},
+    "Ingest": "DropFolder",
+    "Sweeper": "Sweeper",
+}
+# CDK's singleton custom resource that writes the bucket's notification configuration at deploy time.
+CDK_NOTIFICATIONS_HANDLER = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"
+
+
+@dataclass
+class Synthesized:
+    app: App
+    stack: Stack
+    template: Template
+    json: dict[str, Any]
+    nag_error: Exception | None
+
+    @property
+    def resources(self) -> dict[str, dict[str, Any]]:
+        return self.json["Resources"]
+
+    def of_type(self, cfn_type: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.resources.items() if v["Type"] == cfn_type}
+
+    def by_path(self, path: str) -> tuple[str, dict[str, Any]]:
+        """The resource whose ``aws:cdk:path`` is ``BatchGatewayStack/<path>``."""
+        full = f"{constants.STACK_NAME}/{path}"
+        found = [(k, v) for k, v in self.resources.items() if v.get("Metadata", {}).get("aws:cdk:path") == full]
+        assert len(found) == 1, f"expected one resource at {full}, found {[k for k, _ in found]}"
+        return found[0]
+
+    def function(self, function_id: str) -> tuple[str, dict[str, Any]]:
+        return self.by_path(f"{FUNCTION_SCOPES[function_id]}/{function_id}/Resource")
+
+    def our_functions(self) -> dict[str, dict[str, Any]]:
+        """Our Lambdas (not CDK's own deploy-time custom resource handler for bucket notifications)."""
+        return {
+            k: v
+            for k, v in self.of_type("AWS::Lambda::Function").items()
+            if str(v["Properties"].get("Handler", "")).startswith("lambdas.")
+        }
+
+    def role_actions(self, function_id: str) -> set[str]:
+        """Every IAM action granted to the function's role (all policies attached to it)."""
+        role_id = self.function(function_id)[1]["Properties"]["Role"]["Fn::GetAtt"][0]
+        actions: set[str] = set()
+        for policy in self.of_type("AWS::IAM::Policy").values():
+            if {"Ref": role_id} in policy["Properties"]["Roles"]:
+                for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                    found = statement["Action"]
+                    actions.update([found] if isinstance(found, str) else found)
+        return actions
+
+    def statements(self, function_id: str) -> list[dict[str, Any]]:
+        role_id = self.function(function_id)[1]["Properties"]["Role"]["Fn::GetAtt"][0]
+        return [
+            statement
+            for policy in self.of_type("AWS::IAM::Policy").values()
+            if {"Ref": role_id} in policy["Properties"]["Roles"]
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        ]
+
+    def object_grants(self, function_id: str) -> dict[str, set[str]]:
+        """S3 action -> the key patterns of the payload bucket it is granted on ("*" for the bucket itself)."""
+        grants: dict[str, set[str]] = {}
+        for statement in self.statements(function_id):
+            actions = [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            for action in (a for a in actions if a.startswith("s3:")):
+                for resource in resources:
+                    text = resolve_join(resource)
+                    key = text.split(".Arn}", 1)[1].lstrip("/") if ".Arn}" in text else text
+                    grants.setdefault(action, set()).add(key or "*")
+        return grants
+
+    def state_machine_definition(self) -> dict[str, Any]:
+        """The ASL, with ``Fn::GetAtt [<id>, Arn]`` written as ``${<id>.Arn}`` and ``Ref`` as ``${<name>}``."""
+        (state_machine,) = self.of_type("AWS::StepFunctions::StateMachine").values()
+        return json.loads(resolve_join(state_machine["Properties"]["DefinitionString"]))
+
+
+def resolve_join(value: Any) -> str:
+    """Render an ``Fn::Join`` for reading: references become ``${LogicalId}`` / ``${LogicalId.Attr}``."""
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return separator.join(resolve_join(part) for part in parts)
+    if "Ref" in value:
+        return "${" + value["Ref"] + "}"
+    if "Fn::GetAtt" in value:
+        return "${" + ".".join(value["Fn::GetAtt"]) + "}"
+    raise AssertionError(f"unexpected intrinsic {value}")

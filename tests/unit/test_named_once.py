@@ -1,0 +1,102 @@
+"""What is named twice drifts apart: the table schema, the Lambda context fake, the dev HTTP servers' plumbing, the
+SigV4 header reader, test helpers and the simulator and AWS-account fixtures each have one definition."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DEV = ROOT / "src" / "batch_gateway_dev"
+
+
+def _python(*folders: str) -> dict[str, str]:
+    return {
+        str(path.relative_to(ROOT)): path.read_text()
+        for folder in folders
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path != Path(__file__).resolve()
+    }
+
+
+def _holding(pattern: str, *folders: str) -> set[str]:
+    return {name for name, text in _python(*folders).items() if re.search(pattern, text)}
+
+
+def test_the_table_schema_is_written_only_by_the_cdk_stack():
+    """The local stack, the integration tests and the benchmarks create the table from the synthesized template."""
+    assert _holding(r"\bKeyType\b|\bAttributeType\b", "src", "bench", "tests/integration", "tests/support") == set()
+
+
+def test_one_lambda_context_fake():
+    """The tests and benchmarks share one fake (a test may subclass it for a clock that runs out); the local stack's
+    worker has the runtime's own context object."""
+    contexts = [
+        f"{name}::{node.name}"
+        for name, text in _python("src", "bench", "tests").items()
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.ClassDef)
+        and any(isinstance(f, ast.FunctionDef) and f.name == "get_remaining_time_in_millis" for f in node.body)
+        and "FakeLambdaContext" not in map(ast.unparse, node.bases)
+    ]
+    assert contexts == [
+        "src/batch_gateway_dev/local/lambda_worker.py::LambdaContext",
+        "tests/support/lambda_context.py::FakeLambdaContext",
+    ]
+    assert _holding(r"\baws_request_id\s*=", "bench", "tests") == {"tests/support/lambda_context.py"}
+
+
+def test_one_module_holds_the_dev_http_servers_plumbing():
+    assert _holding(r"\bhttp\.server\b", "src", "bench", "tests") == {"src/batch_gateway_dev/http_server.py"}
+
+
+def test_one_reader_of_sigv4_credentials():
+    readers = _holding(r"Credential=", "src", "tests/support", "bench")
+    assert readers == {"src/batch_gateway_dev/sigv4.py"}, f"{readers}: use batch_gateway_dev.sigv4.parse_authorization"
+
+
+def test_tests_import_helpers_from_the_support_package_not_from_conftest_or_other_tests():
+    importing = _holding(
+        r"from (tests\.[\w.]*)?conftest import|from \.conftest import|from tests\.\w+\.test_\w+ import", "tests"
+    )
+    assert importing == set(), importing
+    helpers = {
+        name: [node.name for node in ast.parse(text).body if isinstance(node, ast.ClassDef)]
+        for name, text in _python("tests").items()
+        if name.endswith("conftest.py")
+    }
+    assert {name: classes for name, classes in helpers.items() if classes} == {}
+
+
+def _calls(node: ast.AST, callee: str) -> bool:
+    return any(isinstance(c, ast.Call) and ast.unparse(c.func) == callee for c in ast.walk(node))
+
+
+def _fixtures_calling(callee: str) -> list[str]:
+    return [
+        f"{name}::{node.name}"
+        for name, text in _python("tests").items()
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.FunctionDef)
+        and any("fixture" in ast.unparse(d) for d in node.decorator_list)
+        and _calls(node, callee)
+    ]
+
+
+# Test modules whose simulator or account is set up differently from the shared one, and why.
+OWN_SETUP = {
+    "tests/integration/test_bedrock_adapter_sim.py::server": "a simulator that runs Bedrock jobs in a moto server",
+    "tests/unit/test_simulator_bedrock.py::server": "a simulator that runs Bedrock jobs in a moto server",
+    "tests/unit/test_bedrock_adapter.py::aws": "an empty account per test, for botocore Stubbers",
+    "tests/unit/test_bedrock_planner.py::s3": "an empty account per test with only the staging bucket",
+}
+
+
+def test_one_simulator_fixture_and_one_aws_account_fixture():
+    """Every layer shares ``simulator``/``sim`` and ``moto_account`` (tests/support/fixtures.py, registered by the
+    root conftest); no conftest and no test module starts its own, except the few set up differently on purpose."""
+    simulators = [f for f in _fixtures_calling("SimulatorServer") if f not in OWN_SETUP]
+    accounts = [f for f in _fixtures_calling("mock_aws") if f not in OWN_SETUP]
+    assert simulators == ["tests/support/fixtures.py::simulator"]
+    assert accounts == ["tests/support/fixtures.py::moto_account"]
