@@ -12,18 +12,20 @@ from batch_gateway import wiring
 from batch_gateway.contract.errors import TransientError
 from batch_gateway.service.keys import results_key
 from lambdas import create, finalize, plan, poll, submit
-from tests.integration.conftest import FakeContext, call, load_event
+from tests.support.events import call, load_event
+from tests.support.lambda_context import FakeLambdaContext
 
 CHUNKS = 20
 LAMBDA_MS = 300_000  # the workflow functions' 5-minute timeout
 CHUNK_MS = 30_000  # what one chunk of work takes here: about 8 of the 20 fit one invocation
 
 
-class RunningOutContext(FakeContext):
+class RunningOutContext(FakeLambdaContext):
     """A Lambda context whose clock moves on by one chunk's work each time the step looks at it, the way a real
     invocation's remaining time shrinks while it works through chunks."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.remaining = LAMBDA_MS
 
     def get_remaining_time_in_millis(self) -> int:

@@ -11,9 +11,7 @@ import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from batch_gateway.contract.errors import ConflictError, InvalidRequestError, NotFoundError
 from batch_gateway.models.ids import new_job_id
@@ -27,12 +25,6 @@ from tests.support.concurrency import serialise_moto_dynamodb
 
 REGION = "us-east-1"
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def moto_account():
-    with mock_aws():
-        yield {"dynamodb": boto3.client("dynamodb", region_name=REGION), "s3": boto3.client("s3", region_name=REGION)}
 
 
 @pytest.fixture(params=["memory", "dynamodb"])
