@@ -14,6 +14,8 @@ import json
 from typing import Any
 from urllib.parse import unquote
 
+from batch_gateway_dev.sigv4 import parse_presigned_query
+
 
 def _body(response: Any) -> dict[str, Any]:
     """The request's parameters: moto has parsed them already for some services, not for others."""
@@ -130,7 +132,8 @@ def _accept_presigned_urls() -> None:
 
     def _authenticate_and_authorize_action(self: Any, iam_request_cls: type, resource: str = "*") -> None:
         query = parse_qs(urlparse(self.uri).query)
-        if "Authorization" in self.headers or "X-Amz-Credential" not in query:
+        claims = None if "Authorization" in self.headers else parse_presigned_query(query)
+        if claims is None:
             return original(self, iam_request_cls, resource)
         from moto import settings
 
@@ -141,10 +144,7 @@ def _accept_presigned_urls() -> None:
             from moto.s3.exceptions import AccessForbidden
 
             raise AccessForbidden("Request has expired")
-        headers = {
-            "Authorization": f"AWS4-HMAC-SHA256 Credential={query['X-Amz-Credential'][0]}, "
-            f"SignedHeaders=host, Signature={query.get('X-Amz-Signature', [''])[0]}"
-        }
+        headers = {"Authorization": claims.header()}
         if "X-Amz-Security-Token" in query:
             headers["X-Amz-Security-Token"] = query["X-Amz-Security-Token"][0]
         iam_request = iam_request_cls(

@@ -30,6 +30,7 @@ import requests
 
 from batch_gateway_dev.local.front import ApiFront
 from batch_gateway_dev.local.lambda_runtime import ENVIRONMENTS_FILE
+from batch_gateway_dev.local.resources import create_table
 from batch_gateway_dev.local.service_principals import service_user_name
 from batch_gateway_dev.local.template import REPO_ROOT, Template, resolve, synthesized_template
 
@@ -359,16 +360,7 @@ class LocalStack:
 
         dynamodb = self.client("dynamodb")
         for logical_id, table in template.of_type("AWS::DynamoDB::Table").items():
-            props = table["Properties"]
-            spec: dict[str, Any] = {
-                "TableName": refs[logical_id],
-                "BillingMode": "PAY_PER_REQUEST",
-                "AttributeDefinitions": props["AttributeDefinitions"],
-                "KeySchema": props["KeySchema"],
-            }
-            if props.get("GlobalSecondaryIndexes"):
-                spec["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
-            dynamodb.create_table(**spec)
+            create_table(dynamodb, refs[logical_id], table["Properties"])
         s3 = self.client("s3")
         for logical_id in template.of_type("AWS::S3::Bucket"):
             s3.create_bucket(Bucket=refs[logical_id])
