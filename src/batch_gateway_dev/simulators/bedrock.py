@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
 
+from batch_gateway_dev.sigv4 import parse_authorization
 from batch_gateway_dev.simulators import content
 from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators.schedule import ERRORED, EXPIRED, SUCCEEDED, Plan
@@ -437,8 +438,8 @@ def _fingerprint(body: dict[str, Any]) -> str:
 
 
 def _request_region(req: Request) -> str:
-    found = re.search(r"Credential=[^/]+/\d{8}/([\w-]+)/", req.header("authorization") or "")
-    return found.group(1) if found else DEFAULT_REGION
+    claims = parse_authorization(req.header("authorization"))
+    return claims.region if claims else DEFAULT_REGION
 
 
 def _check_create(body: Any) -> dict[str, Any]:
@@ -522,11 +523,11 @@ class BedrockJobs:
             return
         if not value.startswith("AWS4-HMAC-SHA256 "):
             raise ApiError(403, "MissingAuthenticationTokenException", "Missing Authentication Token")
-        scope = re.search(r"Credential=[^/]+/\d{8}/[\w-]+/([\w-]+)/aws4_request", value)
-        if scope is None or not req.header("x-amz-date") or "Signature=" not in value:
+        claims = parse_authorization(value)
+        if claims is None or not req.header("x-amz-date"):
             raise ApiError(403, "IncompleteSignatureException", "Authorization header is not a valid SigV4 header.")
-        if scope.group(1) != "bedrock":
-            message = f"Credential should be scoped to correct service: 'bedrock'. (got {scope.group(1)!r})"
+        if claims.service != "bedrock":
+            message = f"Credential should be scoped to correct service: 'bedrock'. (got {claims.service!r})"
             raise ApiError(403, "InvalidSignatureException", message)
 
     # ---- control plane
