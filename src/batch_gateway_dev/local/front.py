@@ -11,12 +11,9 @@ from __future__ import annotations
 import base64
 import hmac
 import json
-import re
-import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlsplit
 
@@ -24,15 +21,13 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from batch_gateway_dev.http_server import LoopbackServer, QuietHandler
 from batch_gateway_dev.local.template import Route
+from batch_gateway_dev.sigv4 import parse_authorization
 
 STAGE = "v1"
 ACCOUNT = "123456789012"
 CLOCK_SKEW_SECONDS = 15 * 60
-_AUTH = re.compile(
-    r"\AAWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/(?P<date>\d{8})/(?P<region>[\w-]+)/execute-api/"
-    r"aws4_request, ?SignedHeaders=(?P<signed>[a-z0-9;-]+), ?Signature=(?P<signature>[0-9a-f]{64})\Z"
-)
 
 Response = tuple[int, dict[str, str], bytes]
 
@@ -61,14 +56,14 @@ def verify_signature(
     auth = lowered.get("authorization", "")
     if not auth:
         return _json(403, {"message": "Missing Authentication Token"}, "MissingAuthenticationTokenException")
-    found = _AUTH.match(auth)
-    if not found:
+    found = parse_authorization(auth)
+    if found is None or found.service != "execute-api":
         return _json(
             403,
             {"message": "Authorization header requires a SigV4 execute-api signature"},
             "IncompleteSignatureException",
         )
-    principal = identify(found["key"])
+    principal = identify(found.access_key)
     if principal is None:
         return _json(
             403, {"message": "The security token included in the request is invalid."}, "UnrecognizedClientException"
@@ -80,13 +75,14 @@ def verify_signature(
         return _json(403, {"message": "Signature expired or X-Amz-Date missing"}, "InvalidSignatureException")
     if abs((datetime.now(UTC) - signed_at).total_seconds()) > CLOCK_SKEW_SECONDS:
         return _json(403, {"message": "Signature expired"}, "InvalidSignatureException")
-    signed = found["signed"].split(";")
-    request = AWSRequest(method=method, url=url, data=body, headers={h: lowered.get(h, "") for h in signed})
+    request = AWSRequest(
+        method=method, url=url, data=body, headers={h: lowered.get(h, "") for h in found.signed_headers}
+    )
     request.context["timestamp"] = stamp
-    signer = SigV4Auth(Credentials(principal.access_key, principal.secret_key), "execute-api", found["region"])
+    signer = SigV4Auth(Credentials(principal.access_key, principal.secret_key), "execute-api", found.region)
     canonical = signer.canonical_request(request)
     expected = signer.signature(signer.string_to_sign(request, canonical), request)
-    if not hmac.compare_digest(expected, found["signature"]):
+    if not hmac.compare_digest(expected, found.signature):
         return _json(
             403,
             {"message": "The request signature we calculated does not match the signature you provided."},
@@ -110,42 +106,24 @@ class ApiFront:
         self._identify = identify
         front = self
 
-        class _Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
+        class _Handler(QuietHandler):
+            def serve(self) -> None:
+                body = self.read_body() or b""
                 status, headers, payload = front.dispatch(self.command, self.path, dict(self.headers.items()), body)
-                self.send_response(status)
-                for key, value in headers.items():
-                    self.send_header(key, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                self.send_bytes(status, payload, headers)
 
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
-
-            def log_message(self, *_: Any) -> None:  # keep the terminal for the JSON logs
-                pass
-
-        self._server = ThreadingHTTPServer((host, port), _Handler)
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        self._server = LoopbackServer(_Handler, host, port)
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/{STAGE}"
+        return f"{self._server.origin}/{STAGE}"
 
     def start(self) -> ApiFront:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="api-front", daemon=True)
-        self._thread.start()
+        self._server.start(name="api-front")
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
 
     def dispatch(self, method: str, raw_path: str, headers: dict[str, str], body: bytes) -> Response:
         """The answer to one HTTP request. Like API Gateway's, every answer (its own refusals too) carries
