@@ -8,6 +8,7 @@ from constructs import Construct
 from stacks import checkov
 from stacks.alarms import AlarmsConstruct
 from stacks.api import ApiConstruct
+from stacks.bedrock import BedrockConstruct
 from stacks.config import GatewayConfig
 from stacks.drop_folder import DropFolderConstruct
 from stacks.encryption import CustomerKey
@@ -25,7 +26,7 @@ class BatchGatewayStack(Stack):
 
         key = CustomerKey(self, "Encryption").key if config.customer_key else None
         self.storage = StorageConstruct(self, "Storage", key=key)
-        self.secrets = SecretsConstruct(self, "Secrets", providers=config.providers, key=key)
+        self.secrets = SecretsConstruct(self, "Secrets", providers=config.keyed_providers, key=key)
         self.functions = FunctionFactory(config, table=self.storage.table, bucket=self.storage.bucket)
         self.workflow = WorkflowConstruct(
             self, "Workflow", config=config, functions=self.functions, storage=self.storage, secrets=self.secrets
@@ -54,6 +55,22 @@ class BatchGatewayStack(Stack):
             storage=self.storage,
             secrets=self.secrets,
             state_machine=self.workflow.state_machine,
+        )
+        self.bedrock = (
+            BedrockConstruct(
+                self,
+                "Bedrock",
+                config=config,
+                storage=self.storage,
+                functions={
+                    **self.workflow.functions,
+                    "Create": self.api.functions["Create"],
+                    "Ingest": self.drop_folder.function,
+                    "Sweeper": self.sweeper.function,
+                },
+            )
+            if config.bedrock_enabled
+            else None
         )
         self.alarms = AlarmsConstruct(
             self,

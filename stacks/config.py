@@ -3,8 +3,9 @@
 Context keys:
 
 ``providers``
-    Comma separated providers to enable, default ``"anthropic,openai"``. One Secrets Manager secret is created per
-    enabled provider and its ARN is given to the worker Lambdas.
+    Comma separated providers to enable, default ``"anthropic,openai"``; ``bedrock`` adds Amazon Bedrock. One Secrets
+    Manager secret is created per enabled provider that takes an API key (Bedrock takes none: the functions' roles
+    call it, and a Bedrock service role reads each job's input and writes its output, see ``stacks/bedrock.py``).
 ``architecture``
     Lambda architecture, ``"arm64"`` (default) or ``"x86_64"``; the pip platform of the bundles follows it.
 ``log_retention_days``
@@ -23,11 +24,23 @@ Context keys:
     ``aws`` (default): AWS-managed encryption at rest (SSE-S3, DynamoDB's and Secrets Manager's AWS-managed keys,
     SSE-SQS, CloudWatch Logs' own). ``customer``: one customer-managed KMS key (rotated yearly, kept when the stack
     is deleted) encrypts the payload bucket, jobs table, queues, log groups, secrets and alarm topic.
+``bedrock_small_jobs``
+    What a Bedrock job below the model's minimum records does: ``on_demand`` (default; its requests run through
+    Converse at the on-demand price) or ``reject`` (400 at create naming the minimum). Decision 0039.
+``bedrock_timeout_hours``
+    ``timeoutDurationInHours`` of each Bedrock job, 24-168, default ``24``.
+``bedrock_min_records`` / ``bedrock_max_records``
+    Records per Bedrock job (your account's Service Quotas), default ``100`` / ``50000``.
+``bedrock_model_limits``
+    JSON object, per model id: ``{"min_records", "max_records", "max_bytes"}`` (quotas that differ per model).
+``bedrock_on_demand_concurrency``
+    Converse calls at a time for a small Bedrock job, default ``4``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from aws_cdk import aws_lambda as lambda_
@@ -35,7 +48,8 @@ from aws_cdk import aws_logs as logs
 
 from batch_gateway import constants
 
-KNOWN_PROVIDERS = ("anthropic", "openai")
+KNOWN_PROVIDERS = ("anthropic", "openai", "bedrock")
+KEYED_PROVIDERS = ("anthropic", "openai")  # providers with an API key in Secrets Manager (Bedrock has none)
 
 DEFAULTS: dict[str, Any] = {
     "providers": "anthropic,openai",
@@ -46,6 +60,12 @@ DEFAULTS: dict[str, Any] = {
     "poll_schedule": constants.DEFAULT_POLL_SCHEDULE,
     "nag": True,
     "kms": "aws",
+    "bedrock_small_jobs": "on_demand",
+    "bedrock_timeout_hours": constants.BEDROCK_TIMEOUT_HOURS,
+    "bedrock_min_records": constants.BEDROCK_MIN_RECORDS,
+    "bedrock_max_records": constants.BEDROCK_MAX_RECORDS,
+    "bedrock_model_limits": "",
+    "bedrock_on_demand_concurrency": constants.BEDROCK_ON_DEMAND_CONCURRENCY,
 }
 
 KMS_MODES = ("aws", "customer")
@@ -92,6 +112,7 @@ class GatewayConfig:
     poll_schedule: str
     nag: bool
     kms: str = "aws"
+    bedrock: BedrockConfig = field(default_factory=lambda: BedrockConfig())
 
     @classmethod
     def from_context(cls, get: Any) -> GatewayConfig:
@@ -144,6 +165,7 @@ class GatewayConfig:
             raise ConfigError(f"context 'kms' must be one of {list(KMS_MODES)}, got {value('kms')!r}")
 
         return cls(
+            bedrock=BedrockConfig.from_context(value),
             providers=providers,
             architecture=architecture,
             log_retention_days=retention,
@@ -153,6 +175,15 @@ class GatewayConfig:
             nag=bool(nag),
             kms=kms,
         )
+
+    @property
+    def bedrock_enabled(self) -> bool:
+        return "bedrock" in self.providers
+
+    @property
+    def keyed_providers(self) -> tuple[str, ...]:
+        """The enabled providers that take an API key (one secret each)."""
+        return tuple(p for p in self.providers if p in KEYED_PROVIDERS)
 
     @property
     def customer_key(self) -> bool:
@@ -166,3 +197,59 @@ class GatewayConfig:
     @property
     def log_retention(self) -> logs.RetentionDays:
         return _RETENTION[self.log_retention_days]
+
+
+@dataclass(frozen=True)
+class BedrockConfig:
+    """Bedrock's settings from context, given to the functions as ``BEDROCK_*`` (``batch_gateway.settings``)."""
+
+    small_jobs: str = "on_demand"
+    timeout_hours: int = constants.BEDROCK_TIMEOUT_HOURS
+    min_records: int = constants.BEDROCK_MIN_RECORDS
+    max_records: int = constants.BEDROCK_MAX_RECORDS
+    model_limits: str = ""  # JSON text, as the functions read it
+    on_demand_concurrency: int = constants.BEDROCK_ON_DEMAND_CONCURRENCY
+
+    @classmethod
+    def from_context(cls, value: Any) -> BedrockConfig:
+        small_jobs = str(value("bedrock_small_jobs")).strip().lower()
+        if small_jobs not in constants.BEDROCK_SMALL_JOB_MODES:
+            raise ConfigError(
+                f"context 'bedrock_small_jobs' must be one of {list(constants.BEDROCK_SMALL_JOB_MODES)}, "
+                f"got {value('bedrock_small_jobs')!r}"
+            )
+
+        def number(key: str, low: int, high: int | None = None) -> int:
+            try:
+                found = int(value(key))
+            except (TypeError, ValueError):
+                found = low - 1
+            if found < low or (high is not None and found > high):
+                bounds = f"{low}-{high}" if high is not None else f">= {low}"
+                raise ConfigError(f"context '{key}' must be a whole number {bounds}, got {value(key)!r}")
+            return found
+
+        min_records = number("bedrock_min_records", 1)
+        max_records = number("bedrock_max_records", min_records)
+        limits = value("bedrock_model_limits")
+        if isinstance(limits, str) and limits.strip():
+            try:
+                limits = json.loads(limits)
+            except ValueError:
+                limits = None
+        limits = limits or {}
+        if not isinstance(limits, dict) or not all(
+            isinstance(v, dict) and set(v) <= {"min_records", "max_records", "max_bytes"} for v in limits.values()
+        ):
+            raise ConfigError(
+                "context 'bedrock_model_limits' must be a JSON object of model id -> "
+                f'{{"min_records", "max_records", "max_bytes"}}, got {value("bedrock_model_limits")!r}'
+            )
+        return cls(
+            small_jobs=small_jobs,
+            timeout_hours=number("bedrock_timeout_hours", 24, 168),
+            min_records=min_records,
+            max_records=max_records,
+            model_limits=json.dumps(limits, sort_keys=True) if limits else "",
+            on_demand_concurrency=number("bedrock_on_demand_concurrency", 1),
+        )

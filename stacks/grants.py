@@ -8,6 +8,7 @@ wildcard key pattern raises with the reason.
 
 from __future__ import annotations
 
+from aws_cdk import Aws
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -67,3 +68,75 @@ def objects(
                 f"AwsSolutions-IAM5[Resource::{nag.arn_token(bucket)}/{pattern}]",
                 f"Object keys hold the job id, unknown at deploy time: {why}",
             )
+
+
+# --- Amazon Bedrock (decision 0043) -----------------------------------------------------------------------------
+
+BEDROCK_SERVICE = "bedrock.amazonaws.com"
+# Where a chunk's Bedrock files live (batch_gateway.providers.bedrock: chunk_dir, input_key, output_prefix,
+# on_demand_prefix): jobs/<job id>/chunks/<index>/bedrock/{input,output,on-demand}/...
+BEDROCK_FILES = "jobs/*/chunks/*/bedrock/"
+BEDROCK_INPUT = BEDROCK_FILES + "input/*"
+BEDROCK_OUTPUT = BEDROCK_FILES + "output/*"
+BEDROCK_ON_DEMAND = BEDROCK_FILES + "on-demand/*"
+BEDROCK_LIST_PREFIX = BEDROCK_FILES + "*"
+# The functions' Bedrock actions. ListModelInvocationJobs has no resource type (Resource "*"); the others are scoped
+# to this account's model invocation jobs, and create to the models and inference profiles as well.
+BEDROCK_CREATE = ["bedrock:CreateModelInvocationJob"]
+BEDROCK_GET = ["bedrock:GetModelInvocationJob"]
+BEDROCK_STOP = ["bedrock:StopModelInvocationJob"]
+BEDROCK_LIST = ["bedrock:ListModelInvocationJobs"]
+BEDROCK_INVOKE = ["bedrock:InvokeModel"]  # Converse, for a small job run on demand (decision 0039)
+
+
+def bedrock_arn(resource: str, *, region: str | None = None, account: str | None = None) -> str:
+    region = Aws.REGION if region is None else region
+    account = Aws.ACCOUNT_ID if account is None else account
+    return f"arn:{Aws.PARTITION}:bedrock:{region}:{account}:{resource}"
+
+
+def bedrock_jobs_arn() -> str:
+    return bedrock_arn("model-invocation-job/*")
+
+
+def bedrock_models() -> list[str]:
+    """Foundation models (any region: a cross-region inference profile routes to them) and this account's inference
+    profiles in the stack's region."""
+    return [bedrock_arn("foundation-model/*", region="*", account=""), bedrock_arn("inference-profile/*")]
+
+
+def bedrock_jobs(role: iam.IRole, actions: list[str], *, models: bool = False) -> None:
+    """``actions`` on this account's model invocation jobs (and, for create, on the models they name)."""
+    role.add_to_principal_policy(
+        iam.PolicyStatement(actions=actions, resources=[bedrock_jobs_arn(), *(bedrock_models() if models else [])])
+    )
+
+
+def bedrock_list_jobs(role: iam.IRole) -> None:
+    role.add_to_principal_policy(iam.PolicyStatement(actions=BEDROCK_LIST, resources=["*"]))
+
+
+def bedrock_invoke(role: iam.IRole) -> None:
+    role.add_to_principal_policy(iam.PolicyStatement(actions=BEDROCK_INVOKE, resources=bedrock_models()))
+
+
+def pass_to_bedrock(role: iam.IRole, service_role: iam.IRole) -> None:
+    """``iam:PassRole`` on the Bedrock service role only, and only to Bedrock."""
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=["iam:PassRole"],
+            resources=[service_role.role_arn],
+            conditions={"StringEquals": {"iam:PassedToService": BEDROCK_SERVICE}},
+        )
+    )
+
+
+def list_objects(role: iam.IRole, bucket: s3.IBucket, prefix: str) -> None:
+    """``s3:ListBucket`` on the payload bucket for keys under ``prefix`` (``s3:prefix`` condition) only."""
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=["s3:ListBucket"],
+            resources=[bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [prefix]}},
+        )
+    )

@@ -34,7 +34,7 @@ def test_context_values_from_the_cli_are_parsed_like_cdk_json_values():
 @pytest.mark.parametrize(
     "context",
     [
-        {"providers": "anthropic,bedrock"},
+        {"providers": "anthropic,gemini"},
         {"providers": ""},
         {"architecture": "arm"},
         {"log_retention_days": 31},
