@@ -42,9 +42,9 @@ class RoleCredentials:
                     region_name=self._region,
                     role_session_name="local",
                     role_arn=role_arn,
-                    policy=None,
+                    policy=None,  # type: ignore[arg-type]  # moto's own handler passes None: its hint is too narrow
                     duration=SESSION_SECONDS,
-                    external_id=None,
+                    external_id=None,  # type: ignore[arg-type]  # as above
                 )
                 self._sessions[role_arn] = {
                     "AWS_ACCESS_KEY_ID": role.access_key_id,
@@ -61,7 +61,7 @@ def _states_call_as_their_role(credentials: RoleCredentials, endpoint: str) -> N
 
     def boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
         keys = credentials(state_credentials.role_arn)
-        return boto3.client(
+        return boto3.client(  # type: ignore[call-overload]  # boto3-stubs types only literal service names
             service,
             region_name=region,
             endpoint_url=endpoint,
@@ -76,7 +76,7 @@ def _states_call_as_their_role(credentials: RoleCredentials, endpoint: str) -> N
             ),
         )
 
-    lambda_eval_utils.boto_client_for = boto_client_for  # type: ignore[assignment]
+    lambda_eval_utils.boto_client_for = boto_client_for  # type: ignore[attr-defined]  # moto imports it there unexported
 
 
 def _stopped_executions_end_at_once() -> None:

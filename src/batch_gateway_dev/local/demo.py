@@ -46,7 +46,8 @@ def main() -> int:
 
 class _env:
     def __init__(self, values: dict[str, str]) -> None:
-        self.values, self.saved = values, {}
+        self.values = values
+        self.saved: dict[str, str | None] = {}
 
     def __enter__(self) -> None:
         for key, value in self.values.items():

@@ -33,9 +33,16 @@ Response = tuple[int, dict[str, str], bytes]
 
 
 class Principal(Protocol):
-    name: str
-    access_key: str
-    secret_key: str
+    """A caller the front can sign for (read-only: the local stack's callers are frozen dataclasses)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def access_key(self) -> str: ...
+
+    @property
+    def secret_key(self) -> str: ...
 
     @property
     def principal(self) -> str: ...

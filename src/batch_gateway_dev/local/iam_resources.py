@@ -44,7 +44,8 @@ def _dynamodb(self: Any) -> str:
             if body.get(key):
                 table = next(iter(body[key]))
         for item in body.get("TransactItems") or []:
-            table = table or next(iter(item.values()), {}).get("TableName")
+            operation: dict[str, Any] = next(iter(item.values()), {})
+            table = table or operation.get("TableName")
     if not table:
         return "*"
     if str(table).startswith("arn:"):

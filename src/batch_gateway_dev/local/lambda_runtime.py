@@ -104,14 +104,15 @@ class _Worker:
         return self._exchange(request, timeout)
 
     def _exchange(self, request: dict[str, Any] | None, timeout: float) -> dict[str, Any] | None:
-        assert self.process.stdin and self.process.stdout
-        answer: list[Any] = []
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None and stdout is not None
+        answer: list[dict[str, Any] | None] = []
 
         def exchange() -> None:
             try:
                 if request is not None:
-                    write_frame(self.process.stdin, request)  # type: ignore[arg-type]
-                answer.append(read_frame(self.process.stdout))  # type: ignore[arg-type]
+                    write_frame(stdin, request)
+                answer.append(read_frame(stdout))
             except (OSError, ValueError):
                 answer.append(None)
 

@@ -18,7 +18,7 @@ import struct
 import sys
 import time
 import traceback
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 
 class LambdaContext:
@@ -38,7 +38,7 @@ class LambdaContext:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
-def read_frame(stream: BinaryIO) -> Any:
+def read_frame(stream: IO[bytes]) -> Any:
     header = stream.read(4)
     if len(header) < 4:
         return None
@@ -46,7 +46,7 @@ def read_frame(stream: BinaryIO) -> Any:
     return json.loads(stream.read(length))
 
 
-def write_frame(stream: BinaryIO, value: Any) -> None:
+def write_frame(stream: IO[bytes], value: Any) -> None:
     data = json.dumps(value).encode()
     stream.write(struct.pack(">I", len(data)) + data)
     stream.flush()

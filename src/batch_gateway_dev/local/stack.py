@@ -23,7 +23,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import boto3
 import requests
@@ -36,7 +36,16 @@ from batch_gateway_dev.local.template import REPO_ROOT, Template, resolve, synth
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
-BOOTSTRAP_CREDENTIALS = {"aws_access_key_id": "bootstrap", "aws_secret_access_key": "bootstrap"}
+
+
+class AccessKeys(TypedDict):
+    """An IAM user's keys, as boto3.client's keyword arguments."""
+
+    aws_access_key_id: str
+    aws_secret_access_key: str
+
+
+BOOTSTRAP_CREDENTIALS: AccessKeys = {"aws_access_key_id": "bootstrap", "aws_secret_access_key": "bootstrap"}
 DROP_FOLDER_USER = "drop-folder"
 DROP_FOLDER_OWNER = f"arn:aws:iam::{ACCOUNT}:user/{DROP_FOLDER_USER}"
 DEFAULT_CALLER = "local-caller"
@@ -101,7 +110,7 @@ class LocalStack:
         self.aws_endpoint_url = ""
         self.functions: dict[str, str] = {}  # logical id -> handler path
         self._aws: subprocess.Popen[bytes] | None = None
-        self._admin: dict[str, str] = dict(BOOTSTRAP_CREDENTIALS)
+        self._admin: AccessKeys = BOOTSTRAP_CREDENTIALS.copy()
         self._callers: dict[str, CallerCredentials] = {}  # access key -> caller
         self._callers_by_name: dict[str, CallerCredentials] = {}
         self._lock = threading.Lock()
@@ -188,12 +197,14 @@ class LocalStack:
 
     def client(self, service: str, credentials: CallerCredentials | None = None) -> Any:
         """A boto3 client for the local AWS endpoint: the operator's (admin) keys unless a caller is given."""
-        keys = (
+        keys: AccessKeys = (
             {"aws_access_key_id": credentials.access_key, "aws_secret_access_key": credentials.secret_key}
             if credentials
             else self._admin
         )
-        return boto3.client(service, endpoint_url=self.aws_endpoint_url, region_name=REGION, **keys)
+        return boto3.client(  # type: ignore[call-overload]  # boto3-stubs types only literal service names
+            service, endpoint_url=self.aws_endpoint_url, region_name=REGION, **keys
+        )
 
     def caller(self, name: str) -> CallerCredentials:
         """An IAM user allowed to call the API (``execute-api:Invoke``), made on first use: one tenant."""

@@ -49,13 +49,13 @@ def _summarize_messages(messages: Any, extra_chars: int = 0) -> tuple[str, int]:
     return last_user[:EXCERPT_CHARS], max(1, chars // 4)
 
 
-def summarize_anthropic(params: dict) -> tuple[str, int]:
+def summarize_anthropic(params: dict[str, Any]) -> tuple[str, int]:
     """Excerpt and input tokens of Anthropic Messages params (`system` + `messages`)."""
     system_chars = sum(len(p) for p in _text(params.get("system")))
     return _summarize_messages(params.get("messages"), system_chars)
 
 
-def summarize_openai(endpoint: str, body: dict) -> tuple[str, int]:
+def summarize_openai(endpoint: str, body: dict[str, Any]) -> tuple[str, int]:
     """Excerpt and input tokens of an OpenAI request body for `endpoint`."""
     if endpoint == "/v1/chat/completions":
         return _summarize_messages(body.get("messages"))

@@ -175,7 +175,15 @@ class _Batch:
         "errored_to", "cancel_at", "cancel_seconds", "output_file_id", "error_file_id", "_usage_at", "_usage",
     )  # fmt: skip
 
-    def __init__(self, plan: Plan, items: list[Item], model: str | None, body: dict, errors: list, config: dict):
+    def __init__(
+        self,
+        plan: Plan,
+        items: list[Item],
+        model: str | None,
+        body: dict[str, Any],
+        errors: list[dict[str, Any]],
+        config: dict[str, Any],
+    ) -> None:
         self.id = "batch_" + secrets.token_hex(16)
         self.plan = plan
         self.items = items
@@ -185,7 +193,7 @@ class _Batch:
         self.metadata = body.get("metadata")
         self.errors = errors
         self.tokens = sum(item[2] for item in items)
-        self.errored_to = config["openai_errored_items_file"]
+        self.errored_to: str = config["openai_errored_items_file"]  # "output" | "error"
         self.cancel_at: float | None = None
         self.cancel_seconds = 0.0
         self.output_file_id: str | None = None
@@ -668,7 +676,9 @@ class OpenAIBatches:
             self.created += 1
             return json_reply(self._view(batch, now))
 
-    def _token_limit_errors(self, items: list[Item], model: str | None, limit: int | None, now: float) -> list:
+    def _token_limit_errors(
+        self, items: list[Item], model: str | None, limit: int | None, now: float
+    ) -> list[dict[str, Any]]:
         """The enqueued-token check: this batch plus the same model's batches still in flight."""
         if limit is None:
             return []

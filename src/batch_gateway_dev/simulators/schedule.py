@@ -8,6 +8,7 @@ cancel keeps what finished before it; an expiring batch only ever finishes its f
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 SUCCEEDED = "succeeded"
 ERRORED = "errored"
@@ -27,7 +28,7 @@ class Plan:
     expire: bool  # batch_outcome == "expire"
 
     @classmethod
-    def from_settings(cls, created: float, settings: dict, custom_ids: list[str]) -> Plan:
+    def from_settings(cls, created: float, settings: dict[str, Any], custom_ids: list[str]) -> Plan:
         wanted = settings["item_outcomes"]
         forced = {i: wanted[cid] for i, cid in enumerate(custom_ids) if cid in wanted} if wanted else {}
         return cls(

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
@@ -49,6 +49,14 @@ def json_reply(obj: Any, status: int = 200, headers: dict[str, str] | None = Non
     return Reply(status, _encode(obj).encode(), "application/json", dict(headers or {}))
 
 
+class Headers(Protocol):
+    """Request headers as handlers read them: http.server's case-insensitive ``Message``, or a plain mapping."""
+
+    def get(self, name: str, /) -> str | None: ...
+
+    def items(self) -> Iterable[tuple[str, str]]: ...
+
+
 @dataclass
 class Request:
     """What a handler sees of an HTTP request."""
@@ -56,7 +64,7 @@ class Request:
     method: str
     path: str
     query: dict[str, str]
-    headers: Mapping[str, str]
+    headers: Headers
     body: bytes
     base_url: str  # scheme://host:port as the client addressed us, for absolute URLs such as results_url
 
