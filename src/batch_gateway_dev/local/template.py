@@ -31,7 +31,8 @@ def synthesized_template(context: dict[str, Any]) -> dict[str, Any]:
     """Synthesize (about 5-10 s) or reuse the cached template for this exact CDK code and context."""
     cache = CACHE_DIR / f"template-{_fingerprint(context)}.json"
     if cache.exists():
-        return json.loads(cache.read_text())
+        cached: dict[str, Any] = json.loads(cache.read_text())
+        return cached
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
     from stacks.app_factory import synth_template  # importable in the dev venv: see dev-mode-dirs in pyproject.toml
@@ -83,7 +84,8 @@ class Template:
     def state_machine(self) -> tuple[str, Any]:
         [(logical_id, resource)] = self.of_type("AWS::StepFunctions::StateMachine").items()
         props = resource["Properties"]
-        return logical_id, props.get("DefinitionString") or json.dumps(props["Definition"])
+        definition: str = props.get("DefinitionString") or json.dumps(props["Definition"])
+        return logical_id, definition
 
     def routes(self) -> list[Route]:
         api_resources = self.of_type("AWS::ApiGateway::Resource")
@@ -91,7 +93,7 @@ class Template:
         def path_of(ref: Any) -> str:
             if isinstance(ref, dict) and "Ref" in ref and ref["Ref"] in api_resources:
                 props = api_resources[ref["Ref"]]["Properties"]
-                return path_of(props["ParentId"]) + "/" + props["PathPart"]
+                return f"{path_of(props['ParentId'])}/{props['PathPart']}"
             return ""  # the API's root resource
 
         routes = []
@@ -109,7 +111,8 @@ def _function_in(value: Any) -> str | None:
     """The Lambda logical id an integration URI points at."""
     if isinstance(value, dict):
         if "Fn::GetAtt" in value and value["Fn::GetAtt"][1] == "Arn":
-            return value["Fn::GetAtt"][0]
+            logical_id: str = value["Fn::GetAtt"][0]
+            return logical_id
         for item in value.values():
             found = _function_in(item)
             if found:
