@@ -73,6 +73,7 @@ synth: $(VENV_STAMP) node_modules/.installed
 lint: $(VENV_STAMP) $(LINT_STAMP)
 	$(UV) run --frozen ruff check .
 	$(UV) run --frozen ruff format --check .
+	$(UV) run --frozen mypy
 	$(UV) run --frozen lint-imports
 	$(UV) run --frozen python -m stacks.synth_for_lint cdk.out/lint
 	$(UV) run --frozen python -m stacks.synth_for_lint cdk.out/lint-kms kms=customer providers=anthropic,openai,bedrock
