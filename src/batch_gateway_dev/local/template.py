@@ -16,6 +16,9 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 CACHE_DIR = REPO_ROOT / ".local"
+# The local stack enables every provider (stacks.config.KNOWN_PROVIDERS) unless its context says otherwise: Bedrock
+# needs no key, and the simulators stand in for all three.
+LOCAL_CONTEXT: dict[str, Any] = {"nag": False, "providers": "anthropic,openai,bedrock"}
 
 
 def _fingerprint(context: dict[str, Any]) -> str:
@@ -28,7 +31,9 @@ def _fingerprint(context: dict[str, Any]) -> str:
 
 
 def synthesized_template(context: dict[str, Any]) -> dict[str, Any]:
-    """Synthesize (about 5-10 s) or reuse the cached template for this exact CDK code and context."""
+    """Synthesize (about 5-10 s) or reuse the cached template for this exact CDK code and context (over
+    ``LOCAL_CONTEXT``)."""
+    context = {**LOCAL_CONTEXT, **context}
     cache = CACHE_DIR / f"template-{_fingerprint(context)}.json"
     if cache.exists():
         cached: dict[str, Any] = json.loads(cache.read_text())
@@ -37,7 +42,7 @@ def synthesized_template(context: dict[str, Any]) -> dict[str, Any]:
     os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
     from stacks.app_factory import synth_template  # importable in the dev venv: see dev-mode-dirs in pyproject.toml
 
-    template = synth_template({"nag": False, **context})
+    template = synth_template(context)
     CACHE_DIR.mkdir(exist_ok=True)
     tmp = cache.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(template))

@@ -1,0 +1,137 @@
+"""Bedrock jobs through the local stack over HTTP (issue 11): the functions call the Bedrock simulator with their own
+roles through boto3's endpoint settings, and the simulator reads each job's input and writes its output in the local
+S3 as the deployment's Bedrock service role, assumed as bedrock.amazonaws.com, so the role's grants are checked as in
+AWS. Covers: a 250-request job by caller id, a job above the per-job maximum split with every id once, a small job on
+demand (and refused under ``reject``), cancel keeping finished records, a job Bedrock fails, a lost create answer
+yielding one Bedrock job, and the service role's read grant broken on purpose."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from batch_gateway import constants
+
+pytestmark = pytest.mark.e2e
+
+CLAUDE = "anthropic.claude-3-5-haiku-20241022-v1:0"
+NOVA = "us.amazon.nova-lite-v1:0"
+
+
+def bedrock_body(count: int, model: str = CLAUDE, **changes) -> dict:
+    return {"provider": "bedrock", "model": model, "requests": {f"id-{i}": f"question {i}" for i in range(count)}}
+
+
+def finished(caller, body: dict, timeout: float = 60) -> dict:
+    job = caller.create(body)
+    done = caller.wait(job["id"], timeout=timeout)
+    assert done["status"] == "finished", done.get("error")
+    return done
+
+
+def set_env(stack, module: str, changes: dict[str, str | None]) -> dict[str, str | None]:
+    """Change a function's settings as an operator would; the previous values, to put back."""
+    function = stack.function(module)
+    before = stack.function_environment(function)
+    stack.set_function_environment(function, changes)
+    return {key: before.get(key) for key in changes}
+
+
+def test_a_250_request_job_finishes_with_250_results_by_caller_id(alice, sim):
+    done = finished(alice, bedrock_body(250))
+    assert done["request_counts"]["succeeded"] == 250 and done["request_counts"]["processing"] == 0
+    [chunk] = done["chunks"]
+    assert chunk["provider_batch_id"].startswith("arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/")
+    assert sim.stats()["bedrock"]["batches_created"] == 1
+    results = alice.all_results(done["id"])
+    assert set(results) == {f"id-{i}" for i in range(250)}
+    assert all(r["status"] == "succeeded" and r["text"] for r in results.values())
+    assert results["id-7"]["token_usage"]["input_tokens"] > 0 and "mode" not in results["id-7"]
+    assert results["id-7"]["finish_details"] == {"type": "stop"}
+
+
+def test_a_job_above_the_per_job_maximum_splits_and_every_id_comes_back_once(stack, alice, sim):
+    sim.configure(bedrock_max_records=200)
+    previous = set_env(stack, "plan", {constants.ENV_BEDROCK_MAX_RECORDS: "200"})
+    try:
+        done = finished(alice, bedrock_body(450, model=NOVA))
+    finally:
+        set_env(stack, "plan", previous)
+    assert [c["request_counts"]["total"] for c in done["chunks"]] == [150, 150, 150]  # even, none below the minimum
+    assert sim.stats()["bedrock"]["batches_created"] == 3
+    results = alice.all_results(done["id"], limit=200)
+    assert sorted(results) == sorted(f"id-{i}" for i in range(450))
+    assert all(r["status"] == "succeeded" for r in results.values())
+
+
+def test_a_small_job_runs_on_demand_and_is_refused_under_reject(stack, alice, sim):
+    done = finished(alice, bedrock_body(5))
+    assert [c["status"] for c in done["chunks"]] == ["on_demand"]
+    assert sim.stats()["bedrock"]["batches_created"] == 0 and sim.stats()["bedrock"]["converse_calls"] == 5
+    results = alice.all_results(done["id"])
+    assert sorted(results) == [f"id-{i}" for i in range(5)]
+    assert {r["mode"] for r in results.values()} == {"on_demand"} and all(r["text"] for r in results.values())
+
+    previous = set_env(stack, "create", {constants.ENV_BEDROCK_SMALL_JOBS: "reject"})
+    try:
+        answer = alice.request("POST", "/batches", bedrock_body(5))
+    finally:
+        set_env(stack, "create", previous)
+    assert answer.status_code == 400, answer.text
+    assert "at least 100 requests" in answer.json()["error"]["message"]
+    assert alice.request("POST", "/batches", bedrock_body(5)).status_code == 202  # on demand again
+
+
+def test_cancel_keeps_the_records_that_finished(alice, sim):
+    sim.configure(processing_seconds=6)
+    job = alice.create(bedrock_body(200))
+    batch = alice.wait(job["id"], until={"in_progress"})
+    deadline = time.monotonic() + 20
+    while not any(n >= 40 for n in sim.stats()["items_finished"].values()):
+        assert time.monotonic() < deadline, sim.stats()["items_finished"]
+        time.sleep(0.1)
+    assert alice.request("POST", f"/batches/{batch['id']}/cancel").status_code == 202
+    done = alice.wait(job["id"])
+    assert done["status"] == "canceled"
+    results = alice.all_results(job["id"])
+    statuses = [r["status"] for r in results.values()]
+    assert len(results) == 200 and 0 < statuses.count("succeeded") < 200
+    assert statuses.count("succeeded") + statuses.count("canceled") == 200
+
+
+def test_a_job_bedrock_fails_ends_failed_with_bedrocks_message(alice, sim):
+    sim.configure(bedrock_min_records=300)  # Bedrock's quota for this account is higher than the deployment says
+    job = alice.create(bedrock_body(250))
+    done = alice.wait(job["id"])
+    assert done["status"] == "failed"
+    assert "less than the minimum of 300 records per batch inference job" in done["error"]
+
+
+def test_a_lost_create_answer_yields_exactly_one_bedrock_job(stack, alice, sim):
+    sim.add_fault("bedrock", "create_batch", "drop_after_accept")
+    done = finished(alice, bedrock_body(150))
+    assert sim.stats()["bedrock"]["batches_created"] == 1
+    assert sim.stats()["bedrock"]["batches"] == [done["chunks"][0]["provider_batch_id"].rsplit("/", 1)[-1]]
+    assert len(alice.all_results(done["id"])) == 150
+
+
+def test_a_service_role_that_cannot_read_the_input_fails_the_job_with_bedrocks_access_denied(stack, alice, sim):
+    role_name = stack.function_environment(stack.function("submit"))[constants.ENV_BEDROCK_ROLE_ARN].split("/")[-1]
+    iam = stack.client("iam")
+    [policy_name] = iam.list_role_policies(RoleName=role_name)["PolicyNames"]
+    document = iam.get_role_policy(RoleName=role_name, PolicyName=policy_name)["PolicyDocument"]
+    narrower = {
+        **document,
+        "Statement": [s for s in document["Statement"] if s["Action"] != "s3:GetObject"],  # the input read
+    }
+    assert len(narrower["Statement"]) == len(document["Statement"]) - 1
+    iam.put_role_policy(RoleName=role_name, PolicyName=policy_name, PolicyDocument=json.dumps(narrower))
+    try:
+        job = alice.create(bedrock_body(150))
+        done = alice.wait(job["id"])
+    finally:
+        iam.put_role_policy(RoleName=role_name, PolicyName=policy_name, PolicyDocument=json.dumps(document))
+    assert done["status"] == "failed"
+    assert "Access denied reading the input" in done["error"] and role_name in done["error"]
