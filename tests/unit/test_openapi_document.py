@@ -95,6 +95,8 @@ ACCEPTED = {
     "openai embeddings of one text": _openai(model="text-embedding-3-small", endpoint="embeddings"),
     "openai embeddings of one message": _openai(endpoint="embeddings", requests={"a": [USER]}),
     "temperature zero": _body(hyperparameters={"temperature": 0}),
+    "a provider option just under 1e38": _body(provider_options={"metadata": {"n": 9.999999999999998e37}}),
+    "a provider option of 1e-130": _body(provider_options={"metadata": {"n": -1e-130, "m": 10**38 - 1}}),
     "an integer written 64.0 (JSON has one number type)": _body(hyperparameters={"max_tokens": 64.0, "top_k": 5.0}),
     "a per-request integer written 64.0": _body(requests={"a": {"prompt": "Hi", "max_tokens": 64.0}}),
 }
@@ -137,6 +139,11 @@ REFUSED = {
     "an anthropic provider option from openai": _body(provider_options={"seed": 7}),
     "a provider option for another endpoint": _openai(endpoint="embeddings", provider_options={"seed": 7}),
     "a provider option DynamoDB cannot store": _body(provider_options={"metadata": {"n": 1e-300}}),
+    "a provider option of 1e126": _body(provider_options={"metadata": {"n": 1e126}}),
+    "a provider option of 9.999999999999999e125 (the same double)": _body(
+        provider_options={"tools": 9.999999999999999e125}
+    ),
+    "a provider option integer of 39 digits": _body(provider_options={"metadata": {"n": 10**38 + 1}}),
     "responses with a stop sequence": _openai(endpoint="responses", hyperparameters={"stop": "END"}),
     "responses with a per-request stop": _openai(endpoint="responses", requests={"a": {"prompt": "Hi", "stop": "X"}}),
     "embeddings with a system prompt": _openai(endpoint="embeddings", requests={"a": [SYSTEM, USER]}),

@@ -48,9 +48,11 @@ def variants() -> list[tuple[str, str, str | None]]:
 
 MAX_LEADING_SYSTEM_MESSAGES = 3  # the document spells out this many; the service takes any number
 # DynamoDB numbers (what the job item can hold): magnitude 1e-130 to below 1e126, at most 38 significant digits.
+# JSON Schema cannot count digits, so the document keeps every number below 1e38 (an integer there has at most 38
+# digits, a double at most 17): stricter than the service, which also takes e.g. 1e50.
 _LARGEST_STORED_INTEGER = 10**38 - 1
 _SMALLEST_STORED_MAGNITUDE = 1e-130
-_LARGEST_STORED_MAGNITUDE = 9.999999999999999e125
+_STORED_MAGNITUDE_BELOW = 1e38
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -68,13 +70,13 @@ NOT_BLANK = f"[^{_BLANK}]"
 
 def _storable_number(low: float | None = None, high: float | None = None) -> dict[str, Any]:
     """A number the job item can hold, within [low, high] (zero, or a magnitude DynamoDB stores)."""
-    top = _LARGEST_STORED_MAGNITUDE if high is None else high
-    bottom = -_LARGEST_STORED_MAGNITUDE if low is None else low
     branches: list[dict[str, Any]] = [{"const": 0}]
-    if top >= _SMALLEST_STORED_MAGNITUDE:
-        branches.append({"type": "number", "minimum": _SMALLEST_STORED_MAGNITUDE, "maximum": top})
-    if bottom <= -_SMALLEST_STORED_MAGNITUDE:
-        branches.append({"type": "number", "minimum": bottom, "maximum": -_SMALLEST_STORED_MAGNITUDE})
+    upper = {"exclusiveMaximum": _STORED_MAGNITUDE_BELOW} if high is None else {"maximum": high}
+    lower = {"exclusiveMinimum": -_STORED_MAGNITUDE_BELOW} if low is None else {"minimum": low}
+    if high is None or high >= _SMALLEST_STORED_MAGNITUDE:
+        branches.append({"type": "number", "minimum": _SMALLEST_STORED_MAGNITUDE, **upper})
+    if low is None or low <= -_SMALLEST_STORED_MAGNITUDE:
+        branches.append({"type": "number", **lower, "maximum": -_SMALLEST_STORED_MAGNITUDE})
     return {"anyOf": branches}
 
 
@@ -232,7 +234,8 @@ def schemas() -> dict[str, Any]:
                 {"type": "integer", "minimum": -_LARGEST_STORED_INTEGER, "maximum": _LARGEST_STORED_INTEGER},
                 *_storable_number()["anyOf"][1:],
             ],
-            "description": "what DynamoDB stores: at most 38 significant digits, magnitude 1e-130 to below 1e126",
+            "description": "what DynamoDB stores: zero or a magnitude from 1e-130 to below 1e38 here (the service also "
+            "takes up to 1e126 with at most 38 significant digits)",
         },
         "StorableValue": {
             "anyOf": [
