@@ -66,7 +66,9 @@ def sweep(services: Services) -> SweepReport:
 
 def _cancel_orphans(services: Services) -> list[str]:
     canceled: list[str] = []
-    for provider_name in services.settings.secret_arns:
+    # The enabled providers: those with a key, and Bedrock when the deployment has its service role (it has no key).
+    enabled = [*services.settings.secret_arns, *(["bedrock"] if services.settings.bedrock.role_arn else [])]
+    for provider_name in enabled:
         provider = services.provider_for(provider_name)
         for batch_id, job_id, index in provider.owned_open_batches():
             job = services.jobs.get_job(job_id)

@@ -1,0 +1,36 @@
+"""The sweeper cancels orphaned provider batches of every enabled provider, Bedrock included: Bedrock has no API key,
+so it is enabled by its service role (``BEDROCK_ROLE_ARN``), not by a secret."""
+
+from __future__ import annotations
+
+from batch_gateway.service.sweep import sweep
+from batch_gateway.settings import BedrockSettings, Settings
+from tests.support.services import memory_services
+
+ORPHAN = "arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/abcdefghijkl"
+
+
+class FakeBedrock:
+    def __init__(self) -> None:
+        self.canceled: list[str] = []
+
+    def owned_open_batches(self) -> list[tuple[str, str, int]]:
+        return [(ORPHAN, "job_gone", 0)]  # its job no longer exists: nothing owns the Bedrock job
+
+    def cancel(self, batch_id: str) -> None:
+        self.canceled.append(batch_id)
+
+
+def test_the_sweeper_stops_an_orphaned_bedrock_job():
+    bedrock = FakeBedrock()
+    services = memory_services(
+        settings=Settings(table="jobs", bucket="payloads", bedrock=BedrockSettings(role_arn="arn:aws:iam::1:role/b")),
+        provider_for=lambda name: {"bedrock": bedrock}[name],  # type: ignore[return-value]
+    )
+    report = sweep(services)
+    assert report.orphans_canceled == [ORPHAN] and bedrock.canceled == [ORPHAN]
+
+
+def test_without_a_bedrock_role_the_sweeper_does_not_ask_bedrock():
+    services = memory_services(settings=Settings(table="jobs", bucket="payloads"))  # provider_for: not expected
+    assert sweep(services).orphans_canceled == []
