@@ -76,7 +76,7 @@ class QuietHandler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         self._headers_buffer.append(b"\r\n")  # type: ignore[attr-defined]  # end of headers, then the body with them
-        self._headers_buffer.append(body)  # type: ignore[attr-defined]
+        self._headers_buffer.append(body)  # type: ignore[attr-defined]  # private, not in typeshed
         self.flush_headers()
 
     def send_json(self, status: int, value: Any, headers: Mapping[str, str] | None = None) -> None:

@@ -185,7 +185,7 @@ class LMOutput(BaseModel):
     duration: float | None = None
     finish_details: dict[str, Any] | None = None
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # pydantic documents this for mypy
     @property
     def text(self) -> str:
         """The first text output, or ``""``."""

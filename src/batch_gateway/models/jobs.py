@@ -40,7 +40,8 @@ class Record:
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        record_class: type = type(self)  # a dataclass (Record's subclasses are; Record itself is not)
+        return {name: _plain(getattr(self, name)) for name in _field_names(record_class)}
 
 
 @cache

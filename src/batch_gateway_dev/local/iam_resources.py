@@ -104,7 +104,7 @@ def install() -> None:
         original_init(self, *args, **kwargs)
         self._action = _IAM_ACTIONS.get(self._action, self._action)
 
-    IAMRequest.__init__ = __init__  # type: ignore[method-assign]
+    IAMRequest.__init__ = __init__  # type: ignore[method-assign]  # patching moto
 
     # moto signs a body-less request (a REST GET such as Lambda's GetFunctionConfiguration) over its parsed
     # parameters instead of the empty payload the client signed: every such call would fail its signature check.
@@ -116,7 +116,7 @@ def install() -> None:
             request.data = b""
         return request
 
-    IAMRequest._create_aws_request = _create_aws_request  # type: ignore[method-assign]
+    IAMRequest._create_aws_request = _create_aws_request  # type: ignore[method-assign]  # patching moto
     _accept_presigned_urls()
 
 
@@ -159,6 +159,7 @@ def _accept_presigned_urls() -> None:
         )
         iam_request.check_action_permitted(resource)
 
+    # patching moto (method-assign: mypy refuses assigning to a method)
     ActionAuthenticatorMixin._authenticate_and_authorize_action = _authenticate_and_authorize_action  # type: ignore[method-assign]
     from moto.awslambda.responses import LambdaResponse
     from moto.dynamodb.responses import DynamoHandler
@@ -166,10 +167,10 @@ def _accept_presigned_urls() -> None:
     from moto.secretsmanager.responses import SecretsManagerResponse
     from moto.stepfunctions.responses import StepFunctionResponse
 
-    DynamoHandler._determine_resource = _dynamodb  # type: ignore[attr-defined]
-    StepFunctionResponse._determine_resource = _states  # type: ignore[attr-defined]
-    EventsHandler._determine_resource = _events  # type: ignore[attr-defined]
-    LambdaResponse._determine_resource = _lambda  # type: ignore[attr-defined]
+    DynamoHandler._determine_resource = _dynamodb  # type: ignore[attr-defined]  # patching moto
+    StepFunctionResponse._determine_resource = _states  # type: ignore[attr-defined]  # patching moto
+    EventsHandler._determine_resource = _events  # type: ignore[attr-defined]  # patching moto
+    LambdaResponse._determine_resource = _lambda  # type: ignore[attr-defined]  # patching moto
 
     def _secrets_resource(self: Any) -> str:
         from moto.secretsmanager.models import secretsmanager_backends
@@ -177,4 +178,4 @@ def _accept_presigned_urls() -> None:
         self.backends = secretsmanager_backends
         return _secrets(self)
 
-    SecretsManagerResponse._determine_resource = _secrets_resource  # type: ignore[attr-defined]
+    SecretsManagerResponse._determine_resource = _secrets_resource  # type: ignore[attr-defined]  # patching moto

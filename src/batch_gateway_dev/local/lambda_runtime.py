@@ -282,11 +282,11 @@ def install(runtime: LambdaRuntime) -> None:
         body, errored = runtime.invoke(self, event)
         return body, errored, ""
 
-    LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
+    LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]  # patching moto
 
 
 def uninstall() -> None:
     from moto.awslambda.models import LambdaFunction
 
     if "original" in _installed:
-        LambdaFunction._invoke_lambda = _installed.pop("original")  # type: ignore[method-assign]
+        LambdaFunction._invoke_lambda = _installed.pop("original")  # type: ignore[method-assign]  # patching moto

@@ -90,4 +90,4 @@ def install() -> None:
                 context[key] = given[0] if isinstance(given, list) else str(given)
         return trusts(role.assume_role_policy_document, user.removeprefix(SERVICE_USER_PREFIX), context)
 
-    IAMRequestBase._check_role_trust_relationship = check  # type: ignore[method-assign]
+    IAMRequestBase._check_role_trust_relationship = check  # type: ignore[method-assign]  # patching moto
