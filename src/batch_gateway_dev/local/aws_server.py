@@ -93,7 +93,7 @@ def _stopped_executions_end_at_once() -> None:
         if self.exec_status == ExecutionStatus.RUNNING:
             self.exec_status, self.stop_date = ExecutionStatus.ABORTED, stop_date
 
-    Execution.stop = stop  # type: ignore[method-assign]
+    Execution.stop = stop  # type: ignore[method-assign]  # patching moto
 
 
 def _dynamodb_items_change_atomically() -> None:
