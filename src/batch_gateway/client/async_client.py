@@ -24,6 +24,7 @@ from batch_gateway.client.sync_client import (
     BatchGatewayClient,
     check_max_iterations,
     check_wait,
+    in_request_order,
     raise_if_failed,
 )
 
@@ -191,12 +192,12 @@ class AsyncBatch:
         model: str | None = None,
         **job_options: Any,
     ) -> dict[str, LMOutput]:
-        """Create, wait (``asyncio.sleep`` between checks), retrieve; as ``Batch.invoke``."""
+        """Create, wait (``asyncio.sleep`` between checks), retrieve; as ``Batch.invoke`` (results in request order)."""
         check_max_iterations(max_iterations)
         batch_id = await self.create(requests, hyperparameters, provider=provider, model=model, **job_options)
         job = await self.wait(batch_id, status_check_interval=status_check_interval, max_iterations=max_iterations)
         raise_if_failed(job)
-        return await self.retrieve(batch_id)
+        return in_request_order(requests, await self.retrieve(batch_id))
 
     async def cancel(self, batch_id: str) -> None:
         await asyncio.to_thread(self.sync.cancel, batch_id)

@@ -292,13 +292,14 @@ class Batch:
         model: str | None = None,
         **job_options: Any,
     ) -> dict[str, LMOutput]:
-        """Create a job, wait for it to end, return ``{id: LMOutput}``. A ``failed`` job raises its typed error;
-        errored, canceled and expired items are returned as data (``finish_details["type"] == "error"``)."""
+        """Create a job, wait for it to end, return ``{id: LMOutput}`` in the order of ``requests`` (providers answer
+        in their own order). A ``failed`` job raises its typed error; errored, canceled and expired items are returned
+        as data (``finish_details["type"] == "error"``)."""
         check_max_iterations(max_iterations)
         batch_id = self.create(requests, provider=provider, model=model, hyperparameters=hyperparameters, **job_options)
         job = self.wait(batch_id, status_check_interval=status_check_interval, max_iterations=max_iterations)
         raise_if_failed(job)
-        return self.retrieve(batch_id)
+        return in_request_order(requests, self.retrieve(batch_id))
 
     def cancel(self, batch_id: str) -> None:
         """Ask the service to cancel the job; finished items stay retrievable."""
@@ -323,3 +324,8 @@ def _check_job_options(options: Mapping[str, Any]) -> None:
 def check_max_iterations(max_iterations: int | None) -> None:
     if max_iterations is not None and max_iterations < 1:
         raise ValueError("max_iterations must be at least 1 (or None to wait until the job ends)")
+
+
+def in_request_order(requests: Mapping[str, Any], results: dict[str, LMOutput]) -> dict[str, LMOutput]:
+    """``results`` keyed in the order the requests were given (any id the service added keeps its place after)."""
+    return {**{key: results[key] for key in requests if key in results}, **results}
