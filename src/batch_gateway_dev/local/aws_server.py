@@ -101,18 +101,24 @@ def _dynamodb_items_change_atomically() -> None:
     threads without a lock: a condition can pass in two requests at once, and a transaction whose condition fails
     puts back a copy of the whole table taken before it began, erasing other requests' writes made meanwhile (a
     chunk's claim vanished under a concurrent failed claim of another job's chunk, and the chunk was sent twice).
-    One lock around every item operation makes them behave as DynamoDB's do."""
+    One lock around every item operation makes them behave as DynamoDB's do. The lock also covers writing the answer
+    (the request handler): moto serialises the live item after the backend returns, and a write meanwhile broke the
+    answer (``dictionary changed size during iteration``, or an item botocore could not parse: a 500 from the API)."""
     from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.responses import DynamoHandler
 
     lock = threading.RLock()
-    for name in ("put_item", "update_item", "delete_item", "transact_write_items", "get_item", "query", "scan"):
-        real = getattr(DynamoDBBackend, name)
+    names = ("put_item", "update_item", "delete_item", "transact_write_items", "get_item", "query", "scan")
+    handler_names = (*names, "batch_get_item", "batch_write_item", "transact_get_items")
+    for cls, methods in ((DynamoDBBackend, names), (DynamoHandler, handler_names)):
+        for name in methods:
+            real = getattr(cls, name)
 
-        def atomic(self: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
-            with lock:
-                return _real(self, *args, **kwargs)
+            def atomic(self: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+                with lock:
+                    return _real(self, *args, **kwargs)
 
-        setattr(DynamoDBBackend, name, atomic)
+            setattr(cls, name, atomic)
 
 
 def main() -> None:
