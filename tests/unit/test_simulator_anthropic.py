@@ -14,8 +14,8 @@ MODEL = "claude-sonnet-4-20250514"
 
 
 @pytest.fixture(scope="module")
-def shared_client(server):
-    with anthropic.Anthropic(base_url=server.url, api_key="x", max_retries=0, timeout=10) as c:
+def shared_client(simulator):
+    with anthropic.Anthropic(base_url=simulator.url, api_key="x", max_retries=0, timeout=10) as c:
         yield c
 
 

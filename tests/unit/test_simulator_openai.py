@@ -18,8 +18,8 @@ MODEL = "gpt-4o-mini"
 
 
 @pytest.fixture(scope="module")
-def shared_client(server):
-    with openai.OpenAI(base_url=server.openai_base_url, api_key="x", max_retries=0, timeout=10) as c:
+def shared_client(simulator):
+    with openai.OpenAI(base_url=simulator.openai_base_url, api_key="x", max_retries=0, timeout=10) as c:
         yield c
 
 
