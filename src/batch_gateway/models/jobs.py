@@ -216,6 +216,10 @@ class Job(Record):
     # How far results.jsonl is joined: {"chunks", "lines", "ids", "etag"} (service.join); complete once "chunks"
     # is the job's chunk count and the object still has that ETag.
     results_joined: dict[str, Any] | None = None
+    # Jobs created through a compatible front door (decision 0045): which door, and the door's own fields (OpenAI:
+    # endpoint, completion_window, metadata, input_file_id and, once written, output_file_id / error_file_id).
+    door: str | None = None
+    door_fields: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def public(self, chunks: list[Chunk] | None = None) -> dict[str, Any]:
         return {
