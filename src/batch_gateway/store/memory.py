@@ -343,6 +343,10 @@ class MemoryPayloadStore(PayloadStore):
     def presign_get(self, key: str, expires_in: int) -> str:
         return f"memory://payloads/{key}?expires_in={expires_in}"
 
+    def list_keys(self, prefix: str) -> list[str]:
+        with self._lock:
+            return sorted(key for key in self._objects if key.startswith(prefix))
+
     def delete(self, key: str) -> None:
         with self._lock:
             self._objects.pop(key, None)

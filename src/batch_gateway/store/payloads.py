@@ -115,6 +115,10 @@ class S3PayloadStore(PayloadStore):
     def delete(self, key: str) -> None:
         self._s3.delete_object(Bucket=self.bucket, Key=key)
 
+    def list_keys(self, prefix: str) -> list[str]:
+        pages = self._s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+        return [item["Key"] for page in pages for item in page.get("Contents", [])]
+
 
 COPY_PART_MAX = 5 * 1024**3  # S3's largest part, copied or not
 _CONFLICT_CODES = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
