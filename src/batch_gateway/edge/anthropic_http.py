@@ -1,0 +1,82 @@
+"""The Anthropic door's HTTP edge: errors as Anthropic's error bodies, the ``request-id`` header its SDK reads, and the
+absolute ``results_url`` of a batch as the caller reached the API (stage or custom domain included)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from batch_gateway.contract.errors import BatchGatewayError, NotFoundError
+from batch_gateway.edge.entry import api_handler
+from batch_gateway.edge.observability import logger
+from batch_gateway.models.anthropic_format import error_body
+
+PREFIX = "/anthropic/v1"
+
+
+def anthropic_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response[str]:
+    return Response(
+        status_code=status,
+        content_type="application/json",
+        body=json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+        headers=headers or {},
+    )
+
+
+def _error(error: BatchGatewayError) -> Response[str]:
+    return anthropic_response(error.http_status, error_body(error))
+
+
+def make_anthropic_resolver() -> APIGatewayRestResolver:
+    app = APIGatewayRestResolver()
+
+    @app.exception_handler(BatchGatewayError)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
+    def _known(error: BatchGatewayError) -> Response[str]:
+        if error.http_status >= 500:
+            logger.warning("request failed", extra={"error_type": error.type})
+        return _error(error)
+
+    @app.not_found
+    def _no_route(_: RouteNotFound) -> Response[str]:
+        return _error(NotFoundError("this gateway's Anthropic door serves /v1/messages/batches only"))
+
+    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
+    def _unknown(error: Exception) -> Response[str]:
+        logger.exception("unhandled error")
+        return _error(BatchGatewayError("internal error; the request id is in the logs"))
+
+    return app
+
+
+def anthropic_handler(app: APIGatewayRestResolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
+    """``api_handler`` plus the ``request-id`` header on every answer (API Gateway's request id, which it also sends
+    as ``x-amzn-RequestId``): the Anthropic SDK puts it on its errors."""
+    inner = api_handler(app)
+
+    def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        response = inner(event, context)
+        request_id = (event.get("requestContext") or {}).get("requestId")
+        if request_id:
+            response.setdefault("headers", {})["request-id"] = request_id
+            if response.get("multiValueHeaders") is not None:
+                response["multiValueHeaders"]["request-id"] = [request_id]
+        return response
+
+    return handler
+
+
+def results_url_for(event: APIGatewayProxyEvent) -> Callable[[str], str]:
+    """batch id -> the absolute URL of its results, as this request reached the API: API Gateway's
+    ``requestContext.path`` carries the stage (or a custom domain's base path) before the door's own path."""
+    headers = {k.lower(): v for k, v in (event.headers or {}).items()}
+    proto = headers.get("x-forwarded-proto", "https")
+    host = headers.get("host", "localhost")
+    full = event.request_context.path or event.path
+    base = full[: full.find(PREFIX)] if PREFIX in full else ""
+    return lambda batch_id: f"{proto}://{host}{base}{PREFIX}/messages/batches/{batch_id}/results"

@@ -1,0 +1,178 @@
+"""The Anthropic Message Batches door: create, retrieve, list, cancel, results and delete of the batches a caller
+made through it (decision 0051). A batch is a gateway job with ``door = "anthropic"``; everything else about it (the
+workflow, splitting, exactly-once submission, ownership) is the gateway's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from batch_gateway.contract.errors import InvalidRequestError, NotFoundError
+from batch_gateway.models import anthropic_format as fmt
+from batch_gateway.models.jobs import Job, JobStatus, iso, utcnow
+from batch_gateway.service.cancel import cancel_job
+from batch_gateway.service.context import Services
+from batch_gateway.service.create import create_door_job
+from batch_gateway.service.keys import results_key
+
+DOOR = "anthropic"
+_PAGE = 100  # jobs read per store page while looking for the door's batches
+
+
+def anthropic_results_key(job_id: str) -> str:
+    """The batch's results in Anthropic's format, written by the workflow when the job ends
+    (``service.anthropic_results``)."""
+    return f"jobs/{job_id}/anthropic-results.jsonl"
+
+
+def create_batch(services: Services, *, owner: str, body: Any, results_url: Callable[[str], str]) -> dict[str, Any]:
+    gateway_body, ids = fmt.to_gateway_body(body)
+    index_of = {custom_id: i for i, custom_id in enumerate(ids)}
+    try:
+        requests = gateway_body.pop("requests")
+        job = create_door_job(
+            services,
+            owner=owner,
+            settings=gateway_body,
+            requests=((custom_id, requests.pop(custom_id), None) for custom_id in ids),
+            problems=[],
+            door=DOOR,
+            door_fields={},
+        )
+    except InvalidRequestError as error:  # the gateway's own checks name requests by custom_id: name the index
+        raise _in_door_words(error, index_of) from None
+    return fmt.message_batch(job, results_url(job.id))
+
+
+def _in_door_words(error: InvalidRequestError, index_of: dict[str, int]) -> InvalidRequestError:
+    if not any(str(d.get("field", "")).startswith("requests.") for d in error.details):
+        return error  # about the batch as a whole (a provider not enabled, a Bedrock minimum): as it was said
+    details = [
+        {**d, "field": fmt.gateway_field(str(d["field"]), index_of)} if "field" in d else d for d in error.details
+    ]
+    message = f"{details[0]['field']}: {details[0]['message']}" if "field" in details[0] else error.message
+    if len(details) > 1:
+        message += f" ({len(details)} problems)"
+    return InvalidRequestError(message, details=details)
+
+
+def door_job(services: Services, job_id: str, owner: str) -> Job:
+    """The caller's batch made through this door and not deleted; anything else is 404, like a missing one."""
+    job = services.jobs.get_owned_job(job_id, owner)
+    if job.door != DOOR or job.door_fields.get("deleted_at"):
+        raise NotFoundError(f"no message batch {job_id}")
+    return job
+
+
+def get_batch(services: Services, job_id: str, owner: str, results_url: Callable[[str], str]) -> dict[str, Any]:
+    job = door_job(services, job_id, owner)
+    return fmt.message_batch(job, results_url(job.id))
+
+
+def cancel_batch(services: Services, job_id: str, owner: str, results_url: Callable[[str], str]) -> dict[str, Any]:
+    """Cancel as the gateway does (finished items are kept). An ended batch answers as it is, like Anthropic's."""
+    job = door_job(services, job_id, owner)
+    if not job.status.terminal:
+        cancel_job(services, job_id, owner)
+        job = services.jobs.require_job(job_id)
+    return fmt.message_batch(job, results_url(job.id))
+
+
+def results_location(services: Services, job_id: str, owner: str) -> str:
+    """A presigned URL of the batch's results file (the door answers 302 to it: the file may be any size)."""
+    job = door_job(services, job_id, owner)
+    if not job.status.terminal:
+        raise InvalidRequestError(
+            f"message batch {job_id} is still {fmt.processing_status(job.status)}; results are available once it "
+            "has ended"
+        )
+    key = anthropic_results_key(job_id)
+    if not services.payloads.exists(key):
+        if job.status is JobStatus.FAILED and not services.payloads.exists(results_key(job_id)):
+            raise NotFoundError(f"message batch {job_id} failed before any results were collected: {job.error}")
+        raise NotFoundError(f"the results of message batch {job_id} are being written; try again shortly")
+    return services.payloads.presign_get(key, services.settings.presign_expiry)
+
+
+def delete_batch(services: Services, job_id: str, owner: str) -> dict[str, Any]:
+    """Remove an ended batch from this door (decision 0052): it answers 404 here and leaves the listing. The gateway
+    job and its results are kept, readable through the native API (``GET /batches/{id}``): paid-for results are
+    never thrown away by a door."""
+    job = door_job(services, job_id, owner)
+    if not job.status.terminal:
+        raise InvalidRequestError(
+            f"message batch {job_id} is {fmt.processing_status(job.status)}; only ended batches can be deleted "
+            "(cancel it first)"
+        )
+    services.jobs.update_job(job_id, door_fields={**job.door_fields, "deleted_at": iso(utcnow())})
+    return {"id": job_id, "type": "message_batch_deleted"}
+
+
+def list_batches(
+    services: Services,
+    owner: str,
+    results_url: Callable[[str], str],
+    *,
+    limit: str | None = None,
+    after_id: str | None = None,
+    before_id: str | None = None,
+) -> dict[str, Any]:
+    """Newest first, like Anthropic's list. ``after_id``: the page of batches older than that one; ``before_id``:
+    the page of batches newer than that one. The cursor must be one of the caller's batches (else 404)."""
+    size = _limit(limit)
+    if after_id and before_id:
+        raise InvalidRequestError("give after_id or before_id, not both")
+    cursor = after_id or before_id
+    if cursor:
+        door_job(services, cursor, owner)
+    if before_id:
+        newer: list[Job] = []
+        for job in _door_jobs(services, owner):
+            if job.id == before_id:
+                break
+            newer.append(job)
+        page, has_more = newer[-size:], len(newer) > size
+    else:
+        page, has_more = [], False
+        seen_cursor = after_id is None
+        for job in _door_jobs(services, owner):
+            if not seen_cursor:
+                seen_cursor = job.id == after_id
+                continue
+            if len(page) == size:
+                has_more = True
+                break
+            page.append(job)
+    return {
+        "data": [fmt.message_batch(job, results_url(job.id)) for job in page],
+        "has_more": has_more,
+        "first_id": page[0].id if page else None,
+        "last_id": page[-1].id if page else None,
+    }
+
+
+def _door_jobs(services: Services, owner: str) -> Iterator[Job]:
+    token: str | None = None
+    while True:
+        jobs, token = services.jobs.list_jobs(owner, limit=_PAGE, next_token=token)
+        for job in jobs:
+            if job.door == DOOR and not job.door_fields.get("deleted_at"):
+                yield job
+        if not token:
+            return
+
+
+def _limit(value: str | None) -> int:
+    if value is None:
+        return fmt.LIST_DEFAULT_LIMIT
+    try:
+        size = int(value)
+    except ValueError:
+        size = 0
+    if not 1 <= size <= fmt.LIST_MAX_LIMIT:
+        raise InvalidRequestError(
+            f"limit must be a whole number from 1 to {fmt.LIST_MAX_LIMIT}",
+            details=[{"field": "limit", "message": "out of range"}],
+        )
+    return size

@@ -1,0 +1,19 @@
+"""The Anthropic door's results file: the job's ``results.jsonl`` as Anthropic's results JSONL, written by the
+workflow when a door job ends (``service.door_output``), so the door only ever redirects to it (decision 0045)."""
+
+from __future__ import annotations
+
+from batch_gateway.jsonlines import dumps, loads
+from batch_gateway.models.anthropic_format import result_line
+from batch_gateway.models.jobs import Job
+from batch_gateway.service.anthropic_door import anthropic_results_key
+from batch_gateway.service.context import Services
+from batch_gateway.service.keys import results_key
+
+
+def write_anthropic_results(services: Services, job: Job) -> None:
+    """Line by line (constant memory, any size); writing it again gives the same file."""
+    with services.payloads.writer(anthropic_results_key(job.id), "application/binary") as writer:
+        for line in services.payloads.iter_lines(results_key(job.id)):
+            if line.strip():
+                writer.write_line(dumps(result_line(loads(line), job_id=job.id, model=job.model)))
