@@ -67,6 +67,8 @@ def _create(
     drop_name: str | None = None,
     problems: list[dict[str, Any]] | None = None,
     job_id: str | None = None,
+    door: str | None = None,
+    door_fields: dict[str, Any] | None = None,
 ) -> Job:
     enabled = services.settings.secret_arns
     if enabled and spec.provider not in enabled:
@@ -107,6 +109,8 @@ def _create(
         provider_options=spec.provider_options,
         source=source,
         drop_name=drop_name,
+        door=door,
+        door_fields=door_fields or {},
     )
     try:
         services.jobs.put_new_job(job)
@@ -118,6 +122,24 @@ def _create(
         _undo(services, job_id)
         raise TransientError("could not start the batch; nothing was kept, try again") from exc
     return services.jobs.update_job(job_id, execution_arn=arn)
+
+
+def create_door_job(
+    services: Services,
+    *,
+    owner: str,
+    settings: dict[str, Any],
+    requests: Iterable[tuple[str, Any, int | None]],
+    problems: list[dict[str, Any]],
+    door: str,
+    door_fields: dict[str, Any],
+) -> Job:
+    """A job from a compatible front door's translated requests (decision 0045): a normal job that remembers its
+    door and the door's own fields, checked and stored like a drop-folder file."""
+    spec = CreateJobInput.parse({**settings, "requests": {"-": None}})
+    return _create(
+        services, owner, spec, requests, source=door, problems=problems, door=door, door_fields=door_fields
+    )
 
 
 def _check_small_job(services: Services, spec: CreateJobInput, total: int) -> None:
