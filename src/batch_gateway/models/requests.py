@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError
+from batch_gateway.models.provider_options import ALLOWED as ALLOWED_OPTIONS
 
 PROVIDERS = ("anthropic", "openai", "bedrock")
 ENDPOINTS = ("chat", "responses", "embeddings")
@@ -41,7 +42,11 @@ PROVIDER_HYPERPARAMETER_LIMITS: dict[str, dict[str, tuple[float, float] | None]]
 # Bedrock model families whose batch body the adapter writes (providers.bedrock.FAMILIES): what the id contains.
 BEDROCK_FAMILIES = ("anthropic.claude", "amazon.nova")
 DEFAULT_MAX_TOKENS = 1024
-REQUEST_KEYS = frozenset({"messages", "prompt", "system", *HYPERPARAMETERS})
+# Per-request fields both compatible doors translate into (decision 0048), rendered by each provider adapter:
+# tools [{name, description?, input_schema}], tool_choice {type: auto|none|any|tool, name?}, response_format
+# {name, schema} (a JSON schema the answer must follow), provider_options (as the job-wide ones, for this request).
+EXTRA_KEYS = ("tools", "tool_choice", "response_format", "provider_options")
+REQUEST_KEYS = frozenset({"messages", "prompt", "system", *HYPERPARAMETERS, *EXTRA_KEYS})
 
 
 def _detail(loc: str, message: str) -> dict[str, str]:
@@ -366,6 +371,48 @@ def _check_endpoint(
         raise _bad(where + ".stop", "the Responses API has no stop sequences")
 
 
+def _extras(raw: dict[str, Any], where: str, provider: str, endpoint: str | None) -> dict[str, Any]:
+    extras = {k: raw[k] for k in EXTRA_KEYS if k in raw}
+    if not extras:
+        return extras
+    tools = extras.get("tools")
+    if "tools" in extras and (
+        not isinstance(tools, list)
+        or not all(
+            isinstance(t, dict)
+            and isinstance(t.get("name"), str)
+            and isinstance(t.get("input_schema"), dict)
+            and set(t) <= {"name", "description", "input_schema"}
+            for t in tools
+        )
+    ):
+        raise _bad(where + ".tools", "must be a list of {name, description, input_schema} objects")
+    choice = extras.get("tool_choice")
+    if "tool_choice" in extras and not (
+        isinstance(choice, dict)
+        and choice.get("type") in ("auto", "none", "any", "tool")
+        and (choice.get("type") != "tool" or isinstance(choice.get("name"), str))
+    ):
+        raise _bad(where + ".tool_choice", "must be {type: auto|none|any} or {type: tool, name}")
+    response_format = extras.get("response_format")
+    if "response_format" in extras and not (
+        isinstance(response_format, dict)
+        and isinstance(response_format.get("name"), str)
+        and isinstance(response_format.get("schema"), dict)
+    ):
+        raise _bad(where + ".response_format", "must be {name, schema} (a JSON schema)")
+    if (set(extras) - {"provider_options"}) and endpoint not in (None, "chat"):
+        raise _bad(where, "tools, tool_choice and response_format are for chat requests")
+    options = extras.get("provider_options")
+    if "provider_options" in extras:
+        if not isinstance(options, dict):
+            raise _bad(where + ".provider_options", "must be an object")
+        unknown = sorted(set(options) - ALLOWED_OPTIONS.get((provider, endpoint or "chat"), frozenset()))
+        if unknown:
+            raise _bad(f"{where}.provider_options.{unknown[0]}", f"not accepted for {provider} ({endpoint or 'chat'})")
+    return extras
+
+
 def normalize_request(
     caller_id: str, raw: Any, job_params: dict[str, Any], provider: str, endpoint: str | None = None
 ) -> dict[str, Any]:
@@ -373,6 +420,7 @@ def normalize_request(
     where = f"requests.{caller_id}"
     system: str | None = None
     overrides: dict[str, Any] = {}
+    extras: dict[str, Any] = {}
     if isinstance(raw, str):
         messages = [{"role": "user", "content": _content(raw, where)}]
     elif isinstance(raw, list):
@@ -400,6 +448,7 @@ def normalize_request(
             if not isinstance(raw["system"], str):
                 raise _bad(where + ".system", "must be a string")
             system = "\n\n".join(s for s in (system, raw["system"]) if s)
+        extras = _extras(raw, where, provider, endpoint)
         overrides = whole_numbers({k: v for k, v in raw.items() if k in HYPERPARAMETERS})
         problems = validate_hyperparameters(overrides, provider, where)
         if problems:
@@ -411,7 +460,8 @@ def normalize_request(
     params = {**job_params, **overrides} if overrides else job_params
     if endpoint in ("embeddings", "responses"):
         _check_endpoint(where, messages, system, params, endpoint)
-    return {"id": caller_id, "messages": messages, "system": system, "params": params}
+    item = {"id": caller_id, "messages": messages, "system": system, "params": params}
+    return {**item, **extras} if extras else item
 
 
 def whole_numbers(params: dict[str, Any]) -> dict[str, Any]:

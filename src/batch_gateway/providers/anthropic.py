@@ -10,6 +10,7 @@ from batch_gateway.contract import errors
 from batch_gateway.jsonlines import loads
 from batch_gateway.models.ids import carries_marker
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
+from batch_gateway.models.request_extras import anthropic_extras
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
 
 CREATE_TIMEOUT_SECONDS = 120.0
@@ -51,6 +52,7 @@ class AnthropicBatchProvider(BatchProvider):
                 params[name] = hp[name]
         if "stop" in hp:
             params["stop_sequences"] = [hp["stop"]] if isinstance(hp["stop"], str) else hp["stop"]
+        params.update(anthropic_extras(request))
         if provider_options:
             params.update(provider_options)
         return {"custom_id": custom_id, "params": params}

@@ -28,6 +28,7 @@ from aws_lambda_powertools import Logger
 from batch_gateway.contract import errors
 from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
+from batch_gateway.models.request_extras import anthropic_extras, plain_extras
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
 from batch_gateway.settings import BedrockSettings
 
@@ -197,6 +198,7 @@ class BedrockBatchProvider(BatchProvider):
                 f"model '{model}' is not a Bedrock model family this gateway supports; supported: {SUPPORTED}",
                 details=[{"field": "model", "message": "unsupported Bedrock model family"}],
             )
+        body.update(anthropic_extras(request) if family == "claude" else plain_extras(request))
         if provider_options:
             body.update(provider_options)
         return {"recordId": custom_id, "modelInput": body}

@@ -19,6 +19,7 @@ from aws_lambda_powertools import Logger
 from batch_gateway.contract import errors
 from batch_gateway.jsonlines import loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
+from batch_gateway.models.request_extras import openai_chat_extras, plain_extras
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
 
 logger = Logger(child=True)
@@ -71,6 +72,7 @@ class OpenAIBatchProvider(BatchProvider):
             body = _embeddings_body(request, model)
         else:
             body = _chat_body(request, model)
+        body.update(openai_chat_extras(request) if url == URLS["chat"] else plain_extras(request))
         if provider_options:
             body.update(provider_options)
         return {"custom_id": custom_id, "method": "POST", "url": url, "body": body}

@@ -14,6 +14,7 @@ from batch_gateway.models.pricing import estimate_cost
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.collect import summarize, unanswered_lines
 from batch_gateway.service.context import Services
+from batch_gateway.service.door_output import write_door_outputs
 from batch_gateway.service.ingest import outbox_key
 from batch_gateway.service.join import OPEN_STATUSES, join_results, joined
 from batch_gateway.service.keys import chunk_results_key, results_key
@@ -49,6 +50,7 @@ def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | 
     status = _terminal_status(job, chunks)
     failed = [c for c in chunks if c.state is ChunkState.FAILED]
     error = f"the provider refused chunk {failed[0].index}: {failed[0].error}" if failed else None
+    door = write_door_outputs(services, job)  # before the status: an ended door job has its output files
     job = services.jobs.update_job(
         job.id,
         expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING],
@@ -58,6 +60,7 @@ def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | 
         cost_usd=estimate_cost(job.provider, job.model, usage),
         ended_at=utcnow(),
         error=error,
+        **({"door_fields": door} if door is not None else {}),
     )
     if job.drop_name:
         services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))
@@ -133,6 +136,7 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> Non
         return
     if done is None:
         raise TransientError(f"MarkFailed of {job.id} stopped before its time limit; the retry goes on")
+    door = write_door_outputs(services, services.jobs.require_job(job.id))
     counts, usage = summarize([c for c in chunks if c.collected])
     for chunk in chunks:
         if not chunk.collected:
@@ -143,6 +147,7 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> Non
         request_counts=counts,
         usage=usage,
         cost_usd=estimate_cost(job.provider, job.model, usage),
+        **({"door_fields": door} if door is not None else {}),
     )
     if job.drop_name:
         services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))

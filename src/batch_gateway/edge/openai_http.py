@@ -1,0 +1,104 @@
+"""The OpenAI door's HTTP edge: errors as OpenAI's error bodies (``{"error": {"message", "type", "param",
+"code"}}``, which the openai SDK reads into its exceptions), and multipart bodies (file uploads, upload parts)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from email.parser import BytesParser
+from email.policy import HTTP
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+
+from batch_gateway.contract.errors import (
+    BatchGatewayError,
+    InvalidRequestError,
+    NotFoundError,
+    PayloadTooLargeError,
+    UnsupportedMediaTypeError,
+)
+from batch_gateway.edge.observability import logger
+
+PREFIX = "/openai/v1"
+MAX_BODY_BYTES = 6 * 1024 * 1024  # a Lambda request payload; larger files go through /uploads in parts
+
+
+def openai_response(status: int, body: Any) -> Response[str]:
+    return Response(
+        status_code=status,
+        content_type="application/json",
+        body=json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+    )
+
+
+def error_body(error: BatchGatewayError) -> dict[str, Any]:
+    first = error.details[0] if error.details else {}
+    param = first.get("field")
+    if "line" in first:
+        param = f"line {first['line']}: {param}"
+    kind = "invalid_request_error" if error.http_status < 500 else "server_error"
+    return {"error": {"message": error.message, "type": kind, "param": param, "code": error.type}}
+
+
+def _error(error: BatchGatewayError) -> Response[str]:
+    return openai_response(error.http_status, error_body(error))
+
+
+def make_openai_resolver() -> APIGatewayRestResolver:
+    app = APIGatewayRestResolver()
+
+    @app.exception_handler(BatchGatewayError)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
+    def _known(error: BatchGatewayError) -> Response[str]:
+        if error.http_status >= 500:
+            logger.warning("request failed", extra={"error_type": error.type})
+        return _error(error)
+
+    @app.not_found
+    def _no_route(_: RouteNotFound) -> Response[str]:
+        return _error(NotFoundError("this gateway's OpenAI door serves /v1/files, /v1/uploads and /v1/batches only"))
+
+    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
+    def _unknown(error: Exception) -> Response[str]:
+        logger.exception("unhandled error")
+        return _error(BatchGatewayError("internal error; the request id is in the logs"))
+
+    return app
+
+
+def raw_body(event: APIGatewayProxyEvent) -> bytes:
+    raw = event.body or ""
+    if event.is_base64_encoded:
+        try:
+            data = base64.b64decode(raw, validate=True)
+        except ValueError:
+            raise InvalidRequestError("the body is marked base64 but is not valid base64") from None
+    else:
+        data = raw.encode("utf-8", "surrogateescape")
+    if len(data) > MAX_BODY_BYTES:
+        raise PayloadTooLargeError(
+            "the body is over 6 MB (a Lambda request's limit); upload larger files through /v1/uploads in parts"
+        )
+    return data
+
+
+def multipart_form(event: APIGatewayProxyEvent) -> dict[str, tuple[str | None, bytes]]:
+    """name -> (filename, bytes) of a ``multipart/form-data`` body."""
+    headers = {k.lower(): v for k, v in (event.headers or {}).items()}
+    content_type = headers.get("content-type", "")
+    if not content_type.lower().startswith("multipart/form-data"):
+        raise UnsupportedMediaTypeError("send the file as multipart/form-data (as the openai SDK does)")
+    message = BytesParser(policy=HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw_body(event)
+    )
+    if not message.is_multipart():
+        raise InvalidRequestError("the multipart body could not be read")
+    form: dict[str, tuple[str | None, bytes]] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if isinstance(name, str):
+            payload = part.get_payload(decode=True)
+            form[name] = (part.get_filename(), payload if isinstance(payload, bytes) else b"")
+    return form

@@ -1,0 +1,434 @@
+"""The OpenAI batch format behind the OpenAI-compatible door: input file lines checked and translated into the
+gateway's requests, results written back as OpenAI output and error lines, and the OpenAI objects (batch, file,
+upload) built from ours. Plain Python like ``models.requests``: a file can hold 120,000 lines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from batch_gateway.contract.errors import InvalidRequestError
+from batch_gateway.models.jobs import Job, JobStatus
+from batch_gateway.models.request_extras import JSON_TOOL
+from batch_gateway.models.requests import MAX_ERROR_DETAILS
+from batch_gateway.models.routing import provider_for_model
+
+ENDPOINTS = {"/v1/chat/completions": "chat", "/v1/embeddings": "embeddings", "/v1/responses": "responses"}
+COMPLETION_WINDOWS = ("24h",)
+LINE_KEYS = frozenset({"custom_id", "method", "url", "body"})
+# Chat fields translated for every provider, and those only OpenAI itself takes (passed through unchanged).
+CHAT_TRANSLATED = frozenset(
+    {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "stop", "n"}
+    | {"tools", "tool_choice", "response_format"}
+)
+OPENAI_ONLY = frozenset(
+    {
+        "seed",
+        "logprobs",
+        "top_logprobs",
+        "presence_penalty",
+        "frequency_penalty",
+        "reasoning_effort",
+        "service_tier",
+        "user",
+        "logit_bias",
+        "parallel_tool_calls",
+        "metadata",
+        "store",
+    }
+)
+EMBEDDING_FIELDS = frozenset({"model", "input", "dimensions", "encoding_format", "user"})
+RESPONSES_FIELDS = frozenset({"model", "input", "instructions", "max_output_tokens", "temperature", "top_p"})
+
+# gateway job status -> OpenAI batch status
+STATUSES = {
+    JobStatus.QUEUED: "validating",
+    JobStatus.IN_PROGRESS: "in_progress",
+    JobStatus.CANCELING: "cancelling",
+    JobStatus.FINISHED: "completed",
+    JobStatus.FAILED: "failed",
+    JobStatus.EXPIRED: "expired",
+    JobStatus.CANCELED: "cancelled",
+}
+
+
+class LineProblem(Exception):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def file_id(seed: str) -> str:
+    """A gateway file id, ``file-<24 hex>``; from a seed so a retried write names the same file."""
+    return "file-" + hashlib.sha256(seed.encode()).hexdigest()[:24]
+
+
+def parse_line(raw: bytes | str) -> dict[str, Any]:
+    """One input line as an object with custom_id, method, url and body (``LineProblem`` when it is not one)."""
+    try:
+        line = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise LineProblem("line", "is not valid JSON") from None
+    if not isinstance(line, dict):
+        raise LineProblem("line", "must be a JSON object with custom_id, method, url and body")
+    unknown = sorted(set(line) - LINE_KEYS)
+    if unknown:
+        raise LineProblem(unknown[0][:100], "is not a field of a batch input line (custom_id, method, url, body)")
+    for name in ("custom_id", "method", "url", "body"):
+        if name not in line:
+            raise LineProblem(name, "is required")
+    if not isinstance(line["custom_id"], str) or not line["custom_id"]:
+        raise LineProblem("custom_id", "must be a non-empty string")
+    if line["method"] != "POST":
+        raise LineProblem("method", "must be 'POST'")
+    if line["url"] not in ENDPOINTS:
+        raise LineProblem("url", f"must be one of {', '.join(ENDPOINTS)}")
+    if not isinstance(line["body"], dict):
+        raise LineProblem("body", "must be an object")
+    if not isinstance(line["body"].get("model"), str):
+        raise LineProblem("body.model", "is required (a model name)")
+    return line
+
+
+def check_file(lines: Any) -> tuple[int, list[dict[str, Any]]]:
+    """Check an uploaded batch input file line by line: (line count, problems with their line numbers)."""
+    problems: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    count = 0
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        count += 1
+        try:
+            line = parse_line(raw)
+        except LineProblem as problem:
+            problems.append({"line": number, "field": problem.field, "message": problem.message})
+            continue
+        if line["custom_id"] in seen:
+            problems.append({"line": number, "field": "custom_id", "message": "is not unique in the file"})
+        seen.add(line["custom_id"])
+        if len(problems) >= MAX_ERROR_DETAILS:
+            break
+    if not count and not problems:
+        problems.append({"line": 1, "field": "line", "message": "the file holds no requests"})
+    return count, problems
+
+
+def raise_problems(problems: list[dict[str, Any]], what: str) -> None:
+    if problems:
+        first = problems[0]
+        raise InvalidRequestError(
+            f"{what}: line {first['line']}: {first['field']}: {first['message']}"
+            + (f" ({len(problems)} problems)" if len(problems) > 1 else ""),
+            details=problems[:MAX_ERROR_DETAILS],
+        )
+
+
+def _text(content: Any, field: str) -> Any:
+    """Message content as the gateway takes it: a string or text parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for i, part in enumerate(content):
+            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+                raise LineProblem(f"{field}[{i}]", "only text content parts can be translated (no images or audio)")
+            parts.append({"type": "text", "text": part["text"]})
+        return parts
+    raise LineProblem(field, "must be a string or a list of text parts")
+
+
+def _tools(tools: Any) -> list[dict[str, Any]]:
+    if not isinstance(tools, list):
+        raise LineProblem("body.tools", "must be a list of function tools")
+    neutral = []
+    for i, tool in enumerate(tools):
+        function = tool.get("function") if isinstance(tool, dict) and tool.get("type") == "function" else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise LineProblem(f"body.tools[{i}]", "only function tools ({type: function, function: {name}})")
+        if function["name"] == JSON_TOOL:
+            raise LineProblem(f"body.tools[{i}].function.name", f"'{JSON_TOOL}' is reserved by the gateway")
+        item: dict[str, Any] = {
+            "name": function["name"],
+            "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
+        }
+        if isinstance(function.get("description"), str):
+            item["description"] = function["description"]
+        neutral.append(item)
+    return neutral
+
+
+def _tool_choice(choice: Any) -> dict[str, Any]:
+    if choice in ("auto", "none"):
+        return {"type": choice}
+    if choice == "required":
+        return {"type": "any"}
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        name = (choice.get("function") or {}).get("name")
+        if isinstance(name, str):
+            return {"type": "tool", "name": name}
+    raise LineProblem("body.tool_choice", "must be auto, none, required or {type: function, function: {name}}")
+
+
+def _response_format(value: Any) -> dict[str, Any] | None:
+    kind = value.get("type") if isinstance(value, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_schema":
+        spec = value.get("json_schema")
+        if isinstance(spec, dict) and isinstance(spec.get("schema"), dict):
+            return {"name": str(spec.get("name") or "output"), "schema": spec["schema"]}
+    raise LineProblem(
+        "body.response_format", "only {type: text} and {type: json_schema, json_schema: {name, schema}} translate"
+    )
+
+
+def _messages(raw: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    if not isinstance(raw, list) or not raw:
+        raise LineProblem("body.messages", "must be a non-empty list of messages")
+    messages, systems = [], []
+    for i, message in enumerate(raw):
+        at = f"body.messages[{i}]"
+        if not isinstance(message, dict):
+            raise LineProblem(at, "must be an object with role and content")
+        extra = sorted(set(message) - {"role", "content"})
+        if extra:
+            raise LineProblem(f"{at}.{extra[0]}", "cannot be translated (messages take role and content)")
+        role = message.get("role")
+        if role in ("system", "developer"):
+            content = _text(message.get("content"), f"{at}.content")
+            systems.append(content if isinstance(content, str) else "".join(p["text"] for p in content))
+        elif role in ("user", "assistant"):
+            messages.append({"role": role, "content": _text(message.get("content"), f"{at}.content")})
+        else:
+            raise LineProblem(
+                f"{at}.role", "must be system, developer, user or assistant (tool results cannot be sent)"
+            )
+    return messages, systems
+
+
+def chat_request(body: dict[str, Any], provider: str) -> dict[str, Any]:
+    """An OpenAI chat completion body as a gateway request (``LineProblem`` for what does not translate)."""
+    allowed = CHAT_TRANSLATED | (OPENAI_ONLY if provider == "openai" else frozenset())
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        where = "" if provider == "openai" else f" to {provider}"
+        raise LineProblem(f"body.{unknown[0]}", f"cannot be translated{where}")
+    messages, systems = _messages(body.get("messages"))
+    request: dict[str, Any] = {"messages": messages}
+    if systems:
+        request["system"] = "\n\n".join(systems)
+    if body.get("n", 1) != 1:
+        raise LineProblem("body.n", "must be 1 (one choice per request)")
+    tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+    if tokens is not None:
+        request["max_tokens"] = tokens
+    for name in ("temperature", "top_p", "stop"):
+        if body.get(name) is not None:
+            request[name] = body[name]
+    if body.get("tools"):
+        request["tools"] = _tools(body["tools"])
+    if body.get("tool_choice") is not None:
+        request["tool_choice"] = _tool_choice(body["tool_choice"])
+    if body.get("response_format") is not None:
+        response_format = _response_format(body["response_format"])
+        if response_format:
+            request["response_format"] = response_format
+    passthrough = {k: v for k, v in body.items() if k in OPENAI_ONLY}
+    if passthrough:
+        request["provider_options"] = passthrough
+    return request
+
+
+def embeddings_request(body: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(body) - EMBEDDING_FIELDS)
+    if unknown:
+        raise LineProblem(f"body.{unknown[0]}", "cannot be translated")
+    if not isinstance(body.get("input"), str):
+        raise LineProblem("body.input", "must be one string (one embedding per line)")
+    extra = {k: v for k, v in body.items() if k in ("dimensions", "encoding_format", "user")}
+    return {"prompt": body["input"], **({"provider_options": extra} if extra else {})}
+
+
+def responses_request(body: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(body) - RESPONSES_FIELDS)
+    if unknown:
+        raise LineProblem(f"body.{unknown[0]}", "cannot be translated")
+    raw = body.get("input")
+    if isinstance(raw, str):
+        request: dict[str, Any] = {"prompt": raw}
+    else:
+        messages, systems = _messages(raw)
+        request = {"messages": messages}
+        if systems:
+            request["system"] = "\n\n".join(systems)
+    if isinstance(body.get("instructions"), str):
+        request["system"] = "\n\n".join(s for s in (request.get("system"), body["instructions"]) if s)
+    if body.get("max_output_tokens") is not None:
+        request["max_tokens"] = body["max_output_tokens"]
+    for name in ("temperature", "top_p"):
+        if body.get(name) is not None:
+            request[name] = body[name]
+    return request
+
+
+def translate_line(line: dict[str, Any], endpoint_url: str, number: int) -> tuple[str, str, str, dict[str, Any]]:
+    """(custom_id, model, provider, gateway request) of one checked line for a batch on ``endpoint_url``."""
+    if line["url"] != endpoint_url:
+        raise LineProblem("url", f"is {line['url']}, but the batch's endpoint is {endpoint_url}")
+    body = line["body"]
+    provider = provider_for_model(body["model"], where="body.model", line=number)
+    kind = ENDPOINTS[endpoint_url]
+    if kind != "chat" and provider != "openai":
+        raise LineProblem("url", f"{endpoint_url} is served by OpenAI models only")
+    if kind == "chat":
+        request = chat_request(body, provider)
+    elif kind == "embeddings":
+        request = embeddings_request(body)
+    else:
+        request = responses_request(body)
+    return line["custom_id"], body["model"], provider, request
+
+
+# --- results -> OpenAI output and error lines ----------------------------------------------------------------
+
+
+def _request_id(job_id: str, custom_id: str) -> str:
+    return "batch_req_" + hashlib.sha256(f"{job_id}\0{custom_id}".encode()).hexdigest()[:24]
+
+
+_FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "content_filter": "content_filter"}
+
+
+def chat_completion(job: Job, item: dict[str, Any]) -> dict[str, Any]:
+    """A succeeded result item as an OpenAI ``chat.completion`` body (tool calls included)."""
+    texts, calls = [], []
+    finish = _FINISH.get(item["finish_details"].get("type"), "stop")
+    for output in item.get("outputs") or []:
+        if output.get("type") == "text":
+            texts.append(output["text"])
+        elif output.get("type") == "tool_call" and output.get("name") == JSON_TOOL:
+            texts.append(json.dumps(output.get("input"), ensure_ascii=False))
+            finish = "stop"
+        elif output.get("type") == "tool_call":
+            arguments = output.get("input")
+            calls.append(
+                {
+                    "id": output.get("id") or "call_" + hashlib.sha256(str(output).encode()).hexdigest()[:24],
+                    "type": "function",
+                    "function": {
+                        "name": output.get("name"),
+                        "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                    },
+                }
+            )
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None, "refusal": None}
+    if calls:
+        message["tool_calls"] = calls
+    usage = item.get("token_usage") or {}
+    prompt, completion = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+    return {
+        "id": "chatcmpl-" + _request_id(job.id, item["id"])[10:],
+        "object": "chat.completion",
+        "created": int((job.ended_at or job.updated_at).timestamp()),
+        "model": job.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+    }
+
+
+def _other_body(job: Job, item: dict[str, Any]) -> dict[str, Any]:
+    outputs = item.get("outputs") or []
+    usage = item.get("token_usage") or {}
+    if job.endpoint == "embeddings":
+        data = [
+            {"object": "embedding", "index": i, "embedding": o.get("embedding")}
+            for i, o in enumerate(o for o in outputs if o.get("type") == "embedding")
+        ]
+        tokens = int(usage.get("input_tokens") or 0)
+        return {
+            "object": "list",
+            "data": data,
+            "model": job.model,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+    text = "".join(o["text"] for o in outputs if o.get("type") == "text")
+    return {
+        "id": "resp_" + _request_id(job.id, item["id"])[10:],
+        "object": "response",
+        "status": "completed",
+        "model": job.model,
+        "output": [
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]},
+        ],
+        "usage": {
+            "input_tokens": int(usage.get("input_tokens") or 0),
+            "output_tokens": int(usage.get("output_tokens") or 0),
+        },
+    }
+
+
+def output_line(job: Job, item: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    """(succeeded, the OpenAI output or error line) of one gateway result item."""
+    request_id = _request_id(job.id, item["id"])
+    if item["status"] == "succeeded":
+        body = chat_completion(job, item) if job.endpoint in (None, "chat") else _other_body(job, item)
+        response = {"status_code": 200, "request_id": request_id, "body": body}
+        return True, {"id": request_id, "custom_id": item["id"], "response": response, "error": None}
+    finish = item.get("finish_details") or {}
+    code = {"expired": "batch_expired", "canceled": "batch_cancelled"}.get(item["status"], finish.get("code"))
+    error = {"code": code or "request_failed", "message": finish.get("message") or "the request failed"}
+    return False, {"id": request_id, "custom_id": item["id"], "response": None, "error": error}
+
+
+# --- objects ---------------------------------------------------------------------------------------------------
+
+
+def _ts(value: Any) -> int | None:
+    return int(value.timestamp()) if value is not None else None
+
+
+def batch_object(job: Job) -> dict[str, Any]:
+    """The OpenAI ``batch`` object of a door job; ``request_counts`` are the job's, summed across its chunks."""
+    fields = job.door_fields
+    status = STATUSES[job.status]
+    counts = job.request_counts
+    failed = counts.errored + counts.expired + counts.canceled
+    ended = _ts(job.ended_at)
+    created = _ts(job.created_at) or 0
+    view: dict[str, Any] = {
+        "id": job.id,
+        "object": "batch",
+        "endpoint": fields.get("endpoint", "/v1/chat/completions"),
+        "model": job.model,
+        "errors": None,
+        "input_file_id": fields.get("input_file_id", ""),
+        "completion_window": fields.get("completion_window", "24h"),
+        "status": status,
+        "output_file_id": fields.get("output_file_id"),
+        "error_file_id": fields.get("error_file_id"),
+        "created_at": created,
+        "in_progress_at": created if job.status is not JobStatus.QUEUED else None,
+        "expires_at": created + 24 * 3600,
+        "finalizing_at": ended if job.status is JobStatus.FINISHED else None,
+        "completed_at": ended if job.status is JobStatus.FINISHED else None,
+        "failed_at": ended if job.status is JobStatus.FAILED else None,
+        "expired_at": ended if job.status is JobStatus.EXPIRED else None,
+        "cancelling_at": _ts(job.cancel_requested_at),
+        "cancelled_at": ended if job.status is JobStatus.CANCELED else None,
+        "request_counts": {"total": counts.total, "completed": counts.succeeded, "failed": failed},
+        "usage": {
+            "input_tokens": job.usage.input_tokens,
+            "output_tokens": job.usage.output_tokens,
+            "total_tokens": job.usage.input_tokens + job.usage.output_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+        "metadata": fields.get("metadata") or None,
+    }
+    if job.status is JobStatus.FAILED and job.error:
+        view["errors"] = {"object": "list", "data": [{"code": "batch_failed", "message": job.error, "line": None}]}
+    return view

@@ -1,0 +1,240 @@
+"""The OpenAI-compatible door in-process against moto and the simulators: files, uploads, batches, output files,
+answers checked against the openai SDK's own pydantic types."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from openai.types import Batch, FileDeleted, FileObject, Upload
+from openai.types.chat import ChatCompletion
+from openai.types.uploads import UploadPart
+
+from lambdas import openai_compat, status
+from tests.support.events import as_caller, load_event
+from tests.support.workflow_driver import run_workflow
+
+BOUNDARY = "bgwtestboundary"
+
+
+def _event(method, path, *, body=None, query=None, user="alice", content_type="application/json"):
+    event = load_event("api_status.json")
+    event.update(
+        resource="/openai/v1/{proxy+}",
+        path=path,
+        httpMethod=method,
+        pathParameters={"proxy": path[len("/openai/v1/") :]},
+        queryStringParameters=query,
+        isBase64Encoded=False,
+        body=None,
+    )
+    event["requestContext"].update(resourcePath="/openai/v1/{proxy+}", httpMethod=method, path="/v1" + path)
+    event["headers"] = {"Content-Type": content_type, "Host": "abc123.execute-api.eu-west-1.amazonaws.com"}
+    if isinstance(body, bytes):
+        event["body"], event["isBase64Encoded"] = base64.b64encode(body).decode(), True
+    elif body is not None:
+        event["body"] = json.dumps(body)
+    return as_caller(event, user) if user != "alice" else event
+
+
+def _call(ctx, method, path, **kwargs):
+    response = openai_compat.handler(_event(method, path, **kwargs), ctx)
+    body = response.get("body")
+    parsed = json.loads(body) if body and response["statusCode"] != 302 else None
+    return response["statusCode"], parsed, response
+
+
+def _multipart(fields: dict[str, tuple[str | None, bytes]]) -> bytes:
+    out = b""
+    for name, (filename, data) in fields.items():
+        disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
+        out += f"--{BOUNDARY}\r\nContent-Disposition: {disposition}\r\n\r\n".encode() + data + b"\r\n"
+    return out + f"--{BOUNDARY}--\r\n".encode()
+
+
+def _lines(n, model="gpt-4o-mini", **body_extra):
+    return "\n".join(
+        json.dumps(
+            {
+                "custom_id": f"req-{i}",
+                "method": "POST",
+                "url": "/v1/chat/completions",
+                "body": {"model": model, "messages": [{"role": "user", "content": f"Say {i}"}], **body_extra},
+            }
+        )
+        for i in range(n)
+    ).encode()
+
+
+def _upload_file(ctx, data: bytes, *, user="alice"):
+    form = _multipart({"purpose": (None, b"batch"), "file": ("input.jsonl", data)})
+    return _call(
+        ctx, "POST", "/openai/v1/files", body=form, user=user, content_type=f"multipart/form-data; boundary={BOUNDARY}"
+    )
+
+
+def _create_batch(ctx, file_id, user="alice", **extra):
+    body = {"input_file_id": file_id, "endpoint": "/v1/chat/completions", "completion_window": "24h", **extra}
+    return _call(ctx, "POST", "/openai/v1/batches", body=body, user=user)
+
+
+def _location(response) -> str:
+    headers = response.get("headers") or {}
+    return headers.get("Location") or response["multiValueHeaders"]["Location"][0]
+
+
+def _download(aws, response) -> list[dict]:
+    location = _location(response)
+    key = location.split("?")[0].split(f"{aws.settings.bucket}/", 1)[-1]
+    if key.startswith("https://"):  # virtual-hosted style: https://<bucket>.s3.../<key>
+        key = key.split("/", 3)[3]
+    return [json.loads(line) for line in aws.payloads.get_bytes(key).splitlines()]
+
+
+def test_upload_create_run_and_download_output_as_openai_objects(aws, ctx):
+    code, file, _ = _upload_file(ctx, _lines(3))
+    assert code == 200, file
+    FileObject.model_validate(file)
+    assert file["purpose"] == "batch" and file["id"].startswith("file-") and len(file["id"]) == 29
+
+    code, batch, _ = _create_batch(ctx, file["id"], metadata={"team": "a"})
+    assert code == 200, batch
+    Batch.model_validate(batch)
+    assert batch["status"] == "validating" and batch["input_file_id"] == file["id"]
+    assert batch["metadata"] == {"team": "a"} and batch["request_counts"]["total"] == 3
+
+    run_workflow(batch["id"], ctx)
+    code, batch, _ = _call(ctx, "GET", f"/openai/v1/batches/{batch['id']}")
+    Batch.model_validate(batch)
+    assert batch["status"] == "completed", batch
+    assert batch["request_counts"] == {"total": 3, "completed": 3, "failed": 0}
+    assert batch["output_file_id"] and batch["error_file_id"] is None
+
+    code, _, response = _call(ctx, "GET", f"/openai/v1/files/{batch['output_file_id']}/content")
+    assert code == 302 and _location(response).startswith("http")
+    lines = _download(aws, response)
+    assert sorted(line["custom_id"] for line in lines) == ["req-0", "req-1", "req-2"]
+    for line in lines:
+        assert line["response"]["status_code"] == 200 and line["error"] is None
+        completion = ChatCompletion.model_validate(line["response"]["body"])
+        assert completion.choices[0].message.content
+
+    code, output, _ = _call(ctx, "GET", f"/openai/v1/files/{batch['output_file_id']}")
+    assert FileObject.model_validate(output).purpose == "batch_output"
+
+    # the job is the owner's normal job too
+    native = status.handler(load_event("api_status.json", batch["id"]), ctx)
+    assert native["statusCode"] == 200 and json.loads(native["body"])["status"] == "finished"
+
+
+def test_an_invalid_file_is_a_400_naming_the_line_and_nothing_is_stored(aws, ctx):
+    data = _lines(2) + b"\n" + b'{"custom_id": "x", "method": "GET", "url": "/v1/chat/completions", "body": {}}'
+    code, body, _ = _upload_file(ctx, data)
+    assert code == 400
+    assert body["error"]["type"] == "invalid_request_error" and "line 3" in body["error"]["message"]
+    assert "method" in body["error"]["message"]
+    code, listing, _ = _call(ctx, "GET", "/openai/v1/files")
+    assert listing["data"] == []
+
+
+def test_a_file_mixing_providers_is_refused_with_the_line(aws, ctx):
+    data = _lines(2) + b"\n" + _lines(1, model="claude-sonnet-4-20250514").replace(b"req-0", b"req-9")
+    _, file, _ = _upload_file(ctx, data)
+    code, body, _ = _create_batch(ctx, file["id"])
+    assert code == 400 and "line 3" in body["error"]["message"] and "one provider per batch" in body["error"]["message"]
+
+
+def test_untranslatable_field_for_claude_is_a_400_naming_line_and_field(aws, ctx):
+    _, file, _ = _upload_file(ctx, _lines(2, model="claude-sonnet-4-20250514", logit_bias={"1": 2}))
+    code, body, _ = _create_batch(ctx, file["id"])
+    assert code == 400 and "line 1" in body["error"]["message"] and "body.logit_bias" in body["error"]["message"]
+
+
+def test_a_claude_model_runs_on_anthropic_and_answers_chat_completions(aws, ctx):
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    _, file, _ = _upload_file(
+        ctx, _lines(2, model="claude-sonnet-4-20250514", max_completion_tokens=50, temperature=0.5, tools=tools)
+    )
+    code, batch, _ = _create_batch(ctx, file["id"])
+    assert code == 200, batch
+    job = aws.jobs.require_job(batch["id"])
+    assert job.provider == "anthropic"
+    run_workflow(batch["id"], ctx)
+    _, batch, _ = _call(ctx, "GET", f"/openai/v1/batches/{batch['id']}")
+    assert batch["status"] == "completed"
+    _, _, response = _call(ctx, "GET", f"/openai/v1/files/{batch['output_file_id']}/content")
+    for line in _download(aws, response):
+        completion = ChatCompletion.model_validate(line["response"]["body"])
+        assert completion.object == "chat.completion" and completion.model == "claude-sonnet-4-20250514"
+
+
+def test_chunked_upload_becomes_a_file(aws, ctx):
+    data = _lines(20)
+    _, upload, _ = _call(
+        ctx,
+        "POST",
+        "/openai/v1/uploads",
+        body={"bytes": len(data), "filename": "big.jsonl", "mime_type": "text/jsonl", "purpose": "batch"},
+    )
+    Upload.model_validate(upload)
+    part_ids = []
+    for start in range(0, len(data), 500):
+        form = _multipart({"data": ("blob", data[start : start + 500])})
+        code, part, _ = _call(
+            ctx,
+            "POST",
+            f"/openai/v1/uploads/{upload['id']}/parts",
+            body=form,
+            content_type=f"multipart/form-data; boundary={BOUNDARY}",
+        )
+        assert code == 200, part
+        part_ids.append(UploadPart.model_validate(part).id)
+    code, done, _ = _call(ctx, "POST", f"/openai/v1/uploads/{upload['id']}/complete", body={"part_ids": part_ids})
+    assert code == 200, done
+    done = Upload.model_validate(done)
+    assert done.status == "completed" and done.file and done.file.bytes == len(data)
+    code, batch, _ = _create_batch(ctx, done.file.id)
+    assert code == 200 and batch["request_counts"]["total"] == 20
+
+
+def test_another_owner_gets_404_for_the_batch_and_the_file(aws, ctx):
+    _, file, _ = _upload_file(ctx, _lines(1))
+    _, batch, _ = _create_batch(ctx, file["id"])
+    for method, path in [
+        ("GET", f"/openai/v1/files/{file['id']}"),
+        ("GET", f"/openai/v1/files/{file['id']}/content"),
+        ("DELETE", f"/openai/v1/files/{file['id']}"),
+        ("GET", f"/openai/v1/batches/{batch['id']}"),
+        ("POST", f"/openai/v1/batches/{batch['id']}/cancel"),
+    ]:
+        code, body, _ = _call(ctx, method, path, user="mallory")
+        assert code == 404, (method, path, body)
+        assert body["error"]["type"] == "invalid_request_error"
+    code, listing, _ = _call(ctx, "GET", "/openai/v1/batches", user="mallory")
+    assert listing["data"] == []
+    code, body, _ = _create_batch(ctx, file["id"], user="mallory")
+    assert code == 404
+
+
+def test_list_pages_with_after_and_cancel_and_delete(aws, ctx):
+    _, file, _ = _upload_file(ctx, _lines(1))
+    ids = [_create_batch(ctx, file["id"])[1]["id"] for _ in range(3)]
+    _, page, _ = _call(ctx, "GET", "/openai/v1/batches", query={"limit": "2"})
+    assert [b["id"] for b in page["data"]] == ids[::-1][:2] and page["has_more"]
+    _, rest, _ = _call(ctx, "GET", "/openai/v1/batches", query={"limit": "2", "after": page["last_id"]})
+    assert [b["id"] for b in rest["data"]] == [ids[0]] and not rest["has_more"]
+    code, cancelled, _ = _call(ctx, "POST", f"/openai/v1/batches/{ids[0]}/cancel")
+    assert code == 200 and Batch.model_validate(cancelled).status in ("cancelling", "cancelled")
+    code, deleted, _ = _call(ctx, "DELETE", f"/openai/v1/files/{file['id']}")
+    assert code == 200 and FileDeleted.model_validate(deleted).deleted
+    code, _, _ = _call(ctx, "GET", f"/openai/v1/files/{file['id']}")
+    assert code == 404
+
+
+@pytest.mark.parametrize("endpoint", ["/v1/completions", None])
+def test_unknown_endpoint_is_a_400_in_openai_error_shape(aws, ctx, endpoint):
+    _, file, _ = _upload_file(ctx, _lines(1))
+    code, body, _ = _create_batch(ctx, file["id"], endpoint=endpoint)
+    assert code == 400 and set(body["error"]) == {"message", "type", "param", "code"}
+    assert body["error"]["param"] == "endpoint"
