@@ -10,11 +10,10 @@ from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError, NotFoundError
 from batch_gateway.models import anthropic_format as fmt
-from batch_gateway.models.jobs import Job, JobStatus, iso, utcnow
+from batch_gateway.models.jobs import Job, iso, utcnow
 from batch_gateway.service.cancel import cancel_job
 from batch_gateway.service.context import Services
 from batch_gateway.service.create import create_door_job
-from batch_gateway.service.keys import results_key
 
 DOOR = "anthropic"
 _PAGE = 100  # jobs read per store page while looking for the door's batches
@@ -88,10 +87,8 @@ def results_location(services: Services, job_id: str, owner: str) -> str:
             "has ended"
         )
     key = anthropic_results_key(job_id)
-    if not services.payloads.exists(key):
-        if job.status is JobStatus.FAILED and not services.payloads.exists(results_key(job_id)):
-            raise NotFoundError(f"message batch {job_id} failed before any results were collected: {job.error}")
-        raise NotFoundError(f"the results of message batch {job_id} are being written; try again shortly")
+    if not services.payloads.exists(key):  # only a failed job can end without it: it failed before any results
+        raise NotFoundError(f"message batch {job_id} has no results: {job.error or 'they are not written yet'}")
     return services.payloads.presign_get(key, services.settings.presign_expiry)
 
 
