@@ -81,9 +81,10 @@ def test_an_ended_batch_has_a_results_url_that_redirects_to_anthropic_format_res
     assert batch.request_counts.succeeded == 3 and batch.request_counts.processing == 0
     assert batch.results_url == f"https://abc123.execute-api.eu-west-1.amazonaws.com/v1{BATCHES}/{batch.id}/results"
     response = anthropic_compat.handler(door_event("GET", f"{BATCHES}/{batch.id}/results"), ctx)
-    assert response["statusCode"] == 302 and "X-Amz-Signature" in response["headers"]["Location"]
-    assert f"jobs/{batch.id}/anthropic-results.jsonl" in response["headers"]["Location"]
-    lines = aws.payloads.get_bytes(f"jobs/{batch.id}/anthropic-results.jsonl").splitlines()
+    location = (response.get("multiValueHeaders") or {}).get("Location", [None])[0] or response["headers"]["Location"]
+    assert response["statusCode"] == 302 and "X-Amz-Signature" in location
+    assert f"doors/anthropic/{batch.id}/results.jsonl" in location
+    lines = aws.payloads.get_bytes(f"doors/anthropic/{batch.id}/results.jsonl").splitlines()
     results = {r.custom_id: r for r in (MessageBatchIndividualResponse.model_validate_json(x) for x in lines)}
     assert sorted(results) == ["req-0", "req-1", "req-2"]
     message = results["req-0"].result.message  # type: ignore[union-attr]
@@ -171,7 +172,9 @@ def test_another_tenants_batch_is_404_everywhere(aws, ctx):
 
 
 def test_a_bedrock_claude_model_runs_the_batch_on_bedrock(aws, ctx, monkeypatch):
-    monkeypatch.setattr(aws, "settings", dataclasses.replace(aws.settings, secret_arns={}))  # as the door's function has it: Bedrock needs no secret
+    monkeypatch.setattr(
+        aws, "settings", dataclasses.replace(aws.settings, secret_arns={})
+    )  # as the door's function has it: Bedrock needs no secret
     code, body, _ = send(ctx, "POST", BATCHES, batch_body(2, model="anthropic.claude-3-5-haiku-20241022-v1:0"))
     assert code == 200, body
     assert aws.jobs.require_job(body["id"]).provider == "bedrock"

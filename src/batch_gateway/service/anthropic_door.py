@@ -22,7 +22,7 @@ _PAGE = 100  # jobs read per store page while looking for the door's batches
 def anthropic_results_key(job_id: str) -> str:
     """The batch's results in Anthropic's format, written by the workflow when the job ends
     (``service.anthropic_results``)."""
-    return f"jobs/{job_id}/anthropic-results.jsonl"
+    return f"doors/anthropic/{job_id}/results.jsonl"
 
 
 def create_batch(services: Services, *, owner: str, body: Any, results_url: Callable[[str], str]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from batch_gateway.models.jobs import Job
 from batch_gateway.models.openai_format import file_id, output_line
+from batch_gateway.service.anthropic_results import anthropic_outputs
 from batch_gateway.service.context import Services
 from batch_gateway.service.keys import results_key
 from batch_gateway.service.openai_door import file_content_key, file_meta_key
@@ -51,7 +52,10 @@ def openai_outputs(services: Services, job: Job) -> dict[str, Any]:
     return fields
 
 
-DOOR_OUTPUTS: dict[str, Callable[[Services, Job], dict[str, Any]]] = {"openai": openai_outputs}
+DOOR_OUTPUTS: dict[str, Callable[[Services, Job], dict[str, Any]]] = {
+    "openai": openai_outputs,
+    "anthropic": anthropic_outputs,
+}
 
 
 def write_door_outputs(services: Services, job: Job) -> dict[str, Any] | None:
