@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from aws_cdk import Duration
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
@@ -47,7 +51,14 @@ ROUTES: list[tuple[str, str, str, dict[str, bool]]] = [
         },
     ),
     ("POST", "/batches/{id}/cancel", "Cancel", {"method.request.path.id": True}),
+    # Gateway API keys (decision 0045): admin routes, IAM auth like every native route.
+    ("POST", "/keys", "Keys", {}),
+    ("GET", "/keys", "Keys", {}),
+    ("DELETE", "/keys/{id}", "Keys", {"method.request.path.id": True}),
 ]
+
+# Routes under these prefixes are the compatible doors: the key authorizer, not IAM, authorizes them (decision 0045).
+KEY_AUTHORIZED_PREFIXES = ("/openai/", "/anthropic/")
 
 # API Gateway's own errors (unsigned request, throttling, bad parameters) in the service's error shape.
 _ERROR_TEMPLATE = (
@@ -68,6 +79,8 @@ class ApiConstruct(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         table, bucket = storage.table, storage.bucket
+        self.functions_factory = functions
+        self._authorizer: apigw.RequestAuthorizer | None = None
 
         def api_function(function_id: str, environment: dict[str, str] | None = None) -> lambda_.Function:
             return functions.create(
@@ -88,6 +101,7 @@ class ApiConstruct(Construct):
             "Cancel": api_function("Cancel", {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn}),
         }
         self._grant(table=table, bucket=bucket, state_machine=state_machine, storage_key=storage.key)
+        self._api_keys(api_function, table=table, storage_key=storage.key)
         self.rest_api = self._rest_api(config)
 
     def _grant(
@@ -134,6 +148,60 @@ class ApiConstruct(Construct):
             "StopExecution on this state machine's executions (named per job), to restart a canceled job's workflow.",
         )
 
+    def _api_keys(
+        self,
+        api_function: Callable[[str, dict[str, str] | None], lambda_.Function],
+        *,
+        table: dynamodb.Table,
+        storage_key: kms.IKey | None,
+    ) -> None:
+        """Gateway API keys (decision 0045): the pepper their HMACs are keyed with, the Keys admin function and the
+        doors' REQUEST authorizer, each reaching key items of the table only."""
+        self.key_pepper = secretsmanager.Secret(
+            self,
+            "ApiKeyPepper",
+            secret_name=constants.KEY_PEPPER_SECRET_NAME,
+            description="Batch Gateway: the secret gateway API keys are hashed with (HMAC-SHA256). Changing it "
+            "invalidates every key.",
+            generate_secret_string=secretsmanager.SecretStringGenerator(password_length=64, exclude_punctuation=True),
+            encryption_key=storage_key,
+        )
+        nag.acknowledge(
+            self.key_pepper,
+            "AwsSolutions-SMG4",
+            "The pepper keys the stored hashes of every gateway API key: rotating it would revoke every key at once, "
+            "so it changes only when the operator means that (then issue new keys).",
+        )
+        pepper = {constants.ENV_KEY_PEPPER_SECRET_ARN: self.key_pepper.secret_arn}
+        self.functions["Keys"] = api_function("Keys", pepper)
+        self.key_authorizer_function = self.functions_factory.create(
+            self,
+            "KeyAuthorizer",
+            handler=constants.AUTHORIZER_HANDLER,
+            bundle="api",
+            sizing=API_SIZING,
+            environment={**pepper, constants.ENV_KEY_RATE_LIMIT: str(constants.DEFAULT_KEY_RATE_LIMIT)},
+            description="Batch Gateway: the compatible doors' API key authorizer",
+        )
+        grants.key_items(self.functions["Keys"].role, table, storage_key, grants.KEYS_ADMIN)
+        grants.key_items(self.key_authorizer_function.role, table, storage_key, grants.KEYS_AUTHORIZE)
+        for function in (self.functions["Keys"], self.key_authorizer_function):
+            self.key_pepper.grant_read(function)
+
+    def _door_authorizer(self) -> apigw.RequestAuthorizer:
+        """One REQUEST authorizer for both doors, made when the first door route is: no identity source, so
+        ``Authorization: Bearer`` and ``x-api-key`` both reach it, and so API Gateway's result cache must be off
+        (TTL 0); the function caches lookups itself for 30 s."""
+        if self._authorizer is None:
+            self._authorizer = apigw.RequestAuthorizer(
+                self,
+                "KeyAuthorizerAuth",
+                handler=self.key_authorizer_function,
+                identity_sources=[],
+                results_cache_ttl=Duration.seconds(0),
+            )
+        return self._authorizer
+
     def _rest_api(self, config: GatewayConfig) -> apigw.RestApi:
         access_logs = logs.LogGroup(self, "AccessLogs", retention=config.log_retention)
         api = apigw.RestApi(
@@ -179,10 +247,12 @@ class ApiConstruct(Construct):
 
         for http_method, path, function_id, parameters in ROUTES:
             resource = api.root.resource_for_path(path)
+            by_key = path.startswith(KEY_AUTHORIZED_PREFIXES)
             resource.add_method(
                 http_method,
                 apigw.LambdaIntegration(self.functions[function_id], allow_test_invoke=False),
-                authorization_type=apigw.AuthorizationType.IAM,
+                authorization_type=apigw.AuthorizationType.CUSTOM if by_key else apigw.AuthorizationType.IAM,
+                authorizer=self._door_authorizer() if by_key else None,
                 request_parameters=parameters,
                 request_validator=validator,
             )

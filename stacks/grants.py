@@ -25,6 +25,10 @@ TABLE_WRITE = [
     "dynamodb:BatchWriteItem",
     "dynamodb:ConditionCheckItem",
 ]
+# Gateway API keys (decision 0045): their items' partition keys all start with APIKEY (stores/api_keys.py).
+KEY_ITEMS_PREFIX = "APIKEY"
+KEYS_ADMIN = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+KEYS_AUTHORIZE = ["dynamodb:GetItem", "dynamodb:UpdateItem"]  # the lookup, and the per-key rate counter
 # GetObject also answers HeadObject; PutObject also covers the multipart upload calls except the abort.
 OBJECT_READ = ["s3:GetObject"]
 OBJECT_WRITE = ["s3:PutObject", "s3:AbortMultipartUpload"]
@@ -46,6 +50,19 @@ def table(role: iam.IRole, jobs: dynamodb.ITable, key: kms.IKey | None, *, write
         f"AwsSolutions-IAM5[Resource::{nag.arn_token(jobs)}/index/*]",
         "The table's indexes (<table arn>/index/*): by-owner for list, open-jobs for the sweeper; nothing else.",
     )
+
+
+def key_items(role: iam.IRole, jobs: dynamodb.ITable, key: kms.IKey | None, actions: list[str]) -> None:
+    """``actions`` on the table's key items only (``dynamodb:LeadingKeys`` = ``APIKEY*``); no index, never a job."""
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=actions,
+            resources=[jobs.table_arn],
+            conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{KEY_ITEMS_PREFIX}*"]}},
+        )
+    )
+    if key is not None:
+        key.grant_encrypt_decrypt(role)
 
 
 def objects(

@@ -34,6 +34,11 @@ ENV_BEDROCK_MAX_JOB_BYTES = "BEDROCK_MAX_JOB_BYTES"
 ENV_BEDROCK_MODEL_LIMITS = "BEDROCK_MODEL_LIMITS"  # JSON: model id -> {"min_records", "max_records", "max_bytes"}
 ENV_BEDROCK_ON_DEMAND_CONCURRENCY = "BEDROCK_ON_DEMAND_CONCURRENCY"
 ENV_BEDROCK_KMS_KEY_ID = "BEDROCK_KMS_KEY_ID"  # the customer-managed key Bedrock encrypts its output with
+# Gateway API keys (decision 0045): the secret their HMACs are keyed with (Keys and KeyAuthorizer only).
+ENV_KEY_PEPPER_SECRET_ARN = "API_KEY_PEPPER_SECRET_ARN"
+KEY_PEPPER_SECRET_NAME = "batch-gateway/api-key-pepper"
+ENV_KEY_RATE_LIMIT = "API_KEY_RATE_LIMIT"  # requests per second per gateway key (KeyAuthorizer; decision 0046)
+DEFAULT_KEY_RATE_LIMIT = 20
 
 DEFAULT_POLL_SCHEDULE = "30,60,120,300,600,900"
 DEFAULT_PRESIGN_EXPIRY = 900
@@ -65,7 +70,9 @@ API_HANDLERS = {
     "Retrieve": "lambdas.retrieve.handler",
     "List": "lambdas.list_jobs.handler",
     "Cancel": "lambdas.cancel.handler",
+    "Keys": "lambdas.keys.handler",
 }
+AUTHORIZER_HANDLER = "lambdas.authorizer.handler"  # the compatible doors' REQUEST authorizer, function KeyAuthorizer
 WORKFLOW_HANDLERS = {
     "Plan": "lambdas.plan.handler",
     "Submit": "lambdas.submit.handler",

@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Any, BinaryIO, Protocol, Self
 
 from batch_gateway.contract.errors import NotFoundError, TransientError
+from batch_gateway.models.api_keys import ApiKey
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus
 
 
@@ -180,3 +181,27 @@ class PayloadStore(Protocol):
         ...
 
     def delete(self, key: str) -> None: ...
+
+
+class KeyStore(Protocol):
+    """Gateway API keys (decision 0045), found by their keyed hash; the key itself is never handed to a store."""
+
+    def put_key(self, key: ApiKey, key_hash: str) -> None:
+        """Store a new key's record and its lookup by hash (``ConflictError`` if either exists)."""
+
+    def list_keys(self) -> list[ApiKey]:
+        """Every key, live and revoked, oldest first."""
+        ...
+
+    def revoke_key(self, key_id: str, revoked_at: datetime) -> ApiKey:
+        """Mark the key revoked and forget its hash: it never authorizes again. ``NotFoundError`` if there is no such
+        key; revoking a revoked key changes nothing and answers it."""
+        ...
+
+    def find_key(self, key_hash: str) -> ApiKey | None:
+        """The live key with this hash, or None (unknown or revoked)."""
+        ...
+
+    def count_request(self, key_id: str, second: int, limit: int) -> bool:
+        """Count a request of the key in window ``second`` unless it has ``limit`` already: whether it counted."""
+        ...

@@ -10,10 +10,13 @@ import os
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from batch_gateway import constants
 from batch_gateway.contract.errors import ProviderAuthError
+from batch_gateway.service.api_keys import ApiKeys
 from batch_gateway.service.context import Services
 from batch_gateway.settings import Settings
 from batch_gateway.store import aws
+from batch_gateway.store.api_keys import DynamoDBKeyStore
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.payloads import S3PayloadStore
 
@@ -91,6 +94,28 @@ def services() -> Services:
     )
 
 
+def _pepper() -> str:
+    """The secret the gateway keys' HMACs are keyed with (decision 0045), from Secrets Manager, cached like the
+    provider keys."""
+    from aws_lambda_powertools.utilities import parameters
+
+    arn = os.environ.get(constants.ENV_KEY_PEPPER_SECRET_ARN)
+    if not arn:
+        raise RuntimeError(f"{constants.ENV_KEY_PEPPER_SECRET_ARN} is not set")
+    value = parameters.get_secret(arn, max_age=SECRET_MAX_AGE)
+    if not isinstance(value, str) or not value:
+        raise RuntimeError("the API key pepper secret is empty")
+    return value
+
+
+@cache
+def api_keys() -> ApiKeys:
+    """Gateway API keys (the Keys function and the key authorizer); the authorizer's answers are cached 30 s."""
+    s = settings()
+    rate = int(os.environ.get(constants.ENV_KEY_RATE_LIMIT) or constants.DEFAULT_KEY_RATE_LIMIT)
+    return ApiKeys(store=DynamoDBKeyStore(aws.client("dynamodb"), s.table), pepper=_pepper, rate_limit=rate)
+
+
 def forget_provider_keys() -> None:
     """Read provider keys from Secrets Manager again on next use (after the provider refused one)."""
     from aws_lambda_powertools.utilities import parameters
@@ -103,6 +128,7 @@ def reset() -> None:
     """Forget everything built so far (tests and the local stack change the environment between runs)."""
     settings.cache_clear()
     services.cache_clear()
+    api_keys.cache_clear()
     _provider_with_key.cache_clear()
     _planner.cache_clear()
     aws.forget_clients()

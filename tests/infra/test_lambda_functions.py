@@ -1,4 +1,4 @@
-"""Lambda defaults set once: the twelve functions, their handlers, runtime, architecture, logs, tracing and env."""
+"""Lambda defaults set once: every function of ALL_HANDLERS, their handlers, runtime, architecture, logs, tracing and env."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from batch_gateway import constants
 from tests.support.synthesized import ALL_HANDLERS, FUNCTION_SCOPES
 
 
-def test_stack_has_exactly_our_twelve_lambdas_with_handlers_from_constants(synthesized):
+def test_stack_has_exactly_our_lambdas_with_handlers_from_constants(synthesized):
     functions = synthesized.our_functions()
-    assert len(functions) == 12
+    assert len(functions) == len(ALL_HANDLERS)
     assert sorted(f["Properties"]["Handler"] for f in functions.values()) == sorted(ALL_HANDLERS.values())
     for function_id, handler in ALL_HANDLERS.items():
         assert synthesized.function(function_id)[1]["Properties"]["Handler"] == handler

@@ -17,12 +17,14 @@ ALL_HANDLERS = {
     **constants.WORKFLOW_HANDLERS,
     "Ingest": constants.INGEST_HANDLER,
     "Sweeper": constants.SWEEPER_HANDLER,
+    "KeyAuthorizer": constants.AUTHORIZER_HANDLER,
 }
 FUNCTION_SCOPES = {
     **{f: "Api" for f in constants.API_HANDLERS},
     **{f: "Workflow" for f in constants.WORKFLOW_HANDLERS},
     "Ingest": "DropFolder",
     "Sweeper": "Sweeper",
+    "KeyAuthorizer": "Api",
 }
 # CDK's singleton custom resource that writes the bucket's notification configuration at deploy time.
 CDK_NOTIFICATIONS_HANDLER = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"

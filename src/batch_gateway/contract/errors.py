@@ -82,6 +82,13 @@ class UnsupportedMediaTypeError(BatchGatewayError):
     http_status = 415
 
 
+class RateLimitedError(BatchGatewayError):
+    """The gateway API key sent more requests this second than its limit (decision 0046); retry after a moment."""
+
+    type = "rate_limited"
+    http_status = 429
+
+
 class IdempotencyMismatchError(BatchGatewayError):
     type = "idempotency_key_mismatch"
     http_status = 422
@@ -165,6 +172,7 @@ ERROR_TYPES: dict[str, type[BatchGatewayError]] = {
         PayloadTooLargeError,
         UnsupportedMediaTypeError,
         IdempotencyMismatchError,
+        RateLimitedError,
         TransientError,
         ProviderError,
         ProviderRateLimitedError,

@@ -16,10 +16,12 @@ from batch_gateway.contract.errors import (
     InvalidRequestError,
     NotFoundError,
     PayloadTooLargeError,
+    RateLimitedError,
     UnauthorizedError,
     UnsupportedMediaTypeError,
 )
 from batch_gateway.edge.observability import logger
+from batch_gateway.models.api_keys import principal_name
 
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's own limit; the drop folder takes larger inputs
 
@@ -58,21 +60,25 @@ def make_resolver() -> APIGatewayRestResolver:
     return app
 
 
-_ASSUMED_ROLE = re.compile(r"\Aarn:(aws[\w-]*):sts::(\d{12}):assumed-role/([^/]+)/.+\Z")
-
-
 def caller(event: APIGatewayProxyEvent) -> str:
-    """The IAM principal API Gateway authenticated. No principal means IAM auth did not run: refuse.
+    """The principal the request is from: the owner of the gateway key the key authorizer accepted
+    (``requestContext.authorizer.owner``, decision 0045), else the IAM principal API Gateway authenticated. Neither
+    means no auth ran: refuse.
 
     A role's sessions are one caller: ``arn:aws:sts::<acct>:assumed-role/<role>/<session>`` becomes
     ``arn:aws:iam::<acct>:role/<role>``, so a service sees its jobs whatever its session name.
     """
+    authorizer = event.request_context.get("authorizer") or {}
+    owner = authorizer.get("owner") if isinstance(authorizer, dict) else None
+    if isinstance(owner, str) and owner:
+        if authorizer.get("rate_limited") == "true":
+            raise RateLimitedError("this API key sent more requests this second than its limit; retry shortly")
+        return principal_name(owner)
     identity = event.request_context.identity
     principal = identity.user_arn or identity.caller
     if not principal:
         raise UnauthorizedError("requests must be signed with AWS SigV4 (IAM auth)")
-    role = _ASSUMED_ROLE.match(principal)
-    return f"arn:{role.group(1)}:iam::{role.group(2)}:role/{role.group(3)}" if role else principal
+    return principal_name(principal)
 
 
 def json_body(event: APIGatewayProxyEvent) -> Any:
