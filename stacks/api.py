@@ -51,6 +51,7 @@ ROUTES: list[tuple[str, str, str, dict[str, bool]]] = [
         },
     ),
     ("POST", "/batches/{id}/cancel", "Cancel", {"method.request.path.id": True}),
+    ("POST", "/uploads", "Uploads", {}),
     # Gateway API keys (decision 0045): admin routes, IAM auth like every native route.
     ("POST", "/keys", "Keys", {}),
     ("GET", "/keys", "Keys", {}),
@@ -99,6 +100,8 @@ class ApiConstruct(Construct):
             "List": api_function("List"),
             # Cancel restarts the workflow so the provider hears of it at once, not after the current wait.
             "Cancel": api_function("Cancel", {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn}),
+            # Signs upload URLs with its own role: they allow what that role may do (write under uploads/), no more.
+            "Uploads": api_function("Uploads", {constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY)}),
         }
         self._grant(table=table, bucket=bucket, state_machine=state_machine, storage_key=storage.key)
         self._api_keys(api_function, table=table, storage_key=storage.key)
@@ -125,6 +128,22 @@ class ApiConstruct(Construct):
             "Create writes a job's requests, and deletes them again when the job cannot start.",
         )
         state_machine.grant_start_execution(fns["Create"])
+        grants.objects(
+            fns["Create"].role,
+            bucket,
+            key,
+            [f"{constants.UPLOADS_PREFIX}*"],
+            grants.OBJECT_READ,
+            "Create reads an uploaded input file (POST /batches with input_file) under the caller's upload prefix.",
+        )
+        grants.objects(
+            fns["Uploads"].role,
+            bucket,
+            key,
+            [f"{constants.UPLOADS_PREFIX}*"],
+            grants.OBJECT_WRITE,
+            "Uploads starts multipart uploads and signs upload URLs; a URL allows only what this role may do.",
+        )
 
         for function_id in ("Status", "List", "Retrieve"):  # reads only: no Scan, no writes
             grants.table(fns[function_id].role, table, key, write=False)

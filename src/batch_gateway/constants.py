@@ -52,6 +52,7 @@ BEDROCK_TIMEOUT_HOURS = 24
 BEDROCK_ON_DEMAND_CONCURRENCY = 4
 BEDROCK_SMALL_JOB_MODES = ("on_demand", "reject")
 OUTBOX_PREFIX = "outbox/"
+UPLOADS_PREFIX = "uploads/"  # POST /uploads: input files uploaded through presigned URLs
 
 # DynamoDB layout: one table, job and chunk items under the job's partition.
 TABLE_PK = "pk"
@@ -70,6 +71,7 @@ API_HANDLERS = {
     "Retrieve": "lambdas.retrieve.handler",
     "List": "lambdas.list_jobs.handler",
     "Cancel": "lambdas.cancel.handler",
+    "Uploads": "lambdas.uploads.handler",
     "Keys": "lambdas.keys.handler",
 }
 AUTHORIZER_HANDLER = "lambdas.authorizer.handler"  # the compatible doors' REQUEST authorizer, function KeyAuthorizer

@@ -17,6 +17,7 @@ EXPECTED_ROUTES = {
     ("POST", "/keys"): "Keys",
     ("GET", "/keys"): "Keys",
     ("DELETE", "/keys/{id}"): "Keys",
+    ("POST", "/uploads"): "Uploads",
 }
 
 

@@ -50,12 +50,21 @@ def test_no_function_scans_the_table_or_lists_or_reads_the_whole_bucket(synthesi
 
 def test_create_writes_only_a_jobs_requests_and_cancel_touches_only_the_table(synthesized):
     assert synthesized.object_grants("Create") == {
+        "s3:GetObject": {"uploads/*"},  # an uploaded input file (POST /batches with input_file)
         "s3:PutObject": {"jobs/*/requests.jsonl"},
         "s3:AbortMultipartUpload": {"jobs/*/requests.jsonl"},
         "s3:DeleteObject": {"jobs/*/requests.jsonl"},
     }
     cancel = synthesized.role_actions("Cancel")
     assert "dynamodb:UpdateItem" in cancel and not _has(cancel, "s3:")
+
+
+def test_uploads_only_writes_under_uploads_so_its_presigned_urls_can_do_nothing_else(synthesized):
+    assert synthesized.object_grants("Uploads") == {
+        "s3:PutObject": {"uploads/*"},
+        "s3:AbortMultipartUpload": {"uploads/*"},
+    }
+    assert not _has(synthesized.role_actions("Uploads"), "dynamodb:")
 
 
 def test_ingest_reads_only_the_drop_folder_and_writes_only_requests_and_receipts(synthesized):

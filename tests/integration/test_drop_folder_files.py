@@ -123,6 +123,7 @@ def test_the_bad_file_corpus_has_at_least_ten_cases():
 
 def test_a_transient_failure_is_reported_for_retry_and_the_file_is_not_marked_done(aws, ctx, monkeypatch):
     from batch_gateway.service import ingest as ingest_service
+    from batch_gateway.service import input_files as input_files_service
 
     event = _drop("inbox/retry.jsonl", (HEADER + '\n{"id": "a", "request": "hi"}\n').encode())
     calls = []
@@ -133,8 +134,8 @@ def test_a_transient_failure_is_reported_for_retry_and_the_file_is_not_marked_do
             raise ConnectionError("DynamoDB unreachable")
         return real(*args, **kwargs)
 
-    real = ingest_service.create_job_from_file
-    monkeypatch.setattr(ingest_service, "create_job_from_file", flaky_create)
+    real = input_files_service.create_job_from_file
+    monkeypatch.setattr(input_files_service, "create_job_from_file", flaky_create)
     first = ingest.handler(event, ctx)
     assert first["batchItemFailures"] == [{"itemIdentifier": event["Records"][0]["messageId"]}]
     assert ingest.handler(event, ctx) == {"batchItemFailures": []}  # SQS redelivers; now it starts the job

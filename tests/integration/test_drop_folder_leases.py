@@ -18,6 +18,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from batch_gateway.models.jobs import utcnow
 from batch_gateway.service import ingest as ingest_service
+from batch_gateway.service import input_files as input_files_service
 from batch_gateway.store.payloads import S3PayloadStore
 from lambdas import ingest
 from tests.support.concurrency import serialise_moto_dynamodb
@@ -73,7 +74,7 @@ def _retried(answer: dict, event: dict) -> bool:
 
 
 def _die_once_in_create(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = ingest_service.create_job_from_file
+    real = input_files_service.create_job_from_file
     calls: list[int] = []
 
     def dying(*args, **kwargs):
@@ -82,7 +83,7 @@ def _die_once_in_create(monkeypatch: pytest.MonkeyPatch) -> None:
             raise Killed("Task timed out after 300.00 seconds")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ingest_service, "create_job_from_file", dying)
+    monkeypatch.setattr(input_files_service, "create_job_from_file", dying)
 
 
 def test_a_delivery_that_died_mid_ingest_is_taken_over_after_the_lease(aws, ctx, monkeypatch):
@@ -184,7 +185,7 @@ def test_concurrent_deliveries_of_several_files_with_crashes_start_exactly_one_j
     here, each running the per-record handler), then SQS redelivers whatever was not acknowledged."""
     files, copies = 3, 4
     events = [_drop(f"inbox/race-{f}.jsonl", lines=3, message_id=f"m-{f}") for f in range(files)]
-    real = ingest_service.create_job_from_file
+    real = input_files_service.create_job_from_file
     died: set[str] = set()
     died_lock = threading.Lock()
 
@@ -196,7 +197,7 @@ def test_concurrent_deliveries_of_several_files_with_crashes_start_exactly_one_j
             raise Killed("Task timed out after 300.00 seconds")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ingest_service, "create_job_from_file", dies_first_time_per_file)
+    monkeypatch.setattr(input_files_service, "create_job_from_file", dies_first_time_per_file)
     records = [(f, SQSRecord(events[f]["Records"][0])) for f in range(files) for _ in range(copies)]
 
     first_round = _deliver_concurrently(records)

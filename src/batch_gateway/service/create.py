@@ -33,7 +33,11 @@ logger = Logger(child=True)
 
 
 def create_job(services: Services, *, owner: str, body: Any, source: str = "api") -> Job:
-    """A job from a ``POST /batches`` body."""
+    """A job from a ``POST /batches`` body: inline ``requests``, or an uploaded ``input_file``."""
+    if isinstance(body, dict) and "input_file" in body:
+        from batch_gateway.service.uploads import create_job_from_upload  # it builds on this module
+
+        return create_job_from_upload(services, owner=owner, body=body)
     spec = CreateJobInput.parse(body)
     return _create(services, owner, spec, consume(spec.requests), source=source)
 
@@ -45,15 +49,17 @@ def create_job_from_file(
     settings: dict[str, Any],
     requests: Iterable[tuple[str, Any, int | None]],
     problems: list[dict[str, Any]],
-    drop_name: str,
+    drop_name: str | None = None,
     job_id: str | None = None,
+    source: str = "drop-folder",
 ) -> Job:
-    """A job from a drop-folder file, streamed: ``settings`` are the body's fields but requests, ``requests`` come
-    from the file reader, which records its own problems in ``problems`` as it goes. ``job_id`` is the one the
-    file's claim fixed, so a redelivery after a crash finds the job a dead attempt started."""
+    """A job from a JSONL file (the drop folder's, or an upload), streamed: ``settings`` are the body's fields but
+    requests, ``requests`` come from the file reader, which records its own problems in ``problems`` as it goes.
+    ``job_id`` is the one the file's claim fixed, so a redelivery after a crash finds the job a dead attempt
+    started."""
     spec = CreateJobInput.parse({**settings, "requests": {"-": None}})  # the envelope; requests are checked below
     return _create(
-        services, owner, spec, requests, source="drop-folder", drop_name=drop_name, problems=problems, job_id=job_id
+        services, owner, spec, requests, source=source, drop_name=drop_name, problems=problems, job_id=job_id
     )
 
 
@@ -137,9 +143,7 @@ def create_door_job(
     """A job from a compatible front door's translated requests (decision 0045): a normal job that remembers its
     door and the door's own fields, checked and stored like a drop-folder file."""
     spec = CreateJobInput.parse({**settings, "requests": {"-": None}})
-    return _create(
-        services, owner, spec, requests, source=door, problems=problems, door=door, door_fields=door_fields
-    )
+    return _create(services, owner, spec, requests, source=door, problems=problems, door=door, door_fields=door_fields)
 
 
 def _check_small_job(services: Services, spec: CreateJobInput, total: int) -> None:

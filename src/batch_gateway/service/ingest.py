@@ -25,10 +25,9 @@ from batch_gateway.constants import OUTBOX_PREFIX
 from batch_gateway.contract.errors import InvalidRequestError, TransientError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import iso, utcnow
-from batch_gateway.models.jsonl import RequestFile, iter_jsonl_lines
 from batch_gateway.models.requests import PROVIDERS
 from batch_gateway.service.context import Services
-from batch_gateway.service.create import create_job_from_file
+from batch_gateway.service.input_files import job_from_file
 
 logger = Logger(child=True)
 MAX_DROP_BYTES = 2 * 1024 * 1024 * 1024
@@ -107,12 +106,6 @@ def ingest_object(
     return receipt
 
 
-def _by_line(detail: dict[str, Any]) -> dict[str, Any]:
-    """A receipt names lines: problems with the job's settings belong to the header line (or the key path)."""
-    message = f"{detail['field']}: {detail['message']}" if detail.get("field") else detail["message"]
-    return {"line": detail.get("line", 1), "message": message}
-
-
 def _start(
     services: Services, key: str, name: str, version: str | None, size: int | None, job_id: str
 ) -> dict[str, Any]:
@@ -127,31 +120,16 @@ def _start(
         )
     if not services.settings.drop_owner:
         raise InvalidRequestError("this deployment has no drop-folder owner configured (DROP_FOLDER_OWNER)")
-    problems: list[dict[str, Any]] = []
-    reader = RequestFile(iter_jsonl_lines(services.payloads.open_object(key, version)), problems)
-    if reader.empty:
-        raise InvalidRequestError(
-            "the file has no requests", details=[{"line": 1, "message": "the file has no requests"}]
-        )
-    settings = {**settings_from_key(name), **(reader.header or {})}
-    if "provider" not in settings or "model" not in settings:
-        for _ in reader.requests():  # still read every line, to report all of the file's problems at once
-            pass
-        raise InvalidRequestError(
-            'say which provider and model to use: a first line {"batch_gateway": {"provider": ..., '
-            '"model": ...}} or a key like inbox/<provider>/<model>/<file>.jsonl',
-            details=[*problems, {"line": 1, "message": "provider and model are required"}],
-        )
-    try:
-        job = create_job_from_file(
-            services,
-            owner=services.settings.drop_owner,
-            settings=settings,
-            requests=reader.requests(),
-            problems=problems,
-            drop_name=name,
-            job_id=job_id,
-        )
-    except InvalidRequestError as error:
-        raise InvalidRequestError(error.message, details=[_by_line(d) for d in error.details]) from None
+    job = job_from_file(
+        services,
+        owner=services.settings.drop_owner,
+        key=key,
+        version=version,
+        defaults=settings_from_key(name),
+        missing_settings='say which provider and model to use: a first line {"batch_gateway": {"provider": ..., '
+        '"model": ...}} or a key like inbox/<provider>/<model>/<file>.jsonl',
+        source="drop-folder",
+        drop_name=name,
+        job_id=job_id,
+    )
     return {"status": "accepted", "job_id": job.id, "requests": job.request_counts.total}

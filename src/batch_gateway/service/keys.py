@@ -1,5 +1,9 @@
 """Where each payload lives in the bucket: everything of a job under `jobs/<job id>/`, a chunk's files under its
-`chunks/<index>/`. The one place that names these keys."""
+`chunks/<index>/`; uploaded input files under `uploads/`. The one place that names these keys."""
+
+import hashlib
+
+from batch_gateway.constants import UPLOADS_PREFIX
 
 
 def requests_key(job_id: str) -> str:
@@ -37,3 +41,10 @@ def chunk_idmap_key(job_id: str, index: int) -> str:
 def chunk_results_key(job_id: str, index: int) -> str:
     """Normalised results of the chunk, keyed by the caller's ids."""
     return chunk_prefix(job_id, index) + "results.jsonl"
+
+
+def upload_key(owner: str, upload_id: str) -> str:
+    """A caller's uploaded input file (``POST /uploads``): under a digest of its owner, so another caller's upload
+    id names a key that does not exist (404) without any lookup."""
+    digest = hashlib.sha256(owner.encode()).hexdigest()[:32]
+    return f"{UPLOADS_PREFIX}{digest}/{upload_id}.jsonl"

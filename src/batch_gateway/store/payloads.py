@@ -112,6 +112,24 @@ class S3PayloadStore(PayloadStore):
             "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_in
         )
 
+    def presign_put(self, key: str, expires_in: int) -> str:
+        return self._s3.generate_presigned_url(
+            "put_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_in
+        )
+
+    def start_upload(self, key: str) -> str:
+        return self._s3.create_multipart_upload(Bucket=self.bucket, Key=key, ContentType="application/x-ndjson")[
+            "UploadId"
+        ]
+
+    def presign_upload_part(self, key: str, upload_id: str, part_number: int, expires_in: int) -> str:
+        params = {"Bucket": self.bucket, "Key": key, "UploadId": upload_id, "PartNumber": part_number}
+        return self._s3.generate_presigned_url("upload_part", Params=params, ExpiresIn=expires_in)
+
+    def presign_complete_upload(self, key: str, upload_id: str, expires_in: int) -> str:
+        params = {"Bucket": self.bucket, "Key": key, "UploadId": upload_id}
+        return self._s3.generate_presigned_url("complete_multipart_upload", Params=params, ExpiresIn=expires_in)
+
     def delete(self, key: str) -> None:
         self._s3.delete_object(Bucket=self.bucket, Key=key)
 

@@ -1,0 +1,121 @@
+"""Large inputs on the native API: ``POST /uploads`` gives presigned S3 URLs (signed by the Uploads function's role,
+checked by the local S3 against that role's policy and the URL's expiry), and ``POST /batches {"input_file": ...}``
+makes a job of the uploaded JSONL file, checked line by line like a dropped file."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+
+import pytest
+import requests
+
+from tests.support.api_caller import Caller
+
+pytestmark = pytest.mark.e2e
+
+MODEL = {"provider": "anthropic", "model": "claude-sonnet-4-20250514"}
+
+
+def jsonl(lines: list[dict]) -> bytes:
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+
+def start_upload(caller: Caller, size: int, **options: int) -> dict:
+    answer = caller.request("POST", "/uploads", {"size": size, **options})
+    assert answer.status_code == 201, answer.text
+    return answer.json()
+
+
+def put_file(upload: dict, data: bytes) -> None:
+    """What any HTTP client does with the answer: one PUT, or the parts and then the complete call."""
+    if upload["method"] == "PUT":
+        response = requests.put(upload["url"], data=data, timeout=60)
+        assert response.status_code == 200, response.text
+        return
+    size = upload["part_size"]
+    etags = []
+    for part in upload["parts"]:
+        start = (part["part_number"] - 1) * size
+        response = requests.put(part["url"], data=data[start : start + size], timeout=60)
+        assert response.status_code == 200, response.text
+        etags.append((part["part_number"], response.headers["ETag"]))
+    xml = "".join(f"<Part><PartNumber>{n}</PartNumber><ETag>{etag}</ETag></Part>" for n, etag in etags)
+    response = requests.post(
+        upload["complete_url"], data=f"<CompleteMultipartUpload>{xml}</CompleteMultipartUpload>", timeout=60
+    )
+    assert response.status_code == 200, response.text
+
+
+def test_a_file_larger_than_an_inline_body_goes_up_in_parts_and_the_job_finishes(alice):
+    prompt = "Describe this animal in one word. " + "x" * 4000
+    lines = [{"id": f"q{i}", "request": f"{i}: {prompt}"} for i in range(2000)]
+    data = jsonl(lines)
+    assert len(data) > 8_000_000  # past the 3 MB inline body docs/api.md promises, and past Lambda's 6 MB
+    upload = start_upload(alice, len(data), part_size=5 * 1024 * 1024)
+    assert upload["method"] == "multipart" and len(upload["parts"]) == 2
+    put_file(upload, data)
+
+    created = alice.request("POST", "/batches", {"input_file": upload["id"], **MODEL})
+    assert created.status_code == 202, created.text
+    job = alice.wait(created.json()["id"], timeout=120)
+    assert job["status"] == "finished" and job["request_counts"]["succeeded"] == 2000
+    results = alice.all_results(job["id"])
+    assert set(results) == {line["id"] for line in lines}
+
+
+def test_a_small_file_goes_up_in_one_put_and_its_header_line_sets_the_job(alice):
+    data = jsonl([{"batch_gateway": MODEL}, *({"id": f"r{c}", "request": f"Name a {c} animal"} for c in "ABC")])
+    upload = start_upload(alice, len(data))
+    assert upload["method"] == "PUT"
+    put_file(upload, data)
+    created = alice.request("POST", "/batches", {"input_file": upload["id"]})
+    assert created.status_code == 202, created.text
+    assert alice.wait(created.json()["id"])["request_counts"]["succeeded"] == 3
+
+
+def job_keys(stack) -> set[str]:
+    s3 = stack.client("s3")
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=stack.info()["bucket"], Prefix="jobs/")
+    return {o["Key"] for page in pages for o in page.get("Contents", [])}
+
+
+def test_a_file_with_a_bad_line_7_is_refused_naming_line_7_and_nothing_is_stored_or_started(stack, sim):
+    alice = Caller(stack.info()["api_url"], stack.caller("uploads-bad-line"))
+    before = job_keys(stack)
+    lines = [{"id": f"r{i}", "request": f"Say {i}"} for i in range(1, 11)]
+    data = jsonl(lines[:6]).decode() + '{"id": "r7", "request": 42}\n' + jsonl(lines[7:]).decode()
+    upload = start_upload(alice, len(data.encode()))
+    put_file(upload, data.encode())
+
+    refused = alice.request("POST", "/batches", {"input_file": upload["id"], **MODEL})
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    assert [d["line"] for d in error["details"]] == [7], error
+    assert "line 7" in error["message"]
+    assert alice.request("GET", "/batches").json()["batches"] == []
+    assert job_keys(stack) == before, "a refused job stored requests"
+
+
+def test_another_caller_cannot_use_an_upload_id(stack, sim, alice):
+    bob = Caller(stack.info()["api_url"], stack.caller("uploads-bob"))
+    data = jsonl([{"id": "a", "request": "Hi"}])
+    upload = start_upload(alice, len(data))
+    put_file(upload, data)
+    stolen = bob.request("POST", "/batches", {"input_file": upload["id"], **MODEL})
+    assert stolen.status_code == 404, stolen.text
+    assert bob.request("GET", "/batches").json()["batches"] == []
+    assert alice.request("POST", "/batches", {"input_file": upload["id"], **MODEL}).status_code == 202
+
+
+def test_a_presigned_upload_url_stops_working_when_it_expires(alice):
+    data = jsonl([{"id": "a", "request": "Hi"}])
+    upload = start_upload(alice, len(data), expires_in=2)
+    assert requests.put(upload["url"], data=data, timeout=30).status_code == 200  # valid while fresh
+    expires_at = datetime.fromisoformat(upload["expires_at"])
+    while datetime.now(UTC) <= expires_at:
+        time.sleep(0.2)
+    time.sleep(1.1)  # the signature's date has whole seconds
+    late = requests.put(upload["url"], data=data, timeout=30)
+    assert late.status_code == 403 and b"expired" in late.content, late.text
