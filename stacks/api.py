@@ -51,11 +51,13 @@ ROUTES: list[tuple[str, str, str, dict[str, bool]]] = [
         },
     ),
     ("POST", "/batches/{id}/cancel", "Cancel", {"method.request.path.id": True}),
-    ("POST", "/uploads", "Uploads", {}),
     # Gateway API keys (decision 0045): admin routes, IAM auth like every native route.
     ("POST", "/keys", "Keys", {}),
     ("GET", "/keys", "Keys", {}),
     ("DELETE", "/keys/{id}", "Keys", {"method.request.path.id": True}),
+    ("POST", "/uploads", "Uploads", {}),
+    # The Anthropic-compatible door (decisions 0045, 0051): Message Batches, the key authorizer.
+    ("ANY", "/anthropic/v1/{proxy+}", "AnthropicCompat", {}),
 ]
 
 # Routes under these prefixes are the compatible doors: the key authorizer, not IAM, authorizes them (decision 0045).
@@ -100,6 +102,14 @@ class ApiConstruct(Construct):
             "List": api_function("List"),
             # Cancel restarts the workflow so the provider hears of it at once, not after the current wait.
             "Cancel": api_function("Cancel", {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn}),
+            # Creates and cancels door jobs (starts and restarts workflows), signs its results file's URL.
+            "AnthropicCompat": api_function(
+                "AnthropicCompat",
+                {
+                    constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
+                    constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY),
+                },
+            ),
             # Signs upload URLs with its own role: they allow what that role may do (write under uploads/), no more.
             "Uploads": api_function("Uploads", {constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY)}),
         }
@@ -143,6 +153,35 @@ class ApiConstruct(Construct):
             [f"{constants.UPLOADS_PREFIX}*"],
             grants.OBJECT_WRITE,
             "Uploads starts multipart uploads and signs upload URLs; a URL allows only what this role may do.",
+        )
+
+        door = fns["AnthropicCompat"].role
+        grants.table(door, table, key, write=True)  # door jobs: create, cancel, delete (door_fields), list
+        grants.objects(
+            door,
+            bucket,
+            key,
+            [f"{JOBS_PREFIX}*/requests.jsonl"],
+            [*grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
+            "The Anthropic door writes a batch's translated requests, and deletes them when the job cannot start.",
+        )
+        grants.objects(
+            door,
+            bucket,
+            key,
+            ["doors/anthropic/*"],
+            grants.OBJECT_READ,
+            "The Anthropic door signs URLs of the results files the workflow wrote (a URL allows what this role may).",
+        )
+        state_machine.grant_start_execution(fns["AnthropicCompat"])
+        state_machine.grant_execution(fns["AnthropicCompat"], "states:StopExecution")  # cancel restarts, as Cancel
+        nag.acknowledge(
+            door,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
+            '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
+            + nag.logical_id(state_machine)
+            + '"}]}]}:*]',
+            "StopExecution on this state machine's executions (named per job): a canceled batch restarts its workflow.",
         )
 
         for function_id in ("Status", "List", "Retrieve"):  # reads only: no Scan, no writes

@@ -71,8 +71,9 @@ API_HANDLERS = {
     "Retrieve": "lambdas.retrieve.handler",
     "List": "lambdas.list_jobs.handler",
     "Cancel": "lambdas.cancel.handler",
-    "Uploads": "lambdas.uploads.handler",
+    "AnthropicCompat": "lambdas.anthropic_compat.handler",
     "Keys": "lambdas.keys.handler",
+    "Uploads": "lambdas.uploads.handler",
 }
 AUTHORIZER_HANDLER = "lambdas.authorizer.handler"  # the compatible doors' REQUEST authorizer, function KeyAuthorizer
 WORKFLOW_HANDLERS = {

@@ -18,6 +18,7 @@ EXPECTED_ROUTES = {
     ("GET", "/keys"): "Keys",
     ("DELETE", "/keys/{id}"): "Keys",
     ("POST", "/uploads"): "Uploads",
+    ("ANY", "/anthropic/v1/{proxy+}"): "AnthropicCompat",
 }
 
 
