@@ -23,7 +23,7 @@ from batch_gateway.client._constants import DEFAULT_STATUS_CHECK_INTERVAL, ENDPO
 from batch_gateway.client.errors import BatchGatewayError, error_from_job
 from batch_gateway.client.models import Job, JobStatus
 from batch_gateway.client.sync_client import BatchGatewayClient
-from batch_gateway.contract.jsonl import ParsedFile, dumps_line, iter_jsonl_lines, parse_jsonl
+from batch_gateway.contract.jsonl import HEADER_KEY, ParsedFile, dumps_line, iter_jsonl_lines, parse_jsonl
 
 EXIT_OK, EXIT_SERVICE_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 JOB_STATUSES = [status.value for status in JobStatus]
@@ -170,8 +170,26 @@ def _tally_text(tally: dict[str, int]) -> str:
     return ", ".join(f"{count} {status}" for status, count in sorted(tally.items())) or "no results"
 
 
+INLINE_MAX_BYTES = 3_000_000  # the create body docs/api.md promises always fits; a larger file goes up as an upload
+
+
+def _read_header(path: str) -> dict[str, Any]:
+    """The header line of a file too large to read whole: the server checks every line of it (decision 0053)."""
+    with open(path, "rb") as stream:
+        for raw in stream:
+            if raw.strip():
+                try:
+                    first = json.loads(raw)
+                except ValueError:
+                    return {}
+                header = first.get(HEADER_KEY) if isinstance(first, dict) else None
+                return header if isinstance(header, dict) else {}
+    return {}
+
+
 def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
-    parsed = _read_input(args.file)
+    large = args.file != "-" and os.path.isfile(args.file) and os.path.getsize(args.file) > INLINE_MAX_BYTES
+    parsed = ParsedFile(header=_read_header(args.file)) if large else _read_input(args.file)
     header = parsed.header or {}
     provider = args.provider or header.get("provider")
     model = args.model or header.get("model")
@@ -184,7 +202,8 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
     }
     metadata = {**header.get("metadata", {}), **_json_arg(args.metadata or "{}", "--metadata")}
     job = client.create_job(
-        parsed.requests,
+        None if large else parsed.requests,
+        input_file=client.upload(args.file) if large else None,
         provider=provider,
         model=model,
         hyperparameters=hyperparameters or None,
@@ -197,7 +216,9 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
         if args.json:
             _json_out(_job_json(job))
         else:
-            _out(f"submitted {job.id}: {len(parsed.requests)} requests to {job.provider} {job.model} ({job.status})")
+            _out(
+                f"submitted {job.id}: {job.request_counts.total} requests to {job.provider} {job.model} ({job.status})"
+            )
         return EXIT_OK
 
     progress = Progress(sys.stderr, tty=sys.stderr.isatty())

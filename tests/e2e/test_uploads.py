@@ -5,12 +5,16 @@ makes a job of the uploaded JSONL file, checked line by line like a dropped file
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from datetime import UTC, datetime
 
 import pytest
 import requests
 
+from batch_gateway.client import BatchGatewayClient
 from tests.support.api_caller import Caller
 
 pytestmark = pytest.mark.e2e
@@ -119,3 +123,45 @@ def test_a_presigned_upload_url_stops_working_when_it_expires(alice):
     time.sleep(1.1)  # the signature's date has whole seconds
     late = requests.put(upload["url"], data=data, timeout=30)
     assert late.status_code == 403 and b"expired" in late.content, late.text
+
+
+def _sdk_env(stack, user: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "BATCH_GATEWAY_ENDPOINT": stack.info()["api_url"],
+        **stack.caller(user).as_env(),
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_SESSION_TOKEN": "",
+        "AWS_ENDPOINT_URL": "",
+    }
+
+
+def test_the_sdk_uploads_a_file_in_parts_and_creates_a_job_from_it(stack, sim, tmp_path, monkeypatch):
+    for key, value in _sdk_env(stack, "uploads-sdk").items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_SESSION_TOKEN")
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(jsonl([{"id": f"q{i}", "request": f"{i} " + "y" * 3000} for i in range(2000)]))
+    assert path.stat().st_size > 6_000_000
+    client = BatchGatewayClient(stack.info()["api_url"], region="us-east-1")
+    upload_id = client.upload(path, part_size=5 * 1024 * 1024)
+    batch_id = client.batch.create(input_file=upload_id, **MODEL)
+    job = client.batch.wait(batch_id, status_check_interval=0.3)
+    assert job.request_counts.succeeded == 2000
+
+
+def test_cli_submit_sends_a_file_over_the_inline_limit_as_an_upload(stack, sim, tmp_path):
+    path = tmp_path / "big.jsonl"
+    lines = [{"batch_gateway": MODEL}, *({"id": f"q{i}", "request": f"{i} " + "z" * 3000} for i in range(1200))]
+    path.write_bytes(jsonl(lines))
+    assert path.stat().st_size > 3_000_000  # more than an inline body may hold (docs/api.md)
+    done = subprocess.run(
+        [sys.executable, "-m", "batch_gateway.cli", "--json", "submit", str(path)],
+        env=_sdk_env(stack, "uploads-cli"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    job = json.loads(done.stdout)
+    assert job["request_counts"]["total"] == 1200

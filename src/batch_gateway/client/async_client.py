@@ -8,6 +8,7 @@ and retries stay in one place, and the event loop is never blocked. Waiting betw
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +65,10 @@ class AsyncBatchGatewayClient:
     def endpoint(self) -> str:
         return self.sync.endpoint
 
-    async def create_job(self, requests: Mapping[str, Any], **kwargs: Any) -> Job:
+    async def upload(self, path: str | os.PathLike[str], *, part_size: int | None = None) -> str:
+        return await asyncio.to_thread(self.sync.upload, path, part_size=part_size)
+
+    async def create_job(self, requests: Mapping[str, Any] | None = None, **kwargs: Any) -> Job:
         """See ``BatchGatewayClient.create_job``."""
         return await asyncio.to_thread(self.sync.create_job, requests, **kwargs)
 
@@ -133,12 +137,13 @@ class AsyncBatch:
 
     async def create(
         self,
-        requests: Mapping[str, Any],
+        requests: Mapping[str, Any] | None = None,
         hyperparameters: Mapping[str, Any] | None = None,
         *,
         provider: str | None = None,
         model: str | None = None,
         idempotency_key: str | None = None,
+        input_file: str | None = None,
         **job_options: Any,
     ) -> str:
         return await asyncio.to_thread(
@@ -148,6 +153,7 @@ class AsyncBatch:
             provider=provider,
             model=model,
             idempotency_key=idempotency_key,
+            input_file=input_file,
             **job_options,
         )
 

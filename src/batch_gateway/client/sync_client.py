@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -28,6 +29,7 @@ from batch_gateway.client.models import (
     ResultsPage,
 )
 from batch_gateway.client.transport import SignedTransport
+from batch_gateway.client.uploads import upload_file
 
 if TYPE_CHECKING:
     import boto3
@@ -78,9 +80,14 @@ class BatchGatewayClient:
 
     # --- the HTTP API, one method per route ------------------------------------------------------------------------
 
+    def upload(self, path: str | os.PathLike[str], *, part_size: int | None = None) -> str:
+        """``POST /uploads`` and the file's bytes to the presigned S3 URLs (in parts when large); returns the upload
+        id to pass as ``create_job(input_file=...)``. For inputs larger than an inline body (3 MB)."""
+        return upload_file(self._transport, path, part_size=part_size)
+
     def create_job(
         self,
-        requests: Mapping[str, Any],
+        requests: Mapping[str, Any] | None = None,
         *,
         provider: str,
         model: str,
@@ -89,12 +96,20 @@ class BatchGatewayClient:
         endpoint: str | None = None,
         provider_options: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        input_file: str | None = None,
     ) -> Job:
-        """``POST /batches``. ``requests`` maps caller ids to ``LMInput`` or API request forms.
+        """``POST /batches``. ``requests`` maps caller ids to ``LMInput`` or API request forms; or ``input_file`` is
+        an upload id (``upload(path)``) of a JSONL file of requests.
 
         Safe to retry: one ``Idempotency-Key`` (a new uuid4 unless given) is sent on every attempt.
         """
-        body: dict[str, Any] = {"provider": provider, "model": model, "requests": to_api_requests(requests)}
+        if (requests is None) == (input_file is None):
+            raise TypeError("create_job() takes requests or input_file (exactly one)")
+        body: dict[str, Any] = {"provider": provider, "model": model}
+        if input_file is not None:
+            body["input_file"] = input_file
+        else:
+            body["requests"] = to_api_requests(requests or {})
         optional = {
             "hyperparameters": hyperparameters,
             "metadata": metadata,
@@ -222,15 +237,17 @@ class Batch:
 
     def create(
         self,
-        requests: Mapping[str, Any],
+        requests: Mapping[str, Any] | None = None,
         hyperparameters: Mapping[str, Any] | None = None,
         *,
         provider: str | None = None,
         model: str | None = None,
         idempotency_key: str | None = None,
+        input_file: str | None = None,
         **job_options: Any,
     ) -> str:
-        """Start a batch job; returns its id. ``job_options``: ``metadata``, ``endpoint``, ``provider_options``."""
+        """Start a batch job; returns its id. ``requests``, or ``input_file``: an upload id (``client.upload``).
+        ``job_options``: ``metadata``, ``endpoint``, ``provider_options``."""
         _check_job_options(job_options)
         provider = provider or self._provider
         model = model or self._model
@@ -244,6 +261,7 @@ class Batch:
             model=model,
             hyperparameters=merged or None,
             idempotency_key=idempotency_key,
+            input_file=input_file,
             **{**self._job_options, **job_options},
         )
         return job.id

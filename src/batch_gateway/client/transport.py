@@ -230,6 +230,10 @@ class SignedTransport:
             method, url, body=data, headers=dict(aws_request.headers.items()), redirect=False, preload_content=True
         )
 
+    def send_presigned(self, method: str, url: str, data: bytes) -> urllib3.BaseHTTPResponse:
+        """One request to a URL the service presigned (an S3 upload URL): sent as it is, not signed again."""
+        return self._pool.request(method, url, body=data, redirect=False, preload_content=True)
+
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(retry_after, self.max_retry_after)
