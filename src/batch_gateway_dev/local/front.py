@@ -1,9 +1,14 @@
 """A local stand-in for API Gateway: HTTP in, API Gateway REST proxy events to the API functions, HTTP out.
 
 IAM auth as API Gateway does it: a request without a SigV4 ``execute-api`` signature is refused with 403, so is one
-signed with an unknown access key or a wrong signature; the caller is the IAM user whose key signed. The function
-is invoked through the Lambda API (so it runs with its own environment and role), and a function error or an
-oversized response becomes API Gateway's ``502 Internal server error``.
+signed with an unknown access key or a wrong signature; the caller is the IAM user whose key signed, and its IAM
+policies must allow ``execute-api:Invoke`` on the method's ARN (``arn:aws:execute-api:<region>:<account>:<api>/<stage>/
+<METHOD>/<path>``), else 403. A ``CUSTOM`` method runs its Lambda REQUEST authorizer through the Lambda API first
+(decision 0045): ``Unauthorized`` raised -> 401, a policy that does not allow the method ARN -> 403, else the request
+goes on with the authorizer's principal and context in ``requestContext.authorizer``. Routes match like API Gateway's
+(literal before ``{param}`` before greedy ``{proxy+}``; ``ANY`` after an exact method). The function is invoked
+through the Lambda API (so it runs with its own environment and role), and a function error or an oversized response
+becomes API Gateway's ``502 Internal server error``.
 """
 
 from __future__ import annotations
@@ -27,9 +32,14 @@ from batch_gateway_dev.sigv4 import parse_authorization
 
 STAGE = "v1"
 ACCOUNT = "123456789012"
+REGION = "us-east-1"
+API_ID = "local"
+UNAUTHORIZED = {"message": "Unauthorized"}  # API Gateway's answer when a REQUEST authorizer raises Unauthorized
+NOT_AUTHORIZED = {"message": "User is not authorized to access this resource"}  # ... and when its policy denies
 CLOCK_SKEW_SECONDS = 15 * 60
 
 Response = tuple[int, dict[str, str], bytes]
+Invoke = Callable[[str, dict[str, Any]], tuple[dict[str, Any] | None, str | None]]
 
 
 class Principal(Protocol):
@@ -103,14 +113,21 @@ class ApiFront:
         self,
         routes: list[Route],
         *,
-        invoke: Callable[[str, dict[str, Any]], tuple[dict[str, Any] | None, str | None]],
+        invoke: Invoke,
         identify: Callable[[str], Principal | None],
+        authorize: Invoke | None = None,
+        iam_allows: Callable[[Principal, str], bool] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
+        """``invoke``: an API function -> (its response, its error type). ``authorize``: an authorizer function ->
+        (its answer, its error message). ``iam_allows``: whether a principal's IAM policies allow
+        ``execute-api:Invoke`` on a method ARN (None: every signed caller may call every method)."""
         self.routes = routes
         self._invoke = invoke
         self._identify = identify
+        self._authorize = authorize
+        self._iam_allows = iam_allows
         front = self
 
         class _Handler(QuietHandler):
@@ -149,11 +166,29 @@ class ApiFront:
             params = route.match(method, path)
             if params is None:
                 continue
-            host = next((v for k, v in headers.items() if k.lower() == "host"), "localhost")
-            caller = verify_signature(method, f"http://{host}{raw_path}", headers, body, self._identify)
-            if isinstance(caller, tuple):
-                return caller
-            event = self._event(route, method, path, params, parts.query, headers, body, caller, request_id)
+            event = self._event(route, method, path, params, parts.query, headers, body, request_id)
+            method_arn = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:{API_ID}/{STAGE}/{method}/{path.lstrip('/')}"
+            if route.authorization == "CUSTOM":
+                refused = self._run_authorizer(route, event, method_arn)
+                if refused:
+                    return refused
+            elif route.authorization == "AWS_IAM":
+                host = next((v for k, v in headers.items() if k.lower() == "host"), "localhost")
+                caller = verify_signature(method, f"http://{host}{raw_path}", headers, body, self._identify)
+                if isinstance(caller, tuple):
+                    return caller
+                if self._iam_allows is not None and not self._iam_allows(caller, method_arn):
+                    return _json(
+                        403,
+                        {
+                            "Message": f"User: {caller.principal} is not authorized to perform: "
+                            f"execute-api:Invoke on resource: {method_arn}"
+                        },
+                        "AccessDeniedException",
+                    )
+                event["requestContext"]["identity"].update(
+                    accessKey=caller.access_key, caller=caller.name, user=caller.name, userArn=caller.principal
+                )
             response, error = self._invoke(route.function, event)
             if error or not isinstance(response, dict) or "statusCode" not in response:
                 return _json(502, {"message": "Internal server error"})
@@ -166,6 +201,30 @@ class ApiFront:
         # API Gateway's answer for an unknown route
         return _json(403, {"message": "Missing Authentication Token"}, "MissingAuthenticationTokenException")
 
+    def _run_authorizer(self, route: Route, event: dict[str, Any], method_arn: str) -> Response | None:
+        """Run the method's REQUEST authorizer as API Gateway does (no result cache: the stack's TTL is 0). None
+        when the request may go on; ``event`` then carries the authorizer's principal and context."""
+        if self._authorize is None or route.authorizer is None:
+            return _json(500, {"message": None}, "AuthorizerConfigurationException")
+        request = {
+            "type": "REQUEST",
+            "methodArn": method_arn,
+            **{k: event[k] for k in ("resource", "path", "httpMethod", "headers", "multiValueHeaders")},
+            **{k: event[k] for k in ("queryStringParameters", "multiValueQueryStringParameters", "pathParameters")},
+            "stageVariables": None,
+            "requestContext": event["requestContext"],
+        }
+        answer, error = self._authorize(route.authorizer, request)
+        if error == "Unauthorized":
+            return _json(401, UNAUTHORIZED, "UnauthorizedException")
+        if error or not isinstance(answer, dict) or not answer.get("principalId"):
+            return _json(500, {"message": None}, "AuthorizerConfigurationException")
+        if not _policy_allows(answer.get("policyDocument"), method_arn):
+            return _json(403, NOT_AUTHORIZED, "AccessDeniedException")
+        context = {str(k): v for k, v in (answer.get("context") or {}).items()}
+        event["requestContext"]["authorizer"] = {**context, "principalId": str(answer["principalId"])}
+        return None
+
     @staticmethod
     def _event(
         route: Route,
@@ -175,7 +234,6 @@ class ApiFront:
         query: str,
         headers: dict[str, str],
         body: bytes,
-        caller: Principal,
         request_id: str,
     ) -> dict[str, Any]:
         pairs = parse_qsl(query, keep_blank_values=True)
@@ -203,17 +261,28 @@ class ApiFront:
                 "path": f"/{STAGE}{path}",
                 "requestId": request_id,
                 "accountId": ACCOUNT,
-                "apiId": "local",
+                "apiId": API_ID,
                 "protocol": "HTTP/1.1",
                 "identity": {
-                    "accessKey": caller.access_key,
+                    "accessKey": None,
                     "accountId": ACCOUNT,
-                    "caller": caller.name,
-                    "user": caller.name,
-                    "userArn": caller.principal,
+                    "caller": None,
+                    "user": None,
+                    "userArn": None,
                     "sourceIp": "127.0.0.1",
                 },
             },
             "body": text if body else None,
             "isBase64Encoded": encoded,
         }
+
+
+def _policy_allows(document: Any, method_arn: str) -> bool:
+    """Whether an authorizer's policy allows ``execute-api:Invoke`` on the method (an explicit Deny wins), evaluated
+    the way IAM does by moto's policy evaluation."""
+    from moto.iam.access_control import IAMPolicy, PermissionResult
+
+    if not isinstance(document, dict) or not document.get("Statement"):
+        return False
+    result = IAMPolicy(json.dumps(document)).is_action_permitted("execute-api:Invoke", method_arn)
+    return bool(result == PermissionResult.PERMITTED)

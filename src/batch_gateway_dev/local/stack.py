@@ -28,7 +28,7 @@ from typing import Any, TypedDict
 import boto3
 import requests
 
-from batch_gateway_dev.local.front import ApiFront
+from batch_gateway_dev.local.front import ApiFront, Principal
 from batch_gateway_dev.local.lambda_runtime import ENVIRONMENTS_FILE
 from batch_gateway_dev.local.resources import create_table
 from batch_gateway_dev.local.service_principals import service_user_name
@@ -115,6 +115,7 @@ class LocalStack:
         self._callers_by_name: dict[str, CallerCredentials] = {}
         self._lock = threading.Lock()
         self._api_arn = ""
+        self._iam: Any = None
         self._generation = 0
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
@@ -148,7 +149,13 @@ class LocalStack:
             ),
         )
         self.front = ApiFront(
-            template.routes(), invoke=self._invoke_api, identify=self._identify, host=self.host, port=self.port
+            template.routes(),
+            invoke=self._invoke_api,
+            identify=self._identify,
+            authorize=self._invoke_authorizer,
+            iam_allows=self._iam_allows,
+            host=self.host,
+            port=self.port,
         ).start()
         return self
 
@@ -178,8 +185,12 @@ class LocalStack:
     def info(self) -> dict[str, Any]:
         caller = self.caller(DEFAULT_CALLER)
         drop = self.caller(DROP_FOLDER_USER)
+        api_url = self.front.url if self.front else None
         return {
-            "api_url": self.front.url if self.front else None,
+            "api_url": api_url,
+            # What to give the official SDKs (decision 0045): base_url of openai.OpenAI / anthropic.Anthropic.
+            "openai_base_url": f"{api_url}/openai/v1" if api_url else None,
+            "anthropic_base_url": f"{api_url}/anthropic" if api_url else None,
             "aws_endpoint_url": self.aws_endpoint_url,
             "region": REGION,
             "credentials": caller.as_json(),
@@ -206,12 +217,23 @@ class LocalStack:
             service, endpoint_url=self.aws_endpoint_url, region_name=REGION, **keys
         )
 
-    def caller(self, name: str) -> CallerCredentials:
-        """An IAM user allowed to call the API (``execute-api:Invoke``), made on first use: one tenant."""
+    def caller(self, name: str, *, admin: bool = False) -> CallerCredentials:
+        """An IAM user made on first use: a tenant, allowed ``execute-api:Invoke`` on every method but the key admin
+        routes (``/keys``); with ``admin`` (and always for the default caller, the operator's) on those too."""
         with self._lock:
             if name in self._callers_by_name:
                 return self._callers_by_name[name]
-        statements = [{"Effect": "Allow", "Action": "execute-api:Invoke", "Resource": f"{self._api_arn}/*"}]
+        statements: list[dict[str, Any]] = [
+            {"Effect": "Allow", "Action": "execute-api:Invoke", "Resource": f"{self._api_arn}/*"}
+        ]
+        if not admin and name != DEFAULT_CALLER:
+            statements.append(
+                {
+                    "Effect": "Deny",
+                    "Action": "execute-api:Invoke",
+                    "Resource": [f"{self._api_arn}/*/*/keys", f"{self._api_arn}/*/*/keys/*"],
+                }
+            )
         if name == DROP_FOLDER_USER:
             prefix = self.context.get("drop_folder_prefix", "inbox/")
             statements += [
@@ -226,6 +248,46 @@ class LocalStack:
 
     def _identify(self, access_key: str) -> CallerCredentials | None:
         return self._callers.get(access_key)
+
+    def _iam_allows(self, principal: Principal, method_arn: str) -> bool:
+        """Whether the user's IAM policies allow ``execute-api:Invoke`` on ``method_arn`` (an explicit Deny wins),
+        read from IAM on every request (a changed policy applies at once) and evaluated by moto's IAM evaluation."""
+        from moto.iam.access_control import IAMPolicy, PermissionResult
+
+        iam = self._iam_client()
+        documents = [
+            iam.get_user_policy(UserName=principal.name, PolicyName=policy)["PolicyDocument"]
+            for policy in iam.list_user_policies(UserName=principal.name)["PolicyNames"]
+        ]
+        results = [
+            IAMPolicy(document if isinstance(document, str) else json.dumps(document)).is_action_permitted(
+                "execute-api:Invoke", method_arn
+            )
+            for document in documents
+        ]
+        return PermissionResult.DENIED not in results and PermissionResult.PERMITTED in results
+
+    def _iam_client(self) -> Any:
+        if self._iam is None:
+            self._iam = self.client("iam")
+        return self._iam
+
+    def api_key(self, owner: Any, name: str | None = None) -> str:
+        """A gateway API key for ``owner`` (a caller, anything with ``.principal``, or a principal ARN), made
+        through the admin route ``POST /keys`` as the operator, as ``batch-gateway keys create`` does."""
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+
+        assert self.front, "the stack is not started"
+        operator = self.caller(DEFAULT_CALLER)
+        body = json.dumps({"owner": getattr(owner, "principal", owner), "name": name or "test"}).encode()
+        url = f"{self.front.url}/keys"
+        request = AWSRequest(method="POST", url=url, data=body, headers={"Content-Type": "application/json"})
+        SigV4Auth(Credentials(operator.access_key, operator.secret_key), "execute-api", REGION).add_auth(request)
+        response = requests.post(url, data=body, headers=dict(request.headers), timeout=60)
+        assert response.status_code == 201, f"POST /keys: {response.status_code} {response.text}"
+        return str(response.json()["key"])
 
     def _create_user(self, name: str, policy: str) -> CallerCredentials:
         iam = self.client("iam")
@@ -256,6 +318,15 @@ class LocalStack:
         payload = json.loads(response["Payload"].read() or b"null")
         if response.get("FunctionError"):
             return None, str((payload or {}).get("errorType", "Unhandled"))
+        return payload, None
+
+    def _invoke_authorizer(self, function: str, event: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+        """Invoke a Lambda authorizer as API Gateway does: (its answer, its error message: ``Unauthorized`` means
+        401)."""
+        response = self._lambda.invoke(FunctionName=function, Payload=json.dumps(event).encode())
+        payload = json.loads(response["Payload"].read() or b"null")
+        if response.get("FunctionError"):
+            return None, str((payload or {}).get("errorMessage", "Unhandled"))
         return payload, None
 
     def set_function_environment(self, function: str, changes: dict[str, str | None]) -> None:

@@ -59,16 +59,27 @@ class Function:
 
 @dataclass
 class Route:
-    method: str
-    path: str  # e.g. /batches/{id}/results
+    method: str  # or ANY
+    path: str  # e.g. /batches/{id}/results, /openai/v1/{proxy+}
     function: str  # logical id
+    authorization: str = "AWS_IAM"  # the method's AuthorizationType: AWS_IAM, CUSTOM or NONE
+    authorizer: str | None = None  # CUSTOM: the authorizer function's logical id
 
     def match(self, method: str, path: str) -> dict[str, str] | None:
-        if method != self.method:
+        """Path parameters when the request is this route's; ``{name+}`` is greedy (one or more segments)."""
+        if self.method not in (method, "ANY"):
             return None
-        pattern = r"\A" + re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/]+)", re.escape(self.path)) + r"\Z"
-        found = re.match(pattern, path)
+        pattern = re.escape(self.path)
+        pattern = re.sub(r"\\{(\w+)\\\+\\}", r"(?P<\1>.+)", pattern)
+        pattern = re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/]+)", pattern)
+        found = re.match(r"\A" + pattern + r"\Z", path)
         return found.groupdict() if found else None
+
+    @property
+    def specificity(self) -> tuple[int, int, int]:
+        """API Gateway picks the most specific route: literal paths before parameters before greedy ``{proxy+}``,
+        and an exact method before ANY."""
+        return ("+}" in self.path, self.path.count("{"), self.method == "ANY")
 
 
 class Template:
@@ -101,6 +112,7 @@ class Template:
                 return f"{path_of(props['ParentId'])}/{props['PathPart']}"
             return ""  # the API's root resource
 
+        authorizers = self.of_type("AWS::ApiGateway::Authorizer")
         routes = []
         for method in self.of_type("AWS::ApiGateway::Method").values():
             props = method["Properties"]
@@ -108,8 +120,24 @@ class Template:
                 continue
             function = _function_in(props.get("Integration", {}).get("Uri"))
             if function:
-                routes.append(Route(props["HttpMethod"], path_of(props["ResourceId"]) or "/", function))
-        return routes
+                authorizer = (
+                    props.get("AuthorizerId", {}).get("Ref") if isinstance(props.get("AuthorizerId"), dict) else None
+                )
+                authorizer_function = (
+                    _function_in(authorizers[authorizer]["Properties"].get("AuthorizerUri"))
+                    if authorizer in authorizers
+                    else None
+                )
+                routes.append(
+                    Route(
+                        props["HttpMethod"],
+                        path_of(props["ResourceId"]) or "/",
+                        function,
+                        authorization=str(props.get("AuthorizationType") or "NONE"),
+                        authorizer=authorizer_function,
+                    )
+                )
+        return sorted(routes, key=lambda route: route.specificity)
 
 
 def _function_in(value: Any) -> str | None:

@@ -1,0 +1,124 @@
+"""Gateway API keys through the local stack (decision 0045): an admin (IAM allowed on /keys) creates keys, a tenant
+cannot manage them (403 from IAM, as API Gateway answers); a key works on both doors with either header; no key is a
+401 and an unknown key a 403 from the authorizer; a revoked key is refused within the authorizer's cache time; the
+listing shows no key material; a key's requests are its owner's (tenant isolation of the SigV4 API); and no key
+appears in any function's log."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from batch_gateway_dev.local.stack import DEFAULT_CALLER
+from tests.support.api_caller import Caller
+
+DENIED = {"message": "User is not authorized to access this resource"}
+DOOR_LISTS = {"anthropic": "/anthropic/v1/messages/batches", "openai": "/openai/v1/batches"}
+
+
+@pytest.fixture
+def admin(stack, sim) -> Caller:
+    return Caller(stack.info()["api_url"], stack.caller(DEFAULT_CALLER))
+
+
+def door_get(caller: Caller, path: str, key: str | None, header: str = "x-api-key"):
+    headers = {}
+    if key is not None:
+        headers = {"Authorization": f"Bearer {key}"} if header == "authorization" else {"x-api-key": key}
+    headers["anthropic-version"] = "2023-06-01"
+    return caller.request("GET", path, headers=headers, sign=False)
+
+
+def test_an_admin_manages_keys_and_a_tenant_cannot(admin, alice):
+    created = admin.request("POST", "/keys", {"owner": alice.principal, "name": "ci"})
+    assert created.status_code == 201, created.text
+    key = created.json()["key"]
+    listed = admin.request("GET", "/keys")
+    assert listed.status_code == 200 and created.json()["id"] in [k["id"] for k in listed.json()["keys"]]
+    assert key not in listed.text
+    for method, path, body in (("POST", "/keys", {"owner": alice.principal}), ("GET", "/keys", None)):
+        refused = alice.request(method, path, body)
+        assert refused.status_code == 403, (method, path, refused.text)
+        assert "execute-api:Invoke" in refused.text
+    assert alice.request("DELETE", f"/keys/{created.json()['id']}").status_code == 403
+    assert alice.request("GET", "/batches").status_code == 200  # the tenant's own routes still work
+
+
+@pytest.mark.parametrize("door", sorted(DOOR_LISTS))
+@pytest.mark.parametrize("header", ["authorization", "x-api-key"])
+def test_a_key_works_on_both_doors_with_either_header(stack, alice, door, header):
+    if not any(r.path.startswith(f"/{door}/") for r in stack.front.routes):
+        pytest.skip(f"the {door} door has no route in this template yet")
+    key = stack.api_key(alice)
+    answer = door_get(alice, DOOR_LISTS[door], key, header)
+    assert answer.status_code == 200, answer.text
+
+
+def test_no_key_is_401_and_an_unknown_key_is_403(stack, alice):
+    if not any(r.path.startswith(("/openai/", "/anthropic/")) for r in stack.front.routes):
+        pytest.skip("no door route in this template yet")
+    path = next(p for d, p in DOOR_LISTS.items() if any(r.path.startswith(f"/{d}/") for r in stack.front.routes))
+    missing = door_get(alice, path, None)
+    assert (missing.status_code, missing.json()) == (401, {"message": "Unauthorized"})
+    unknown = door_get(alice, path, "bgk_" + "x" * 43)
+    assert (unknown.status_code, unknown.json()) == (403, DENIED)
+
+
+def test_a_revoked_key_is_refused_within_the_cache_time(stack, admin, alice):
+    if not any(r.path.startswith("/anthropic/") for r in stack.front.routes):
+        pytest.skip("the anthropic door has no route in this template yet")
+    created = admin.request("POST", "/keys", {"owner": alice.principal}).json()
+    assert door_get(alice, DOOR_LISTS["anthropic"], created["key"]).status_code == 200
+    assert admin.request("DELETE", f"/keys/{created['id']}").status_code == 200
+    deadline = time.monotonic() + 40  # the authorizer's cache is 30 s
+    while (answer := door_get(alice, DOOR_LISTS["anthropic"], created["key"])).status_code == 200:
+        assert time.monotonic() < deadline, "the revoked key still works after the cache time"
+        time.sleep(1)
+    assert (answer.status_code, answer.json()) == (403, DENIED)
+    assert admin.request("GET", "/keys").json()["keys"][-1]["revoked_at"]
+
+
+def test_a_keys_requests_are_its_owners_and_no_one_elses(stack, alice, bob):
+    if not any(r.path.startswith("/anthropic/") for r in stack.front.routes):
+        pytest.skip("the anthropic door has no route in this template yet")
+    key = stack.api_key(alice)
+    made = alice.request(
+        "POST",
+        "/anthropic/v1/messages/batches",
+        {
+            "requests": [
+                {
+                    "custom_id": "a",
+                    "params": {
+                        "model": "claude-sonnet-4-20250514",
+                        "max_tokens": 8,
+                        "messages": [{"role": "user", "content": "hi"}],
+                    },
+                }
+            ]
+        },
+        headers={"x-api-key": key, "anthropic-version": "2023-06-01"},
+        sign=False,
+    )
+    assert made.status_code == 200, made.text
+    batch_id = made.json()["id"]
+    assert alice.request("GET", f"/batches/{batch_id}").status_code == 200  # the owner's job, through SigV4
+    assert bob.request("GET", f"/batches/{batch_id}").status_code == 404
+    bobs = door_get(bob, f"/anthropic/v1/messages/batches/{batch_id}", stack.api_key(bob))
+    assert bobs.status_code == 404
+
+
+def test_no_key_appears_in_any_functions_log(stack, admin, alice):
+    created = admin.request("POST", "/keys", {"owner": alice.principal, "name": "logs"}).json()
+    for path in DOOR_LISTS.values():
+        door_get(alice, path, created["key"])
+        door_get(alice, path, created["key"], "authorization")
+    admin.request("DELETE", f"/keys/{created['id']}")
+    logs = stack.logs()
+    assert "api key accepted" in logs or not any(
+        r.path.startswith(("/openai/", "/anthropic/")) for r in stack.front.routes
+    )
+    assert created["key"] not in logs and created["key"][4:24] not in logs
+    for module in ("keys", "authorizer"):
+        assert created["key"] not in stack.logs(stack.function(module))
