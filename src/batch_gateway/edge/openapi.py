@@ -12,11 +12,14 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from batch_gateway.constants import DEFAULT_PRESIGN_EXPIRY
 from batch_gateway.contract.errors import ERROR_TYPES
 from batch_gateway.edge import openapi_create
 from batch_gateway.edge.idempotency import MAX_KEY_CHARS
 from batch_gateway.models import api
 from batch_gateway.models.jobs import JobStatus
+from batch_gateway.models.requests import PROVIDERS
+from batch_gateway.service import uploads
 from batch_gateway.service.query import DEFAULT_PAGE, LIST_DEFAULT_PAGE, LIST_MAX_PAGE, MAX_PAGE
 
 _MODELS: list[type[BaseModel]] = [
@@ -76,6 +79,76 @@ def _page(default: int, maximum: int) -> list[dict[str, Any]]:
     return [{"name": "limit", "in": "query", "schema": limit, "description": f"default {default}"}, _NEXT_TOKEN]
 
 
+def _upload_schemas() -> dict[str, Any]:
+    """POST /uploads and the create body that names an upload (decision 0053)."""
+    url = {"type": "string", "format": "uri"}
+    return {
+        "UploadBody": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["size"],
+            "properties": {
+                "size": {"type": "integer", "minimum": 1, "maximum": uploads.MAX_UPLOAD_BYTES},
+                "part_size": {
+                    "type": "integer",
+                    "minimum": uploads.MIN_PART_BYTES,
+                    "maximum": 5 * 1024**3,
+                    "description": "ask for a multipart upload in parts of this size (default: one PUT up to "
+                    "100 MiB, else parts of 64 MiB)",
+                },
+                "expires_in": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": DEFAULT_PRESIGN_EXPIRY,
+                    "description": "seconds the URLs stay valid",
+                },
+            },
+        },
+        "Upload": {
+            "type": "object",
+            "required": ["id", "size", "expires_at", "method"],
+            "properties": {
+                "id": {"type": "string", "pattern": "^upl_[0-9a-f]{32}$"},
+                "size": {"type": "integer"},
+                "expires_at": {"type": "string", "format": "date-time"},
+                "method": {"enum": ["PUT", "multipart"]},
+                "url": {**url, "description": "PUT the whole file here (method PUT)"},
+                "part_size": {"type": "integer"},
+                "parts": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["part_number", "url"],
+                        "properties": {"part_number": {"type": "integer", "minimum": 1}, "url": url},
+                    },
+                },
+                "complete_url": {**url, "description": "POST S3's CompleteMultipartUpload XML here"},
+            },
+        },
+        "CreateBatchFromUpload": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["input_file"],
+            "properties": {
+                "input_file": {
+                    "type": "string",
+                    "pattern": "^upl_[0-9a-f]{32}$",
+                    "description": "an upload of the caller's (POST /uploads), a JSONL file in the drop folder's "
+                    "format up to 16 MiB, checked line by line; another caller's upload answers 404",
+                },
+                "provider": {"enum": list(PROVIDERS)},
+                "model": {"type": "string"},
+                "endpoint": {"type": ["string", "null"]},
+                "hyperparameters": {"type": "object"},
+                "metadata": _ref("Metadata"),
+                "provider_options": {"type": "object"},
+            },
+            "description": "POST /batches with an uploaded file instead of requests; the body's fields win over "
+            "the file's header line",
+        },
+    }
+
+
 def document() -> dict[str, Any]:
     _, schemas = models_json_schema([(m, "validation") for m in _MODELS], ref_template="#/components/schemas/{model}")
     sigv4: list[dict[str, list[str]]] = [{"sigv4": []}]
@@ -91,6 +164,7 @@ def document() -> dict[str, Any]:
             "schemas": {
                 **schemas["$defs"],
                 **openapi_create.schemas(),
+                **_upload_schemas(),
                 "GatewayMessage": {
                     "type": "object",
                     "required": ["message"],
@@ -128,9 +202,16 @@ def document() -> dict[str, Any]:
                     ],
                     "requestBody": {
                         "required": True,
-                        "content": {"application/json": {"schema": _ref("CreateBatchBody")}},
+                        "content": {
+                            "application/json": {
+                                "schema": {"oneOf": [_ref("CreateBatchBody"), _ref("CreateBatchFromUpload")]}
+                            }
+                        },
                     },
-                    "responses": {"202": _json(api.JobView, "accepted"), **_errors(400, 403, 409, 413, 415, 422, 503)},
+                    "responses": {
+                        "202": _json(api.JobView, "accepted"),
+                        **_errors(400, 403, 404, 409, 413, 415, 422, 503),
+                    },
                 },
                 "get": {
                     "operationId": "listBatches",
@@ -179,6 +260,24 @@ def document() -> dict[str, Any]:
                             },
                         },
                         **_errors(400, 403, 404, 409),
+                    },
+                }
+            },
+            "/uploads": {
+                "post": {
+                    "operationId": "createUpload",
+                    "security": sigv4,
+                    "summary": "Presigned S3 URLs for one input file (then POST /batches with input_file)",
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": _ref("UploadBody")}},
+                    },
+                    "responses": {
+                        "201": {
+                            "description": "the upload id and where to send the file's bytes",
+                            "content": {"application/json": {"schema": _ref("Upload")}},
+                        },
+                        **_errors(400, 403, 413, 415, 503),
                     },
                 }
             },
