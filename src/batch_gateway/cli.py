@@ -2,6 +2,7 @@
 
     batch-gateway submit requests.jsonl --wait -o results.jsonl
     batch-gateway status ID | results ID [-o FILE] | list [--status S] | cancel ID
+    batch-gateway keys create --owner ARN [--name N] | keys list | keys revoke ID
     batch-gateway local [--host H] [--port N]
 
 Exit codes: 0 ok, 1 the service (or the input file) said no, 2 usage error, 130 interrupted.
@@ -322,6 +323,40 @@ def cmd_cancel(args: argparse.Namespace, client: BatchGatewayClient) -> int:
     return EXIT_OK
 
 
+def cmd_keys_create(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    created = client.create_key(args.owner, args.name)
+    if args.json:
+        _json_out(created)
+    else:
+        _out(created["key"])
+        _err(f"key {created['id']} for {created['owner']}: shown once, store it now (only its hash is kept)")
+    return EXIT_OK
+
+
+def cmd_keys_list(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    keys = client.list_keys()
+    if args.json:
+        _json_out(keys)
+        return EXIT_OK
+    if not keys:
+        _err("no keys")
+        return EXIT_OK
+    rows = [["ID", "OWNER", "NAME", "CREATED", "REVOKED"]]
+    rows += [[k["id"], k["owner"], k.get("name") or "-", k["created_at"], k.get("revoked_at") or "-"] for k in keys]
+    for line in _table(rows):
+        _out(line)
+    return EXIT_OK
+
+
+def cmd_keys_revoke(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    revoked = client.revoke_key(args.key_id)
+    if args.json:
+        _json_out(revoked)
+    else:
+        _out(f"{revoked['id']} revoked at {revoked['revoked_at']}: refused within 30 s")
+    return EXIT_OK
+
+
 def cmd_local(args: argparse.Namespace) -> int:
     try:
         # Development tooling, never in the SDK's wheel: installed with a clone of the repository (`make local`).
@@ -397,6 +432,18 @@ def build_parser() -> argparse.ArgumentParser:
     cancel = commands.add_parser("cancel", parents=[common], help="cancel a job (finished items are kept)")
     cancel.add_argument("batch_id", metavar="ID")
     cancel.set_defaults(handler=cmd_cancel)
+
+    keys = commands.add_parser("keys", parents=[common], help="gateway API keys for the OpenAI/Anthropic SDKs (admin)")
+    key_commands = keys.add_subparsers(dest="keys_command", required=True, metavar="KEYS_COMMAND")
+    key_create = key_commands.add_parser("create", parents=[common], help="a new key for an IAM principal")
+    key_create.add_argument("--owner", required=True, metavar="ARN", help="IAM user or role ARN the key acts as")
+    key_create.add_argument("--name", help="a label shown by keys list")
+    key_create.set_defaults(handler=cmd_keys_create)
+    key_list = key_commands.add_parser("list", parents=[common], help="every key (never the key itself)")
+    key_list.set_defaults(handler=cmd_keys_list)
+    key_revoke = key_commands.add_parser("revoke", parents=[common], help="revoke a key (refused within 30 s)")
+    key_revoke.add_argument("key_id", metavar="ID")
+    key_revoke.set_defaults(handler=cmd_keys_revoke)
 
     local = commands.add_parser("local", parents=[common], help="run the whole service on this machine")
     local.add_argument("--host", default="127.0.0.1")

@@ -6,6 +6,10 @@ appears in any function's log."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -122,3 +126,36 @@ def test_no_key_appears_in_any_functions_log(stack, admin, alice):
     assert created["key"] not in logs and created["key"][4:24] not in logs
     for module in ("keys", "authorizer"):
         assert created["key"] not in stack.logs(stack.function(module))
+
+
+def _cli(stack, user: str, *args: str, admin: bool = False) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "BATCH_GATEWAY_ENDPOINT": stack.info()["api_url"],
+        **stack.caller(user, admin=admin).as_env(),
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_SESSION_TOKEN": "",
+        "AWS_ENDPOINT_URL": "",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "batch_gateway.cli", *args], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_cli_creates_lists_and_revokes_keys_and_a_tenant_is_refused(stack, alice):
+    made = _cli(stack, "key-admin", "keys", "create", "--owner", alice.principal, "--name", "cli", "--json", admin=True)
+    assert made.returncode == 0, made.stderr
+    created = json.loads(made.stdout)
+    assert created["key"].startswith("bgk_") and created["owner"] == alice.principal
+    listed = _cli(stack, "key-admin", "keys", "list", "--json", admin=True)
+    assert listed.returncode == 0 and created["id"] in [k["id"] for k in json.loads(listed.stdout)]
+    assert created["key"] not in listed.stdout
+    table = _cli(stack, "key-admin", "keys", "list", admin=True)
+    assert created["id"] in table.stdout and "cli" in table.stdout and created["key"] not in table.stdout
+    revoked = _cli(stack, "key-admin", "keys", "revoke", created["id"], admin=True)
+    assert revoked.returncode == 0 and "revoked" in revoked.stdout
+    refused = _cli(stack, "alice", "keys", "create", "--owner", alice.principal)
+    assert refused.returncode == 1, refused.stdout
+    assert "not authorized" in refused.stderr and "bgk_" not in refused.stdout
+    plain = _cli(stack, "key-admin", "keys", "create", "--owner", alice.principal, admin=True)
+    assert plain.returncode == 0 and plain.stdout.strip().startswith("bgk_")

@@ -175,6 +175,25 @@ class BatchGatewayClient:
         """``POST /batches/{id}/cancel``. ``ConflictError`` when the job has already ended."""
         return Job.model_validate(self._transport.request("POST", _path("batches", batch_id, "cancel")))
 
+    # --- gateway API keys (admin: IAM must allow the caller on /keys; decision 0045) ------------------------------
+
+    def create_key(self, owner: str, name: str | None = None) -> dict[str, Any]:
+        """``POST /keys``: a gateway API key for the IAM principal ``owner``, for the OpenAI and Anthropic SDKs. The
+        answer's ``key`` is shown this once; only its hash is kept."""
+        body: dict[str, Any] = {"owner": owner, **({"name": name} if name else {})}
+        answer: dict[str, Any] = self._transport.request("POST", "/keys", body=body)
+        return answer
+
+    def list_keys(self) -> list[dict[str, Any]]:
+        """``GET /keys``: every key's id, owner, name, created_at and revoked_at (never the key)."""
+        keys: list[dict[str, Any]] = self._transport.request("GET", "/keys")["keys"]
+        return keys
+
+    def revoke_key(self, key_id: str) -> dict[str, Any]:
+        """``DELETE /keys/{id}``: the key stops working within 30 s (the authorizer's cache)."""
+        answer: dict[str, Any] = self._transport.request("DELETE", _path("keys", key_id))
+        return answer
+
     # --- lifecycle -----------------------------------------------------------------------------------------------
 
     def close(self) -> None:
