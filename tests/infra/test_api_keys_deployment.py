@@ -10,9 +10,24 @@ import pytest
 
 from batch_gateway import constants
 from stacks.api import KEY_AUTHORIZED_PREFIXES, ROUTES
-from tests.infra.test_api_routes import _routes
 
 KEY_ITEMS = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["APIKEY*"]}}
+
+
+def _routes(synthesized) -> dict[tuple[str, str], dict]:
+    """(HTTP method, full path) -> the method's properties."""
+    resources = synthesized.of_type("AWS::ApiGateway::Resource")
+
+    def path_of(ref: dict) -> str:
+        if "Ref" not in ref:
+            return ""  # the API's root resource
+        props = resources[ref["Ref"]]["Properties"]
+        return f"{path_of(props['ParentId'])}/{props['PathPart']}"
+
+    return {
+        (m["Properties"]["HttpMethod"], path_of(m["Properties"]["ResourceId"])): m["Properties"]
+        for m in synthesized.of_type("AWS::ApiGateway::Method").values()
+    }
 
 
 def _authorizer(synthesized) -> tuple[str, dict]:
