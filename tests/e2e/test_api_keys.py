@@ -11,8 +11,10 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import requests
 
 from batch_gateway_dev.local.stack import DEFAULT_CALLER
 from tests.support.api_caller import Caller
@@ -159,3 +161,20 @@ def test_the_cli_creates_lists_and_revokes_keys_and_a_tenant_is_refused(stack, a
     assert "not authorized" in refused.stderr and "bgk_" not in refused.stdout
     plain = _cli(stack, "key-admin", "keys", "create", "--owner", alice.principal, admin=True)
     assert plain.returncode == 0 and plain.stdout.strip().startswith("bgk_")
+
+
+def test_a_key_over_its_rate_gets_429_and_another_key_does_not(stack, alice, bob):
+    if not any(r.path.startswith("/anthropic/") for r in stack.front.routes):
+        pytest.skip("the anthropic door has no route in this template yet")
+    authorizer = stack.function("authorizer")
+    stack.set_function_environment(authorizer, {"API_KEY_RATE_LIMIT": "2"})
+    try:
+        greedy, other = stack.api_key(alice), stack.api_key(bob)
+        url = stack.info()["api_url"] + DOOR_LISTS["anthropic"]
+        headers = {"x-api-key": greedy, "anthropic-version": "2023-06-01"}
+        with ThreadPoolExecutor(8) as pool:  # eight at once: at most two one-second windows of two each
+            codes = list(pool.map(lambda _: requests.get(url, headers=headers, timeout=60).status_code, range(8)))
+        assert set(codes) == {200, 429} and codes.count(200) <= 4, codes
+        assert door_get(bob, DOOR_LISTS["anthropic"], other).status_code == 200
+    finally:
+        stack.set_function_environment(authorizer, {"API_KEY_RATE_LIMIT": None})
