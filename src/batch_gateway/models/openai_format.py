@@ -54,7 +54,7 @@ STATUSES = {
 }
 
 
-class LineProblem(Exception):
+class LineProblemError(Exception):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
@@ -67,29 +67,29 @@ def file_id(seed: str) -> str:
 
 
 def parse_line(raw: bytes | str) -> dict[str, Any]:
-    """One input line as an object with custom_id, method, url and body (``LineProblem`` when it is not one)."""
+    """One input line as an object with custom_id, method, url and body (``LineProblemError`` when it is not one)."""
     try:
         line = json.loads(raw)
     except (ValueError, RecursionError):
-        raise LineProblem("line", "is not valid JSON") from None
+        raise LineProblemError("line", "is not valid JSON") from None
     if not isinstance(line, dict):
-        raise LineProblem("line", "must be a JSON object with custom_id, method, url and body")
+        raise LineProblemError("line", "must be a JSON object with custom_id, method, url and body")
     unknown = sorted(set(line) - LINE_KEYS)
     if unknown:
-        raise LineProblem(unknown[0][:100], "is not a field of a batch input line (custom_id, method, url, body)")
+        raise LineProblemError(unknown[0][:100], "is not a field of a batch input line (custom_id, method, url, body)")
     for name in ("custom_id", "method", "url", "body"):
         if name not in line:
-            raise LineProblem(name, "is required")
+            raise LineProblemError(name, "is required")
     if not isinstance(line["custom_id"], str) or not line["custom_id"]:
-        raise LineProblem("custom_id", "must be a non-empty string")
+        raise LineProblemError("custom_id", "must be a non-empty string")
     if line["method"] != "POST":
-        raise LineProblem("method", "must be 'POST'")
+        raise LineProblemError("method", "must be 'POST'")
     if line["url"] not in ENDPOINTS:
-        raise LineProblem("url", f"must be one of {', '.join(ENDPOINTS)}")
+        raise LineProblemError("url", f"must be one of {', '.join(ENDPOINTS)}")
     if not isinstance(line["body"], dict):
-        raise LineProblem("body", "must be an object")
+        raise LineProblemError("body", "must be an object")
     if not isinstance(line["body"].get("model"), str):
-        raise LineProblem("body.model", "is required (a model name)")
+        raise LineProblemError("body.model", "is required (a model name)")
     return line
 
 
@@ -104,7 +104,7 @@ def check_file(lines: Any) -> tuple[int, list[dict[str, Any]]]:
         count += 1
         try:
             line = parse_line(raw)
-        except LineProblem as problem:
+        except LineProblemError as problem:
             problems.append({"line": number, "field": problem.field, "message": problem.message})
             continue
         if line["custom_id"] in seen:
@@ -135,22 +135,24 @@ def _text(content: Any, field: str) -> Any:
         parts = []
         for i, part in enumerate(content):
             if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-                raise LineProblem(f"{field}[{i}]", "only text content parts can be translated (no images or audio)")
+                raise LineProblemError(
+                    f"{field}[{i}]", "only text content parts can be translated (no images or audio)"
+                )
             parts.append({"type": "text", "text": part["text"]})
         return parts
-    raise LineProblem(field, "must be a string or a list of text parts")
+    raise LineProblemError(field, "must be a string or a list of text parts")
 
 
 def _tools(tools: Any) -> list[dict[str, Any]]:
     if not isinstance(tools, list):
-        raise LineProblem("body.tools", "must be a list of function tools")
+        raise LineProblemError("body.tools", "must be a list of function tools")
     neutral = []
     for i, tool in enumerate(tools):
         function = tool.get("function") if isinstance(tool, dict) and tool.get("type") == "function" else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-            raise LineProblem(f"body.tools[{i}]", "only function tools ({type: function, function: {name}})")
+            raise LineProblemError(f"body.tools[{i}]", "only function tools ({type: function, function: {name}})")
         if function["name"] == JSON_TOOL:
-            raise LineProblem(f"body.tools[{i}].function.name", f"'{JSON_TOOL}' is reserved by the gateway")
+            raise LineProblemError(f"body.tools[{i}].function.name", f"'{JSON_TOOL}' is reserved by the gateway")
         item: dict[str, Any] = {
             "name": function["name"],
             "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
@@ -170,7 +172,7 @@ def _tool_choice(choice: Any) -> dict[str, Any]:
         name = (choice.get("function") or {}).get("name")
         if isinstance(name, str):
             return {"type": "tool", "name": name}
-    raise LineProblem("body.tool_choice", "must be auto, none, required or {type: function, function: {name}}")
+    raise LineProblemError("body.tool_choice", "must be auto, none, required or {type: function, function: {name}}")
 
 
 def _response_format(value: Any) -> dict[str, Any] | None:
@@ -181,22 +183,22 @@ def _response_format(value: Any) -> dict[str, Any] | None:
         spec = value.get("json_schema")
         if isinstance(spec, dict) and isinstance(spec.get("schema"), dict):
             return {"name": str(spec.get("name") or "output"), "schema": spec["schema"]}
-    raise LineProblem(
+    raise LineProblemError(
         "body.response_format", "only {type: text} and {type: json_schema, json_schema: {name, schema}} translate"
     )
 
 
 def _messages(raw: Any) -> tuple[list[dict[str, Any]], list[str]]:
     if not isinstance(raw, list) or not raw:
-        raise LineProblem("body.messages", "must be a non-empty list of messages")
+        raise LineProblemError("body.messages", "must be a non-empty list of messages")
     messages, systems = [], []
     for i, message in enumerate(raw):
         at = f"body.messages[{i}]"
         if not isinstance(message, dict):
-            raise LineProblem(at, "must be an object with role and content")
+            raise LineProblemError(at, "must be an object with role and content")
         extra = sorted(set(message) - {"role", "content"})
         if extra:
-            raise LineProblem(f"{at}.{extra[0]}", "cannot be translated (messages take role and content)")
+            raise LineProblemError(f"{at}.{extra[0]}", "cannot be translated (messages take role and content)")
         role = message.get("role")
         if role in ("system", "developer"):
             content = _text(message.get("content"), f"{at}.content")
@@ -204,25 +206,25 @@ def _messages(raw: Any) -> tuple[list[dict[str, Any]], list[str]]:
         elif role in ("user", "assistant"):
             messages.append({"role": role, "content": _text(message.get("content"), f"{at}.content")})
         else:
-            raise LineProblem(
+            raise LineProblemError(
                 f"{at}.role", "must be system, developer, user or assistant (tool results cannot be sent)"
             )
     return messages, systems
 
 
 def chat_request(body: dict[str, Any], provider: str) -> dict[str, Any]:
-    """An OpenAI chat completion body as a gateway request (``LineProblem`` for what does not translate)."""
+    """An OpenAI chat completion body as a gateway request (``LineProblemError`` for what does not translate)."""
     allowed = CHAT_TRANSLATED | (OPENAI_ONLY if provider == "openai" else frozenset())
     unknown = sorted(set(body) - allowed)
     if unknown:
         where = "" if provider == "openai" else f" to {provider}"
-        raise LineProblem(f"body.{unknown[0]}", f"cannot be translated{where}")
+        raise LineProblemError(f"body.{unknown[0]}", f"cannot be translated{where}")
     messages, systems = _messages(body.get("messages"))
     request: dict[str, Any] = {"messages": messages}
     if systems:
         request["system"] = "\n\n".join(systems)
     if body.get("n", 1) != 1:
-        raise LineProblem("body.n", "must be 1 (one choice per request)")
+        raise LineProblemError("body.n", "must be 1 (one choice per request)")
     tokens = body.get("max_completion_tokens", body.get("max_tokens"))
     if tokens is not None:
         request["max_tokens"] = tokens
@@ -246,9 +248,9 @@ def chat_request(body: dict[str, Any], provider: str) -> dict[str, Any]:
 def embeddings_request(body: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(body) - EMBEDDING_FIELDS)
     if unknown:
-        raise LineProblem(f"body.{unknown[0]}", "cannot be translated")
+        raise LineProblemError(f"body.{unknown[0]}", "cannot be translated")
     if not isinstance(body.get("input"), str):
-        raise LineProblem("body.input", "must be one string (one embedding per line)")
+        raise LineProblemError("body.input", "must be one string (one embedding per line)")
     extra = {k: v for k, v in body.items() if k in ("dimensions", "encoding_format", "user")}
     return {"prompt": body["input"], **({"provider_options": extra} if extra else {})}
 
@@ -256,7 +258,7 @@ def embeddings_request(body: dict[str, Any]) -> dict[str, Any]:
 def responses_request(body: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(body) - RESPONSES_FIELDS)
     if unknown:
-        raise LineProblem(f"body.{unknown[0]}", "cannot be translated")
+        raise LineProblemError(f"body.{unknown[0]}", "cannot be translated")
     raw = body.get("input")
     if isinstance(raw, str):
         request: dict[str, Any] = {"prompt": raw}
@@ -278,12 +280,12 @@ def responses_request(body: dict[str, Any]) -> dict[str, Any]:
 def translate_line(line: dict[str, Any], endpoint_url: str, number: int) -> tuple[str, str, str, dict[str, Any]]:
     """(custom_id, model, provider, gateway request) of one checked line for a batch on ``endpoint_url``."""
     if line["url"] != endpoint_url:
-        raise LineProblem("url", f"is {line['url']}, but the batch's endpoint is {endpoint_url}")
+        raise LineProblemError("url", f"is {line['url']}, but the batch's endpoint is {endpoint_url}")
     body = line["body"]
     provider = provider_for_model(body["model"], where="body.model", line=number)
     kind = ENDPOINTS[endpoint_url]
     if kind != "chat" and provider != "openai":
-        raise LineProblem("url", f"{endpoint_url} is served by OpenAI models only")
+        raise LineProblemError("url", f"{endpoint_url} is served by OpenAI models only")
     if kind == "chat":
         request = chat_request(body, provider)
     elif kind == "embeddings":

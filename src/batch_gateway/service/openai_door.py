@@ -18,7 +18,7 @@ from batch_gateway.models.jobs import Job, JobStatus
 from batch_gateway.models.openai_format import (
     COMPLETION_WINDOWS,
     ENDPOINTS,
-    LineProblem,
+    LineProblemError,
     batch_object,
     check_file,
     parse_line,
@@ -318,7 +318,7 @@ def _batch_model(services: Services, key: str, endpoint: str) -> tuple[str, str]
         if raw.strip():
             try:
                 line = parse_line(raw)
-            except LineProblem as problem:
+            except LineProblemError as problem:
                 raise_problems([{"line": number, "field": problem.field, "message": problem.message}], "invalid file")
             model = line["body"]["model"]
             return model, provider_for_model(model, where="body.model", line=number)
@@ -335,16 +335,16 @@ def _requests(
             line = parse_line(raw)
             custom_id, line_model, line_provider, request = translate_line(line, endpoint, number)
             if line_provider != provider:
-                raise LineProblem(
+                raise LineProblemError(
                     "body.model",
                     f"runs on {line_provider} but line 1's model runs on {provider}: one provider per batch "
                     "(send one file per provider)",
                 )
             if line_model != model:
-                raise LineProblem(
+                raise LineProblemError(
                     "body.model", f"is {line_model} but the batch's model is {model}: one model per batch"
                 )
-        except LineProblem as problem:
+        except LineProblemError as problem:
             if len(problems) < MAX_ERROR_DETAILS:
                 problems.append({"line": number, "field": problem.field, "message": problem.message})
             continue
