@@ -58,6 +58,8 @@ ROUTES: list[tuple[str, str, str, dict[str, bool]]] = [
     ("POST", "/uploads", "Uploads", {}),
     # The Anthropic-compatible door (decisions 0045, 0051): Message Batches, the key authorizer.
     ("ANY", "/anthropic/v1/{proxy+}", "AnthropicCompat", {}),
+    # The OpenAI-compatible door (decisions 0045, 0048): files, uploads, batches, the key authorizer.
+    ("ANY", "/openai/v1/{proxy+}", "OpenAICompat", {}),
 ]
 
 # Routes under these prefixes are the compatible doors: the key authorizer, not IAM, authorizes them (decision 0045).
@@ -109,6 +111,10 @@ class ApiConstruct(Construct):
                     constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
                     constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY),
                 },
+            ),
+            # Keeps the caller's files under doors/openai/, creates and cancels door jobs, signs file content URLs.
+            "OpenAICompat": api_function(
+                "OpenAICompat", {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn}
             ),
             # Signs upload URLs with its own role: they allow what that role may do (write under uploads/), no more.
             "Uploads": api_function("Uploads", {constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY)}),
@@ -177,6 +183,37 @@ class ApiConstruct(Construct):
         state_machine.grant_execution(fns["AnthropicCompat"], "states:StopExecution")  # cancel restarts, as Cancel
         nag.acknowledge(
             door,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
+            '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
+            + nag.logical_id(state_machine)
+            + '"}]}]}:*]',
+            "StopExecution on this state machine's executions (named per job): a canceled batch restarts its workflow.",
+        )
+
+        openai = fns["OpenAICompat"].role
+        grants.table(openai, table, key, write=True)  # door jobs: create, cancel, list
+        grants.objects(
+            openai,
+            bucket,
+            key,
+            [f"{JOBS_PREFIX}*/requests.jsonl"],
+            [*grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
+            "The OpenAI door writes a batch's translated requests, and deletes them when the job cannot start.",
+        )
+        grants.objects(
+            openai,
+            bucket,
+            key,
+            [f"{constants.OPENAI_DOOR_PREFIX}*"],
+            [*grants.OBJECT_READ, *grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
+            "The OpenAI door keeps each caller's files and upload parts under a digest of the owner (file ids are "
+            "made at request time), reads an input file at create and signs URLs of the output files.",
+        )
+        grants.list_objects(openai, bucket, f"{constants.OPENAI_DOOR_PREFIX}*")  # GET /files: the caller's files
+        state_machine.grant_start_execution(fns["OpenAICompat"])
+        state_machine.grant_execution(fns["OpenAICompat"], "states:StopExecution")  # cancel restarts, as Cancel
+        nag.acknowledge(
+            openai,
             "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
             '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
             + nag.logical_id(state_machine)

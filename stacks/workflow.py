@@ -143,6 +143,15 @@ class WorkflowConstruct(Construct):
                 grants.OBJECT_WRITE,
                 "drop-folder results and errors go to the outbox under the dropped file's name.",
             )
+            grants.objects(
+                self.functions[function_id].role,
+                bucket,
+                key,
+                [f"{constants.DOORS_PREFIX}*"],
+                [*grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
+                "a door job's output files (OpenAI output/error files, Anthropic results) are written from its "
+                "results; an empty OpenAI file is deleted again (service/door_output.py).",
+            )
         for function_id in ("Submit", "Poll", "MarkFailed"):
             secrets.grant_read(self.functions[function_id])
         bus = events.EventBus.from_event_bus_name(self, "DefaultEventBus", DEFAULT_EVENT_BUS)

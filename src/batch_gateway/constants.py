@@ -53,6 +53,8 @@ BEDROCK_ON_DEMAND_CONCURRENCY = 4
 BEDROCK_SMALL_JOB_MODES = ("on_demand", "reject")
 OUTBOX_PREFIX = "outbox/"
 UPLOADS_PREFIX = "uploads/"  # POST /uploads: input files uploaded through presigned URLs
+DOORS_PREFIX = "doors/"  # the compatible doors' files; the workflow writes their output files (decision 0045)
+OPENAI_DOOR_PREFIX = DOORS_PREFIX + "openai/"  # the OpenAI door's files and upload parts, per owner digest
 
 # DynamoDB layout: one table, job and chunk items under the job's partition.
 TABLE_PK = "pk"
@@ -72,6 +74,7 @@ API_HANDLERS = {
     "List": "lambdas.list_jobs.handler",
     "Cancel": "lambdas.cancel.handler",
     "AnthropicCompat": "lambdas.anthropic_compat.handler",
+    "OpenAICompat": "lambdas.openai_compat.handler",
     "Keys": "lambdas.keys.handler",
     "Uploads": "lambdas.uploads.handler",
 }

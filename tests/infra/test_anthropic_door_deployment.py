@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from tests.infra.test_api_routes import _routes
-
 
 def test_the_anthropic_door_route_goes_to_its_function_through_the_key_authorizer(synthesized):
-    route = _routes(synthesized)[("ANY", "/anthropic/v1/{proxy+}")]
+    route = synthesized.routes()[("ANY", "/anthropic/v1/{proxy+}")]
     assert route["AuthorizationType"] == "CUSTOM" and "AuthorizerId" in route
     uri = str(route["Integration"]["Uri"])
     function_id = synthesized.function("AnthropicCompat")[0]

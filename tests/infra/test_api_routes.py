@@ -19,6 +19,7 @@ EXPECTED_ROUTES = {
     ("DELETE", "/keys/{id}"): "Keys",
     ("POST", "/uploads"): "Uploads",
     ("ANY", "/anthropic/v1/{proxy+}"): "AnthropicCompat",
+    ("ANY", "/openai/v1/{proxy+}"): "OpenAICompat",
 }
 
 

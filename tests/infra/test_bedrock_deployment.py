@@ -102,7 +102,12 @@ def test_the_providers_context_enables_bedrock_and_validates_its_settings():
 
 def test_bedrock_has_no_secret(bedrock):
     names = {r["Properties"]["Name"] for r in bedrock.resources.values() if r["Type"] == "AWS::SecretsManager::Secret"}
-    assert names == {"batch-gateway/anthropic-api-key", "batch-gateway/openai-api-key"}
+    # the provider keys, and the pepper gateway API keys are hashed with (decision 0045)
+    assert names == {
+        "batch-gateway/anthropic-api-key",
+        "batch-gateway/openai-api-key",
+        constants.KEY_PEPPER_SECRET_NAME,
+    }
     for function_id in SCOPES:
         assert "BEDROCK_SECRET_ARN" not in bedrock.environment(function_id)
 
@@ -194,6 +199,8 @@ def test_the_functions_touch_only_the_chunks_bedrock_files_and_list_only_their_p
         expected = (
             [{"StringLike": {"s3:prefix": ["jobs/*/chunks/*/bedrock/*"]}}]
             if function_id in ("Submit", "Poll", "MarkFailed")
+            else [{"StringLike": {"s3:prefix": ["doors/openai/*"]}}]  # the door lists a caller's files
+            if function_id == "OpenAICompat"
             else []
         )
         assert [s["Condition"] for s in lists] == expected, function_id

@@ -101,4 +101,9 @@ def test_bucket_policies_deny_requests_without_tls(synthesized):
 
 def test_one_secret_per_provider_with_the_documented_names(synthesized):
     names = {s["Properties"]["Name"] for s in synthesized.of_type("AWS::SecretsManager::Secret").values()}
-    assert names == {"batch-gateway/anthropic-api-key", "batch-gateway/openai-api-key"}
+    # the provider keys, and the pepper gateway API keys are hashed with (decision 0045)
+    assert names == {
+        "batch-gateway/anthropic-api-key",
+        "batch-gateway/openai-api-key",
+        constants.KEY_PEPPER_SECRET_NAME,
+    }

@@ -96,6 +96,21 @@ class Synthesized:
                     grants.setdefault(action, set()).add(key or "*")
         return grants
 
+    def routes(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """(HTTP method, full resource path) -> the API method's properties."""
+        resources = self.of_type("AWS::ApiGateway::Resource")
+
+        def path_of(ref: dict[str, Any]) -> str:
+            if "Ref" not in ref:
+                return ""  # the API's root resource
+            props = resources[ref["Ref"]]["Properties"]
+            return f"{path_of(props['ParentId'])}/{props['PathPart']}"
+
+        return {
+            (m["Properties"]["HttpMethod"], path_of(m["Properties"]["ResourceId"])): m["Properties"]
+            for m in self.of_type("AWS::ApiGateway::Method").values()
+        }
+
     def state_machine_definition(self) -> dict[str, Any]:
         """The ASL, with ``Fn::GetAtt [<id>, Arn]`` written as ``${<id>.Arn}`` and ``Ref`` as ``${<name>}``."""
         (state_machine,) = self.of_type("AWS::StepFunctions::StateMachine").values()

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from batch_gateway import constants
 from batch_gateway.contract.errors import ConflictError, InvalidRequestError, NotFoundError
 from batch_gateway.models.jobs import Job, JobStatus
 from batch_gateway.models.openai_format import (
@@ -31,7 +32,7 @@ from batch_gateway.service.cancel import cancel_job
 from batch_gateway.service.context import Services
 from batch_gateway.service.create import create_door_job
 
-PREFIX = "doors/openai/"
+PREFIX = constants.OPENAI_DOOR_PREFIX
 DOOR = "openai"
 UPLOAD_MAX_BYTES = 8 * 1024**3  # OpenAI's own upload limit
 UPLOAD_TTL = 3600
