@@ -244,6 +244,13 @@ class ApiFront:
             text, encoded = body.decode("utf-8"), False
         except UnicodeDecodeError:
             text, encoded = base64.b64encode(body).decode(), True
+        # API Gateway adds X-Forwarded-Proto (and -Port, -For): the front serves plain HTTP, so a door's absolute
+        # URLs (an Anthropic batch's results_url) must say http:// to be reachable here.
+        headers = {
+            **{k: v for k, v in headers.items() if not k.lower().startswith("x-forwarded-")},
+            "X-Forwarded-Proto": "http",
+            "X-Forwarded-For": "127.0.0.1",
+        }
         return {
             "resource": route.path,
             "path": path,
