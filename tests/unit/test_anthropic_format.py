@@ -91,6 +91,16 @@ def test_what_the_gateway_cannot_carry_is_refused_naming_the_request_index_and_f
     assert refusal(body({}, params)) == field
 
 
+def test_a_top_level_cache_control_is_accepted_and_dropped_like_a_blocks():
+    """gllm's AnthropicLMInvoker sends ``cache_control`` at the top of the params (automatic prompt caching): it
+    changes no answer, so the request runs as it would without it."""
+    plain, _ = fmt.to_gateway_body(body({}))
+    cached, _ = fmt.to_gateway_body(body({"cache_control": {"type": "ephemeral"}}))
+    assert cached == plain
+    for bad in ("ephemeral", {"type": "ephemeral", "other": 1}):
+        assert refusal(body({"cache_control": bad})) == "requests[0].params.cache_control"
+
+
 def test_thinking_on_a_bedrock_model_is_refused_and_a_duplicate_custom_id_too():
     raw = body(
         {"model": "anthropic.claude-3-5-haiku-20241022-v1:0", "thinking": {"type": "enabled", "budget_tokens": 1024}}

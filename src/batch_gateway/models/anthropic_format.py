@@ -15,6 +15,7 @@ from typing import Any
 
 from batch_gateway.contract.errors import BatchGatewayError, InvalidRequestError
 from batch_gateway.models.jobs import Job, JobStatus, iso
+
 # Structured output runs on Claude as one forced tool; its input is the answer, given back as the message's text.
 from batch_gateway.models.request_extras import JSON_TOOL
 from batch_gateway.models.routing import provider_for_model
@@ -40,6 +41,7 @@ _KNOWN = frozenset(
         "tools",
         "tool_choice",
         "output_config",
+        "cache_control",  # automatic prompt caching: accepted and dropped like a block's (it changes no answer)
         *_SAMPLING,
         *_PASS_THROUGH,
     }
@@ -123,6 +125,9 @@ def _entry(entry: Any, index: int, seen: dict[str, Any]) -> tuple[str, dict[str,
         raise _Refused(f"{where}.params.model", "must be a model name")
     if params.get("stream") not in (None, False):
         raise _Refused(f"{where}.params.stream", "batches do not stream")
+    cache = params.get("cache_control")
+    if cache is not None and (not isinstance(cache, dict) or "type" not in cache or set(cache) - {"type", "ttl"}):
+        raise _Refused(f"{where}.params.cache_control", "must be an object with type (and ttl)")
     metadata = params.get("metadata")
     if metadata is not None and (not isinstance(metadata, dict) or set(metadata) - {"user_id"}):
         raise _Refused(f"{where}.params.metadata", "may hold user_id only")
