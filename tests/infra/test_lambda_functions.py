@@ -1,4 +1,5 @@
-"""Lambda defaults set once: every function of ALL_HANDLERS, their handlers, runtime, architecture, logs, tracing and env."""
+"""Lambda defaults set once: every function of ALL_HANDLERS, their handlers, runtime, architecture, logs, tracing
+and env."""
 
 from __future__ import annotations
 
