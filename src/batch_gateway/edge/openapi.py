@@ -7,6 +7,7 @@ drift apart.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pydantic import BaseModel
@@ -149,6 +150,156 @@ def _upload_schemas() -> dict[str, Any]:
     }
 
 
+_KEY = {
+    "type": "object",
+    "required": ["id", "owner", "name", "created_at"],
+    "properties": {
+        "id": {"type": "string"},
+        "owner": {"type": "string", "description": "the IAM principal ARN the key acts as"},
+        "name": {"type": "string"},
+        "created_at": {"type": "string", "format": "date-time"},
+        "revoked_at": {"type": ["string", "null"], "format": "date-time"},
+    },
+}
+# The compatible doors (decision 0045): the official SDKs' own routes and objects, behind a gateway API key.
+_DOOR_ROUTES: dict[str, list[tuple[str, str, str]]] = {
+    "/openai/v1/files": [
+        ("post", "openaiCreateFile", "Upload a batch input file (multipart, purpose=batch), checked line by line"),
+        ("get", "openaiListFiles", "The caller's files"),
+    ],
+    "/openai/v1/files/{file_id}": [
+        ("get", "openaiGetFile", "A file object"),
+        ("delete", "openaiDeleteFile", "Delete a file"),
+    ],
+    "/openai/v1/files/{file_id}/content": [
+        ("get", "openaiFileContent", "302 to a presigned S3 URL of the file's content"),
+    ],
+    "/openai/v1/uploads": [("post", "openaiCreateUpload", "Start a chunked upload")],
+    "/openai/v1/uploads/{upload_id}/parts": [("post", "openaiAddUploadPart", "Add a part (multipart, data)")],
+    "/openai/v1/uploads/{upload_id}/complete": [
+        ("post", "openaiCompleteUpload", "Join the parts in order into a checked file")
+    ],
+    "/openai/v1/uploads/{upload_id}/cancel": [("post", "openaiCancelUpload", "Cancel an upload")],
+    "/openai/v1/batches": [
+        ("post", "openaiCreateBatch", "Create a batch from an input file (a gateway job, door openai)"),
+        ("get", "openaiListBatches", "The caller's OpenAI-door batches (after, limit)"),
+    ],
+    "/openai/v1/batches/{batch_id}": [("get", "openaiGetBatch", "A batch object")],
+    "/openai/v1/batches/{batch_id}/cancel": [("post", "openaiCancelBatch", "Cancel a batch")],
+    "/anthropic/v1/messages/batches": [
+        ("post", "anthropicCreateBatch", "Create a Message Batch (a gateway job, door anthropic)"),
+        ("get", "anthropicListBatches", "The caller's Anthropic-door batches (after_id, before_id, limit)"),
+    ],
+    "/anthropic/v1/messages/batches/{batch_id}": [
+        ("get", "anthropicGetBatch", "A message_batch object"),
+        ("delete", "anthropicDeleteBatch", "Delete an ended batch (from the door only; the job is kept)"),
+    ],
+    "/anthropic/v1/messages/batches/{batch_id}/cancel": [("post", "anthropicCancelBatch", "Cancel a batch")],
+    "/anthropic/v1/messages/batches/{batch_id}/results": [
+        ("get", "anthropicBatchResults", "302 to a presigned S3 URL of the results JSONL"),
+    ],
+}
+
+
+def _door_paths() -> dict[str, Any]:
+    """The doors' routes: request and answer bodies are the OpenAI / Anthropic APIs' own (their SDKs' types)."""
+    key: list[dict[str, list[str]]] = [{"gatewayKeyBearer": []}, {"gatewayKey": []}]
+    paths: dict[str, Any] = {}
+    for path, operations in _DOOR_ROUTES.items():
+        params = [
+            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+            for name in re.findall(r"{(\w+)}", path)
+        ]
+        door = "OpenAI" if path.startswith("/openai/") else "Anthropic"
+        answer = "302" if path.endswith(("/content", "/results")) else "200"
+        paths[path] = {
+            method: {
+                "operationId": operation_id,
+                "security": key,
+                "summary": summary,
+                "description": f"The {door} API's own request and answer (its SDK's types); errors in its "
+                "error shape. API Gateway answers 401 without a key and 403 for an unknown or revoked one.",
+                "parameters": params,
+                "responses": {
+                    answer: {"description": f"the {door} object" if answer == "200" else "a redirect (Location)"},
+                    "400": {"description": "refused, naming the field (and line)"},
+                    "401": {"description": "no gateway key"},
+                    "403": {"description": "an unknown or revoked key"},
+                    "404": {"description": "not the key owner's"},
+                    "429": {"description": "over the key's rate limit"},
+                },
+            }
+            for method, operation_id, summary in operations
+        }
+    return paths
+
+
+def _keys_paths(sigv4: list[dict[str, list[str]]]) -> dict[str, Any]:
+    """The key admin routes (IAM: only principals allowed execute-api:Invoke on them)."""
+    listing = {"type": "object", "required": ["keys"], "properties": {"keys": {"type": "array", "items": _KEY}}}
+    return {
+        "/keys": {
+            "post": {
+                "operationId": "createKey",
+                "security": sigv4,
+                "summary": "Make a gateway API key for an IAM principal; the key is in this answer only",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["owner"],
+                                "additionalProperties": False,
+                                "properties": {"owner": {"type": "string"}, "name": {"type": "string"}},
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "201": {
+                        "description": "the key (bgk_...) and its record",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    **_KEY,
+                                    "required": [*_KEY["required"], "key"],
+                                    "properties": {**_KEY["properties"], "key": {"type": "string"}},
+                                }
+                            }
+                        },
+                    },
+                    **_errors(400, 403),
+                },
+            },
+            "get": {
+                "operationId": "listKeys",
+                "security": sigv4,
+                "summary": "Every key's record (no key material)",
+                "responses": {
+                    "200": {"description": "the keys", "content": {"application/json": {"schema": listing}}},
+                    **_errors(403),
+                },
+            },
+        },
+        "/keys/{id}": {
+            "delete": {
+                "operationId": "revokeKey",
+                "security": sigv4,
+                "summary": "Revoke a key (refused by the doors within 30 s)",
+                "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": {
+                    "200": {
+                        "description": "the revoked key's record",
+                        "content": {"application/json": {"schema": _KEY}},
+                    },
+                    **_errors(403, 404),
+                },
+            }
+        },
+    }
+
+
 def document() -> dict[str, Any]:
     _, schemas = models_json_schema([(m, "validation") for m in _MODELS], ref_template="#/components/schemas/{model}")
     sigv4: list[dict[str, list[str]]] = [{"sigv4": []}]
@@ -157,8 +308,10 @@ def document() -> dict[str, Any]:
         "info": {
             "title": "Batch Gateway",
             "version": "1",
-            "description": "LLM batch invocation over the providers' batch APIs. Every route needs AWS SigV4 "
-            "(IAM) auth; a caller sees only its own batches. Error types: " + ", ".join(sorted(ERROR_TYPES)) + ".",
+            "description": "LLM batch invocation over the providers' batch APIs. Every native route needs AWS "
+            "SigV4 (IAM) auth (/keys only for principals allowed to manage keys); the OpenAI- and Anthropic-compatible "
+            "doors (/openai/v1, /anthropic/v1) take a gateway API key as Authorization: Bearer or x-api-key and act "
+            "as its owner. A caller sees only its own batches. Error types: " + ", ".join(sorted(ERROR_TYPES)) + ".",
         },
         "components": {
             "schemas": {
@@ -178,7 +331,9 @@ def document() -> dict[str, Any]:
                     "name": "Authorization",
                     "in": "header",
                     "x-amazon-apigateway-authtype": "awsSigv4",
-                }
+                },
+                "gatewayKeyBearer": {"type": "http", "scheme": "bearer", "description": "a gateway API key (bgk_...)"},
+                "gatewayKey": {"type": "apiKey", "name": "x-api-key", "in": "header"},
             },
         },
         "paths": {
@@ -290,6 +445,8 @@ def document() -> dict[str, Any]:
                     "responses": {"202": _json(api.JobView, "canceling"), **_errors(403, 404, 409)},
                 }
             },
+            **_keys_paths(sigv4),
+            **_door_paths(),
         },
     }
 
