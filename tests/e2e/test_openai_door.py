@@ -6,11 +6,15 @@ list, cancel, a Claude model through the door, a chunked upload larger than one 
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
+import sys
 import time
 
 import openai
 import pytest
 
+from batch_gateway_dev.local.demo import openai_example
 from tests.support.api_caller import Caller
 
 GPT = "gpt-4o-mini"
@@ -151,3 +155,13 @@ def test_another_tenants_key_gets_404_for_the_batch_and_the_file(stack, client, 
     assert batch.id not in [b.id for b in other.batches.list().data]
     assert file.id not in [f.id for f in other.files.list().data]
     assert client.files.retrieve(file.id).id == file.id  # still there for its owner
+
+
+def test_the_one_line_example_make_demo_prints_lists_the_keys_batches(stack, client, alice):
+    batch = create(client, batch_file(1))
+    line = openai_example(stack.info()["openai_base_url"], stack.api_key(alice, name="demo"))
+    argv = shlex.split(line)
+    assert argv[:2] == ["python", "-c"]
+    run = subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 0, run.stderr
+    assert batch.id in run.stdout

@@ -40,8 +40,18 @@ def main() -> int:
         caller = stack.caller("demo")  # an IAM user of the local account, allowed to call the API
         with _env({**caller.as_env(), "AWS_SESSION_TOKEN": ""}):
             runpy.run_path(str(EXAMPLE), run_name="__main__")
+        example = openai_example(info["openai_base_url"], stack.api_key(caller, name="demo"))
+        print(f"The OpenAI door, with the official SDK (run while `make local` serves): {example}", file=sys.stderr)
     print(f"Done in {time.monotonic() - started:.1f} s.", file=sys.stderr)
     return 0
+
+
+def openai_example(base_url: str, key: str) -> str:
+    """One line to paste while the gateway runs: the official openai SDK on the OpenAI door with a gateway key."""
+    return (
+        'python -c "import openai; '
+        f"c = openai.OpenAI(base_url='{base_url}', api_key='{key}'); print([b.id for b in c.batches.list()])\""
+    )
 
 
 class _env:
