@@ -51,7 +51,7 @@ def test_one_provider_on_x86_creates_one_secret_and_x86_lambdas():
     template = synth_template({"providers": "anthropic", "architecture": "x86_64", "nag": False})
     resources = template["Resources"].values()
     secrets = [r["Properties"]["Name"] for r in resources if r["Type"] == "AWS::SecretsManager::Secret"]
-    assert secrets == ["batch-gateway/anthropic-api-key"]
+    assert sorted(secrets) == ["batch-gateway/anthropic-api-key", constants.KEY_PEPPER_SECRET_NAME]  # + the key pepper
     functions = [
         r["Properties"]
         for r in resources

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from batch_gateway import constants
+from tests.support.synthesized import ALL_HANDLERS
 
 TASKS = ("Plan", "Submit", "Poll", "Finalize")
 LAMBDA_ERRORS = [
@@ -97,5 +98,6 @@ def test_state_machine_is_standard_traced_and_logs_all_events_without_execution_
 
 def test_every_log_group_keeps_logs_for_the_configured_retention(synthesized):
     log_groups = synthesized.of_type("AWS::Logs::LogGroup").values()
-    assert len(log_groups) == 14  # 12 functions, API access logs, state machine
+    # our functions (ALL_HANDLERS: API, key authorizer, workflow, ingest, sweeper), API access logs, state machine
+    assert len(log_groups) == len(ALL_HANDLERS) + 2
     assert {lg["Properties"]["RetentionInDays"] for lg in log_groups} == {30}

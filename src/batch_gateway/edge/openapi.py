@@ -150,7 +150,7 @@ def _upload_schemas() -> dict[str, Any]:
     }
 
 
-_KEY = {
+_KEY: dict[str, Any] = {
     "type": "object",
     "required": ["id", "owner", "name", "created_at"],
     "properties": {

@@ -34,6 +34,8 @@ def _positive_int(body: dict[str, Any], name: str, low: int, high: int, problems
     value = body.get(name)
     if value is None:
         return None
+    if isinstance(value, float) and value.is_integer():  # 576.0 is the integer 576 (JSON Schema's integer)
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         problems.append({"field": name, "message": f"must be an integer from {low} to {high}"})
         return None
