@@ -49,3 +49,15 @@ def chunks_of_five(stack):
         yield
     finally:
         stack.set_function_environment(plan, {ENV_MAX_CHUNK_REQUESTS: None})
+
+
+@pytest.fixture
+def settled(stack, alice, bob):
+    """After the test, wait until alice's and bob's jobs have ended, so no workflow the test left running creates a
+    provider batch during a later test of this worker (a test counting the simulator's batches would see it)."""
+    yield
+    for caller in (alice, bob):
+        for job in caller.request("GET", "/batches?limit=100").json()["batches"]:
+            if job["status"] in ("queued", "in_progress", "canceling"):
+                caller.request("POST", f"/batches/{job['id']}/cancel")
+                caller.wait(job["id"], timeout=90)

@@ -11,6 +11,8 @@ import pytest
 
 from tests.support.api_caller import Caller
 
+pytestmark = pytest.mark.usefixtures("settled")  # no workflow left running into another test
+
 CLAUDE = "claude-sonnet-4-20250514"
 BEDROCK_CLAUDE = "anthropic.claude-3-5-haiku-20241022-v1:0"
 

@@ -17,6 +17,8 @@ import pytest
 from batch_gateway_dev.local.demo import openai_example
 from tests.support.api_caller import Caller
 
+pytestmark = pytest.mark.usefixtures("settled")  # no workflow left running into another test
+
 GPT = "gpt-4o-mini"
 CLAUDE = "claude-sonnet-4-20250514"
 # A Lambda request's payload; a multipart body reaches the function base64-encoded (4/3 larger), so one POST /files or
