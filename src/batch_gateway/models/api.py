@@ -35,7 +35,7 @@ class UsageView(BaseModel):
 class JobView(BaseModel):
     id: str
     status: Literal["queued", "in_progress", "canceling", "finished", "canceled", "expired", "failed"]
-    provider: Literal["anthropic", "openai"]
+    provider: Literal["anthropic", "openai", "bedrock"]
     model: str
     endpoint: Literal["chat", "responses", "embeddings"] | None
     request_counts: RequestCountsView

@@ -245,7 +245,7 @@ def check_endpoint_for_provider(provider: str, endpoint: str | None) -> None:
     if provider in ("anthropic", "bedrock") and endpoint not in (None, "chat"):
         raise InvalidRequestError(
             f"endpoint '{endpoint}' is only available with provider 'openai'",
-            details=[_detail("endpoint", "Anthropic batches support messages only")],
+            details=[_detail("endpoint", f"{provider} batches support messages only")],
         )
 
 
