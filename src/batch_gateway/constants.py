@@ -46,6 +46,7 @@ BEDROCK_MAX_JOB_BYTES = 5 * 1024**3  # per job
 BEDROCK_TIMEOUT_HOURS = 24
 BEDROCK_ON_DEMAND_CONCURRENCY = 4
 BEDROCK_SMALL_JOB_MODES = ("on_demand", "reject")
+ON_DEMAND_BATCH_PREFIX = "on-demand:"  # provider batch ids of chunks run on demand (priced at full, not batch, price)
 OUTBOX_PREFIX = "outbox/"
 
 # DynamoDB layout: one table, job and chunk items under the job's partition.

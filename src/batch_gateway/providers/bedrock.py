@@ -25,6 +25,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway.constants import ON_DEMAND_BATCH_PREFIX
 from batch_gateway.contract import errors
 from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
@@ -35,7 +36,7 @@ logger = Logger(child=True)
 
 CREATE_TIMEOUT_SECONDS = 60.0
 ON_DEMAND_SECONDS = 200.0  # a Submit stops starting Converse calls after this; the rest go on at the next attempt
-ON_DEMAND_PREFIX = "on-demand:"  # provider batch ids of chunks run on demand
+ON_DEMAND_PREFIX = ON_DEMAND_BATCH_PREFIX  # provider batch ids of chunks run on demand
 ANTHROPIC_VERSION = "bedrock-2023-05-31"
 JOB_NAME_MAX = 63
 OPEN_STATUSES = ("Submitted", "Validating", "Scheduled", "InProgress", "Stopping")
