@@ -194,6 +194,8 @@ def stored_size(value: Any) -> tuple[int, str | None]:
             size += 3 + len(item)
             if isinstance(item, dict):
                 for key, child in item.items():
+                    if key == "":
+                        return size, "holds an empty key (DynamoDB names every map entry with at least one character)"
                     try:
                         size += len(key.encode("utf-8"))
                     except UnicodeEncodeError:
