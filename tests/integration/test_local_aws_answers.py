@@ -9,27 +9,18 @@ held such a key (found by the contract test) broke every later Scan, Query and M
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tempfile
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Job, JobStatus, RequestCounts
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway_dev.local.resources import create_table
-
-REGION = "us-east-1"
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.support.local_aws import LocalAws, start_local_aws
 
 # The part of the contract test's create body that broke the table (tests/e2e/test_api_contract.py, POST /batches):
 # an empty key, four levels down, in lists and objects.
@@ -45,31 +36,16 @@ OPTIONS: dict[str, Any] = {
 
 
 @pytest.fixture(scope="module")
-def local_aws() -> Iterator[dict[str, Any]]:
+def local_aws() -> Iterator[LocalAws]:
     """The local stack's AWS process, with every patch it applies to moto (IAM is enforced only after setup, which
     this test does not turn on)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(AWS_ACCESS_KEY_ID="unused", AWS_SECRET_ACCESS_KEY="unused", AWS_DEFAULT_REGION=REGION)
-    config = {"region": REGION, "local_env": {}, "log_dir": tempfile.mkdtemp(), "task_root": str(REPO_ROOT)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "batch_gateway_dev.local.aws_server", json.dumps(config)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
-        cwd=str(REPO_ROOT),
-    )
-    assert process.stdout and process.stdin
-    try:
-        endpoint = json.loads(process.stdout.readline())["endpoint"]
-        yield {"endpoint_url": endpoint, "region_name": REGION, "aws_access_key_id": "x", "aws_secret_access_key": "x"}
-    finally:
-        process.stdin.close()
-        process.wait(timeout=15)
+    with start_local_aws() as aws:
+        yield aws
 
 
 @pytest.fixture
-def dynamodb(local_aws):
-    return boto3.client("dynamodb", **local_aws)
+def dynamodb(local_aws: LocalAws):
+    return local_aws.client("dynamodb")
 
 
 @pytest.fixture

@@ -3,12 +3,14 @@ through the handlers or the services (registered by the root ``tests/conftest.py
 
 moto has no model invocation jobs, and the Bedrock simulator reads a job's input and writes its output **as the
 job's service role**, over HTTP, like the service (decision 0035). moto's in-process mock (``moto_account``) cannot
-serve that, so ``bedrock_account`` runs moto's server in a process of its own (IAM enforced, as the local stack runs
-it) with the stack's table (from the synthesized template) and bucket, a one-state workflow, the service role with
-the grants the stack gives it (``stacks/bedrock.py``: read ``bedrock/input/``, write ``bedrock/output/``, list), an
-operator user for the handlers and the IAM user that stands in for ``bedrock.amazonaws.com``; the shared
-``simulator`` is connected to it. ``bedrock_aws`` is the integration layer's ``aws`` for Bedrock: an empty account, a
-reset simulator, the handlers' environment pointing at both, and the services as the handlers build them.
+serve that, so ``bedrock_account`` runs moto's server in a process of its own (``tests/support/local_aws.py``, IAM
+enforced, as the local stack runs it) with the stack's table (from the synthesized template) and bucket, a one-state
+workflow, the service role with the grants the stack gives it (``stacks/bedrock.py``: read ``bedrock/input/``, write
+``bedrock/output/``, list), an operator user for the handlers and the IAM user that stands in for
+``bedrock.amazonaws.com``; the shared ``simulator`` is connected to it. ``bedrock_aws`` is the integration layer's
+``aws`` for Bedrock: an empty account, a reset simulator, the handlers' environment pointing at both, and the services
+as the handlers build them. The role, its trust and the stand-in are made here only (``bedrock_service_role``,
+``bedrock_trust``, ``bedrock_stand_in``), for the tests that set up a Bedrock account of their own too.
 
 Requests to this server pass through moto's in-process mock when a module also uses ``moto_account``: moto only
 answers URLs under ``amazonaws.com``.
@@ -18,13 +20,8 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import tempfile
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -37,30 +34,32 @@ from batch_gateway_dev.local.resources import create_bucket, create_table
 from batch_gateway_dev.local.service_principals import service_user_name
 from batch_gateway_dev.simulators import SimulatorServer
 from tests.support.fixtures import BUCKET, REGION, TABLE
+from tests.support.local_aws import ALLOW_ALL, LocalAws, policy, start_local_aws, user_with_policy
 
 ACCOUNT = "123456789012"
 ROLE_NAME = "BedrockServiceRole"
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/{ROLE_NAME}"
 CLAUDE = "anthropic.claude-3-5-haiku-20241022-v1:0"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def policy(*statements: dict[str, Any]) -> str:
-    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+def bedrock_trust(service: str = "bedrock.amazonaws.com") -> str:
+    """A Bedrock service role's trust policy as the stack writes it: ``service`` may assume the role for this
+    account's model invocation jobs (a test names another service to see Bedrock refused)."""
+    return policy(
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": service},
+            "Action": "sts:AssumeRole",
+            "Condition": {
+                "StringEquals": {"aws:SourceAccount": ACCOUNT},
+                "ArnLike": {"aws:SourceArn": f"arn:aws:bedrock:{REGION}:{ACCOUNT}:model-invocation-job/*"},
+            },
+        }
+    )
 
 
-TRUST = policy(
-    {
-        "Effect": "Allow",
-        "Principal": {"Service": "bedrock.amazonaws.com"},
-        "Action": "sts:AssumeRole",
-        "Condition": {
-            "StringEquals": {"aws:SourceAccount": ACCOUNT},
-            "ArnLike": {"aws:SourceArn": f"arn:aws:bedrock:{REGION}:{ACCOUNT}:model-invocation-job/*"},
-        },
-    }
-)
-ROLE_POLICY = policy(
+# The grants the stack gives the service role (stacks/bedrock.py).
+ROLE_STATEMENTS = (
     {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{BUCKET}/jobs/*/chunks/*/bedrock/input/*"},
     {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": f"arn:aws:s3:::{BUCKET}"},
     {
@@ -71,15 +70,32 @@ ROLE_POLICY = policy(
 )
 
 
+def bedrock_service_role(iam: Any, name: str, *statements: dict[str, Any], trust: str | None = None) -> str:
+    """Make a Bedrock service role granted ``statements`` (trusting Bedrock unless ``trust`` says otherwise)."""
+    arn = iam.create_role(RoleName=name, AssumeRolePolicyDocument=trust or bedrock_trust())["Role"]["Arn"]
+    iam.put_role_policy(RoleName=name, PolicyName="p", PolicyDocument=policy(*statements))
+    return arn
+
+
+def bedrock_stand_in(iam: Any) -> dict[str, str]:
+    """Make the IAM user that stands in for bedrock.amazonaws.com (the simulator assumes job roles as it); its keys,
+    for ``SimulatorServer.connect_aws``."""
+    assume = {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "*"}
+    return user_with_policy(iam, service_user_name("bedrock.amazonaws.com"), assume)
+
+
 @dataclass(frozen=True)
 class BedrockAccount:
-    endpoint: str
+    aws: LocalAws
     operator: dict[str, str]  # boto3 keyword arguments: an IAM user allowed everything
     state_machine_arn: str
 
+    @property
+    def endpoint(self) -> str:
+        return self.aws.endpoint
+
     def client(self, service: str) -> Any:
-        make: Any = boto3.client
-        return make(service, endpoint_url=self.endpoint, region_name=REGION, **self.operator)
+        return self.aws.client(service, **self.operator)
 
     def empty(self) -> None:
         s3, ddb = self.client("s3"), self.client("dynamodb")
@@ -91,59 +107,24 @@ class BedrockAccount:
                 ddb.delete_item(TableName=TABLE, Key=item)
 
 
-def _keys(iam: Any, user: str, statement: dict[str, Any]) -> dict[str, str]:
-    iam.create_user(UserName=user)
-    iam.put_user_policy(UserName=user, PolicyName="p", PolicyDocument=policy(statement))
-    key = iam.create_access_key(UserName=user)["AccessKey"]
-    return {"aws_access_key_id": key["AccessKeyId"], "aws_secret_access_key": key["SecretAccessKey"]}
-
-
 @pytest.fixture(scope="session")
 def bedrock_account(simulator: SimulatorServer) -> Iterator[BedrockAccount]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(AWS_ACCESS_KEY_ID="unused", AWS_SECRET_ACCESS_KEY="unused", AWS_DEFAULT_REGION=REGION)
-    config = {"region": REGION, "local_env": {}, "log_dir": tempfile.mkdtemp(), "task_root": str(REPO_ROOT)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "batch_gateway_dev.local.aws_server", json.dumps(config)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
-        cwd=str(REPO_ROOT),
-    )
-    assert process.stdout and process.stdin
-    try:
-        endpoint = json.loads(process.stdout.readline())["endpoint"]
-        boot: Any = {"endpoint_url": endpoint, "region_name": REGION}
-        boot.update(aws_access_key_id="boot", aws_secret_access_key="boot")
-        iam = boto3.client("iam", **boot)
-        service = _keys(
-            iam,
-            service_user_name("bedrock.amazonaws.com"),
-            {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "*"},
-        )
-        operator = _keys(iam, "operator", {"Effect": "Allow", "Action": "*", "Resource": "*"})
-        iam.create_role(RoleName=ROLE_NAME, AssumeRolePolicyDocument=TRUST)
-        iam.put_role_policy(RoleName=ROLE_NAME, PolicyName="p", PolicyDocument=ROLE_POLICY)
-        create_table(boto3.client("dynamodb", **boot), TABLE)
-        create_bucket(boto3.client("s3", **boot), BUCKET, REGION)
+    with start_local_aws() as aws:
+        iam = aws.client("iam")
+        service = bedrock_stand_in(iam)
+        operator = user_with_policy(iam, "operator", ALLOW_ALL)
+        bedrock_service_role(iam, ROLE_NAME, *ROLE_STATEMENTS)
+        create_table(aws.client("dynamodb"), TABLE)
+        create_bucket(aws.client("s3"), BUCKET, REGION)
         sfn_role = iam.create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-        machine = boto3.client("stepfunctions", **boot).create_state_machine(
+        machine = aws.client("stepfunctions").create_state_machine(
             name="workflow",
             roleArn=sfn_role,
             definition=json.dumps({"StartAt": "Noop", "States": {"Noop": {"Type": "Pass", "End": True}}}),
         )["stateMachineArn"]
-        # From here on every call is checked against IAM (urllib: moto's mock may be patching `requests`).
-        urllib.request.urlopen(  # a loopback URL built above
-            urllib.request.Request(
-                f"{endpoint}/moto-api/reset-auth", data=b"0", headers={"Content-Type": "text/plain"}, method="POST"
-            ),
-            timeout=10,
-        ).read()
-        simulator.connect_aws(endpoint, **service)
-        yield BedrockAccount(endpoint=endpoint, operator=operator, state_machine_arn=machine)
-    finally:
-        process.stdin.close()
-        process.wait(timeout=15)
+        aws.enforce_iam()
+        simulator.connect_aws(aws.endpoint, **service)
+        yield BedrockAccount(aws=aws, operator=operator, state_machine_arn=machine)
 
 
 def bedrock_environment(account: BedrockAccount, simulator: SimulatorServer) -> dict[str, str]:
