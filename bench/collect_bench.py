@@ -37,6 +37,7 @@ import pstats
 import time
 import tracemalloc
 import urllib.request
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -84,16 +85,9 @@ def setup(n: int, moto: str, sim: str, provider_name: str = "anthropic") -> dict
     return {"job_id": job.id, "batch_id": batch_id, "n": n, "setup_s": time.perf_counter() - started}
 
 
-def floor(services: Any, sim: str, batch_id: str, key: str) -> tuple[float, int]:
-    """Seconds and bytes to copy the batch's raw results from the simulator to S3 untouched."""
-    from batch_gateway.store import aws
-
-    s3 = aws.client("s3")  # the same boto3 client the service writes with
-    bucket = services.payloads.bucket
-    start = time.perf_counter()
-    request = urllib.request.Request(f"{sim}/v1/messages/batches/{batch_id}", headers=ANTHROPIC_HEADERS)
-    with urllib.request.urlopen(request, timeout=60) as response:
-        results_url = json.load(response)["results_url"]
+def _copy_to_s3(s3: Any, bucket: str, key: str, read: Callable[[int], bytes]) -> int:
+    """Copy what ``read`` gives (1 MiB reads) to ``bucket``/``key`` untouched, as a multipart upload of ``PART``-byte
+    parts; how many bytes."""
     upload = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
     parts: list[dict[str, Any]] = []
     buffer = bytearray()
@@ -105,16 +99,29 @@ def floor(services: Any, sim: str, batch_id: str, key: str) -> tuple[float, int]
         parts.append({"ETag": etag, "PartNumber": number})
         buffer.clear()
 
-    request = urllib.request.Request(results_url, headers=ANTHROPIC_HEADERS)
-    with urllib.request.urlopen(request, timeout=120) as response:
-        while chunk := response.read(1024 * 1024):
-            buffer += chunk
-            total += len(chunk)
-            if len(buffer) >= PART:
-                flush()
+    while chunk := read(1024 * 1024):
+        buffer += chunk
+        total += len(chunk)
+        if len(buffer) >= PART:
+            flush()
     if buffer or not parts:
         flush()
     s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload, MultipartUpload={"Parts": parts})
+    return total
+
+
+def floor(services: Any, sim: str, batch_id: str, key: str) -> tuple[float, int]:
+    """Seconds and bytes to copy the batch's raw results from the simulator to S3 untouched."""
+    from batch_gateway.store import aws
+
+    s3 = aws.client("s3")  # the same boto3 client the service writes with
+    start = time.perf_counter()
+    request = urllib.request.Request(f"{sim}/v1/messages/batches/{batch_id}", headers=ANTHROPIC_HEADERS)
+    with urllib.request.urlopen(request, timeout=60) as response:
+        results_url = json.load(response)["results_url"]
+    request = urllib.request.Request(results_url, headers=ANTHROPIC_HEADERS)
+    with urllib.request.urlopen(request, timeout=120) as response:
+        total = _copy_to_s3(s3, services.payloads.bucket, key, response.read)
     return time.perf_counter() - start, total
 
 
@@ -131,26 +138,7 @@ def bedrock_floor(batch: Any, key: str) -> tuple[float, int]:
         for item in page.get("Contents") or []
         if item["Key"].endswith(".jsonl.out")
     ]
-    upload = s3.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
-    parts: list[dict[str, Any]] = []
-    buffer = bytearray()
-    total = 0
-
-    def flush() -> None:
-        number = len(parts) + 1
-        etag = s3.upload_part(Bucket=BUCKET, Key=key, UploadId=upload, PartNumber=number, Body=bytes(buffer))["ETag"]
-        parts.append({"ETag": etag, "PartNumber": number})
-        buffer.clear()
-
-    body = s3.get_object(Bucket=BUCKET, Key=source)["Body"]
-    while chunk := body.read(1024 * 1024):
-        buffer += chunk
-        total += len(chunk)
-        if len(buffer) >= PART:
-            flush()
-    if buffer or not parts:
-        flush()
-    s3.complete_multipart_upload(Bucket=BUCKET, Key=key, UploadId=upload, MultipartUpload={"Parts": parts})
+    total = _copy_to_s3(s3, BUCKET, key, s3.get_object(Bucket=BUCKET, Key=source)["Body"].read)
     return time.perf_counter() - start, total
 
 

@@ -301,14 +301,7 @@ def create_resources(endpoint_url: str | None = None) -> dict[str, str]:
         roleArn=role,
         definition=json.dumps({"StartAt": "Noop", "States": {"Noop": {"Type": "Pass", "End": True}}}),
     )["stateMachineArn"]
-    return {
-        "JOBS_TABLE": TABLE,
-        "PAYLOAD_BUCKET": BUCKET,
-        "STATE_MACHINE_ARN": machine,
-        "POLL_SCHEDULE_SECONDS": "0",
-        "EVENT_BUS_NAME": "",
-        "BEDROCK_ROLE_ARN": f"arn:aws:iam::123456789012:role/{BEDROCK_ROLE}",
-    }
+    return _handler_env(machine)
 
 
 def service_env(endpoint_url: str) -> dict[str, str]:
@@ -319,10 +312,15 @@ def service_env(endpoint_url: str) -> dict[str, str]:
     machine = next(
         m["stateMachineArn"] for m in sfn.list_state_machines()["stateMachines"] if m["name"] == "bench-workflow"
     )
+    return _handler_env(machine)
+
+
+def _handler_env(state_machine_arn: str) -> dict[str, str]:
+    """What the handlers read to use the resources ``create_resources`` made."""
     return {
         "JOBS_TABLE": TABLE,
         "PAYLOAD_BUCKET": BUCKET,
-        "STATE_MACHINE_ARN": machine,
+        "STATE_MACHINE_ARN": state_machine_arn,
         "POLL_SCHEDULE_SECONDS": "0",
         "EVENT_BUS_NAME": "",
         "BEDROCK_ROLE_ARN": f"arn:aws:iam::123456789012:role/{BEDROCK_ROLE}",
