@@ -349,11 +349,12 @@ def test_stopping_an_ended_job_is_refused(bedrock, s3):
 
 
 def test_a_job_still_running_when_its_timeout_elapses_expires_with_partial_output(bedrock, s3, sim):
-    # 24 hours of 0.05 s: the job times out 1.2 s in, before its 4 s of processing end
-    sim.configure(processing_seconds=4.0, bedrock_hour_seconds=0.05)
+    # 24 hours of 0.25 s: the job times out 6 s in, well before its 20 s of processing end and long enough after
+    # validation (assume the role, read the input: over a second on a loaded machine) for records to finish
+    sim.configure(processing_seconds=20.0, bedrock_hour_seconds=0.25)
     arn = create(bedrock, put_input(s3, [claude_record(f"r{i}") for i in range(40)]), timeoutDurationInHours=24)
 
-    job = wait_ended(bedrock, arn)
+    job = wait_ended(bedrock, arn, timeout=30)
 
     assert job["status"] == "Expired"
     assert 0 < job["processedRecordCount"] < 40
