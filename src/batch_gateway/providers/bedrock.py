@@ -29,6 +29,7 @@ from batch_gateway.constants import ON_DEMAND_BATCH_PREFIX
 from batch_gateway.contract import errors
 from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
+from batch_gateway.providers.anthropic import claude_output
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
 from batch_gateway.settings import BedrockSettings
 
@@ -532,7 +533,7 @@ def _to_result(line: dict[str, Any], mode: str | None = None) -> ProviderResult:
         )
     if "content" in output:  # Claude's Messages answer
         usage = output.get("usage") or {}
-        outputs = [_claude_output(block) for block in output.get("content") or []]
+        outputs = [claude_output(block) for block in output.get("content") or []]
         reason = output.get("stop_reason")
         tokens = (usage.get("input_tokens"), usage.get("output_tokens"))
     else:  # Nova / Converse
@@ -551,16 +552,6 @@ def _to_result(line: dict[str, Any], mode: str | None = None) -> ProviderResult:
     )
     result.mode = mode
     return result
-
-
-def _claude_output(block: dict[str, Any]) -> dict[str, Any] | None:
-    if block.get("type") == "text":
-        return {"type": "text", "text": block.get("text", "")}
-    if block.get("type") == "tool_use":
-        return {"type": "tool_call", "id": block.get("id"), "name": block.get("name"), "input": block.get("input")}
-    if block.get("type") == "thinking":
-        return {"type": "thinking", "text": block.get("thinking", "")}
-    return None
 
 
 def _converse_output(block: dict[str, Any]) -> dict[str, Any] | None:
