@@ -16,7 +16,8 @@ def _python(*folders: str) -> dict[str, str]:
         str(path.relative_to(ROOT)): path.read_text()
         for folder in folders
         for path in sorted((ROOT / folder).rglob("*.py"))
-        if path != Path(__file__).resolve()
+        # our code only: not what `make bench` or the venvs unpack below these folders (third-party packages)
+        if path != Path(__file__).resolve() and not {".cache", "__pycache__", ".venv"} & set(path.parts)
     }
 
 
