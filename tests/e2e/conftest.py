@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from botocore.exceptions import ClientError
 
 from batch_gateway.constants import ENV_MAX_CHUNK_REQUESTS
 from batch_gateway_dev.local.stack import DROP_FOLDER_USER, LocalStack
@@ -46,7 +47,18 @@ def _table_left_readable(request):
 @pytest.fixture
 def sim(stack):
     """The simulator inside the local stack (its functions call it), reset; it overrides the root ``sim``, which is
-    a simulator of the test process's own."""
+    a simulator of the test process's own. Workflows an earlier test left running are stopped first (the stack's
+    sweeper settles their jobs): one would otherwise create a provider batch during this test, caught by a hold
+    fault meant for this test's job or counted in the simulator's totals."""
+    sfn = stack.client("stepfunctions")
+    pages = sfn.get_paginator("list_executions").paginate(
+        stateMachineArn=stack.state_machine_arn, statusFilter="RUNNING"
+    )
+    for execution in (e for page in pages for e in page["executions"]):
+        try:
+            sfn.stop_execution(executionArn=execution["executionArn"], cause="a later test starts")
+        except ClientError:  # it ended meanwhile
+            pass
     stack.simulator.reset()
     stack.simulator.configure(processing_seconds=0.5)
     return stack.simulator
