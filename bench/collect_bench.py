@@ -18,6 +18,11 @@ Python-heap peak (used to judge flatness, since RSS moves by a few MB from run t
 
 Floor: GET the batch's ``results_url`` with urllib, streamed in 1 MiB reads, and copy the bytes untouched to S3 as a
 multipart upload of 8 MiB parts (the part size ``PayloadStore`` uses), with the same boto3 client.
+
+``--provider bedrock``: the job goes to Claude on Bedrock (one model invocation job; Bedrock's per-job maximum is
+50,000 records); the simulator must read and write the moto server's S3 (``SimulatorServer(aws_endpoint_url=...)``,
+as ``bench.run`` starts it). Bedrock's results are an output file in the payload bucket, so the floor streams that
+object from S3 (1 MiB reads) into the same multipart upload.
 """
 
 from __future__ import annotations
@@ -32,35 +37,40 @@ import pstats
 import time
 import tracemalloc
 import urllib.request
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from bench.common import MB, OWNER, PeakRss, create_body, ensure_paths, service_env, write_result
+from bench.common import BUCKET, MB, OWNER, PeakRss, create_body, ensure_paths, service_env, write_result
 
 PART = 8 * 1024 * 1024
 ANTHROPIC_HEADERS = {"x-api-key": "x", "anthropic-version": "2023-06-01"}
 
 
-def _services(moto: str, sim: str) -> tuple[Any, Any]:
+def _services(moto: str, sim: str, provider_name: str = "anthropic") -> tuple[Any, Any]:
     os.environ["AWS_ENDPOINT_URL"] = moto
     os.environ.update(service_env(moto))
+    os.environ["AWS_ENDPOINT_URL_BEDROCK"] = os.environ["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"] = sim
     from batch_gateway import wiring
     from batch_gateway.providers import make_provider
 
     wiring.reset()
-    provider = make_provider("anthropic", api_key="x", base_url=sim)
+    if provider_name == "bedrock":  # keyless: the adapter as the workflow functions build it
+        provider = wiring.services().provider_for("bedrock")
+    else:
+        provider = make_provider("anthropic", api_key="x", base_url=sim)
     return replace(wiring.services(), provider_for=lambda name: provider), provider
 
 
-def setup(n: int, moto: str, sim: str) -> dict[str, Any]:
+def setup(n: int, moto: str, sim: str, provider_name: str = "anthropic") -> dict[str, Any]:
     from batch_gateway.service.create import create_job
     from batch_gateway.service.plan import plan_job
     from batch_gateway.service.state import WorkflowState
     from batch_gateway.service.submit import submit_job
 
-    services, provider = _services(moto, sim)
+    services, provider = _services(moto, sim, provider_name)
     started = time.perf_counter()
-    job = create_job(services, owner=OWNER, body=create_body(n))
+    job = create_job(services, owner=OWNER, body=create_body(n, provider_name))
     plan_job(services, WorkflowState(job_id=job.id))
     submit_job(services, WorkflowState(job_id=job.id))
     chunks = services.jobs.get_chunks(job.id)
@@ -75,16 +85,9 @@ def setup(n: int, moto: str, sim: str) -> dict[str, Any]:
     return {"job_id": job.id, "batch_id": batch_id, "n": n, "setup_s": time.perf_counter() - started}
 
 
-def floor(services: Any, sim: str, batch_id: str, key: str) -> tuple[float, int]:
-    """Seconds and bytes to copy the batch's raw results from the simulator to S3 untouched."""
-    from batch_gateway.store import aws
-
-    s3 = aws.client("s3")  # the same boto3 client the service writes with
-    bucket = services.payloads.bucket
-    start = time.perf_counter()
-    request = urllib.request.Request(f"{sim}/v1/messages/batches/{batch_id}", headers=ANTHROPIC_HEADERS)
-    with urllib.request.urlopen(request, timeout=60) as response:
-        results_url = json.load(response)["results_url"]
+def _copy_to_s3(s3: Any, bucket: str, key: str, read: Callable[[int], bytes]) -> int:
+    """Copy what ``read`` gives (1 MiB reads) to ``bucket``/``key`` untouched, as a multipart upload of ``PART``-byte
+    parts; how many bytes."""
     upload = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
     parts: list[dict[str, Any]] = []
     buffer = bytearray()
@@ -96,23 +99,55 @@ def floor(services: Any, sim: str, batch_id: str, key: str) -> tuple[float, int]
         parts.append({"ETag": etag, "PartNumber": number})
         buffer.clear()
 
-    request = urllib.request.Request(results_url, headers=ANTHROPIC_HEADERS)
-    with urllib.request.urlopen(request, timeout=120) as response:
-        while chunk := response.read(1024 * 1024):
-            buffer += chunk
-            total += len(chunk)
-            if len(buffer) >= PART:
-                flush()
+    while chunk := read(1024 * 1024):
+        buffer += chunk
+        total += len(chunk)
+        if len(buffer) >= PART:
+            flush()
     if buffer or not parts:
         flush()
     s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload, MultipartUpload={"Parts": parts})
+    return total
+
+
+def floor(services: Any, sim: str, batch_id: str, key: str) -> tuple[float, int]:
+    """Seconds and bytes to copy the batch's raw results from the simulator to S3 untouched."""
+    from batch_gateway.store import aws
+
+    s3 = aws.client("s3")  # the same boto3 client the service writes with
+    start = time.perf_counter()
+    request = urllib.request.Request(f"{sim}/v1/messages/batches/{batch_id}", headers=ANTHROPIC_HEADERS)
+    with urllib.request.urlopen(request, timeout=60) as response:
+        results_url = json.load(response)["results_url"]
+    request = urllib.request.Request(results_url, headers=ANTHROPIC_HEADERS)
+    with urllib.request.urlopen(request, timeout=120) as response:
+        total = _copy_to_s3(s3, services.payloads.bucket, key, response.read)
     return time.perf_counter() - start, total
 
 
-def measure(job_id: str, moto: str, sim: str, reps: int, profile: str | None, trace: bool) -> dict[str, Any]:
+def bedrock_floor(batch: Any, key: str) -> tuple[float, int]:
+    """Seconds and bytes to copy a Bedrock job's output file within S3 untouched (streamed, 8 MiB parts)."""
+    from batch_gateway.store import aws
+
+    s3 = aws.client("s3")  # the same boto3 client the service reads and writes with
+    start = time.perf_counter()
+    prefix = str(batch.raw["output_uri"]).split("/", 3)[3]
+    [source] = [
+        item["Key"]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
+        for item in page.get("Contents") or []
+        if item["Key"].endswith(".jsonl.out")
+    ]
+    total = _copy_to_s3(s3, BUCKET, key, s3.get_object(Bucket=BUCKET, Key=source)["Body"].read)
+    return time.perf_counter() - start, total
+
+
+def measure(
+    job_id: str, moto: str, sim: str, reps: int, profile: str | None, trace: bool, provider_name: str = "anthropic"
+) -> dict[str, Any]:
     from batch_gateway.service.collect import collect_chunk
 
-    services, provider = _services(moto, sim)
+    services, provider = _services(moto, sim, provider_name)
     job = services.jobs.require_job(job_id)
     [chunk] = services.jobs.get_chunks(job_id)
     batch = provider.status(chunk.provider_batch_id)  # as Poll does before collecting: loads the SDK
@@ -130,7 +165,7 @@ def measure(job_id: str, moto: str, sim: str, reps: int, profile: str | None, tr
             raise RuntimeError(f"collect wrote {done.request_counts} for {chunk.request_count} requests")
         return elapsed
 
-    result: dict[str, Any] = {"n": chunk.request_count, "collect_s": [], "floor_s": []}
+    result: dict[str, Any] = {"n": chunk.request_count, "provider": provider_name, "collect_s": [], "floor_s": []}
     for rep in range(reps):
         gc.collect()
         probe = PeakRss() if rep == 0 else contextlib.nullcontext()
@@ -139,7 +174,10 @@ def measure(job_id: str, moto: str, sim: str, reps: int, profile: str | None, tr
         if rep == 0:
             result["memory"] = probe.as_dict()
         gc.collect()
-        seconds, size = floor(services, sim, batch.id, f"bench/floor/{job_id}/raw.jsonl")
+        if provider_name == "bedrock":
+            seconds, size = bedrock_floor(batch, f"bench/floor/{job_id}/raw.jsonl")
+        else:
+            seconds, size = floor(services, sim, batch.id, f"bench/floor/{job_id}/raw.jsonl")
         result["floor_s"].append(seconds)
         result["raw_bytes"] = size
     if trace:  # Python-heap peak of one more collect: exact and repeatable, unlike RSS
@@ -170,13 +208,14 @@ def main() -> int:
     parser.add_argument("--sim", required=True, help="URL of the simulators (python -m batch_gateway_dev.simulators)")
     parser.add_argument("--trace", action="store_true", help="also measure one more collect's heap peak")
     parser.add_argument("--profile", help="also profile one more collect and write the stats to this file")
+    parser.add_argument("--provider", default="anthropic", choices=("anthropic", "bedrock"))
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     ensure_paths()
     if args.step == "setup":
-        result = setup(args.n, args.moto, args.sim)
+        result = setup(args.n, args.moto, args.sim, args.provider)
     else:
-        result = measure(args.job_id, args.moto, args.sim, args.reps, args.profile, args.trace)
+        result = measure(args.job_id, args.moto, args.sim, args.reps, args.profile, args.trace, args.provider)
     write_result(args.out, result)
     return 0
 

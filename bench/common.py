@@ -39,6 +39,8 @@ OWNER = "arn:aws:iam::123456789012:user/bench"
 TABLE = "bench-jobs"
 BUCKET = "bench-payloads"
 MB = 1024 * 1024
+BEDROCK_MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
+BEDROCK_ROLE = "bench-bedrock"  # the service role the Bedrock simulator reads and writes S3 as
 
 # Environment every child starts with: fake credentials, no tracing, quiet logs (warnings still show).
 CHILD_ENV = {
@@ -84,8 +86,9 @@ def sample_event(name: str = "api_create.json") -> dict[str, Any]:
     return json.loads((EVENTS_DIR / name).read_text())
 
 
-def create_body(n: int) -> dict[str, Any]:
-    """The sample create body from ``events/api_create.json`` with ``n`` short requests (its prompts, cycled)."""
+def create_body(n: int, provider: str = "anthropic") -> dict[str, Any]:
+    """The sample create body from ``events/api_create.json`` with ``n`` short requests (its prompts, cycled); for
+    ``bedrock`` the same requests to Claude on Bedrock."""
     sample = json.loads(sample_event()["body"])
     prompts = list(sample["requests"].values())
     prompts = [p for p in prompts if isinstance(p, str)] or ["Name an animal that starts with the letter 'A'"]
@@ -94,6 +97,8 @@ def create_body(n: int) -> dict[str, Any]:
     for i in range(n):
         base = prompts[i % len(prompts)]
         requests[f"request_{i:06d}"] = base[:-2] + letters[i % 26] + "'" if base.endswith("'") else base
+    if provider == "bedrock":
+        sample = {**sample, "provider": "bedrock", "model": BEDROCK_MODEL}
     return {**sample, "requests": requests}
 
 
@@ -290,18 +295,13 @@ def create_resources(endpoint_url: str | None = None) -> dict[str, str]:
     create_table(client("dynamodb"), TABLE)
     create_bucket(client("s3"), BUCKET, REGION)
     role = client("iam").create_role(RoleName="bench-sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    client("iam").create_role(RoleName=BEDROCK_ROLE, AssumeRolePolicyDocument="{}")  # IAM is not enforced here
     machine = client("stepfunctions").create_state_machine(
         name="bench-workflow",
         roleArn=role,
         definition=json.dumps({"StartAt": "Noop", "States": {"Noop": {"Type": "Pass", "End": True}}}),
     )["stateMachineArn"]
-    return {
-        "JOBS_TABLE": TABLE,
-        "PAYLOAD_BUCKET": BUCKET,
-        "STATE_MACHINE_ARN": machine,
-        "POLL_SCHEDULE_SECONDS": "0",
-        "EVENT_BUS_NAME": "",
-    }
+    return _handler_env(machine)
 
 
 def service_env(endpoint_url: str) -> dict[str, str]:
@@ -312,10 +312,16 @@ def service_env(endpoint_url: str) -> dict[str, str]:
     machine = next(
         m["stateMachineArn"] for m in sfn.list_state_machines()["stateMachines"] if m["name"] == "bench-workflow"
     )
+    return _handler_env(machine)
+
+
+def _handler_env(state_machine_arn: str) -> dict[str, str]:
+    """What the handlers read to use the resources ``create_resources`` made."""
     return {
         "JOBS_TABLE": TABLE,
         "PAYLOAD_BUCKET": BUCKET,
-        "STATE_MACHINE_ARN": machine,
+        "STATE_MACHINE_ARN": state_machine_arn,
         "POLL_SCHEDULE_SECONDS": "0",
         "EVENT_BUS_NAME": "",
+        "BEDROCK_ROLE_ARN": f"arn:aws:iam::123456789012:role/{BEDROCK_ROLE}",
     }

@@ -5,12 +5,16 @@ Worker (one fresh interpreter per run)::
     python -m bench.create_bench --n 85000 --reps 2 --moto inproc --out result.json
     python -m bench.create_bench --n 85000 --reps 1 --moto http://127.0.0.1:PORT --out result.json
     python -m bench.create_bench --n 85000 --moto local --out result.json
+    python -m bench.create_bench --n 85000 --reps 3 --moto inproc --provider bedrock --out result.json
 
 ``--moto inproc`` runs S3, DynamoDB and Step Functions in this process (``moto.mock_aws``, as
 tests/integration/conftest.py does); a URL uses a moto server in another process, so that only the handler's own
 memory is counted. ``--moto local`` posts the body once through the local stack instead (``LocalStack``: SigV4 as
 an IAM caller, the API front, Lambda's 6 MB invocation limit, the Create function in its own worker process): it
 proves the body fits what API Gateway can hand to Lambda and times the whole round trip.
+
+``--provider bedrock`` sends the same requests to Claude on Bedrock (each written as Bedrock's native body when the
+chunk is planned; at create they are checked and stored the same way).
 
 N is the largest round number of requests whose API Gateway event fits Lambda's 6 MB synchronous payload limit
 (85,000: a 5.8 MB body); 100,000 short requests (6.8 MB) are refused before the handler runs (docs/api.md).
@@ -119,17 +123,18 @@ def through_local_stack(n: int) -> dict[str, Any]:
     }
 
 
-def measure(n: int, reps: int, profile: str | None) -> dict[str, Any]:
+def measure(n: int, reps: int, profile: str | None, provider: str = "anthropic") -> dict[str, Any]:
     from batch_gateway import wiring
     from lambdas import create
 
     wiring.reset()
     _call(create.handler, sample_event(), len(json.loads(sample_event()["body"])["requests"]))  # warm-up
 
-    body_text = json.dumps(create_body(n))
+    body_text = json.dumps(create_body(n, provider))
     event = create_event(body_text)
     result: dict[str, Any] = {
         "n": n,
+        "provider": provider,
         "body_bytes": len(body_text.encode()),
         "event_bytes": event_bytes(body_text),
         "create_s": [],
@@ -168,6 +173,7 @@ def main() -> int:
         help="'inproc', the URL of a moto server, or 'local' (once through the local stack's API)",
     )
     parser.add_argument("--profile", help="also profile one more create and write the stats to this file")
+    parser.add_argument("--provider", default="anthropic", choices=("anthropic", "bedrock"))
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     ensure_paths()
@@ -180,11 +186,11 @@ def main() -> int:
 
         with mock_aws():
             os.environ.update(create_resources())
-            result = measure(args.n, args.reps, args.profile)
+            result = measure(args.n, args.reps, args.profile, args.provider)
     else:
         os.environ["AWS_ENDPOINT_URL"] = args.moto
         os.environ.update(service_env(args.moto))
-        result = measure(args.n, args.reps, args.profile)
+        result = measure(args.n, args.reps, args.profile, args.provider)
     result["moto"] = "in-process" if args.moto == "inproc" else "server process"
     write_result(args.out, result)
     return 0

@@ -20,6 +20,6 @@ os.environ.update(
 for _var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_PROFILE", "AWS_ENDPOINT_URL"):
     os.environ.pop(_var, None)
 
-# The fixtures every layer shares (one provider simulator, one emulated AWS account), loaded after the environment
-# above is set.
-pytest_plugins = ["tests.support.fixtures"]
+# The fixtures every layer shares (one provider simulator, one emulated AWS account, the account Bedrock jobs read
+# from), loaded after the environment above is set.
+pytest_plugins = ["tests.support.fixtures", "tests.support.bedrock_account"]

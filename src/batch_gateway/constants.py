@@ -51,6 +51,7 @@ BEDROCK_MAX_JOB_BYTES = 5 * 1024**3  # per job
 BEDROCK_TIMEOUT_HOURS = 24
 BEDROCK_ON_DEMAND_CONCURRENCY = 4
 BEDROCK_SMALL_JOB_MODES = ("on_demand", "reject")
+ON_DEMAND_BATCH_PREFIX = "on-demand:"  # provider batch ids of chunks run on demand (priced at full, not batch, price)
 OUTBOX_PREFIX = "outbox/"
 UPLOADS_PREFIX = "uploads/"  # POST /uploads: input files uploaded through presigned URLs
 DOORS_PREFIX = "doors/"  # the compatible doors' files; the workflow writes their output files (decision 0045)

@@ -66,3 +66,14 @@ def test_a_body_over_lambdas_6_mb_never_reaches_the_service_and_creates_nothing(
     answer = caller.request("POST", "/batches", raw=body)
     assert answer.status_code == 502 and answer.json() == {"message": "Internal server error"}
     assert caller.request("GET", "/batches").json()["batches"] == []
+
+
+def test_a_body_over_api_gateways_10_mb_is_refused_413_before_anything_reads_it(stack):
+    """API Gateway (REST) takes at most 10 MB and answers 413 itself; the local front does the same without reading
+    the body (a generated 300 MB body once kept the front and the worker busy for minutes)."""
+    caller = Caller(stack.info()["api_url"], stack.caller("inline-limit-gateway"))
+    body = b'{"provider": "anthropic", "model": "claude-x", "requests": {"a": "' + b"m" * (10 * 1024 * 1024) + b'"}}'
+    answer = caller.request("POST", "/batches", raw=body)
+    assert answer.status_code == 413 and answer.json() == {"message": "Request Too Long"}
+    assert answer.headers.get("x-amzn-RequestId")
+    assert caller.request("GET", "/batches").json()["batches"] == []

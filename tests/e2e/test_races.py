@@ -5,7 +5,8 @@ user could observe (a job's status, the provider's batch list) with a deadline, 
 
 Each test ends with: exactly one provider batch per chunk (the simulator's own count and list), every request with
 exactly one result line, no provider batch still running once its job is terminal, and every tenant seeing only
-its own text.
+its own text. The cancel during a create runs for each provider (Bedrock with a minimum of one record per job, so
+chunks of five run as batch jobs, not on demand).
 """
 
 from __future__ import annotations
@@ -20,15 +21,23 @@ from typing import Any
 import pytest
 import requests
 
+from batch_gateway import constants
 from batch_gateway_dev.local.template import REPO_ROOT
 from tests.support.api_caller import Caller
 from tests.support.concurrency import Threads
 
 pytestmark = pytest.mark.e2e
 
-MODELS = {"anthropic": "claude-sonnet-4-20250514", "openai": "gpt-4o-mini"}
+CLAUDE_ON_BEDROCK = "anthropic.claude-3-5-haiku-20241022-v1:0"
+MODELS = {"anthropic": "claude-sonnet-4-20250514", "openai": "gpt-4o-mini", "bedrock": CLAUDE_ON_BEDROCK}
 N = 10  # requests per job: two chunks of five
-ENDED = {"anthropic": {"ended"}, "openai": {"completed", "failed", "expired", "cancelled"}}
+ENDED = {
+    "anthropic": {"ended"},
+    "openai": {"completed", "failed", "expired", "cancelled"},
+    "bedrock": {"Completed", "PartiallyCompleted", "Failed", "Stopped", "Expired"},
+}
+# The functions that decide whether a Bedrock chunk is a batch job or runs on demand (they read the minimum).
+BEDROCK_MIN_READERS = ("create", "ingest", "plan", "submit", "poll", "mark_failed", "sweeper")
 HOLD = 90  # seconds a held create waits at most; every test releases it long before
 SLOW = 15  # seconds a batch runs when a cancel must meet it still running
 
@@ -95,6 +104,17 @@ def own_results(caller: Caller, job_id: str, tenant: str, n: int = N) -> dict[st
 
 def provider_batch_status(sim, provider: str, batch_id: str) -> str:
     """What the provider itself says about a batch (asked over the wire, as its console would show it)."""
+    if provider == "bedrock":
+        import boto3
+
+        bedrock = boto3.client(
+            "bedrock",
+            endpoint_url=sim.bedrock_endpoint_url,
+            region_name="us-east-1",
+            aws_access_key_id="console",
+            aws_secret_access_key="console",
+        )
+        return bedrock.get_model_invocation_job(jobIdentifier=batch_id)["status"]
     if provider == "anthropic":
         answer = requests.get(
             f"{sim.url}/v1/messages/batches/{batch_id}",
@@ -117,7 +137,12 @@ def running_batches(sim, provider: str) -> list[str]:
 
 
 def chunk_batches(jobs: dict[str, dict[str, Any]]) -> list[str]:
-    return [c["provider_batch_id"] for job in jobs.values() for c in job["chunks"]]
+    """The chunks' provider batch ids as the simulator lists them (a Bedrock job by its id, not its ARN)."""
+    return [
+        c["provider_batch_id"] and c["provider_batch_id"].rsplit("/", 1)[-1]
+        for job in jobs.values()
+        for c in job["chunks"]
+    ]
 
 
 def assert_one_batch_per_chunk_and_none_running(sim, provider: str, ended: dict[str, dict[str, Any]]) -> None:
@@ -161,6 +186,23 @@ def sweep(stack) -> dict[str, Any]:
 @pytest.fixture
 def tenants(stack, alice, bob) -> dict[str, Caller]:
     return {"alice": alice, "bob": bob, "carol": Caller(stack.info()["api_url"], stack.caller("carol"))}
+
+
+@pytest.fixture
+def bedrock_jobs_of_any_size(stack, sim):
+    """A minimum of one record per Bedrock job, in the functions and in the simulator (as an account whose quota
+    allows it): the races' chunks of five are batch jobs with a create to hold, not small jobs run on demand."""
+    key = constants.ENV_BEDROCK_MIN_RECORDS
+    before = {}
+    for function in (stack.function(module) for module in BEDROCK_MIN_READERS):
+        before[function] = stack.function_environment(function).get(key)
+        stack.set_function_environment(function, {key: "1"})
+    sim.configure(bedrock_min_records=1)
+    try:
+        yield
+    finally:
+        for function, value in before.items():
+            stack.set_function_environment(function, {key: value})
 
 
 @pytest.fixture(autouse=True)
@@ -275,10 +317,12 @@ def test_three_tenants_at_once_and_a_cancel_racing_its_poll(stack, sim, tenants,
 # ---- 3. cancel while a create is on the wire, both providers -----------------------------------------------------
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "bedrock"])
 def test_cancel_while_a_create_is_on_the_wire_ends_canceled_with_nothing_running(
-    stack, sim, alice, bob, chunks_of_five, provider
+    stack, sim, alice, bob, chunks_of_five, provider, request
 ):
+    if provider == "bedrock":
+        request.getfixturevalue("bedrock_jobs_of_any_size")
     callers = {"alice": alice, "bob": bob}
     sim.add_fault(provider, "create_batch", "hold_before_accept", times=2, seconds=HOLD)
     jobs = create_together(callers, provider)
@@ -287,7 +331,7 @@ def test_cancel_while_a_create_is_on_the_wire_ends_canceled_with_nothing_running
     sim.release_held()
     wait_for(held(sim, 2, created=2, provider=provider), what="both jobs' second create on the wire")
     sim.configure(processing_seconds=SLOW)  # the second batches run long enough for the cancel to reach them
-    first = wait_for(lambda: status(alice, jobs["alice"])["chunks"][0]["provider_batch_id"])
+    first = wait_for(lambda: chunk_batches({"alice": status(alice, jobs["alice"])})[0])
     wait_for(
         lambda: provider_batch_status(sim, provider, first) in ENDED[provider],
         what="alice's first batch ended at the provider",

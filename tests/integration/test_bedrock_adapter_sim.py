@@ -1,6 +1,7 @@
 """The Bedrock adapter against the Bedrock simulator and the local AWS process (moto, IAM enforced), through boto3's
 own endpoint settings (``AWS_ENDPOINT_URL_BEDROCK`` and friends): the code path is the real one. Bedrock reads the
-chunk's input and writes its output as a service role that may touch only the chunks' Bedrock prefixes.
+chunk's input and writes its output as a service role that may touch only the chunks' Bedrock prefixes (the shared
+account and simulator of ``tests/support/bedrock_account.py``).
 
 Covers: a chunk's round trip by caller id, a job Bedrock fails (its message is the reason), a lost create answer
 that yields one Bedrock job (adopted by name, the token keeps a resend from making a second), a small chunk on
@@ -9,17 +10,10 @@ demand through Converse, and cancel keeping the records that finished.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import boto3
 import pytest
-import requests
 
 from batch_gateway.contract import errors
 from batch_gateway.jsonlines import dumps
@@ -27,95 +21,17 @@ from batch_gateway.models.jobs import ItemStatus
 from batch_gateway.providers import make_provider
 from batch_gateway.providers.base import ChunkRef
 from batch_gateway.settings import BedrockLimits, BedrockSettings
-from batch_gateway_dev.local.service_principals import service_user_name
 from batch_gateway_dev.simulators import SimulatorServer
-
-REGION, ACCOUNT, BUCKET = "us-east-1", "123456789012", "payloads"
-CLAUDE = "anthropic.claude-3-5-haiku-20241022-v1:0"
-ROLE = f"arn:aws:iam::{ACCOUNT}:role/BedrockBatch"
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _policy(*statements: dict) -> str:
-    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
-
-
-TRUST = _policy(
-    {
-        "Effect": "Allow",
-        "Principal": {"Service": "bedrock.amazonaws.com"},
-        "Action": "sts:AssumeRole",
-        "Condition": {
-            "StringEquals": {"aws:SourceAccount": ACCOUNT},
-            "ArnLike": {"aws:SourceArn": f"arn:aws:bedrock:{REGION}:{ACCOUNT}:model-invocation-job/*"},
-        },
-    }
-)
-ROLE_POLICY = _policy(
-    {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{BUCKET}/jobs/*/chunks/*/bedrock/input/*"},
-    {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": f"arn:aws:s3:::{BUCKET}"},
-    {
-        "Effect": "Allow",
-        "Action": "s3:PutObject",
-        "Resource": f"arn:aws:s3:::{BUCKET}/jobs/*/chunks/*/bedrock/output/*",
-    },
-)
-
-
-@pytest.fixture(scope="module")
-def aws():
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(AWS_ACCESS_KEY_ID="unused", AWS_SECRET_ACCESS_KEY="unused", AWS_DEFAULT_REGION=REGION)
-    config = {"region": REGION, "local_env": {}, "log_dir": tempfile.mkdtemp(), "task_root": str(REPO_ROOT)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "batch_gateway_dev.local.aws_server", json.dumps(config)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
-        cwd=str(REPO_ROOT),
-    )
-    assert process.stdout and process.stdin
-    endpoint = json.loads(process.stdout.readline())["endpoint"]
-    boot = {"endpoint_url": endpoint, "region_name": REGION, "aws_access_key_id": "x", "aws_secret_access_key": "x"}
-    iam = boto3.client("iam", **boot)
-    keys = {}
-    for user, statement in (
-        (service_user_name("bedrock.amazonaws.com"), {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "*"}),
-        ("operator", {"Effect": "Allow", "Action": "*", "Resource": "*"}),
-    ):
-        iam.create_user(UserName=user)
-        iam.put_user_policy(UserName=user, PolicyName="p", PolicyDocument=_policy(statement))
-        key = iam.create_access_key(UserName=user)["AccessKey"]
-        keys[user] = {"aws_access_key_id": key["AccessKeyId"], "aws_secret_access_key": key["SecretAccessKey"]}
-    iam.create_role(RoleName="BedrockBatch", AssumeRolePolicyDocument=TRUST)
-    iam.put_role_policy(RoleName="BedrockBatch", PolicyName="p", PolicyDocument=ROLE_POLICY)
-    boto3.client("s3", **boot).create_bucket(Bucket=BUCKET)
-    requests.post(f"{endpoint}/moto-api/reset-auth", data=b"0", timeout=10).raise_for_status()
-    yield {"endpoint": endpoint, "service": keys[service_user_name("bedrock.amazonaws.com")], **keys}
-    process.stdin.close()
-    process.wait(timeout=15)
-
-
-@pytest.fixture(scope="module")
-def server(aws):
-    with SimulatorServer(
-        processing_seconds=0.4, aws_endpoint_url=aws["endpoint"], aws_credentials=aws["service"]
-    ) as sim:
-        yield sim
+from tests.support.bedrock_account import CLAUDE, ROLE_ARN
+from tests.support.fixtures import BUCKET
 
 
 @pytest.fixture
-def sim(server, aws, monkeypatch):
-    server.reset()
-    for var in [v for v in os.environ if v.startswith("AWS_")]:
-        monkeypatch.delenv(var)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", aws["operator"]["aws_access_key_id"])
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", aws["operator"]["aws_secret_access_key"])
-    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", aws["endpoint"])
-    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK", server.bedrock_endpoint_url)
-    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.bedrock_endpoint_url)
-    return server
+def sim(bedrock_aws, simulator: SimulatorServer) -> SimulatorServer:
+    """The shared Bedrock account and simulator (``bedrock_aws``: emptied, boto3's endpoint settings and the operator's
+    keys in the environment), the simulator with Bedrock's own minimum of records per job."""
+    simulator.configure(processing_seconds=0.4, bedrock_min_records=100)
+    return simulator
 
 
 _jobs = iter(range(10**6))
@@ -126,7 +42,7 @@ def _provider(**settings):
         "bedrock",
         api_key="",
         deployment_id="0d6c1f6e-1111-2222-3333-444455556666",
-        options={"bucket": BUCKET, "bedrock": BedrockSettings(role_arn=ROLE, **settings)},
+        options={"bucket": BUCKET, "bedrock": BedrockSettings(role_arn=ROLE_ARN, **settings)},
     )
 
 

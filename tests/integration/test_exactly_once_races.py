@@ -5,6 +5,9 @@ mode) and the provider simulators over loopback. Assertions wait on observable c
 a job's stored status), never on a sleep. Each test ends with: exactly one provider batch per chunk (counted in the
 simulator), every request with exactly one result line, no provider batch still running once its job is terminal,
 and no caller seeing another caller's text.
+
+Each race runs for Anthropic and Bedrock (its handlers against ``bedrock_account``: Bedrock reads S3 over HTTP as
+its service role); the cancel during a create for OpenAI too.
 """
 
 from __future__ import annotations
@@ -21,13 +24,25 @@ from batch_gateway.contract import errors
 from batch_gateway.models.jobs import ChunkState
 from batch_gateway.service.keys import results_key
 from lambdas import cancel, create, finalize, plan, poll, submit
+from tests.support.bedrock_account import CLAUDE
 from tests.support.concurrency import Threads
 from tests.support.events import as_caller, call, load_event
 
 pytestmark = pytest.mark.usefixtures("atomic_dynamodb")  # DynamoDB's per-item atomicity in moto
 
-MODELS = {"anthropic": "claude-sonnet-4-20250514", "openai": "gpt-4o-mini"}
+MODELS = {"anthropic": "claude-sonnet-4-20250514", "openai": "gpt-4o-mini", "bedrock": CLAUDE}
 SUBMIT_ATTEMPTS = 6  # what the state machine's Retry on Submit allows, give or take
+
+
+@pytest.fixture(params=["anthropic", "bedrock"])
+def provider(request):
+    return request.param
+
+
+@pytest.fixture
+def services(request, provider):
+    """The handlers' services: moto in-process (``aws``), or for Bedrock moto's server (Bedrock reads S3 over HTTP)."""
+    return request.getfixturevalue("bedrock_aws" if provider == "bedrock" else "aws")
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
@@ -107,18 +122,23 @@ def running_batches(services, simulator, provider: str) -> list[str]:
 
 
 def chunk_batches(services, job_ids: list[str]) -> list[str]:
-    return [c.provider_batch_id for j in job_ids for c in services.jobs.get_chunks(j)]
+    """The chunks' provider batch ids as the simulator lists them (a Bedrock job by its id, not its ARN)."""
+    return [_short(c.provider_batch_id) for j in job_ids for c in services.jobs.get_chunks(j)]
+
+
+def _short(batch_id: str | None) -> str | None:
+    return batch_id.rsplit("/", 1)[-1] if batch_id else batch_id
 
 
 # --- two submitters ---------------------------------------------------------------------------------------------
 
 
-def test_two_submitters_that_both_read_pending_send_each_chunk_once(aws, ctx, simulator, monkeypatch):
+def test_two_submitters_that_both_read_pending_send_each_chunk_once(services, ctx, simulator, provider):
     callers = ["alice", "bob", "carol"]
-    jobs = {c: new_job(ctx, c) for c in callers}
+    jobs = {c: new_job(ctx, c, provider) for c in callers}
     states = {c: plan.handler({"job_id": jobs[c]}, ctx) for c in callers}
     everyone_read = threading.Barrier(2 * len(callers), timeout=20)
-    real_get_chunks = type(aws.jobs).get_chunks
+    real_get_chunks = type(services.jobs).get_chunks
 
     def get_chunks_then_meet(self, job_id):
         chunks = real_get_chunks(self, job_id)
@@ -127,28 +147,28 @@ def test_two_submitters_that_both_read_pending_send_each_chunk_once(aws, ctx, si
             everyone_read.wait()  # every submitter has read `pending` before anyone claims
         return chunks
 
-    monkeypatch.setattr(type(aws.jobs), "get_chunks", get_chunks_then_meet)
-    threads = Threads()
-    for c in callers:
-        for n in range(2):
-            threads.start(f"submitter-{c}-{n}", lambda c=c: submit.handler(states[c], ctx))
-    threads.join()
-    monkeypatch.undo()
+    with pytest.MonkeyPatch.context() as patch:  # its own: undoing the test's would undo the account's environment
+        patch.setattr(type(services.jobs), "get_chunks", get_chunks_then_meet)
+        threads = Threads()
+        for c in callers:
+            for n in range(2):
+                threads.start(f"submitter-{c}-{n}", lambda c=c: submit.handler(states[c], ctx))
+        threads.join()
 
-    assert simulator.stats()["anthropic"]["batches_created"] == len(callers)
+    assert simulator.stats()[provider]["batches_created"] == len(callers)
     for c in callers:
         assert poll_to_the_end(states[c], ctx)["status"] == "finished"
-        assert_own_text_only(aws, jobs[c], c)
-    assert sorted(chunk_batches(aws, list(jobs.values()))) == sorted(batch_ids(simulator, "anthropic"))
-    assert running_batches(aws, simulator, "anthropic") == []
+        assert_own_text_only(services, jobs[c], c)
+    assert sorted(chunk_batches(services, list(jobs.values()))) == sorted(batch_ids(simulator, provider))
+    assert running_batches(services, simulator, provider) == []
 
 
-def test_a_live_claim_is_never_taken_over_by_a_second_execution(aws, ctx, simulator):
+def test_a_live_claim_is_never_taken_over_by_a_second_execution(services, ctx, simulator, provider):
     """A sweeper restart (a second execution) runs Submit while the first one is still sending."""
     callers = ["alice", "bob"]
-    jobs = {c: new_job(ctx, c) for c in callers}
+    jobs = {c: new_job(ctx, c, provider) for c in callers}
     states = {c: plan.handler({"job_id": jobs[c]}, ctx) for c in callers}
-    simulator.add_fault("anthropic", "create_batch", "hold_before_accept", times=len(callers))
+    simulator.add_fault(provider, "create_batch", "hold_before_accept", times=len(callers))
     first = Threads()
     for c in callers:
         first.start(f"first-{c}", lambda c=c: submit.handler(states[c], ctx))
@@ -159,23 +179,23 @@ def test_a_live_claim_is_never_taken_over_by_a_second_execution(aws, ctx, simula
     for c in callers:
         second.start(f"second-{c}", lambda c=c: (restart.wait(), submit.handler(states[c], ctx))[1])
     second.join()
-    assert simulator.stats()["anthropic"]["batches_created"] == 0  # the second execution sent nothing
+    assert simulator.stats()[provider]["batches_created"] == 0  # the second execution sent nothing
     assert simulator.release_held() == len(callers)
     first.join()
 
-    assert simulator.stats()["anthropic"]["batches_created"] == len(callers)
+    assert simulator.stats()[provider]["batches_created"] == len(callers)
     for c in callers:
         assert poll_to_the_end(states[c], ctx)["status"] == "finished"
-        assert_own_text_only(aws, jobs[c], c)
-    assert sorted(chunk_batches(aws, list(jobs.values()))) == sorted(batch_ids(simulator, "anthropic"))
+        assert_own_text_only(services, jobs[c], c)
+    assert sorted(chunk_batches(services, list(jobs.values()))) == sorted(batch_ids(simulator, provider))
 
 
 # --- cancel while a create is on the wire -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "bedrock"])
 @pytest.mark.parametrize("hold", ["hold_before_accept", "hold_after_accept"])
-def test_cancel_while_a_create_is_on_the_wire_leaves_no_batch_running(aws, ctx, simulator, provider, hold):
+def test_cancel_while_a_create_is_on_the_wire_leaves_no_batch_running(services, ctx, simulator, provider, hold):
     simulator.configure(processing_seconds=3)
     alice, bob = new_job(ctx, "alice", provider), new_job(ctx, "bob", provider, n=6)
     states = {j: plan.handler({"job_id": j}, ctx) for j in (alice, bob)}
@@ -193,26 +213,31 @@ def test_cancel_while_a_create_is_on_the_wire_leaves_no_batch_running(aws, ctx, 
     submitters.join()
 
     assert poll_to_the_end(states[alice], ctx)["status"] == "canceled"
-    [bobs_batch] = chunk_batches(aws, [bob])
-    assert running_batches(aws, simulator, provider) in ([], [bobs_batch])  # alice's job ended: nothing of hers runs
+    [bobs_batch] = chunk_batches(services, [bob])
+    assert running_batches(services, simulator, provider) in (
+        [],
+        [bobs_batch],
+    )  # alice's job ended: nothing of hers runs
     assert poll_to_the_end(states[bob], ctx)["status"] == "finished"
     assert simulator.stats()[provider]["batches_created"] == 2
-    assert sorted(chunk_batches(aws, [alice, bob])) == sorted(batch_ids(simulator, provider))
-    assert running_batches(aws, simulator, provider) == []
-    items = assert_own_text_only(aws, alice, "alice")
+    assert sorted(chunk_batches(services, [alice, bob])) == sorted(batch_ids(simulator, provider))
+    assert running_batches(services, simulator, provider) == []
+    items = assert_own_text_only(services, alice, "alice")
     assert {i["status"] for i in items.values()} <= {"succeeded", "canceled"}
-    assert {i["status"] for i in assert_own_text_only(aws, bob, "bob", n=6).values()} == {"succeeded"}
+    assert {i["status"] for i in assert_own_text_only(services, bob, "bob", n=6).values()} == {"succeeded"}
 
 
 # --- two tenants, one provider key, a lost create answer -----------------------------------------------------------
 
 
 @pytest.mark.parametrize("lost", ["drop_after_accept", "drop_before_accept"])
-def test_two_tenants_with_equal_jobs_and_a_lost_answer_each_get_only_their_own_batch(aws, ctx, simulator, lost):
+def test_two_tenants_with_equal_jobs_and_a_lost_answer_each_get_only_their_own_batch(
+    services, ctx, simulator, provider, lost
+):
     """Same size, same key, same minute: adoption must prove the batch is ours (or find none and send again)."""
     callers = ["alice", "bob"]
-    jobs = {c: new_job(ctx, c) for c in callers}
-    simulator.add_fault("anthropic", "create_batch", lost)  # whichever tenant's create comes first loses its answer
+    jobs = {c: new_job(ctx, c, provider) for c in callers}
+    simulator.add_fault(provider, "create_batch", lost)  # whichever tenant's create comes first loses its answer
     start = threading.Barrier(len(callers), timeout=20)
     threads = Threads()
     for c in callers:
@@ -221,20 +246,20 @@ def test_two_tenants_with_equal_jobs_and_a_lost_answer_each_get_only_their_own_b
 
     assert all(answer["status"] == "finished" for answer in answers.values())
     for c in callers:
-        items = assert_own_text_only(aws, jobs[c], c)
+        items = assert_own_text_only(services, jobs[c], c)
         assert {i["status"] for i in items.values()} == {"succeeded"}
-    assert simulator.stats()["anthropic"]["batches_created"] == len(callers)
-    assert sorted(chunk_batches(aws, list(jobs.values()))) == sorted(batch_ids(simulator, "anthropic"))
-    assert running_batches(aws, simulator, "anthropic") == []
+    assert simulator.stats()[provider]["batches_created"] == len(callers)
+    assert sorted(chunk_batches(services, list(jobs.values()))) == sorted(batch_ids(simulator, provider))
+    assert running_batches(services, simulator, provider) == []
 
 
 # --- a poll racing a cancel -------------------------------------------------------------------------------------
 
 
-def test_a_poll_racing_a_cancel_keeps_finished_items_and_leaves_nothing_running(aws, ctx, simulator):
+def test_a_poll_racing_a_cancel_keeps_finished_items_and_leaves_nothing_running(services, ctx, simulator, provider):
     simulator.configure(processing_seconds=1.5)
     callers = ["alice", "bob", "carol"]
-    jobs = {c: new_job(ctx, c) for c in callers}
+    jobs = {c: new_job(ctx, c, provider) for c in callers}
     states = {c: submit.handler(plan.handler({"job_id": jobs[c]}, ctx), ctx) for c in callers}
     race = threading.Barrier(4, timeout=20)
     threads = Threads()
@@ -249,7 +274,7 @@ def test_a_poll_racing_a_cancel_keeps_finished_items_and_leaves_nothing_running(
     assert answers["cancel-alice"][0] == 202
     assert answers["poll-alice"]["status"] == "canceled"
     assert answers["poll-bob"]["status"] == answers["poll-carol"]["status"] == "finished"
-    assert simulator.stats()["anthropic"]["batches_created"] == len(callers)
-    assert running_batches(aws, simulator, "anthropic") == []
+    assert simulator.stats()[provider]["batches_created"] == len(callers)
+    assert running_batches(services, simulator, provider) == []
     for c in callers:
-        assert_own_text_only(aws, jobs[c], c)
+        assert_own_text_only(services, jobs[c], c)

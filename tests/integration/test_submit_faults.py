@@ -3,8 +3,13 @@
 The fault matrix: 500 / 429 / 529 before acceptance, a lost answer after acceptance (connection dropped, read
 timeout), and a crash between the provider's acceptance and our record. Each time the next attempt (what the state
 machine's Retry does) must end with exactly one provider batch, adopted or created, and a finished job.
+
+Anthropic and Bedrock (a keyless provider whose jobs read their input from S3 as a service role: its handlers run
+against ``bedrock_account``, tests/support/bedrock_account.py) go through the same matrix; OpenAI's create is two
+calls and has its own tests.
 """
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,12 +18,34 @@ from batch_gateway import wiring
 from batch_gateway.contract import errors
 from batch_gateway.models.jobs import ChunkState
 from batch_gateway.providers import anthropic as anthropic_adapter
+from batch_gateway.providers import bedrock as bedrock_adapter
 from lambdas import create, finalize, plan, poll, submit
+from tests.support.bedrock_account import CLAUDE
 from tests.support.events import call, load_event
 
+ADAPTERS = {"anthropic": anthropic_adapter, "bedrock": bedrock_adapter}
+ENDPOINT_VARS = {"anthropic": "ANTHROPIC_BASE_URL", "bedrock": "AWS_ENDPOINT_URL_BEDROCK"}
 
-def _planned_job(ctx):
-    _, job = call(create.handler, load_event("api_create.json"), ctx)
+
+@pytest.fixture(params=["anthropic", "bedrock"])
+def provider(request):
+    return request.param
+
+
+@pytest.fixture
+def services(request, provider):
+    """The handlers' services: moto in-process (``aws``), or for Bedrock moto's server (Bedrock reads S3 over HTTP)."""
+    return request.getfixturevalue("bedrock_aws" if provider == "bedrock" else "aws")
+
+
+def _planned_job(ctx, provider="anthropic"):
+    event = load_event("api_create.json")
+    if provider == "bedrock":
+        body = {**json.loads(event["body"]), "provider": "bedrock", "model": CLAUDE}
+        body.pop("endpoint", None)
+        event["body"] = json.dumps(body)
+    status, job = call(create.handler, event, ctx)
+    assert status == 202, job
     return plan.handler({"job_id": job["id"]}, ctx)
 
 
@@ -30,70 +57,101 @@ def _finish(state, ctx):
     raise AssertionError("job did not finish")
 
 
+def _created(simulator, provider):
+    return simulator.stats()[provider]["batches_created"]
+
+
 @pytest.mark.parametrize(
     ("kind", "error"),
     [
         ("http_500", errors.ProviderUnavailableError),
-        ("http_529", errors.ProviderUnavailableError),
+        ("http_529", errors.ProviderUnavailableError),  # Bedrock answers an overload with 503
         ("http_503", errors.ProviderUnavailableError),
     ],
 )
-def test_refusal_before_acceptance_releases_the_claim_and_the_retry_creates_one_batch(aws, ctx, simulator, kind, error):
-    state = _planned_job(ctx)
-    simulator.add_fault("anthropic", "create_batch", kind)
+def test_refusal_before_acceptance_releases_the_claim_and_the_retry_creates_one_batch(
+    services, ctx, simulator, provider, kind, error
+):
+    state = _planned_job(ctx, provider)
+    simulator.add_fault(provider, "create_batch", kind)
     with pytest.raises(error):
         submit.handler(state, ctx)
-    [chunk] = aws.jobs.get_chunks(state["job_id"])
+    [chunk] = services.jobs.get_chunks(state["job_id"])
     assert chunk.state is ChunkState.PENDING and chunk.claim_token is None
-    assert simulator.stats()["anthropic"]["batches_created"] == 0
+    assert _created(simulator, provider) == 0
     state = submit.handler(state, ctx)  # the state machine's retry
     assert _finish(state, ctx)["status"] == "finished"
-    assert simulator.stats()["anthropic"]["batches_created"] == 1
+    assert _created(simulator, provider) == 1
 
 
-def test_a_rate_limit_before_acceptance_leaves_the_chunk_pending_and_poll_creates_one_batch(aws, ctx, simulator):
-    state = _planned_job(ctx)
-    simulator.add_fault("anthropic", "create_batch", "http_429")
+def test_a_rate_limit_before_acceptance_leaves_the_chunk_pending_and_poll_creates_one_batch(
+    services, ctx, simulator, provider
+):
+    """Anthropic's 429, Bedrock's ThrottlingException."""
+    state = _planned_job(ctx, provider)
+    simulator.add_fault(provider, "create_batch", "http_429")
     state = submit.handler(state, ctx)  # waits instead of failing: the state machine's retries would run out
-    [chunk] = aws.jobs.get_chunks(state["job_id"])
+    [chunk] = services.jobs.get_chunks(state["job_id"])
     assert chunk.state is ChunkState.PENDING and chunk.claim_token is None
-    assert simulator.stats()["anthropic"]["batches_created"] == 0
+    assert _created(simulator, provider) == 0
     assert _finish(state, ctx)["status"] == "finished"
-    assert simulator.stats()["anthropic"]["batches_created"] == 1
+    assert _created(simulator, provider) == 1
 
 
-def test_answer_lost_after_acceptance_is_reconciled_not_resubmitted(aws, ctx, simulator):
-    state = _planned_job(ctx)
-    simulator.add_fault("anthropic", "create_batch", "drop_after_accept")
+def test_answer_lost_after_acceptance_is_reconciled_not_resubmitted(services, ctx, simulator, provider):
+    state = _planned_job(ctx, provider)
+    simulator.add_fault(provider, "create_batch", "drop_after_accept")
     with pytest.raises(errors.ProviderAmbiguousError):
         submit.handler(state, ctx)
-    [chunk] = aws.jobs.get_chunks(state["job_id"])
+    [chunk] = services.jobs.get_chunks(state["job_id"])
     assert chunk.state is ChunkState.RECONCILING and chunk.provider_batch_id is None
-    assert simulator.stats()["anthropic"]["batches_created"] == 1
-    [accepted] = simulator.stats()["anthropic"]["batches"]
-    state = submit.handler(state, ctx)  # the state machine's retry: the batch is a candidate until it proves ours
-    [chunk] = aws.jobs.get_chunks(state["job_id"])
-    assert chunk.state is ChunkState.RECONCILING and chunk.candidates == [accepted]
+    assert _created(simulator, provider) == 1
+    [accepted] = simulator.stats()[provider]["batches"]
+    state = submit.handler(state, ctx)  # the state machine's retry
+    [chunk] = services.jobs.get_chunks(state["job_id"])
+    if provider == "anthropic":  # no metadata: the batch is a candidate until its results prove it ours
+        assert chunk.state is ChunkState.RECONCILING and chunk.candidates == [accepted]
+    else:  # the job named after the chunk is ours at once
+        assert chunk.state is ChunkState.SUBMITTED and chunk.provider_batch_id.endswith("/" + accepted)
     assert _finish(state, ctx)["status"] == "finished"
-    [chunk] = aws.jobs.get_chunks(state["job_id"])
-    assert chunk.provider_batch_id == accepted
-    assert simulator.stats()["anthropic"]["batches_created"] == 1
+    [chunk] = services.jobs.get_chunks(state["job_id"])
+    assert chunk.provider_batch_id.rsplit("/", 1)[-1] == accepted
+    assert _created(simulator, provider) == 1
 
 
-def test_read_timeout_after_acceptance_is_reconciled_not_resubmitted(aws, ctx, simulator, monkeypatch):
-    monkeypatch.setattr(anthropic_adapter, "CREATE_TIMEOUT_SECONDS", 0.5)
-    state = _planned_job(ctx)
-    simulator.add_fault("anthropic", "create_batch", "timeout_after_accept", seconds=2)
+def test_read_timeout_after_acceptance_is_reconciled_not_resubmitted(services, ctx, simulator, provider, monkeypatch):
+    monkeypatch.setattr(ADAPTERS[provider], "CREATE_TIMEOUT_SECONDS", 0.5)
+    state = _planned_job(ctx, provider)
+    simulator.add_fault(provider, "create_batch", "timeout_after_accept", seconds=2)
     with pytest.raises(errors.ProviderAmbiguousError):
         submit.handler(state, ctx)
     state = submit.handler(state, ctx)
     assert _finish(state, ctx)["status"] == "finished"
-    assert simulator.stats()["anthropic"]["batches_created"] == 1
+    assert _created(simulator, provider) == 1
 
 
-def test_crash_between_acceptance_and_our_record_adopts_the_accepted_batch(aws, ctx, simulator, monkeypatch):
-    state = _planned_job(ctx)
-    real_update = type(aws.jobs).update_chunk
+def test_a_connection_dropped_before_acceptance_is_reconciled_and_sent_once(services, ctx, simulator, provider):
+    """The request went out and nothing was accepted: reconcile finds nothing of ours, and the chunk is sent again."""
+    state = _planned_job(ctx, provider)
+    simulator.add_fault(provider, "create_batch", "drop_before_accept")
+    with pytest.raises(errors.ProviderAmbiguousError):
+        submit.handler(state, ctx)
+    assert _created(simulator, provider) == 0
+    for _ in range(3):  # Anthropic proves "nothing of ours" only once its listing has nothing young enough
+        try:
+            state = submit.handler(state, ctx)
+            break
+        except errors.TransientError:
+            continue
+    assert _finish(state, ctx)["status"] == "finished"
+    assert _created(simulator, provider) == 1
+
+
+def test_crash_between_acceptance_and_our_record_adopts_the_accepted_batch(
+    services, ctx, simulator, provider, monkeypatch
+):
+    state = _planned_job(ctx, provider)
+    real_update = type(services.jobs).update_chunk
     crashed = []
 
     def crash_when_recording(self, chunk, **fields):
@@ -102,79 +160,77 @@ def test_crash_between_acceptance_and_our_record_adopts_the_accepted_batch(aws, 
             raise RuntimeError("Lambda ran out of time")
         return real_update(self, chunk, **fields)
 
-    monkeypatch.setattr(type(aws.jobs), "update_chunk", crash_when_recording)
+    monkeypatch.setattr(type(services.jobs), "update_chunk", crash_when_recording)
     with pytest.raises(RuntimeError):
         submit.handler(state, ctx)
-    assert simulator.stats()["anthropic"]["batches_created"] == 1
+    assert _created(simulator, provider) == 1
     state = submit.handler(state, ctx)  # the next attempt finds the accepted batch
     assert _finish(state, ctx)["status"] == "finished"
-    assert simulator.stats()["anthropic"]["batches_created"] == 1
+    assert _created(simulator, provider) == 1
 
 
-def test_a_claim_whose_lease_ran_out_is_reconciled_and_sent_once(aws, ctx, simulator):
+def test_a_claim_whose_lease_ran_out_is_reconciled_and_sent_once(services, ctx, simulator, provider):
     """The submitter that claimed it died (its Lambda timed out) without the provider getting anything."""
-    state = _planned_job(ctx)
-    [chunk] = aws.jobs.get_chunks(state["job_id"])
+    state = _planned_job(ctx, provider)
+    [chunk] = services.jobs.get_chunks(state["job_id"])
     past = datetime.now(UTC) - timedelta(seconds=1)
-    aws.jobs.update_chunk(
+    services.jobs.update_chunk(
         chunk,
         expect_state=ChunkState.PENDING,
         state=ChunkState.SUBMITTING,
         claim_token="dead",
-        claimed_at=past - timedelta(seconds=aws.settings.claim_lease_seconds),
+        claimed_at=past - timedelta(seconds=services.settings.claim_lease_seconds),
         lease_until=past,
     )
     state = submit.handler(state, ctx)
-    assert simulator.stats()["anthropic"]["batches_created"] == 1
+    assert _created(simulator, provider) == 1
     assert _finish(state, ctx)["status"] == "finished"
-    assert simulator.stats()["anthropic"]["batches_created"] == 1
+    assert _created(simulator, provider) == 1
 
 
-def test_a_live_claim_is_left_to_its_owner(aws, ctx, simulator):
-    state = _planned_job(ctx)
-    [chunk] = aws.jobs.get_chunks(state["job_id"])
+def test_a_live_claim_is_left_to_its_owner(services, ctx, simulator, provider):
+    state = _planned_job(ctx, provider)
+    [chunk] = services.jobs.get_chunks(state["job_id"])
     now = datetime.now(UTC)
-    aws.jobs.update_chunk(
+    services.jobs.update_chunk(
         chunk,
         expect_state=ChunkState.PENDING,
         state=ChunkState.SUBMITTING,
         claim_token="alive",
         claimed_at=now,
-        lease_until=now + timedelta(seconds=aws.settings.claim_lease_seconds),
+        lease_until=now + timedelta(seconds=services.settings.claim_lease_seconds),
     )
     submit.handler(state, ctx)
     poll.handler(state, ctx)
-    [chunk] = aws.jobs.get_chunks(state["job_id"])
+    [chunk] = services.jobs.get_chunks(state["job_id"])
     assert chunk.state is ChunkState.SUBMITTING and chunk.claim_token == "alive"
-    assert simulator.stats()["anthropic"]["batches_created"] == 0
+    assert _created(simulator, provider) == 0
 
 
-def test_a_refused_connection_sent_nothing_and_releases_the_claim(aws, ctx, simulator, monkeypatch):
+def test_a_refused_connection_sent_nothing_and_releases_the_claim(services, ctx, simulator, provider, monkeypatch):
     import socket
 
     with socket.socket() as probe:  # a loopback port nobody listens on
         probe.bind(("127.0.0.1", 0))
         closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", closed)
+    monkeypatch.setenv(ENDPOINT_VARS[provider], closed)
     wiring.reset()
-    state = _planned_job(ctx)
+    state = _planned_job(ctx, provider)
     with pytest.raises(errors.ProviderUnavailableError) as raised:
         submit.handler(state, ctx)
     assert not isinstance(raised.value, errors.ProviderAmbiguousError)
-    [chunk] = aws.jobs.get_chunks(state["job_id"])
+    [chunk] = services.jobs.get_chunks(state["job_id"])
     assert chunk.state is ChunkState.PENDING and chunk.claim_token is None
 
 
-def test_poll_survives_a_transient_provider_error_and_collects_later(aws, ctx, simulator):
-    state = submit.handler(_planned_job(ctx), ctx)
-    simulator.add_fault("anthropic", "get_batch", "http_500", times=3)
+def test_poll_survives_a_transient_provider_error_and_collects_later(services, ctx, simulator, provider):
+    state = submit.handler(_planned_job(ctx, provider), ctx)
+    simulator.add_fault(provider, "get_batch", "http_500", times=3)
     state = poll.handler(state, ctx)  # the SDK's own retries on reads may absorb some; the poll must not fail
     assert _finish(state, ctx)["status"] == "finished"
 
 
 def test_anthropic_custom_ids_carry_the_chunk_marker_and_caller_ids_come_back_unchanged(aws, ctx, simulator):
-    import json
-
     from batch_gateway.service.keys import chunk_ids_key, results_key
     from tests.support.workflow_driver import run_workflow
 

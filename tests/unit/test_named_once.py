@@ -16,7 +16,8 @@ def _python(*folders: str) -> dict[str, str]:
         str(path.relative_to(ROOT)): path.read_text()
         for folder in folders
         for path in sorted((ROOT / folder).rglob("*.py"))
-        if path != Path(__file__).resolve()
+        # our code only: not what `make bench` or the venvs unpack below these folders (third-party packages)
+        if path != Path(__file__).resolve() and not {".cache", "__pycache__", ".venv"} & set(path.parts)
     }
 
 
@@ -87,7 +88,6 @@ def _fixtures_calling(callee: str) -> list[str]:
 
 # Test modules whose simulator or account is set up differently from the shared one, and why.
 OWN_SETUP = {
-    "tests/integration/test_bedrock_adapter_sim.py::server": "a simulator that runs Bedrock jobs in a moto server",
     "tests/unit/test_simulator_bedrock.py::server": "a simulator that runs Bedrock jobs in a moto server",
     "tests/unit/test_bedrock_adapter.py::aws": "an empty account per test, for botocore Stubbers",
     "tests/unit/test_bedrock_planner.py::s3": "an empty account per test with only the staging bucket",
@@ -101,3 +101,12 @@ def test_one_simulator_fixture_and_one_aws_account_fixture():
     accounts = [f for f in _fixtures_calling("mock_aws") if f not in OWN_SETUP]
     assert simulators == ["tests/support/fixtures.py::simulator"]
     assert accounts == ["tests/support/fixtures.py::moto_account"]
+
+
+def test_one_starter_of_the_local_aws_process_and_one_maker_of_iam_users_with_keys_in_the_tests():
+    """Tests start moto's server (``batch_gateway_dev.local.aws_server``) and make IAM users with access keys through
+    ``tests/support/local_aws.py``; the Bedrock service role and the stand-in for bedrock.amazonaws.com are made by
+    ``tests/support/bedrock_account.py``. (The local stack in ``src`` starts its own, with the Lambda runtime.)"""
+    assert _holding(r"batch_gateway_dev\.local\.aws_server", "tests", "bench") == {"tests/support/local_aws.py"}
+    assert _holding(r"\bcreate_access_key\(", "tests", "bench") == {"tests/support/local_aws.py"}
+    assert _holding(r"service_user_name\(", "tests", "bench") == {"tests/support/bedrock_account.py"}

@@ -139,6 +139,7 @@ REFUSED = {
     "an anthropic provider option from openai": _body(provider_options={"seed": 7}),
     "a provider option for another endpoint": _openai(endpoint="embeddings", provider_options={"seed": 7}),
     "a provider option DynamoDB cannot store": _body(provider_options={"metadata": {"n": 1e-300}}),
+    "a provider option holding an empty key": _body(provider_options={"metadata": {"a": [{"": 1}]}}),
     "a provider option of 1e126": _body(provider_options={"metadata": {"n": 1e126}}),
     "a provider option of 9.999999999999999e125 (the same double)": _body(
         provider_options={"tools": 9.999999999999999e125}

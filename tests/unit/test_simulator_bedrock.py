@@ -4,12 +4,7 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import boto3
 import botocore.session
@@ -17,43 +12,23 @@ import pytest
 import requests
 from botocore.config import Config
 
-from batch_gateway_dev.local.service_principals import service_user_name
 from batch_gateway_dev.simulators import SimulatorServer
+from tests.support.bedrock_account import ACCOUNT, bedrock_service_role, bedrock_stand_in, bedrock_trust
+from tests.support.local_aws import ALLOW_ALL, start_local_aws, user_with_policy
 
 REGION = "us-east-1"
-ACCOUNT = "123456789012"
 BUCKET = "bedrock-io"
 CLAUDE = "anthropic.claude-3-5-haiku-20241022-v1:0"
 NOVA = "amazon.nova-lite-v1:0"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 NO_RETRIES = Config(retries={"total_max_attempts": 1})
-
-
-def _policy(*statements: dict) -> str:
-    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
-
-
-def _trust(service: str = "bedrock.amazonaws.com") -> str:
-    return _policy(
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": service},
-            "Action": "sts:AssumeRole",
-            "Condition": {
-                "StringEquals": {"aws:SourceAccount": ACCOUNT},
-                "ArnLike": {"aws:SourceArn": f"arn:aws:bedrock:{REGION}:{ACCOUNT}:model-invocation-job/*"},
-            },
-        }
-    )
-
 
 READ_INPUT = {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{BUCKET}/input/*"}
 LIST = {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": f"arn:aws:s3:::{BUCKET}"}
 WRITE_OUTPUT = {"Effect": "Allow", "Action": "s3:PutObject", "Resource": f"arn:aws:s3:::{BUCKET}/output/*"}
 ROLES = {
-    "BedrockBatchRole": (_trust(), _policy(READ_INPUT, LIST, WRITE_OUTPUT)),
-    "CannotReadRole": (_trust(), _policy(LIST, WRITE_OUTPUT)),
-    "LambdaTrustRole": (_trust("lambda.amazonaws.com"), _policy(READ_INPUT, LIST, WRITE_OUTPUT)),
+    "BedrockBatchRole": (bedrock_trust(), (READ_INPUT, LIST, WRITE_OUTPUT)),
+    "CannotReadRole": (bedrock_trust(), (LIST, WRITE_OUTPUT)),
+    "LambdaTrustRole": (bedrock_trust("lambda.amazonaws.com"), (READ_INPUT, LIST, WRITE_OUTPUT)),
 }
 
 
@@ -64,37 +39,15 @@ def role(name: str = "BedrockBatchRole") -> str:
 @pytest.fixture(scope="module")
 def aws():
     """The local AWS process (moto, IAM enforced), with a bucket, the roles above and the Bedrock stand-in user."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(AWS_ACCESS_KEY_ID="unused", AWS_SECRET_ACCESS_KEY="unused", AWS_DEFAULT_REGION=REGION)
-    config = {"region": REGION, "local_env": {}, "log_dir": tempfile.mkdtemp(), "task_root": str(REPO_ROOT)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "batch_gateway_dev.local.aws_server", json.dumps(config)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
-        cwd=str(REPO_ROOT),
-    )
-    assert process.stdout and process.stdin
-    endpoint = json.loads(process.stdout.readline())["endpoint"]
-    boot = {"endpoint_url": endpoint, "region_name": REGION, "aws_access_key_id": "x", "aws_secret_access_key": "x"}
-    iam = boto3.client("iam", **boot)
-    keys = {}
-    for user, statement in (
-        (service_user_name("bedrock.amazonaws.com"), {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "*"}),
-        ("operator", {"Effect": "Allow", "Action": "*", "Resource": "*"}),
-    ):
-        iam.create_user(UserName=user)
-        iam.put_user_policy(UserName=user, PolicyName="p", PolicyDocument=_policy(statement))
-        key = iam.create_access_key(UserName=user)["AccessKey"]
-        keys[user] = {"aws_access_key_id": key["AccessKeyId"], "aws_secret_access_key": key["SecretAccessKey"]}
-    for name, (trust, policy) in ROLES.items():
-        iam.create_role(RoleName=name, AssumeRolePolicyDocument=trust)
-        iam.put_role_policy(RoleName=name, PolicyName="p", PolicyDocument=policy)
-    boto3.client("s3", **boot).create_bucket(Bucket=BUCKET)
-    requests.post(f"{endpoint}/moto-api/reset-auth", data=b"0", timeout=10).raise_for_status()
-    yield {"endpoint": endpoint, "service": keys[service_user_name("bedrock.amazonaws.com")], **keys}
-    process.stdin.close()
-    process.wait(timeout=15)
+    with start_local_aws() as local:
+        iam = local.client("iam")
+        service = bedrock_stand_in(iam)
+        operator = user_with_policy(iam, "operator", ALLOW_ALL)
+        for name, (trust, statements) in ROLES.items():
+            bedrock_service_role(iam, name, *statements, trust=trust)
+        local.client("s3").create_bucket(Bucket=BUCKET)
+        local.enforce_iam()
+        yield {"endpoint": local.endpoint, "service": service, "operator": operator}
 
 
 @pytest.fixture(scope="module")
@@ -396,11 +349,12 @@ def test_stopping_an_ended_job_is_refused(bedrock, s3):
 
 
 def test_a_job_still_running_when_its_timeout_elapses_expires_with_partial_output(bedrock, s3, sim):
-    # 24 hours of 0.05 s: the job times out 1.2 s in, before its 4 s of processing end
-    sim.configure(processing_seconds=4.0, bedrock_hour_seconds=0.05)
+    # 24 hours of 0.25 s: the job times out 6 s in, well before its 20 s of processing end and long enough after
+    # validation (assume the role, read the input: over a second on a loaded machine) for records to finish
+    sim.configure(processing_seconds=20.0, bedrock_hour_seconds=0.25)
     arn = create(bedrock, put_input(s3, [claude_record(f"r{i}") for i in range(40)]), timeoutDurationInHours=24)
 
-    job = wait_ended(bedrock, arn)
+    job = wait_ended(bedrock, arn, timeout=30)
 
     assert job["status"] == "Expired"
     assert 0 < job["processedRecordCount"] < 40

@@ -52,3 +52,13 @@ def test_a_deep_value_is_walked_without_recursion():
     for _ in range(100_000):
         value = [value]
     assert "nested" in stored_size(value)[1]
+
+
+@pytest.mark.parametrize("value", [{"": 1}, {"a": [{"b": {"": "x"}}]}, [{"": None}]])
+def test_an_empty_object_key_is_refused_at_any_depth(value):
+    """DynamoDB names every map entry with at least one character; an empty key is refused up front (and moto,
+    under the local stack, answered such an item in a shape no SDK can read)."""
+    assert "empty key" in stored_size(value)[1]
+    with pytest.raises(InvalidRequestError) as refused:
+        check_storable({"provider_options": {"text": value}})
+    assert refused.value.details[0]["field"] == "provider_options"

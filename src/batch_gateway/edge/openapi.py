@@ -46,17 +46,19 @@ def _errors(*codes: int) -> dict[str, Any]:
         403: "not signed with SigV4 / not allowed",
         404: "no such batch for this caller",
         409: "conflict with the batch's state or a request in flight",
-        413: "body over 10 MB (only when invoked directly: through API Gateway, a request over "
-        "Lambda's 6 MB event limit is answered 502 before the service sees it)",
+        413: 'body over 10 MB: API Gateway refuses it itself ({"message": "Request Too Long"})',
         415: "body is not application/json",
         422: "Idempotency-Key reused with another body",
+        502: "body over what a Lambda function takes as an event (6 MB, see docs/api.md): API Gateway answers "
+        'itself ({"message": "Internal server error"}) and the service never sees it',
         503: "temporarily unavailable, retry",
     }
     answers = {str(code): _json(api.ErrorBody, words[code]) for code in codes}
-    if 403 in codes:  # API Gateway answers an unsigned or badly signed request itself, in its own shape
-        answers["403"]["content"]["application/json"]["schema"] = {
-            "anyOf": [_ref(api.ErrorBody), _ref("GatewayMessage")]
-        }
+    # API Gateway answers these itself, in its own shape: an unsigned or badly signed request, a body over its limit
+    for code in {403, 413, 502} & set(codes):
+        answers[str(code)]["content"]["application/json"]["schema"] = (
+            _ref("GatewayMessage") if code == 502 else {"anyOf": [_ref(api.ErrorBody), _ref("GatewayMessage")]}
+        )
     return answers
 
 
@@ -365,7 +367,7 @@ def document() -> dict[str, Any]:
                     },
                     "responses": {
                         "202": _json(api.JobView, "accepted"),
-                        **_errors(400, 403, 404, 409, 413, 415, 422, 503),
+                        **_errors(400, 403, 404, 409, 413, 415, 422, 502, 503),
                     },
                 },
                 "get": {

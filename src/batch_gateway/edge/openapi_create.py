@@ -242,7 +242,11 @@ def schemas() -> dict[str, Any]:
                 {"type": ["string", "boolean", "null"]},
                 _ref("StorableNumber"),
                 {"type": "array", "items": _ref("StorableValue")},
-                {"type": "object", "additionalProperties": _ref("StorableValue")},
+                {
+                    "type": "object",
+                    "propertyNames": {"minLength": 1},
+                    "additionalProperties": _ref("StorableValue"),
+                },
             ]
         },
         "CreateBatchBody": {

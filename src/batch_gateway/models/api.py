@@ -41,7 +41,10 @@ class JobView(BaseModel):
     request_counts: RequestCountsView
     chunks: list[ChunkView]
     usage: UsageView
-    cost_usd: float | None = Field(description="estimate at batch prices; null for models without a known price")
+    cost_usd: float | None = Field(
+        description="estimate at batch prices (requests run on demand, Bedrock small jobs: on-demand prices); "
+        "null for models without a known price"
+    )
     metadata: dict[str, str]
     created_at: str
     updated_at: str

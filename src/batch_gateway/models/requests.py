@@ -199,6 +199,8 @@ def stored_size(value: Any) -> tuple[int, str | None]:
             size += 3 + len(item)
             if isinstance(item, dict):
                 for key, child in item.items():
+                    if key == "":
+                        return size, "holds an empty key (DynamoDB names every map entry with at least one character)"
                     try:
                         size += len(key.encode("utf-8"))
                     except UnicodeEncodeError:
@@ -250,7 +252,7 @@ def check_endpoint_for_provider(provider: str, endpoint: str | None) -> None:
     if provider in ("anthropic", "bedrock") and endpoint not in (None, "chat"):
         raise InvalidRequestError(
             f"endpoint '{endpoint}' is only available with provider 'openai'",
-            details=[_detail("endpoint", "Anthropic batches support messages only")],
+            details=[_detail("endpoint", f"{provider} batches support messages only")],
         )
 
 

@@ -180,7 +180,7 @@ def _to_result(line: dict[str, Any]) -> ProviderResult:
     if status is ItemStatus.SUCCEEDED:
         message = result.get("message") or {}
         usage = message.get("usage") or {}
-        outputs = [_output(block) for block in message.get("content") or []]
+        outputs = [claude_output(block) for block in message.get("content") or []]
         return ProviderResult(
             custom_id=line["custom_id"],
             status=status,
@@ -203,7 +203,8 @@ def _to_result(line: dict[str, Any]) -> ProviderResult:
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
 
 
-def _output(block: dict[str, Any]) -> dict[str, Any] | None:
+def claude_output(block: dict[str, Any]) -> dict[str, Any] | None:
+    """One Claude content block as a result output (the Messages API's, on Anthropic and on Bedrock alike)."""
     if block.get("type") == "text":
         return {"type": "text", "text": block.get("text", "")}
     if block.get("type") == "tool_use":

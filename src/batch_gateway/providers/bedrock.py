@@ -25,10 +25,12 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway.constants import ON_DEMAND_BATCH_PREFIX
 from batch_gateway.contract import errors
 from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.models.request_extras import anthropic_extras, plain_extras
+from batch_gateway.providers.anthropic import claude_output
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
 from batch_gateway.settings import BedrockSettings
 
@@ -36,7 +38,7 @@ logger = Logger(child=True)
 
 CREATE_TIMEOUT_SECONDS = 60.0
 ON_DEMAND_SECONDS = 200.0  # a Submit stops starting Converse calls after this; the rest go on at the next attempt
-ON_DEMAND_PREFIX = "on-demand:"  # provider batch ids of chunks run on demand
+ON_DEMAND_PREFIX = ON_DEMAND_BATCH_PREFIX  # provider batch ids of chunks run on demand
 ANTHROPIC_VERSION = "bedrock-2023-05-31"
 JOB_NAME_MAX = 63
 OPEN_STATUSES = ("Submitted", "Validating", "Scheduled", "InProgress", "Stopping")
@@ -533,7 +535,7 @@ def _to_result(line: dict[str, Any], mode: str | None = None) -> ProviderResult:
         )
     if "content" in output:  # Claude's Messages answer
         usage = output.get("usage") or {}
-        outputs = [_claude_output(block) for block in output.get("content") or []]
+        outputs = [claude_output(block) for block in output.get("content") or []]
         reason = output.get("stop_reason")
         tokens = (usage.get("input_tokens"), usage.get("output_tokens"))
     else:  # Nova / Converse
@@ -552,16 +554,6 @@ def _to_result(line: dict[str, Any], mode: str | None = None) -> ProviderResult:
     )
     result.mode = mode
     return result
-
-
-def _claude_output(block: dict[str, Any]) -> dict[str, Any] | None:
-    if block.get("type") == "text":
-        return {"type": "text", "text": block.get("text", "")}
-    if block.get("type") == "tool_use":
-        return {"type": "tool_call", "id": block.get("id"), "name": block.get("name"), "input": block.get("input")}
-    if block.get("type") == "thinking":
-        return {"type": "thinking", "text": block.get("thinking", "")}
-    return None
 
 
 def _converse_output(block: dict[str, Any]) -> dict[str, Any] | None:

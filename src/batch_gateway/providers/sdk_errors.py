@@ -61,9 +61,9 @@ class mapped_errors:
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Literal[False]:
         if exc is None or isinstance(exc, errors.BatchGatewayError):
             return False
-        sdk = importlib.import_module(self.sdk)
         if self.sdk == "botocore":
             return _map_botocore(exc, self.provider, creating=self.creating)
+        sdk = importlib.import_module(self.sdk)
         name = self.provider
         if isinstance(exc, (sdk.APIConnectionError, *_transport_errors())):  # includes timeouts
             if self.creating and not _never_sent(exc):

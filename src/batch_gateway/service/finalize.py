@@ -10,7 +10,7 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway.contract.errors import ConflictError, IntegrityError, TransientError
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, RequestCounts, utcnow
-from batch_gateway.models.pricing import estimate_cost
+from batch_gateway.models.pricing import chunks_cost
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.collect import summarize, unanswered_lines
 from batch_gateway.service.context import Services
@@ -57,7 +57,7 @@ def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | 
         status=status,
         request_counts=counts,
         usage=usage,
-        cost_usd=estimate_cost(job.provider, job.model, usage),
+        cost_usd=chunks_cost(job.provider, job.model, chunks),
         ended_at=utcnow(),
         error=error,
         **({"door_fields": door} if door is not None else {}),
@@ -137,7 +137,8 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> Non
     if done is None:
         raise TransientError(f"MarkFailed of {job.id} stopped before its time limit; the retry goes on")
     door = write_door_outputs(services, services.jobs.require_job(job.id))
-    counts, usage = summarize([c for c in chunks if c.collected])
+    collected = [c for c in chunks if c.collected]
+    counts, usage = summarize(collected)
     for chunk in chunks:
         if not chunk.collected:
             counts = counts.add(RequestCounts(total=chunk.request_count, errored=chunk.request_count))
@@ -146,7 +147,7 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> Non
         expect=[JobStatus.FAILED],
         request_counts=counts,
         usage=usage,
-        cost_usd=estimate_cost(job.provider, job.model, usage),
+        cost_usd=chunks_cost(job.provider, job.model, collected),
         **({"door_fields": door} if door is not None else {}),
     )
     if job.drop_name:

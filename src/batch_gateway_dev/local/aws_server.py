@@ -121,6 +121,29 @@ def _dynamodb_items_change_atomically() -> None:
             setattr(cls, name, atomic)
 
 
+def _empty_map_keys_keep_their_values() -> None:
+    """moto stores a map whose key is the empty string intact, but its JSON serializer takes an empty key for "the
+    top level" and writes that entry's structure into the enclosing map without the key: ``{"M": {"": {"N": "1"}}}``
+    is answered as ``{"M": {"N": "1"}}``, which botocore cannot parse (``'str' object has no attribute 'get'``), so
+    every later Scan, Query or read of that item fails. The entry is serialized under a stand-in key, then put back
+    under ``""``."""
+    from moto.core.serialize import BaseJSONSerializer
+
+    real = BaseJSONSerializer._serialize_type_map
+
+    def serialize_map(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+        if not isinstance(value, dict) or "" not in value or shape.value.type_name != "structure":
+            real(self, serialized, value, shape, key)
+            return
+        real(self, serialized, {k: v for k, v in value.items() if k != ""}, shape, key)
+        entry: dict[str, Any] = {}
+        self._serialize(entry, value[""], shape.value, "entry")
+        if entry:
+            serialized[self.get_serialized_name(shape, key)][""] = next(iter(entry.values()))
+
+    BaseJSONSerializer._serialize_type_map = serialize_map  # type: ignore[method-assign]  # patching moto
+
+
 def main() -> None:
     from moto.server import ThreadedMotoServer
 
@@ -147,6 +170,7 @@ def main() -> None:
     _states_call_as_their_role(credentials, endpoint)
     _stopped_executions_end_at_once()
     _dynamodb_items_change_atomically()
+    _empty_map_keys_keep_their_values()
     print(json.dumps({"endpoint": endpoint}), flush=True)
     try:
         sys.stdin.read()  # until the parent closes our stdin or dies

@@ -31,6 +31,8 @@ from batch_gateway_dev.local.template import Route
 from batch_gateway_dev.sigv4 import parse_authorization
 
 STAGE = "v1"
+# API Gateway REST APIs take request payloads of at most 10 MB and answer 413 above that.
+MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 API_ID = "local"
@@ -132,8 +134,12 @@ class ApiFront:
 
         class _Handler(QuietHandler):
             def serve(self) -> None:
-                body = self.read_body() or b""
-                status, headers, payload = front.dispatch(self.command, self.path, dict(self.headers.items()), body)
+                body = self.read_body(cap=MAX_PAYLOAD_BYTES)
+                if body is None:  # API Gateway refuses it itself, unread; the connection cannot be reused
+                    self.close_connection = True
+                    status, headers, payload = front.too_long()
+                else:
+                    status, headers, payload = front.dispatch(self.command, self.path, dict(self.headers.items()), body)
                 self.send_bytes(status, payload, headers)
 
         self._server = LoopbackServer(_Handler, host, port)
@@ -148,6 +154,12 @@ class ApiFront:
 
     def stop(self) -> None:
         self._server.stop()
+
+    @staticmethod
+    def too_long() -> Response:
+        """API Gateway's answer to a body over its payload limit."""
+        status, headers, data = _json(413, {"message": "Request Too Long"})
+        return status, {**headers, "x-amzn-RequestId": str(uuid.uuid4())}, data
 
     def dispatch(self, method: str, raw_path: str, headers: dict[str, str], body: bytes) -> Response:
         """The answer to one HTTP request. Like API Gateway's, every answer (its own refusals too) carries
