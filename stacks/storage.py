@@ -12,6 +12,7 @@ from batch_gateway import constants
 
 JOBS_PREFIX = "jobs/"
 TTL_ATTRIBUTE = "expires_at"
+UPLOADS_EXPIRE_DAYS = 7  # docs/api.md (Uploads) and README (Deploy) say so
 
 
 # Every bucket of the stack: no public access, no ACLs, TLS 1.2+ only, versioned, kept when the stack is deleted.
@@ -60,8 +61,18 @@ class StorageConstruct(Construct):
                 s3.LifecycleRule(
                     id="expire-noncurrent-versions",
                     noncurrent_version_expiration=Duration.days(30),
-                    abort_incomplete_multipart_upload_after=Duration.days(7),
-                )
+                    # presigned part URLs last at most an hour (decision 0053): a day-old upload was abandoned
+                    abort_incomplete_multipart_upload_after=Duration.days(1),
+                ),
+                # Native uploads (POST /uploads) are input files, not results: gone UPLOADS_EXPIRE_DAYS after upload
+                # (a delete marker, then the bytes a day later). The doors' files live under doors/ and stay until
+                # deleted, as the OpenAI API promises.
+                s3.LifecycleRule(
+                    id="expire-native-uploads",
+                    prefix=constants.UPLOADS_PREFIX,
+                    expiration=Duration.days(UPLOADS_EXPIRE_DAYS),
+                    noncurrent_version_expiration=Duration.days(1),
+                ),
             ],
             **_SECURE_BUCKET,
         )

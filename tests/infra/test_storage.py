@@ -5,6 +5,7 @@ from __future__ import annotations
 from aws_cdk.assertions import Match
 
 from batch_gateway import constants
+from batch_gateway.service import anthropic_door, openai_door
 
 
 def test_jobs_table_has_the_key_schema_and_owner_index_the_store_uses(synthesized):
@@ -87,6 +88,35 @@ def test_payload_bucket_logs_access_to_the_log_bucket_and_expires_old_versions(s
     assert props["LoggingConfiguration"]["DestinationBucketName"] == {"Ref": logs_id}
     rules = props["LifecycleConfiguration"]["Rules"]
     assert any(rule.get("NoncurrentVersionExpiration") == {"NoncurrentDays": 30} for rule in rules)
+
+
+def test_native_uploads_expire_and_abandoned_multipart_uploads_are_aborted_but_door_files_stay(synthesized):
+    _, payload = synthesized.by_path("Storage/PayloadBucket/Resource")
+    rules = payload["Properties"]["LifecycleConfiguration"]["Rules"]
+    assert all(rule["Status"] == "Enabled" for rule in rules)
+    # an upload's presigned URLs last at most an hour: a multipart upload not completed in a day is aborted, anywhere
+    (abort,) = [rule for rule in rules if "AbortIncompleteMultipartUpload" in rule]
+    assert abort["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 1}
+    assert "Prefix" not in abort and "Filter" not in abort
+    # POST /uploads objects expire after the documented 7 days (docs/api.md), their old versions a day later
+    expiring = [rule for rule in rules if "ExpirationInDays" in rule]
+    assert expiring == [
+        {
+            "Id": "expire-native-uploads",
+            "Prefix": constants.UPLOADS_PREFIX,
+            "ExpirationInDays": 7,
+            "NoncurrentVersionExpiration": {"NoncurrentDays": 1},
+            "Status": "Enabled",
+        }
+    ]
+    # the doors' files (OpenAI files persist until deleted), their chunked uploads and results match no expiring rule
+    owner = "arn:aws:iam::123456789012:role/tenant"
+    for key in (
+        openai_door.file_content_key(owner, "file-0123456789abcdef01234567"),
+        openai_door.file_meta_key(owner, "file-0123456789abcdef01234567"),
+        anthropic_door.anthropic_results_key("job_1"),
+    ):
+        assert not any(key.startswith(rule["Prefix"]) for rule in expiring), key
 
 
 def test_bucket_policies_deny_requests_without_tls(synthesized):
