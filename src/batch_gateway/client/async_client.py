@@ -66,11 +66,35 @@ class AsyncBatchGatewayClient:
         return self.sync.endpoint
 
     async def upload(self, path: str | os.PathLike[str], *, part_size: int | None = None) -> str:
+        """See ``BatchGatewayClient.upload``: the upload id for ``create_job(input_file=...)``."""
         return await asyncio.to_thread(self.sync.upload, path, part_size=part_size)
 
-    async def create_job(self, requests: Mapping[str, Any] | None = None, **kwargs: Any) -> Job:
-        """See ``BatchGatewayClient.create_job``."""
-        return await asyncio.to_thread(self.sync.create_job, requests, **kwargs)
+    async def create_job(
+        self,
+        requests: Mapping[str, Any] | None = None,
+        *,
+        provider: str,
+        model: str,
+        hyperparameters: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, str] | None = None,
+        endpoint: str | None = None,
+        provider_options: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+        input_file: str | None = None,
+    ) -> Job:
+        """See ``BatchGatewayClient.create_job``: ``requests``, or ``input_file`` (an upload id from ``upload``)."""
+        return await asyncio.to_thread(
+            self.sync.create_job,
+            requests,
+            provider=provider,
+            model=model,
+            hyperparameters=hyperparameters,
+            metadata=metadata,
+            endpoint=endpoint,
+            provider_options=provider_options,
+            idempotency_key=idempotency_key,
+            input_file=input_file,
+        )
 
     async def get_job(self, batch_id: str) -> Job:
         return await asyncio.to_thread(self.sync.get_job, batch_id)
@@ -110,6 +134,18 @@ class AsyncBatchGatewayClient:
 
     async def cancel_job(self, batch_id: str) -> Job:
         return await asyncio.to_thread(self.sync.cancel_job, batch_id)
+
+    # --- gateway API keys (admin: IAM must allow the caller on /keys; decision 0045) ------------------------------
+
+    async def create_key(self, owner: str, name: str | None = None) -> dict[str, Any]:
+        """See ``BatchGatewayClient.create_key``: the answer's ``key`` is shown this once."""
+        return await asyncio.to_thread(self.sync.create_key, owner, name)
+
+    async def list_keys(self) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.list_keys)
+
+    async def revoke_key(self, key_id: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.revoke_key, key_id)
 
     async def close(self) -> None:
         self.sync.close()
