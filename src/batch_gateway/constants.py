@@ -21,6 +21,9 @@ ENV_DROP_OWNER = "DROP_FOLDER_OWNER"
 ENV_EVENT_BUS_NAME = "EVENT_BUS_NAME"
 ENV_MAX_CHUNK_REQUESTS = "MAX_CHUNK_REQUESTS"  # operator's lower limit, optional
 ENV_MAX_CHUNK_BYTES = "MAX_CHUNK_BYTES"  # operator's lower limit, optional
+# An input file up to this many bytes is checked at create; a larger one by the workflow's Plan (decision 0054)
+ENV_SYNC_INPUT_MAX_BYTES = "SYNC_INPUT_MAX_BYTES"
+DEFAULT_SYNC_INPUT_MAX_BYTES = 16 * 1024**2
 ENV_DEPLOYMENT_ID = "DEPLOYMENT_ID"  # stamped on provider batches: stacks sharing one provider key touch only their own
 # Bedrock (no API key: the functions' roles call it). The role Bedrock assumes to read a job's input and write its
 # output; set only when the deployment enables Bedrock.

@@ -82,6 +82,7 @@ class Settings:
     presign_expiry: int = c.DEFAULT_PRESIGN_EXPIRY
     max_chunk_requests: int | None = None
     max_chunk_bytes: int | None = None
+    sync_input_max_bytes: int = c.DEFAULT_SYNC_INPUT_MAX_BYTES  # larger input files are read by Plan (decision 0054)
     drop_prefix: str = c.DEFAULT_DROP_PREFIX
     drop_owner: str | None = None
     event_bus: str | None = None
@@ -105,6 +106,7 @@ class Settings:
             presign_expiry=int(env.get(c.ENV_PRESIGN_EXPIRY) or c.DEFAULT_PRESIGN_EXPIRY),
             max_chunk_requests=int(env[c.ENV_MAX_CHUNK_REQUESTS]) if env.get(c.ENV_MAX_CHUNK_REQUESTS) else None,
             max_chunk_bytes=int(env[c.ENV_MAX_CHUNK_BYTES]) if env.get(c.ENV_MAX_CHUNK_BYTES) else None,
+            sync_input_max_bytes=int(env.get(c.ENV_SYNC_INPUT_MAX_BYTES) or c.DEFAULT_SYNC_INPUT_MAX_BYTES),
             drop_prefix=env.get(c.ENV_DROP_PREFIX) or c.DEFAULT_DROP_PREFIX,
             drop_owner=env.get(c.ENV_DROP_OWNER) or None,
             event_bus=env.get(c.ENV_EVENT_BUS_NAME) or None,

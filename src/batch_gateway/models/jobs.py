@@ -220,6 +220,10 @@ class Job(Record):
     # endpoint, completion_window, metadata, input_file_id and, once written, output_file_id / error_file_id).
     door: str | None = None
     door_fields: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # An input file larger than create checks while the caller waits, read by the workflow's Plan (decision 0054):
+    # {"key", "format": "gateway" | "openai", "bytes", "endpoint"}; Plan adds "read": true once the normalised
+    # requests are written, or "problems": [{"line", "message", "field"?}, ...] when a line is bad (the job fails).
+    input_file: dict[str, Any] | None = None
 
     def public(self, chunks: list[Chunk] | None = None) -> dict[str, Any]:
         return {

@@ -431,6 +431,15 @@ def batch_object(job: Job) -> dict[str, Any]:
         },
         "metadata": fields.get("metadata") or None,
     }
-    if job.status is JobStatus.FAILED and job.error:
+    problems = (job.input_file or {}).get("problems")
+    if job.status is JobStatus.FAILED and problems:  # bad lines of a file Plan read (decision 0054)
+        view["errors"] = {
+            "object": "list",
+            "data": [
+                {"code": "invalid_request", "message": p["message"], "param": p.get("field"), "line": p["line"]}
+                for p in problems
+            ],
+        }
+    elif job.status is JobStatus.FAILED and job.error:
         view["errors"] = {"object": "list", "data": [{"code": "batch_failed", "message": job.error, "line": None}]}
     return view

@@ -76,33 +76,18 @@ def _create(
     door: str | None = None,
     door_fields: dict[str, Any] | None = None,
 ) -> Job:
-    enabled = services.settings.secret_arns
-    if enabled and spec.provider not in enabled:
-        raise InvalidRequestError(
-            f"provider '{spec.provider}' is not enabled in this deployment (enabled: {', '.join(sorted(enabled))})",
-            details=[{"field": "provider", "message": "not enabled"}],
-        )
-    check_model_for_provider(spec.provider, spec.model)
-    check_endpoint_for_provider(spec.provider, spec.endpoint)
-    check_provider_options(spec.provider, spec.endpoint, spec.provider_options)
-    params = job_hyperparameters(spec.hyperparameters, spec.provider)
-    check_storable({"hyperparameters": params, "metadata": spec.metadata, "provider_options": spec.provider_options})
-
+    params = _checked(services, spec)
     job_id = job_id or new_job_id()
-    key = requests_key(job_id)
-    with services.payloads.writer(key) as writer:  # aborted (nothing stored) if any request is invalid
-        for item in iter_normalized(requests, params, spec.provider, spec.endpoint, problems):
-            try:
-                line = _dumps(item).encode()
-            except UnicodeEncodeError:
-                raise InvalidRequestError(
-                    f"request '{item['id'][:100]}' holds invalid Unicode (a lone surrogate escape such as \\ud800)",
-                    details=[{"field": f"requests.{item['id'][:100]}", "message": "invalid Unicode"}],
-                ) from None
-            writer.write_line(line)
-        total = writer.lines_written
-        _check_small_job(services, spec, total)  # in the writer: a refusal stores nothing
-
+    total = write_requests(
+        services,
+        job_id,
+        provider=spec.provider,
+        model=spec.model,
+        endpoint=spec.endpoint,
+        params=params,
+        requests=requests,
+        problems=problems,
+    )
     job = Job(
         id=job_id,
         owner=owner,
@@ -118,16 +103,97 @@ def _create(
         door=door,
         door_fields=door_fields or {},
     )
+    return _start(services, job)
+
+
+def create_deferred_job(
+    services: Services,
+    *,
+    owner: str,
+    settings: dict[str, Any],
+    input_file: dict[str, Any],
+    source: str,
+    door: str | None = None,
+    door_fields: dict[str, Any] | None = None,
+) -> Job:
+    """A job whose input file is too large to check while the caller waits (decision 0054): its settings are
+    checked now, its requests are read, checked and normalised by the workflow's Plan (``service.input_files``).
+    It is stored with the file's reference and no requests (``request_counts.total`` is 0 until Plan has read
+    them); a bad line fails the job with line-numbered problems, and nothing is ever sent."""
+    spec = CreateJobInput.parse({**settings, "requests": {"-": None}})
+    params = _checked(services, spec)
+    job = Job(
+        id=new_job_id(),
+        owner=owner,
+        provider=spec.provider,
+        model=spec.model,
+        endpoint=spec.endpoint if spec.provider == "openai" else None,
+        metadata=spec.metadata,
+        hyperparameters=params,
+        provider_options=spec.provider_options,
+        source=source,
+        door=door,
+        door_fields=door_fields or {},
+        input_file={**input_file, "endpoint": spec.endpoint},
+    )
+    return _start(services, job)
+
+
+def _checked(services: Services, spec: CreateJobInput) -> dict[str, Any]:
+    """The job's settings checked (its requests are not): the job's hyperparameters."""
+    enabled = services.settings.secret_arns
+    if enabled and spec.provider not in enabled:
+        raise InvalidRequestError(
+            f"provider '{spec.provider}' is not enabled in this deployment (enabled: {', '.join(sorted(enabled))})",
+            details=[{"field": "provider", "message": "not enabled"}],
+        )
+    check_model_for_provider(spec.provider, spec.model)
+    check_endpoint_for_provider(spec.provider, spec.endpoint)
+    check_provider_options(spec.provider, spec.endpoint, spec.provider_options)
+    params = job_hyperparameters(spec.hyperparameters, spec.provider)
+    check_storable({"hyperparameters": params, "metadata": spec.metadata, "provider_options": spec.provider_options})
+    return params
+
+
+def write_requests(
+    services: Services,
+    job_id: str,
+    *,
+    provider: str,
+    model: str,
+    endpoint: str | None,
+    params: dict[str, Any],
+    requests: Iterable[tuple[str, Any, int | None]],
+    problems: list[dict[str, Any]] | None = None,
+) -> int:
+    """Normalise ``requests`` into the job's ``requests.jsonl``, streamed; how many. Any invalid request raises
+    ``InvalidRequestError`` with every problem once all are read, and nothing is stored."""
+    with services.payloads.writer(requests_key(job_id)) as writer:  # aborted (nothing stored) on any problem
+        for item in iter_normalized(requests, params, provider, endpoint, problems):
+            try:
+                line = _dumps(item).encode()
+            except UnicodeEncodeError:
+                raise InvalidRequestError(
+                    f"request '{item['id'][:100]}' holds invalid Unicode (a lone surrogate escape such as \\ud800)",
+                    details=[{"field": f"requests.{item['id'][:100]}", "message": "invalid Unicode"}],
+                ) from None
+            writer.write_line(line)
+        total = writer.lines_written
+        _check_small_job(services, provider, model, total)  # in the writer: a refusal stores nothing
+    return total
+
+
+def _start(services: Services, job: Job) -> Job:
     try:
         services.jobs.put_new_job(job)
-        arn = services.start_workflow(job_id, {"job_id": job_id})
+        arn = services.start_workflow(job.id, {"job_id": job.id})
     except BatchGatewayError:
-        _undo(services, job_id)
+        _undo(services, job.id)
         raise
     except Exception as exc:
-        _undo(services, job_id)
+        _undo(services, job.id)
         raise TransientError("could not start the batch; nothing was kept, try again") from exc
-    return services.jobs.update_job(job_id, execution_arn=arn)
+    return services.jobs.update_job(job.id, execution_arn=arn)
 
 
 def create_door_job(
@@ -146,16 +212,16 @@ def create_door_job(
     return _create(services, owner, spec, requests, source=door, problems=problems, door=door, door_fields=door_fields)
 
 
-def _check_small_job(services: Services, spec: CreateJobInput, total: int) -> None:
+def _check_small_job(services: Services, provider: str, model: str, total: int) -> None:
     """Bedrock refuses batch jobs below the model's minimum records; under ``bedrock_small_jobs = reject`` so do
     we (under ``on_demand`` the adapter runs them through Converse, decision 0039)."""
     bedrock = services.settings.bedrock
-    if spec.provider != "bedrock" or bedrock.small_jobs != "reject":
+    if provider != "bedrock" or bedrock.small_jobs != "reject":
         return
-    minimum = bedrock.limits_for(spec.model).min_records
+    minimum = bedrock.limits_for(model).min_records
     if total < minimum:
         raise InvalidRequestError(
-            f"a Bedrock batch job needs at least {minimum} requests for model '{spec.model}'; this one has {total}. "
+            f"a Bedrock batch job needs at least {minimum} requests for model '{model}'; this one has {total}. "
             "Send more requests in one job, or use another provider (this deployment does not run small Bedrock "
             "jobs on demand)",
             details=[{"field": "requests", "message": f"at least {minimum} requests for Bedrock"}],

@@ -30,7 +30,7 @@ from batch_gateway.models.requests import MAX_ERROR_DETAILS, check_storable
 from batch_gateway.models.routing import provider_for_model
 from batch_gateway.service.cancel import cancel_job
 from batch_gateway.service.context import Services
-from batch_gateway.service.create import create_door_job
+from batch_gateway.service.create import create_deferred_job, create_door_job
 
 PREFIX = constants.OPENAI_DOOR_PREFIX
 DOOR = "openai"
@@ -290,7 +290,7 @@ def create_batch(services: Services, owner: str, body: Any) -> dict[str, Any]:
     file_id = body.get("input_file_id")
     if not isinstance(file_id, str):
         raise InvalidRequestError("input_file_id is required", details=[{"field": "input_file_id"}])
-    _file_meta(services, owner, file_id)
+    meta = _file_meta(services, owner, file_id)
     key = file_content_key(owner, file_id)
     model, provider = _batch_model(services, key, endpoint)
     problems: list[dict[str, Any]] = []
@@ -302,11 +302,24 @@ def create_batch(services: Services, owner: str, body: Any) -> dict[str, Any]:
     }
     settings = {"provider": provider, "model": model, "endpoint": ENDPOINTS[endpoint], "metadata": metadata}
     check_storable({"door_fields": door_fields})
+    if meta["bytes"] > services.settings.sync_input_max_bytes:
+        # Too large to translate while the caller waits: the workflow's Plan reads it; the batch is `validating`
+        # until then, and `failed` with line-numbered errors if a line is bad (decision 0054).
+        job = create_deferred_job(
+            services,
+            owner=owner,
+            settings=settings,
+            input_file={"key": key, "format": "openai", "bytes": meta["bytes"]},
+            source=DOOR,
+            door=DOOR,
+            door_fields=door_fields,
+        )
+        return batch_object(job)
     job = create_door_job(
         services,
         owner=owner,
         settings=settings,
-        requests=_requests(services, key, endpoint, model, provider, problems),
+        requests=translated_requests(services, key, endpoint, model, provider, problems),
         problems=problems,
         door=DOOR,
         door_fields=door_fields,
@@ -326,9 +339,11 @@ def _batch_model(services: Services, key: str, endpoint: str) -> tuple[str, str]
     raise InvalidRequestError("the input file holds no requests", details=[{"field": "input_file_id"}])
 
 
-def _requests(
+def translated_requests(
     services: Services, key: str, endpoint: str, model: str, provider: str, problems: list[dict[str, Any]]
 ) -> Iterator[tuple[str, Any, int | None]]:
+    """The file's lines translated into the gateway's requests, streamed; problems (with their line) go to
+    ``problems``. Used by create, and by Plan for a file too large to translate at create (decision 0054)."""
     for number, raw in enumerate(services.payloads.iter_lines(key), start=1):
         if not raw.strip():
             continue

@@ -1,5 +1,8 @@
 """Plan: cut a job into chunks that fit the provider's limits (and any lower limits the operator set).
 
+A job created from an input file too large to check at create has its file read, checked and normalised here first
+(``service.input_files.read_input_file``, decision 0054); a bad line fails the job before any chunk exists.
+
 Reads the normalised requests line by line and writes each chunk's provider lines, its custom_id list and (only
 when some caller ids had to be replaced) its id map, so memory stays flat whatever the job's size.
 """
@@ -16,6 +19,7 @@ from batch_gateway.models.jobs import Chunk, Job
 from batch_gateway.ports import PayloadWriter
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
+from batch_gateway.service.input_files import read_input_file
 from batch_gateway.service.keys import (
     chunk_id_hashes_key,
     chunk_idmap_key,
@@ -104,6 +108,7 @@ def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
     job = services.jobs.require_job(state.job_id)
     if job.chunk_count:  # a retried Plan: the chunks are already there
         return WorkflowState(job_id=job.id)
+    job = read_input_file(services, job)  # a large input file is read here, not at create (decision 0054)
     provider = services.planner_for(job.provider)
     max_requests, max_bytes = chunk_limits(provider, services, job.model)
     size_of = chunk_sizes(job.request_counts.total, max_requests, even=provider.min_records(job.model) > 1)

@@ -11,23 +11,24 @@ from __future__ import annotations
 import re
 import secrets
 from datetime import timedelta
+from itertools import islice
 from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError
 from batch_gateway.models.jobs import Job, iso, utcnow
+from batch_gateway.models.jsonl import RequestFile, iter_jsonl_lines
 from batch_gateway.service.context import Services
-from batch_gateway.service.input_files import job_from_file
+from batch_gateway.service.create import create_deferred_job
+from batch_gateway.service.input_files import by_line, job_from_file
 from batch_gateway.service.keys import upload_key
 
 UPLOAD_ID_RE = re.compile(r"upl_[0-9a-f]{32}")
-MAX_UPLOAD_BYTES = 1024**3  # what the Plan step turns into chunks within its time budget (decision 0053)
+MAX_UPLOAD_BYTES = 1024**3  # what the Plan step reads and turns into chunks within its time budget (decision 0054)
 SINGLE_PUT_MAX_BYTES = 100 * 1024**2  # above this, a multipart upload (S3's advice)
 MIN_PART_BYTES = 5 * 1024**2  # S3's smallest part (all but the last)
 DEFAULT_PART_BYTES = 64 * 1024**2
 MAX_PARTS = 10_000  # S3's most parts
-# Create validates an upload up to this size itself, inside API Gateway's 29 s (a 256 MB Create function reads about
-# 1 MB of plain prompts a second): a larger file is refused with a pointer to the drop folder (decision 0053).
-SYNC_INPUT_MAX_BYTES = 16 * 1024**2
+HEADER_SEARCH_LINES = 1000  # a deferred create looks this far for the file's first line with data (decision 0054)
 
 
 def _positive_int(body: dict[str, Any], name: str, low: int, high: int, problems: list[dict[str, str]]) -> int | None:
@@ -114,17 +115,44 @@ def create_job_from_upload(services: Services, *, owner: str, body: dict[str, An
     if found is None:
         raise NotFoundError(f"upload '{upload_id}' not found (was its upload completed?)")
     size = found[1]
-    if size > SYNC_INPUT_MAX_BYTES:
-        raise PayloadTooLargeError(
-            f"an input_file is checked while you wait, up to {SYNC_INPUT_MAX_BYTES // 1024**2} MiB; this one has "
-            f"{size} bytes: split it into several jobs, or drop it into the S3 drop folder"
-        )
-    return job_from_file(
-        services,
-        owner=owner,
-        key=key,
-        overrides={name: value for name, value in body.items() if name != "input_file"},
-        missing_settings="say which provider and model to use: in the body, or in the file's first line "
-        '{"batch_gateway": {"provider": ..., "model": ...}}',
-        source="upload",
+    overrides = {name: value for name, value in body.items() if name != "input_file"}
+    missing = (
+        "say which provider and model to use: in the body, or in the file's first line "
+        '{"batch_gateway": {"provider": ..., "model": ...}}'
     )
+    if size > services.settings.sync_input_max_bytes:
+        return _deferred_job(services, owner=owner, key=key, size=size, overrides=overrides, missing_settings=missing)
+    return job_from_file(services, owner=owner, key=key, overrides=overrides, missing_settings=missing, source="upload")
+
+
+def _deferred_job(
+    services: Services, *, owner: str, key: str, size: int, overrides: dict[str, Any], missing_settings: str
+) -> Job:
+    """A file too large to read while the caller waits: its header line and the body are checked now, its lines by
+    the workflow's Plan (decision 0054), which fails the job naming the lines if any is bad."""
+    problems: list[dict[str, Any]] = []
+    stream = services.payloads.open_object(key)
+    try:
+        # the first line that holds data (a header, or the first request); a bad start is refused now
+        header = RequestFile(islice(iter_jsonl_lines(stream), HEADER_SEARCH_LINES), problems).header
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+    if problems:
+        raise InvalidRequestError(
+            f"line {problems[0]['line']}: {problems[0]['message']}", details=[by_line(p) for p in problems]
+        )
+    settings = {**(header or {}), **overrides}
+    if "provider" not in settings or "model" not in settings:
+        raise InvalidRequestError(missing_settings, details=[{"line": 1, "message": "provider and model are required"}])
+    try:
+        return create_deferred_job(
+            services,
+            owner=owner,
+            settings=settings,
+            input_file={"key": key, "format": "gateway", "bytes": size},
+            source="upload",
+        )
+    except InvalidRequestError as error:
+        raise InvalidRequestError(error.message, details=[by_line(d) for d in error.details]) from None
