@@ -4,7 +4,7 @@
 Exit code 0 even when a target fails: the table says FAIL and summary.json has ``"all_targets_met": false``.
 Loopback only, except that the Lambda bundles are built with pip the first time (then cached in bench/.cache/).
 
-Options: ``--only create,collect,imports,history,assets,submit`` runs a subset (summary.json is then written to
+Options: ``--only create,collect,imports,history,assets,submit,compat`` runs a subset (summary.json is then written to
 ``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into summary.json, keeping the others
 and saying which steps were rerun when); ``--profile`` also writes cProfile stats of one create and one 100,000-line
 collect to ``bench/.cache/profiles/``.
@@ -39,7 +39,7 @@ from bench.common import (
     simulator_process,
 )
 
-STEPS = ("history", "assets", "imports", "create", "collect", "submit")
+STEPS = ("history", "assets", "imports", "create", "collect", "submit", "compat")
 CREATE_N = 85_000  # the largest round number whose API Gateway event fits Lambda's 6 MB (a 5.8 MB body)
 COLLECT_SIZES = (10_000, 50_000, 100_000)
 BEDROCK_COLLECT_N = 50_000  # Bedrock's default maximum records per job: one job's output file
@@ -49,6 +49,12 @@ FLAT_BYTES_PER_REQUEST = 16  # heap growth allowed per extra request between 50,
 SUBMIT_RUNS = ((64, 40), (32, 8))
 SUBMIT_MAX_GROWTH_RATIO = 1.5
 PROFILES = CACHE_DIR / "profiles"
+# Compatible create vs native create (issue 12): the same short requests through each door's create handler and the
+# native one. A door does the native create's work plus one more pass over the same requests (reading its own
+# format, translating each request; the OpenAI door also reads its file back from S3), so about twice native at most.
+COMPAT_N = 10_000
+COMPAT_RUNS = 3
+COMPAT_MAX_RATIO = 2.0
 
 
 def _log(message: str) -> None:
@@ -273,6 +279,34 @@ def step_submit(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return values, details
 
 
+def step_compat(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    runs = []
+    for i in range(COMPAT_RUNS):  # in-process moto, fresh processes, as the create step
+        _log(f"compat: {COMPAT_N:,} requests through each door and natively, run {i + 1}/{COMPAT_RUNS}")
+        args = ["--n", str(COMPAT_N), "--reps", "3"]
+        if ctx.get("profile") and i == 0:
+            args += ["--profile", str(PROFILES / "compat")]
+        runs.append(run_worker("bench.compat_bench", args, timeout=300))
+    times = {
+        name: [t for r in runs for t in r[f"{name}_s"]]
+        for name in ("native_openai", "openai_door", "native_anthropic", "anthropic_door")
+    }
+    values = {
+        "compat_create_ratio": round(median(times["openai_door"]) / median(times["native_openai"]), 2),
+        "compat_create_ratio_anthropic": round(median(times["anthropic_door"]) / median(times["native_anthropic"]), 2),
+    }
+    details = {
+        "requests": COMPAT_N,
+        "body_bytes": runs[0]["body_bytes"],
+        **{f"{name}_s": [round(t, 3) for t in ts] for name, ts in times.items()},
+        **{f"{name}_median_s": round(median(ts), 3) for name, ts in times.items()},
+        "rule": "POST /openai/v1/batches on an uploaded file (upload not timed) over POST /batches with the same "
+        "requests to gpt-4o-mini; POST /anthropic/v1/messages/batches (inline body) over POST /batches with the same "
+        "requests to the same Claude model; handlers in-process against moto, medians",
+    }
+    return values, details
+
+
 STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]] = {
     "history": step_history,
     "assets": step_assets,
@@ -280,6 +314,7 @@ STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[
     "create": step_create,
     "collect": step_collect,
     "submit": step_submit,
+    "compat": step_compat,
 }
 
 # --- targets -------------------------------------------------------------------------------------------------------
@@ -331,6 +366,8 @@ def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[s
     check(
         "asset_mb", "API functions carry no provider SDK", lambda v: values.get("api_bundle_has_provider_sdk") is False
     )
+    check("compat_create_ratio", f"<= {COMPAT_MAX_RATIO} x native create", lambda v: v <= COMPAT_MAX_RATIO)
+    check("compat_create_ratio_anthropic", f"<= {COMPAT_MAX_RATIO} x native create", lambda v: v <= COMPAT_MAX_RATIO)
     return result
 
 
