@@ -102,6 +102,23 @@ class WorkflowConstruct(Construct):
             "Plan writes each chunk's provider lines and id lists.",
         )
         grants.objects(
+            self.functions["Plan"].role,
+            bucket,
+            key,
+            [f"{constants.UPLOADS_PREFIX}*", f"{constants.OPENAI_DOOR_PREFIX}*/files/*.jsonl"],
+            grants.OBJECT_READ,
+            "Plan reads an input file too large to check at create: a native upload or an OpenAI-door batch input "
+            "file (decision 0054).",
+        )
+        grants.objects(
+            self.functions["Plan"].role,
+            bucket,
+            key,
+            [f"{JOBS_PREFIX}*/requests.jsonl"],
+            grants.OBJECT_WRITE,
+            "Plan writes the normalised requests of an input file it read (decision 0054).",
+        )
+        grants.objects(
             self.functions["Submit"].role,
             bucket,
             key,

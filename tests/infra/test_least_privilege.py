@@ -94,12 +94,15 @@ def test_finalize_and_mark_failed_emit_events_and_write_the_outbox(synthesized):
         assert "outbox/*" in synthesized.object_grants(function_id)["s3:PutObject"]
 
 
-def test_plan_reads_no_secret_and_only_requests_and_writes_only_chunk_files(synthesized):
+def test_plan_reads_no_secret_and_only_requests_and_input_files_and_writes_only_requests_and_chunk_files(
+    synthesized,
+):
     assert not _has(synthesized.role_actions("Plan"), "secretsmanager:")
     assert synthesized.object_grants("Plan") == {
-        "s3:GetObject": {"jobs/*/requests.jsonl"},
-        "s3:PutObject": {"jobs/*/chunks/*"},
-        "s3:AbortMultipartUpload": {"jobs/*/chunks/*"},
+        # a large input file (native upload, OpenAI-door file) is read and normalised by Plan (decision 0054)
+        "s3:GetObject": {"jobs/*/requests.jsonl", "uploads/*", "doors/openai/*/files/*.jsonl"},
+        "s3:PutObject": {"jobs/*/chunks/*", "jobs/*/requests.jsonl"},
+        "s3:AbortMultipartUpload": {"jobs/*/chunks/*", "jobs/*/requests.jsonl"},
     }
 
 
