@@ -137,7 +137,9 @@ def _upload_schemas() -> dict[str, Any]:
                     "type": "string",
                     "pattern": "^upl_[0-9a-f]{32}$",
                     "description": "an upload of the caller's (POST /uploads), a JSONL file in the drop folder's "
-                    "format up to 16 MiB, checked line by line; another caller's upload answers 404",
+                    "format: up to 16 MiB checked line by line at create (400 naming the lines); a larger one is "
+                    "read by the workflow, the job queued with request_counts.total 0 until then and failed naming "
+                    "the lines if one is bad (decision 0054); another caller's upload answers 404",
                 },
                 "provider": {"enum": list(PROVIDERS)},
                 "model": {"type": "string"},
