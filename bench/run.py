@@ -283,7 +283,7 @@ def step_compat(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     runs = []
     for i in range(COMPAT_RUNS):  # in-process moto, fresh processes, as the create step
         _log(f"compat: {COMPAT_N:,} requests through each door and natively, run {i + 1}/{COMPAT_RUNS}")
-        args = ["--n", str(COMPAT_N), "--reps", "3"]
+        args = ["--n", str(COMPAT_N), "--reps", "5"]
         if ctx.get("profile") and i == 0:
             args += ["--profile", str(PROFILES / "compat")]
         runs.append(run_worker("bench.compat_bench", args, timeout=300))
