@@ -17,7 +17,7 @@ from batch_gateway.contract.errors import BatchGatewayError, InvalidRequestError
 from batch_gateway.models.jobs import Job, JobStatus, iso
 
 # Structured output runs on Claude as one forced tool; its input is the answer, given back as the message's text.
-from batch_gateway.models.request_extras import JSON_TOOL
+from batch_gateway.models.request_extras import JSON_TOOL, extras_the_model_drops
 from batch_gateway.models.routing import provider_for_model
 
 # A batch ends within 24 hours of its creation on Anthropic; the gateway reports the same window.
@@ -153,6 +153,11 @@ def _request(params: dict[str, Any], where: str, provider: str) -> dict[str, Any
         request["tool_choice"] = _tool_choice(params["tool_choice"], f"{where}.tool_choice")
     if params.get("output_config") is not None:
         request["response_format"] = _output_format(params["output_config"], f"{where}.output_config")
+    for name in extras_the_model_drops(params["model"], request):
+        raise _Refused(
+            f"{where}.{'output_config' if name == 'response_format' else name}",
+            "is not supported on Amazon Nova models (no tools or structured output; use a Claude model)",
+        )
     options = {name: params[name] for name in _PASS_THROUGH if params.get(name) is not None}
     if options:
         if provider != "anthropic":

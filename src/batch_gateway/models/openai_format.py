@@ -11,7 +11,7 @@ from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.jobs import Job, JobStatus
-from batch_gateway.models.request_extras import JSON_TOOL
+from batch_gateway.models.request_extras import JSON_TOOL, extras_the_model_drops
 from batch_gateway.models.requests import MAX_ERROR_DETAILS
 from batch_gateway.models.routing import provider_for_model
 
@@ -288,6 +288,8 @@ def translate_line(line: dict[str, Any], endpoint_url: str, number: int) -> tupl
         raise LineProblemError("url", f"{endpoint_url} is served by OpenAI models only")
     if kind == "chat":
         request = chat_request(body, provider)
+        for name in extras_the_model_drops(body["model"], request):
+            raise LineProblemError(f"body.{name}", "cannot be translated to Amazon Nova (no tools or schema)")
     elif kind == "embeddings":
         request = embeddings_request(body)
     else:

@@ -27,6 +27,8 @@ ALLOWED: dict[tuple[str, str], frozenset[str]] = {
             "user",
             "logit_bias",
             "parallel_tool_calls",
+            "metadata",  # with store: the chat completion kept in the OpenAI account, tagged
+            "store",
         }
     ),
     ("openai", "responses"): frozenset({"reasoning", "text", "tools", "tool_choice", "store", "user", "truncation"}),

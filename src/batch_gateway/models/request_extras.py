@@ -68,6 +68,18 @@ def openai_chat_extras(request: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# Extras in the order a refusal names them; Amazon Nova's body (``messages-v1``, rendered with ``plain_extras``)
+# carries none of them, so a door refuses them for Nova at create instead of running the request without them.
+_TOOL_EXTRAS = ("tools", "tool_choice", "response_format")
+
+
+def extras_the_model_drops(model: str, request: dict[str, Any]) -> list[str]:
+    """The tools / tool_choice / response_format a neutral request carries that ``model``'s body cannot."""
+    if "amazon.nova" not in model.lower():
+        return []
+    return [name for name in _TOOL_EXTRAS if request.get(name) is not None]
+
+
 def plain_extras(request: dict[str, Any]) -> dict[str, Any]:
     """For bodies without tools (embeddings, responses, Nova): the request's provider options only."""
     return dict(request.get("provider_options") or {})
