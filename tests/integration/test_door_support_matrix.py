@@ -102,6 +102,8 @@ OPENAI_REFUSED = {
     "modalities": ["text"],
     "audio": {"voice": "alloy"},
     "prediction": {"type": "content", "content": "x"},
+    "function_call": "auto",
+    "web_search_options": {},
 }
 MESSAGE_REFUSALS = [
     (
@@ -176,6 +178,7 @@ ANTHROPIC_TRANSLATED = {
     "output_config": {"format": {"type": "json_schema", "schema": {"type": "object"}}},
     "cache_control": {"type": "ephemeral"},
     "metadata": {"user_id": "u1"},
+    "stream": False,
 }
 ANTHROPIC_CLAUDE_ONLY = {"thinking": {"type": "enabled", "budget_tokens": 1024}, "service_tier": "auto"}
 ANTHROPIC_REFUSED = {
@@ -187,6 +190,7 @@ ANTHROPIC_REFUSED = {
     "tool_choice": {"type": "auto", "disable_parallel_tool_use": True},
     "output_config": {"effort": "low"},
     "messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}],
+    "metadata": {"user_id": "u1", "team": "a"},
 }
 REFUSED_FIELD = {  # where the 400 points, below requests[0].params
     "tools": "tools[0].type",
@@ -240,3 +244,21 @@ def test_anthropic_door_refuses_these_params_naming_the_field(aws, ctx, name):
 def test_anthropic_door_refuses_tools_and_structured_output_for_amazon_nova(every_provider, ctx, name):
     code, body = _anthropic_batch(ctx, MODELS["nova"], **{name: ANTHROPIC_TRANSLATED[name]})
     assert code == 400 and body["error"]["message"].startswith(f"requests[0].params.{name}:"), body
+
+
+@pytest.mark.parametrize(("target", "code"), [("anthropic", 400), ("bedrock", 400), ("openai", 200)])
+def test_anthropic_door_temperature_over_1_is_refused_for_claude_and_taken_for_openai(
+    every_provider, ctx, target, code
+):
+    answered, body = _anthropic_batch(ctx, MODELS[target], temperature=1.5)
+    assert answered == code, body
+    if code == 400:
+        assert body["error"]["message"].startswith("requests[0].params.temperature:"), body
+
+
+@pytest.mark.parametrize(("target", "code"), [("openai", 200), ("anthropic", 400), ("bedrock", 400)])
+def test_openai_door_temperature_over_1_is_taken_for_openai_and_refused_for_claude(every_provider, ctx, target, code):
+    answered, batch = _openai_batch(ctx, MODELS[target], temperature=1.5)
+    assert answered == code, batch
+    if code == 400:  # named in the gateway's words (requests.<custom_id>.temperature), with the line
+        assert batch["error"]["param"] == "line 1: requests.a.temperature", batch
