@@ -17,7 +17,7 @@ from batch_gateway.constants import DEFAULT_PRESIGN_EXPIRY
 from batch_gateway.contract.errors import ERROR_TYPES
 from batch_gateway.edge import openapi_create
 from batch_gateway.edge.idempotency import MAX_KEY_CHARS
-from batch_gateway.models import api
+from batch_gateway.models import api, openai_format
 from batch_gateway.models.jobs import JobStatus
 from batch_gateway.models.requests import PROVIDERS
 from batch_gateway.service import uploads
@@ -205,6 +205,30 @@ _DOOR_ROUTES: dict[str, list[tuple[str, str, str]]] = {
 }
 
 
+def _names(fields: frozenset[str]) -> str:
+    return ", ".join(sorted(fields))
+
+
+# What each door translates and refuses (docs/api.md's support matrices, tests/integration/test_door_support_matrix.py)
+_DOOR_LIMITS = {
+    "openaiCreateBatch": "Each line's body is translated for the provider its model names (gpt-*/o*/text-embedding-* "
+    "OpenAI, claude-* Anthropic, anthropic.claude-*/amazon.nova-* Bedrock); one model per batch. /v1/chat/completions: "
+    f"translated for every provider: {_names(openai_format.CHAT_TRANSLATED)} (text content only, n = 1, "
+    "response_format text or json_schema; no tools, tool_choice or response_format on Amazon Nova); passed through on "
+    f"OpenAI models only: {_names(openai_format.OPENAI_ONLY)}. /v1/embeddings "
+    f"({_names(openai_format.EMBEDDING_FIELDS)}) and /v1/responses ({_names(openai_format.RESPONSES_FIELDS)}) on "
+    "OpenAI models only. Anything else (stream, images, tool messages, other fields) is refused: 400 with param "
+    "'line <n>: body.<field>', nothing stored.",
+    "anthropicCreateBatch": "Each request's params are translated for the provider its model names (claude-* "
+    "Anthropic, anthropic.claude-*/amazon.nova-* Bedrock, gpt-* OpenAI); one model per batch: model, max_tokens, "
+    "messages (user/assistant, text blocks), system, temperature, top_p, top_k (not on OpenAI models), "
+    "stop_sequences, tools (custom), tool_choice, output_config.format (JSON schema) (no tools or output_config on "
+    "Amazon Nova); thinking and service_tier on claude-* models (Anthropic) only; cache_control, citations and "
+    "metadata.user_id accepted and dropped. Anything else (stream: true, image/document/tool blocks, server tools, "
+    "mcp_servers, other parameters) is refused: 400 naming requests[<i>].params.<field>, nothing stored.",
+}
+
+
 def _door_paths() -> dict[str, Any]:
     """The doors' routes: request and answer bodies are the OpenAI / Anthropic APIs' own (their SDKs' types)."""
     key: list[dict[str, list[str]]] = [{"gatewayKeyBearer": []}, {"gatewayKey": []}]
@@ -222,7 +246,8 @@ def _door_paths() -> dict[str, Any]:
                 "security": key,
                 "summary": summary,
                 "description": f"The {door} API's own request and answer (its SDK's types); errors in its "
-                "error shape. API Gateway answers 401 without a key and 403 for an unknown or revoked one.",
+                "error shape. API Gateway answers 401 without a key and 403 for an unknown or revoked one."
+                + (" " + _DOOR_LIMITS[operation_id] if operation_id in _DOOR_LIMITS else ""),
                 "parameters": params,
                 "responses": {
                     answer: {"description": f"the {door} object" if answer == "200" else "a redirect (Location)"},
@@ -315,7 +340,9 @@ def document() -> dict[str, Any]:
             "description": "LLM batch invocation over the providers' batch APIs. Every native route needs AWS "
             "SigV4 (IAM) auth (/keys only for principals allowed to manage keys); the OpenAI- and Anthropic-compatible "
             "doors (/openai/v1, /anthropic/v1) take a gateway API key as Authorization: Bearer or x-api-key and act "
-            "as its owner. A caller sees only its own batches. Error types: " + ", ".join(sorted(ERROR_TYPES)) + ".",
+            "as its owner; they serve the batch routes below only (any other path or method under a door, such as "
+            "/openai/v1/chat/completions or /anthropic/v1/messages, answers 404 in that door's error shape). "
+            "A caller sees only its own batches. Error types: " + ", ".join(sorted(ERROR_TYPES)) + ".",
         },
         "components": {
             "schemas": {
