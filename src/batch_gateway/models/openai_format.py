@@ -127,20 +127,27 @@ def raise_problems(problems: list[dict[str, Any]], what: str) -> None:
         )
 
 
-def _text(content: Any, field: str) -> Any:
-    """Message content as the gateway takes it: a string or text parts."""
+# Text part types per role: Chat Completions says "text"; the Responses API says "input_text" in what the caller
+# sends and "output_text" in an assistant turn it replays.
+CHAT_PARTS = {"system": "text", "developer": "text", "user": "text", "assistant": "text"}
+RESPONSES_PARTS = {"system": "input_text", "developer": "input_text", "user": "input_text", "assistant": "output_text"}
+
+
+def _text(content: Any, field: str, part_type: str = "text") -> Any:
+    """Message content as the gateway takes it: a string or text parts (of ``part_type``)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         parts = []
         for i, part in enumerate(content):
-            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+            if not isinstance(part, dict) or part.get("type") != part_type or not isinstance(part.get("text"), str):
                 raise LineProblemError(
-                    f"{field}[{i}]", "only text content parts can be translated (no images or audio)"
+                    f"{field}[{i}]",
+                    f"only {part_type} content parts can be translated here (no images, files or audio)",
                 )
             parts.append({"type": "text", "text": part["text"]})
         return parts
-    raise LineProblemError(field, "must be a string or a list of text parts")
+    raise LineProblemError(field, f"must be a string or a list of {part_type} parts")
 
 
 def _tools(tools: Any) -> list[dict[str, Any]]:
@@ -188,27 +195,32 @@ def _response_format(value: Any) -> dict[str, Any] | None:
     )
 
 
-def _messages(raw: Any) -> tuple[list[dict[str, Any]], list[str]]:
+def _messages(
+    raw: Any, field: str = "body.messages", parts: dict[str, str] = CHAT_PARTS
+) -> tuple[list[dict[str, Any]], list[str]]:
     if not isinstance(raw, list) or not raw:
-        raise LineProblemError("body.messages", "must be a non-empty list of messages")
+        raise LineProblemError(field, "must be a non-empty list of messages")
+    allowed = {"role", "content"} | ({"type"} if parts is RESPONSES_PARTS else set())
     messages, systems = [], []
     for i, message in enumerate(raw):
-        at = f"body.messages[{i}]"
+        at = f"{field}[{i}]"
         if not isinstance(message, dict):
             raise LineProblemError(at, "must be an object with role and content")
-        extra = sorted(set(message) - {"role", "content"})
+        extra = sorted(set(message) - allowed)
         if extra:
             raise LineProblemError(f"{at}.{extra[0]}", "cannot be translated (messages take role and content)")
+        if message.get("type", "message") != "message":
+            raise LineProblemError(f"{at}.type", "only message items can be translated")
         role = message.get("role")
-        if role in ("system", "developer"):
-            content = _text(message.get("content"), f"{at}.content")
-            systems.append(content if isinstance(content, str) else "".join(p["text"] for p in content))
-        elif role in ("user", "assistant"):
-            messages.append({"role": role, "content": _text(message.get("content"), f"{at}.content")})
-        else:
+        if role not in parts:
             raise LineProblemError(
                 f"{at}.role", "must be system, developer, user or assistant (tool results cannot be sent)"
             )
+        content = _text(message.get("content"), f"{at}.content", parts[role])
+        if role in ("system", "developer"):
+            systems.append(content if isinstance(content, str) else "".join(p["text"] for p in content))
+        else:
+            messages.append({"role": role, "content": content})
     return messages, systems
 
 
@@ -263,7 +275,7 @@ def responses_request(body: dict[str, Any]) -> dict[str, Any]:
     if isinstance(raw, str):
         request: dict[str, Any] = {"prompt": raw}
     else:
-        messages, systems = _messages(raw)
+        messages, systems = _messages(raw, "body.input", RESPONSES_PARTS)
         request = {"messages": messages}
         if systems:
             request["system"] = "\n\n".join(systems)
@@ -360,17 +372,33 @@ def _other_body(job: Job, item: dict[str, Any]) -> dict[str, Any]:
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         }
     text = "".join(o["text"] for o in outputs if o.get("type") == "text")
-    return {
-        "id": "resp_" + _request_id(job.id, item["id"])[10:],
+    suffix = _request_id(job.id, item["id"])[10:]
+    prompt, completion = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+    message = {
+        "id": "msg_" + suffix,
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+    return {  # what openai.types.responses.Response requires (gllm's invoker validates each body with it)
+        "id": "resp_" + suffix,
         "object": "response",
+        "created_at": int((job.ended_at or job.updated_at).timestamp()),
         "status": "completed",
         "model": job.model,
-        "output": [
-            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]},
-        ],
+        "output": [message],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "error": None,
+        "incomplete_details": None,
         "usage": {
-            "input_tokens": int(usage.get("input_tokens") or 0),
-            "output_tokens": int(usage.get("output_tokens") or 0),
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},  # results keep no cache counts
+            "output_tokens": completion,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt + completion,
         },
     }
 
