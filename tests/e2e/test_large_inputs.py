@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from batch_gateway.constants import ENV_SYNC_INPUT_MAX_BYTES
-from tests.e2e.test_uploads import jsonl, put_file, start_upload
+from tests.support.uploads import jsonl, put_file, start_upload
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("settled")]
 

@@ -16,40 +16,11 @@ import requests
 
 from batch_gateway.client import BatchGatewayClient
 from tests.support.api_caller import Caller
+from tests.support.uploads import jsonl, put_file, start_upload
 
 pytestmark = pytest.mark.e2e
 
 MODEL = {"provider": "anthropic", "model": "claude-sonnet-4-20250514"}
-
-
-def jsonl(lines: list[dict]) -> bytes:
-    return "".join(json.dumps(line) + "\n" for line in lines).encode()
-
-
-def start_upload(caller: Caller, size: int, **options: int) -> dict:
-    answer = caller.request("POST", "/uploads", {"size": size, **options})
-    assert answer.status_code == 201, answer.text
-    return answer.json()
-
-
-def put_file(upload: dict, data: bytes) -> None:
-    """What any HTTP client does with the answer: one PUT, or the parts and then the complete call."""
-    if upload["method"] == "PUT":
-        response = requests.put(upload["url"], data=data, timeout=60)
-        assert response.status_code == 200, response.text
-        return
-    size = upload["part_size"]
-    etags = []
-    for part in upload["parts"]:
-        start = (part["part_number"] - 1) * size
-        response = requests.put(part["url"], data=data[start : start + size], timeout=60)
-        assert response.status_code == 200, response.text
-        etags.append((part["part_number"], response.headers["ETag"]))
-    xml = "".join(f"<Part><PartNumber>{n}</PartNumber><ETag>{etag}</ETag></Part>" for n, etag in etags)
-    response = requests.post(
-        upload["complete_url"], data=f"<CompleteMultipartUpload>{xml}</CompleteMultipartUpload>", timeout=60
-    )
-    assert response.status_code == 200, response.text
 
 
 def test_a_file_larger_than_an_inline_body_goes_up_in_parts_and_the_job_finishes(alice):

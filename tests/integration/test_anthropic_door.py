@@ -3,7 +3,6 @@ arrive on ``ANY /anthropic/v1/{proxy+}``, answers checked against the official S
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 from typing import Any
@@ -12,31 +11,11 @@ import pytest
 from anthropic.types.messages import DeletedMessageBatch, MessageBatch, MessageBatchIndividualResponse
 
 from lambdas import anthropic_compat, status
-from tests.support.events import as_caller, call, load_event
+from tests.support.doors import ANTHROPIC_BATCHES as BATCHES
+from tests.support.doors import anthropic_event as door_event
+from tests.support.doors import anthropic_send as send
+from tests.support.events import call, load_event
 from tests.support.workflow_driver import run_workflow
-
-BATCHES = "/anthropic/v1/messages/batches"
-
-
-def door_event(method: str, path: str, body: Any = None, query: dict[str, str] | None = None, user: str = "alice"):
-    event = copy.deepcopy(load_event("api_status.json"))
-    event.update(
-        resource="/anthropic/v1/{proxy+}",
-        path=path,
-        httpMethod=method,
-        pathParameters={"proxy": path.removeprefix("/anthropic/v1/")},
-        queryStringParameters=query,
-        body=json.dumps(body) if body is not None else None,
-    )
-    event["headers"] = {**event["headers"], "Content-Type": "application/json", "X-Forwarded-Proto": "https"}
-    event["requestContext"].update(resourcePath="/anthropic/v1/{proxy+}", httpMethod=method, path=f"/v1{path}")
-    return as_caller(event, user)
-
-
-def send(ctx, method: str, path: str, body: Any = None, **kw: Any) -> tuple[int, Any, dict[str, str]]:
-    response = anthropic_compat.handler(door_event(method, path, body, **kw), ctx)
-    data = json.loads(response["body"]) if response.get("body") else None
-    return response["statusCode"], data, response.get("headers") or {}
 
 
 def batch_body(n: int = 3, model: str = "claude-sonnet-4-20250514", **params: Any) -> dict[str, Any]:

@@ -11,8 +11,11 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_anthropic_door import BATCHES, send
-from tests.integration.test_openai_door import _call, _create_batch, _upload_file
+from tests.support.doors import ANTHROPIC_BATCHES as BATCHES
+from tests.support.doors import anthropic_send as send
+from tests.support.doors import create_openai_batch as _create_batch
+from tests.support.doors import openai_call as _call
+from tests.support.doors import upload_openai_file as _upload_file
 
 MODELS = {
     "openai": "gpt-4o-mini",

@@ -3,7 +3,6 @@ answers checked against the openai SDK's own pydantic types."""
 
 from __future__ import annotations
 
-import base64
 import json
 
 import pytest
@@ -11,46 +10,14 @@ from openai.types import Batch, FileDeleted, FileObject, Upload
 from openai.types.chat import ChatCompletion
 from openai.types.uploads import UploadPart
 
-from lambdas import openai_compat, status
-from tests.support.events import as_caller, load_event
+from lambdas import status
+from tests.support.doors import BOUNDARY
+from tests.support.doors import create_openai_batch as _create_batch
+from tests.support.doors import multipart as _multipart
+from tests.support.doors import openai_call as _call
+from tests.support.doors import upload_openai_file as _upload_file
+from tests.support.events import load_event
 from tests.support.workflow_driver import run_workflow
-
-BOUNDARY = "bgwtestboundary"
-
-
-def _event(method, path, *, body=None, query=None, user="alice", content_type="application/json"):
-    event = load_event("api_status.json")
-    event.update(
-        resource="/openai/v1/{proxy+}",
-        path=path,
-        httpMethod=method,
-        pathParameters={"proxy": path[len("/openai/v1/") :]},
-        queryStringParameters=query,
-        isBase64Encoded=False,
-        body=None,
-    )
-    event["requestContext"].update(resourcePath="/openai/v1/{proxy+}", httpMethod=method, path="/v1" + path)
-    event["headers"] = {"Content-Type": content_type, "Host": "abc123.execute-api.eu-west-1.amazonaws.com"}
-    if isinstance(body, bytes):
-        event["body"], event["isBase64Encoded"] = base64.b64encode(body).decode(), True
-    elif body is not None:
-        event["body"] = json.dumps(body)
-    return as_caller(event, user) if user != "alice" else event
-
-
-def _call(ctx, method, path, **kwargs):
-    response = openai_compat.handler(_event(method, path, **kwargs), ctx)
-    body = response.get("body")
-    parsed = json.loads(body) if body and response["statusCode"] != 302 else None
-    return response["statusCode"], parsed, response
-
-
-def _multipart(fields: dict[str, tuple[str | None, bytes]]) -> bytes:
-    out = b""
-    for name, (filename, data) in fields.items():
-        disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
-        out += f"--{BOUNDARY}\r\nContent-Disposition: {disposition}\r\n\r\n".encode() + data + b"\r\n"
-    return out + f"--{BOUNDARY}--\r\n".encode()
 
 
 def _lines(n, model="gpt-4o-mini", **body_extra):
@@ -65,18 +32,6 @@ def _lines(n, model="gpt-4o-mini", **body_extra):
         )
         for i in range(n)
     ).encode()
-
-
-def _upload_file(ctx, data: bytes, *, user="alice"):
-    form = _multipart({"purpose": (None, b"batch"), "file": ("input.jsonl", data)})
-    return _call(
-        ctx, "POST", "/openai/v1/files", body=form, user=user, content_type=f"multipart/form-data; boundary={BOUNDARY}"
-    )
-
-
-def _create_batch(ctx, file_id, user="alice", **extra):
-    body = {"input_file_id": file_id, "endpoint": "/v1/chat/completions", "completion_window": "24h", **extra}
-    return _call(ctx, "POST", "/openai/v1/batches", body=body, user=user)
 
 
 def _location(response) -> str:
