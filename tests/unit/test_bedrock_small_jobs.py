@@ -43,3 +43,40 @@ def test_reject_accepts_a_job_at_the_minimum():
 def test_on_demand_accepts_a_small_job():
     services = _services("on_demand")
     assert create_job(services, owner="alice", body=_body(5)).request_counts.total == 5
+
+
+NOVA = "amazon.nova-lite-v1:0"
+TOOL = {"name": "lookup", "description": "Look a word up", "input_schema": {"type": "object"}}
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"tools": [TOOL]},
+        {"tools": [TOOL], "tool_choice": {"type": "auto"}},
+        {"response_format": {"name": "o", "schema": {}}},
+    ],
+)
+def test_a_native_job_for_amazon_nova_with_tools_or_structured_output_is_refused_naming_the_field(extra):
+    """Nova's batch body carries no tools, tool_choice or response_format: a request with them must not run
+    without them (the doors refuse them too)."""
+    services = _services("on_demand")
+    body = {
+        "provider": "bedrock",
+        "model": NOVA,
+        "requests": {"a": {"messages": [{"role": "user", "content": "Hi"}], **extra}},
+    }
+    with pytest.raises(errors.InvalidRequestError) as refused:
+        create_job(services, owner="alice", body=body)
+    assert refused.value.details[0]["field"] == f"requests.a.{next(iter(extra))}"
+    assert services.jobs._jobs == {}  # type: ignore[attr-defined]  # nothing stored, nothing started
+
+
+def test_a_native_job_for_claude_on_bedrock_keeps_its_tools():
+    services = _services("on_demand")
+    body = {
+        "provider": "bedrock",
+        "model": CLAUDE,
+        "requests": {"a": {"messages": [{"role": "user", "content": "Hi"}], "tools": [TOOL]}},
+    }
+    assert create_job(services, owner="alice", body=body).request_counts.total == 1

@@ -15,6 +15,7 @@ from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.provider_options import ALLOWED as ALLOWED_OPTIONS
+from batch_gateway.models.request_extras import extras_the_model_drops
 
 PROVIDERS = ("anthropic", "openai", "bedrock")
 ENDPOINTS = ("chat", "responses", "embeddings")
@@ -501,9 +502,12 @@ def iter_normalized(
     provider: str,
     endpoint: str | None = None,
     problems: list[dict[str, Any]] | None = None,
+    model: str = "",
 ) -> Iterator[dict[str, Any]]:
     """Yield normalised requests; collect every problem (with its line, for files) and raise them together at the
-    end. ``problems`` may already hold what a file reader found while producing ``requests``."""
+    end. ``problems`` may already hold what a file reader found while producing ``requests``. With ``model``, a
+    request carrying what that model's body cannot (tools or structured output on Amazon Nova) is a problem too,
+    never a request run without them."""
     problems = [] if problems is None else problems
     for caller_id, raw, line in requests:
         why = check_caller_id(caller_id)
@@ -517,9 +521,12 @@ def iter_normalized(
             except RecursionError:
                 detail = _detail(f"requests.{caller_id}", "the request is nested too deeply")
             else:
-                if not problems:
-                    yield item
-                continue
+                dropped = extras_the_model_drops(model, item)
+                if not dropped:
+                    if not problems:
+                        yield item
+                    continue
+                detail = _detail(f"requests.{caller_id}.{dropped[0]}", f"{model}'s batch body cannot carry it")
         if line is not None:
             detail = {"line": line, **detail}
         if len(problems) < 10 * MAX_ERROR_DETAILS:

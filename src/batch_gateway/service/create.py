@@ -169,7 +169,7 @@ def write_requests(
     """Normalise ``requests`` into the job's ``requests.jsonl``, streamed; how many. Any invalid request raises
     ``InvalidRequestError`` with every problem once all are read, and nothing is stored."""
     with services.payloads.writer(requests_key(job_id)) as writer:  # aborted (nothing stored) on any problem
-        for item in iter_normalized(requests, params, provider, endpoint, problems):
+        for item in iter_normalized(requests, params, provider, endpoint, problems, model):
             try:
                 line = _dumps(item).encode()
             except UnicodeEncodeError:
