@@ -16,6 +16,7 @@ from typing import Any
 from batch_gateway import constants
 from batch_gateway.contract.errors import ConflictError, InvalidRequestError, NotFoundError
 from batch_gateway.models.jobs import Job, JobStatus
+from batch_gateway.models.jsonl import split_lines
 from batch_gateway.models.openai_format import (
     COMPLETION_WINDOWS,
     ENDPOINTS,
@@ -28,6 +29,7 @@ from batch_gateway.models.openai_format import (
 )
 from batch_gateway.models.requests import MAX_ERROR_DETAILS, check_storable
 from batch_gateway.models.routing import provider_for_model
+from batch_gateway.ports import PayloadWriter
 from batch_gateway.service.cancel import cancel_job
 from batch_gateway.service.context import Services
 from batch_gateway.service.create import create_deferred_job, create_door_job
@@ -36,6 +38,7 @@ PREFIX = constants.OPENAI_DOOR_PREFIX
 DOOR = "openai"
 UPLOAD_MAX_BYTES = 8 * 1024**3  # OpenAI's own upload limit
 UPLOAD_TTL = 3600
+READ_PIECE = 1024 * 1024  # a part is read (and the joined file written) in pieces of this size
 PRESIGN_SECONDS = 3600
 LIST_MAX = 100
 BATCH_FIELDS = frozenset({"input_file_id", "endpoint", "completion_window", "metadata", "output_expires_after"})
@@ -112,7 +115,14 @@ def _store_file(
     services: Services, owner: str, file_id: str, filename: str, purpose: str, data: bytes
 ) -> dict[str, Any]:
     services.payloads.put_bytes(file_content_key(owner, file_id), data)
-    meta = {"id": file_id, "bytes": len(data), "created_at": int(time.time()), "filename": filename, "purpose": purpose}
+    return _store_file_meta(services, owner, file_id, filename, purpose, len(data))
+
+
+def _store_file_meta(
+    services: Services, owner: str, file_id: str, filename: str, purpose: str, size: int
+) -> dict[str, Any]:
+    """The file's record, written after its content: a file is listed only once its content is there."""
+    meta = {"id": file_id, "bytes": size, "created_at": int(time.time()), "filename": filename, "purpose": purpose}
     services.payloads.put_bytes(file_meta_key(owner, file_id), json.dumps(meta).encode(), "application/json")
     return _file_object(meta)
 
@@ -232,33 +242,58 @@ def add_upload_part(services: Services, owner: str, upload_id: str, data: bytes)
 
 
 def complete_upload(services: Services, owner: str, upload_id: str, body: Any) -> dict[str, Any]:
-    """Join the parts in the order given into a file, checked as a batch input file (400 and nothing stored)."""
+    """Join the parts, in the order given, into the file's content as a stream: memory holds a piece of a part, never
+    the file (the parts cut lines and UTF-8 characters anywhere; the stream rejoins them). A file up to the
+    synchronous bound is checked line by line on the way (a 400 naming the line, nothing stored); a larger one is
+    checked when a batch is created from it, by the workflow's Plan (decision 0054)."""
     meta = _upload(services, owner, upload_id)
     part_ids = body.get("part_ids") if isinstance(body, dict) else None
     if not isinstance(part_ids, list) or not part_ids or not all(isinstance(p, str) for p in part_ids):
         raise InvalidRequestError("part_ids must list the upload's parts in order", details=[{"field": "part_ids"}])
     keys = [_part_key(owner, upload_id, p) for p in part_ids]
-    missing = [
-        p for p, k in zip(part_ids, keys, strict=True) if not _valid_id(p, "part") or not services.payloads.exists(k)
-    ]
-    if missing:
+    total = 0
+    for part_id, key in zip(part_ids, keys, strict=True):
+        found = services.payloads.head(key) if _valid_id(part_id, "part") else None
+        if found is None:
+            raise InvalidRequestError(
+                f"part {part_id[:64]} is not a part of this upload", details=[{"field": "part_ids"}]
+            )
+        total += found[1]
+    if total != meta["bytes"]:
         raise InvalidRequestError(
-            f"part {missing[0][:64]} is not a part of this upload", details=[{"field": "part_ids"}]
-        )
-    data = b"".join(services.payloads.get_bytes(k) for k in keys)
-    if len(data) != meta["bytes"]:
-        raise InvalidRequestError(
-            f"the parts hold {len(data)} bytes; the upload was created for {meta['bytes']}",
+            f"the parts hold {total} bytes; the upload was created for {meta['bytes']}",
             details=[{"field": "part_ids", "message": "size mismatch"}],
         )
-    _, problems = check_file(_lines(data))
-    raise_problems(problems, "the file is not a valid batch input file")
-    file = _store_file(services, owner, "file-" + upload_id[len("upload-") :], meta["filename"], "batch", data)
+    file_id = "file-" + upload_id[len("upload-") :]
+    with services.payloads.writer(file_content_key(owner, file_id)) as writer:  # aborted by a problem: no object
+        pieces = _written(writer, _parts(services, keys))
+        if total <= services.settings.sync_input_max_bytes:
+            _, problems = check_file(split_lines(pieces))
+            raise_problems(problems, "the file is not a valid batch input file")
+        for _ in pieces:  # the rest (all of a file left to Plan)
+            pass
+    file = _store_file_meta(services, owner, file_id, meta["filename"], "batch", total)
     meta["status"] = "completed"
     _put_upload(services, owner, meta)
     for key in keys:
         services.payloads.delete(key)
     return _upload_object(meta, file)
+
+
+def _parts(services: Services, keys: list[str]) -> Iterator[bytes]:
+    for key in keys:
+        body = services.payloads.open_object(key)
+        try:
+            while piece := body.read(READ_PIECE):
+                yield piece
+        finally:
+            body.close()
+
+
+def _written(writer: PayloadWriter, pieces: Iterator[bytes]) -> Iterator[bytes]:
+    for piece in pieces:
+        writer.write(piece)
+        yield piece
 
 
 def cancel_upload(services: Services, owner: str, upload_id: str) -> dict[str, Any]:
