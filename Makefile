@@ -18,10 +18,10 @@ LINT_TEMPLATE := BatchGatewayStack.template.json
 CHECKOV := BC_SKIP_MAPPING=TRUE CKV_SKIP_PACKAGE_UPDATE_CHECK=true $(LINT_VENV)/bin/checkov --framework cloudformation \
 	--skip-download --quiet --compact
 
-.PHONY: help install demo local test test-unit test-integration test-infra test-e2e synth lint bench clean
+.PHONY: help install demo local test test-unit test-integration test-infra test-e2e test-gllm synth lint bench clean
 
 help:
-	@echo "make demo | local | test (test-unit | test-integration | test-infra | test-e2e) | synth | lint | bench | clean"
+	@echo "make demo | local | test (test-unit | test-integration | test-infra | test-e2e | test-gllm) | synth | lint | bench | clean"
 
 $(VENV_STAMP): pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -60,6 +60,17 @@ test-infra: $(VENV_STAMP) $(LINT_STAMP)
 
 test-e2e: $(VENV_STAMP)
 	$(UV) run --frozen pytest -n 2 -q tests/e2e
+
+# The seed example program with gllm-inference's own invokers (OpenAILMInvoker with base_url, AnthropicLMInvoker with
+# ANTHROPIC_BASE_URL) through both doors. gllm-inference brings ~500 MB of dependencies (langchain, pandas, ...), so
+# it gets its own venv from the registry (~2 minutes the first time) and is not in uv.lock; `make test` skips this
+# test unless GLLM_PYTHON names an interpreter that has it.
+GLLM_VENV := .venv-gllm
+GLLM_PACKAGE := gllm-inference-binary[openai,anthropic]==0.6.188.post2
+test-gllm: $(VENV_STAMP)
+	@test -x $(GLLM_VENV)/bin/python || { $(UV) venv --quiet --python 3.11 $(GLLM_VENV) && \
+		$(UV) pip install --quiet --python $(GLLM_VENV)/bin/python '$(GLLM_PACKAGE)'; }
+	GLLM_PYTHON=$(CURDIR)/$(GLLM_VENV)/bin/python $(UV) run --frozen pytest -q -p no:randomly tests/e2e/test_gllm_seed.py
 
 # Real bundling (pip for the Lambda platform, no Docker): writes cdk.out/BatchGatewayStack.template.json.
 synth: $(VENV_STAMP) node_modules/.installed

@@ -1,9 +1,9 @@
 """The seed example program runs with gllm-inference's invoker classes against the gateway's compatible doors.
 
 gllm-inference (``gllm-inference-binary`` on PyPI, with its ``openai`` and ``anthropic`` extras) brings about 500 MB
-of dependencies (langchain, pandas, numpy, ...), so it is not in this project's lock: point ``GLLM_PYTHON`` at an
-interpreter that has it (``uv venv /tmp/gllm && uv pip install --python /tmp/gllm/bin/python
-'gllm-inference-binary[openai,anthropic]'``), or install it into this venv; otherwise the test is skipped.
+of dependencies (langchain, pandas, numpy, ...), so it is not in this project's lock: ``make test-gllm`` installs it
+from the registry into ``.venv-gllm`` and runs this test with ``GLLM_PYTHON`` pointing there; otherwise (``make
+test``) the test is skipped.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _gllm_python() -> str:
         pytest.skip(f"GLLM_PYTHON={candidate} is not an interpreter")
     found = subprocess.run([candidate, "-c", "import gllm_inference.lm_invoker"], capture_output=True, timeout=120)
     if found.returncode != 0:
-        pytest.skip("gllm-inference is not installed (set GLLM_PYTHON to an interpreter that has it)")
+        pytest.skip("gllm-inference is not installed: `make test-gllm` installs it in .venv-gllm and runs this test")
     return candidate
 
 
