@@ -143,14 +143,17 @@ class RequestCounts(Record):
 
 @dataclasses.dataclass(kw_only=True)
 class Usage(Record):
+    """Tokens by how they are billed: ``input_tokens`` at the plain input rate (OpenAI: prompt tokens less cached
+    ones), cache writes and reads apart; ``output_tokens`` includes ``reasoning_tokens`` (informational)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def add(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-        )
+        return Usage(**{k: getattr(self, k) + getattr(other, k) for k in _field_names(Usage)})
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -1,47 +1,96 @@
-"""Estimated cost in USD: list prices per million tokens, halved for batch; requests that ran on demand instead of in
-a batch (Bedrock's small jobs, decision 0039) at the full list price. Unknown models cost None.
+"""Cost in USD from a versioned price table (``prices.json`` beside this module): per (provider, model prefix) the
+batch prices of plain input, output, cache writes and cache reads in USD per million tokens, the synchronous
+(on-demand) prices beside them, and where and when each row was read. Requests that ran on demand instead of in a
+batch (Bedrock's small jobs, decision 0039) cost the synchronous prices. An unknown model has no cost (``total``
+None and a reason), never 0.
 
-Estimates only; the provider's invoice is the truth. Prices as published in 2025-2026.
+A deployment overrides rows without a code change (decision 0060): ``PriceTable.merged`` lays override rows over
+the file's by provider + model prefix; ``wiring`` reads them from an SSM parameter. The provider's invoice is the
+truth; these are the published list prices.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from functools import cache
+from importlib import resources
+from typing import Any
 
 from batch_gateway.constants import ON_DEMAND_BATCH_PREFIX
 from batch_gateway.models.jobs import Chunk, Usage
 
-# (provider, model prefix) -> (input $/MTok, output $/MTok) at standard (non-batch) prices; the first match wins.
-LIST_PRICES: list[tuple[str, str, float, float]] = [
-    ("anthropic", "claude-opus-4", 15.0, 75.0),
-    ("anthropic", "claude-sonnet-4", 3.0, 15.0),
-    ("anthropic", "claude-3-7-sonnet", 3.0, 15.0),
-    ("anthropic", "claude-3-5-haiku", 0.8, 4.0),
-    ("anthropic", "claude-haiku-4", 1.0, 5.0),
-    ("openai", "gpt-4o-mini", 0.15, 0.6),
-    ("openai", "gpt-4o", 2.5, 10.0),
-    ("openai", "gpt-4.1-mini", 0.4, 1.6),
-    ("openai", "gpt-4.1", 2.0, 8.0),
-    ("openai", "text-embedding-3-small", 0.02, 0.0),
-    ("openai", "text-embedding-3-large", 0.13, 0.0),
-    # Amazon Bedrock on-demand prices in us-east-1 (other regions and long-context tiers differ), from
-    # https://aws.amazon.com/bedrock/pricing/ as read on 2026-12-01; its batch inference price for each of these
-    # models is 50% of on-demand. Matched on the model id without its inference-profile geography or ARN
-    # (`_bedrock_model`), so `us.anthropic.claude-...` prices as `anthropic.claude-...`.
-    ("bedrock", "anthropic.claude-opus-4-5", 5.0, 25.0),
-    ("bedrock", "anthropic.claude-opus-4", 15.0, 75.0),  # Opus 4 and 4.1
-    ("bedrock", "anthropic.claude-sonnet-4", 3.0, 15.0),  # Sonnet 4 and 4.5, prompts up to 200K tokens
-    ("bedrock", "anthropic.claude-3-7-sonnet", 3.0, 15.0),
-    ("bedrock", "anthropic.claude-3-5-sonnet", 3.0, 15.0),
-    ("bedrock", "anthropic.claude-haiku-4-5", 1.0, 5.0),
-    ("bedrock", "anthropic.claude-3-5-haiku", 0.8, 4.0),
-    ("bedrock", "anthropic.claude-3-haiku", 0.25, 1.25),
-    ("bedrock", "amazon.nova-micro", 0.035, 0.14),
-    ("bedrock", "amazon.nova-lite", 0.06, 0.24),
-    ("bedrock", "amazon.nova-pro", 0.8, 3.2),
-]
-BATCH_DISCOUNT = 0.5
+CURRENCY = "USD"
+PARTS = ("input", "output", "cache_write", "cache_read")  # priced parts of a Usage, in the cost object's order
 _BEDROCK_FAMILIES = ("anthropic.", "amazon.")
+MILLION = 1_000_000
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Rates:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ModelPrice:
+    provider: str
+    model: str  # a prefix of the model id (Bedrock: without inference-profile geography or ARN)
+    batch: Rates
+    sync: Rates
+    date: str = ""
+    source: str = ""
+    note: str = ""
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], base: ModelPrice | None = None) -> ModelPrice:
+        """A row of the table or of an override. Over ``base`` a row may name only what it changes; a new row needs
+        at least ``input`` and ``output`` (cache writes then cost input, cache reads input, sync twice batch)."""
+        if not isinstance(row, Mapping):
+            raise ValueError("a price row is an object")
+        provider, model = row.get("provider"), row.get("model")
+        if not isinstance(provider, str) or not provider or not isinstance(model, str) or not model:
+            raise ValueError("a price row needs a provider and a model prefix")
+        batch = _rates(row, base.batch if base else None, None)
+        sync_row = row.get("sync") or {}
+        if not isinstance(sync_row, Mapping):
+            raise ValueError(f"{provider}/{model}: sync is an object of prices")
+        doubled = Rates(**{part: getattr(batch, part) * 2 for part in PARTS})
+        sync = _rates(sync_row, base.sync if base else None, doubled)
+        return cls(
+            provider=provider,
+            model=model,
+            batch=batch,
+            sync=sync,
+            date=str(row.get("date") or (base.date if base else "")),
+            source=str(row.get("source") or (base.source if base else "")),
+            note=str(row.get("note") or (base.note if base else "")),
+        )
+
+
+def _rates(row: Mapping[str, Any], base: Rates | None, fallback: Rates | None) -> Rates:
+    values: dict[str, float] = {}
+    for part in PARTS:
+        value = row.get(part)
+        if value is None:
+            if base is not None:
+                value = getattr(base, part)
+            elif fallback is not None:
+                value = getattr(fallback, part)
+            elif part in ("input", "output"):
+                raise ValueError(f"a new price row needs {part}")
+            else:  # a cache part not given: cache tokens cost input
+                value = values["input"]
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or value != value:
+            raise ValueError(f"{part} is a price in USD per million tokens, not {value!r}")
+        values[part] = float(value)
+    return Rates(**values)
 
 
 def _bedrock_model(model: str) -> str:
@@ -51,25 +100,113 @@ def _bedrock_model(model: str) -> str:
     return name[min(starts) :] if starts else name
 
 
-def _prices(provider: str, model: str) -> tuple[float, float] | None:
-    if provider == "bedrock":
-        model = _bedrock_model(model)
-    for name, prefix, input_price, output_price in LIST_PRICES:
-        if name == provider and model.startswith(prefix):
-            return input_price, output_price
-    return None
+@dataclasses.dataclass(frozen=True)
+class PriceTable:
+    version: str
+    rows: tuple[ModelPrice, ...]
+
+    def price_for(self, provider: str, model: str) -> ModelPrice | None:
+        """The row with the longest model prefix that starts ``model`` (Bedrock ids matched without geography/ARN)."""
+        if provider == "bedrock":
+            model = _bedrock_model(model)
+        matches = [row for row in self.rows if row.provider == provider and model.startswith(row.model)]
+        return max(matches, key=lambda row: len(row.model), default=None)
+
+    def merged(self, overrides: Any) -> PriceTable:
+        """This table with override rows laid over it by provider + model prefix. ``overrides`` is a list of rows,
+        or ``{"version"?: str, "rows": [...]}``, or ``{}`` (none). Raises ValueError for anything else."""
+        if isinstance(overrides, Mapping):
+            extra = set(overrides) - {"version", "rows"}
+            if extra:
+                raise ValueError(f"unknown override keys {sorted(extra)}: expected version and rows")
+            rows = overrides.get("rows") or []
+            label = overrides.get("version")
+        else:
+            rows, label = overrides, None
+        if not isinstance(rows, list):
+            raise ValueError("override rows are a list")
+        if not rows:
+            return self
+        by_key = {(row.provider, row.model): row for row in self.rows}
+        for raw in rows:
+            base = by_key.get((str(raw.get("provider")), str(raw.get("model")))) if isinstance(raw, Mapping) else None
+            row = ModelPrice.from_row(raw, base)
+            by_key[(row.provider, row.model)] = row
+        if not isinstance(label, str) or not label:
+            label = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:8]
+        return PriceTable(version=f"{self.version}+{label}", rows=tuple(by_key.values()))
 
 
-def estimate_cost(provider: str, model: str, usage: Usage, *, on_demand: Usage | None = None) -> float | None:
-    """``usage`` at batch prices plus ``on_demand`` (requests that ran outside a batch) at list prices."""
-    prices = _prices(provider, model)
-    if prices is None:
-        return None
-    input_price, output_price = prices
-    on_demand = on_demand or Usage()
-    batch = (usage.input_tokens * input_price + usage.output_tokens * output_price) * BATCH_DISCOUNT
-    full = on_demand.input_tokens * input_price + on_demand.output_tokens * output_price
-    return round((batch + full) / 1_000_000, 6)
+def load_table(document: Mapping[str, Any]) -> PriceTable:
+    return PriceTable(
+        version=str(document["version"]), rows=tuple(ModelPrice.from_row(row) for row in document["rows"])
+    )
+
+
+@cache
+def file_table() -> PriceTable:
+    """The table shipped with the code (``prices.json``)."""
+    text = resources.files("batch_gateway.models").joinpath("prices.json").read_text(encoding="utf-8")
+    return load_table(json.loads(text))
+
+
+def price_for(provider: str, model: str, *, table: PriceTable | None = None) -> ModelPrice | None:
+    return (table or file_table()).price_for(provider, model)
+
+
+def _parts(usage: Usage) -> dict[str, int]:
+    return {
+        "input": usage.input_tokens,
+        "output": usage.output_tokens,
+        "cache_write": usage.cache_creation_input_tokens,
+        "cache_read": usage.cache_read_input_tokens,
+    }
+
+
+def unknown_cost(provider: str, model: str) -> dict[str, Any]:
+    return {"currency": CURRENCY, "total": None, "reason": f"no price is known for {provider} model {model!r}"}
+
+
+def cost_of(
+    provider: str, model: str, usage: Usage, *, on_demand: bool = False, table: PriceTable | None = None
+) -> dict[str, Any]:
+    """``{"currency", "input", "output", "cache_write", "cache_read", "total", "sync_total", "saving",
+    "price_version"}`` in USD: ``usage`` at batch prices (``on_demand``: at the synchronous prices, no saving);
+    ``sync_total`` is what the same tokens cost synchronously. Unknown model: ``total`` None and a ``reason``."""
+    table = table or file_table()
+    price = table.price_for(provider, model)
+    if price is None:
+        return unknown_cost(provider, model)
+    tokens = _parts(usage)
+    rates = price.sync if on_demand else price.batch
+    parts = {part: tokens[part] * getattr(rates, part) / MILLION for part in PARTS}
+    sync_total = sum(tokens[part] * getattr(price.sync, part) for part in PARTS) / MILLION
+    total = sum(parts.values())
+    return {
+        "currency": CURRENCY,
+        **{part: round(value, 6) for part, value in parts.items()},
+        "total": round(total, 6),
+        "sync_total": round(sync_total, 6),
+        "saving": round(sync_total - total, 6),
+        "price_version": table.version,
+    }
+
+
+def add_costs(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
+    """The sum of two cost objects; unknown (``total`` None) wins: a partial sum would read as the whole cost."""
+    if first.get("total") is None:
+        return dict(first)
+    if second.get("total") is None:
+        return dict(second)
+    summed = {
+        key: round(first[key] + second[key], 6) for key in (*PARTS, "total", "sync_total", "saving") if key in first
+    }
+    return {"currency": CURRENCY, **summed, "price_version": first.get("price_version")}
+
+
+def zero_cost(provider: str, model: str, *, table: PriceTable | None = None) -> dict[str, Any]:
+    """What nothing costs for this model (an unknown model: ``total`` None and the reason)."""
+    return cost_of(provider, model, Usage(), table=table)
 
 
 def ran_on_demand(chunk: Chunk) -> bool:
@@ -77,12 +214,33 @@ def ran_on_demand(chunk: Chunk) -> bool:
     return (chunk.provider_batch_id or "").startswith(ON_DEMAND_BATCH_PREFIX)
 
 
-def chunks_cost(provider: str, model: str, chunks: Iterable[Chunk]) -> float | None:
-    """The estimate for these chunks' usage: each chunk at the price of the way it ran."""
+def chunks_cost_detail(
+    provider: str, model: str, chunks: Iterable[Chunk], *, table: PriceTable | None = None
+) -> dict[str, Any]:
+    """The cost object for these chunks' usage: each chunk at the price of the way it ran."""
     batch, on_demand = Usage(), Usage()
     for chunk in chunks:
         if ran_on_demand(chunk):
             on_demand = on_demand.add(chunk.usage)
         else:
             batch = batch.add(chunk.usage)
-    return estimate_cost(provider, model, batch, on_demand=on_demand)
+    return add_costs(
+        cost_of(provider, model, batch, table=table), cost_of(provider, model, on_demand, on_demand=True, table=table)
+    )
+
+
+def chunks_cost(provider: str, model: str, chunks: Iterable[Chunk], *, table: PriceTable | None = None) -> float | None:
+    """``chunks_cost_detail``'s total (the job's ``cost_usd``)."""
+    total = chunks_cost_detail(provider, model, chunks, table=table)["total"]
+    return None if total is None else float(total)
+
+
+def estimate_cost(
+    provider: str, model: str, usage: Usage, *, on_demand: Usage | None = None, table: PriceTable | None = None
+) -> float | None:
+    """``usage`` at batch prices plus ``on_demand`` (requests that ran outside a batch) at synchronous prices."""
+    cost = add_costs(
+        cost_of(provider, model, usage, table=table),
+        cost_of(provider, model, on_demand or Usage(), on_demand=True, table=table),
+    )
+    return None if cost["total"] is None else float(cost["total"])

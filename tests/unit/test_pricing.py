@@ -1,0 +1,141 @@
+"""The price table: every row names its source and date, batch is half the synchronous price, cache tokens are priced
+apart, an unknown model has no cost (never 0), and override rows merge over the file's by provider + model prefix."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from batch_gateway.models.jobs import Usage
+from batch_gateway.models.pricing import PriceTable, cost_of, file_table, price_for
+
+USAGE = Usage(
+    input_tokens=1_000_000,
+    output_tokens=2_000_000,
+    cache_creation_input_tokens=3_000_000,
+    cache_read_input_tokens=4_000_000,
+    reasoning_tokens=500_000,
+)
+
+
+def _document() -> dict:
+    return json.loads(resources.files("batch_gateway.models").joinpath("prices.json").read_text())
+
+
+def test_every_row_has_a_source_a_date_and_batch_prices_at_half_the_synchronous_ones():
+    document = _document()
+    assert document["version"]
+    for row in document["rows"]:
+        assert row["source"].startswith("https://"), row
+        assert len(row["date"]) == 10, row
+        for part in ("input", "output", "cache_write", "cache_read"):
+            assert row[part] == pytest.approx(row["sync"][part] / 2), (row["model"], part)
+
+
+@pytest.mark.parametrize(
+    ("provider", "model"),
+    [
+        ("anthropic", "claude-sonnet-4-5-20250929"),
+        ("anthropic", "claude-haiku-4-5"),
+        ("bedrock", "us.anthropic.claude-sonnet-4-20250514-v1:0"),
+    ],
+)
+def test_anthropic_cache_writes_cost_1_25x_and_reads_0_1x_input(provider, model):
+    price = price_for(provider, model)
+    assert price is not None
+    assert price.sync.cache_write == pytest.approx(price.sync.input * 1.25)
+    assert price.sync.cache_read == pytest.approx(price.sync.input * 0.1)
+
+
+def test_openai_has_no_cache_write_charge_and_publishes_cached_input():
+    price = price_for("openai", "gpt-4o-mini-2024-07-18")
+    assert price is not None
+    assert (price.sync.input, price.sync.cache_read, price.sync.cache_write) == (0.15, 0.075, 0.0)
+
+
+def test_the_longest_prefix_wins_so_opus_4_5_is_not_priced_as_opus_4():
+    assert price_for("anthropic", "claude-opus-4-5-20251101").sync.input == 5.0  # type: ignore[union-attr]
+    assert price_for("anthropic", "claude-opus-4-1-20250805").sync.input == 15.0  # type: ignore[union-attr]
+    assert price_for("openai", "gpt-4o-mini").sync.input == 0.15  # type: ignore[union-attr]
+    assert price_for("openai", "gpt-4o-2024-08-06").sync.input == 2.5  # type: ignore[union-attr]
+
+
+def test_cost_of_prices_each_part_and_the_saving():
+    cost = cost_of("anthropic", "claude-sonnet-4-20250514", USAGE)
+    # batch: 1 x 1.5 + 2 x 7.5 + 3 x 1.875 + 4 x 0.15 = 22.725; synchronous twice that
+    assert cost == {
+        "currency": "USD",
+        "input": 1.5,
+        "output": 15.0,
+        "cache_write": 5.625,
+        "cache_read": 0.6,
+        "total": 22.725,
+        "sync_total": 45.45,
+        "saving": 22.725,
+        "price_version": file_table().version,
+    }
+
+
+def test_on_demand_costs_the_synchronous_price_and_saves_nothing():
+    cost = cost_of("anthropic", "claude-sonnet-4-20250514", USAGE, on_demand=True)
+    assert cost["total"] == cost["sync_total"] == 45.45
+    assert cost["saving"] == 0
+
+
+def test_an_unknown_model_has_no_total_and_says_why():
+    cost = cost_of("openai", "my-finetune", USAGE)
+    assert cost["total"] is None
+    assert "my-finetune" in cost["reason"]
+
+
+def test_an_override_row_changes_only_what_it_names_and_a_new_row_prices_a_new_model():
+    table = file_table().merged(
+        {
+            "version": "ops-1",
+            "rows": [
+                {"provider": "openai", "model": "gpt-4o-mini", "input": 0.1},
+                {"provider": "openai", "model": "my-finetune", "input": 1.0, "output": 4.0, "cache_read": 0.5},
+            ],
+        }
+    )
+    assert table.version == f"{file_table().version}+ops-1"
+    mini = table.price_for("openai", "gpt-4o-mini")
+    assert mini is not None
+    assert (mini.batch.input, mini.batch.output, mini.sync.input) == (0.1, 0.3, 0.15)
+    cost = cost_of(
+        "openai", "my-finetune-v2", Usage(input_tokens=1_000_000, cache_read_input_tokens=2_000_000), table=table
+    )
+    assert cost["total"] == 2.0
+    assert cost["sync_total"] == 4.0  # a new row without sync prices: twice batch
+    assert file_table().price_for("openai", "my-finetune") is None  # the file's table is untouched
+
+
+def test_no_overrides_is_the_file_table():
+    assert file_table().merged({}) is file_table()
+    assert file_table().merged([]) is file_table()
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        "not rows",
+        {"rows": "x"},
+        {"prices": []},
+        [{"provider": "openai", "model": "gpt-4o", "input": "cheap"}],
+        [{"provider": "openai", "model": "gpt-4o", "input": -1}],
+        [{"provider": "openai", "model": "new-model", "input": 1.0}],  # a new row without output
+        [{"model": "gpt-4o", "input": 1.0}],
+        [42],
+    ],
+)
+def test_a_bad_override_is_refused_whole(overrides):
+    with pytest.raises(ValueError):
+        file_table().merged(overrides)
+
+
+def test_a_table_prices_usage_without_cache_tokens_like_before():
+    table = PriceTable(version="t", rows=file_table().rows)
+    cost = cost_of("openai", "gpt-4o-mini", Usage(input_tokens=1_000_000, output_tokens=1_000_000), table=table)
+    assert cost["total"] == 0.375
