@@ -40,6 +40,10 @@ ENV_BEDROCK_KMS_KEY_ID = "BEDROCK_KMS_KEY_ID"  # the customer-managed key Bedroc
 # Gateway API keys (decision 0045): the secret their HMACs are keyed with (Keys and KeyAuthorizer only).
 ENV_KEY_PEPPER_SECRET_ARN = "API_KEY_PEPPER_SECRET_ARN"
 KEY_PEPPER_SECRET_NAME = "batch-gateway/api-key-pepper"
+ENV_PRICE_OVERRIDES_PARAMETER = "PRICE_OVERRIDES_PARAMETER"  # SSM parameter of price rows over prices.json (0060)
+ENV_RETRY_DEFAULT = "RETRY_DEFAULT"  # JSON: the retry option of jobs that give none (decision 0066); unset: off
+RETRY_OUTCOMES = ("expired", "rate_limited", "overloaded", "server_error")  # what a job's `retry.on` may name
+RETRY_MAX_ATTEMPTS = 5  # the most `retry.max_attempts` may be
 ENV_KEY_RATE_LIMIT = "API_KEY_RATE_LIMIT"  # requests per second per gateway key (KeyAuthorizer; decision 0046)
 DEFAULT_KEY_RATE_LIMIT = 20
 
@@ -87,6 +91,7 @@ WORKFLOW_HANDLERS = {
     "Plan": "lambdas.plan.handler",
     "Submit": "lambdas.submit.handler",
     "Poll": "lambdas.poll.handler",
+    "Retry": "lambdas.retry.handler",
     "Finalize": "lambdas.finalize.handler",
     "MarkFailed": "lambdas.mark_failed.handler",
 }

@@ -6,12 +6,16 @@ environment variables or the workflow state.
 
 from __future__ import annotations
 
+import json
 import os
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger
 
 from batch_gateway import constants
 from batch_gateway.contract.errors import ProviderAuthError
+from batch_gateway.models.pricing import PriceTable, file_table
 from batch_gateway.service.api_keys import ApiKeys
 from batch_gateway.service.context import Services
 from batch_gateway.settings import Settings
@@ -23,7 +27,10 @@ from batch_gateway.store.payloads import S3PayloadStore
 if TYPE_CHECKING:
     from batch_gateway.providers.base import BatchProvider
 
+logger = Logger(child=True)
+
 SECRET_MAX_AGE = 300
+PRICE_OVERRIDES_MAX_AGE = 300  # a changed override prices the next job within 5 minutes (decision 0060)
 
 
 @cache
@@ -91,7 +98,35 @@ def services() -> Services:
         emit_event=emit,
         describe_workflow=aws.execution_status,
         stop_workflow=aws.stop_execution,
+        prices=prices,
     )
+
+
+def prices() -> PriceTable:
+    """``prices.json`` with the override rows of the SSM parameter named by ``PRICE_OVERRIDES_PARAMETER`` laid over
+    it, read through Powertools' cache (``PRICE_OVERRIDES_MAX_AGE``). An override that cannot be read or is not valid
+    is logged without its value and ignored: pricing goes on from the file (decision 0060)."""
+    table = file_table()
+    name = os.environ.get(constants.ENV_PRICE_OVERRIDES_PARAMETER)
+    if not name:
+        return table
+    from aws_lambda_powertools.utilities import parameters
+
+    try:
+        value = parameters.get_parameter(name, max_age=PRICE_OVERRIDES_MAX_AGE)
+    except Exception as error:  # a price override must never stop a job's workflow
+        logger.error("price overrides unreadable; using prices.json", extra={"error_type": type(error).__name__})
+        return table
+    return _merged(table, value if isinstance(value, str) else "")
+
+
+@lru_cache(maxsize=4)
+def _merged(table: PriceTable, value: str) -> PriceTable:
+    try:
+        return table.merged(json.loads(value or "{}"))
+    except ValueError as error:
+        logger.error("price overrides ignored; using prices.json", extra={"reason": str(error)[:200]})
+        return table
 
 
 def _pepper() -> str:

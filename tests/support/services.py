@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from batch_gateway.models.pricing import PriceTable, file_table
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
 from batch_gateway.settings import Settings
@@ -28,6 +29,7 @@ def memory_services(
     emit_event: Callable[[str, dict[str, Any]], None] | None = None,
     describe_workflow: Callable[[str], str] | None = None,
     stop_workflow: Callable[[str], None] | None = None,
+    prices: Callable[[], PriceTable] | None = None,
 ) -> Services:
     """Fresh in-memory stores and the collaborators given; any other one raises ``AssertionError`` when called."""
     return Services(
@@ -40,4 +42,5 @@ def memory_services(
         emit_event=emit_event or unexpected("emit_event"),
         describe_workflow=describe_workflow or unexpected("describe_workflow"),
         stop_workflow=stop_workflow or unexpected("stop_workflow"),
+        prices=prices or file_table,  # pure: the file's table unless a test gives overrides
     )

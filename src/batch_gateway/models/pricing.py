@@ -88,7 +88,7 @@ def _rates(row: Mapping[str, Any], base: Rates | None, fallback: Rates | None) -
             else:  # a cache part not given: cache tokens cost input
                 value = values["input"]
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or value != value:
-            raise ValueError(f"{part} is a price in USD per million tokens, not {value!r}")
+            raise ValueError(f"{part} is not a price in USD per million tokens (a number >= 0)")
         values[part] = float(value)
     return Rates(**values)
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from batch_gateway.models.pricing import PriceTable
 from batch_gateway.ports import JobStore, PayloadStore
 from batch_gateway.settings import Settings
 
@@ -25,3 +26,4 @@ class Services:
     emit_event: Callable[[str, dict[str, Any]], None]  # (detail type, detail) -> an EventBridge event
     describe_workflow: Callable[[str], str]  # execution ARN -> RUNNING, FAILED, ..., or MISSING
     stop_workflow: Callable[[str], None]  # execution ARN -> stopped
+    prices: Callable[[], PriceTable]  # the price table with the deployment's overrides (cached 5 minutes)
