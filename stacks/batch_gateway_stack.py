@@ -13,6 +13,7 @@ from stacks.config import GatewayConfig
 from stacks.drop_folder import DropFolderConstruct
 from stacks.encryption import CustomerKey
 from stacks.functions import FunctionFactory
+from stacks.pricing import PricingConstruct
 from stacks.secrets import SecretsConstruct
 from stacks.storage import StorageConstruct
 from stacks.sweeper import SweeperConstruct
@@ -72,6 +73,8 @@ class BatchGatewayStack(Stack):
             if config.bedrock_enabled
             else None
         )
+        self.pricing = PricingConstruct(self, "Pricing", overrides=config.price_overrides)
+        self.pricing.grant_read(*(self.workflow.functions[f] for f in ("Poll", "Finalize", "MarkFailed")))
         self.alarms = AlarmsConstruct(
             self,
             "Alarms",

@@ -24,6 +24,9 @@ Context keys:
     ``aws`` (default): AWS-managed encryption at rest (SSE-S3, DynamoDB's and Secrets Manager's AWS-managed keys,
     SSE-SQS, CloudWatch Logs' own). ``customer``: one customer-managed KMS key (rotated yearly, kept when the stack
     is deleted) encrypts the payload bucket, jobs table, queues, log groups, secrets and alarm topic.
+``price_overrides``
+    Initial value of the price-overrides SSM parameter: JSON price rows laid over ``prices.json`` by provider + model
+    prefix, ``{"version": "...", "rows": [...]}`` or a list of rows; default ``{}`` (none). Decision 0060.
 ``bedrock_small_jobs``
     What a Bedrock job below the model's minimum records does: ``on_demand`` (default; its requests run through
     Converse at the on-demand price) or ``reject`` (400 at create naming the minimum). Decision 0039.
@@ -63,6 +66,7 @@ DEFAULTS: dict[str, Any] = {
     "bedrock_small_jobs": "on_demand",
     "bedrock_timeout_hours": constants.BEDROCK_TIMEOUT_HOURS,
     "bedrock_min_records": constants.BEDROCK_MIN_RECORDS,
+    "price_overrides": "{}",
     "bedrock_max_records": constants.BEDROCK_MAX_RECORDS,
     "bedrock_model_limits": "",
     "bedrock_on_demand_concurrency": constants.BEDROCK_ON_DEMAND_CONCURRENCY,
@@ -142,6 +146,7 @@ class GatewayConfig:
             raise ConfigError(
                 f"context 'log_retention_days' must be one of {sorted(_RETENTION)}, got {value('log_retention_days')!r}"
             )
+    price_overrides: str = "{}"  # JSON price rows over prices.json (decision 0060)
 
         prefix = str(value("drop_folder_prefix")).strip()
         if not prefix or prefix.startswith("/") or not prefix.endswith("/"):
@@ -206,6 +211,7 @@ class BedrockConfig:
     small_jobs: str = "on_demand"
     timeout_hours: int = constants.BEDROCK_TIMEOUT_HOURS
     min_records: int = constants.BEDROCK_MIN_RECORDS
+            price_overrides=_price_overrides(value("price_overrides")),
     max_records: int = constants.BEDROCK_MAX_RECORDS
     model_limits: str = ""  # JSON text, as the functions read it
     on_demand_concurrency: int = constants.BEDROCK_ON_DEMAND_CONCURRENCY
@@ -253,3 +259,15 @@ class BedrockConfig:
             model_limits=json.dumps(limits, sort_keys=True) if limits else "",
             on_demand_concurrency=number("bedrock_on_demand_concurrency", 1),
         )
+
+
+def _price_overrides(raw: Any) -> str:
+    """Context ``price_overrides`` as compact JSON: an object or a list (its rows are checked where prices are read,
+    which ignores a bad one; decision 0060)."""
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        value = None
+    if not isinstance(value, dict | list):
+        raise ConfigError(f"context 'price_overrides' must be a JSON object or list of price rows, got {raw!r}")
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)

@@ -439,6 +439,8 @@ class LocalStack:
             attrs[(logical_id, "Arn")] = f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/{name}"
         for logical_id in template.of_type("AWS::SNS::Topic"):
             refs[logical_id] = f"arn:aws:sns:{REGION}:{ACCOUNT}:{logical_id}"
+        for logical_id in template.of_type("AWS::SSM::Parameter"):
+            refs[logical_id] = logical_id  # a generated (simple) name, as CloudFormation gives one
 
         dynamodb = self.client("dynamodb")
         for logical_id, table in template.of_type("AWS::DynamoDB::Table").items():
@@ -453,6 +455,10 @@ class LocalStack:
             provider = next((p for p in PROVIDER_KEY_VARS if p in name.lower()), None)
             value = (self._provider_keys.get(provider) if provider else None) or "simulator-key"
             refs[logical_id] = secrets.create_secret(Name=name, SecretString=value)["ARN"]
+        ssm = self.client("ssm")
+        for logical_id, parameter in template.of_type("AWS::SSM::Parameter").items():
+            props = parameter["Properties"]
+            ssm.put_parameter(Name=refs[logical_id], Value=str(res(props["Value"])), Type=props.get("Type", "String"))
         events = self.client("events")
         for logical_id in template.of_type("AWS::Events::EventBus"):
             events.create_event_bus(Name=refs[logical_id])
