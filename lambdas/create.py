@@ -1,4 +1,5 @@
-"""POST /batches: validate, store the requests, record the job, start the workflow."""
+"""POST /batches: validate, store the requests, record the job, start the workflow; with ``"dry_run": true``,
+validate the same way and answer the estimate (200), keeping and starting nothing."""
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -7,7 +8,8 @@ from batch_gateway.edge.entry import api_handler
 from batch_gateway.edge.http import caller, json_body, json_response, make_resolver
 from batch_gateway.edge.idempotency import idempotency_key, run_once
 from batch_gateway.edge.observability import metrics
-from batch_gateway.service.create import create_job
+from batch_gateway.service.create import create_job, is_dry_run
+from batch_gateway.service.estimate import estimate_job
 
 app = make_resolver()
 
@@ -19,6 +21,10 @@ def create():
     owner = caller(event)
     key = idempotency_key(event.headers)
     body = json_body(event)  # validates content type, size and JSON before any key is recorded
+    if is_dry_run(body):  # nothing is kept, so nothing to make idempotent
+        estimate = estimate_job(services, owner, body)
+        metrics.add_metric(name="DryRuns", unit=MetricUnit.Count, value=1)
+        return json_response(200, estimate)
 
     def _create() -> dict:
         job = create_job(services, owner=owner, body=body)

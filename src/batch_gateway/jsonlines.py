@@ -2,7 +2,9 @@
 fallback for what orjson refuses (lone surrogates that a provider may send back escaped).
 
 ``make bench`` showed JSON decode and encode as a third of collect's time; orjson cuts that several-fold. The API
-functions do not load it (their bundle does not carry it).
+functions do not load it (their bundle does not carry it); where orjson is absent, the standard library writes the
+same bytes (a dry run's chunk plan builds provider lines in the Create function, ``service.estimate``), except for
+floats in exponent form (``1e-07`` here, ``1e-7`` from orjson).
 """
 
 from __future__ import annotations
@@ -10,10 +12,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import orjson
+try:
+    import orjson
+except ImportError:  # the API functions' bundle
+    orjson = None  # type: ignore[assignment]
+
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def loads(data: bytes | str) -> Any:
+    if orjson is None:
+        return json.loads(data)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -23,6 +32,6 @@ def loads(data: bytes | str) -> Any:
 def dumps(obj: Any) -> bytes:
     """Compact UTF-8 JSON, one line."""
     try:
-        return orjson.dumps(obj)
-    except TypeError:  # e.g. a lone surrogate: escape it rather than fail the line
+        return orjson.dumps(obj) if orjson is not None else _compact(obj).encode()
+    except (TypeError, UnicodeEncodeError):  # e.g. a lone surrogate: escape it rather than fail the line
         return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode()

@@ -227,6 +227,10 @@ class Job(Record):
     # {"key", "format": "gateway" | "openai", "bytes", "endpoint"}; Plan adds "read": true once the normalised
     # requests are written, or "problems": [{"line", "message", "field"?}, ...] when a line is bad (the job fails).
     input_file: dict[str, Any] | None = None
+    # The most the job can cost (USD, decision 0062), from the create pass that normalised its requests: input
+    # bytes as tokens plus every request reaching max_tokens; None for a model without a price (and for a job whose
+    # input file Plan reads, until then). Budgets reserve it.
+    estimate_usd: float | None = None
 
     def public(self, chunks: list[Chunk] | None = None) -> dict[str, Any]:
         return {

@@ -1,12 +1,18 @@
 """Create a job: validate everything, store the normalised requests, record the job, start the workflow.
 
 A rejected body stores nothing and starts nothing; a failure after the first write undoes what was written.
+
+A dry run (``POST /batches {"dry_run": true}``, ``service.estimate``) takes this same path with a ``DryRun`` in
+place of the requests' writer (set by :func:`dry_run`, so uploads and their header lines go through the same
+functions): every check runs, nothing is written, recorded or started.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -25,15 +31,49 @@ from batch_gateway.models.requests import (
     job_hyperparameters,
 )
 from batch_gateway.service.context import Services
+from batch_gateway.service.estimate import DryRun, RequestStats, job_high_estimate
 from batch_gateway.service.keys import requests_key
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 logger = Logger(child=True)
 
+_dry_run: ContextVar[DryRun | None] = ContextVar("batch_gateway_dry_run", default=None)
+
+
+@contextmanager
+def dry_run() -> Iterator[DryRun]:
+    """Creates inside this block check everything and keep nothing: the requests are measured, not written, and
+    the job is neither recorded nor started (``DryRun.job`` is the job that would have been)."""
+    run = DryRun()
+    token = _dry_run.set(run)
+    try:
+        yield run
+    finally:
+        _dry_run.reset(token)
+
+
+def is_dry_run(body: Any) -> bool:
+    """A create body asking for an estimate only (``"dry_run": true``)."""
+    return isinstance(body, dict) and body.get("dry_run") is True
+
+
+def _without_dry_run(body: Any) -> Any:
+    """The body without its ``dry_run`` flag (true or false), which must be a boolean."""
+    if not isinstance(body, dict) or "dry_run" not in body:
+        return body
+    if not isinstance(body["dry_run"], bool):
+        raise InvalidRequestError(
+            "invalid batch: dry_run: must be true or false",
+            details=[{"field": "dry_run", "message": "must be true or false"}],
+        )
+    return {name: value for name, value in body.items() if name != "dry_run"}
+
 
 def create_job(services: Services, *, owner: str, body: Any, source: str = "api") -> Job:
-    """A job from a ``POST /batches`` body: inline ``requests``, or an uploaded ``input_file``."""
+    """A job from a ``POST /batches`` body: inline ``requests``, or an uploaded ``input_file``. Under
+    :func:`dry_run` nothing is kept (the body's ``dry_run`` flag itself is read by the caller)."""
+    body = _without_dry_run(body)
     if isinstance(body, dict) and "input_file" in body:
         from batch_gateway.service.uploads import create_job_from_upload  # it builds on this module
 
@@ -78,7 +118,19 @@ def _create(
 ) -> Job:
     params = _checked(services, spec)
     job_id = job_id or new_job_id()
-    total = write_requests(
+    job = Job(
+        id=job_id,
+        owner=owner,
+        provider=spec.provider,
+        model=spec.model,
+        endpoint=spec.endpoint if spec.provider == "openai" else None,
+        hyperparameters=params,
+        provider_options=spec.provider_options,
+    )
+    dry = _dry_run.get()
+    if dry is not None:
+        dry.begin(services, job)
+    stats = write_requests(
         services,
         job_id,
         provider=spec.provider,
@@ -87,7 +139,9 @@ def _create(
         params=params,
         requests=requests,
         problems=problems,
+        dry_run=dry,
     )
+    total = stats.requests
     job = Job(
         id=job_id,
         owner=owner,
@@ -102,7 +156,11 @@ def _create(
         drop_name=drop_name,
         door=door,
         door_fields=door_fields or {},
+        estimate_usd=job_high_estimate(services, spec.provider, spec.model, stats),
     )
+    if dry is not None:  # nothing was written: nothing to record or start
+        dry.stats, dry.job = stats, job
+        return job
     return _start(services, job)
 
 
@@ -119,9 +177,17 @@ def create_deferred_job(
     """A job whose input file is too large to check while the caller waits (decision 0054): its settings are
     checked now, its requests are read, checked and normalised by the workflow's Plan (``service.input_files``).
     It is stored with the file's reference and no requests (``request_counts.total`` is 0 until Plan has read
-    them); a bad line fails the job with line-numbered problems, and nothing is ever sent."""
+    them); a bad line fails the job with line-numbered problems, and nothing is ever sent. A dry run is refused
+    after the settings' checks: it reads input files only up to the synchronous bound."""
     spec = CreateJobInput.parse({**settings, "requests": {"-": None}})
     params = _checked(services, spec)
+    if _dry_run.get() is not None:
+        limit = services.settings.sync_input_max_bytes
+        raise InvalidRequestError(
+            f"a dry run reads input files of up to {limit:,} bytes; this one is larger (its requests are read when "
+            "the batch is planned, after create)",
+            details=[{"field": "input_file", "message": f"larger than {limit} bytes: no dry run"}],
+        )
     job = Job(
         id=new_job_id(),
         owner=owner,
@@ -165,10 +231,14 @@ def write_requests(
     params: dict[str, Any],
     requests: Iterable[tuple[str, Any, int | None]],
     problems: list[dict[str, Any]] | None = None,
-) -> int:
-    """Normalise ``requests`` into the job's ``requests.jsonl``, streamed; how many. Any invalid request raises
-    ``InvalidRequestError`` with every problem once all are read, and nothing is stored."""
-    with services.payloads.writer(requests_key(job_id)) as writer:  # aborted (nothing stored) on any problem
+    dry_run: DryRun | None = None,
+) -> RequestStats:
+    """Normalise ``requests`` into the job's ``requests.jsonl``, streamed; how many and how large
+    (``RequestStats``: the high estimate's inputs). Any invalid request raises ``InvalidRequestError`` with every
+    problem once all are read, and nothing is stored. ``dry_run``: each request is measured by it, not written."""
+    stats = RequestStats(embeddings=endpoint == "embeddings")
+    writer = _NullWriter() if dry_run is not None else services.payloads.writer(requests_key(job_id))
+    with writer:  # aborted (nothing stored) on any problem
         for item in iter_normalized(requests, params, provider, endpoint, problems, model):
             try:
                 line = _dumps(item).encode()
@@ -178,9 +248,24 @@ def write_requests(
                     details=[{"field": f"requests.{item['id'][:100]}", "message": "invalid Unicode"}],
                 ) from None
             writer.write_line(line)
-        total = writer.lines_written
-        _check_small_job(services, provider, model, total)  # in the writer: a refusal stores nothing
-    return total
+            stats.add(item, len(line) + 1)
+            if dry_run is not None:
+                dry_run.add(item)
+        _check_small_job(services, provider, model, stats.requests)  # in the writer: a refusal stores nothing
+    return stats
+
+
+class _NullWriter:
+    """A dry run's requests writer: keeps nothing."""
+
+    def __enter__(self) -> _NullWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def write_line(self, line: bytes) -> None:
+        return None
 
 
 def _start(services: Services, job: Job) -> Job:

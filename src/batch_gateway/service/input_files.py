@@ -16,6 +16,7 @@ from batch_gateway.models.jsonl import RequestFile, iter_jsonl_lines
 from batch_gateway.models.requests import MAX_ERROR_DETAILS
 from batch_gateway.service.context import Services
 from batch_gateway.service.create import create_job_from_file, write_requests
+from batch_gateway.service.estimate import job_high_estimate
 
 SUMMARY_LINES = 3  # problems a failed job's error names (all of them, up to MAX_ERROR_DETAILS, are kept on the job)
 
@@ -100,7 +101,7 @@ def read_input_file(services: Services, job: Job) -> Job:
     else:
         requests = RequestFile(iter_jsonl_lines(services.payloads.open_object(ref["key"])), problems).requests()
     try:
-        total = write_requests(
+        stats = write_requests(
             services,
             job.id,
             provider=job.provider,
@@ -116,8 +117,12 @@ def read_input_file(services: Services, job: Job) -> Job:
         count = max(len(problems), len(found))
         services.jobs.update_job(job.id, input_file={**ref, "problems": kept, "problem_count": count})
         raise InputFileError(_summary(kept, count), details=kept) from None
+    total = stats.requests
     return services.jobs.update_job(
-        job.id, request_counts=RequestCounts(total=total, processing=total), input_file={**ref, "read": True}
+        job.id,
+        request_counts=RequestCounts(total=total, processing=total),
+        input_file={**ref, "read": True},
+        estimate_usd=job_high_estimate(services, job.provider, job.model, stats),
     )
 
 

@@ -10,7 +10,7 @@ when some caller ids had to be replaced) its id map, so memory stays flat whatev
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from batch_gateway.jsonlines import dumps, loads
@@ -49,6 +49,41 @@ def chunk_sizes(total: int, max_requests: int, even: bool) -> Callable[[int], in
     chunks = -(-total // max_requests)
     size, larger = divmod(total, chunks)
     return lambda index: size + 1 if index < larger else size
+
+
+class ChunkBoundaries:
+    """Where one chunk ends and the next begins: the one decision Plan and the estimate (``service.estimate``) share,
+    so a dry run's chunk plan is the plan a real create gets. Fed the byte length of each provider line in order (a
+    line's length does not depend on its chunk's id marker: all markers have one length)."""
+
+    def __init__(self, total: int, max_requests: int, max_bytes: int, *, even: bool) -> None:
+        self.size_of = chunk_sizes(total, max_requests, even)
+        self.max_bytes = max_bytes
+
+    def full(self, index: int, count: int, size: int, line_bytes: int) -> bool:
+        """Whether chunk ``index``, holding ``count`` requests in ``size`` bytes, must end before a line of
+        ``line_bytes`` bytes (its newline not counted)."""
+        return count >= self.size_of(index) or size + line_bytes + 1 > self.max_bytes
+
+    def cut(self, line_lengths: Iterable[int]) -> list[tuple[int, int]]:
+        """(requests, bytes) of each chunk for provider lines of these lengths, as Plan would cut them."""
+        chunks: list[tuple[int, int]] = []
+        count = size = 0
+        for length in line_lengths:
+            if count and self.full(len(chunks), count, size, length):
+                chunks.append((count, size))
+                count = size = 0
+            count += 1
+            size += length + 1
+        if count:
+            chunks.append((count, size))
+        return chunks
+
+
+def boundaries_for(provider: BatchProvider, services: Services, model: str, total: int) -> ChunkBoundaries:
+    """The chunk boundaries of a job of ``total`` requests of ``model`` for ``provider`` in this deployment."""
+    max_requests, max_bytes = chunk_limits(provider, services, model)
+    return ChunkBoundaries(total, max_requests, max_bytes, even=provider.min_records(model) > 1)
 
 
 class _ChunkWriter:
@@ -110,8 +145,7 @@ def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
         return WorkflowState(job_id=job.id)
     job = read_input_file(services, job)  # a large input file is read here, not at create (decision 0054)
     provider = services.planner_for(job.provider)
-    max_requests, max_bytes = chunk_limits(provider, services, job.model)
-    size_of = chunk_sizes(job.request_counts.total, max_requests, even=provider.min_records(job.model) > 1)
+    boundaries = boundaries_for(provider, services, job.model, job.request_counts.total)
 
     chunks: list[Chunk] = []
     current: _ChunkWriter | None = None
@@ -122,9 +156,7 @@ def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
                 continue
             request: dict[str, Any] = loads(raw)
             custom_id, line = provider_line(provider, job, request, position, marker)
-            if current is not None and (
-                current.count >= size_of(current.index) or current.bytes + len(line) + 1 > max_bytes
-            ):
+            if current is not None and boundaries.full(current.index, current.count, current.bytes, len(line)):
                 chunks.append(current.close(services, job))
                 current = None
                 if marker is not None:  # a new chunk, a new marker (all markers have one length: the line still fits)
