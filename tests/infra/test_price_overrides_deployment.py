@@ -42,7 +42,15 @@ def test_the_pricing_functions_name_it_and_only_they_may_read_it(synthesized):
                 readers.add(function_id)
     assert readers >= PRICING_FUNCTIONS
     assert readers == named
-    assert not readers & {"Status", "List", "Retrieve", "Cancel", "Keys", "KeyAuthorizer", "Plan", "Submit"}
+    assert not readers & {"Status", "List", "Retrieve", "Cancel", "Keys", "KeyAuthorizer", "Submit"}
+
+
+def test_the_functions_that_create_jobs_read_it_for_the_high_estimate(synthesized):
+    logical_id, _ = _parameter(synthesized.json)
+    for function_id in ("Create", "AnthropicCompat", "OpenAICompat", "Ingest", "Plan"):
+        _, function = synthesized.function(function_id)
+        environment = function["Properties"]["Environment"]["Variables"]
+        assert environment.get(constants.ENV_PRICE_OVERRIDES_PARAMETER) == {"Ref": logical_id}, function_id
 
 
 @pytest.mark.parametrize(
