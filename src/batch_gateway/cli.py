@@ -188,6 +188,33 @@ def _read_header(path: str) -> dict[str, Any]:
     return {}
 
 
+def _usd(value: Any) -> str:
+    return "unknown" if value is None else f"${value:,.4f}"
+
+
+def _estimate_text(estimate: dict[str, Any]) -> str:
+    """A dry run's answer for people: the plan, the tokens and the cost range."""
+    plan, tokens, cost = estimate["plan"], estimate["input_tokens"], estimate["cost"]
+    chunks = ", ".join(f"{c['requests']} requests / {c['bytes']:,} B" for c in plan["chunks"][:5])
+    more = f", ... ({plan['chunk_count'] - 5} more)" if plan["chunk_count"] > 5 else ""
+    lines = [
+        f"dry run: {estimate['request_count']} requests to {estimate['provider']} {estimate['model']} in "
+        f"{plan['chunk_count']} chunk{'s' if plan['chunk_count'] != 1 else ''} ({chunks}{more})",
+        f"input tokens: ~{tokens['estimate']:,} ({tokens['method']}; at most {tokens['ceiling']:,})",
+        f"output tokens: at most {estimate['output_tokens']['ceiling']:,} (every request reaching max_tokens)",
+    ]
+    if cost.get("high") is None:
+        lines.append(f"cost: unknown ({cost.get('reason')})")
+    else:
+        lines.append(
+            f"cost: {_usd(cost['low'])} to {_usd(cost['high'])} ({_usd(cost['sync_low'])} to "
+            f"{_usd(cost['sync_high'])} through the synchronous API: saving {_usd(cost['saving_low'])} to "
+            f"{_usd(cost['saving_high'])})"
+        )
+    lines.append("nothing was stored or started")
+    return "\n".join(lines)
+
+
 def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
     large = args.file != "-" and os.path.isfile(args.file) and os.path.getsize(args.file) > INLINE_MAX_BYTES
     parsed = ParsedFile(header=_read_header(args.file)) if large else _read_input(args.file)
@@ -202,6 +229,24 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
         **_json_arg(args.hyperparameters or "{}", "--hyperparameters"),
     }
     metadata = {**header.get("metadata", {}), **_json_arg(args.metadata or "{}", "--metadata")}
+    if args.dry_run:
+        if args.wait:
+            raise UsageError("--dry-run starts nothing to wait for: drop --wait")
+        estimate = client.estimate_job(
+            None if large else parsed.requests,
+            input_file=client.upload(args.file) if large else None,
+            provider=provider,
+            model=model,
+            hyperparameters=hyperparameters or None,
+            metadata=metadata or None,
+            endpoint=args.api_endpoint or header.get("endpoint"),
+            provider_options=header.get("provider_options"),
+        )
+        if args.json:
+            _json_out(estimate)
+        else:
+            _out(_estimate_text(estimate))
+        return EXIT_OK
     job = client.create_job(
         None if large else parsed.requests,
         input_file=client.upload(args.file) if large else None,
@@ -405,6 +450,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     submit.add_argument("--idempotency-key", help="resubmitting with the same key returns the first job")
     submit.add_argument("--wait", action="store_true", help="wait for the job to end, then write its results")
+    submit.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the file and show the chunk plan, tokens and cost range; store and start nothing",
+    )
     submit.add_argument("-o", "--output", metavar="OUT.jsonl", help="results file with --wait (default: stdout)")
     submit.add_argument(
         "--poll-interval",

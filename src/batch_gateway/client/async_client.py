@@ -96,6 +96,31 @@ class AsyncBatchGatewayClient:
             input_file=input_file,
         )
 
+    async def estimate_job(
+        self,
+        requests: Mapping[str, Any] | None = None,
+        *,
+        provider: str,
+        model: str,
+        hyperparameters: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, str] | None = None,
+        endpoint: str | None = None,
+        provider_options: Mapping[str, Any] | None = None,
+        input_file: str | None = None,
+    ) -> dict[str, Any]:
+        """See ``BatchGatewayClient.estimate_job``: the dry run of ``create_job`` with these arguments."""
+        return await asyncio.to_thread(
+            self.sync.estimate_job,
+            requests,
+            provider=provider,
+            model=model,
+            hyperparameters=hyperparameters,
+            metadata=metadata,
+            endpoint=endpoint,
+            provider_options=provider_options,
+            input_file=input_file,
+        )
+
     async def get_job(self, batch_id: str) -> Job:
         return await asyncio.to_thread(self.sync.get_job, batch_id)
 
@@ -158,8 +183,8 @@ class AsyncBatchGatewayClient:
 
 
 class AsyncBatch:
-    """gllm's ``.batch`` interface, awaitable: ``invoke``, ``create``, ``status``, ``get``, ``wait``, ``retrieve``,
-    ``list``, ``cancel`` (see ``Batch`` for what each does)."""
+    """gllm's ``.batch`` interface, awaitable: ``invoke``, ``create``, ``estimate``, ``status``, ``get``, ``wait``,
+    ``retrieve``, ``list``, ``cancel`` (see ``Batch`` for what each does)."""
 
     def __init__(self, batch: Batch) -> None:
         self.sync = batch
@@ -189,6 +214,26 @@ class AsyncBatch:
             provider=provider,
             model=model,
             idempotency_key=idempotency_key,
+            input_file=input_file,
+            **job_options,
+        )
+
+    async def estimate(
+        self,
+        requests: Mapping[str, Any] | None = None,
+        hyperparameters: Mapping[str, Any] | None = None,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        input_file: str | None = None,
+        **job_options: Any,
+    ) -> dict[str, Any]:
+        return await asyncio.to_thread(
+            self.sync.estimate,
+            requests,
+            hyperparameters,
+            provider=provider,
+            model=model,
             input_file=input_file,
             **job_options,
         )

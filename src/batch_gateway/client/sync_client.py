@@ -103,21 +103,16 @@ class BatchGatewayClient:
 
         Safe to retry: one ``Idempotency-Key`` (a new uuid4 unless given) is sent on every attempt.
         """
-        if (requests is None) == (input_file is None):
-            raise TypeError("create_job() takes requests or input_file (exactly one)")
-        body: dict[str, Any] = {"provider": provider, "model": model}
-        if input_file is not None:
-            body["input_file"] = input_file
-        else:
-            body["requests"] = to_api_requests(requests or {})
-        optional = {
-            "hyperparameters": hyperparameters,
-            "metadata": metadata,
-            "endpoint": endpoint,
-            "provider_options": provider_options,
-        }
-        body.update(
-            {key: dict(value) if isinstance(value, Mapping) else value for key, value in optional.items() if value}
+        body = _create_body(
+            "create_job",
+            requests,
+            provider=provider,
+            model=model,
+            input_file=input_file,
+            hyperparameters=hyperparameters,
+            metadata=metadata,
+            endpoint=endpoint,
+            provider_options=provider_options,
         )
         key = idempotency_key or str(uuid.uuid4())
         # 409 on create means "this key is still being handled" (e.g. our own earlier attempt that timed out):
@@ -126,6 +121,37 @@ class BatchGatewayClient:
             "POST", "/batches", body=body, headers={"Idempotency-Key": key}, also_retry=frozenset({409})
         )
         return Job.model_validate(answer)
+
+    def estimate_job(
+        self,
+        requests: Mapping[str, Any] | None = None,
+        *,
+        provider: str,
+        model: str,
+        hyperparameters: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, str] | None = None,
+        endpoint: str | None = None,
+        provider_options: Mapping[str, Any] | None = None,
+        input_file: str | None = None,
+    ) -> dict[str, Any]:
+        """``POST /batches`` with ``"dry_run": true``: what ``create_job`` with the same arguments would plan and
+        cost, checked as a create is (the same errors), with nothing stored or started. The answer's ``plan``
+        (chunks with requests and bytes each), ``input_tokens`` (``estimate``, ``ceiling``, ``method``,
+        ``error_bound``), ``output_tokens`` (``ceiling``) and ``cost`` (USD ``low`` / ``high`` at batch prices,
+        ``sync_low`` / ``sync_high`` synchronously, the savings) are described in docs/api.md."""
+        body = _create_body(
+            "estimate_job",
+            requests,
+            provider=provider,
+            model=model,
+            input_file=input_file,
+            hyperparameters=hyperparameters,
+            metadata=metadata,
+            endpoint=endpoint,
+            provider_options=provider_options,
+        )
+        answer: dict[str, Any] = self._transport.request("POST", "/batches", body={**body, "dry_run": True})
+        return answer
 
     def get_job(self, batch_id: str) -> Job:
         """``GET /batches/{id}``."""
@@ -206,6 +232,27 @@ class BatchGatewayClient:
         self.close()
 
 
+def _create_body(
+    method: str,
+    requests: Mapping[str, Any] | None,
+    *,
+    provider: str,
+    model: str,
+    input_file: str | None,
+    **optional: Any,
+) -> dict[str, Any]:
+    """The ``POST /batches`` body of ``create_job`` / ``estimate_job``."""
+    if (requests is None) == (input_file is None):
+        raise TypeError(f"{method}() takes requests or input_file (exactly one)")
+    body: dict[str, Any] = {"provider": provider, "model": model}
+    if input_file is not None:
+        body["input_file"] = input_file
+    else:
+        body["requests"] = to_api_requests(requests or {})
+    body.update({key: dict(value) if isinstance(value, Mapping) else value for key, value in optional.items() if value})
+    return body
+
+
 def check_wait(job: Job, checks: int, max_iterations: int | None) -> bool:
     """True when waiting is over; raises ``BatchWaitTimeoutError`` when the checks are used up first."""
     if job.is_terminal:
@@ -284,6 +331,33 @@ class Batch:
             **{**self._job_options, **job_options},
         )
         return job.id
+
+    def estimate(
+        self,
+        requests: Mapping[str, Any] | None = None,
+        hyperparameters: Mapping[str, Any] | None = None,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        input_file: str | None = None,
+        **job_options: Any,
+    ) -> dict[str, Any]:
+        """What ``create`` with the same arguments would plan and cost, nothing started (``client.estimate_job``)."""
+        _check_job_options(job_options)
+        provider = provider or self._provider
+        model = model or self._model
+        if not provider or not model:
+            missing = " and ".join(name for name, value in (("provider", provider), ("model", model)) if not value)
+            raise TypeError(f"estimate() needs {missing} (pass it, or bind it with GatewayLMInvoker/Batch.bind)")
+        merged = {**self._hyperparameters, **(hyperparameters or {})}
+        return self._client.estimate_job(
+            requests,
+            provider=provider,
+            model=model,
+            hyperparameters=merged or None,
+            input_file=input_file,
+            **{**self._job_options, **job_options},
+        )
 
     def get(self, batch_id: str) -> Job:
         """The full job: service status, request counts, chunks, usage, timestamps, error."""
