@@ -93,3 +93,23 @@ def test_high_estimate_is_input_ceiling_plus_every_max_tokens():
 )
 def test_chunk_boundaries(lengths, max_requests, max_bytes, even, expected):
     assert ChunkBoundaries(len(lengths), max_requests, max_bytes, even=even).cut(lengths) == expected
+
+
+def _memory_services():
+    from batch_gateway.providers import make_provider
+    from tests.support.services import memory_services
+
+    return memory_services(planner_for=lambda name: make_provider(name, api_key=""))
+
+
+def test_the_estimate_matches_its_documented_shape_and_keeps_nothing():
+    from batch_gateway.models.api import Estimate
+    from batch_gateway.service.estimate import estimate_job
+
+    services = _memory_services()
+    for model in (MODEL, "claude-unreleased-9"):
+        body = {"provider": "anthropic", "model": model, "requests": {"a": "Hi", "b": "Yo"}, "dry_run": True}
+        estimate = estimate_job(services, "owner", body)
+        assert Estimate.model_validate(estimate).model_dump(exclude_unset=True) == estimate
+    assert services.payloads.list_keys("") == []
+    assert services.jobs.open_job_ids() == []

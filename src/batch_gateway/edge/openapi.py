@@ -29,6 +29,7 @@ _MODELS: list[type[BaseModel]] = [
     api.ResultsPage,
     api.ResultsDownload,
     api.ErrorBody,
+    api.Estimate,
 ]
 
 
@@ -147,6 +148,7 @@ def _upload_schemas() -> dict[str, Any]:
                 "hyperparameters": {"type": "object"},
                 "metadata": _ref("Metadata"),
                 "provider_options": {"type": "object"},
+                "dry_run": _ref("DryRun"),
             },
             "description": "POST /batches with an uploaded file instead of requests; the body's fields win over "
             "the file's header line",
@@ -395,6 +397,11 @@ def document() -> dict[str, Any]:
                         },
                     },
                     "responses": {
+                        "200": _json(
+                            api.Estimate,
+                            'with "dry_run": true: checked as a create is, nothing stored or started; the chunk '
+                            "plan, tokens and cost range (decision 0062)",
+                        ),
                         "202": _json(api.JobView, "accepted"),
                         **_errors(400, 403, 404, 409, 413, 415, 422, 502, 503),
                     },

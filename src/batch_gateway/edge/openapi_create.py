@@ -163,6 +163,7 @@ def _body(variant: str, provider: str, endpoint: str | None) -> dict[str, Any]:
                 "description": "passed through to the provider; only these names are accepted. With "
                 "hyperparameters and metadata at most 300 KiB as DynamoDB counts them, nested at most 31 deep",
             },
+            "dry_run": _ref("DryRun"),
         },
     }
 
@@ -223,6 +224,12 @@ def schemas() -> dict[str, Any]:
             f"(this document allows up to {MAX_LEADING_SYSTEM_MESSAGES} system messages before it)",
         },
         "OneUserMessage": {"type": "array", "prefixItems": [_ref("UserMessage")], "minItems": 1, "maxItems": 1},
+        "DryRun": {
+            "type": "boolean",
+            "default": False,
+            "description": "true: check the body as a create does (the same errors), store and start nothing, and "
+            "answer 200 with the chunk plan, tokens and cost range (an Estimate); false or absent: create",
+        },
         "Metadata": {
             "type": "object",
             "maxProperties": MAX_METADATA_PAIRS,

@@ -99,3 +99,53 @@ class ErrorDetail(BaseModel):
 
 class ErrorBody(BaseModel):
     error: ErrorDetail
+
+
+class PlannedChunk(BaseModel):
+    index: int
+    requests: int
+    bytes: int = Field(description="of the chunk's provider lines, as Plan writes them")
+
+
+class ChunkPlan(BaseModel):
+    chunk_count: int
+    chunks: list[PlannedChunk]
+    limits: dict[str, int] = Field(description="requests and bytes a chunk may hold for this model and deployment")
+    runs_on_demand: bool = Field(description="a Bedrock job too small for a batch, run request by request")
+
+
+class InputTokensEstimate(BaseModel):
+    estimate: int
+    ceiling: int = Field(description="the most the requests can be: a token is at least one byte")
+    method: Literal["bytes/4"] = Field(description="how `estimate` was made (decision 0062)")
+    error_bound: str
+
+
+class OutputTokensCeiling(BaseModel):
+    ceiling: int = Field(description="every request reaching its max_tokens (0 for embeddings)")
+
+
+class CostRange(BaseModel):
+    currency: Literal["USD"]
+    low: float | None = Field(description="the input estimate alone at batch prices; null: no known price")
+    high: float | None = Field(description="input ceiling plus every request reaching max_tokens, at batch prices")
+    sync_low: float | None = Field(default=None, description="`low`'s tokens through the synchronous API")
+    sync_high: float | None = Field(default=None, description="`high`'s tokens through the synchronous API")
+    saving_low: float | None = None
+    saving_high: float | None = None
+    price_version: str | None = None
+    reason: str | None = Field(default=None, description="why there is no price (unknown model)")
+
+
+class Estimate(BaseModel):
+    """The answer to ``POST /batches`` with ``"dry_run": true``: nothing was stored or started."""
+
+    dry_run: Literal[True]
+    provider: Literal["anthropic", "openai", "bedrock"]
+    model: str
+    endpoint: Literal["chat", "responses", "embeddings"] | None
+    request_count: int
+    plan: ChunkPlan
+    input_tokens: InputTokensEstimate
+    output_tokens: OutputTokensCeiling
+    cost: CostRange
