@@ -38,6 +38,9 @@ Context keys:
     JSON object, per model id: ``{"min_records", "max_records", "max_bytes"}`` (quotas that differ per model).
 ``bedrock_on_demand_concurrency``
     Converse calls at a time for a small Bedrock job, default ``4``.
+``retry_default``
+    The ``retry`` option of jobs created through ``POST /batches`` or the drop folder that give none, as JSON, e.g.
+    ``{"max_attempts": 2, "on": ["expired", "overloaded"]}``; default ``""`` (no retries). Decision 0066.
 """
 
 from __future__ import annotations
@@ -63,13 +66,14 @@ DEFAULTS: dict[str, Any] = {
     "poll_schedule": constants.DEFAULT_POLL_SCHEDULE,
     "nag": True,
     "kms": "aws",
+    "price_overrides": "{}",
     "bedrock_small_jobs": "on_demand",
     "bedrock_timeout_hours": constants.BEDROCK_TIMEOUT_HOURS,
     "bedrock_min_records": constants.BEDROCK_MIN_RECORDS,
-    "price_overrides": "{}",
     "bedrock_max_records": constants.BEDROCK_MAX_RECORDS,
     "bedrock_model_limits": "",
     "bedrock_on_demand_concurrency": constants.BEDROCK_ON_DEMAND_CONCURRENCY,
+    "retry_default": "",
 }
 
 KMS_MODES = ("aws", "customer")
@@ -106,6 +110,32 @@ class ConfigError(ValueError):
     """A context value that the stack cannot deploy."""
 
 
+def _retry_default(raw: Any) -> str:
+    """Context ``retry_default`` as compact JSON, checked like a job's ``retry`` option (decision 0066)."""
+    if raw in ("", None):
+        return ""
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        value = None
+    attempts = value.get("max_attempts", 2) if isinstance(value, dict) else None
+    on = value.get("on", list(constants.RETRY_OUTCOMES)) if isinstance(value, dict) else None
+    if (
+        not isinstance(value, dict)
+        or set(value) - {"max_attempts", "on"}
+        or isinstance(attempts, bool)
+        or not isinstance(attempts, int)
+        or not 1 <= attempts <= constants.RETRY_MAX_ATTEMPTS
+        or not isinstance(on, list)
+        or not set(on) <= set(constants.RETRY_OUTCOMES)
+    ):
+        raise ConfigError(
+            'context \'retry_default\' must be JSON like {"max_attempts": 2, "on": ["expired", "overloaded"]} '
+            f"(max_attempts 1-{constants.RETRY_MAX_ATTEMPTS}; on from {list(constants.RETRY_OUTCOMES)}), got {raw!r}"
+        )
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
 @dataclass(frozen=True)
 class GatewayConfig:
     providers: tuple[str, ...]
@@ -116,7 +146,9 @@ class GatewayConfig:
     poll_schedule: str
     nag: bool
     kms: str = "aws"
+    price_overrides: str = "{}"  # JSON price rows over prices.json (decision 0060)
     bedrock: BedrockConfig = field(default_factory=lambda: BedrockConfig())
+    retry_default: str = ""  # JSON of the deployment's retry option, "" for none
 
     @classmethod
     def from_context(cls, get: Any) -> GatewayConfig:
@@ -146,7 +178,6 @@ class GatewayConfig:
             raise ConfigError(
                 f"context 'log_retention_days' must be one of {sorted(_RETENTION)}, got {value('log_retention_days')!r}"
             )
-    price_overrides: str = "{}"  # JSON price rows over prices.json (decision 0060)
 
         prefix = str(value("drop_folder_prefix")).strip()
         if not prefix or prefix.startswith("/") or not prefix.endswith("/"):
@@ -170,6 +201,7 @@ class GatewayConfig:
             raise ConfigError(f"context 'kms' must be one of {list(KMS_MODES)}, got {value('kms')!r}")
 
         return cls(
+            retry_default=_retry_default(value("retry_default")),
             bedrock=BedrockConfig.from_context(value),
             providers=providers,
             architecture=architecture,
@@ -179,6 +211,7 @@ class GatewayConfig:
             poll_schedule=schedule,
             nag=bool(nag),
             kms=kms,
+            price_overrides=_price_overrides(value("price_overrides")),
         )
 
     @property
@@ -211,7 +244,6 @@ class BedrockConfig:
     small_jobs: str = "on_demand"
     timeout_hours: int = constants.BEDROCK_TIMEOUT_HOURS
     min_records: int = constants.BEDROCK_MIN_RECORDS
-            price_overrides=_price_overrides(value("price_overrides")),
     max_records: int = constants.BEDROCK_MAX_RECORDS
     model_limits: str = ""  # JSON text, as the functions read it
     on_demand_concurrency: int = constants.BEDROCK_ON_DEMAND_CONCURRENCY

@@ -101,6 +101,7 @@ class FunctionFactory:
                 "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
                 constants.ENV_JOBS_TABLE: self._table.table_name,
                 constants.ENV_PAYLOAD_BUCKET: self._bucket.bucket_name,
+                **({constants.ENV_RETRY_DEFAULT: self._config.retry_default} if self._config.retry_default else {}),
                 **(environment or {}),
             },
         )

@@ -1,8 +1,11 @@
 """The batch workflow: five worker Lambdas and the Standard state machine that drives a job to a terminal status.
 
-    Plan -> Submit -> Wait($.wait_seconds) -> Poll -> Collected? --done--> Finalize -> Done
-                        ^                              |
-                        +------------ not done --------+       any error after retries -> MarkFailed -> JobFailed
+    Plan -> Submit -> Wait($.wait_seconds) -> Poll -> Collected? --done--> Retry -> Retried? --done--> Finalize -> Done
+                        ^                              |                             |
+                        +------------ not done --------+-------- new chunks ---------+
+                                                                   any error after retries -> MarkFailed -> JobFailed
+
+Retry (decision 0066) turns the items a job retries into new chunks, which Poll sends and collects like any other.
 
 Every task passes the whole state to its Lambda and takes the Lambda's return value as the next state
 (``output_path="$.Payload"``): ids and small numbers only, never prompts or results.
@@ -75,6 +78,7 @@ class WorkflowConstruct(Construct):
             "Plan": worker("Plan"),
             "Submit": worker("Submit", {**secrets.environment(), **deployment}),
             "Poll": worker("Poll", {**secrets.environment(), **deployment}),
+            "Retry": worker("Retry"),
             "Finalize": worker("Finalize", {constants.ENV_EVENT_BUS_NAME: DEFAULT_EVENT_BUS}),
             "MarkFailed": worker(
                 "MarkFailed", {constants.ENV_EVENT_BUS_NAME: DEFAULT_EVENT_BUS, **secrets.environment(), **deployment}
@@ -117,6 +121,22 @@ class WorkflowConstruct(Construct):
             [f"{JOBS_PREFIX}*/requests.jsonl"],
             grants.OBJECT_WRITE,
             "Plan writes the normalised requests of an input file it read (decision 0054).",
+        )
+        grants.objects(
+            self.functions["Retry"].role,
+            bucket,
+            key,
+            [f"{JOBS_PREFIX}*/requests.jsonl", *chunk_files],
+            grants.OBJECT_READ,
+            "Retry reads the retryable items of ended chunks and the job's requests (decision 0066).",
+        )
+        grants.objects(
+            self.functions["Retry"].role,
+            bucket,
+            key,
+            chunk_files,
+            grants.OBJECT_WRITE,
+            "Retry writes each new chunk's provider lines, id lists and earlier attempts.",
         )
         grants.objects(
             self.functions["Submit"].role,
@@ -197,17 +217,24 @@ class WorkflowConstruct(Construct):
         return task
 
     def _state_machine(self, config: GatewayConfig) -> sfn.StateMachine:
-        plan, submit, poll, finalize = (self._task(name) for name in ("Plan", "Submit", "Poll", "Finalize"))
+        plan, submit, poll, retry, finalize = (
+            self._task(name) for name in ("Plan", "Submit", "Poll", "Retry", "Finalize")
+        )
         mark_failed = self._task("MarkFailed")
         job_failed = sfn.Fail(self, "JobFailed", error="JobFailed", cause="The job failed; MarkFailed recorded why.")
         mark_failed.next(job_failed)
-        for task in (plan, submit, poll, finalize):
+        for task in (plan, submit, poll, retry, finalize):
             task.add_catch(mark_failed, errors=["States.ALL"], result_path="$.error")
 
         wait = sfn.Wait(self, "Wait", time=sfn.WaitTime.seconds_path("$.wait_seconds"))
+        retried = (
+            sfn.Choice(self, "Retried?")
+            .when(sfn.Condition.boolean_equals("$.done", True), finalize.next(sfn.Succeed(self, "Done")))
+            .otherwise(wait)
+        )
         collected = (
             sfn.Choice(self, "Collected?")
-            .when(sfn.Condition.boolean_equals("$.done", True), finalize.next(sfn.Succeed(self, "Done")))
+            .when(sfn.Condition.boolean_equals("$.done", True), retry.next(retried))
             .otherwise(wait)
         )
         definition = plan.next(submit).next(wait).next(poll).next(collected)
@@ -216,7 +243,7 @@ class WorkflowConstruct(Construct):
         state_machine = sfn.StateMachine(
             self,
             "StateMachine",
-            comment="Batch Gateway job: plan, submit, poll until collected, finalize.",
+            comment="Batch Gateway job: plan, submit, poll until collected, retry failed items, finalize.",
             state_machine_type=sfn.StateMachineType.STANDARD,
             definition_body=sfn.DefinitionBody.from_chainable(definition),
             timeout=EXECUTION_TIMEOUT,

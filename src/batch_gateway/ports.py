@@ -68,6 +68,14 @@ class JobStore(Protocol):
 
     def put_chunks(self, chunks: list[Chunk]) -> None: ...
 
+    def add_chunks(
+        self, job_id: str, chunks: list[Chunk], *, job_statuses: Iterable[JobStatus], chunk_count: int
+    ) -> None:
+        """Atomically: new chunks (none of them may exist) and the job's ``chunk_count`` moved from ``chunk_count``
+        to ``chunk_count + len(chunks)``, only while the job is in one of ``job_statuses``; else ``ConflictError``
+        and nothing written. At most 99 chunks (one DynamoDB transaction)."""
+        ...
+
     def get_chunks(self, job_id: str) -> list[Chunk]:
         """The job's chunks in index order."""
         ...

@@ -88,6 +88,7 @@ class Settings:
     event_bus: str | None = None
     deployment_id: str | None = None  # None: this deployment cannot tell its provider batches from others'
     claim_lease_seconds: int = c.CLAIM_LEASE_SECONDS
+    retry_default: dict[str, Any] | None = None  # the retry option of a job that gives none (decision 0066)
     bedrock: BedrockSettings = field(default_factory=BedrockSettings)
 
     @classmethod
@@ -112,6 +113,7 @@ class Settings:
             event_bus=env.get(c.ENV_EVENT_BUS_NAME) or None,
             deployment_id=env.get(c.ENV_DEPLOYMENT_ID) or None,
             bedrock=BedrockSettings.from_env(env),
+            retry_default=_retry_default(env.get(c.ENV_RETRY_DEFAULT)),
         )
 
     def provider_options(self, provider: str) -> dict[str, Any]:
@@ -123,6 +125,17 @@ class Settings:
     def wait_after(self, polls: int) -> int:
         """Seconds to wait before poll number ``polls + 1``: short at first, longer later."""
         return self.poll_schedule[min(polls, len(self.poll_schedule) - 1)]
+
+
+def _retry_default(text: str | None) -> dict[str, Any] | None:
+    """The deployment's retry option (``{"max_attempts", "on"}`` as JSON; create checks it like a job's with
+    ``models.retry.parse_retry``, the CDK app at synth); unset: none."""
+    if not text:
+        return None
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError(f'{c.ENV_RETRY_DEFAULT} must be a JSON object such as {{"max_attempts": 2}}')
+    return value
 
 
 def _schedule(text: str) -> list[int]:

@@ -1,4 +1,5 @@
-"""The state machine: Plan -> Submit -> Wait -> Poll -> Collected? -> Finalize, with retries and MarkFailed."""
+"""The state machine: Plan -> Submit -> Wait -> Poll -> Collected? -> Retry -> Retried? -> Finalize, with retries and
+MarkFailed."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from batch_gateway import constants
 from tests.support.synthesized import ALL_HANDLERS
 
-TASKS = ("Plan", "Submit", "Poll", "Finalize")
+TASKS = ("Plan", "Submit", "Poll", "Retry", "Finalize")
 LAMBDA_ERRORS = [
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",
@@ -34,6 +35,8 @@ def test_workflow_has_exactly_the_designed_states(synthesized, states):
         "Wait": "Wait",
         "Poll": "Task",
         "Collected?": "Choice",
+        "Retry": "Task",
+        "Retried?": "Choice",
         "Finalize": "Task",
         "Done": "Succeed",
         "MarkFailed": "Task",
@@ -46,8 +49,11 @@ def test_workflow_transitions_loop_through_wait_until_done(states):
     assert states["Submit"]["Next"] == "Wait"
     assert states["Wait"] == {"Type": "Wait", "SecondsPath": "$.wait_seconds", "Next": "Poll"}
     assert states["Poll"]["Next"] == "Collected?"
-    assert states["Collected?"]["Choices"] == [{"Variable": "$.done", "BooleanEquals": True, "Next": "Finalize"}]
+    assert states["Collected?"]["Choices"] == [{"Variable": "$.done", "BooleanEquals": True, "Next": "Retry"}]
     assert states["Collected?"]["Default"] == "Wait"
+    assert states["Retry"]["Next"] == "Retried?"  # decision 0066: a retry round goes back to Wait and Poll
+    assert states["Retried?"]["Choices"] == [{"Variable": "$.done", "BooleanEquals": True, "Next": "Finalize"}]
+    assert states["Retried?"]["Default"] == "Wait"
     assert states["Finalize"]["Next"] == "Done"
     assert states["MarkFailed"]["Next"] == "JobFailed"
 

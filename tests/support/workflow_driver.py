@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 
-from lambdas import finalize, plan, poll, submit
+from lambdas import finalize, plan, poll, retry, submit
 
 
 def run_workflow(job_id: str, ctx, *, timeout: float = 30.0, pause: float = 0.05, until=None) -> dict:
-    """Plan, Submit, then Poll until the job is done (or ``until()`` holds) and Finalize; fails after ``timeout`` s."""
+    """Plan, Submit, then Poll until the job is done (or ``until()`` holds), Retry (back to polling while it added
+    chunks) and Finalize; fails after ``timeout`` s."""
     state = plan.handler({"job_id": job_id}, ctx)
     state = submit.handler(state, ctx)
     deadline = time.monotonic() + timeout
@@ -17,6 +18,8 @@ def run_workflow(job_id: str, ctx, *, timeout: float = 30.0, pause: float = 0.05
             return state
         state = poll.handler(state, ctx)
         if state["done"]:
-            return finalize.handler(state, ctx)
+            state = retry.handler(state, ctx)
+            if state["done"]:
+                return finalize.handler(state, ctx)
         assert time.monotonic() < deadline, f"job {job_id} did not finish within {timeout} s"
         time.sleep(pause)

@@ -140,6 +140,9 @@ class RequestCounts(Record):
     def add(self, other: RequestCounts) -> RequestCounts:
         return RequestCounts(**{k: getattr(self, k) + getattr(other, k) for k in _field_names(RequestCounts)})
 
+    def subtract(self, other: RequestCounts) -> RequestCounts:
+        return RequestCounts(**{k: getattr(self, k) - getattr(other, k) for k in _field_names(RequestCounts)})
+
 
 @dataclasses.dataclass(kw_only=True)
 class Usage(Record):
@@ -177,6 +180,12 @@ class Chunk(Record):
     ended_at: datetime | None = None
     error: str | None = None
     collected: bool = False  # its results (or the reason it has none) are written to S3
+    # Automatic retry (decision 0066): which attempt its items are on (1: planned from the requests); a retry chunk
+    # also records the earlier outcomes of the items it took over (``replaces``: they stop counting), and collect
+    # records how many of its items may run again (``retryable``, their lines in its retryable.jsonl).
+    attempt: int = 1
+    replaces: RequestCounts | None = None
+    retryable: int = 0
 
     @property
     def open(self) -> bool:
@@ -189,6 +198,7 @@ class Chunk(Record):
             "status": self.provider_status or self.state.value,
             "request_counts": self.request_counts.to_dict(),
             "error": self.error,
+            "attempt": self.attempt,
         }
 
 
@@ -227,6 +237,8 @@ class Job(Record):
     # {"key", "format": "gateway" | "openai", "bytes", "endpoint"}; Plan adds "read": true once the normalised
     # requests are written, or "problems": [{"line", "message", "field"?}, ...] when a line is bad (the job fails).
     input_file: dict[str, Any] | None = None
+    # Automatic retry of failed items (models.retry, decision 0066): {"max_attempts", "on"}; None: no retries.
+    retry: dict[str, Any] | None = None
     # The most the job can cost (USD, decision 0062), from the create pass that normalised its requests: input
     # bytes as tokens plus every request reaching max_tokens; None for a model without a price (and for a job whose
     # input file Plan reads, until then). Budgets reserve it.
@@ -244,6 +256,7 @@ class Job(Record):
             "usage": self.usage.to_dict(),
             "cost_usd": self.cost_usd,
             "metadata": self.metadata,
+            "retry": self.retry,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
             "ended_at": iso(self.ended_at),

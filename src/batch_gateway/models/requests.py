@@ -16,6 +16,7 @@ from typing import Any
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.provider_options import ALLOWED as ALLOWED_OPTIONS
 from batch_gateway.models.request_extras import extras_the_model_drops
+from batch_gateway.models.retry import parse_retry
 
 PROVIDERS = ("anthropic", "openai", "bedrock")
 ENDPOINTS = ("chat", "responses", "embeddings")
@@ -54,7 +55,7 @@ def _detail(loc: str, message: str) -> dict[str, str]:
     return {"field": loc, "message": message}
 
 
-FIELDS = ("provider", "model", "requests", "hyperparameters", "metadata", "endpoint", "provider_options")
+FIELDS = ("provider", "model", "requests", "hyperparameters", "metadata", "endpoint", "provider_options", "retry")
 REQUIRED = ("provider", "model", "requests")
 
 
@@ -72,6 +73,7 @@ class CreateJobInput:
     metadata: dict[str, str] = field(default_factory=dict)
     endpoint: str | None = None
     provider_options: dict[str, Any] = field(default_factory=dict)
+    retry: dict[str, Any] | None = None  # models.retry.parse_retry's form; None: the deployment's default
 
     @classmethod
     def parse(cls, body: Any) -> CreateJobInput:
@@ -86,12 +88,19 @@ class CreateJobInput:
         for name, check in _FIELD_CHECKS.items():
             if name in body and (why := check(body[name])):
                 problems.append(_detail(name, why))
+        retry = None
+        if body.get("retry") is not None:  # decision 0066
+            try:
+                retry = parse_retry(body["retry"])
+            except InvalidRequestError as exc:
+                problems += exc.details or []
         if problems:
             raise InvalidRequestError(
                 "invalid batch: " + "; ".join(f"{d['field']}: {d['message']}" for d in problems[:3]),
                 details=problems[:MAX_ERROR_DETAILS],
             )
-        return cls(**{name: body[name] for name in FIELDS if name in body and body[name] is not None})
+        given = {name: body[name] for name in FIELDS if name in body and body[name] is not None}
+        return cls(**{**given, "retry": retry})
 
 
 def _one_of(options: tuple[str, ...], *, optional: bool = False) -> Any:

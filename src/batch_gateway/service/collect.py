@@ -21,6 +21,7 @@ from batch_gateway.models.ids import id_hash, unmarked
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, RequestCounts, Usage, utcnow
 from batch_gateway.models.results import result_item
 from batch_gateway.providers.base import BatchProvider, ProviderBatch
+from batch_gateway.service.attempts import AttemptBook
 from batch_gateway.service.context import Services
 from batch_gateway.service.keys import chunk_id_hashes_key, chunk_idmap_key, chunk_ids_key, chunk_results_key
 
@@ -92,7 +93,8 @@ def collect_chunk(
     answered = _Answered(services.payloads.open_object(chunk_id_hashes_key(job.id, chunk.index)), chunk.request_count)
     tally: dict[str, int] = {s.value: 0 for s in ItemStatus}
     in_tokens = out_tokens = 0
-    with services.payloads.writer(chunk_results_key(job.id, chunk.index)) as out:
+    book = AttemptBook(services, job, chunk)  # a retrying job's attempts (decision 0066)
+    with book, book.wrap(services.payloads.writer(chunk_results_key(job.id, chunk.index))) as out:
         if batch is not None and provider is not None:
             for result in provider.results(batch):
                 if not answered.first_time(result.custom_id):  # not ours, or a repeat
@@ -152,6 +154,7 @@ def collect_chunk(
         collected=True,
         claim_token=None,
         lease_until=None,
+        retryable=book.retryable,
     )
 
 
@@ -160,17 +163,21 @@ def unanswered_lines(
 ) -> Iterator[bytes]:
     """One result line per request of the chunk, all ``status``, in input order, without touching the chunk."""
     idmap = _idmap(services, job, chunk)
+    book = AttemptBook(services, job, chunk, record=False)
     for line in services.payloads.iter_lines(chunk_ids_key(job.id, chunk.index)):
         custom_id = line.decode()
         if custom_id:
-            yield dumps(
-                result_item(
-                    idmap.get(custom_id) or unmarked(custom_id, chunk.id_marker), status, code=code, message=message
+            yield book.line(
+                dumps(
+                    result_item(
+                        idmap.get(custom_id) or unmarked(custom_id, chunk.id_marker), status, code=code, message=message
+                    )
                 )
             )
 
 
 def summarize(chunks: list[Chunk]) -> tuple[RequestCounts, Usage]:
+    """Request counts by each item's latest outcome (a retried item counts once: its retry chunk took it over)."""
     counts, usage = RequestCounts(), Usage()
     for chunk in chunks:
         if chunk.collected:
@@ -189,4 +196,6 @@ def summarize(chunks: list[Chunk]) -> tuple[RequestCounts, Usage]:
                 )
             )
         usage = usage.add(chunk.usage)
+        if chunk.replaces is not None:
+            counts = counts.subtract(chunk.replaces)
     return counts, usage

@@ -30,6 +30,7 @@ from batch_gateway.models.requests import (
     iter_normalized,
     job_hyperparameters,
 )
+from batch_gateway.models.retry import job_retry
 from batch_gateway.service.context import Services
 from batch_gateway.service.estimate import DryRun, RequestStats, job_high_estimate
 from batch_gateway.service.keys import requests_key
@@ -156,6 +157,7 @@ def _create(
         drop_name=drop_name,
         door=door,
         door_fields=door_fields or {},
+        retry=job_retry(spec.retry, services.settings.retry_default, door),
         estimate_usd=job_high_estimate(services, spec.provider, spec.model, stats),
     )
     if dry is not None:  # nothing was written: nothing to record or start
@@ -200,6 +202,7 @@ def create_deferred_job(
         source=source,
         door=door,
         door_fields=door_fields or {},
+        retry=job_retry(spec.retry, services.settings.retry_default, door),
         input_file={**input_file, "endpoint": spec.endpoint},
     )
     return _start(services, job)

@@ -29,6 +29,8 @@ def _terminal_status(job: Job, chunks: list[Chunk]) -> JobStatus:
         return JobStatus.FAILED
     if job.status is JobStatus.CANCELING:
         return JobStatus.CANCELED
+    if any(c.attempt > 1 for c in chunks):  # items were retried (decision 0066): by each item's last outcome
+        return JobStatus.EXPIRED if summarize(chunks)[0].expired else JobStatus.FINISHED
     if any(c.provider_status == "expired" or c.request_counts.expired for c in chunks):
         return JobStatus.EXPIRED  # a provider's 24 h window ran out; what finished before is kept
     return JobStatus.FINISHED
@@ -142,6 +144,8 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> Non
     for chunk in chunks:
         if not chunk.collected:
             counts = counts.add(RequestCounts(total=chunk.request_count, errored=chunk.request_count))
+            if chunk.replaces is not None:  # a retry chunk: its items' earlier outcomes no longer count
+                counts = counts.subtract(chunk.replaces)
     services.jobs.update_job(
         job.id,
         expect=[JobStatus.FAILED],

@@ -18,6 +18,7 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway.contract.errors import IntegrityError
 from batch_gateway.models.jobs import Chunk, Job, JobStatus
+from batch_gateway.service.attempts import last_attempts
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.context import Services
 from batch_gateway.service.keys import chunk_results_key, results_key
@@ -72,6 +73,7 @@ def join_results(
         start, lines, ids = 0, 0, 0
     read = lines_of or (lambda chunk: services.payloads.iter_lines(chunk_results_key(job.id, chunk.index)))
     chunks = sorted(chunks, key=lambda c: c.index)
+    last = last_attempts(services, job, chunks)  # a retried item's line is its last attempt's (decision 0066)
     end = start
     writer = services.payloads.writer(key, replaces=head[0] if head else None, new_only=head is None)
     with writer:
@@ -84,7 +86,10 @@ def join_results(
             seen: set[bytes] = set()
             for line in read(chunk):
                 if line:
-                    seen.add(hashlib.blake2b(loads(line)["id"].encode(), digest_size=12).digest())
+                    digest = hashlib.blake2b(loads(line)["id"].encode(), digest_size=12).digest()
+                    if last.get(digest, chunk.index) != chunk.index:
+                        continue  # retried in a later chunk
+                    seen.add(digest)
                     writer.write_line(line)
                     lines += 1
             ids += len(seen)

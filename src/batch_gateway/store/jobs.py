@@ -21,9 +21,10 @@ from batch_gateway.ports import JobStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import ConditionCheckTypeDef, UpdateTypeDef
+    from mypy_boto3_dynamodb.type_defs import ConditionCheckTypeDef, TransactWriteItemTypeDef, UpdateTypeDef
 
 JOB_SK = "JOB"
+MAX_ADDED_CHUNKS = 99  # and the job item: DynamoDB's 100 items per transaction
 
 
 def _pk(job_id: str) -> str:
@@ -282,6 +283,37 @@ class DynamoDBJobStore(JobStore):
             pending: dict[str, Any] = {self.table: requests}
             while pending:
                 pending = self._db.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+
+    def add_chunks(
+        self, job_id: str, chunks: list[Chunk], *, job_statuses: Iterable[JobStatus], chunk_count: int
+    ) -> None:
+        if len(chunks) > MAX_ADDED_CHUNKS:
+            raise ValueError(f"at most {MAX_ADDED_CHUNKS} chunks are added at once, not {len(chunks)}")
+        statuses = [JobStatus(s).value for s in job_statuses]
+        values = {f":s{i}": s for i, s in enumerate(statuses)}
+        job_update: UpdateTypeDef = {
+            "TableName": self.table,
+            "Key": _values({"pk": _pk(job_id), "sk": JOB_SK}),
+            "UpdateExpression": "SET #count = :new, #updated = :now",
+            "ConditionExpression": f"#status IN ({', '.join(values)}) AND #count = :old",
+            "ExpressionAttributeNames": {"#status": "status", "#count": "chunk_count", "#updated": "updated_at"},
+            "ExpressionAttributeValues": _values(
+                {**values, ":old": chunk_count, ":new": chunk_count + len(chunks), ":now": iso(utcnow())}
+            ),
+        }
+        items: list[TransactWriteItemTypeDef] = [{"Update": job_update}]
+        for chunk in chunks:
+            item = _to_item({"pk": _pk(chunk.job_id), "sk": _chunk_sk(chunk.index), **_dump(chunk)})
+            items.append(
+                {"Put": {"TableName": self.table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}}
+            )
+        try:
+            self._db.transact_write_items(TransactItems=items)
+        except (
+            self._db.exceptions.TransactionCanceledException,
+            self._db.exceptions.ConditionalCheckFailedException,
+        ) as exc:
+            raise ConflictError(f"chunks of {job_id} cannot be added now (status or chunk count changed)") from exc
 
     def get_chunks(self, job_id: str) -> list[Chunk]:
         chunks: list[Chunk] = []

@@ -167,6 +167,22 @@ class MemoryJobStore(JobStore):
             for chunk in chunks:
                 self._chunks[(chunk.job_id, chunk.index)] = _plain(chunk.to_dict())
 
+    def add_chunks(
+        self, job_id: str, chunks: list[Chunk], *, job_statuses: Iterable[JobStatus], chunk_count: int
+    ) -> None:
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if (
+                job is None
+                or job["status"] not in {JobStatus(s).value for s in job_statuses}
+                or int(job.get("chunk_count") or 0) != chunk_count
+                or any((c.job_id, c.index) in self._chunks for c in chunks)
+            ):
+                raise ConflictError(f"chunks of {job_id} cannot be added now (status or chunk count changed)")
+            for chunk in chunks:
+                self._chunks[(chunk.job_id, chunk.index)] = _plain(chunk.to_dict())
+            _set(job, {"chunk_count": chunk_count + len(chunks), "updated_at": utcnow()})
+
     def get_chunks(self, job_id: str) -> list[Chunk]:
         with self._lock:
             items = sorted(

@@ -17,7 +17,17 @@ from typing import Any
 
 from batch_gateway_dev.simulators import content, settings
 from batch_gateway_dev.simulators.errors import ApiError
-from batch_gateway_dev.simulators.schedule import CANCELED, ERRORED, EXPIRED, SUCCEEDED, Plan
+from batch_gateway_dev.simulators.schedule import (
+    CANCELED,
+    ERROR_KINDS,
+    ERRORED,
+    EXPIRED,
+    OVERLOADED,
+    RATE_LIMITED,
+    SERVER_ERROR,
+    SUCCEEDED,
+    Plan,
+)
 from batch_gateway_dev.simulators.wire import (
     BadBody,
     Reply,
@@ -197,11 +207,19 @@ def _succeeded_line(batch_id: str, item: Item) -> str:
     }
 
 
-def _errored_line(cid: str) -> str:
+_ERROR_TYPES = {  # simulated item error -> Anthropic's error type
+    ERRORED: "invalid_request_error",
+    OVERLOADED: "overloaded_error",
+    RATE_LIMITED: "rate_limit_error",
+    SERVER_ERROR: "api_error",
+}
+
+
+def _errored_line(cid: str, kind: str = ERRORED) -> str:
     error = {
         "type": "error",
         "error": {
-            "type": "invalid_request_error",
+            "type": _ERROR_TYPES[kind],
             "message": f"[simulated] request {cid} was configured to fail (item_outcomes / error_every)",
         },
     }
@@ -258,7 +276,8 @@ class AnthropicBatches:
             raise _invalid(str(exc)) from None
         items = parse_requests(body, settings.limit(config, PROVIDER, "max_requests"))
         now = time.time()
-        plan = Plan.from_settings(now, config, [item[0] for item in items])
+        with self.state.lock:
+            plan = Plan.from_settings(now, config, [item[0] for item in items], self.state.fired)
         batch = _Batch("msgbatch_01" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(22)), plan, items)
         with self.state.lock:
             self.batches[batch.id] = batch
@@ -350,8 +369,8 @@ class AnthropicBatches:
             kind = outcome(i, cutoff, leftover)
             if kind == SUCCEEDED:
                 lines.append(_succeeded_line(batch.id, item))
-            elif kind == ERRORED:
-                lines.append(_errored_line(item[0]))
+            elif kind in ERROR_KINDS:
+                lines.append(_errored_line(item[0], kind))
             else:
                 lines.append(dumps({"custom_id": item[0], "result": {"type": kind}}))
             if len(lines) >= _LINES_PER_CHUNK:

@@ -17,7 +17,17 @@ from typing import Any
 
 from batch_gateway_dev.simulators import content, settings
 from batch_gateway_dev.simulators.errors import ApiError
-from batch_gateway_dev.simulators.schedule import CANCELED, ERRORED, EXPIRED, SUCCEEDED, Plan
+from batch_gateway_dev.simulators.schedule import (
+    CANCELED,
+    ERROR_KINDS,
+    ERRORED,
+    EXPIRED,
+    OVERLOADED,
+    RATE_LIMITED,
+    SERVER_ERROR,
+    SUCCEEDED,
+    Plan,
+)
 from batch_gateway_dev.simulators.wire import (
     BadBody,
     Reply,
@@ -32,6 +42,13 @@ from batch_gateway_dev.simulators.wire import (
 )
 
 PROVIDER = "openai"
+# simulated item error -> (HTTP status, OpenAI error type, code) of its line in the error file
+_ERRORS = {
+    ERRORED: (400, "invalid_request_error", "simulated_error"),
+    OVERLOADED: (529, "server_error", "overloaded"),
+    RATE_LIMITED: (429, "requests", "rate_limit_exceeded"),
+    SERVER_ERROR: (500, "server_error", "server_error"),
+}
 ENDPOINTS = ("/v1/chat/completions", "/v1/responses", "/v1/embeddings")
 FILE_PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
 _ALPHABET = string.ascii_letters + string.digits
@@ -264,7 +281,7 @@ class _Batch:
         """Which file ("output" | "error") an item outcome goes to."""
         if kind == SUCCEEDED:
             return "output"
-        if kind == ERRORED:
+        if kind in ERROR_KINDS:
             return self.errored_to
         return "error"
 
@@ -301,14 +318,15 @@ class _Batch:
                 "request_id": quote(request_id),
                 "body": body,
             }
-        if kind == ERRORED:
+        if kind in ERROR_KINDS:
+            status_code, type_, code = _ERRORS[kind]
             error = {
                 "message": f"[simulated] request {cid} was configured to fail (item_outcomes / error_every).",
-                "type": "invalid_request_error",
+                "type": type_,
                 "param": None,
-                "code": "simulated_error",
+                "code": code,
             }
-            response = {"status_code": 400, "request_id": request_id, "body": {"error": error}}
+            response = {"status_code": status_code, "request_id": request_id, "body": {"error": error}}
             return dumps({"id": line_id, "custom_id": cid, "response": response, "error": None})
         if kind == CANCELED:
             error = {"code": "batch_cancelled", "message": "This request was cancelled before it could be executed."}
@@ -670,7 +688,7 @@ class OpenAIBatches:
                 errors = self._token_limit_errors(items, model, config["enqueued_token_limit"], now)
             if errors:
                 items = []
-            plan = Plan.from_settings(now, config, [item[0] for item in items])
+            plan = Plan.from_settings(now, config, [item[0] for item in items], self.state.fired)
             batch = _Batch(plan, items, model, body, errors, config)
             self.batches[batch.id] = batch
             self.created += 1

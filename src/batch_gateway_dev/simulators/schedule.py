@@ -7,6 +7,7 @@ cancel keeps what finished before it; an expiring batch only ever finishes its f
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,18 @@ SUCCEEDED = "succeeded"
 ERRORED = "errored"
 EXPIRED = "expired"
 CANCELED = "canceled"
+# Errored items, by what the provider said (each renders in its provider's shape): ERRORED is an invalid request;
+# the others are the transient errors a job's `retry` option may retry (decision 0066).
+OVERLOADED = "overloaded"
+RATE_LIMITED = "rate_limited"
+SERVER_ERROR = "server_error"
+ERROR_KINDS = (ERRORED, OVERLOADED, RATE_LIMITED, SERVER_ERROR)
+_MARKER = re.compile(r"\A[0-9a-f]{8}-")  # the gateway's chunk marker in front of a custom_id
+
+
+def first_attempt_key(custom_id: str) -> str:
+    """What a `first_attempt_outcomes` key matches: the custom_id without a chunk marker."""
+    return _MARKER.sub("", custom_id, count=1)
 
 
 @dataclass(slots=True)
@@ -23,14 +36,24 @@ class Plan:
     created: float
     seconds: float
     n: int
-    forced: dict[int, str]  # item index -> ERRORED | EXPIRED, from the `item_outcomes` setting
+    forced: dict[int, str]  # item index -> one of ERROR_KINDS | EXPIRED (`item_outcomes`, `first_attempt_outcomes`)
     error_every: int
     expire: bool  # batch_outcome == "expire"
 
     @classmethod
-    def from_settings(cls, created: float, settings: dict[str, Any], custom_ids: list[str]) -> Plan:
+    def from_settings(
+        cls, created: float, settings: dict[str, Any], custom_ids: list[str], fired: set[str] | None = None
+    ) -> Plan:
+        """``fired``: the `first_attempt_outcomes` keys earlier batches used (updated here: each fires once)."""
         wanted = settings["item_outcomes"]
         forced = {i: wanted[cid] for i, cid in enumerate(custom_ids) if cid in wanted} if wanted else {}
+        first = settings.get("first_attempt_outcomes") or {}
+        if first and fired is not None:
+            for i, cid in enumerate(custom_ids):
+                key = first_attempt_key(cid)
+                if key in first and key not in fired and i not in forced:
+                    forced[i] = first[key]
+                    fired.add(key)
         return cls(
             created=created,
             seconds=settings["processing_seconds"],
@@ -79,7 +102,7 @@ class Plan:
             if i >= cutoff:
                 continue
             by_rule = bool(every) and (i + 1) % every == 0
-            if kind == ERRORED and not by_rule:
+            if kind in ERROR_KINDS and not by_rule:
                 errored += 1
             elif kind == EXPIRED:
                 expired += 1

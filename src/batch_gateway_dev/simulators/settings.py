@@ -17,13 +17,16 @@ REAL_LIMITS = {
     "openai": {"max_requests": 50_000, "max_bytes": 200 * MB},
 }
 BATCH_OUTCOMES = ("complete", "expire")
-ITEM_OUTCOMES = ("errored", "expired")
+ITEM_OUTCOMES = ("errored", "expired", "overloaded", "rate_limited", "server_error")
 ERRORED_ITEMS_FILES = ("error", "output")
 
 DEFAULTS: dict[str, Any] = {
     "processing_seconds": 0.5,
     "cancel_seconds": 0.0,
     "item_outcomes": {},
+    # Like item_outcomes, but a key matches a custom_id with or without the gateway's chunk marker in front
+    # (`<8 hex>-`) and fires only in the first batch that carries it: a retried item then succeeds.
+    "first_attempt_outcomes": {},
     "error_every": 0,
     "batch_outcome": "complete",
     "enqueued_token_limit": None,
@@ -93,9 +96,9 @@ def validate(updates: dict[str, Any]) -> dict[str, Any]:
             if value not in ERRORED_ITEMS_FILES:
                 raise ValueError(f"openai_errored_items_file must be one of {ERRORED_ITEMS_FILES}, got {value!r}")
             clean[key] = value
-        elif key == "item_outcomes":
+        elif key in ("item_outcomes", "first_attempt_outcomes"):
             if not isinstance(value, dict) or any(v not in ITEM_OUTCOMES for v in value.values()):
-                raise ValueError(f"item_outcomes must map custom_id to one of {ITEM_OUTCOMES}")
+                raise ValueError(f"{key} must map custom_id to one of {ITEM_OUTCOMES}")
             clean[key] = {str(k): v for k, v in value.items()}
     return clean
 

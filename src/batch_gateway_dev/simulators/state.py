@@ -26,6 +26,7 @@ class SimulatorState:
         # Replaced, never mutated, so a handler can read one consistent dict without holding the lock.
         self.settings: dict[str, Any] = copy.deepcopy(self._defaults)
         self.faults = FaultQueue()
+        self.fired: set[str] = set()  # first_attempt_outcomes keys already used (each fires in one batch only)
         self.anthropic = AnthropicBatches(self)
         self.openai = OpenAIBatches(self)
         self.bedrock = BedrockJobs(self)
@@ -48,6 +49,7 @@ class SimulatorState:
         """Forget all batches, files, faults and counts; restore the default settings."""
         with self.lock:
             self.settings = copy.deepcopy(self._defaults)
+            self.fired.clear()
             self.faults.clear()
             for provider in self.providers:
                 provider.reset()
