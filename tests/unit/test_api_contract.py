@@ -25,7 +25,14 @@ def test_result_items_match_the_contract():
         result_item("a", ItemStatus.SUCCEEDED, outputs=[{"type": "text", "text": "x"}]),
         result_item("b", ItemStatus.EXPIRED),
     ):
-        assert ResultItem.model_validate(item).model_dump() == item
+        assert ResultItem.model_validate(item).model_dump(exclude_unset=True) == item
+    retried = {  # a retrying job's item (decision 0066): its earlier attempts
+        **result_item("c", ItemStatus.SUCCEEDED),
+        "attempt_count": 2,
+        "attempts": [{"attempt": 1, "status": "expired", **{k: result_item("c", ItemStatus.EXPIRED)[k] for k in (
+            "finish_details", "token_usage")}}],
+    }  # fmt: skip
+    assert ResultItem.model_validate(retried).model_dump(exclude_unset=True) == retried
 
 
 def test_the_documented_create_body_and_the_runtime_check_know_the_same_fields():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from batch_gateway.constants import RETRY_MAX_ATTEMPTS, RETRY_OUTCOMES
 from batch_gateway.models.provider_options import ALLOWED
 from batch_gateway.models.requests import (
     DEFAULT_MAX_TOKENS,
@@ -163,6 +164,7 @@ def _body(variant: str, provider: str, endpoint: str | None) -> dict[str, Any]:
                 "description": "passed through to the provider; only these names are accepted. With "
                 "hyperparameters and metadata at most 300 KiB as DynamoDB counts them, nested at most 31 deep",
             },
+            "retry": _ref("Retry"),
             "dry_run": _ref("DryRun"),
         },
     }
@@ -229,6 +231,21 @@ def schemas() -> dict[str, Any]:
             "default": False,
             "description": "true: check the body as a create does (the same errors), store and start nothing, and "
             "answer 200 with the chunk plan, tokens and cost range (an Estimate); false or absent: create",
+        },
+        "Retry": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "max_attempts": {"type": "integer", "minimum": 1, "maximum": RETRY_MAX_ATTEMPTS, "default": 2},
+                "on": {
+                    "type": "array",
+                    "items": {"enum": list(RETRY_OUTCOMES)},
+                    "default": list(RETRY_OUTCOMES),
+                },
+            },
+            "description": "automatic retry of failed items (decision 0066): an item whose latest outcome is one of "
+            "`on` runs again in a new chunk until it has had `max_attempts` attempts; an invalid request never "
+            "does. Absent: the deployment's default (none unless the operator set one)",
         },
         "Metadata": {
             "type": "object",

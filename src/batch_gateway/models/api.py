@@ -25,6 +25,16 @@ class ChunkView(BaseModel):
     status: str = Field(description="the provider's own status word, or ours before the provider has the chunk")
     request_counts: RequestCountsView
     error: str | None
+    attempt: int = Field(1, description="1: planned from the requests; n > 1: a retry round's chunk (attempt n)")
+
+
+class RetryView(BaseModel):
+    """The job's automatic retry of failed items (decision 0066)."""
+
+    max_attempts: int = Field(description="attempts an item may have in all (1: no retries)")
+    on: list[Literal["expired", "rate_limited", "overloaded", "server_error"]] = Field(
+        description="the outcomes that are retried; an invalid request never is"
+    )
 
 
 class UsageView(BaseModel):
@@ -46,6 +56,7 @@ class JobView(BaseModel):
         "null for models without a known price"
     )
     metadata: dict[str, str]
+    retry: RetryView | None = Field(None, description="automatic retry of failed items; null: none")
     created_at: str
     updated_at: str
     ended_at: str | None
@@ -62,6 +73,15 @@ class TokenUsage(BaseModel):
     output_tokens: int
 
 
+class AttemptView(BaseModel):
+    """An earlier attempt of a retried item."""
+
+    attempt: int
+    status: Literal["errored", "expired"]
+    finish_details: dict[str, Any]
+    token_usage: TokenUsage
+
+
 class ResultItem(BaseModel):
     id: str = Field(description="the caller's request id")
     status: Literal["succeeded", "errored", "canceled", "expired"]
@@ -70,6 +90,12 @@ class ResultItem(BaseModel):
     token_usage: TokenUsage
     finish_details: dict[str, Any] = Field(
         description='{"type": "stop"|"length"|...} or {"type": "error", "code", "message"}'
+    )
+    attempt_count: int | None = Field(
+        None, description="jobs with `retry`: how many attempts the item had; this result is the last one's"
+    )
+    attempts: list[AttemptView] | None = Field(
+        None, description="jobs with `retry`: the earlier attempts' outcomes, oldest first (empty if none)"
     )
 
 
