@@ -4,10 +4,10 @@
 Exit code 0 even when a target fails: the table says FAIL and summary.json has ``"all_targets_met": false``.
 Loopback only, except that the Lambda bundles are built with pip the first time (then cached in bench/.cache/).
 
-Options: ``--only create,collect,imports,history,assets,submit,compat`` runs a subset (summary.json is then written to
-``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into summary.json, keeping the others
-and saying which steps were rerun when); ``--profile`` also writes cProfile stats of one create and one 100,000-line
-collect to ``bench/.cache/profiles/``.
+Options: ``--only create,collect,imports,history,assets,submit,compat,estimate`` runs a subset (summary.json is then
+written to ``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into summary.json, keeping
+the others and saying which steps were rerun when); ``--profile`` also writes cProfile stats of one create and one
+100,000-line collect to ``bench/.cache/profiles/``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from bench.common import (
     simulator_process,
 )
 
-STEPS = ("history", "assets", "imports", "create", "collect", "submit", "compat")
+STEPS = ("history", "assets", "imports", "create", "collect", "submit", "compat", "estimate")
 CREATE_N = 85_000  # the largest round number whose API Gateway event fits Lambda's 6 MB (a 5.8 MB body)
 COLLECT_SIZES = (10_000, 50_000, 100_000)
 BEDROCK_COLLECT_N = 50_000  # Bedrock's default maximum records per job: one job's output file
@@ -55,6 +55,12 @@ PROFILES = CACHE_DIR / "profiles"
 COMPAT_N = 10_000
 COMPAT_RUNS = 3
 COMPAT_MAX_RATIO = 2.0
+# Dry run vs create (issue 13): the same 100,000-request upload through lambdas.create.handler as a create and with
+# "dry_run": true, orjson hidden as in the Create function's bundle. The dry run does create's reading and checks and
+# builds each request's provider line instead of storing it.
+ESTIMATE_N = 100_000
+ESTIMATE_RUNS = 2
+ESTIMATE_MAX_RATIO = 1.5
 
 
 def _log(message: str) -> None:
@@ -307,6 +313,31 @@ def step_compat(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return values, details
 
 
+def step_estimate(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    runs = []
+    for i in range(ESTIMATE_RUNS):  # in-process moto, a fresh process per run
+        _log(f"estimate: {ESTIMATE_N:,} requests, create and dry run, run {i + 1}/{ESTIMATE_RUNS}")
+        args = ["--n", str(ESTIMATE_N), "--reps", "3"]
+        if ctx.get("profile") and i == 0:
+            args += ["--profile", str(PROFILES / "estimate")]
+        runs.append(run_worker("bench.estimate_bench", args, timeout=600))
+    create_s = [t for r in runs for t in r["create_s"]]
+    dry_s = [t for r in runs for t in r["dry_run_s"]]
+    values = {"estimate_dry_run_ratio": round(median(dry_s) / median(create_s), 2)}
+    details = {
+        "requests": ESTIMATE_N,
+        "file_bytes": runs[0]["file_bytes"],
+        "create_s": [round(t, 3) for t in create_s],
+        "dry_run_s": [round(t, 3) for t in dry_s],
+        "create_median_s": round(median(create_s), 3),
+        "dry_run_median_s": round(median(dry_s), 3),
+        "orjson_loaded": runs[0]["orjson_loaded"],
+        "rule": "POST /batches {input_file} with dry_run over the same create, one uploaded file of short prompts to "
+        "Claude (upload not timed), lambdas.create.handler in-process against moto, orjson hidden, medians",
+    }
+    return values, details
+
+
 STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]] = {
     "history": step_history,
     "assets": step_assets,
@@ -315,6 +346,7 @@ STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[
     "collect": step_collect,
     "submit": step_submit,
     "compat": step_compat,
+    "estimate": step_estimate,
 }
 
 # --- targets -------------------------------------------------------------------------------------------------------
@@ -368,6 +400,7 @@ def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[s
     )
     check("compat_create_ratio", f"<= {COMPAT_MAX_RATIO} x native create", lambda v: v <= COMPAT_MAX_RATIO)
     check("compat_create_ratio_anthropic", f"<= {COMPAT_MAX_RATIO} x native create", lambda v: v <= COMPAT_MAX_RATIO)
+    check("estimate_dry_run_ratio", f"<= {ESTIMATE_MAX_RATIO} x create", lambda v: v <= ESTIMATE_MAX_RATIO)
     return result
 
 
