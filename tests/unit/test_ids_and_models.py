@@ -72,7 +72,13 @@ def test_succeeded_item_text_is_first_text_output():
         "a", ItemStatus.SUCCEEDED, outputs=[{"type": "text", "text": "Alligator."}], input_tokens=18, output_tokens=4
     )
     assert item["text"] == "Alligator."
-    assert item["token_usage"] == {"input_tokens": 18, "output_tokens": 4}
+    assert item["token_usage"] == {
+        "input_tokens": 18,
+        "output_tokens": 4,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "reasoning_tokens": 0,
+    }
 
 
 def test_counts_add_up():

@@ -38,8 +38,26 @@ class RetryView(BaseModel):
 
 
 class UsageView(BaseModel):
-    input_tokens: int
-    output_tokens: int
+    input_tokens: int = Field(description="input tokens billed at the plain input rate (OpenAI: prompt less cached)")
+    output_tokens: int = Field(description="output tokens, reasoning included")
+    cache_creation_input_tokens: int = Field(0, description="input tokens written to the prompt cache")
+    cache_read_input_tokens: int = Field(0, description="input tokens read from the prompt cache")
+    reasoning_tokens: int = Field(0, description="of output_tokens, the model's reasoning (informational)")
+
+
+class CostView(BaseModel):
+    """USD at the price table's batch prices (requests run on demand: synchronous prices); docs/pricing.md."""
+
+    currency: Literal["USD"]
+    input: float | None = None
+    output: float | None = None
+    cache_write: float | None = None
+    cache_read: float | None = None
+    total: float | None = Field(description="null for a model without a known price (then `reason` says so)")
+    sync_total: float | None = Field(None, description="the same tokens at synchronous (non-batch) prices")
+    saving: float | None = Field(None, description="sync_total - total")
+    price_version: str | None = Field(None, description="the price table's version, with any override's")
+    reason: str | None = Field(None, description="why there is no total")
 
 
 class JobView(BaseModel):
@@ -52,8 +70,11 @@ class JobView(BaseModel):
     chunks: list[ChunkView]
     usage: UsageView
     cost_usd: float | None = Field(
-        description="estimate at batch prices (requests run on demand, Bedrock small jobs: on-demand prices); "
+        description="cost.total: at batch prices (requests run on demand, Bedrock small jobs: on-demand prices); "
         "null for models without a known price"
+    )
+    cost: CostView | None = Field(
+        None, description="the cost of the usage collected so far, final once the job ends; null before any chunk"
     )
     metadata: dict[str, str]
     retry: RetryView | None = Field(None, description="automatic retry of failed items; null: none")
@@ -71,6 +92,9 @@ class JobsPage(BaseModel):
 class TokenUsage(BaseModel):
     input_tokens: int
     output_tokens: int
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 class AttemptView(BaseModel):
@@ -90,6 +114,11 @@ class ResultItem(BaseModel):
     token_usage: TokenUsage
     finish_details: dict[str, Any] = Field(
         description='{"type": "stop"|"length"|...} or {"type": "error", "code", "message"}'
+    )
+    cost: float | None = Field(
+        0.0,
+        description="USD at the price it ran at; 0 for errored, canceled and expired items (not billed); "
+        "null for a model without a known price",
     )
     attempt_count: int | None = Field(
         None, description="jobs with `retry`: how many attempts the item had; this result is the last one's"

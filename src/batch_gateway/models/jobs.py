@@ -212,7 +212,10 @@ class Job(Record):
     status: JobStatus = JobStatus.QUEUED
     request_counts: RequestCounts = dataclasses.field(default_factory=RequestCounts)
     usage: Usage = dataclasses.field(default_factory=Usage)
-    cost_usd: float | None = None
+    cost_usd: float | None = None  # cost["total"], kept for callers from before the cost object
+    # models.pricing.cost_of's object for the usage so far (Poll updates it as chunks are collected, Finalize writes
+    # the final one); None before any chunk is collected (decision 0060).
+    cost: dict[str, Any] | None = None
     metadata: dict[str, str] = dataclasses.field(default_factory=dict)
     hyperparameters: dict[str, Any] = dataclasses.field(default_factory=dict)
     provider_options: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -255,6 +258,7 @@ class Job(Record):
             "chunks": [c.public() for c in chunks or []],
             "usage": self.usage.to_dict(),
             "cost_usd": self.cost_usd,
+            "cost": self.cost,
             "metadata": self.metadata,
             "retry": self.retry,
             "created_at": iso(self.created_at),

@@ -209,6 +209,20 @@ def zero_cost(provider: str, model: str, *, table: PriceTable | None = None) -> 
     return cost_of(provider, model, Usage(), table=table)
 
 
+def item_cost(price: ModelPrice | None, usage: Usage, *, on_demand: bool = False) -> float | None:
+    """One result item's cost in USD (``price`` looked up once per chunk); None without a price."""
+    if price is None:
+        return None
+    rates = price.sync if on_demand else price.batch
+    total = (
+        usage.input_tokens * rates.input
+        + usage.output_tokens * rates.output
+        + usage.cache_creation_input_tokens * rates.cache_write
+        + usage.cache_read_input_tokens * rates.cache_read
+    ) / MILLION
+    return round(total, 10)
+
+
 def ran_on_demand(chunk: Chunk) -> bool:
     """A chunk whose requests ran one by one at on-demand prices (a Bedrock small job), not as a provider batch."""
     return (chunk.provider_batch_id or "").startswith(ON_DEMAND_BATCH_PREFIX)

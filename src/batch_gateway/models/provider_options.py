@@ -11,7 +11,8 @@ from typing import Any
 from batch_gateway.contract.errors import InvalidRequestError
 
 ALLOWED: dict[tuple[str, str], frozenset[str]] = {
-    ("anthropic", "chat"): frozenset({"metadata", "thinking", "tools", "tool_choice", "service_tier"}),
+    # cache_control: Anthropic's automatic prompt caching of the whole prompt (its cache writes and reads are priced)
+    ("anthropic", "chat"): frozenset({"metadata", "thinking", "tools", "tool_choice", "service_tier", "cache_control"}),
     ("openai", "chat"): frozenset(
         {
             "response_format",

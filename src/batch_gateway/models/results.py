@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from batch_gateway.models.jobs import ItemStatus
+from batch_gateway.models.jobs import ItemStatus, Usage
 
 
 def result_item(
@@ -14,6 +14,8 @@ def result_item(
     outputs: list[dict[str, Any]] | None = None,
     input_tokens: int = 0,
     output_tokens: int = 0,
+    usage: Usage | None = None,  # all five counts (models.jobs.Usage); else input_tokens and output_tokens
+    cost: float | None = 0.0,
     finish_type: str | None = None,
     code: str | None = None,
     message: str | None = None,
@@ -31,8 +33,9 @@ def result_item(
         "status": status.value,
         "text": text,
         "outputs": outputs,
-        "token_usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+        "token_usage": (usage or Usage(input_tokens=input_tokens, output_tokens=output_tokens)).to_dict(),
         "finish_details": finish,
+        "cost": cost,  # USD at the price it ran at (models.pricing); 0 for an item not billed, None without a price
     }
     if mode:  # only when a request did not run as a batch (Bedrock small jobs: "on_demand")
         item["mode"] = mode

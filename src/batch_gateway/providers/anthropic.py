@@ -187,6 +187,8 @@ def _to_result(line: dict[str, Any]) -> ProviderResult:
             outputs=[o for o in outputs if o],
             input_tokens=int(usage.get("input_tokens") or 0),
             output_tokens=int(usage.get("output_tokens") or 0),
+            cache_creation_input_tokens=int(usage.get("cache_creation_input_tokens") or 0),
+            cache_read_input_tokens=int(usage.get("cache_read_input_tokens") or 0),
             finish_type=_FINISH.get(message.get("stop_reason", ""), message.get("stop_reason") or "stop"),
         )
     if status is ItemStatus.ERRORED:

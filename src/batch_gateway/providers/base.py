@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from aws_lambda_powertools import Logger
 
 from batch_gateway.contract import errors
-from batch_gateway.models.jobs import ItemStatus, RequestCounts
+from batch_gateway.models.jobs import ItemStatus, RequestCounts, Usage
 from batch_gateway.providers.sdk_errors import mapped_errors
 
 logger = Logger(child=True)
@@ -81,12 +81,25 @@ class ProviderResult:
     custom_id: str
     status: ItemStatus
     outputs: list[dict[str, Any]] = field(default_factory=list)
-    input_tokens: int = 0
+    input_tokens: int = 0  # billed at the plain input rate (models.jobs.Usage)
     output_tokens: int = 0
     finish_type: str | None = None
     code: str | None = None
     message: str | None = None
     mode: str | None = None  # how it ran when not as a batch (Bedrock small jobs: "on_demand")
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    reasoning_tokens: int = 0  # part of output_tokens
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens,
+            reasoning_tokens=self.reasoning_tokens,
+        )
 
 
 class BatchProvider(abc.ABC):

@@ -538,18 +538,22 @@ def _to_result(line: dict[str, Any], mode: str | None = None) -> ProviderResult:
         outputs = [claude_output(block) for block in output.get("content") or []]
         reason = output.get("stop_reason")
         tokens = (usage.get("input_tokens"), usage.get("output_tokens"))
+        cache = (usage.get("cache_creation_input_tokens"), usage.get("cache_read_input_tokens"))
     else:  # Nova / Converse
         usage = output.get("usage") or {}
         message = (output.get("output") or {}).get("message") or {}
         outputs = [_converse_output(block) for block in message.get("content") or []]
         reason = output.get("stopReason")
         tokens = (usage.get("inputTokens"), usage.get("outputTokens"))
+        cache = (usage.get("cacheWriteInputTokens"), usage.get("cacheReadInputTokens"))
     result = ProviderResult(
         custom_id=custom_id,
         status=ItemStatus.SUCCEEDED,
         outputs=[o for o in outputs if o],
         input_tokens=int(tokens[0] or 0),
         output_tokens=int(tokens[1] or 0),
+        cache_creation_input_tokens=int(cache[0] or 0),
+        cache_read_input_tokens=int(cache[1] or 0),
         finish_type=_FINISH.get(str(reason), str(reason or "stop")),
     )
     result.mode = mode

@@ -331,19 +331,25 @@ def _succeeded(custom_id: str, body: dict[str, Any]) -> ProviderResult:
         reason = choice.get("finish_reason")
         finish = _FINISH.get(reason, reason or "stop")
         tokens = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        details = (usage.get("prompt_tokens_details"), usage.get("completion_tokens_details"))
     elif kind == "response" or "output" in body:
         outputs = _response_outputs(body.get("output") or [])
         finish = _response_finish(body)
         tokens = (usage.get("input_tokens"), usage.get("output_tokens"))
+        details = (usage.get("input_tokens_details"), usage.get("output_tokens_details"))
     else:  # embeddings: a list with one vector
         outputs = [{"type": "embedding", "embedding": item.get("embedding")} for item in body.get("data") or []]
-        finish, tokens = "stop", (usage.get("prompt_tokens"), 0)
+        finish, tokens, details = "stop", (usage.get("prompt_tokens"), 0), (None, None)
+    # OpenAI's prompt tokens include the cached ones (billed at the cached-input rate): input is the rest.
+    cached = int((details[0] or {}).get("cached_tokens") or 0)
     return ProviderResult(
         custom_id=custom_id,
         status=ItemStatus.SUCCEEDED,
         outputs=outputs,
-        input_tokens=int(tokens[0] or 0),
+        input_tokens=max(int(tokens[0] or 0) - cached, 0),
         output_tokens=int(tokens[1] or 0),
+        cache_read_input_tokens=cached,
+        reasoning_tokens=int((details[1] or {}).get("reasoning_tokens") or 0),
         finish_type=finish,
     )
 

@@ -19,6 +19,7 @@ from batch_gateway.contract.errors import IntegrityError
 from batch_gateway.jsonlines import dumps
 from batch_gateway.models.ids import id_hash, unmarked
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, RequestCounts, Usage, utcnow
+from batch_gateway.models.pricing import item_cost, price_for, ran_on_demand
 from batch_gateway.models.results import result_item
 from batch_gateway.providers.base import BatchProvider, ProviderBatch
 from batch_gateway.service.attempts import AttemptBook
@@ -92,7 +93,10 @@ def collect_chunk(
     idmap = _idmap(services, job, chunk)
     answered = _Answered(services.payloads.open_object(chunk_id_hashes_key(job.id, chunk.index)), chunk.request_count)
     tally: dict[str, int] = {s.value: 0 for s in ItemStatus}
-    in_tokens = out_tokens = 0
+    usage = Usage()
+    price = price_for(job.provider, job.model, table=services.prices())  # once per chunk: item costs (decision 0060)
+    on_demand = ran_on_demand(chunk)
+    unbilled = 0.0  # providers bill no errored, expired or canceled item
     book = AttemptBook(services, job, chunk)  # a retrying job's attempts (decision 0066)
     with book, book.wrap(services.payloads.writer(chunk_results_key(job.id, chunk.index))) as out:
         if batch is not None and provider is not None:
@@ -105,8 +109,10 @@ def collect_chunk(
                             idmap.get(result.custom_id) or unmarked(result.custom_id, chunk.id_marker),
                             result.status,
                             outputs=result.outputs,
-                            input_tokens=result.input_tokens,
-                            output_tokens=result.output_tokens,
+                            usage=result.usage,
+                            cost=item_cost(price, result.usage, on_demand=on_demand)
+                            if result.status is ItemStatus.SUCCEEDED
+                            else unbilled,
                             finish_type=result.finish_type,
                             code=result.code,
                             message=result.message,
@@ -116,8 +122,7 @@ def collect_chunk(
                 )
                 tally[result.status.value] += 1
                 if result.status is ItemStatus.SUCCEEDED:
-                    in_tokens += result.input_tokens
-                    out_tokens += result.output_tokens
+                    usage = usage.add(result.usage)
         status = unanswered or _UNANSWERED.get(batch.status if batch else "", ItemStatus.ERRORED)
         fallback = "batch_failed" if reason else "missing_result"
         code = (code or fallback) if status is ItemStatus.ERRORED else None
@@ -133,12 +138,12 @@ def collect_chunk(
                             status,
                             code=code,
                             message=message,
+                            cost=unbilled,
                         )
                     )
                 )
                 tally[status.value] += 1
     counts = RequestCounts(total=chunk.request_count, **tally)
-    usage = Usage(input_tokens=in_tokens, output_tokens=out_tokens)
     logger.info("chunk collected", extra={"job_id": job.id, "chunk": chunk.index, **tally})
     state = ChunkState.FAILED if chunk.state is ChunkState.FAILED else ChunkState.COLLECTED
     # Fenced: only while the chunk is as we read it (same state, same claim), so a submitter that claimed it or

@@ -10,7 +10,7 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway.contract.errors import ConflictError, IntegrityError, TransientError
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, RequestCounts, utcnow
-from batch_gateway.models.pricing import chunks_cost
+from batch_gateway.models.pricing import chunks_cost_detail
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.collect import summarize, unanswered_lines
 from batch_gateway.service.context import Services
@@ -53,13 +53,15 @@ def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | 
     failed = [c for c in chunks if c.state is ChunkState.FAILED]
     error = f"the provider refused chunk {failed[0].index}: {failed[0].error}" if failed else None
     door = write_door_outputs(services, job)  # before the status: an ended door job has its output files
+    cost = chunks_cost_detail(job.provider, job.model, chunks, table=services.prices())
     job = services.jobs.update_job(
         job.id,
         expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING],
         status=status,
         request_counts=counts,
         usage=usage,
-        cost_usd=chunks_cost(job.provider, job.model, chunks),
+        cost=cost,
+        cost_usd=cost["total"],
         ended_at=utcnow(),
         error=error,
         **({"door_fields": door} if door is not None else {}),
@@ -146,12 +148,14 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> Non
             counts = counts.add(RequestCounts(total=chunk.request_count, errored=chunk.request_count))
             if chunk.replaces is not None:  # a retry chunk: its items' earlier outcomes no longer count
                 counts = counts.subtract(chunk.replaces)
+    cost = chunks_cost_detail(job.provider, job.model, collected, table=services.prices())
     services.jobs.update_job(
         job.id,
         expect=[JobStatus.FAILED],
         request_counts=counts,
         usage=usage,
-        cost_usd=chunks_cost(job.provider, job.model, collected),
+        cost=cost,
+        cost_usd=cost["total"],
         **({"door_fields": door} if door is not None else {}),
     )
     if job.drop_name:

@@ -9,6 +9,7 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway.contract import errors
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, utcnow
+from batch_gateway.models.pricing import chunks_cost_detail
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.collect import collect_chunk, summarize
@@ -89,6 +90,10 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
         chunks.append(chunk)
     counts, usage = summarize(chunks)
     fields: dict[str, Any] = {"request_counts": counts, "usage": usage}
+    collected = [c for c in chunks if c.collected]
+    if collected:  # the running cost of what is collected so far (decision 0060)
+        fields["cost"] = chunks_cost_detail(job.provider, job.model, collected, table=services.prices())
+        fields["cost_usd"] = fields["cost"]["total"]
     if job.status is JobStatus.QUEUED and any(c.state is ChunkState.SUBMITTED for c in chunks):
         fields["status"] = JobStatus.IN_PROGRESS
     try:

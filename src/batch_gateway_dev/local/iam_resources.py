@@ -3,8 +3,8 @@
 moto checks a request's action against the caller's identity policies, but for most services it checks it against
 the resource ``*``, which no statement with a specific ARN matches, so every least-privilege grant would be refused.
 moto asks a response class for ``_determine_resource()`` when it has one (SQS and IAM do); this module adds it for
-DynamoDB, Step Functions, Secrets Manager, EventBridge and Lambda, built from the request the way AWS names the
-resource in its authorization. S3 already passes bucket and key. Conditions and resource-based policies are still
+DynamoDB, Step Functions, Secrets Manager, SSM parameters, EventBridge and Lambda, built from the request the way AWS
+names the resource in its authorization. S3 already passes bucket and key. Conditions and resource-based policies are still
 not evaluated by moto (docs/local-stack.md lists what the template tests cover instead).
 """
 
@@ -69,6 +69,14 @@ def _secrets(self: Any) -> str:
         return str(self.backends[self.current_account][self.region].describe_secret(secret_id).arn)
     except Exception:
         return _arn(self, "secretsmanager", f"secret:{secret_id}")
+
+
+def _ssm(self: Any) -> str:
+    name = _body(self).get("Name")
+    if not name:
+        return "*"
+    name = str(name)
+    return name if name.startswith("arn:") else _arn(self, "ssm", f"parameter/{name.lstrip('/')}")
 
 
 def _events(self: Any) -> str:
@@ -165,12 +173,14 @@ def _accept_presigned_urls() -> None:
     from moto.dynamodb.responses import DynamoHandler
     from moto.events.responses import EventsHandler
     from moto.secretsmanager.responses import SecretsManagerResponse
+    from moto.ssm.responses import SimpleSystemManagerResponse
     from moto.stepfunctions.responses import StepFunctionResponse
 
     DynamoHandler._determine_resource = _dynamodb  # type: ignore[attr-defined]  # patching moto
     StepFunctionResponse._determine_resource = _states  # type: ignore[attr-defined]  # patching moto
     EventsHandler._determine_resource = _events  # type: ignore[attr-defined]  # patching moto
     LambdaResponse._determine_resource = _lambda  # type: ignore[attr-defined]  # patching moto
+    SimpleSystemManagerResponse._determine_resource = _ssm  # type: ignore[attr-defined]  # patching moto
 
     def _secrets_resource(self: Any) -> str:
         from moto.secretsmanager.models import secretsmanager_backends

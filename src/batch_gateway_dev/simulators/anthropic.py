@@ -46,7 +46,8 @@ _ID_ALPHABET = string.ascii_letters + string.digits
 _DAY = 24 * 3600
 _LINES_PER_CHUNK = 1000
 
-Item = tuple[str, str, str, int]  # custom_id, model, prompt excerpt, input tokens
+# custom_id, model, prompt excerpt, input tokens (not cached), cache write tokens, cache read tokens
+Item = tuple[str, str, str, int, int, int]
 
 
 def rfc3339(t: float | None) -> str | None:
@@ -124,6 +125,7 @@ def parse_requests(body: Any, max_requests: int) -> list[Item]:
     seen: dict[str, int] = {}
     models: dict[str, str] = {}
     items: list[Item] = []
+    prefixes: set[str] = set()
     for index, entry in enumerate(requests):
         where = f"requests.{index}"
         if not isinstance(entry, dict):
@@ -164,7 +166,15 @@ def parse_requests(body: Any, max_requests: int) -> list[Item]:
         if params.get("stream"):
             raise _invalid(f"{where}.params.stream: streaming is not supported in Message Batches (custom_id {cid!r})")
         excerpt, tokens = content.summarize_anthropic(params)
-        items.append((cid, models.setdefault(model, model), excerpt, tokens))
+        # Prompt caching: the first request of the batch with a cached prefix writes it, later ones read it.
+        prefix, cached = content.anthropic_cache_prefix(params)
+        cached = min(cached, tokens)
+        write = read = 0
+        if cached:
+            key = content.short_hash(model, prefix)
+            read, write = (cached, 0) if key in prefixes else (0, cached)
+            prefixes.add(key)
+        items.append((cid, models.setdefault(model, model), excerpt, tokens - cached, write, read))
     return items
 
 
@@ -184,8 +194,8 @@ _SUCCEEDED = json_template(
                 "usage": {
                     "input_tokens": "<<input_tokens>>",
                     "output_tokens": "<<output_tokens>>",
-                    "cache_creation_input_tokens": 0,
-                    "cache_read_input_tokens": 0,
+                    "cache_creation_input_tokens": "<<cache_write>>",
+                    "cache_read_input_tokens": "<<cache_read>>",
                     "service_tier": "batch",
                 },
             },
@@ -196,7 +206,7 @@ _SUCCEEDED = json_template(
 
 def _succeeded_line(batch_id: str, item: Item) -> str:
     """A `MessageBatchIndividualResponse` line with a full `Message`."""
-    cid, model, excerpt, input_tokens = item
+    cid, model, excerpt, input_tokens, cache_write, cache_read = item
     return _SUCCEEDED % {
         "custom_id": quote(cid),
         "id": quote("msg_sim_" + content.short_hash(batch_id, cid)),
@@ -204,6 +214,8 @@ def _succeeded_line(batch_id: str, item: Item) -> str:
         "text": quote(content.reply_text(model, excerpt)),
         "input_tokens": input_tokens,
         "output_tokens": content.output_tokens(model, excerpt),
+        "cache_write": cache_write,
+        "cache_read": cache_read,
     }
 
 

@@ -55,6 +55,29 @@ def summarize_anthropic(params: dict[str, Any]) -> tuple[str, int]:
     return _summarize_messages(params.get("messages"), system_chars)
 
 
+def anthropic_cache_prefix(params: dict[str, Any]) -> tuple[str, int]:
+    """The prompt prefix a request asks Anthropic to cache and its tokens (chars // 4): with a top-level
+    `cache_control` (automatic caching) the whole prompt, else `system` and `messages` up to the end of the last block
+    carrying `cache_control`; ("", 0) when the request asks for no caching."""
+    pieces: list[str] = []
+    end = 0
+    blocks: list[Any] = []
+    system = params.get("system")
+    blocks.extend(system if isinstance(system, list) else [system] if isinstance(system, str) else [])
+    for message in params.get("messages") or []:
+        if isinstance(message, dict):
+            message_content = message.get("content")
+            blocks.extend(message_content if isinstance(message_content, list) else [message_content])
+    for block in blocks:
+        pieces.extend(_text([block]))
+        if isinstance(block, dict) and isinstance(block.get("cache_control"), dict):
+            end = len(pieces)
+    if isinstance(params.get("cache_control"), dict):
+        end = len(pieces)
+    prefix = "".join(pieces[:end])
+    return prefix, len(prefix) // 4
+
+
 def summarize_openai(endpoint: str, body: dict[str, Any]) -> tuple[str, int]:
     """Excerpt and input tokens of an OpenAI request body for `endpoint`."""
     if endpoint == "/v1/chat/completions":

@@ -1,0 +1,108 @@
+"""The cost a caller sees, through the local stack: the simulator reports usage with prompt-cache writes and reads,
+the job's cost matches the price table to the cent (computed here from prices.json's rows and the simulator's token
+counts, not from the gateway's pricing code), errored items cost 0, an unknown model has no total, and a price
+override in the SSM parameter prices the next job (decision 0060)."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from batch_gateway_dev.simulators import content
+from tests.support.api_caller import seed_body
+
+pytestmark = pytest.mark.e2e
+
+MODEL = "claude-sonnet-4-20250514"
+SYSTEM = "You answer questions about animals, briefly and accurately. " * 30
+QUESTIONS = {"same_1": "Name a bird.", "same_2": "Name a bird.", "other": "Name a fish that lives in rivers."}
+
+
+def _row(provider: str, prefix: str) -> dict:
+    table = json.loads(resources.files("batch_gateway.models").joinpath("prices.json").read_text())
+    return next(r for r in table["rows"] if r["provider"] == provider and r["model"] == prefix)
+
+
+def _body(model: str = MODEL, **changes) -> dict:
+    requests_ = {cid: {"system": SYSTEM, "messages": [{"role": "user", "content": q}]} for cid, q in QUESTIONS.items()}
+    requests_["broken"] = {"system": SYSTEM, "messages": [{"role": "user", "content": "This one fails."}]}
+    return seed_body(
+        model=model, requests=requests_, provider_options={"cache_control": {"type": "ephemeral"}}, **changes
+    )
+
+
+def _expected_tokens(model: str) -> dict[str, dict[str, int]]:
+    """What the simulator reports (its documented counts): top-level cache_control caches the whole prompt; the
+    first request of the batch with a prompt writes it, a later one with the same prompt reads it."""
+    expected, seen = {}, set()
+    for cid, question in QUESTIONS.items():
+        whole = (len(SYSTEM) + len(question)) // 4
+        write, read = (0, whole) if question in seen else (whole, 0)
+        seen.add(question)
+        out = content.output_tokens(model, question)
+        expected[cid] = {"input_tokens": 0, "output_tokens": out, "cache_creation_input_tokens": write,
+                         "cache_read_input_tokens": read, "reasoning_tokens": 0}  # fmt: skip
+    return expected
+
+
+def _dollars(row: dict, tokens: dict[str, int]) -> float:
+    return (
+        tokens["input_tokens"] * row["input"]
+        + tokens["output_tokens"] * row["output"]
+        + tokens["cache_creation_input_tokens"] * row["cache_write"]
+        + tokens["cache_read_input_tokens"] * row["cache_read"]
+    ) / 1_000_000
+
+
+def test_the_jobs_cost_matches_the_price_table_to_the_cent_with_cache_tokens_and_errored_items_cost_0(alice, sim):
+    sim.configure(first_attempt_outcomes={"broken": "errored"})  # matches the id with the chunk marker
+    job = alice.create(_body())
+    done = alice.wait(job["id"])
+    assert done["status"] == "finished" and done["request_counts"]["errored"] == 1
+
+    row, expected = _row("anthropic", "claude-sonnet-4"), _expected_tokens(MODEL)
+    results = alice.all_results(job["id"])
+    for cid, tokens in expected.items():
+        assert results[cid]["token_usage"] == tokens, cid
+        assert results[cid]["cost"] == pytest.approx(_dollars(row, tokens), abs=1e-9), cid
+    assert results["broken"]["status"] == "errored" and results["broken"]["cost"] == 0
+
+    want = sum(_dollars(row, t) for t in expected.values())
+    sync_row = {**row, **row["sync"]}
+    cost = done["cost"]
+    assert cost["currency"] == "USD"
+    assert round(cost["total"], 2) == round(want, 2) and abs(cost["total"] - want) < 0.005
+    assert abs(cost["sync_total"] - sum(_dollars(sync_row, t) for t in expected.values())) < 0.005
+    assert cost["cache_write"] > 0 and cost["cache_read"] > 0
+    assert done["cost_usd"] == cost["total"]
+    usage = done["usage"]
+    for key in ("cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"):
+        assert usage[key] == sum(t[key] for t in expected.values()), key
+
+
+def test_an_unknown_model_has_no_total_and_says_why(alice):
+    done = alice.wait(alice.create(_body(model="claude-sim-unpriced-1"))["id"])
+    assert done["cost"]["total"] is None and "claude-sim-unpriced-1" in done["cost"]["reason"]
+    assert done["cost_usd"] is None
+
+
+def test_a_price_override_in_the_ssm_parameter_prices_the_next_job(alice, sim, stack):
+    ssm = stack.client("ssm")
+    [name] = {
+        env["PRICE_OVERRIDES_PARAMETER"]
+        for env in (stack.function_environment(stack.function(m)) for m in ("finalize", "poll"))
+    }
+    override = {"provider": "anthropic", "model": "claude-sonnet-4", "input": 1.0, "output": 2.0,
+                "cache_write": 3.0, "cache_read": 4.0}  # fmt: skip
+    ssm.put_parameter(Name=name, Value=json.dumps({"version": "e2e", "rows": [override]}), Overwrite=True)
+    try:
+        stack.recycle_functions()  # warm functions read it again within 5 minutes; cold ones at once
+        done = alice.wait(alice.create(_body())["id"])
+        want = sum(_dollars(override, t) for t in _expected_tokens(MODEL).values())
+        assert done["cost"]["price_version"].endswith("+e2e")
+        assert abs(done["cost"]["total"] - want) < 0.005
+    finally:
+        ssm.put_parameter(Name=name, Value="{}", Overwrite=True)
+        stack.recycle_functions()
