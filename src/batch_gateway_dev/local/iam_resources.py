@@ -4,8 +4,8 @@ moto checks a request's action against the caller's identity policies, but for m
 the resource ``*``, which no statement with a specific ARN matches, so every least-privilege grant would be refused.
 moto asks a response class for ``_determine_resource()`` when it has one (SQS and IAM do); this module adds it for
 DynamoDB, Step Functions, Secrets Manager, SSM parameters, EventBridge and Lambda, built from the request the way AWS
-names the resource in its authorization. S3 already passes bucket and key. Conditions and resource-based policies are still
-not evaluated by moto (docs/local-stack.md lists what the template tests cover instead).
+names the resource in its authorization. S3 already passes bucket and key. Conditions and resource-based policies are
+still not evaluated by moto (docs/local-stack.md lists what the template tests cover instead).
 """
 
 from __future__ import annotations
