@@ -279,10 +279,25 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
         raise error_from_job(job.error, batch_id=job.id)
     tally = _write_results(client, job.id, args.output)
     where = f" -> {args.output}" if args.output not in (None, "-") else ""
-    _err(f"{job.id} {job.status}: {_tally_text(tally)}{where}")
+    cost = _cost_text(job)
+    _err(f"{job.id} {job.status}: {_tally_text(tally)}{where}" + (f"; cost {cost}" if cost else ""))
     if args.json and where:
         _json_out(_job_json(job))
     return EXIT_OK
+
+
+def _cost_text(job: Job) -> str:
+    """The job's cost for people: total, what the synchronous API would have cost, and the saving."""
+    cost = job.cost
+    if cost is None:
+        return f"${job.cost_usd:.4f}" if job.cost_usd is not None else ""
+    if cost.get("total") is None:
+        return f"unknown ({cost.get('reason') or 'no price for this model'})"
+    final = "" if job.is_terminal else " so far"
+    return (
+        f"${cost['total']:.4f}{final} (synchronous ${cost.get('sync_total') or 0:.4f}, saving "
+        f"${cost.get('saving') or 0:.4f}; prices {cost.get('price_version')})"
+    )
 
 
 def _status_lines(job: Job) -> Iterable[tuple[str, str]]:
@@ -298,9 +313,20 @@ def _status_lines(job: Job) -> Iterable[tuple[str, str]]:
             f"canceled {counts.canceled}, expired {counts.expired}, processing {counts.processing})"
         ),
     )
-    yield "usage", f"{job.usage.input_tokens} input tokens, {job.usage.output_tokens} output tokens"
-    if job.cost_usd is not None:
-        yield "cost", f"${job.cost_usd:.4f} (estimate)"
+    usage = job.usage
+    yield (
+        "usage",
+        f"{usage.input_tokens} input tokens, {usage.output_tokens} output tokens"
+        + (f" ({usage.reasoning_tokens} reasoning)" if usage.reasoning_tokens else "")
+        + (
+            f", cache: {usage.cache_creation_input_tokens} written, {usage.cache_read_input_tokens} read"
+            if usage.cache_creation_input_tokens or usage.cache_read_input_tokens
+            else ""
+        ),
+    )
+    cost = _cost_text(job)
+    if cost:
+        yield "cost", cost
     chunks = ", ".join(f"{c.provider_batch_id or '-'} {c.status}" for c in job.chunks)
     yield "chunks", f"{len(job.chunks)}" + (f" ({chunks})" if chunks else "")
     if job.metadata:

@@ -67,8 +67,11 @@ class RequestCounts(_Response):
 
 
 class Usage(_Response):
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int = 0  # at the plain input rate
+    output_tokens: int = 0  # reasoning included
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 class ChunkInfo(_Response):
@@ -89,6 +92,9 @@ class Job(_Response):
     chunks: list[ChunkInfo] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float | None = None
+    # {"currency", "input", "output", "cache_write", "cache_read", "total", "sync_total", "saving", "price_version"}
+    # in USD, or {"currency", "total": None, "reason"} for a model without a price; None before any chunk is collected
+    cost: dict[str, Any] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime | None = None
     updated_at: datetime | None = None
@@ -118,6 +124,7 @@ class ResultItem(_Response):
     outputs: list[dict[str, Any]] = Field(default_factory=list)
     token_usage: Usage | None = None
     finish_details: dict[str, Any] | None = None
+    cost: float | None = None  # USD; 0 for an item the provider does not bill
 
 
 class ResultsPage(_Response):

@@ -1,0 +1,35 @@
+"""`batch-gateway status` shows the job's cost (total, synchronous price, saving, price version), cache usage, and
+says why when the model has no price."""
+
+from __future__ import annotations
+
+from batch_gateway.cli import _status_lines
+from batch_gateway.client.models import Job
+
+
+def _lines(**fields) -> dict[str, str]:
+    job = Job.model_validate({"id": "job_1", "status": "finished", "provider": "anthropic", "model": "m", **fields})
+    return dict(_status_lines(job))
+
+
+def test_status_shows_the_cost_and_the_cache_usage():
+    lines = _lines(
+        usage={
+            "input_tokens": 10,
+            "output_tokens": 20,
+            "cache_creation_input_tokens": 300,
+            "cache_read_input_tokens": 900,
+        },
+        cost={"currency": "USD", "total": 0.0123, "sync_total": 0.0246, "saving": 0.0123, "price_version": "v1"},
+        cost_usd=0.0123,
+    )
+    assert lines["cost"] == "$0.0123 (synchronous $0.0246, saving $0.0123; prices v1)"
+    assert lines["usage"] == "10 input tokens, 20 output tokens, cache: 300 written, 900 read"
+
+
+def test_status_says_why_a_cost_is_unknown_and_marks_a_running_total():
+    assert _lines(cost={"currency": "USD", "total": None, "reason": "no price is known"})["cost"] == (
+        "unknown (no price is known)"
+    )
+    running = _lines(status="in_progress", cost={"currency": "USD", "total": 1.5, "sync_total": 3, "saving": 1.5})
+    assert running["cost"].startswith("$1.5000 so far")
