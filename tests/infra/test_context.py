@@ -60,3 +60,16 @@ def test_one_provider_on_x86_creates_one_secret_and_x86_lambdas():
     assert {tuple(f["Architectures"]) for f in functions} == {("x86_64",)}
     for function in functions:
         assert constants.ENV_OPENAI_SECRET_ARN not in function["Environment"]["Variables"]
+
+
+def test_retry_default_is_checked_at_synth_and_reaches_the_functions_as_json():
+    """Decision 0066: a bad retry_default never deploys; a good one is compact JSON in RETRY_DEFAULT."""
+
+    def config(value):
+        return GatewayConfig.from_context(lambda key: value if key == "retry_default" else None)
+
+    assert config('{"on": ["expired"], "max_attempts": 3}').retry_default == '{"max_attempts":3,"on":["expired"]}'
+    assert config("").retry_default == ""
+    for bad in ('{"max_attempts": 9}', '{"on": ["invalid_request"]}', "[2]", "{"):
+        with pytest.raises(ConfigError, match="retry_default"):
+            config(bad)
