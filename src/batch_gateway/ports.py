@@ -15,6 +15,7 @@ from typing import Any, BinaryIO, Protocol, Self
 
 from batch_gateway.contract.errors import NotFoundError, TransientError
 from batch_gateway.models.api_keys import ApiKey
+from batch_gateway.models.budgets import Budget, MonthUsage
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus
 
 
@@ -224,4 +225,38 @@ class KeyStore(Protocol):
 
     def count_request(self, key_id: str, second: int, limit: int) -> bool:
         """Count a request of the key in window ``second`` unless it has ``limit`` already: whether it counted."""
+        ...
+
+
+class BudgetStore(Protocol):
+    """Monthly budgets per owner and each month's spent and reserved amounts, in micro-USD (decision 0064). A
+    reservation is one conditional write: it is made only while ``spent + reserved + amount <= limit``."""
+
+    def put_budget(self, budget: Budget) -> None:
+        """Set (or replace) the owner's budget."""
+
+    def get_budget(self, owner: str) -> Budget | None: ...
+
+    def list_budgets(self) -> list[Budget]:
+        """Every budget, by owner."""
+        ...
+
+    def delete_budget(self, owner: str) -> bool:
+        """Remove the owner's budget (their months' amounts stay); whether there was one."""
+        ...
+
+    def month_usage(self, owner: str, month: str) -> MonthUsage: ...
+
+    def reserve(self, owner: str, month: str, amount: int, limit: int, *, once: str | None = None) -> bool:
+        """Add ``amount`` to the month's reserved amount if it fits under ``limit``; whether it was reserved. With
+        ``once`` (a key naming this reservation, e.g. a job's retry round): a second call with the same key changes
+        nothing and answers True."""
+        ...
+
+    def release(self, owner: str, month: str, amount: int) -> None:
+        """Take ``amount`` off the month's reserved amount (a create that reserved and then did not start)."""
+
+    def settle(self, owner: str, month: str, reserved: int, spent: int, *, once: str) -> bool:
+        """Replace a reservation by what was spent: reserved -= ``reserved``, spent += ``spent``, once per key
+        ``once``; whether this call did it (False: done before)."""
         ...

@@ -21,6 +21,7 @@ from batch_gateway.service.context import Services
 from batch_gateway.settings import Settings
 from batch_gateway.store import aws
 from batch_gateway.store.api_keys import DynamoDBKeyStore
+from batch_gateway.store.budgets import DynamoDBBudgetStore
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.payloads import S3PayloadStore
 
@@ -99,6 +100,7 @@ def services() -> Services:
         describe_workflow=aws.execution_status,
         stop_workflow=aws.stop_execution,
         prices=prices,
+        budgets=DynamoDBBudgetStore(aws.client("dynamodb"), s.table),
     )
 
 

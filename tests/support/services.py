@@ -11,6 +11,7 @@ from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
 from batch_gateway.settings import Settings
 from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
+from batch_gateway.store.memory_budgets import MemoryBudgetStore
 
 
 def unexpected(what: str) -> Callable[..., Any]:
@@ -43,4 +44,5 @@ def memory_services(
         describe_workflow=describe_workflow or unexpected("describe_workflow"),
         stop_workflow=stop_workflow or unexpected("stop_workflow"),
         prices=prices or file_table,  # pure: the file's table unless a test gives overrides
+        budgets=MemoryBudgetStore(),  # no budgets unless a test sets one
     )

@@ -82,6 +82,15 @@ class UnsupportedMediaTypeError(BatchGatewayError):
     http_status = 415
 
 
+class BudgetExceededError(BatchGatewayError):
+    """The job's most possible cost does not fit in what is left of its owner's monthly budget (decision 0064):
+    nothing is stored or started. ``details[0]`` holds ``month``, ``monthly_usd``, ``spent_usd``, ``reserved_usd``
+    and ``needed_usd`` (None for a model without a price)."""
+
+    type = "budget_exceeded"
+    http_status = 402
+
+
 class RateLimitedError(BatchGatewayError):
     """The gateway API key sent more requests this second than its limit (decision 0046); retry after a moment."""
 
@@ -172,6 +181,7 @@ ERROR_TYPES: dict[str, type[BatchGatewayError]] = {
         PayloadTooLargeError,
         UnsupportedMediaTypeError,
         IdempotencyMismatchError,
+        BudgetExceededError,
         RateLimitedError,
         TransientError,
         ProviderError,

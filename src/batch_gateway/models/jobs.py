@@ -246,6 +246,10 @@ class Job(Record):
     # bytes as tokens plus every request reaching max_tokens; None for a model without a price (and for a job whose
     # input file Plan reads, until then). Budgets reserve it.
     estimate_usd: float | None = None
+    # The job's reservation against its owner's monthly budget (service.budgets, decision 0064): {"month",
+    # "reserved" (micro-USD, the high estimate plus retry rounds'), "rounds" (the retry rounds reserved),
+    # "settled" (micro-USD charged at the end)}; None when the owner had no budget at create.
+    budget: dict[str, Any] | None = None
 
     def public(self, chunks: list[Chunk] | None = None) -> dict[str, Any]:
         return {

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from batch_gateway.models.pricing import PriceTable
-from batch_gateway.ports import JobStore, PayloadStore
+from batch_gateway.ports import BudgetStore, JobStore, PayloadStore
 from batch_gateway.settings import Settings
 
 if TYPE_CHECKING:  # the API functions never build a provider
@@ -27,3 +27,4 @@ class Services:
     describe_workflow: Callable[[str], str]  # execution ARN -> RUNNING, FAILED, ..., or MISSING
     stop_workflow: Callable[[str], None]  # execution ARN -> stopped
     prices: Callable[[], PriceTable]  # the price table with the deployment's overrides (cached 5 minutes)
+    budgets: BudgetStore  # monthly budgets per owner and their reservations (decision 0064)

@@ -31,6 +31,7 @@ from batch_gateway.models.requests import (
     job_hyperparameters,
 )
 from batch_gateway.models.retry import job_retry
+from batch_gateway.service.budgets import release_new_job, reserve_for_new_job
 from batch_gateway.service.context import Services
 from batch_gateway.service.estimate import DryRun, RequestStats, job_high_estimate
 from batch_gateway.service.keys import requests_key
@@ -272,14 +273,17 @@ class _NullWriter:
 
 
 def _start(services: Services, job: Job) -> Job:
+    job = reserve_for_new_job(services, job)  # the owner's budget (decision 0064): 402 here stores nothing
     try:
         services.jobs.put_new_job(job)
         arn = services.start_workflow(job.id, {"job_id": job.id})
     except BatchGatewayError:
         _undo(services, job.id)
+        release_new_job(services, job)
         raise
     except Exception as exc:
         _undo(services, job.id)
+        release_new_job(services, job)
         raise TransientError("could not start the batch; nothing was kept, try again") from exc
     return services.jobs.update_job(job.id, execution_arn=arn)
 

@@ -12,6 +12,7 @@ from batch_gateway.contract.errors import ConflictError, IntegrityError, Transie
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, RequestCounts, utcnow
 from batch_gateway.models.pricing import chunks_cost_detail
 from batch_gateway.service.budget import StepBudget
+from batch_gateway.service.budgets import settle_job
 from batch_gateway.service.collect import summarize, unanswered_lines
 from batch_gateway.service.context import Services
 from batch_gateway.service.door_output import write_door_outputs
@@ -41,6 +42,7 @@ def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | 
     state machine's retry goes on from the chunks already in results.jsonl (``service.join``)."""
     job = services.jobs.require_job(state.job_id)
     if job.status.terminal:
+        settle_job(services, job)  # a retried Finalize that ended the job before settling its budget
         return {"job_id": job.id, "status": job.status.value}
     chunks = services.jobs.get_chunks(job.id)
     if any(c.open for c in chunks):
@@ -66,6 +68,7 @@ def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | 
         error=error,
         **({"door_fields": door} if door is not None else {}),
     )
+    settle_job(services, job)  # the budget's reservation becomes the actual cost (decision 0064)
     if job.drop_name:
         services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))
     logger.info("job ended", extra={"job_id": job.id, "status": status.value, **counts.to_dict()})
@@ -103,11 +106,14 @@ def mark_failed(
                     "application/json",
                 )
     if job.status is not JobStatus.FAILED:
+        settle_job(services, job)
         return {"job_id": job_id, "status": job.status.value}
     if job.chunk_count and joined(services, job) is None:
         _keep_what_finished(services, job, budget)
     elif not job.chunk_count:  # failed before it was planned: nothing was sent, nothing to keep
         services.emit_event("Batch Job Ended", {"job_id": job_id, "owner": job.owner, "status": "failed"})
+    if job.budget is not None:  # the reservation becomes what was kept's cost (decision 0064)
+        settle_job(services, services.jobs.require_job(job_id))
     return {"job_id": job_id, "status": JobStatus.FAILED.value}
 
 

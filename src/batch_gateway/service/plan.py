@@ -18,6 +18,7 @@ from batch_gateway.models.ids import custom_id_for, id_hash, is_mapped, marked_c
 from batch_gateway.models.jobs import Chunk, Job
 from batch_gateway.ports import PayloadWriter
 from batch_gateway.providers.base import BatchProvider
+from batch_gateway.service.budgets import reserve_after_plan_read
 from batch_gateway.service.context import Services
 from batch_gateway.service.input_files import read_input_file
 from batch_gateway.service.keys import (
@@ -144,6 +145,7 @@ def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
     if job.chunk_count:  # a retried Plan: the chunks are already there
         return WorkflowState(job_id=job.id)
     job = read_input_file(services, job)  # a large input file is read here, not at create (decision 0054)
+    job = reserve_after_plan_read(services, job)  # its budget reservation, now its estimate is known (0064)
     provider = services.planner_for(job.provider)
     boundaries = boundaries_for(provider, services, job.model, job.request_counts.total)
 

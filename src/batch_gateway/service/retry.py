@@ -28,6 +28,7 @@ from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobSta
 from batch_gateway.models.retry import retries
 from batch_gateway.service.attempts import attempts_key, retryable_key
 from batch_gateway.service.budget import StepBudget
+from batch_gateway.service.budgets import reserve_retry_round
 from batch_gateway.service.context import Services
 from batch_gateway.service.keys import requests_key
 from batch_gateway.service.plan import _ChunkWriter, chunk_limits, provider_line
@@ -40,8 +41,9 @@ MAX_CHUNKS_PER_ROUND = 99  # one transaction with the job item
 
 def may_retry(services: Services, job: Job, items: list[str]) -> bool:
     """The hook before a retry round is written: False keeps the items' last outcomes and ends the job as usual.
-    ``items`` are the caller ids about to run again. Budgets (helper B) check the round's cost here."""
-    return True
+    ``items`` are the caller ids about to run again. A job under a budget reserves the round's high estimate
+    (decision 0064): over the budget, the round is not run."""
+    return reserve_retry_round(services, job, items)
 
 
 def _done(job: Job, state: WorkflowState) -> WorkflowState:
