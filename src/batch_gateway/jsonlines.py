@@ -1,10 +1,10 @@
 """Fast JSON for the per-line hot paths of the workflow (collect, finalize, plan), with the standard library as the
 fallback for what orjson refuses (lone surrogates that a provider may send back escaped).
 
-``make bench`` showed JSON decode and encode as a third of collect's time; orjson cuts that several-fold. The API
-functions do not load it (their bundle does not carry it); where orjson is absent, the standard library writes the
-same bytes (a dry run's chunk plan builds provider lines in the Create function, ``service.estimate``), except for
-floats in exponent form (``1e-07`` here, ``1e-7`` from orjson).
+``make bench`` showed JSON decode and encode as a third of collect's time; orjson cuts that several-fold. Every
+Lambda bundle carries it: a dry run's chunk plan builds provider lines in the Create function (``service.estimate``)
+and must count the bytes Plan writes. Where orjson is absent (the SDK alone), the standard library writes the same
+bytes except for floats in exponent form (``1e-07`` there, ``1e-7`` from orjson).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from stacks import bundling
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOP_LEVEL = {
-    "api": [("aws-lambda-powertools", ("tracer",)), ("pydantic", ())],
+    "api": [("aws-lambda-powertools", ("tracer",)), ("pydantic", ()), ("orjson", ())],
     "worker": [
         ("aws-lambda-powertools", ("tracer",)),
         ("pydantic", ()),

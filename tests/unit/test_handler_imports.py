@@ -1,4 +1,4 @@
-"""The API functions' bundle carries no provider SDK and no orjson: their handlers must not import them (a Lambda
+"""The API functions' bundle carries no provider SDK: their handlers must not import them (a Lambda
 would fail at its first cold start), nor pydantic or the X-Ray SDK, which would double their cold-start import."""
 
 import json
@@ -12,7 +12,7 @@ from batch_gateway import constants
 
 REPO = Path(__file__).resolve().parents[2]
 API_BUNDLE_HANDLERS = [*constants.API_HANDLERS.values(), constants.INGEST_HANDLER]
-NOT_IN_API_BUNDLE = {"anthropic", "openai", "orjson", "httpx2"}
+NOT_IN_API_BUNDLE = {"anthropic", "openai", "httpx2"}
 NOT_ON_API_PATH = {"pydantic", "aws_xray_sdk"}
 
 
