@@ -55,6 +55,11 @@ ROUTES: list[tuple[str, str, str, dict[str, bool]]] = [
     ("POST", "/keys", "Keys", {}),
     ("GET", "/keys", "Keys", {}),
     ("DELETE", "/keys/{id}", "Keys", {"method.request.path.id": True}),
+    # Monthly budgets (decision 0064): admin routes (IAM must allow the caller on /budgets), and the caller's own.
+    ("POST", "/budgets", "Budgets", {}),
+    ("GET", "/budgets", "Budgets", {}),
+    ("DELETE", "/budgets", "Budgets", {"method.request.querystring.owner": True}),
+    ("GET", "/budget", "Budgets", {}),
     ("POST", "/uploads", "Uploads", {}),
     # The Anthropic-compatible door (decisions 0045, 0051): Message Batches, the key authorizer.
     ("ANY", "/anthropic/v1/{proxy+}", "AnthropicCompat", {}),
@@ -121,6 +126,9 @@ class ApiConstruct(Construct):
         }
         self._grant(table=table, bucket=bucket, state_machine=state_machine, storage_key=storage.key)
         self._api_keys(api_function, table=table, storage_key=storage.key)
+        # Monthly budgets (decision 0064): budget items of the table only.
+        self.functions["Budgets"] = api_function("Budgets")
+        grants.budget_items(self.functions["Budgets"].role, table, storage.key, grants.BUDGETS_ADMIN)
         self.rest_api = self._rest_api(config)
 
     def _grant(

@@ -29,6 +29,9 @@ TABLE_WRITE = [
 KEY_ITEMS_PREFIX = "APIKEY"
 KEYS_ADMIN = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
 KEYS_AUTHORIZE = ["dynamodb:GetItem", "dynamodb:UpdateItem"]  # the lookup, and the per-key rate counter
+# Monthly budgets (decision 0064): their items' partition keys all start with BUDGET (store/budgets.py).
+BUDGET_ITEMS_PREFIX = "BUDGET"
+BUDGETS_ADMIN = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"]
 # GetObject also answers HeadObject; PutObject also covers the multipart upload calls except the abort.
 OBJECT_READ = ["s3:GetObject"]
 OBJECT_WRITE = ["s3:PutObject", "s3:AbortMultipartUpload"]
@@ -59,6 +62,19 @@ def key_items(role: iam.IRole, jobs: dynamodb.ITable, key: kms.IKey | None, acti
             actions=actions,
             resources=[jobs.table_arn],
             conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{KEY_ITEMS_PREFIX}*"]}},
+        )
+    )
+    if key is not None:
+        key.grant_encrypt_decrypt(role)
+
+
+def budget_items(role: iam.IRole, jobs: dynamodb.ITable, key: kms.IKey | None, actions: list[str]) -> None:
+    """``actions`` on the table's budget items only (``dynamodb:LeadingKeys`` = ``BUDGET*``); never a job."""
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=actions,
+            resources=[jobs.table_arn],
+            conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{BUDGET_ITEMS_PREFIX}*"]}},
         )
     )
     if key is not None:

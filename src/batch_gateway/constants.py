@@ -84,6 +84,7 @@ API_HANDLERS = {
     "AnthropicCompat": "lambdas.anthropic_compat.handler",
     "OpenAICompat": "lambdas.openai_compat.handler",
     "Keys": "lambdas.keys.handler",
+    "Budgets": "lambdas.budgets.handler",
     "Uploads": "lambdas.uploads.handler",
 }
 AUTHORIZER_HANDLER = "lambdas.authorizer.handler"  # the compatible doors' REQUEST authorizer, function KeyAuthorizer

@@ -218,8 +218,9 @@ class LocalStack:
         )
 
     def caller(self, name: str, *, admin: bool = False) -> CallerCredentials:
-        """An IAM user made on first use: a tenant, allowed ``execute-api:Invoke`` on every method but the key admin
-        routes (``/keys``); with ``admin`` (and always for the default caller, the operator's) on those too."""
+        """An IAM user made on first use: a tenant, allowed ``execute-api:Invoke`` on every method but the admin
+        routes (``/keys``, ``/budgets``); with ``admin`` (and always for the default caller, the operator's) on those
+        too."""
         with self._lock:
             if name in self._callers_by_name:
                 return self._callers_by_name[name]
@@ -231,7 +232,11 @@ class LocalStack:
                 {
                     "Effect": "Deny",
                     "Action": "execute-api:Invoke",
-                    "Resource": [f"{self._api_arn}/*/*/keys", f"{self._api_arn}/*/*/keys/*"],
+                    "Resource": [
+                        f"{self._api_arn}/*/*/keys",
+                        f"{self._api_arn}/*/*/keys/*",
+                        f"{self._api_arn}/*/*/budgets",
+                    ],
                 }
             )
         if name == DROP_FOLDER_USER:
