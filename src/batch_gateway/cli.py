@@ -3,6 +3,7 @@
     batch-gateway submit requests.jsonl --wait -o results.jsonl
     batch-gateway status ID | results ID [-o FILE] | list [--status S] | cancel ID
     batch-gateway keys create --owner ARN [--name N] | keys list | keys revoke ID
+    batch-gateway budgets set --owner ARN --monthly-usd N | budgets list | budgets remove --owner ARN | budget
     batch-gateway local [--host H] [--port N]
 
 Exit codes: 0 ok, 1 the service (or the input file) said no, 2 usage error, 130 interrupted.
@@ -428,6 +429,61 @@ def cmd_keys_revoke(args: argparse.Namespace, client: BatchGatewayClient) -> int
     return EXIT_OK
 
 
+def _budget_line(b: dict[str, Any]) -> str:
+    return (
+        f"{b['owner']}: ${b['monthly_usd']:,.2f} a month; {b['month']}: ${b['spent_usd']:,.6f} spent, "
+        f"${b['reserved_usd']:,.6f} reserved, ${b['remaining_usd']:,.6f} left"
+    )
+
+
+def cmd_budgets_set(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    budget = client.set_budget(args.owner, args.monthly_usd)
+    _json_out(budget) if args.json else _out(_budget_line(budget))
+    return EXIT_OK
+
+
+def cmd_budgets_list(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    budgets = client.list_budgets()
+    if args.json:
+        _json_out(budgets)
+        return EXIT_OK
+    if not budgets:
+        _err("no budgets")
+        return EXIT_OK
+    rows = [["OWNER", "MONTHLY_USD", "MONTH", "SPENT", "RESERVED", "REMAINING"]]
+    rows += [
+        [
+            b["owner"],
+            f"{b['monthly_usd']:,.2f}",
+            b["month"],
+            f"{b['spent_usd']:,.6f}",
+            f"{b['reserved_usd']:,.6f}",
+            f"{b['remaining_usd']:,.6f}",
+        ]
+        for b in budgets
+    ]
+    for line in _table(rows):
+        _out(line)
+    return EXIT_OK
+
+
+def cmd_budgets_remove(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    removed = client.remove_budget(args.owner)
+    _json_out(removed) if args.json else _out(f"{removed['owner']}: no budget any more")
+    return EXIT_OK
+
+
+def cmd_budget(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    budget = client.get_budget()
+    if args.json:
+        _json_out({"budget": budget})
+    elif budget is None:
+        _out("no monthly budget: your jobs are not limited")
+    else:
+        _out(_budget_line(budget))
+    return EXIT_OK
+
+
 def cmd_local(args: argparse.Namespace) -> int:
     try:
         # Development tooling, never in the SDK's wheel: installed with a clone of the repository (`make local`).
@@ -520,6 +576,20 @@ def build_parser() -> argparse.ArgumentParser:
     key_revoke = key_commands.add_parser("revoke", parents=[common], help="revoke a key (refused within 30 s)")
     key_revoke.add_argument("key_id", metavar="ID")
     key_revoke.set_defaults(handler=cmd_keys_revoke)
+
+    budgets = commands.add_parser("budgets", parents=[common], help="monthly budgets per owner in USD (admin)")
+    budget_commands = budgets.add_subparsers(dest="budgets_command", required=True, metavar="BUDGETS_COMMAND")
+    budget_set = budget_commands.add_parser("set", parents=[common], help="set or replace an owner's budget")
+    budget_set.add_argument("--owner", required=True, metavar="ARN", help="IAM user or role ARN the budget limits")
+    budget_set.add_argument("--monthly-usd", required=True, type=float, metavar="N", help="US dollars a month")
+    budget_set.set_defaults(handler=cmd_budgets_set)
+    budget_list = budget_commands.add_parser("list", parents=[common], help="every budget with this month's amounts")
+    budget_list.set_defaults(handler=cmd_budgets_list)
+    budget_remove = budget_commands.add_parser("remove", parents=[common], help="remove an owner's budget")
+    budget_remove.add_argument("--owner", required=True, metavar="ARN")
+    budget_remove.set_defaults(handler=cmd_budgets_remove)
+    own_budget = commands.add_parser("budget", parents=[common], help="your own monthly budget and what is left")
+    own_budget.set_defaults(handler=cmd_budget)
 
     local = commands.add_parser("local", parents=[common], help="run the whole service on this machine")
     local.add_argument("--host", default="127.0.0.1")

@@ -19,6 +19,7 @@ from batch_gateway.client.async_client import AsyncBatch, AsyncBatchGatewayClien
 from batch_gateway.client.errors import (
     BatchGatewayError,
     BatchWaitTimeoutError,
+    BudgetExceededError,
     ConflictError,
     IdempotencyMismatchError,
     InvalidRequestError,
@@ -56,6 +57,7 @@ __all__ = [
     "BatchGatewayError",
     "BatchStatus",
     "BatchWaitTimeoutError",
+    "BudgetExceededError",
     "ChunkInfo",
     "ConflictError",
     "EmbeddingOutput",

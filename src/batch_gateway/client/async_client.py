@@ -172,6 +172,21 @@ class AsyncBatchGatewayClient:
     async def revoke_key(self, key_id: str) -> dict[str, Any]:
         return await asyncio.to_thread(self.sync.revoke_key, key_id)
 
+    # --- monthly budgets (admin: IAM must allow the caller on /budgets; decision 0064) ---------------------------
+
+    async def set_budget(self, owner: str, monthly_usd: float) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.set_budget, owner, monthly_usd)
+
+    async def list_budgets(self) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.sync.list_budgets)
+
+    async def remove_budget(self, owner: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.remove_budget, owner)
+
+    async def get_budget(self) -> dict[str, Any] | None:
+        """See ``BatchGatewayClient.get_budget``: the caller's own, or None."""
+        return await asyncio.to_thread(self.sync.get_budget)
+
     async def close(self) -> None:
         self.sync.close()
 

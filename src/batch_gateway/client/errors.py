@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from batch_gateway.contract.errors import (
     ERROR_TYPES,
     BatchGatewayError,
+    BudgetExceededError,
     ConflictError,
     IdempotencyMismatchError,
     IntegrityError,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BatchGatewayError",
     "BatchWaitTimeoutError",
+    "BudgetExceededError",
     "ConflictError",
     "IdempotencyMismatchError",
     "IntegrityError",

@@ -220,6 +220,32 @@ class BatchGatewayClient:
         answer: dict[str, Any] = self._transport.request("DELETE", _path("keys", key_id))
         return answer
 
+    # --- monthly budgets (admin: IAM must allow the caller on /budgets; decision 0064) ---------------------------
+
+    def set_budget(self, owner: str, monthly_usd: float) -> dict[str, Any]:
+        """``POST /budgets``: set or replace ``owner``'s monthly budget in USD; a create whose high estimate does not
+        fit in what is left is refused (``BudgetExceededError``, 402). The answer has this month's amounts."""
+        answer: dict[str, Any] = self._transport.request(
+            "POST", "/budgets", body={"owner": owner, "monthly_usd": monthly_usd}
+        )
+        return answer
+
+    def list_budgets(self) -> list[dict[str, Any]]:
+        """``GET /budgets``: every budget with this month's spent, reserved and remaining USD."""
+        budgets: list[dict[str, Any]] = self._transport.request("GET", "/budgets")["budgets"]
+        return budgets
+
+    def remove_budget(self, owner: str) -> dict[str, Any]:
+        """``DELETE /budgets?owner=``: the owner's jobs are no longer limited. ``NotFoundError`` when there is none."""
+        answer: dict[str, Any] = self._transport.request("DELETE", "/budgets", query={"owner": owner})
+        return answer
+
+    def get_budget(self) -> dict[str, Any] | None:
+        """``GET /budget``: the caller's own budget this month (``month``, ``monthly_usd``, ``spent_usd``,
+        ``reserved_usd``, ``remaining_usd``), or None when the caller has none."""
+        budget: dict[str, Any] | None = self._transport.request("GET", "/budget")["budget"]
+        return budget
+
     # --- lifecycle -----------------------------------------------------------------------------------------------
 
     def close(self) -> None:
