@@ -7,7 +7,8 @@
   job fails with the budget's reason before anything is sent.
 - A retry round (decision 0066) reserves its own requests' high estimate, once per round, or is not run.
 - At the end (Finalize, MarkFailed; a cancel ends through one of them) the reservation is replaced by the job's
-  actual cost, once per job: a retried step changes nothing. A cost without a price is charged as reserved.
+  actual cost, once per job: a retried step changes nothing. A job that ended before anything was sent costs 0; one
+  whose cost has no price is charged its reservation.
 
 A job counts against the month it was created in (UTC), whenever it ends.
 """
@@ -147,13 +148,15 @@ def reserve_retry_round(services: Services, job: Job, items: list[str]) -> bool:
 
 
 def settle_job(services: Services, job: Job) -> None:
-    """Finalize's and MarkFailed's hook once the job has ended: its reservation becomes its actual cost (the
-    reservation when the cost has no price), once per job."""
+    """Finalize's and MarkFailed's hook once the job has ended: its reservation becomes its actual cost, once per
+    job (a job that ended before any chunk was sent costs 0; one with chunks but no priced cost is charged its
+    reservation)."""
     if job.budget is None or job.budget.get("settled") is not None or not job.status.terminal:
         return
     cost = (job.cost or {}).get("total")
     reserved = int(job.budget["reserved"])
-    spent = reserved if cost is None else micros(float(cost))
+    unpriced = reserved if job.chunk_count else 0  # no chunks: nothing was sent; else the most it may have cost
+    spent = unpriced if cost is None else micros(float(cost))
     month = str(job.budget["month"])
     if services.budgets.settle(job.owner, month, reserved, spent, once=f"{job.id}#settle"):
         logger.info("budget settled", extra={"job_id": job.id, "reserved": usd(reserved), "spent": usd(spent)})
