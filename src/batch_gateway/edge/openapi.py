@@ -44,6 +44,8 @@ def _json(model: type[BaseModel], description: str) -> dict[str, Any]:
 def _errors(*codes: int) -> dict[str, Any]:
     words = {
         400: "invalid input (nothing stored or started)",
+        402: "over the owner's monthly budget (decision 0064): details[0] has month, monthly_usd, spent_usd, "
+        "reserved_usd and needed_usd (null for a model without a price); nothing stored or started",
         403: "not signed with SigV4 / not allowed",
         404: "no such batch for this caller",
         409: "conflict with the batch's state or a request in flight",
@@ -258,11 +260,120 @@ def _door_paths() -> dict[str, Any]:
                     "403": {"description": "an unknown or revoked key"},
                     "404": {"description": "not the key owner's"},
                     "429": {"description": "over the key's rate limit"},
+                    **(
+                        {"402": {"description": "over the key owner's monthly budget (decision 0064), nothing kept"}}
+                        if operation_id in _DOOR_CREATES
+                        else {}
+                    ),
                 },
             }
             for method, operation_id, summary in operations
         }
     return paths
+
+
+_DOOR_CREATES = {"openaiCreateBatch", "anthropicCreateBatch"}  # the door routes a budget can refuse
+_AMOUNT = {"type": "number", "minimum": 0}
+_BUDGET_VIEW = {
+    "type": "object",
+    "required": ["owner", "month", "monthly_usd", "spent_usd", "reserved_usd", "remaining_usd", "updated_at"],
+    "properties": {
+        "owner": {"type": "string"},
+        "month": {"type": "string", "description": "UTC, YYYY-MM: the month a job counts against is its create's"},
+        "monthly_usd": _AMOUNT,
+        "spent_usd": {"type": "number", "description": "actual cost of this month's ended jobs"},
+        "reserved_usd": {"type": "number", "description": "high estimates of this month's running jobs"},
+        "remaining_usd": _AMOUNT,
+        "updated_at": {"type": "string", "format": "date-time"},
+    },
+}
+
+
+def _budgets_paths(sigv4: list[dict[str, list[str]]]) -> dict[str, Any]:
+    """The budget admin routes (IAM: only principals allowed execute-api:Invoke on /budgets) and GET /budget."""
+    listing = {
+        "type": "object",
+        "required": ["budgets"],
+        "properties": {"budgets": {"type": "array", "items": _BUDGET_VIEW}},
+    }
+    own = {
+        "type": "object",
+        "required": ["budget"],
+        "properties": {"budget": {"oneOf": [_BUDGET_VIEW, {"type": "null"}]}},
+    }
+    owner = {"name": "owner", "in": "query", "required": True, "schema": {"type": "string"}}
+    return {
+        "/budgets": {
+            "post": {
+                "operationId": "setBudget",
+                "security": sigv4,
+                "summary": "Set or replace an owner's monthly budget in USD (admin)",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["owner", "monthly_usd"],
+                                "properties": {
+                                    "owner": {"type": "string", "description": "an IAM user or role ARN"},
+                                    "monthly_usd": {"type": "number", "minimum": 0, "maximum": 1_000_000_000},
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "200": {
+                        "description": "the budget with this month's amounts",
+                        "content": {"application/json": {"schema": _BUDGET_VIEW}},
+                    },
+                    **_errors(400, 403),
+                },
+            },
+            "get": {
+                "operationId": "listBudgets",
+                "security": sigv4,
+                "summary": "Every budget with this month's amounts (admin)",
+                "responses": {
+                    "200": {"description": "the budgets", "content": {"application/json": {"schema": listing}}},
+                    **_errors(403),
+                },
+            },
+            "delete": {
+                "operationId": "removeBudget",
+                "security": sigv4,
+                "summary": "Remove an owner's budget: their jobs are no longer limited (admin)",
+                "parameters": [owner],
+                "responses": {
+                    "200": {
+                        "description": "removed",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["owner", "deleted"],
+                                    "properties": {"owner": {"type": "string"}, "deleted": {"const": True}},
+                                }
+                            }
+                        },
+                    },
+                    **_errors(400, 403, 404),
+                },
+            },
+        },
+        "/budget": {
+            "get": {
+                "operationId": "getOwnBudget",
+                "security": sigv4,
+                "summary": "The caller's own monthly budget and what is left of it this month (null: none)",
+                "responses": {
+                    "200": {"description": "the caller's budget", "content": {"application/json": {"schema": own}}},
+                    **_errors(403),
+                },
+            }
+        },
+    }
 
 
 def _keys_paths(sigv4: list[dict[str, list[str]]]) -> dict[str, Any]:
@@ -340,11 +451,11 @@ def document() -> dict[str, Any]:
             "title": "Batch Gateway",
             "version": "1",
             "description": "LLM batch invocation over the providers' batch APIs. Every native route needs AWS "
-            "SigV4 (IAM) auth (/keys only for principals allowed to manage keys); the OpenAI- and Anthropic-compatible "
-            "doors (/openai/v1, /anthropic/v1) take a gateway API key as Authorization: Bearer or x-api-key and act "
-            "as its owner; they serve the batch routes below only (any other path or method under a door, such as "
-            "/openai/v1/chat/completions or /anthropic/v1/messages, answers 404 in that door's error shape). "
-            "A caller sees only its own batches. Error types: " + ", ".join(sorted(ERROR_TYPES)) + ".",
+            "SigV4 (IAM) auth (/keys and /budgets only for principals allowed to manage them); the OpenAI- and "
+            "Anthropic-compatible doors (/openai/v1, /anthropic/v1) take a gateway API key as Authorization: Bearer "
+            "or x-api-key and act as its owner; they serve the batch routes below only (any other path or method "
+            "under a door, such as /openai/v1/chat/completions or /anthropic/v1/messages, answers 404 in that door's "
+            "error shape). A caller sees only its own batches. Error types: " + ", ".join(sorted(ERROR_TYPES)) + ".",
         },
         "components": {
             "schemas": {
@@ -403,7 +514,7 @@ def document() -> dict[str, Any]:
                             "plan, tokens and cost range (decision 0062)",
                         ),
                         "202": _json(api.JobView, "accepted"),
-                        **_errors(400, 403, 404, 409, 413, 415, 422, 502, 503),
+                        **_errors(400, 402, 403, 404, 409, 413, 415, 422, 502, 503),
                     },
                 },
                 "get": {
@@ -484,6 +595,7 @@ def document() -> dict[str, Any]:
                 }
             },
             **_keys_paths(sigv4),
+            **_budgets_paths(sigv4),
             **_door_paths(),
         },
     }
