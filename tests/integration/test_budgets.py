@@ -10,6 +10,7 @@ import threading
 import uuid
 from datetime import UTC, datetime
 
+import boto3
 import pytest
 
 from batch_gateway.models.budgets import Budget, MonthUsage
@@ -18,7 +19,7 @@ from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.memory_budgets import MemoryBudgetStore
 from batch_gateway_dev.local.resources import create_table
 from lambdas import budgets as budgets_handler
-from lambdas import create
+from lambdas import create, ingest
 from tests.support.concurrency import Threads
 from tests.support.events import as_caller, call, load_event
 
@@ -229,3 +230,23 @@ def test_the_admin_routes_set_list_and_remove_and_get_budget_shows_the_caller_it
 def test_a_bad_budget_is_refused_naming_the_field(aws, ctx, body, field):
     status, answer = call(budgets_handler.handler, _admin("POST", "/budgets", body), ctx)
     assert status == 400 and answer["error"]["details"][0]["field"] == field, answer
+
+
+def test_a_dropped_file_over_the_budget_gets_a_rejected_receipt_not_a_redelivery(aws, ctx):
+    pipeline = "arn:aws:iam::123456789012:role/data-pipeline"  # the drop folder's owner in this account
+    aws.budgets.put_budget(_budget(owner=pipeline, limit=1))  # one micro-dollar
+    header = '{"batch_gateway": {"provider": "anthropic", "model": "claude-sonnet-4-20250514"}}'
+    body = (header + "\n" + json.dumps({"id": "r0", "request": "q0"})).encode()
+    s3 = boto3.client("s3")
+    s3.put_object(Bucket="payloads", Key="inbox/over.jsonl", Body=body)
+    event = load_event("sqs_drop_folder.json")
+    message = json.loads(event["Records"][0]["body"])
+    message["Records"][0]["s3"]["object"]["key"] = "inbox/over.jsonl"
+    message["Records"][0]["s3"]["object"].pop("eTag")
+    event["Records"][0]["body"] = json.dumps(message)
+
+    assert ingest.handler(event, ctx) == {"batchItemFailures": []}
+    receipt = json.loads(s3.get_object(Bucket="payloads", Key="outbox/over.receipt.json")["Body"].read())
+    assert receipt["status"] == "rejected", receipt
+    assert receipt["errors"][0]["field"] == "budget" and receipt["errors"][0]["needed_usd"] > 0
+    assert aws.jobs.list_jobs(pipeline)[0] == []

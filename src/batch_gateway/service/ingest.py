@@ -22,7 +22,7 @@ from urllib.parse import unquote_plus
 from aws_lambda_powertools import Logger
 
 from batch_gateway.constants import OUTBOX_PREFIX
-from batch_gateway.contract.errors import InvalidRequestError, TransientError
+from batch_gateway.contract.errors import BudgetExceededError, InvalidRequestError, TransientError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import iso, utcnow
 from batch_gateway.models.requests import PROVIDERS
@@ -89,7 +89,7 @@ def ingest_object(
             receipt.update(status="accepted", job_id=started.id, requests=started.request_counts.total)
         else:
             receipt.update(_start(services, key, name, version, size, marker["job_id"]))
-    except InvalidRequestError as error:
+    except (InvalidRequestError, BudgetExceededError) as error:  # the file, or its owner's budget: not retried
         receipt.update(status="rejected", error=error.message, errors=error.details)
     except Exception:
         services.jobs.release_marker(claim, token)  # let the redelivery try again at once
