@@ -35,10 +35,15 @@ def test_the_openai_door_keeps_its_files_under_its_prefix_writes_only_requests_a
 
 def test_the_workflow_writes_and_deletes_the_doors_output_files_and_reads_none(synthesized):
     """Finalize (and MarkFailed, for what finished before a fault) write the OpenAI output/error files and the
-    Anthropic results file from results.jsonl, and delete an empty OpenAI file again."""
+    Anthropic results file from results.jsonl, and delete an empty OpenAI file again; no other step touches
+    ``doors/`` but Plan, which reads large OpenAI input files."""
     for function_id in ("Finalize", "MarkFailed"):
         grants = synthesized.object_grants(function_id)
         assert "doors/*" in grants["s3:PutObject"] and "doors/*" in grants["s3:DeleteObject"], function_id
         assert not any(k.startswith("doors/") for k in grants.get("s3:GetObject", set())), function_id
-    for function_id in set(constants.WORKFLOW_HANDLERS) - {"Finalize", "MarkFailed"}:
+    # Plan reads an OpenAI-door input file too large to check at create (decision 0054): those files only, read only
+    plan = synthesized.object_grants("Plan")
+    assert {k for keys in plan.values() for k in keys if k.startswith("doors/")} == {"doors/openai/*/files/*.jsonl"}
+    assert "doors/openai/*/files/*.jsonl" in plan["s3:GetObject"]
+    for function_id in set(constants.WORKFLOW_HANDLERS) - {"Finalize", "MarkFailed", "Plan"}:
         assert not any(k.startswith("doors/") for keys in synthesized.object_grants(function_id).values() for k in keys)

@@ -193,3 +193,14 @@ def test_unknown_endpoint_is_a_400_in_openai_error_shape(aws, ctx, endpoint):
     code, body, _ = _create_batch(ctx, file["id"], endpoint=endpoint)
     assert code == 400 and set(body["error"]) == {"message", "type", "param", "code"}
     assert body["error"]["param"] == "endpoint"
+
+
+@pytest.mark.parametrize(("size", "code"), [(200 * 1024**2, 200), (200 * 1024**2 + 1, 400)])
+def test_an_upload_is_at_most_openais_200_mb_batch_file_limit(aws, ctx, size, code):
+    """OpenAI takes batch input files up to 200 MB; a larger upload could not be joined within API Gateway's 29 s
+    by POST /uploads/{id}/complete, so it is refused when it is created, naming the field and the limit."""
+    body = {"bytes": size, "filename": "big.jsonl", "mime_type": "text/jsonl", "purpose": "batch"}
+    answered, upload, _ = _call(ctx, "POST", "/openai/v1/uploads", body=body)
+    assert answered == code, upload
+    if code == 400:
+        assert upload["error"]["param"] == "bytes" and "209715200" in upload["error"]["message"]

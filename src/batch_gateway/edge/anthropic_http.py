@@ -8,13 +8,12 @@ from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from batch_gateway.contract.errors import BatchGatewayError, NotFoundError
+from batch_gateway.contract.errors import BatchGatewayError
+from batch_gateway.edge.door_http import door_resolver
 from batch_gateway.edge.entry import api_handler
-from batch_gateway.edge.observability import logger
 from batch_gateway.models.anthropic_format import error_body
 
 PREFIX = "/anthropic/v1"
@@ -34,24 +33,7 @@ def _error(error: BatchGatewayError) -> Response[str]:
 
 
 def make_anthropic_resolver() -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver()
-
-    @app.exception_handler(BatchGatewayError)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
-    def _known(error: BatchGatewayError) -> Response[str]:
-        if error.http_status >= 500:
-            logger.warning("request failed", extra={"error_type": error.type})
-        return _error(error)
-
-    @app.not_found
-    def _no_route(_: RouteNotFound) -> Response[str]:
-        return _error(NotFoundError("this gateway's Anthropic door serves /v1/messages/batches only"))
-
-    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
-    def _unknown(error: Exception) -> Response[str]:
-        logger.exception("unhandled error")
-        return _error(BatchGatewayError("internal error; the request id is in the logs"))
-
-    return app
+    return door_resolver(_error, "this gateway's Anthropic door serves /v1/messages/batches only")
 
 
 def anthropic_handler(app: APIGatewayRestResolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:

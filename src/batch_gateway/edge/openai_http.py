@@ -10,17 +10,15 @@ from email.policy import HTTP
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
 from batch_gateway.contract.errors import (
     BatchGatewayError,
     InvalidRequestError,
-    NotFoundError,
     PayloadTooLargeError,
     UnsupportedMediaTypeError,
 )
-from batch_gateway.edge.observability import logger
+from batch_gateway.edge.door_http import door_resolver
 
 PREFIX = "/openai/v1"
 MAX_BODY_BYTES = 6 * 1024 * 1024  # a Lambda request payload; larger files go through /uploads in parts
@@ -48,24 +46,7 @@ def _error(error: BatchGatewayError) -> Response[str]:
 
 
 def make_openai_resolver() -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver()
-
-    @app.exception_handler(BatchGatewayError)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
-    def _known(error: BatchGatewayError) -> Response[str]:
-        if error.http_status >= 500:
-            logger.warning("request failed", extra={"error_type": error.type})
-        return _error(error)
-
-    @app.not_found
-    def _no_route(_: RouteNotFound) -> Response[str]:
-        return _error(NotFoundError("this gateway's OpenAI door serves /v1/files, /v1/uploads and /v1/batches only"))
-
-    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
-    def _unknown(error: Exception) -> Response[str]:
-        logger.exception("unhandled error")
-        return _error(BatchGatewayError("internal error; the request id is in the logs"))
-
-    return app
+    return door_resolver(_error, "this gateway's OpenAI door serves /v1/files, /v1/uploads and /v1/batches only")
 
 
 def raw_body(event: APIGatewayProxyEvent) -> bytes:

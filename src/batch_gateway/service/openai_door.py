@@ -36,7 +36,7 @@ from batch_gateway.service.create import create_deferred_job, create_door_job
 
 PREFIX = constants.OPENAI_DOOR_PREFIX
 DOOR = "openai"
-UPLOAD_MAX_BYTES = 8 * 1024**3  # OpenAI's own upload limit
+UPLOAD_MAX_BYTES = 200 * 1024**2  # OpenAI's batch input file limit; one complete joins it within 29 s
 UPLOAD_TTL = 3600
 READ_PIECE = 1024 * 1024  # a part is read (and the joined file written) in pieces of this size
 PRESIGN_SECONDS = 3600
