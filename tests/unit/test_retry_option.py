@@ -83,3 +83,11 @@ def test_the_deployment_default_applies_to_jobs_that_give_none_but_not_to_door_j
     assert job_retry(None, default, door="openai") is None
     assert job_retry(parse_retry({"max_attempts": 1}), default) is None  # the job turned it off
     assert job_retry(None, None) is None
+
+
+def test_max_attempts_written_with_a_zero_fraction_is_the_whole_number_as_the_document_allows():
+    """JSON Schema's integer takes 3.0 (the contract test sent 1.0 and got a 400); 2.5 stays a 400."""
+    assert parse_retry({"max_attempts": 3.0})["max_attempts"] == 3
+    assert isinstance(parse_retry({"max_attempts": 3.0})["max_attempts"], int)
+    with pytest.raises(InvalidRequestError):
+        parse_retry({"max_attempts": 2.5})

@@ -71,6 +71,8 @@ def parse_retry(value: Any, field: str = "retry") -> dict[str, Any]:
     if unknown:
         raise _bad(f"{field}.{unknown[0]}", "is not a known field (allowed: max_attempts, on)")
     attempts = value.get("max_attempts", DEFAULT_MAX_ATTEMPTS)
+    if isinstance(attempts, float) and attempts.is_integer():  # 2.0 is the integer 2 (JSON Schema's integer)
+        attempts = int(attempts)
     if isinstance(attempts, bool) or not isinstance(attempts, int) or not 1 <= attempts <= MAX_ATTEMPTS:
         raise _bad(f"{field}.max_attempts", f"must be a whole number from 1 to {MAX_ATTEMPTS}")
     on = value.get("on", list(OUTCOMES))
