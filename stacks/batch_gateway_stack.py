@@ -75,11 +75,12 @@ class BatchGatewayStack(Stack):
         )
         self.pricing = PricingConstruct(self, "Pricing", overrides=config.price_overrides)
         self.pricing.grant_read(*(self.workflow.functions[f] for f in ("Poll", "Finalize", "MarkFailed")))
-        # the functions that create jobs price their high estimate (decision 0062); Plan does for large input files
+        # the functions that create jobs price their high estimate (decision 0062); Plan does for large input files,
+        # Retry for a retry round's reservation (decision 0064)
         self.pricing.grant_read(
             *(self.api.functions[f] for f in ("Create", "AnthropicCompat", "OpenAICompat")),
             self.drop_folder.function,
-            self.workflow.functions["Plan"],
+            *(self.workflow.functions[f] for f in ("Plan", "Retry")),
         )
         self.alarms = AlarmsConstruct(
             self,

@@ -70,3 +70,21 @@ def test_context_price_overrides_is_the_initial_value(tmp_path, context, expecte
     app = build_app({**SKIP_BUNDLING, "nag": False, "price_overrides": context}, outdir=str(tmp_path))
     template = app.synth().get_stack_by_name(constants.STACK_NAME).template
     assert json.loads(_parameter(template)[1]["Properties"]["Value"]) == expected
+
+
+def test_retry_prices_its_rounds_with_the_overrides(synthesized):
+    """Retry reserves a retry round's high estimate (decision 0064): without the parameter, a model priced only by an
+    override has no estimate there, and its rounds are silently skipped."""
+    logical_id, _ = _parameter(synthesized.json)
+    _, function = synthesized.function("Retry")
+    environment = function["Properties"]["Environment"]["Variables"]
+    assert environment.get(constants.ENV_PRICE_OVERRIDES_PARAMETER) == {"Ref": logical_id}
+    reads = [
+        statement
+        for statement in synthesized.statements("Retry")
+        if any(
+            str(a).startswith("ssm:Get")
+            for a in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+        )
+    ]
+    assert reads and all(logical_id in json.dumps(s["Resource"]) for s in reads)
