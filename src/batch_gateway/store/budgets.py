@@ -9,13 +9,23 @@ Layout (every partition key starts with ``BUDGET``: the functions that touch bud
 - ``pk = BUDGETONCE#<key>``, ``sk = ONCE``: a reservation or settlement made once per key (a retried step finds it
   and changes nothing), written in one transaction with the month's update; removed by the table's time to live.
 
+The month item is written by plain updates (create's reservation, a release) and by transactions (settle, the
+once-only reservations). DynamoDB refuses a plain write to an item in an ongoing transaction
+(``TransactionConflictException``, not retried by botocore) and cancels a transaction that meets another
+(``TransactionConflict``): nothing was written, so reservations and releases try again a few times with a short
+jittered backoff, then raise ``TransientError`` (503, worth retrying), never a 500.
+
 No item carries ``owner`` (the owner is ``budget_owner``): the by-owner index keeps holding jobs only.
 """
 
 from __future__ import annotations
 
+import random
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from botocore.exceptions import ClientError
 
 from batch_gateway.contract.errors import TransientError
 from batch_gateway.models.budgets import Budget, MonthUsage
@@ -30,6 +40,28 @@ LIST_PK = "BUDGETS"
 ONCE_SK = "ONCE"
 TTL_ATTRIBUTE = "expires_at"  # the table's time to live attribute (stacks/storage.py)
 ONCE_KEEP_SECONDS = 100 * 24 * 3600  # longer than any job runs (a job's month is over by then)
+CONFLICT_ATTEMPTS = 4  # a transaction on the month item lasts milliseconds: at most ~0.35 s of backoff in all
+CONFLICT_BACKOFF_SECONDS = 0.025  # doubled per attempt, full jitter
+T = TypeVar("T")
+
+
+class _Conflict(Exception):
+    """The write met a concurrent transaction on the item and wrote nothing: worth trying again."""
+
+
+def _on_conflict(what: str, write: Callable[[], T]) -> T:
+    """``write()`` again after a jittered backoff while it meets a transaction; ``TransientError`` after the last."""
+    for attempt in range(CONFLICT_ATTEMPTS):
+        try:
+            return write()
+        except _Conflict:
+            pass
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "TransactionConflictException":
+                raise
+        if attempt + 1 < CONFLICT_ATTEMPTS:
+            time.sleep(random.uniform(0, CONFLICT_BACKOFF_SECONDS * 2**attempt))
+    raise TransientError(f"{what} met concurrent writes to the owner's budget {CONFLICT_ATTEMPTS} times; try again")
 
 
 def _month_key(owner: str, month: str) -> dict[str, Any]:
@@ -100,16 +132,22 @@ class DynamoDBBudgetStore(BudgetStore):
         if once is None:
             if amount > limit:
                 return False
-            try:
-                self._db.update_item(**self._reservation(owner, month, amount, limit))
-            except self._db.exceptions.ConditionalCheckFailedException:
-                return False
-            return True
+            return _on_conflict("a budget reservation", lambda: self._reserve(owner, month, amount, limit))
         if amount > limit:  # unless it was reserved before (the limit may have been lowered since)
             item = self._db.get_item(
                 TableName=self.table, Key=_values({"pk": f"BUDGETONCE#{once}", "sk": ONCE_SK}), ConsistentRead=True
             ).get("Item")
             return item is not None
+        return _on_conflict("a budget reservation", lambda: self._reserve_once(owner, month, amount, limit, once))
+
+    def _reserve(self, owner: str, month: str, amount: int, limit: int) -> bool:
+        try:
+            self._db.update_item(**self._reservation(owner, month, amount, limit))
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def _reserve_once(self, owner: str, month: str, amount: int, limit: int, once: str) -> bool:
         codes = self._transact([{"Put": self._once(once)}, {"Update": self._reservation(owner, month, amount, limit)}])
         if codes is None:
             return True
@@ -117,14 +155,19 @@ class DynamoDBBudgetStore(BudgetStore):
             return True  # reserved by an earlier call with this key
         if codes[1] == "ConditionalCheckFailed":
             return False
+        if "TransactionConflict" in codes:
+            raise _Conflict
         raise TransientError(f"a budget reservation met a concurrent write ({', '.join(codes)}); try again")
 
     def release(self, owner: str, month: str, amount: int) -> None:
-        self._db.update_item(
-            TableName=self.table,
-            Key=_month_key(owner, month),
-            UpdateExpression="ADD reserved :minus, used :minus",
-            ExpressionAttributeValues=_values({":minus": -amount}),
+        _on_conflict(
+            "a budget release",
+            lambda: self._db.update_item(
+                TableName=self.table,
+                Key=_month_key(owner, month),
+                UpdateExpression="ADD reserved :minus, used :minus",
+                ExpressionAttributeValues=_values({":minus": -amount}),
+            ),
         )
 
     def settle(self, owner: str, month: str, reserved: int, spent: int, *, once: str) -> bool:
