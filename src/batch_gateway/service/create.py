@@ -273,7 +273,11 @@ class _NullWriter:
 
 
 def _start(services: Services, job: Job) -> Job:
-    job = reserve_for_new_job(services, job)  # the owner's budget (decision 0064): 402 here stores nothing
+    try:
+        job = reserve_for_new_job(services, job)  # the owner's budget (decision 0064)
+    except Exception:  # refused (402) or not reserved: nothing was reserved, the requests written go too
+        _undo(services, job.id)
+        raise
     try:
         services.jobs.put_new_job(job)
         arn = services.start_workflow(job.id, {"job_id": job.id})
