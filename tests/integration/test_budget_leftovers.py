@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import boto3
 
 from batch_gateway.models.budgets import Budget, MonthUsage
+from batch_gateway.models.jobs import JobStatus
 from lambdas import create, ingest, sweeper
 from tests.support.events import as_caller, call, load_event
 
@@ -77,3 +78,18 @@ def test_a_job_the_sweeper_fails_gives_its_reservation_back(aws, ctx):
     assert aws.budgets.month_usage(OWNER, _month()) == MonthUsage(spent_micros=0, reserved_micros=0)
     sweeper.handler(load_event("scheduled_sweeper.json"), ctx)
     assert aws.budgets.month_usage(OWNER, _month()) == MonthUsage(spent_micros=0, reserved_micros=0)
+
+
+def test_an_ended_job_nothing_settled_is_settled_by_the_next_sweep_once(aws, ctx):
+    aws.budgets.put_budget(_budget())
+    status, job = call(create.handler, _create_event(), ctx)
+    assert status == 202, job
+    # MarkFailed ended the job, then gave up after its retries before settling: the workflow stopped
+    aws.jobs.update_job(job["id"], status=JobStatus.FAILED, ended_at=datetime.now(UTC), error="MarkFailed gave up")
+    boto3.client("stepfunctions").stop_execution(executionArn=aws.jobs.require_job(job["id"]).execution_arn)
+    assert aws.budgets.month_usage(OWNER, _month()).reserved_micros > 0
+    first = sweeper.handler(load_event("scheduled_sweeper.json"), ctx)
+    second = sweeper.handler(load_event("scheduled_sweeper.json"), ctx)
+    assert (first["settled"], second["settled"]) == ([job["id"]], [])
+    assert aws.budgets.month_usage(OWNER, _month()) == MonthUsage(spent_micros=0, reserved_micros=0)
+    assert aws.jobs.require_job(job["id"]).budget["settled"] == 0
