@@ -10,12 +10,18 @@
   stop counting in ``request_counts``). The chunks and the job's new ``chunk_count`` are written in one transaction
   that holds only while the job is still sending and nobody added chunks meanwhile: a cancel or a concurrent Retry
   wins, nothing half-added is ever seen.
+- The files are written before that transaction, so a losing concurrent Retry writes the same keys as the winner.
+  It writes the same bytes: a round is a pure function of what both read (the job at one ``chunk_count``, the
+  ended chunks' ``retryable.jsonl``, ``requests.jsonl``), and a retry chunk's marker is derived from the job id and
+  the chunk's index (``round_marker``) instead of drawn at random. The winner's files stay the ones its record
+  describes.
 - The new chunks are ``pending``: Poll sends them through the one exactly-once submit path (claims, leases,
   reconcile) and collects them; the workflow comes back here when they have ended, until nothing is left to retry.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,7 +29,7 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway.contract.errors import ConflictError
 from batch_gateway.jsonlines import dumps, loads
-from batch_gateway.models.ids import new_id_marker
+from batch_gateway.models.ids import MARKER_BYTES
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, RequestCounts
 from batch_gateway.models.retry import retries
 from batch_gateway.service.attempts import attempts_key, retryable_key
@@ -106,19 +112,21 @@ def _write_round(services: Services, job: Job, wanted: dict[str, dict[str, Any]]
             record = wanted.get(request["id"])
             if record is None:
                 continue
-            marker = current.writer.marker if current is not None else _marker(provider)
+            index = job.chunk_count + len(chunks)  # of the chunk being filled
+            marker = current.writer.marker if current is not None else round_marker(provider, job, index)
             custom_id, line = provider_line(provider, job, request, position, marker)
             if current is not None and (
                 current.writer.count >= max_requests or current.writer.bytes + len(line) + 1 > max_bytes
             ):
                 chunks.append(current.close(services, job, attempt))
                 current = None
-                marker = _marker(provider)
+                index += 1
+                marker = round_marker(provider, job, index)
                 custom_id, line = provider_line(provider, job, request, position, marker)
             if current is None:
                 if len(chunks) >= MAX_CHUNKS_PER_ROUND:
                     break  # the rest keep their last outcome (a round of 99 full chunks is millions of items)
-                current = _Round(services, job, job.chunk_count + len(chunks), marker)
+                current = _Round(services, job, index, marker)
             current.add(custom_id, request["id"], line, record)
         if current is not None:
             chunks.append(current.close(services, job, attempt))
@@ -129,8 +137,14 @@ def _write_round(services: Services, job: Job, wanted: dict[str, dict[str, Any]]
     return chunks
 
 
-def _marker(provider: Any) -> str | None:
-    return new_id_marker() if provider.marks_custom_ids else None
+def round_marker(provider: Any, job: Job, index: int) -> str | None:
+    """A retry chunk's marker: new for every chunk of the job (indexes are never reused, job ids never repeat), the
+    length of Plan's random ones, and the same in every invocation that writes chunk ``index`` (a losing concurrent
+    Retry rewrites the winner's files byte for byte instead of with a marker its record does not have)."""
+    if not provider.marks_custom_ids:
+        return None
+    digest = hashlib.blake2b(f"{job.id}/{index}".encode(), digest_size=MARKER_BYTES, person=b"bgw-retry-marker")
+    return digest.hexdigest()
 
 
 class _Round:
