@@ -4,6 +4,15 @@ Shapes follow the SDK types `FileObject`, `FileDeleted`, `Batch` (with `errors`,
 input file is validated once, when the batch is created; failures are revealed as status `failed` after the
 `validating` phase, like the real service. Output and error files are virtual: their lines are generated from
 the per-item summaries whenever they are downloaded.
+
+Usage is reported as OpenAI does, deterministically:
+- Prompt caching (automatic on OpenAI for prompts of 1024+ tokens, in 128-token increments): within one batch, the
+  first request whose prompt estimate is at least 1024 tokens writes the cache (cached 0); every later one with the
+  same `prompt_cache_key` (absent counts as one key) reads `cached_tokens` = the largest multiple of 128 not above
+  3/4 of its prompt tokens, or 0 when that is below 1024. Cached tokens are part of `prompt_tokens` /
+  `input_tokens`. Embeddings never cache.
+- Reasoning models (`o1*`, `o3*`, `o4*`, `gpt-5*`) think 3 tokens per visible output token: `reasoning_tokens` =
+  3 x the visible answer's tokens, included in `completion_tokens` / `output_tokens` (3/4 of them).
 """
 
 from __future__ import annotations
@@ -58,7 +67,23 @@ _LINES_PER_CHUNK = 1000
 VALIDATING_SHARE = 0.1  # of processing_seconds: time spent in `validating`
 FINALIZING_SHARE = 0.9  # `finalizing` from this share of processing_seconds until the end
 
-Item = tuple[str, str, int]  # custom_id, prompt excerpt, input tokens
+Item = tuple[str, str, int, int]  # custom_id, prompt excerpt, input tokens, cached input tokens
+CACHE_MIN_TOKENS = 1024  # OpenAI caches prompts of at least this many tokens
+CACHE_INCREMENT = 128  # ... in increments of this many
+REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+REASONING_PER_VISIBLE_TOKEN = 3
+
+
+def cached_tokens(prompt_tokens: int) -> int:
+    """Cached tokens a cache hit reports for a prompt of `prompt_tokens`: the largest multiple of 128 not above 3/4
+    of the prompt, or 0 below OpenAI's 1024-token minimum."""
+    cached = prompt_tokens * 3 // 4 // CACHE_INCREMENT * CACHE_INCREMENT
+    return cached if cached >= CACHE_MIN_TOKENS else 0
+
+
+def reasoning_tokens(model: str, visible_tokens: int) -> int:
+    """Reasoning tokens a reasoning model spends on an answer of `visible_tokens` (0 for other models)."""
+    return REASONING_PER_VISIBLE_TOKEN * visible_tokens if model.startswith(REASONING_PREFIXES) else 0
 
 
 def _invalid(message: str, param: str | None = None, code: str | None = None, status: int = 400) -> ApiError:
@@ -130,6 +155,7 @@ def parse_batch_file(
     items: list[Item] = []
     seen: set[str] = set()
     model: str | None = None
+    cache_keys: set[Any] = set()  # prompt_cache_key values whose cache an earlier request of the batch wrote
     for lineno, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
@@ -147,7 +173,13 @@ def parse_batch_file(
         body = obj["body"]
         model = model or body["model"]
         excerpt, tokens = content.summarize_openai(endpoint, body)
-        items.append((obj["custom_id"], excerpt, tokens))
+        cached = 0
+        if endpoint != "/v1/embeddings" and tokens >= CACHE_MIN_TOKENS:
+            key = body.get("prompt_cache_key")
+            key = key if isinstance(key, str) else None
+            cached = cached_tokens(tokens) if key in cache_keys else 0
+            cache_keys.add(key)
+        items.append((obj["custom_id"], excerpt, tokens, cached))
     return items, model, errors
 
 
@@ -216,7 +248,7 @@ class _Batch:
         self.output_file_id: str | None = None
         self.error_file_id: str | None = None
         self._usage_at = 0
-        self._usage = [0, 0]
+        self._usage = [0, 0, 0, 0]  # input, output (with reasoning), cached input, reasoning
 
     @property
     def validated_at(self) -> float:
@@ -258,22 +290,26 @@ class _Batch:
     def usage(self, cutoff: int) -> dict[str, Any]:
         """Token usage of the succeeded items among the first `cutoff`, extended incrementally between polls."""
         if cutoff < self._usage_at:
-            self._usage_at, self._usage = 0, [0, 0]
+            self._usage_at, self._usage = 0, [0, 0, 0, 0]
         embeddings = self.endpoint == "/v1/embeddings"
         outcome, model = self.plan.outcome, self.model or ""
         for i in range(self._usage_at, cutoff):
             if outcome(i, cutoff, EXPIRED) == SUCCEEDED:
-                _cid, excerpt, tokens = self.items[i]
+                _cid, excerpt, tokens, cached = self.items[i]
                 self._usage[0] += tokens
+                self._usage[2] += cached
                 if not embeddings:
-                    self._usage[1] += content.output_tokens(model, excerpt)
+                    visible = content.output_tokens(model, excerpt)
+                    reasoning = reasoning_tokens(model, visible)
+                    self._usage[1] += visible + reasoning
+                    self._usage[3] += reasoning
         self._usage_at = cutoff
-        input_tokens, output_tokens = self._usage
+        input_tokens, output_tokens, cached_total, reasoning_total = self._usage
         return {
             "input_tokens": input_tokens,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": cached_total},
             "output_tokens": output_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": reasoning_total},
             "total_tokens": input_tokens + output_tokens,
         }
 
@@ -303,14 +339,14 @@ class _Batch:
             yield "\n".join(lines).encode()
 
     def _line(self, i: int, item: Item, kind: str) -> str:
-        cid, excerpt, tokens = item
+        cid, excerpt, tokens, cached = item
         line_id = "batch_req_" + content.short_hash(self.id, cid, length=32)
         request_id = content.short_hash(self.id, cid, "request", length=32)
         if kind == SUCCEEDED:
             plan = self.plan
             finished = int(plan.created + (plan.seconds * (i + 1) / plan.n if plan.n else 0))
             body = _response_body(
-                self.endpoint, self.model or "", content.short_hash(self.id, cid), excerpt, tokens, finished
+                self.endpoint, self.model or "", content.short_hash(self.id, cid), excerpt, tokens, cached, finished
             )
             return _SUCCEEDED_LINE % {
                 "id": quote(line_id),
@@ -363,9 +399,9 @@ _CHAT_COMPLETION = json_template(
             "prompt_tokens": "<<input_tokens>>",
             "completion_tokens": "<<output_tokens>>",
             "total_tokens": "<<total_tokens>>",
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "prompt_tokens_details": {"cached_tokens": "<<cached_tokens>>", "audio_tokens": 0},
             "completion_tokens_details": {
-                "reasoning_tokens": 0,
+                "reasoning_tokens": "<<reasoning_tokens>>",
                 "audio_tokens": 0,
                 "accepted_prediction_tokens": 0,
                 "rejected_prediction_tokens": 0,
@@ -408,9 +444,9 @@ _RESPONSE = json_template(
         "truncation": "disabled",
         "usage": {
             "input_tokens": "<<input_tokens>>",
-            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "input_tokens_details": {"cached_tokens": "<<cached_tokens>>", "cache_write_tokens": 0},
             "output_tokens": "<<output_tokens>>",
-            "output_tokens_details": {"reasoning_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": "<<reasoning_tokens>>"},
             "total_tokens": "<<total_tokens>>",
         },
         "user": None,
@@ -427,13 +463,17 @@ _EMBEDDINGS = json_template(
 )
 
 
-def _response_body(endpoint: str, model: str, suffix: str, excerpt: str, tokens: int, created: int) -> str:
+def _response_body(endpoint: str, model: str, suffix: str, excerpt: str, tokens: int, cached: int, created: int) -> str:
     """JSON of the endpoint's success body: ChatCompletion, Response or CreateEmbeddingResponse."""
     if endpoint == "/v1/embeddings":
         vector = dumps(content.embedding(model, excerpt, tokens))
         return _EMBEDDINGS % {"embedding": vector, "model": quote(model), "input_tokens": tokens}
-    out = content.output_tokens(model, excerpt)
+    visible = content.output_tokens(model, excerpt)
+    reasoning = reasoning_tokens(model, visible)
+    out = visible + reasoning
     values = {
+        "cached_tokens": cached,
+        "reasoning_tokens": reasoning,
         "created": created,
         "model": quote(model),
         "text": quote(content.reply_text(model, excerpt)),
