@@ -10,6 +10,7 @@ from batch_gateway.edge.idempotency import idempotency_key, run_once
 from batch_gateway.edge.observability import metrics
 from batch_gateway.service.create import create_job, is_dry_run
 from batch_gateway.service.estimate import estimate_job
+from batch_gateway.service.query import job_view
 
 app = make_resolver()
 
@@ -30,7 +31,7 @@ def create():
         job = create_job(services, owner=owner, body=body)
         metrics.add_metric(name="JobsCreated", unit=MetricUnit.Count, value=1)
         metrics.add_metric(name="RequestsAccepted", unit=MetricUnit.Count, value=job.request_counts.total)
-        return job.public()
+        return job_view(services, job)
 
     view = (
         run_once(services.settings.table, owner, key, event.body or "", _create, app.lambda_context)

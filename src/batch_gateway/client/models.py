@@ -93,7 +93,8 @@ class Job(_Response):
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float | None = None
     # {"currency", "input", "output", "cache_write", "cache_read", "total", "sync_total", "saving", "price_version"}
-    # in USD, or {"currency", "total": None, "reason"} for a model without a price; None before any chunk is collected
+    # in USD (every part 0 before any chunk is collected), or {"currency", "total": None, "reason"} for a model
+    # without a price
     cost: dict[str, Any] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime | None = None

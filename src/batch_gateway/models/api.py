@@ -73,8 +73,9 @@ class JobView(BaseModel):
         description="cost.total: at batch prices (requests run on demand, Bedrock small jobs: on-demand prices); "
         "null for models without a known price"
     )
-    cost: CostView | None = Field(
-        None, description="the cost of the usage collected so far, final once the job ends; null before any chunk"
+    cost: CostView = Field(
+        description="the cost of the usage collected so far (every part 0 before any chunk is collected), final once "
+        "the job ends; never null: a model without a known price has total null and a reason"
     )
     metadata: dict[str, str]
     retry: RetryView | None = Field(None, description="automatic retry of failed items; null: none")

@@ -214,7 +214,8 @@ class Job(Record):
     usage: Usage = dataclasses.field(default_factory=Usage)
     cost_usd: float | None = None  # cost["total"], kept for callers from before the cost object
     # models.pricing.cost_of's object for the usage so far (Poll updates it as chunks are collected, Finalize writes
-    # the final one); None before any chunk is collected (decision 0060).
+    # the final one); None before any chunk is collected (decision 0060), which the job view shows as the model's
+    # zero cost (service.query.job_view).
     cost: dict[str, Any] | None = None
     metadata: dict[str, str] = dataclasses.field(default_factory=dict)
     hyperparameters: dict[str, Any] = dataclasses.field(default_factory=dict)

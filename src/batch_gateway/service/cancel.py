@@ -12,6 +12,7 @@ from aws_lambda_powertools import Logger
 from batch_gateway.contract.errors import ConflictError
 from batch_gateway.models.jobs import Job, JobStatus, utcnow
 from batch_gateway.service.context import Services
+from batch_gateway.service.query import job_view
 
 logger = Logger(child=True)
 
@@ -19,7 +20,7 @@ logger = Logger(child=True)
 def cancel_job(services: Services, job_id: str, owner: str) -> dict[str, Any]:
     job = services.jobs.get_owned_job(job_id, owner)
     if job.status is JobStatus.CANCELING:
-        return job.public(services.jobs.get_chunks(job_id))
+        return job_view(services, job, services.jobs.get_chunks(job_id))
     if job.status.terminal:
         raise ConflictError(
             f"batch {job_id} has already ended ({job.status.value})",
@@ -36,9 +37,9 @@ def cancel_job(services: Services, job_id: str, owner: str) -> dict[str, Any]:
         job = services.jobs.require_job(job_id)
         if job.status is not JobStatus.CANCELING:
             raise ConflictError(f"batch {job_id} has already ended ({job.status.value})") from None
-        return job.public(services.jobs.get_chunks(job_id))
+        return job_view(services, job, services.jobs.get_chunks(job_id))
     job = _restart_workflow(services, job)
-    return job.public(services.jobs.get_chunks(job_id))
+    return job_view(services, job, services.jobs.get_chunks(job_id))
 
 
 def _restart_workflow(services: Services, job: Job) -> Job:

@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from batch_gateway.contract.errors import ConflictError, InvalidRequestError
-from batch_gateway.models.jobs import Job, JobStatus
+from batch_gateway.models.jobs import Chunk, Job, JobStatus
+from batch_gateway.models.pricing import zero_cost
 from batch_gateway.ports import OffsetOutOfRangeError
 from batch_gateway.service.context import Services
 from batch_gateway.service.join import joined
@@ -22,9 +23,20 @@ LIST_DEFAULT_PAGE = 50
 PAGE_BYTES = 4 * 1024 * 1024
 
 
+def job_view(services: Services, job: Job, chunks: list[Chunk] | None = None) -> dict[str, Any]:
+    """The job as callers see it. Before any chunk is collected its cost is what nothing costs at its model's price
+    (every part 0), or ``total`` None with the reason for a model without a price: ``null`` never reads "not yet"
+    (decision 0060). The stored ``Job.cost`` stays None until then (budgets tell "never collected" by it)."""
+    view = job.public(chunks)
+    if view["cost"] is None:
+        cost = zero_cost(job.provider, job.model, table=services.prices())
+        view["cost"], view["cost_usd"] = cost, cost["total"]
+    return view
+
+
 def get_job(services: Services, job_id: str, owner: str) -> dict[str, Any]:
     job = services.jobs.get_owned_job(job_id, owner)
-    return job.public(services.jobs.get_chunks(job_id))
+    return job_view(services, job, services.jobs.get_chunks(job_id))
 
 
 def list_jobs(
@@ -50,7 +62,7 @@ def list_jobs(
         limit=_page_size(limit, default=LIST_DEFAULT_PAGE, maximum=LIST_MAX_PAGE),
         next_token=next_token,
     )
-    return {"batches": [job.public() for job in jobs], "next_token": token}
+    return {"batches": [job_view(services, job) for job in jobs], "next_token": token}
 
 
 def get_results(
