@@ -106,3 +106,53 @@ def test_a_price_override_in_the_ssm_parameter_prices_the_next_job(alice, sim, s
     finally:
         ssm.put_parameter(Name=name, Value="{}", Overwrite=True)
         stack.recycle_functions()
+
+
+OPENAI_MODEL = "o4-mini"  # a reasoning model: its completion tokens include reasoning tokens
+OPENAI_SYSTEM = "You answer questions about animals, briefly and accurately. " * 120  # 1,800 tokens: cacheable
+
+
+def _openai_cached(prompt: int) -> int:
+    """The simulator's documented cache hit: the largest multiple of 128 not above 3/4 of the prompt (1024 least)."""
+    cached = prompt * 3 // 4 // 128 * 128
+    return cached if cached >= 1024 else 0
+
+
+def test_an_openai_jobs_cost_with_cached_and_reasoning_tokens_matches_the_price_table_to_the_cent(alice):
+    questions = {"bird": "Name a bird.", "fish": "Name a fish that lives in rivers.", "cat": "Name a big cat."}
+    body = seed_body(
+        provider="openai",
+        model=OPENAI_MODEL,
+        requests={cid: {"system": OPENAI_SYSTEM, "messages": [{"role": "user", "content": q}]} for cid, q in
+                  questions.items()},
+    )  # fmt: skip
+    job = alice.create(body)
+    assert job["cost"]["total"] == 0 and job["cost"]["price_version"]  # priced, nothing collected yet: not null
+    done = alice.wait(job["id"])
+    assert done["status"] == "finished" and done["request_counts"]["succeeded"] == len(questions)
+
+    row, results = _row("openai", "o4-mini"), alice.all_results(job["id"])
+    writers, want = [], 0.0
+    for cid, question in questions.items():
+        prompt = (len(OPENAI_SYSTEM) + len(question)) // 4
+        visible = content.output_tokens(OPENAI_MODEL, question)
+        usage = results[cid]["token_usage"]
+        cached = usage["cache_read_input_tokens"]
+        if cached == 0:
+            writers.append(cid)  # the batch's first long prompt writes the cache
+        else:
+            assert cached == _openai_cached(prompt), cid
+        assert usage == {"input_tokens": prompt - cached, "output_tokens": 4 * visible,
+                         "cache_creation_input_tokens": 0, "cache_read_input_tokens": cached,
+                         "reasoning_tokens": 3 * visible}, cid  # fmt: skip
+        dollars = ((prompt - cached) * row["input"] + 4 * visible * row["output"] + cached * row["cache_read"]) / 1e6
+        assert results[cid]["cost"] == pytest.approx(dollars, abs=1e-9), cid
+        want += dollars
+    assert len(writers) == 1, writers  # one chunk: one request writes, the others read
+
+    cost = done["cost"]
+    assert round(cost["total"], 2) == round(want, 2) and abs(cost["total"] - want) < 0.005
+    assert cost["cache_read"] > 0 and cost["cache_write"] == 0 and done["cost_usd"] == cost["total"]
+    total = {key: sum(r["token_usage"][key] for r in results.values()) for key in ("cache_read_input_tokens",
+             "reasoning_tokens", "output_tokens", "input_tokens")}  # fmt: skip
+    assert {key: done["usage"][key] for key in total} == total and total["reasoning_tokens"] > 0
