@@ -73,18 +73,11 @@ class DynamoDBKeyStore(KeyStore):
             raise ConflictError(f"key {key.id} exists already") from exc
 
     def list_keys(self) -> list[ApiKey]:
-        keys: list[ApiKey] = []
-        kwargs: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": _values({":pk": LIST_PK}),
-        }
-        while True:
-            response = self._db.query(**kwargs)
-            keys += [_key(item) for item in response.get("Items", [])]
-            if not response.get("LastEvaluatedKey"):
-                return sorted(keys, key=lambda k: (k.created_at, k.id))
-            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        pages = self._db.get_paginator("query").paginate(
+            TableName=self.table, KeyConditionExpression="pk = :pk", ExpressionAttributeValues=_values({":pk": LIST_PK})
+        )
+        keys = [_key(item) for page in pages for item in page.get("Items", [])]
+        return sorted(keys, key=lambda k: (k.created_at, k.id))
 
     def _listed(self, key_id: str) -> dict[str, Any] | None:
         item = self._db.get_item(

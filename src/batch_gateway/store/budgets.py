@@ -91,18 +91,10 @@ class DynamoDBBudgetStore(BudgetStore):
         return _budget(item) if item else None
 
     def list_budgets(self) -> list[Budget]:
-        budgets: list[Budget] = []
-        kwargs: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": _values({":pk": LIST_PK}),
-        }
-        while True:
-            response = self._db.query(**kwargs)
-            budgets += [_budget(item) for item in response.get("Items", [])]
-            if not response.get("LastEvaluatedKey"):
-                return budgets
-            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        pages = self._db.get_paginator("query").paginate(
+            TableName=self.table, KeyConditionExpression="pk = :pk", ExpressionAttributeValues=_values({":pk": LIST_PK})
+        )
+        return [_budget(item) for page in pages for item in page.get("Items", [])]
 
     def delete_budget(self, owner: str) -> bool:
         response = self._db.delete_item(
