@@ -3,7 +3,8 @@
 Context keys:
 
 ``providers``
-    Comma separated providers to enable, default ``"anthropic,openai"``; ``bedrock`` adds Amazon Bedrock. One Secrets
+    Comma separated providers to enable, default ``"anthropic,openai"``; ``bedrock`` adds Amazon Bedrock, ``google``
+    Google Gemini batch mode (its key in the ``batch-gateway/google-api-key`` secret). One Secrets
     Manager secret is created per enabled provider that takes an API key (Bedrock takes none: the functions' roles
     call it, and a Bedrock service role reads each job's input and writes its output, see ``stacks/bedrock.py``).
 ``architecture``
@@ -54,8 +55,8 @@ from aws_cdk import aws_logs as logs
 
 from batch_gateway import constants
 
-KNOWN_PROVIDERS = ("anthropic", "openai", "bedrock")
-KEYED_PROVIDERS = ("anthropic", "openai")  # providers with an API key in Secrets Manager (Bedrock has none)
+KNOWN_PROVIDERS = ("anthropic", "openai", "bedrock", "google")
+KEYED_PROVIDERS = ("anthropic", "openai", "google")  # providers with an API key in Secrets Manager (Bedrock has none)
 
 DEFAULTS: dict[str, Any] = {
     "providers": "anthropic,openai",

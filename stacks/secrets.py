@@ -13,6 +13,7 @@ from stacks import nag
 _SECRET_ARN_ENV = {
     "anthropic": constants.ENV_ANTHROPIC_SECRET_ARN,
     "openai": constants.ENV_OPENAI_SECRET_ARN,
+    "google": constants.ENV_GOOGLE_SECRET_ARN,
 }
 
 

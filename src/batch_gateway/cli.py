@@ -522,7 +522,7 @@ def build_parser() -> argparse.ArgumentParser:
     submit = commands.add_parser("submit", parents=[common], help="submit a JSONL file of requests")
     submit.add_argument("file", metavar="FILE.jsonl", help="requests, one per line ('-' for stdin)")
     submit.add_argument(
-        "--provider", choices=["anthropic", "openai", "bedrock"], help="overrides the header's provider"
+        "--provider", choices=["anthropic", "openai", "bedrock", "google"], help="overrides the header's provider"
     )
     submit.add_argument("--model", help="overrides the header's model")
     submit.add_argument("--hyperparameters", metavar="JSON", help="merged over the header's hyperparameters")

@@ -95,7 +95,11 @@ class Settings:
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         secrets = {
             name: env[var]
-            for name, var in (("anthropic", c.ENV_ANTHROPIC_SECRET_ARN), ("openai", c.ENV_OPENAI_SECRET_ARN))
+            for name, var in (
+                ("anthropic", c.ENV_ANTHROPIC_SECRET_ARN),
+                ("openai", c.ENV_OPENAI_SECRET_ARN),
+                ("google", c.ENV_GOOGLE_SECRET_ARN),
+            )
             if env.get(var)
         }
         return cls(

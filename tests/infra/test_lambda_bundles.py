@@ -20,6 +20,7 @@ TOP_LEVEL = {
         ("pydantic", ()),
         ("anthropic", ()),
         ("openai", ()),
+        ("google-genai", ()),
         ("orjson", ()),
     ],
 }
@@ -68,7 +69,7 @@ def test_bundle_requirements_pin_the_whole_closure_at_uv_lock_versions(bundle):
 
 
 def test_api_bundle_has_no_provider_sdk_and_no_bundle_ships_boto():
-    assert not {"anthropic", "openai"} & set(_pins("api"))
+    assert not {"anthropic", "openai", "google-genai"} & set(_pins("api"))
     for bundle in bundling.BUNDLES:
         assert not RUNTIME_CLOSURE & set(_pins(bundle))
 

@@ -31,8 +31,9 @@ MODEL_PATTERNS = {
     "openai": f"^(?!claude)[A-Za-z0-9]{_MODEL_CHARS}{{0,199}}$",
     # lower case only here; the service also takes other cases of the family names
     "bedrock": f"^(?={_MODEL_CHARS}*(anthropic\\.claude|amazon\\.nova))[A-Za-z0-9]{_MODEL_CHARS}{{0,199}}$",
+    "google": f"^gemini{_MODEL_CHARS}{{0,194}}$",
 }
-_NAMES = {"anthropic": "Anthropic", "openai": "OpenAI", "bedrock": "Bedrock"}
+_NAMES = {"anthropic": "Anthropic", "openai": "OpenAI", "bedrock": "Bedrock", "google": "Google"}
 
 
 def variants() -> list[tuple[str, str, str | None]]:

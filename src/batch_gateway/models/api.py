@@ -63,7 +63,7 @@ class CostView(BaseModel):
 class JobView(BaseModel):
     id: str
     status: Literal["queued", "in_progress", "canceling", "finished", "canceled", "expired", "failed"]
-    provider: Literal["anthropic", "openai", "bedrock"]
+    provider: Literal["anthropic", "openai", "bedrock", "google"]
     model: str
     endpoint: Literal["chat", "responses", "embeddings"] | None
     request_counts: RequestCountsView
@@ -197,7 +197,7 @@ class Estimate(BaseModel):
     """The answer to ``POST /batches`` with ``"dry_run": true``: nothing was stored or started."""
 
     dry_run: Literal[True]
-    provider: Literal["anthropic", "openai", "bedrock"]
+    provider: Literal["anthropic", "openai", "bedrock", "google"]
     model: str
     endpoint: Literal["chat", "responses", "embeddings"] | None
     request_count: int

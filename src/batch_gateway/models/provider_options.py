@@ -34,6 +34,24 @@ ALLOWED: dict[tuple[str, str], frozenset[str]] = {
     ),
     ("openai", "responses"): frozenset({"reasoning", "text", "tools", "tool_choice", "store", "user", "truncation"}),
     ("openai", "embeddings"): frozenset({"dimensions", "encoding_format", "user"}),
+    # Gemini GenerateContentRequest fields (providers.gemini.apply_options: generation settings go into
+    # generationConfig, the others at the request's top)
+    ("google", "chat"): frozenset(
+        {
+            "thinkingConfig",
+            "seed",
+            "presencePenalty",
+            "frequencyPenalty",
+            "responseLogprobs",
+            "logprobs",
+            "candidateCount",
+            "responseModalities",
+            "mediaResolution",
+            "safetySettings",
+            "cachedContent",
+            "labels",
+        }
+    ),
 }
 
 

@@ -18,7 +18,7 @@ from batch_gateway.models.provider_options import ALLOWED as ALLOWED_OPTIONS
 from batch_gateway.models.request_extras import extras_the_model_drops
 from batch_gateway.models.retry import parse_retry
 
-PROVIDERS = ("anthropic", "openai", "bedrock")
+PROVIDERS = ("anthropic", "openai", "bedrock", "google")
 ENDPOINTS = ("chat", "responses", "embeddings")
 MAX_ID_CHARS = 256
 MAX_REQUEST_CHARS = 1_000_000  # text of one request; far above any model's context window in characters
@@ -40,6 +40,7 @@ PROVIDER_HYPERPARAMETER_LIMITS: dict[str, dict[str, tuple[float, float] | None]]
     "anthropic": {"temperature": (0.0, 1.0)},
     "openai": {"top_k": None},  # None: not supported by the provider
     "bedrock": {"temperature": (0.0, 1.0)},  # Claude's and Nova's range
+    "google": {},  # Gemini takes temperature 0-2, top_p, top_k and up to 5 stop sequences
 }
 # Bedrock model families whose batch body the adapter writes (providers.bedrock.FAMILIES): what the id contains.
 BEDROCK_FAMILIES = ("anthropic.claude", "amazon.nova")
@@ -251,6 +252,11 @@ def check_model_for_provider(provider: str, model: str) -> None:
             "or ARNs",
             details=[_detail("model", "supported Bedrock families: anthropic.claude, amazon.nova")],
         )
+    if provider == "google" and not model.startswith("gemini"):
+        raise InvalidRequestError(
+            f"model '{model}' is not a Gemini model name (they start with 'gemini-', such as 'gemini-2.5-flash')",
+            details=[_detail("model", "not a Gemini model")],
+        )
     if provider == "openai" and model.startswith("claude"):
         raise InvalidRequestError(
             f"model '{model}' is an Anthropic model; use provider 'anthropic'",
@@ -259,7 +265,7 @@ def check_model_for_provider(provider: str, model: str) -> None:
 
 
 def check_endpoint_for_provider(provider: str, endpoint: str | None) -> None:
-    if provider in ("anthropic", "bedrock") and endpoint not in (None, "chat"):
+    if provider in ("anthropic", "bedrock", "google") and endpoint not in (None, "chat"):
         raise InvalidRequestError(
             f"endpoint '{endpoint}' is only available with provider 'openai'",
             details=[_detail("endpoint", f"{provider} batches support messages only")],

@@ -17,6 +17,7 @@ ADAPTERS: dict[str, str] = {  # provider name -> "module:class"
     "anthropic": "batch_gateway.providers.anthropic:AnthropicBatchProvider",
     "openai": "batch_gateway.providers.openai:OpenAIBatchProvider",
     "bedrock": "batch_gateway.providers.bedrock:BedrockBatchProvider",
+    "google": "batch_gateway.providers.gemini:GeminiBatchProvider",
 }
 KEYLESS = frozenset({"bedrock"})  # called with the functions' own roles: no API key, no secret
 

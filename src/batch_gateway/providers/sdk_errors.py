@@ -1,5 +1,6 @@
 """Provider SDK exceptions -> our error tree, once per SDK family: the Stainless SDKs (Anthropic, OpenAI: their
-exception classes share names) and botocore (Bedrock: one ``ClientError`` with an error code, plus transport errors).
+exception classes share names), botocore (Bedrock: one ``ClientError`` with an error code, plus transport errors) and
+google-genai (Gemini: ``APIError`` with an HTTP ``code`` and a gRPC ``status``; transport errors come through raw).
 
 On create, a lost answer (timeout, dropped connection) means "maybe accepted": ``ProviderAmbiguousError``, which
 Submit reconciles before any resend. Elsewhere the same failure is plain ``ProviderUnavailableError``.
@@ -63,6 +64,8 @@ class mapped_errors:
             return False
         if self.sdk == "botocore":
             return _map_botocore(exc, self.provider, creating=self.creating)
+        if self.sdk == "google.genai":
+            return _map_google(exc, self.provider, creating=self.creating)
         sdk = importlib.import_module(self.sdk)
         name = self.provider
         if isinstance(exc, (sdk.APIConnectionError, *_transport_errors())):  # includes timeouts
@@ -148,4 +151,48 @@ def _map_botocore(exc: BaseException, name: str, *, creating: bool) -> Literal[F
                 f"no answer from {name} after sending the job; it may have been accepted"
             ) from exc
         raise errors.ProviderUnavailableError(f"lost the connection to {name}") from exc
+    return False
+
+
+# google-genai: APIError (ClientError for 4xx, ServerError for 5xx) with the HTTP code and Google's status word.
+_GOOGLE_KEY_REASONS = frozenset({"API_KEY_INVALID", "API_KEY_EXPIRED", "API_KEY_SERVICE_BLOCKED"})
+
+
+def _google_reasons(details: Any) -> set[str]:
+    """The ``ErrorInfo`` reasons in a Google error body (a bad key is a 400 with reason ``API_KEY_INVALID``)."""
+    error = details.get("error", details) if isinstance(details, dict) else {}
+    items = error.get("details") if isinstance(error, dict) else None
+    return {str(item.get("reason")) for item in items or [] if isinstance(item, dict) and item.get("reason")}
+
+
+def _map_google(exc: BaseException, name: str, *, creating: bool) -> Literal[False]:
+    """Raise ours for a google-genai exception (keyed on the code and status, never the message); False for
+    anything else. The SDK lets httpx2's transport errors through as they are (a refused connection is never sent;
+    a read timeout after sending is a lost answer)."""
+    google = importlib.import_module("google.genai.errors")  # loaded by the adapter already
+
+    if isinstance(exc, google.APIError):
+        code, status = int(exc.code or 0), str(exc.status or "")
+        message = str(exc.message or exc)[:500]
+        if code == 429 or status == "RESOURCE_EXHAUSTED":  # rate limits and quotas (concurrent batches) mean wait
+            raise errors.ProviderRateLimitedError(f"{name} rate limit or quota (429 {status}): {message}") from exc
+        if (
+            code in (401, 403)
+            or status in ("UNAUTHENTICATED", "PERMISSION_DENIED")
+            or (_google_reasons(exc.details) & _GOOGLE_KEY_REASONS)
+        ):
+            raise errors.ProviderKeyRejectedError(
+                f"{name} refused the API key ({code} {status}); set the key in Secrets Manager"
+            ) from exc
+        if code >= 500 or code == 408:
+            raise errors.ProviderUnavailableError(f"{name} is unavailable ({code} {status})") from exc
+        if code == 404:
+            raise errors.ProviderNotFoundError(f"{name} does not know this batch or file: {message}") from exc
+        raise errors.ProviderRequestError(f"{name} refused the request ({code} {status}): {message}") from exc
+    if isinstance(exc, _transport_errors()):  # includes timeouts
+        if creating and not _never_sent(exc):
+            raise errors.ProviderAmbiguousError(
+                f"no answer from {name} after sending the batch; it may have been accepted"
+            ) from exc
+        raise errors.ProviderUnavailableError(f"could not reach {name}") from exc
     return False

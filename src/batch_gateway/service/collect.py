@@ -35,6 +35,8 @@ _UNANSWERED = {
     "expired": ItemStatus.EXPIRED,
     "Stopped": ItemStatus.CANCELED,  # Bedrock
     "Expired": ItemStatus.EXPIRED,
+    "JOB_STATE_CANCELLED": ItemStatus.CANCELED,  # Google Gemini
+    "JOB_STATE_EXPIRED": ItemStatus.EXPIRED,
 }
 
 
