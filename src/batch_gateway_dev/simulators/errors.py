@@ -1,8 +1,8 @@
 """One exception for every API error, rendered in each provider's real error shape.
 
 Handlers raise `ApiError` without caring which provider they serve; the server renders it as Anthropic's
-`{"type": "error", "error": {...}}` or OpenAI's `{"error": {message, type, param, code}}`, which is what the
-official SDKs parse into their typed exceptions.
+`{"type": "error", "error": {...}}`, OpenAI's `{"error": {message, type, param, code}}`, Bedrock's REST-JSON or
+Google's `{"error": {code, message, status}}`, which is what the official SDKs parse into their typed exceptions.
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ _GENERIC_TYPES = {
     "anthropic": ("api_error", "not_found_error"),
     "openai": ("server_error", "invalid_request_error"),
     "bedrock": ("InternalServerException", "UnknownOperationException"),
+    "google": ("INTERNAL", "NOT_FOUND"),
 }
+_GOOGLE_PREFIXES = ("/v1beta/", "/upload/", "/download/")
 
 
 def provider_of(path: str) -> str:
@@ -51,6 +53,8 @@ def provider_of(path: str) -> str:
         return "anthropic"
     if path.startswith(_BEDROCK_PATHS):
         return "bedrock"
+    if path.startswith(_GOOGLE_PREFIXES):
+        return "google"
     return "openai"
 
 
@@ -70,6 +74,8 @@ def request_id(provider: str) -> tuple[str, str]:
         return "request-id", "req_sim_" + secrets.token_hex(12)
     if provider == "bedrock":
         return "x-amzn-RequestId", str(uuid.uuid4())
+    if provider == "google":
+        return "x-goog-request-id", secrets.token_hex(8)
     return "x-request-id", "req_" + secrets.token_hex(16)
 
 
@@ -79,7 +85,9 @@ def render(provider: str, error: ApiError) -> Reply:
     body: dict[str, Any]
     if provider == "bedrock":  # REST-JSON: botocore reads the error code from x-amzn-ErrorType
         return json_reply({"message": error.message}, error.status, {header: rid, "x-amzn-ErrorType": error.type})
-    if provider == "anthropic":
+    if provider == "google":
+        body = {"error": {"code": error.status, "message": error.message, "status": error.type}}
+    elif provider == "anthropic":
         body = {"type": "error", "error": {"type": error.type, "message": error.message}, "request_id": rid}
     else:
         body = {"error": {"message": error.message, "type": error.type, "param": error.param, "code": error.code}}

@@ -17,7 +17,7 @@ from typing import Any
 
 from batch_gateway_dev.simulators.errors import ApiError
 
-PROVIDERS = ("anthropic", "openai", "bedrock")
+PROVIDERS = ("anthropic", "openai", "bedrock", "google")
 OPS = (
     "create_batch",
     "get_batch",
@@ -51,6 +51,13 @@ _BEDROCK_ERRORS = {
     500: (500, "InternalServerException"),
     503: (503, "ServiceUnavailableException"),
     529: (503, "ServiceUnavailableException"),
+}
+# status -> (Google status, google.rpc.Code name, message): Google has no 529 either.
+_GOOGLE_ERRORS = {
+    429: (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
+    500: (500, "INTERNAL", "An internal error has occurred. Please retry or report in the troubleshooting guide."),
+    503: (503, "UNAVAILABLE", "The service is currently unavailable."),
+    529: (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
 }
 
 
@@ -86,6 +93,9 @@ class Fault:
             headers["retry-after"] = str(self.extra.get("retry_after", 1))
         if self.provider == "anthropic":
             return ApiError(status, anthropic_type, message, headers=headers)
+        if self.provider == "google":
+            google_status, google_type, google_message = _GOOGLE_ERRORS[status]
+            return ApiError(google_status, google_type, str(self.extra.get("message", google_message)))
         if self.provider == "bedrock":
             bedrock_status, bedrock_type = _BEDROCK_ERRORS[status]
             return ApiError(bedrock_status, bedrock_type, message)

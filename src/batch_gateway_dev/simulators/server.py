@@ -3,7 +3,8 @@
 Standard library only: the dev tools' loopback server (`batch_gateway_dev.http_server`) speaking HTTP/1.1 with
 keep-alive (every answer has a Content-Length, or is chunked when streamed), so the SDKs' httpx connection pools
 behave as against the real APIs.
-One server answers both APIs; paths never collide (`/v1/messages/batches...` vs `/v1/files`, `/v1/batches`).
+One server answers every API; paths never collide (`/v1/messages/batches...` vs `/v1/files`, `/v1/batches`,
+Bedrock's `/model-invocation-job...`, Gemini's `/v1beta/...`, `/upload/v1beta/...`, `/download/v1beta/...`).
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ class _Handler(QuietHandler):
         state = self.server.state
         provider_name = errors.provider_of(req.path)
         for provider in state.providers:
+            claims = getattr(provider, "claims", None)  # a provider whose paths overlap another's says which are its
+            if claims is not None and not claims(req):
+                continue
             for route in provider.routes:
                 match = route.pattern.match(req.path)
                 if match is None or route.method != req.method:
@@ -153,11 +157,11 @@ class _HTTPServer(LoopbackServer):
 
 
 class SimulatorServer:
-    """Anthropic Message Batches + OpenAI Files/Batches simulator on one loopback port.
+    """Anthropic Message Batches + OpenAI Files/Batches + Bedrock + Gemini batch simulator on one loopback port.
 
-    `SimulatorServer(port=0).start()` picks a free port; use `url` as ANTHROPIC_BASE_URL and `openai_base_url` as
-    OPENAI_BASE_URL. `configure`, `add_fault`, `reset` and `stats` are the in-process twins of the
-    `/_simulator/...` admin endpoints.
+    `SimulatorServer(port=0).start()` picks a free port; use `url` as ANTHROPIC_BASE_URL, `openai_base_url` as
+    OPENAI_BASE_URL and `gemini_base_url` as the google-genai `HttpOptions(base_url=...)`. `configure`, `add_fault`,
+    `reset` and `stats` are the in-process twins of the `/_simulator/...` admin endpoints.
     """
 
     def __init__(
@@ -213,6 +217,11 @@ class SimulatorServer:
     def openai_base_url(self) -> str:
         """Base URL for the OpenAI SDK (with `/v1`)."""
         return self.url + "/v1"
+
+    @property
+    def gemini_base_url(self) -> str:
+        """`base_url` for the `google-genai` SDK (`types.HttpOptions(base_url=...)`; the SDK adds `/v1beta`)."""
+        return self.url
 
     @property
     def bedrock_endpoint_url(self) -> str:

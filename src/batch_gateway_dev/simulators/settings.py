@@ -2,8 +2,8 @@
 
 Updates merge at the top level: each given key replaces its previous value (so `item_outcomes` replaces the whole
 map). Settings are read when a batch is created (timing and outcomes are fixed then), except `cancel_seconds`,
-which is read when the cancel arrives. `max_requests` / `max_bytes` take None (the real limits), one int for both
-providers, or {"anthropic": int, "openai": int}.
+which is read when the cancel arrives. `max_requests` / `max_bytes` take None (the real limits), one int for every
+provider, or {"anthropic": int, "openai": int, "google": int}.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ MB = 1024 * 1024
 REAL_LIMITS = {
     "anthropic": {"max_requests": 100_000, "max_bytes": 256 * MB},
     "openai": {"max_requests": 50_000, "max_bytes": 200 * MB},
+    # Gemini batch mode: an input file of up to 2 GB (the Files API limit); no fixed request count is documented.
+    "google": {"max_requests": 1_000_000, "max_bytes": 2048 * MB},
 }
 BATCH_OUTCOMES = ("complete", "expire")
 ITEM_OUTCOMES = ("errored", "expired", "overloaded", "rate_limited", "server_error")
@@ -40,6 +42,10 @@ DEFAULTS: dict[str, Any] = {
     "bedrock_max_records": 50_000,
     "bedrock_max_jobs_per_model": 20,
     "bedrock_hour_seconds": 3600.0,
+    # Gemini batch mode: when a message, batches created from now on end BATCH_STATE_FAILED with it; how many batches
+    # may be pending or running at once (a create beyond answers 429 RESOURCE_EXHAUSTED).
+    "google_batch_failure": None,
+    "google_max_concurrent_batches": 100,
 }
 
 
@@ -80,10 +86,19 @@ def validate(updates: dict[str, Any]) -> dict[str, Any]:
             clean[key] = _number(key, value)
         elif key == "error_every":
             clean[key] = _count(key, value)
-        elif key in ("bedrock_min_records", "bedrock_max_records", "bedrock_max_jobs_per_model"):
+        elif key in (
+            "bedrock_min_records",
+            "bedrock_max_records",
+            "bedrock_max_jobs_per_model",
+            "google_max_concurrent_batches",
+        ):
             clean[key] = _count(key, value, 1)
         elif key == "bedrock_hour_seconds":
             clean[key] = _number(key, value)
+        elif key == "google_batch_failure":
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(f"google_batch_failure must be a non-empty message or null, got {value!r}")
+            clean[key] = value
         elif key == "enqueued_token_limit":
             clean[key] = None if value is None else _count(key, value)
         elif key in ("max_requests", "max_bytes"):

@@ -16,6 +16,7 @@ from batch_gateway_dev.simulators import settings
 from batch_gateway_dev.simulators.anthropic import AnthropicBatches
 from batch_gateway_dev.simulators.bedrock import BedrockJobs
 from batch_gateway_dev.simulators.faults import FaultQueue
+from batch_gateway_dev.simulators.gemini import GeminiBatches
 from batch_gateway_dev.simulators.openai import OpenAIBatches
 
 
@@ -30,7 +31,10 @@ class SimulatorState:
         self.anthropic = AnthropicBatches(self)
         self.openai = OpenAIBatches(self)
         self.bedrock = BedrockJobs(self)
-        self.providers = (self.anthropic, self.openai, self.bedrock)
+        self.google = GeminiBatches(self)
+        # Gemini first: its `/v1/files...` and `/v1/batches...` (API version v1) overlap OpenAI's paths; it claims
+        # only calls that carry an `x-goog-api-key` (GeminiBatches.claims), which the OpenAI SDK never sends.
+        self.providers = (self.google, self.anthropic, self.openai, self.bedrock)
         self.requests: Counter[str] = Counter()
         self._release = threading.Event()  # replaced by release_held(): every call held until then goes on
         self.held = 0  # calls a hold fault is keeping on the wire right now
@@ -93,6 +97,7 @@ class SimulatorState:
                 stop = now if batch.cancel_at is None else min(now, batch.cancel_at)
                 finished[batch_id] = batch.plan.done_by(stop)
             finished.update(self.bedrock.items_finished(now))
+            finished.update(self.google.items_finished(now))
             return finished
 
     def stats(self) -> dict[str, Any]:
@@ -101,6 +106,7 @@ class SimulatorState:
                 "anthropic": self.anthropic.stats(),
                 "openai": self.openai.stats(),
                 "bedrock": self.bedrock.stats(),
+                "google": self.google.stats(),
                 "items_finished": self.items_finished(),
                 "requests": dict(self.requests),
                 "faults_pending": self.faults.pending(),

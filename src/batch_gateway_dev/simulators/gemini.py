@@ -1,0 +1,705 @@
+"""Google Gemini Developer API batch mode (`/v1beta/batches`, Files API), as the official `google-genai` SDK sees it.
+
+Wire paths and shapes follow `google.genai` (`batches.py`, `files.py`, `_api_client.py`): a resumable upload
+(`POST /upload/v1beta/files` with `X-Goog-Upload-Command: start`, then `upload, finalize` chunks to the URL in the
+`x-goog-upload-url` answer header), `GET|DELETE /v1beta/files/{id}`, `GET /v1beta/files`, download
+`GET /download/v1beta/files/{id}:download?alt=media`; batches are long-running operations: `POST
+/v1beta/models/{model}:batchGenerateContent` answers `{"name": "batches/...", "metadata": {GenerateContentBatch}}`,
+as do `GET /v1beta/batches/{id}` and each `operations[]` entry of `GET /v1beta/batches`; `POST
+/v1beta/batches/{id}:cancel` and `DELETE /v1beta/batches/{id}` answer `{}`. Errors are Google's
+`{"error": {"code", "message", "status"}}`. Every call but an upload chunk (the upload URL is the credential) needs
+an `x-goog-api-key` header.
+
+Timeline of a batch, in shares of `processing_seconds` (nothing runs in the background; a poll computes the state):
+`BATCH_STATE_PENDING` for the first `PENDING_SHARE`, then `BATCH_STATE_RUNNING` while lines finish in order, then
+`BATCH_STATE_SUCCEEDED` with `output.responsesFile`. A batch whose input cannot be read, or created while
+`google_batch_failure` is set, ends `BATCH_STATE_FAILED` when the pending phase is over, with the operation's
+`error` `{code, message}` (google.rpc.Status) carrying the message. A cancel gives `BATCH_STATE_CANCELLED` after
+`cancel_seconds`; with `batch_outcome: "expire"` the batch ends `BATCH_STATE_EXPIRED` with its first half done. Both
+keep the lines that finished before the end in a responses file.
+
+Each output line is `{"key": ..., "response": {GenerateContentResponse}}` or `{"key": ..., "error": {"code",
+"message", "status"}}`. A line errors when `item_outcomes` / `first_attempt_outcomes` name its key, by
+`error_every`, when it is not a valid request (no `contents`), or when its text contains `[[error]]`
+(`ERROR_MARKER`). Usage is deterministic: prompt tokens = characters // 4; within a batch the first request of at
+least `CACHE_MIN_TOKENS` writes the implicit cache and every later one that long reads 3/4 of its prompt
+(`cachedContentTokenCount`, part of `promptTokenCount`); thinking models (`gemini-2.5*`, `gemini-3*`) report
+`thoughtsTokenCount` = 2 x the visible answer's tokens, counted in `totalTokenCount` only.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+import string
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote as url_quote
+
+from batch_gateway_dev.simulators import content, settings
+from batch_gateway_dev.simulators.errors import ApiError
+from batch_gateway_dev.simulators.schedule import (
+    CANCELED,
+    ERRORED,
+    EXPIRED,
+    OVERLOADED,
+    RATE_LIMITED,
+    SERVER_ERROR,
+    SUCCEEDED,
+    Plan,
+)
+from batch_gateway_dev.simulators.wire import BadBody, Reply, Request, Route, dumps, json_reply, parse_json
+
+PROVIDER = "google"
+API_VERSION = "v1beta"  # what the wire contract pins (HttpOptions(api_version="v1beta")) and the URLs we hand out
+API_VERSIONS = ("v1beta", "v1")  # google-genai 3.x defaults to v1 for the Developer API; both are served
+ERROR_MARKER = "[[error]]"
+PENDING_SHARE = 0.1  # of processing_seconds: time spent in BATCH_STATE_PENDING
+CACHE_MIN_TOKENS = 1024
+THINKING_PER_VISIBLE_TOKEN = 2
+THINKING_PREFIXES = ("gemini-2.5", "gemini-3")
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 1000
+FILE_LIFETIME_SECONDS = 48 * 3600  # uploaded files are deleted after 48 hours
+_LINES_PER_CHUNK = 1000
+_ID_ALPHABET = string.ascii_lowercase + string.digits
+_METADATA_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch"
+_OUTPUT_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatchOutput"
+
+PENDING, RUNNING, SUCCEEDED_STATE = "BATCH_STATE_PENDING", "BATCH_STATE_RUNNING", "BATCH_STATE_SUCCEEDED"
+FAILED, CANCELLED, EXPIRED_STATE = "BATCH_STATE_FAILED", "BATCH_STATE_CANCELLED", "BATCH_STATE_EXPIRED"
+ENDED = (SUCCEEDED_STATE, FAILED, CANCELLED, EXPIRED_STATE)
+
+# simulated item error -> (HTTP status, Google status) of its error line
+_LINE_ERRORS = {
+    ERRORED: (400, "INVALID_ARGUMENT", "Request contains an invalid argument."),
+    OVERLOADED: (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+    RATE_LIMITED: (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
+    SERVER_ERROR: (
+        500,
+        "INTERNAL",
+        "An internal error has occurred. Please retry or report in the troubleshooting guide.",
+    ),
+    EXPIRED: (504, "DEADLINE_EXCEEDED", "The request did not finish before the batch's deadline."),
+}
+# HTTP status -> google.rpc.Code name, for ApiError.type
+STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ALREADY_EXISTS",
+    413: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+Item = tuple[
+    str | None, str, int, int, str | None
+]  # key, prompt excerpt, prompt tokens, cached, invalid-request message
+
+
+def error(status: int, message: str) -> ApiError:
+    """An API error in Google's shape: HTTP status, its google.rpc.Code name, message."""
+    return ApiError(status, STATUS_NAMES.get(status, "UNKNOWN"), message)
+
+
+def rfc3339(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _new_id(length: int) -> str:
+    return "".join(secrets.choice(_ID_ALPHABET) for _ in range(length))
+
+
+# ---- requests and responses -----------------------------------------------------------------------------------
+
+
+def _parts_text(node: Any) -> list[str]:
+    """Text pieces of a Content (`{"parts": [{"text": ...}]}`), or of a list of them."""
+    if isinstance(node, list):
+        return [piece for entry in node for piece in _parts_text(entry)]
+    if isinstance(node, dict):
+        return [p["text"] for p in node.get("parts") or [] if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return []
+
+
+def summarize(request: dict[str, Any]) -> tuple[str, int, bool]:
+    """(excerpt of the last user turn, prompt token estimate, error marker present) of a GenerateContentRequest."""
+    chars = sum(len(piece) for piece in _parts_text(request.get("systemInstruction")))
+    last_user, marked = "", False
+    for turn in request.get("contents") or []:
+        pieces = _parts_text(turn)
+        chars += sum(len(piece) for piece in pieces)
+        marked = marked or any(ERROR_MARKER in piece for piece in pieces)
+        if isinstance(turn, dict) and turn.get("role", "user") == "user" and pieces:
+            last_user = " ".join(pieces)
+    return last_user[: content.EXCERPT_CHARS], max(1, chars // 4), marked
+
+
+def _invalid_request(request: Any) -> str | None:
+    """Google's message for a line whose `request` the model cannot run; None when it is valid."""
+    if not isinstance(request, dict):
+        return "Invalid JSON payload received. Expected an object for 'request'."
+    contents = request.get("contents")
+    if not isinstance(contents, list) or not contents:
+        return "* GenerateContentRequest.contents: contents is not specified\n"
+    for index, turn in enumerate(contents):
+        if not isinstance(turn, dict) or not isinstance(turn.get("parts"), list) or not turn["parts"]:
+            return f"* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty.\n"
+        if turn.get("role", "user") not in ("user", "model"):
+            return f"* GenerateContentRequest.contents[{index}].role: Please use a valid role: user, model.\n"
+    return None
+
+
+def parse_input(data: bytes, max_requests: int) -> tuple[list[Item], set[int], str | None]:
+    """(items, indexes carrying the error marker, why the whole batch fails or None) of a JSONL input file."""
+    items: list[Item] = []
+    marked: set[int] = set()
+    cache_written = False
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            obj = None
+        if not isinstance(obj, dict):
+            return [], set(), f"Failed to parse the input file: line {lineno} is not a JSON object."
+        key = obj.get("key")
+        key = None if key is None else str(key)
+        request = obj.get("request")
+        problem = _invalid_request(request)
+        if problem is not None or not isinstance(request, dict):
+            items.append((key, "", 1, 0, problem))
+            continue
+        excerpt, tokens, has_marker = summarize(request)
+        if has_marker:
+            marked.add(len(items))
+        cached = 0
+        if tokens >= CACHE_MIN_TOKENS:
+            cached = tokens * 3 // 4 if cache_written else 0
+            cache_written = True
+        items.append((key, excerpt, tokens, cached, None))
+        if len(items) > max_requests:
+            return [], set(), f"The input file has more than {max_requests} requests."
+    if not items:
+        return [], set(), "The input file contains no requests."
+    return items, marked, None
+
+
+def thoughts_tokens(model: str, visible_tokens: int) -> int:
+    return THINKING_PER_VISIBLE_TOKEN * visible_tokens if model.startswith(THINKING_PREFIXES) else 0
+
+
+def response_body(model: str, batch_id: str, item: Item) -> dict[str, Any]:
+    """The GenerateContentResponse of a succeeded line."""
+    key, excerpt, tokens, cached, _problem = item
+    visible = content.output_tokens(model, excerpt)
+    thoughts = thoughts_tokens(model, visible)
+    usage: dict[str, Any] = {
+        "promptTokenCount": tokens,
+        "candidatesTokenCount": visible,
+        "totalTokenCount": tokens + visible + thoughts,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": tokens}],
+    }
+    if cached:
+        usage["cachedContentTokenCount"] = cached
+        usage["cacheTokensDetails"] = [{"modality": "TEXT", "tokenCount": cached}]
+    if thoughts:
+        usage["thoughtsTokenCount"] = thoughts
+    return {
+        "candidates": [
+            {
+                "content": {"parts": [{"text": content.reply_text(model, excerpt)}], "role": "model"},
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": usage,
+        "modelVersion": model,
+        "responseId": content.short_hash(batch_id, key or "", length=22),
+    }
+
+
+# ---- stores -----------------------------------------------------------------------------------------------------
+
+
+class _File:
+    __slots__ = ("id", "display_name", "mime_type", "created", "data", "source", "size", "sha256")
+
+    def __init__(self, display_name: str | None, mime_type: str, data: bytes | None = None, source: Any = None):
+        self.id = _new_id(12)
+        self.display_name = display_name
+        self.mime_type = mime_type
+        self.created = time.time()
+        self.data = data
+        self.source = source  # the batch whose responses this generated file holds
+        self.size = len(data) if data is not None else None
+        self.sha256 = base64.b64encode(hashlib.sha256(data).digest()).decode() if data is not None else None
+
+    @property
+    def name(self) -> str:
+        return f"files/{self.id}"
+
+    def chunks(self) -> Iterator[bytes]:
+        if self.data is not None:
+            yield self.data
+        else:
+            yield from self.source.output_chunks()
+
+    def view(self, req: Request) -> dict[str, Any]:
+        """The File resource, its URLs in the API version the call used."""
+        version = "v1" if "/v1/" in req.path else API_VERSION
+        if self.size is None:
+            self.size = sum(len(chunk) for chunk in self.chunks())
+        view: dict[str, Any] = {
+            "name": self.name,
+            "mimeType": self.mime_type,
+            "sizeBytes": str(self.size),
+            "createTime": rfc3339(self.created),
+            "updateTime": rfc3339(self.created),
+            "expirationTime": rfc3339(self.created + FILE_LIFETIME_SECONDS),
+            "uri": f"{req.base_url}/{version}/{self.name}",
+            "state": "ACTIVE",
+            "source": "UPLOADED" if self.data is not None else "GENERATED",
+        }
+        if self.display_name is not None:
+            view["displayName"] = self.display_name
+        if self.sha256 is not None:
+            view["sha256Hash"] = self.sha256
+        else:
+            view["downloadUri"] = f"{req.base_url}/download/{version}/{self.name}:download?alt=media"
+        return view
+
+
+class _Upload:
+    """A resumable upload session: what the start announced and the bytes received so far."""
+
+    __slots__ = ("file", "size", "mime_type", "display_name", "received")
+
+    def __init__(self, size: int | None, mime_type: str, display_name: str | None) -> None:
+        self.size = size
+        self.mime_type = mime_type
+        self.display_name = display_name
+        self.received = bytearray()
+
+
+class _Batch:
+    __slots__ = (
+        "id", "plan", "items", "model", "display_name", "input_file", "failure", "cancel_at", "cancel_seconds",
+        "output_file",
+    )  # fmt: skip
+
+    def __init__(
+        self, plan: Plan, items: list[Item], model: str, display_name: str, input_file: str, failure: str | None
+    ) -> None:
+        self.id = _new_id(24)
+        self.plan = plan
+        self.items = items
+        self.model = model
+        self.display_name = display_name
+        self.input_file = input_file
+        self.failure = failure  # the message of a batch that fails when its pending phase is over
+        self.cancel_at: float | None = None
+        self.cancel_seconds = 0.0
+        self.output_file: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"batches/{self.id}"
+
+    @property
+    def running_at(self) -> float:
+        return self.plan.created + self.plan.seconds * PENDING_SHARE
+
+    def timeline(self, now: float) -> tuple[str, int, float | None]:
+        """(state, finished-line cutoff, end time or None) at `now`."""
+        plan, running = self.plan, self.running_at
+        if self.cancel_at is not None:
+            cutoff = plan.done_by(self.cancel_at) if self.cancel_at >= running and not self.failure else 0
+            end = self.cancel_at + self.cancel_seconds
+            if now >= end:
+                return CANCELLED, cutoff, end
+            return (RUNNING if self.cancel_at >= running else PENDING), cutoff, None
+        if now < running:
+            return PENDING, 0, None
+        if self.failure:
+            return FAILED, 0, running
+        if now >= plan.end:
+            return (EXPIRED_STATE if plan.expire else SUCCEEDED_STATE), plan.cap, plan.end
+        return RUNNING, plan.done_by(now), None
+
+    def outcome(self, index: int, cutoff: int) -> str:
+        kind = self.plan.outcome(index, cutoff, CANCELED)
+        if kind == SUCCEEDED and self.items[index][4] is not None:
+            return ERRORED
+        return kind
+
+    def counts(self, cutoff: int) -> tuple[int, int]:
+        """(succeeded, failed) among the first `cutoff` lines."""
+        failed = sum(1 for i in range(cutoff) if self.outcome(i, cutoff) != SUCCEEDED)
+        return cutoff - failed, failed
+
+    def output_chunks(self) -> Iterator[bytes]:
+        """The responses file: one line per finished request, in input order, generated in chunks."""
+        _state, cutoff, _end = self.timeline(time.time())
+        lines: list[str] = []
+        for i in range(cutoff):
+            lines.append(self._line(i, self.outcome(i, cutoff)))
+            if len(lines) >= _LINES_PER_CHUNK:
+                lines.append("")
+                yield "\n".join(lines).encode()
+                lines = []
+        if lines:
+            lines.append("")
+            yield "\n".join(lines).encode()
+
+    def _line(self, index: int, kind: str) -> str:
+        item = self.items[index]
+        line: dict[str, Any] = {}
+        if item[0] is not None:
+            line["key"] = item[0]
+        if kind == SUCCEEDED:
+            line["response"] = response_body(self.model, self.id, item)
+        else:
+            status, name, message = _LINE_ERRORS[kind if kind in _LINE_ERRORS else ERRORED]
+            if item[4] is not None:
+                message = item[4]
+            line["error"] = {"code": status, "message": message, "status": name}
+        return dumps(line)
+
+
+def _page_size(req: Request) -> int:
+    raw = req.query.get("pageSize")
+    if raw is None or raw == "":
+        return DEFAULT_PAGE_SIZE
+    try:
+        size = int(raw)
+    except ValueError:
+        raise error(400, f"Invalid value at 'page_size' (TYPE_INT32), \"{raw}\"") from None
+    if size < 0:
+        raise error(400, "page_size must not be negative.")
+    return min(size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+
+
+def _page(names: list[str], token: str | None, size: int) -> tuple[list[str], str | None]:
+    """One page of `names` after the one the token names, and the token of the next page (None at the end)."""
+    start = 0
+    if token:
+        try:
+            after = base64.urlsafe_b64decode(token.encode()).decode()
+        except ValueError:
+            raise error(400, "Invalid page token.") from None
+        if after not in names:
+            raise error(400, "Invalid page token.")
+        start = names.index(after) + 1
+    page = names[start : start + size]
+    more = start + size < len(names)
+    return page, (base64.urlsafe_b64encode(page[-1].encode()).decode() if more and page else None)
+
+
+class GeminiBatches:
+    """File and batch stores and endpoint handlers. `state` provides `lock` and the current `settings` dict."""
+
+    provider = PROVIDER
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+        self.files: dict[str, _File] = {}
+        self.uploads: dict[str, _Upload] = {}
+        self.batches: dict[str, _Batch] = {}
+        self.created = 0
+        self.uploaded = 0
+        self.routes = [
+            route
+            for v in API_VERSIONS
+            for route in (
+                Route("POST", f"/upload/{v}/files", "upload_file", self.upload),
+                Route("GET", f"/download/{v}/files/{{id}}:download", "file_content", self.download),
+                Route("GET", f"/{v}/files/{{id}}:download", "file_content", self.download),
+                Route("GET", f"/{v}/files", "list_files", self.list_files),
+                Route("GET", f"/{v}/files/{{id}}", "get_file", self.get_file),
+                Route("DELETE", f"/{v}/files/{{id}}", "delete", self.delete_file),
+                Route("POST", f"/{v}/models/{{model}}:batchGenerateContent", "create_batch", self.create),
+                Route("GET", f"/{v}/batches", "list_batches", self.list),
+                Route("POST", f"/{v}/batches/{{id}}:cancel", "cancel_batch", self.cancel),
+                Route("GET", f"/{v}/batches/{{id}}", "get_batch", self.retrieve),
+                Route("DELETE", f"/{v}/batches/{{id}}", "delete", self.delete_batch),
+            )
+        ]
+
+    def reset(self) -> None:
+        self.files.clear()
+        self.uploads.clear()
+        self.batches.clear()
+        self.created = self.uploaded = 0
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "batches_created": self.created,
+            "files": len(self.files),
+            "files_uploaded": self.uploaded,
+            "batches": list(self.batches),
+        }
+
+    def items_finished(self, now: float) -> dict[str, int]:
+        return {batch.name: batch.timeline(now)[1] for batch in self.batches.values()}
+
+    def claims(self, req: Request) -> bool:
+        """Whether a call is this API's: `/v1/files...` and `/v1/batches...` are OpenAI's too, told apart by the key
+        header only the google-genai SDK sends."""
+        return not req.path.startswith("/v1/") or bool(req.header("x-goog-api-key"))
+
+    def authorize(self, req: Request) -> None:
+        if req.path.startswith("/upload/") and req.query.get("upload_id") in self.uploads:
+            return  # the session URL is the credential of an upload's chunks
+        if (req.header("x-goog-api-key") or "").strip():
+            return
+        raise error(
+            403,
+            "Method doesn't allow unregistered callers (callers without established identity). "
+            "Please use API Key or other form of API consumer identity to call this API.",
+        )
+
+    # ---- files
+
+    def _file(self, file_id: str) -> _File:
+        found = self.files.get(file_id)
+        if found is None:
+            raise error(403, f"You do not have permission to access the File {file_id} or it may not exist.")
+        return found
+
+    def upload(self, req: Request) -> Reply:
+        upload_id = req.query.get("upload_id")
+        if upload_id is None:
+            return self._start_upload(req)
+        with self.state.lock:
+            session = self.uploads.get(upload_id)
+        if session is None:
+            raise error(404, "Upload session not found.")
+        command = (req.header("x-goog-upload-command") or "").replace(" ", "").split(",")
+        offset = req.header("x-goog-upload-offset")
+        if offset is not None and offset.strip() != str(len(session.received)):
+            raise error(400, f"Invalid offset {offset}; {len(session.received)} bytes received so far.")
+        if "upload" in command:
+            session.received += req.body
+        if "finalize" not in command:
+            return Reply(200, b"", "text/plain", {"x-goog-upload-status": "active"})
+        data = bytes(session.received)
+        if session.size is not None and len(data) != session.size:
+            raise error(400, f"The upload has {len(data)} bytes; {session.size} were announced.")
+        limit = settings.limit(self.state.settings, PROVIDER, "max_bytes")
+        if len(data) > limit:
+            raise error(400, f"File size {len(data)} exceeds the limit of {limit} bytes.")
+        made = _File(session.display_name, session.mime_type, data)
+        with self.state.lock:
+            self.uploads.pop(upload_id, None)
+            self.files[made.id] = made
+            self.uploaded += 1
+        return json_reply({"file": made.view(req)}, headers={"x-goog-upload-status": "final"})
+
+    def _start_upload(self, req: Request) -> Reply:
+        if (req.header("x-goog-upload-protocol") or "").lower() != "resumable":
+            raise error(400, "Only the resumable upload protocol is supported.")
+        try:
+            body = parse_json(req.body or b"{}")
+        except BadBody as exc:
+            raise error(400, str(exc)) from None
+        meta = body.get("file") if isinstance(body, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
+        announced = req.header("x-goog-upload-header-content-length") or meta.get("sizeBytes", meta.get("size_bytes"))
+        try:
+            size = None if announced is None else int(announced)
+        except ValueError:
+            raise error(400, f"Invalid upload size {announced!r}.") from None
+        limit = settings.limit(self.state.settings, PROVIDER, "max_bytes")
+        if size is not None and size > limit:
+            raise error(400, f"File size {size} exceeds the limit of {limit} bytes.")
+        mime_type = (
+            req.header("x-goog-upload-header-content-type") or meta.get("mimeType") or "application/octet-stream"
+        )
+        upload_id = secrets.token_urlsafe(24)
+        display_name = meta.get("displayName", meta.get("display_name"))  # proto JSON accepts either spelling
+        with self.state.lock:
+            self.uploads[upload_id] = _Upload(size, str(mime_type), display_name)
+        url = f"{req.base_url}{req.path}?upload_id={url_quote(upload_id)}&upload_protocol=resumable"
+        headers = {
+            "x-goog-upload-url": url,
+            "x-goog-upload-status": "active",
+            "x-goog-upload-chunk-granularity": "8388608",
+        }
+        return Reply(200, b"", "text/plain", headers)
+
+    def get_file(self, req: Request, id: str) -> Reply:
+        with self.state.lock:
+            found = self._file(id)
+        return json_reply(found.view(req))
+
+    def list_files(self, req: Request) -> Reply:
+        size = _page_size(req)
+        with self.state.lock:
+            ids = list(reversed(self.files))
+            page, token = _page(ids, req.query.get("pageToken"), size)
+            answer: dict[str, Any] = {"files": [self.files[i].view(req) for i in page]}
+        if token:
+            answer["nextPageToken"] = token
+        return json_reply(answer)
+
+    def delete_file(self, req: Request, id: str) -> Reply:
+        with self.state.lock:
+            self._file(id)
+            del self.files[id]
+        return json_reply({})
+
+    def download(self, req: Request, id: str) -> Reply:
+        with self.state.lock:
+            found = self._file(id)
+        if found.data is not None:
+            raise error(400, f"Only generated files can be downloaded; files/{id} was uploaded.")
+        if req.query.get("alt") != "media":
+            return json_reply(found.view(req))
+        return Reply(200, content_type="application/octet-stream", stream=found.chunks())
+
+    # ---- batches
+
+    def _batch(self, batch_id: str) -> _Batch:
+        found = self.batches.get(batch_id)
+        if found is None:
+            raise error(404, f"Batch batches/{batch_id} not found.")
+        return found
+
+    def _operation(self, batch: _Batch, now: float) -> dict[str, Any]:
+        """The batch as the long-running Operation the API answers; makes the responses file the first time the
+        batch is seen ended with finished lines."""
+        state, cutoff, end = batch.timeline(now)
+        succeeded, failed = batch.counts(cutoff)
+        if state in ENDED and cutoff and batch.output_file is None:
+            made = _File(f"{batch.name}-responses", "application/jsonl", source=batch)
+            self.files[made.id] = made
+            batch.output_file = made.name
+        updated = end if end is not None else (batch.running_at if state == RUNNING else batch.plan.created)
+        if batch.cancel_at is not None and end is None:
+            updated = batch.cancel_at
+        metadata: dict[str, Any] = {
+            "@type": _METADATA_TYPE,
+            "model": f"models/{batch.model}",
+            "displayName": batch.display_name,
+            "inputConfig": {"fileName": batch.input_file},
+            "createTime": rfc3339(batch.plan.created),
+            "updateTime": rfc3339(updated),
+            "batchStats": {
+                "requestCount": str(batch.plan.n),
+                "successfulRequestCount": str(succeeded),
+                "failedRequestCount": str(failed),
+                "pendingRequestCount": str(batch.plan.n - cutoff),
+            },
+            "state": state,
+            "name": batch.name,
+        }
+        operation: dict[str, Any] = {"name": batch.name, "metadata": metadata}
+        if end is not None:
+            metadata["endTime"] = rfc3339(end)
+            operation["done"] = True
+        if batch.output_file is not None and state in ENDED:
+            metadata["output"] = {"responsesFile": batch.output_file}
+            if state == SUCCEEDED_STATE:
+                operation["response"] = {"@type": _OUTPUT_TYPE, "responsesFile": batch.output_file}
+        if state == FAILED:
+            operation["error"] = {"code": 3, "message": batch.failure}
+        elif state == CANCELLED:
+            operation["error"] = {"code": 1, "message": "Batch was cancelled."}
+        elif state == EXPIRED_STATE:
+            operation["error"] = {"code": 4, "message": "Batch expired before all requests were processed."}
+        return operation
+
+    def create(self, req: Request, model: str) -> Reply:
+        config = self.state.settings
+        if not model.startswith("gemini-"):
+            raise error(
+                404,
+                f"models/{model} is not found for API version {API_VERSION}, "
+                "or is not supported for batchGenerateContent.",
+            )
+        try:
+            body = parse_json(req.body)
+        except BadBody as exc:
+            raise error(400, str(exc)) from None
+        batch_spec = body.get("batch") if isinstance(body, dict) else None
+        if not isinstance(batch_spec, dict):
+            raise error(400, "* BatchGenerateContentRequest.batch: batch is required.\n")
+        display_name = batch_spec.get("displayName")
+        if not isinstance(display_name, str) or not display_name:
+            raise error(400, "* GenerateContentBatch.display_name: display_name is required.\n")
+        input_config = batch_spec.get("inputConfig")
+        file_name = input_config.get("fileName") if isinstance(input_config, dict) else None
+        if not isinstance(file_name, str) or not file_name.startswith("files/"):
+            raise error(400, "* GenerateContentBatch.input_config: a fileName of the form files/{id} is required.\n")
+        file_id = file_name.removeprefix("files/")
+        with self.state.lock:
+            source = self.files.get(file_id)
+        if source is None or source.data is None:
+            raise error(400, f"File {file_name} not found or not an uploaded file.")
+        items, marked, failure = parse_input(source.data, settings.limit(config, PROVIDER, "max_requests"))
+        failure = failure or config["google_batch_failure"]
+        now = time.time()
+        with self.state.lock:
+            running = sum(1 for b in self.batches.values() if b.timeline(now)[0] in (PENDING, RUNNING))
+            limit = config["google_max_concurrent_batches"]
+            if running >= limit:
+                raise error(
+                    429,
+                    f"You have reached the limit of {limit} concurrent batch jobs. "
+                    "Please wait for some to finish before creating new ones.",
+                )
+            keys = [item[0] or f"#{i}" for i, item in enumerate(items)]
+            plan = Plan.from_settings(now, config, keys, self.state.fired)
+            for index in marked:
+                plan.forced.setdefault(index, ERRORED)
+            batch = _Batch(plan, items, model, display_name, file_name, failure)
+            self.batches[batch.id] = batch
+            self.created += 1
+            return json_reply(self._operation(batch, now))
+
+    def retrieve(self, req: Request, id: str) -> Reply:
+        with self.state.lock:
+            return json_reply(self._operation(self._batch(id), time.time()))
+
+    def list(self, req: Request) -> Reply:
+        size = _page_size(req)
+        with self.state.lock:
+            names = list(reversed(self.batches))
+            page, token = _page(names, req.query.get("pageToken"), size)
+            now = time.time()
+            answer: dict[str, Any] = {"operations": [self._operation(self.batches[i], now) for i in page]}
+        if token:
+            answer["nextPageToken"] = token
+        return json_reply(answer)
+
+    def cancel(self, req: Request, id: str) -> Reply:
+        with self.state.lock:
+            batch = self._batch(id)
+            now = time.time()
+            state = batch.timeline(now)[0]
+            if state in ENDED:
+                raise error(
+                    400, f"Batch {batch.name} is already in a terminal state ({state}) and cannot be cancelled."
+                )
+            if batch.cancel_at is None:
+                batch.cancel_at = now
+                batch.cancel_seconds = self.state.settings["cancel_seconds"]
+        return json_reply({})
+
+    def delete_batch(self, req: Request, id: str) -> Reply:
+        with self.state.lock:
+            self._batch(id)
+            del self.batches[id]
+        return json_reply({})
