@@ -37,6 +37,7 @@ from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, Provide
 
 logger = Logger(child=True)
 
+API_VERSION = "v1beta"  # batch mode and the Files API are documented on v1beta
 CREATE_TIMEOUT_MS = 120_000  # HttpOptions.timeout is in milliseconds
 CLIENT_ATTEMPTS = 3  # the SDK's own retries for everything but the create (its default is a single attempt)
 SPOOL_BYTES = 8 * 1024 * 1024  # chunk files above this go to the temp dir instead of memory
@@ -79,7 +80,9 @@ class GeminiBatchProvider(BatchProvider):
         from google import genai
         from google.genai import types
 
-        options = types.HttpOptions(retry_options=types.HttpRetryOptions(attempts=CLIENT_ATTEMPTS))
+        options = types.HttpOptions(
+            api_version=API_VERSION, retry_options=types.HttpRetryOptions(attempts=CLIENT_ATTEMPTS)
+        )
         if self._base_url:  # else the SDK's own (GOOGLE_GEMINI_BASE_URL, which the local stack sets, or Google's)
             options.base_url = self._base_url
         return genai.Client(api_key=self._api_key, http_options=options)
