@@ -69,6 +69,13 @@ def output_lines(client, job: types.BatchJob) -> list[dict]:
     return [json.loads(raw) for raw in data.decode().splitlines() if raw.strip()]
 
 
+def raw_operation(sim, name: str) -> dict:
+    """The operation as the API answers it, for the fields the SDK's BatchJob leaves out (batchStats, error)."""
+    answer = requests.get(f"{sim.gemini_base_url}/v1beta/{name}", headers={"x-goog-api-key": "sim-key"}, timeout=5)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
 def wait_for(condition, timeout: float = 5.0):
     deadline = time.monotonic() + timeout
     while not (value := condition()):
@@ -128,8 +135,8 @@ def test_lines_with_the_error_marker_or_no_contents_answer_per_line_errors(clien
     assert by_key["empty"]["error"]["status"] == "INVALID_ARGUMENT"
     assert "contents is not specified" in by_key["empty"]["error"]["message"]
     assert "response" not in by_key["b"] and "error" not in by_key["a"]
-    stats = sim.state.google._operation(sim.state.google.batches[job.name.removeprefix("batches/")], time.time())
-    assert stats["metadata"]["batchStats"] == {
+    # the SDK's BatchJob does not carry batchStats (its Developer-API converter drops them): read the raw operation
+    assert raw_operation(sim, job.name)["metadata"]["batchStats"] == {
         "requestCount": "4",
         "successfulRequestCount": "2",
         "failedRequestCount": "2",
@@ -152,17 +159,15 @@ def test_a_failed_batch_ends_failed_with_googles_message_and_no_output(client, s
     job = wait_done(client, submit(client, [line("a")]).name)
     assert job.state == types.JobState.JOB_STATE_FAILED
     assert job.dest is None
-    raw = requests.get(
-        f"{sim.gemini_base_url}/v1beta/{job.name}", headers={"x-goog-api-key": "sim-key"}, timeout=5
-    ).json()
-    assert raw["done"] is True
+    raw = raw_operation(sim, job.name)
+    assert raw["done"] is True and raw["metadata"]["state"] == "BATCH_STATE_FAILED"
     assert raw["error"] == {"code": 3, "message": "Batch processing failed: the model is not available in this region."}
 
 
 def test_an_input_file_that_is_not_jsonl_fails_the_batch(client, sim):
     job = wait_done(client, submit(client, [line("a"), "this is not json"]).name)
     assert job.state == types.JobState.JOB_STATE_FAILED
-    raw = requests.get(f"{sim.gemini_base_url}/v1beta/{job.name}", headers={"x-goog-api-key": "k"}, timeout=5).json()
+    raw = raw_operation(sim, job.name)
     assert "line 2 is not a JSON object" in raw["error"]["message"]
 
 
@@ -264,3 +269,61 @@ def test_the_sdk_default_api_version_works_beside_openai(client, sim, simulator)
     # OpenAI's /v1/batches is still OpenAI's for a caller without the Google key header
     answer = requests.get(f"{simulator.url}/v1/batches", headers={"authorization": "Bearer x"}, timeout=5)
     assert answer.status_code == 200 and answer.json()["object"] == "list"
+
+
+def test_tool_calls_thought_summaries_finish_reasons_and_cached_tokens(client, sim):
+    weather = {"functionDeclarations": [{"name": "get_weather", "parameters": {"type": "OBJECT", "properties": {}}}]}
+    forced = line("forced", "Weather in Paris?")
+    forced["request"].update(tools=[weather], toolConfig={"functionCallingConfig": {"mode": "ANY"}})
+    marked = line("marked", "Weather in Rome? [[tool]]")
+    marked["request"]["tools"] = [weather]
+    thinking = line("thinking", "Think first")
+    thinking["request"]["generationConfig"] = {"thinkingConfig": {"includeThoughts": True}}
+    long_prompt = "word " * 1200  # 6,000 characters: 1,500 tokens, above the implicit caching minimum
+    lines = [
+        forced,
+        marked,
+        thinking,
+        line("cut", "Go on [[max_tokens]]"),
+        line("w", long_prompt),
+        line("r", long_prompt),
+    ]
+    job = wait_done(client, submit(client, lines).name)
+    responses = {
+        x["key"]: types.GenerateContentResponse.model_validate(x["response"]) for x in output_lines(client, job)
+    }
+    for key in ("forced", "marked"):
+        assert [call.name for call in responses[key].function_calls] == ["get_weather"]
+    parts = responses["thinking"].candidates[0].content.parts
+    assert [bool(p.thought) for p in parts] == [True, False]
+    assert responses["thinking"].text == f"[simulated {MODEL}] Reply to: Think first"
+    assert responses["cut"].candidates[0].finish_reason == types.FinishReason.MAX_TOKENS
+    writer, reader = responses["w"].usage_metadata, responses["r"].usage_metadata
+    assert writer.cached_content_token_count is None
+    assert reader.prompt_token_count == (6000 + len("Be brief")) // 4
+    assert reader.cached_content_token_count == reader.prompt_token_count * 3 // 4
+    assert reader.thoughts_token_count == 2 * reader.candidates_token_count  # gemini-2.5 models think
+
+
+def test_too_many_concurrent_batches_answer_429(client, sim):
+    sim.configure(google_max_concurrent_batches=1, processing_seconds=5.0)
+    submit(client, [line("a")])
+    with pytest.raises(errors.ClientError) as caught:
+        submit(client, [line("b")])
+    assert caught.value.code == 429 and caught.value.status == "RESOURCE_EXHAUSTED"
+    assert "concurrent batch" in caught.value.message
+
+
+def test_an_upload_beyond_the_size_limit_is_refused(client, sim):
+    sim.configure(max_bytes={"google": 100})
+    with pytest.raises(errors.ClientError) as caught:
+        upload(client, [line(f"k{i}") for i in range(5)])
+    assert caught.value.code == 400 and "exceeds the limit of 100 bytes" in caught.value.message
+    assert sim.stats()["google"]["files"] == 0
+
+
+def test_an_unknown_model_answers_404(client, sim):
+    uploaded = upload(client, [line("a")])
+    with pytest.raises(errors.ClientError) as caught:
+        client.batches.create(model="not-a-model", src=uploaded.name, config={"display_name": "x"})
+    assert caught.value.code == 404 and caught.value.status == "NOT_FOUND"

@@ -36,6 +36,7 @@ import secrets
 import string
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote as url_quote
@@ -57,7 +58,9 @@ from batch_gateway_dev.simulators.wire import BadBody, Reply, Request, Route, du
 PROVIDER = "google"
 API_VERSION = "v1beta"  # what the wire contract pins (HttpOptions(api_version="v1beta")) and the URLs we hand out
 API_VERSIONS = ("v1beta", "v1")  # google-genai 3.x defaults to v1 for the Developer API; both are served
-ERROR_MARKER = "[[error]]"
+ERROR_MARKER = "[[error]]"  # a request whose text carries it answers a per-line INVALID_ARGUMENT error
+TOOL_MARKER = "[[tool]]"  # ... a call of its first declared function (as does toolConfig mode ANY)
+MAX_TOKENS_MARKER = "[[max_tokens]]"  # ... finishReason MAX_TOKENS
 PENDING_SHARE = 0.1  # of processing_seconds: time spent in BATCH_STATE_PENDING
 CACHE_MIN_TOKENS = 1024
 THINKING_PER_VISIBLE_TOKEN = 2
@@ -100,9 +103,19 @@ STATUS_NAMES = {
     504: "DEADLINE_EXCEEDED",
 }
 
-Item = tuple[
-    str | None, str, int, int, str | None
-]  # key, prompt excerpt, prompt tokens, cached, invalid-request message
+
+@dataclass(slots=True)
+class Item:
+    """What one input line leaves behind once parsed: enough to write its output line, not the prompt."""
+
+    key: str | None
+    excerpt: str = ""
+    tokens: int = 1
+    cached: int = 0
+    problem: str | None = None  # Google's message for a request the model cannot run
+    function: str | None = None  # the declared function a tool-calling answer calls
+    thoughts: bool = False  # generationConfig.thinkingConfig.includeThoughts
+    finish: str = "STOP"
 
 
 def error(status: int, message: str) -> ApiError:
@@ -132,17 +145,34 @@ def _parts_text(node: Any) -> list[str]:
     return []
 
 
-def summarize(request: dict[str, Any]) -> tuple[str, int, bool]:
-    """(excerpt of the last user turn, prompt token estimate, error marker present) of a GenerateContentRequest."""
-    chars = sum(len(piece) for piece in _parts_text(request.get("systemInstruction")))
-    last_user, marked = "", False
+def summarize(request: dict[str, Any]) -> tuple[str, int, str]:
+    """(excerpt of the last user turn, prompt token estimate, all the prompt's text) of a GenerateContentRequest."""
+    system = _parts_text(request.get("systemInstruction"))
+    pieces = list(system)
+    last_user = ""
     for turn in request.get("contents") or []:
-        pieces = _parts_text(turn)
-        chars += sum(len(piece) for piece in pieces)
-        marked = marked or any(ERROR_MARKER in piece for piece in pieces)
-        if isinstance(turn, dict) and turn.get("role", "user") == "user" and pieces:
-            last_user = " ".join(pieces)
-    return last_user[: content.EXCERPT_CHARS], max(1, chars // 4), marked
+        turn_pieces = _parts_text(turn)
+        pieces.extend(turn_pieces)
+        if isinstance(turn, dict) and turn.get("role", "user") == "user" and turn_pieces:
+            last_user = " ".join(turn_pieces)
+    text = "\n".join(pieces)
+    return last_user[: content.EXCERPT_CHARS], max(1, sum(len(p) for p in pieces) // 4), text
+
+
+def _declared_function(request: dict[str, Any], text: str) -> str | None:
+    """The function a tool-calling answer calls: the first declared one, when the request forces a call
+    (`toolConfig.functionCallingConfig.mode` ANY) or its text carries `TOOL_MARKER`."""
+    names = [
+        declaration["name"]
+        for tool in request.get("tools") or []
+        if isinstance(tool, dict)
+        for declaration in tool.get("functionDeclarations") or tool.get("function_declarations") or []
+        if isinstance(declaration, dict) and isinstance(declaration.get("name"), str)
+    ]
+    tool_config = request.get("toolConfig")
+    calling = tool_config.get("functionCallingConfig") if isinstance(tool_config, dict) else None
+    forced = isinstance(calling, dict) and str(calling.get("mode", "")).upper() == "ANY"
+    return names[0] if names and (forced or TOOL_MARKER in text) else None
 
 
 def _invalid_request(request: Any) -> str | None:
@@ -160,10 +190,11 @@ def _invalid_request(request: Any) -> str | None:
     return None
 
 
-def parse_input(data: bytes, max_requests: int) -> tuple[list[Item], set[int], str | None]:
-    """(items, indexes carrying the error marker, why the whole batch fails or None) of a JSONL input file."""
+def parse_input(data: bytes, max_requests: int) -> tuple[list[Item], dict[int, str], str | None]:
+    """(items, index -> ERRORED for the lines that answer an error, why the whole batch fails or None) of a JSONL
+    input file."""
     items: list[Item] = []
-    marked: set[int] = set()
+    errored: dict[int, str] = {}
     cache_written = False
     for lineno, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
@@ -173,27 +204,32 @@ def parse_input(data: bytes, max_requests: int) -> tuple[list[Item], set[int], s
         except ValueError:
             obj = None
         if not isinstance(obj, dict):
-            return [], set(), f"Failed to parse the input file: line {lineno} is not a JSON object."
-        key = obj.get("key")
-        key = None if key is None else str(key)
+            return [], {}, f"Failed to parse the input file: line {lineno} is not a JSON object."
+        if len(items) >= max_requests:
+            return [], {}, f"The input file has more than {max_requests} requests."
+        key = None if obj.get("key") is None else str(obj["key"])
         request = obj.get("request")
         problem = _invalid_request(request)
         if problem is not None or not isinstance(request, dict):
-            items.append((key, "", 1, 0, problem))
+            errored[len(items)] = ERRORED
+            items.append(Item(key, problem=problem))
             continue
-        excerpt, tokens, has_marker = summarize(request)
-        if has_marker:
-            marked.add(len(items))
+        excerpt, tokens, text = summarize(request)
+        if ERROR_MARKER in text:
+            errored[len(items)] = ERRORED
         cached = 0
         if tokens >= CACHE_MIN_TOKENS:
             cached = tokens * 3 // 4 if cache_written else 0
             cache_written = True
-        items.append((key, excerpt, tokens, cached, None))
-        if len(items) > max_requests:
-            return [], set(), f"The input file has more than {max_requests} requests."
+        generation = request.get("generationConfig")
+        thinking = generation.get("thinkingConfig") if isinstance(generation, dict) else None
+        item = Item(key, excerpt, tokens, cached, function=_declared_function(request, text))
+        item.thoughts = isinstance(thinking, dict) and thinking.get("includeThoughts") is True
+        item.finish = "MAX_TOKENS" if MAX_TOKENS_MARKER in text else "STOP"
+        items.append(item)
     if not items:
-        return [], set(), "The input file contains no requests."
-    return items, marked, None
+        return [], {}, "The input file contains no requests."
+    return items, errored, None
 
 
 def thoughts_tokens(model: str, visible_tokens: int) -> int:
@@ -201,32 +237,33 @@ def thoughts_tokens(model: str, visible_tokens: int) -> int:
 
 
 def response_body(model: str, batch_id: str, item: Item) -> dict[str, Any]:
-    """The GenerateContentResponse of a succeeded line."""
-    key, excerpt, tokens, cached, _problem = item
-    visible = content.output_tokens(model, excerpt)
+    """The GenerateContentResponse of a succeeded line: the labelled reply text, or a call of the declared function;
+    a thought summary part first when the request asked for thoughts."""
+    visible = content.output_tokens(model, item.excerpt)
     thoughts = thoughts_tokens(model, visible)
     usage: dict[str, Any] = {
-        "promptTokenCount": tokens,
+        "promptTokenCount": item.tokens,
         "candidatesTokenCount": visible,
-        "totalTokenCount": tokens + visible + thoughts,
-        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": tokens}],
+        "totalTokenCount": item.tokens + visible + thoughts,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": item.tokens}],
     }
-    if cached:
-        usage["cachedContentTokenCount"] = cached
-        usage["cacheTokensDetails"] = [{"modality": "TEXT", "tokenCount": cached}]
+    if item.cached:
+        usage["cachedContentTokenCount"] = item.cached
+        usage["cacheTokensDetails"] = [{"modality": "TEXT", "tokenCount": item.cached}]
     if thoughts:
         usage["thoughtsTokenCount"] = thoughts
+    parts: list[dict[str, Any]] = []
+    if item.thoughts:
+        parts.append({"text": f"[simulated thought summary] Considering: {item.excerpt}", "thought": True})
+    if item.function is not None:
+        parts.append({"functionCall": {"name": item.function, "args": {"request": item.excerpt}}})
+    else:
+        parts.append({"text": content.reply_text(model, item.excerpt)})
     return {
-        "candidates": [
-            {
-                "content": {"parts": [{"text": content.reply_text(model, excerpt)}], "role": "model"},
-                "finishReason": "STOP",
-                "index": 0,
-            }
-        ],
+        "candidates": [{"content": {"parts": parts, "role": "model"}, "finishReason": item.finish, "index": 0}],
         "usageMetadata": usage,
         "modelVersion": model,
-        "responseId": content.short_hash(batch_id, key or "", length=22),
+        "responseId": content.short_hash(batch_id, item.key or "", length=22),
     }
 
 
@@ -338,23 +375,17 @@ class _Batch:
             return (EXPIRED_STATE if plan.expire else SUCCEEDED_STATE), plan.cap, plan.end
         return RUNNING, plan.done_by(now), None
 
-    def outcome(self, index: int, cutoff: int) -> str:
-        kind = self.plan.outcome(index, cutoff, CANCELED)
-        if kind == SUCCEEDED and self.items[index][4] is not None:
-            return ERRORED
-        return kind
-
     def counts(self, cutoff: int) -> tuple[int, int]:
-        """(succeeded, failed) among the first `cutoff` lines."""
-        failed = sum(1 for i in range(cutoff) if self.outcome(i, cutoff) != SUCCEEDED)
-        return cutoff - failed, failed
+        """(succeeded, failed) among the first `cutoff` lines, in O(forced lines)."""
+        succeeded = self.plan.counts(cutoff, CANCELED)[SUCCEEDED]
+        return succeeded, cutoff - succeeded
 
     def output_chunks(self) -> Iterator[bytes]:
         """The responses file: one line per finished request, in input order, generated in chunks."""
         _state, cutoff, _end = self.timeline(time.time())
         lines: list[str] = []
         for i in range(cutoff):
-            lines.append(self._line(i, self.outcome(i, cutoff)))
+            lines.append(self._line(i, self.plan.outcome(i, cutoff, CANCELED)))
             if len(lines) >= _LINES_PER_CHUNK:
                 lines.append("")
                 yield "\n".join(lines).encode()
@@ -366,14 +397,14 @@ class _Batch:
     def _line(self, index: int, kind: str) -> str:
         item = self.items[index]
         line: dict[str, Any] = {}
-        if item[0] is not None:
-            line["key"] = item[0]
+        if item.key is not None:
+            line["key"] = item.key
         if kind == SUCCEEDED:
             line["response"] = response_body(self.model, self.id, item)
         else:
             status, name, message = _LINE_ERRORS[kind if kind in _LINE_ERRORS else ERRORED]
-            if item[4] is not None:
-                message = item[4]
+            if item.problem is not None and kind == ERRORED:
+                message = item.problem
             line["error"] = {"code": status, "message": message, "status": name}
         return dumps(line)
 
@@ -648,7 +679,7 @@ class GeminiBatches:
             source = self.files.get(file_id)
         if source is None or source.data is None:
             raise error(400, f"File {file_name} not found or not an uploaded file.")
-        items, marked, failure = parse_input(source.data, settings.limit(config, PROVIDER, "max_requests"))
+        items, errored, failure = parse_input(source.data, settings.limit(config, PROVIDER, "max_requests"))
         failure = failure or config["google_batch_failure"]
         now = time.time()
         with self.state.lock:
@@ -660,10 +691,10 @@ class GeminiBatches:
                     f"You have reached the limit of {limit} concurrent batch jobs. "
                     "Please wait for some to finish before creating new ones.",
                 )
-            keys = [item[0] or f"#{i}" for i, item in enumerate(items)]
+            keys = [item.key or f"#{i}" for i, item in enumerate(items)]
             plan = Plan.from_settings(now, config, keys, self.state.fired)
-            for index in marked:
-                plan.forced.setdefault(index, ERRORED)
+            for index, kind in errored.items():
+                plan.forced.setdefault(index, kind)
             batch = _Batch(plan, items, model, display_name, file_name, failure)
             self.batches[batch.id] = batch
             self.created += 1
