@@ -373,3 +373,19 @@ def test_owned_open_batches_are_this_deployments_unfinished_ones(provider, sim):
     stranger = make_provider("google", api_key="sim-key", base_url=sim.gemini_base_url, deployment_id="other")
     submit(stranger, [request("b")], job="job_theirs", index=0)
     assert provider.owned_open_batches() == [(batch_id, "job_owned1", 2)]
+
+
+@pytest.mark.parametrize(
+    ("code", "outcome"),
+    [
+        ("RESOURCE_EXHAUSTED", "rate_limited"),
+        ("UNAVAILABLE", "overloaded"),
+        ("INTERNAL", "server_error"),
+        ("DEADLINE_EXCEEDED", "server_error"),
+        ("INVALID_ARGUMENT", None),
+    ],
+)
+def test_googles_per_line_error_statuses_are_retried_like_the_other_providers(code, outcome):
+    from batch_gateway.models.retry import outcome_of
+
+    assert outcome_of("errored", code) == outcome

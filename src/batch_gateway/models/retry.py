@@ -19,7 +19,7 @@ MAX_ATTEMPTS = RETRY_MAX_ATTEMPTS  # each attempt may wait up to a provider's 24
 OFF: dict[str, Any] = {"max_attempts": 1, "on": list(OUTCOMES)}
 
 # finish_details.code of an errored item (what the adapters record) -> its outcome. Anthropic: the error's type;
-# OpenAI: the error's code or type, else http_<status>; Bedrock: bedrock_<errorCode>.
+# OpenAI: the error's code or type, else http_<status>; Bedrock: bedrock_<errorCode>; Google: the status word.
 _CODES = {
     "rate_limit_error": "rate_limited",
     "rate_limit_exceeded": "rate_limited",
@@ -36,6 +36,11 @@ _CODES = {
     "internalserverexception": "server_error",
     "serviceunavailableexception": "server_error",
     "modeltimeoutexception": "server_error",
+    # Google Gemini: the error line's google.rpc status
+    "resource_exhausted": "rate_limited",
+    "unavailable": "overloaded",
+    "internal": "server_error",
+    "deadline_exceeded": "server_error",
 }
 _HTTP_CODE = re.compile(r"\A(?:http|bedrock)_(\d{3})\Z")
 

@@ -49,7 +49,7 @@ BOOTSTRAP_CREDENTIALS: AccessKeys = {"aws_access_key_id": "bootstrap", "aws_secr
 DROP_FOLDER_USER = "drop-folder"
 DROP_FOLDER_OWNER = f"arn:aws:iam::{ACCOUNT}:user/{DROP_FOLDER_USER}"
 DEFAULT_CALLER = "local-caller"
-PROVIDER_KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+PROVIDER_KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "google": "GEMINI_API_KEY"}
 TABLE_NAME = "batch-gateway-jobs"
 BUCKET_NAME = "batch-gateway-payloads"
 STATE_MACHINE_NAME = "batch-gateway-workflow"
@@ -130,6 +130,7 @@ class LocalStack:
             local_env.update(
                 ANTHROPIC_BASE_URL=self.simulator.url,
                 OPENAI_BASE_URL=self.simulator.openai_base_url,
+                GOOGLE_GEMINI_BASE_URL=self.simulator.gemini_base_url,  # google-genai's own base URL variable
                 AWS_ENDPOINT_URL_BEDROCK=self.simulator.bedrock_endpoint_url,
                 AWS_ENDPOINT_URL_BEDROCK_RUNTIME=self.simulator.bedrock_endpoint_url,
             )

@@ -18,7 +18,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 CACHE_DIR = REPO_ROOT / ".local"
 # The local stack enables every provider (stacks.config.KNOWN_PROVIDERS) unless its context says otherwise: Bedrock
 # needs no key, and the simulators stand in for all three.
-LOCAL_CONTEXT: dict[str, Any] = {"nag": False, "providers": "anthropic,openai,bedrock"}
+LOCAL_CONTEXT: dict[str, Any] = {"nag": False, "providers": "anthropic,openai,bedrock,google"}
 
 
 def _fingerprint(context: dict[str, Any]) -> str:
