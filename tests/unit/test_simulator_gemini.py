@@ -327,3 +327,13 @@ def test_an_unknown_model_answers_404(client, sim):
     with pytest.raises(errors.ClientError) as caught:
         client.batches.create(model="not-a-model", src=uploaded.name, config={"display_name": "x"})
     assert caught.value.code == 404 and caught.value.status == "NOT_FOUND"
+
+
+def test_an_upload_larger_than_one_sdk_chunk_arrives_whole(client, sim):
+    """The SDK sends 8 MiB chunks (`upload` at an offset, then `upload, finalize`); the file is their concatenation."""
+    filler = "x" * 1000
+    lines = [line(f"k{i}", filler) for i in range(9000)]  # about 9.5 MB
+    uploaded = upload(client, lines)
+    expected = sum(len(json.dumps(x)) + 1 for x in lines)
+    assert uploaded.size_bytes == expected > 8 * 1024 * 1024
+    assert sim.stats()["requests"]["POST /upload/v1beta/files"] == 3  # start + two chunks
