@@ -249,8 +249,8 @@ class GeminiBatchProvider(BatchProvider):
         try:
             with self._errors():
                 self._client.files.delete(name=file_name)
-        except errors.ProviderNotFoundError:
-            pass  # gone already (files expire after 48 hours)
+        except (errors.ProviderNotFoundError, errors.ProviderKeyRejectedError):
+            pass  # gone already (files expire after 48 hours; Google answers 403 for a file that no longer exists)
         except Exception:  # cleanup must never fail the caller (a poll)
             logger.warning(
                 "could not delete a file at Google",
