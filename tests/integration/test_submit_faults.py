@@ -4,7 +4,7 @@ The fault matrix: 500 / 429 / 529 before acceptance, a lost answer after accepta
 timeout), and a crash between the provider's acceptance and our record. Each time the next attempt (what the state
 machine's Retry does) must end with exactly one provider batch, adopted or created, and a finished job.
 
-Anthropic and Bedrock (a keyless provider whose jobs read their input from S3 as a service role: its handlers run
+Anthropic, Google Gemini and Bedrock (a keyless provider whose jobs read their input from S3 as a service role: its handlers run
 against ``bedrock_account``, tests/support/bedrock_account.py) go through the same matrix; OpenAI's create is two
 calls and has its own tests.
 """
@@ -19,15 +19,21 @@ from batch_gateway.contract import errors
 from batch_gateway.models.jobs import ChunkState
 from batch_gateway.providers import anthropic as anthropic_adapter
 from batch_gateway.providers import bedrock as bedrock_adapter
+from batch_gateway.providers import gemini as gemini_adapter
 from lambdas import create, finalize, plan, poll, submit
 from tests.support.bedrock_account import CLAUDE
 from tests.support.events import call, load_event
 
-ADAPTERS = {"anthropic": anthropic_adapter, "bedrock": bedrock_adapter}
-ENDPOINT_VARS = {"anthropic": "ANTHROPIC_BASE_URL", "bedrock": "AWS_ENDPOINT_URL_BEDROCK"}
+ADAPTERS = {"anthropic": anthropic_adapter, "bedrock": bedrock_adapter, "google": gemini_adapter}
+ENDPOINT_VARS = {
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "bedrock": "AWS_ENDPOINT_URL_BEDROCK",
+    "google": "GOOGLE_GEMINI_BASE_URL",
+}
+MODELS = {"bedrock": CLAUDE, "google": "gemini-2.5-flash"}
 
 
-@pytest.fixture(params=["anthropic", "bedrock"])
+@pytest.fixture(params=["anthropic", "bedrock", "google"])
 def provider(request):
     return request.param
 
@@ -40,8 +46,8 @@ def services(request, provider):
 
 def _planned_job(ctx, provider="anthropic"):
     event = load_event("api_create.json")
-    if provider == "bedrock":
-        body = {**json.loads(event["body"]), "provider": "bedrock", "model": CLAUDE}
+    if provider in MODELS:
+        body = {**json.loads(event["body"]), "provider": provider, "model": MODELS[provider]}
         body.pop("endpoint", None)
         event["body"] = json.dumps(body)
     status, job = call(create.handler, event, ctx)

@@ -45,12 +45,14 @@ def moto_account(simulator: SimulatorServer) -> Iterator[dict[str, Any]]:
     patch = pytest.MonkeyPatch()
     patch.setenv("ANTHROPIC_BASE_URL", simulator.url)
     patch.setenv("OPENAI_BASE_URL", simulator.openai_base_url)
+    patch.setenv("GOOGLE_GEMINI_BASE_URL", simulator.gemini_base_url)  # google-genai's own variable
     with mock_aws():
         create_table(boto3.client("dynamodb", region_name=REGION), TABLE)
         create_bucket(boto3.client("s3", region_name=REGION), BUCKET, REGION)
         secrets = boto3.client("secretsmanager", region_name=REGION)
         anthropic_arn = secrets.create_secret(Name="batch-gateway/anthropic-api-key", SecretString="sim-key")["ARN"]
         openai_arn = secrets.create_secret(Name="batch-gateway/openai-api-key", SecretString="sim-key")["ARN"]
+        google_arn = secrets.create_secret(Name="batch-gateway/google-api-key", SecretString="sim-key")["ARN"]
         sfn = boto3.client("stepfunctions", region_name=REGION)
         iam = boto3.client("iam", region_name=REGION)
         role = iam.create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
@@ -65,6 +67,7 @@ def moto_account(simulator: SimulatorServer) -> Iterator[dict[str, Any]]:
             "STATE_MACHINE_ARN": machine,
             "ANTHROPIC_SECRET_ARN": anthropic_arn,
             "OPENAI_SECRET_ARN": openai_arn,
+            "GOOGLE_SECRET_ARN": google_arn,
             "POLL_SCHEDULE_SECONDS": "0",
             "EVENT_BUS_NAME": "default",
             "DEPLOYMENT_ID": "test",

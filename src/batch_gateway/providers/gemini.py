@@ -38,7 +38,7 @@ from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, Provide
 logger = Logger(child=True)
 
 API_VERSION = "v1beta"  # batch mode and the Files API are documented on v1beta
-CREATE_TIMEOUT_MS = 120_000  # HttpOptions.timeout is in milliseconds
+CREATE_TIMEOUT_SECONDS = 120.0
 CLIENT_ATTEMPTS = 3  # the SDK's own retries for everything but the create (its default is a single attempt)
 SPOOL_BYTES = 8 * 1024 * 1024  # chunk files above this go to the temp dir instead of memory
 DOWNLOAD_QUEUE_CHUNKS = 4  # 1 MiB download chunks waiting for the reader: the memory a download holds
@@ -130,7 +130,9 @@ class GeminiBatchProvider(BatchProvider):
     def _create(self, staged: str, ref: ChunkRef) -> str:
         from google.genai import types
 
-        once = types.HttpOptions(retry_options=types.HttpRetryOptions(attempts=1), timeout=CREATE_TIMEOUT_MS)
+        once = types.HttpOptions(  # sent once; HttpOptions.timeout is in milliseconds
+            retry_options=types.HttpRetryOptions(attempts=1), timeout=int(CREATE_TIMEOUT_SECONDS * 1000)
+        )
         batch = self._client.batches.create(
             model=ref.model,
             src=staged,
