@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHECKOV = ROOT / ".venv-lint" / "bin" / "checkov"
 # Offline: no Prisma Cloud mappings or guidelines, no PyPI update check.
 CHECKOV_ENV = {"BC_SKIP_MAPPING": "TRUE", "CKV_SKIP_PACKAGE_UPDATE_CHECK": "true"}
-CONTEXTS = {"default": {}, "kms-customer": {"kms": "customer", "providers": "anthropic,openai,bedrock"}}
+CONTEXTS = {"default": {}, "kms-customer": {"kms": "customer", "providers": "anthropic,openai,bedrock,google"}}
 
 Finding = tuple[str, str]  # (logical id, check id)
 

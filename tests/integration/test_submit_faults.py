@@ -4,9 +4,9 @@ The fault matrix: 500 / 429 / 529 before acceptance, a lost answer after accepta
 timeout), and a crash between the provider's acceptance and our record. Each time the next attempt (what the state
 machine's Retry does) must end with exactly one provider batch, adopted or created, and a finished job.
 
-Anthropic, Google Gemini and Bedrock (a keyless provider whose jobs read their input from S3 as a service role: its handlers run
-against ``bedrock_account``, tests/support/bedrock_account.py) go through the same matrix; OpenAI's create is two
-calls and has its own tests.
+Anthropic, Google Gemini and Bedrock (a keyless provider whose jobs read their input from S3 as a service role: its
+handlers run against ``bedrock_account``, tests/support/bedrock_account.py) go through the same matrix; OpenAI's
+create is two calls and has its own tests.
 """
 
 import json
