@@ -6,8 +6,8 @@ a job's stored status), never on a sleep. Each test ends with: exactly one provi
 simulator), every request with exactly one result line, no provider batch still running once its job is terminal,
 and no caller seeing another caller's text.
 
-Each race runs for Anthropic and Bedrock (its handlers against ``bedrock_account``: Bedrock reads S3 over HTTP as
-its service role); the cancel during a create for OpenAI too.
+Each race runs for Anthropic, Google Gemini and Bedrock (its handlers against ``bedrock_account``: Bedrock reads S3
+over HTTP as its service role); the cancel during a create for OpenAI too.
 """
 
 from __future__ import annotations
@@ -30,11 +30,16 @@ from tests.support.events import as_caller, call, load_event
 
 pytestmark = pytest.mark.usefixtures("atomic_dynamodb")  # DynamoDB's per-item atomicity in moto
 
-MODELS = {"anthropic": "claude-sonnet-4-20250514", "openai": "gpt-4o-mini", "bedrock": CLAUDE}
+MODELS = {
+    "anthropic": "claude-sonnet-4-20250514",
+    "openai": "gpt-4o-mini",
+    "bedrock": CLAUDE,
+    "google": "gemini-2.5-flash",
+}
 SUBMIT_ATTEMPTS = 6  # what the state machine's Retry on Submit allows, give or take
 
 
-@pytest.fixture(params=["anthropic", "bedrock"])
+@pytest.fixture(params=["anthropic", "bedrock", "google"])
 def provider(request):
     return request.param
 
@@ -118,11 +123,13 @@ def batch_ids(simulator, provider: str) -> list[str]:
 
 def running_batches(services, simulator, provider: str) -> list[str]:
     adapter = services.provider_for(provider)
-    return [b for b in batch_ids(simulator, provider) if not adapter.status(b).ended]
+    prefix = "batches/" if provider == "google" else ""  # the Gemini simulator lists bare ids, the API names them
+    return [b for b in batch_ids(simulator, provider) if not adapter.status(prefix + b).ended]
 
 
 def chunk_batches(services, job_ids: list[str]) -> list[str]:
-    """The chunks' provider batch ids as the simulator lists them (a Bedrock job by its id, not its ARN)."""
+    """The chunks' provider batch ids as the simulator lists them (a Bedrock job by its id, not its ARN; a Gemini
+    batch without ``batches/``)."""
     return [_short(c.provider_batch_id) for j in job_ids for c in services.jobs.get_chunks(j)]
 
 
@@ -193,7 +200,7 @@ def test_a_live_claim_is_never_taken_over_by_a_second_execution(services, ctx, s
 # --- cancel while a create is on the wire -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai", "bedrock"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "bedrock", "google"])
 @pytest.mark.parametrize("hold", ["hold_before_accept", "hold_after_accept"])
 def test_cancel_while_a_create_is_on_the_wire_leaves_no_batch_running(services, ctx, simulator, provider, hold):
     simulator.configure(processing_seconds=3)

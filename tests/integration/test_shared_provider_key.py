@@ -1,4 +1,5 @@
-"""Two deployments (staging and prod) share one OpenAI key: each sweeper touches only its own provider batches.
+"""Two deployments (staging and prod) share one OpenAI or Google key: each sweeper touches only its own provider
+batches (OpenAI's carry the deployment id as metadata, Gemini's in their display name).
 
 Each deployment has its own jobs table and deployment id, the same provider key and simulator. Their sweepers run at
 the same moment (real threads, a barrier) while both deployments' batches run; each cancels exactly its own orphan
@@ -36,12 +37,20 @@ from tests.support.concurrency import Threads
 pytestmark = pytest.mark.usefixtures("atomic_dynamodb")  # DynamoDB's per-item atomicity in moto
 
 OWNER = "arn:aws:iam::123456789012:user/alice"
-MODELS = {"openai": "gpt-4o-mini", "bedrock": CLAUDE}
-RUNNING = {"openai": ("validating", "in_progress"), "bedrock": ("Submitted", "Validating", "Scheduled", "InProgress")}
-CANCELED = {"openai": ("cancelling", "cancelled"), "bedrock": ("Stopping", "Stopped")}
+MODELS = {"openai": "gpt-4o-mini", "bedrock": CLAUDE, "google": "gemini-2.5-flash"}
+RUNNING = {
+    "openai": ("validating", "in_progress"),
+    "bedrock": ("Submitted", "Validating", "Scheduled", "InProgress"),
+    "google": ("JOB_STATE_PENDING", "JOB_STATE_RUNNING"),
+}
+CANCELED = {
+    "openai": ("cancelling", "cancelled"),
+    "bedrock": ("Stopping", "Stopped"),
+    "google": ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED"),
+}
 
 
-@pytest.fixture(params=["openai", "bedrock"])
+@pytest.fixture(params=["openai", "bedrock", "google"])
 def provider(request):
     return request.param
 
@@ -63,6 +72,9 @@ def _adapters(simulator, deployment_id: str | None, bucket: str) -> dict:
         for p in ("anthropic", "openai")
     }
     bedrock = BedrockSettings(role_arn=ROLE_ARN, limits=BedrockLimits(min_records=1))
+    adapters["google"] = make_provider(
+        "google", api_key="sim-key", deployment_id=deployment_id, base_url=simulator.gemini_base_url
+    )
     adapters["bedrock"] = make_provider(
         "bedrock", api_key="", deployment_id=deployment_id, options={"bucket": bucket, "bedrock": bedrock}
     )

@@ -175,4 +175,9 @@ def _forget_sessions() -> None:
 
 
 # Set by ``moto_account`` for the keyed providers: a Bedrock test's deployment has none of them.
-_HANDLER_VARS = (constants.ENV_ANTHROPIC_SECRET_ARN, constants.ENV_OPENAI_SECRET_ARN, "ANTHROPIC_BASE_URL")
+_HANDLER_VARS = (
+    constants.ENV_ANTHROPIC_SECRET_ARN,
+    constants.ENV_OPENAI_SECRET_ARN,
+    constants.ENV_GOOGLE_SECRET_ARN,
+    "ANTHROPIC_BASE_URL",
+)
