@@ -6,7 +6,8 @@ user could observe (a job's status, the provider's batch list) with a deadline, 
 Each test ends with: exactly one provider batch per chunk (the simulator's own count and list), every request with
 exactly one result line, no provider batch still running once its job is terminal, and every tenant seeing only
 its own text. The cancel during a create runs for each provider (Bedrock with a minimum of one record per job, so
-chunks of five run as batch jobs, not on demand).
+chunks of five run as batch jobs, not on demand; Google Gemini's batches listed by the simulator without
+``batches/``).
 """
 
 from __future__ import annotations
@@ -29,12 +30,18 @@ from tests.support.concurrency import Threads
 pytestmark = pytest.mark.e2e
 
 CLAUDE_ON_BEDROCK = "anthropic.claude-3-5-haiku-20241022-v1:0"
-MODELS = {"anthropic": "claude-sonnet-4-20250514", "openai": "gpt-4o-mini", "bedrock": CLAUDE_ON_BEDROCK}
+MODELS = {
+    "anthropic": "claude-sonnet-4-20250514",
+    "openai": "gpt-4o-mini",
+    "bedrock": CLAUDE_ON_BEDROCK,
+    "google": "gemini-2.5-flash",
+}
 N = 10  # requests per job: two chunks of five
 ENDED = {
     "anthropic": {"ended"},
     "openai": {"completed", "failed", "expired", "cancelled"},
     "bedrock": {"Completed", "PartiallyCompleted", "Failed", "Stopped", "Expired"},
+    "google": {"BATCH_STATE_SUCCEEDED", "BATCH_STATE_FAILED", "BATCH_STATE_CANCELLED", "BATCH_STATE_EXPIRED"},
 }
 # The functions that decide whether a Bedrock chunk is a batch job or runs on demand (they read the minimum).
 BEDROCK_MIN_READERS = ("create", "ingest", "plan", "submit", "poll", "mark_failed", "sweeper")
@@ -123,6 +130,11 @@ def provider_batch_status(sim, provider: str, batch_id: str) -> str:
         )
         answer.raise_for_status()
         return answer.json()["processing_status"]
+    if provider == "google":  # the batch operation as Google answers it; the simulator lists the id without batches/
+        name = batch_id if batch_id.startswith("batches/") else f"batches/{batch_id}"
+        answer = requests.get(f"{sim.gemini_base_url}/v1beta/{name}", timeout=10, headers={"x-goog-api-key": "k"})
+        answer.raise_for_status()
+        return answer.json()["metadata"]["state"]
     answer = requests.get(
         f"{sim.openai_base_url}/batches/{batch_id}", timeout=10, headers={"Authorization": "Bearer simulator-key"}
     )
@@ -137,7 +149,8 @@ def running_batches(sim, provider: str) -> list[str]:
 
 
 def chunk_batches(jobs: dict[str, dict[str, Any]]) -> list[str]:
-    """The chunks' provider batch ids as the simulator lists them (a Bedrock job by its id, not its ARN)."""
+    """The chunks' provider batch ids as the simulator lists them (a Bedrock job by its id, not its ARN, a Gemini
+    batch without ``batches/``)."""
     return [
         c["provider_batch_id"] and c["provider_batch_id"].rsplit("/", 1)[-1]
         for job in jobs.values()
@@ -317,7 +330,7 @@ def test_three_tenants_at_once_and_a_cancel_racing_its_poll(stack, sim, tenants,
 # ---- 3. cancel while a create is on the wire, both providers -----------------------------------------------------
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai", "bedrock"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "bedrock", "google"])
 def test_cancel_while_a_create_is_on_the_wire_ends_canceled_with_nothing_running(
     stack, sim, alice, bob, chunks_of_five, provider, request
 ):
