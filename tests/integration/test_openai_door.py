@@ -124,6 +124,30 @@ def test_a_claude_model_runs_on_anthropic_and_answers_chat_completions(aws, ctx)
         assert completion.object == "chat.completion" and completion.model == "claude-sonnet-4-20250514"
 
 
+def test_a_gemini_model_runs_on_google_and_answers_chat_completions(aws, ctx):
+    _, file, _ = _upload_file(ctx, _lines(2, model="gemini-2.5-flash", max_completion_tokens=50, temperature=0.5))
+    code, batch, _ = _create_batch(ctx, file["id"])
+    assert code == 200, batch
+    assert aws.jobs.require_job(batch["id"]).provider == "google"
+    run_workflow(batch["id"], ctx)
+    _, batch, _ = _call(ctx, "GET", f"/openai/v1/batches/{batch['id']}")
+    assert batch["status"] == "completed" and batch["request_counts"]["completed"] == 2
+    _, _, response = _call(ctx, "GET", f"/openai/v1/files/{batch['output_file_id']}/content")
+    lines = _download(aws, response)
+    assert sorted(line["custom_id"] for line in lines) == ["req-0", "req-1"]
+    for line in lines:
+        completion = ChatCompletion.model_validate(line["response"]["body"])
+        assert completion.model == "gemini-2.5-flash" and completion.choices[0].message.content
+
+
+def test_a_gemini_model_on_the_embeddings_endpoint_is_a_400(aws, ctx):
+    body = {"model": "gemini-2.5-flash", "input": "x"}
+    data = json.dumps({"custom_id": "e", "method": "POST", "url": "/v1/embeddings", "body": body}).encode()
+    _, file, _ = _upload_file(ctx, data)
+    code, answer, _ = _create_batch(ctx, file["id"], endpoint="/v1/embeddings")
+    assert code == 400 and "only available with provider 'openai'" in answer["error"]["message"]
+
+
 def test_chunked_upload_becomes_a_file(aws, ctx):
     data = _lines(20)
     _, upload, _ = _call(

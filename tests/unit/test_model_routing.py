@@ -27,13 +27,18 @@ from batch_gateway.models.routing import provider_for_model
         ("text-embedding-3-small", "openai"),
         ("chatgpt-4o-latest", "openai"),
         ("ft:gpt-4o-mini-2024-07-18:org::abc123", "openai"),
+        ("gemini-2.5-flash", "google"),
+        ("gemini-2.5-pro", "google"),
+        ("gemini-2.5-flash-lite", "google"),
     ],
 )
 def test_the_model_name_decides_the_provider(model, provider):
     assert provider_for_model(model) == provider
 
 
-@pytest.mark.parametrize("model", ["llama-3-70b", "mistral-large", "", "Claude-3", "omni", "anthropic.titan", 7, None])
+@pytest.mark.parametrize(
+    "model", ["llama-3-70b", "mistral-large", "", "Claude-3", "omni", "anthropic.titan", "gemini", "gemma-3", 7, None]
+)
 def test_an_unknown_model_is_a_400_naming_the_model(model):
     with pytest.raises(InvalidRequestError) as caught:
         provider_for_model(model)
