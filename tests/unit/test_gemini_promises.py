@@ -125,3 +125,25 @@ def test_the_private_sdk_call_the_adapter_relies_on_keeps_its_shape(provider, si
     assert isinstance(answer.body, str), f"request() now answers {type(answer.body)} bodies"
     raw = json.loads(answer.body)
     assert raw["name"] == batch_id and raw["metadata"]["displayName"] == display_name(ref(), "dep-1")
+
+
+# ---- Google's "deadline exceeded" on a create
+
+
+def _google_error(code: int, status: str):
+    from google.genai import errors as google
+
+    return google.APIError.raise_error(code, {"error": {"code": code, "message": "Deadline", "status": status}}, None)
+
+
+@pytest.mark.parametrize(("code", "status"), [(504, "DEADLINE_EXCEEDED"), (504, ""), (500, "DEADLINE_EXCEEDED")])
+def test_a_create_that_exceeded_its_deadline_at_google_may_have_been_accepted(code, status):
+    """google.rpc DEADLINE_EXCEEDED: "for operations that change the state of the system, this error may be returned
+    even if the operation has completed successfully" - and the create asks Google for a 120 s server deadline
+    (X-Server-Timeout). After it, a resend without reconciling could make a second batch."""
+    from batch_gateway.providers.sdk_errors import mapped_errors
+
+    with pytest.raises(errors.ProviderAmbiguousError), mapped_errors("google.genai", "Google Gemini", creating=True):
+        _google_error(code, status)
+    with pytest.raises(errors.ProviderUnavailableError), mapped_errors("google.genai", "Google Gemini"):
+        _google_error(code, status)  # anywhere else it is only unavailable

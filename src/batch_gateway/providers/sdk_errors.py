@@ -184,6 +184,10 @@ def _map_google(exc: BaseException, name: str, *, creating: bool) -> Literal[Fal
             raise errors.ProviderKeyRejectedError(
                 f"{name} refused the API key ({code} {status}); set the key in Secrets Manager"
             ) from exc
+        if creating and (code == 504 or status == "DEADLINE_EXCEEDED"):  # google.rpc: "may have completed"
+            raise errors.ProviderAmbiguousError(
+                f"{name} ran out of time on the batch ({code} {status}); it may have been accepted"
+            ) from exc
         if code >= 500 or code == 408:
             raise errors.ProviderUnavailableError(f"{name} is unavailable ({code} {status})") from exc
         if code == 404:
