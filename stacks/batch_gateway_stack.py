@@ -15,6 +15,7 @@ from stacks.encryption import CustomerKey
 from stacks.functions import FunctionFactory
 from stacks.pricing import PricingConstruct
 from stacks.secrets import SecretsConstruct
+from stacks.signals import EMITTING_API_FUNCTIONS, EMITTING_WORKFLOW_FUNCTIONS, SignalsConstruct
 from stacks.storage import StorageConstruct
 from stacks.sweeper import SweeperConstruct
 from stacks.workflow import WorkflowConstruct
@@ -82,6 +83,13 @@ class BatchGatewayStack(Stack):
             self.drop_folder.function,
             *(self.workflow.functions[f] for f in ("Plan", "Retry")),
         )
+        self.signals = SignalsConstruct(self, "Signals")
+        self.signals.emitters(
+            *(self.api.functions[f] for f in EMITTING_API_FUNCTIONS),
+            self.drop_folder.function,
+            *(self.workflow.functions[f] for f in EMITTING_WORKFLOW_FUNCTIONS),
+            self.sweeper.function,
+        )
         self.alarms = AlarmsConstruct(
             self,
             "Alarms",
@@ -100,6 +108,12 @@ class BatchGatewayStack(Stack):
             "StateMachineArn",
             value=self.workflow.state_machine.state_machine_arn,
             description="Batch workflow state machine",
+        )
+        CfnOutput(
+            self,
+            "EventBusName",
+            value=self.signals.bus.event_bus_name,
+            description="The stack's EventBridge bus: Batch Job Status Changed and Batch Job Progress events",
         )
         CfnOutput(
             self,

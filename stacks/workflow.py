@@ -14,7 +14,6 @@ Every task passes the whole state to its Lambda and takes the Lambda's return va
 from __future__ import annotations
 
 from aws_cdk import Duration
-from aws_cdk import aws_events as events
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
@@ -44,7 +43,6 @@ LAMBDA_TRANSIENT_ERRORS = [
 RETRY_ERRORS = [*constants.RETRYABLE_ERRORS, *LAMBDA_TRANSIENT_ERRORS]
 # Providers finish or expire a batch within 24 h; a bound keeps a stuck execution from running for a year.
 EXECUTION_TIMEOUT = Duration.hours(48)
-DEFAULT_EVENT_BUS = "default"
 
 
 class WorkflowConstruct(Construct):
@@ -79,10 +77,8 @@ class WorkflowConstruct(Construct):
             "Submit": worker("Submit", {**secrets.environment(), **deployment}),
             "Poll": worker("Poll", {**secrets.environment(), **deployment}),
             "Retry": worker("Retry"),
-            "Finalize": worker("Finalize", {constants.ENV_EVENT_BUS_NAME: DEFAULT_EVENT_BUS}),
-            "MarkFailed": worker(
-                "MarkFailed", {constants.ENV_EVENT_BUS_NAME: DEFAULT_EVENT_BUS, **secrets.environment(), **deployment}
-            ),
+            "Finalize": worker("Finalize"),
+            "MarkFailed": worker("MarkFailed", {**secrets.environment(), **deployment}),
         }
 
         key = storage.key
@@ -191,9 +187,7 @@ class WorkflowConstruct(Construct):
             )
         for function_id in ("Submit", "Poll", "MarkFailed"):
             secrets.grant_read(self.functions[function_id])
-        bus = events.EventBus.from_event_bus_name(self, "DefaultEventBus", DEFAULT_EVENT_BUS)
-        for function_id in ("Finalize", "MarkFailed"):
-            bus.grant_put_events_to(self.functions[function_id])
+        # Every step emits on the stack's own bus: stacks/signals.py gives each one its name and grant.
 
         self.state_machine = self._state_machine(config)
 

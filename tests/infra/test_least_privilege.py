@@ -84,10 +84,10 @@ def test_only_the_functions_that_call_providers_read_provider_secrets(synthesize
         assert reads == (function_id in ("Submit", "Poll", "MarkFailed")), function_id
 
 
-def test_finalize_and_mark_failed_emit_events_and_write_the_outbox(synthesized):
+def test_the_steps_that_move_a_job_emit_events_and_finalize_and_mark_failed_write_the_outbox(synthesized):
     for function_id in constants.WORKFLOW_HANDLERS:
         emits = "events:PutEvents" in synthesized.role_actions(function_id)
-        assert emits == (function_id in ("Finalize", "MarkFailed")), function_id
+        assert emits == (function_id in ("Submit", "Poll", "Finalize", "MarkFailed")), function_id
         env = synthesized.function(function_id)[1]["Properties"]["Environment"]["Variables"]
         assert (constants.ENV_EVENT_BUS_NAME in env) == emits, function_id
     for function_id in ("Finalize", "MarkFailed"):

@@ -480,6 +480,9 @@ class LocalStack:
             attrs[(logical_id, "Arn")] = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{logical_id}"
             attrs[(logical_id, "QueueName")] = logical_id
 
+        for logical_id, rule in template.of_type("AWS::Events::Rule").items():
+            self._create_rule(events, logical_id, res(rule["Properties"]))
+
         # Roles and their policies, exactly as synthesized.
         iam = self.client("iam")
         for logical_id, role in template.of_type("AWS::IAM::Role").items():
@@ -534,6 +537,40 @@ class LocalStack:
             roleArn=res(machine["RoleArn"]),
             type="STANDARD",
         )
+
+    @staticmethod
+    def _create_rule(events: Any, logical_id: str, props: dict[str, Any]) -> None:
+        """An EventBridge rule that matches events on a bus (the stack's own, or the default one) and delivers them
+        to SQS queues, as deployed: moto matches the pattern and sends each event to the queue. A schedule rule
+        (the sweeper's) has no pattern to match here: the local stack runs the sweeper on demand."""
+        if "EventPattern" not in props:
+            return
+        targets = props.get("Targets") or []
+        unsupported = [t["Arn"] for t in targets if ":sqs:" not in str(t["Arn"])]
+        if unsupported:
+            raise NotImplementedError(
+                f"rule {logical_id}: the local stack delivers events to SQS only, not {unsupported}"
+            )
+        bus = str(props.get("EventBusName") or "default")
+        events.put_rule(
+            Name=logical_id,
+            EventBusName=bus,
+            EventPattern=json.dumps(props["EventPattern"]),
+            State=props.get("State", "ENABLED"),
+        )
+        if targets:
+            events.put_targets(
+                Rule=logical_id,
+                EventBusName=bus,
+                Targets=[
+                    {
+                        "Id": t["Id"],
+                        "Arn": t["Arn"],
+                        **({"SqsParameters": t["SqsParameters"]} if "SqsParameters" in t else {}),
+                    }
+                    for t in targets
+                ],
+            )
 
 
 def _empty_zip() -> bytes:
