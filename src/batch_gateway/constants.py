@@ -6,6 +6,26 @@ no side effects.
 
 SERVICE_NAME = "batch-gateway"
 METRICS_NAMESPACE = "BatchGateway"
+# Events on the stack's own bus (decision 0068): source and detail types; progress marks in % of items done.
+EVENT_SOURCE = "batch-gateway"
+EVENT_STATUS_CHANGED = "Batch Job Status Changed"
+EVENT_PROGRESS = "Batch Job Progress"
+PROGRESS_MARKS = (25, 50, 75)
+# Custom metrics (namespace METRICS_NAMESPACE, dimension service=SERVICE_NAME on each; batch_gateway.metrics, decision
+# 0069) the dashboard and alarms read. Extra dimensions: status (JobsEnded), provider (the Provider* ones, NoticeLag).
+METRIC_JOBS_CREATED = "JobsCreated"
+METRIC_JOBS_ENDED = "JobsEnded"
+METRIC_REQUESTS_ACCEPTED = "RequestsAccepted"
+METRIC_REQUESTS_FINISHED = "RequestsFinished"
+METRIC_JOB_COST = "JobCostUSD"
+METRIC_PROVIDER_ERRORS = "ProviderErrors"
+METRIC_PROVIDER_THROTTLES = "ProviderThrottles"
+METRIC_PROVIDER_AUTH_ERRORS = "ProviderAuthErrors"
+METRIC_NOTICE_LAG = "NoticeLagSeconds"
+METRIC_BUDGET_ABOVE_80 = "BudgetAbove80Percent"
+METRIC_SIGNALS_FAILED = "SignalsFailed"
+METRIC_WEBHOOK_DELIVERIES = "WebhookDeliveries"
+METRIC_WEBHOOK_FAILURES = "WebhookFailures"
 STACK_NAME = "BatchGatewayStack"
 
 # Environment variables read by the Lambda settings (batch_gateway.settings).

@@ -18,6 +18,7 @@ from batch_gateway.contract.errors import ProviderAuthError
 from batch_gateway.models.pricing import PriceTable, file_table
 from batch_gateway.service.api_keys import ApiKeys
 from batch_gateway.service.context import Services
+from batch_gateway.service.signals import signalling
 from batch_gateway.settings import Settings
 from batch_gateway.store import aws
 from batch_gateway.store.api_keys import DynamoDBKeyStore
@@ -89,7 +90,7 @@ def services() -> Services:
         if s.event_bus:
             aws.put_event(s.event_bus, "batch-gateway", detail_type, detail)
 
-    return Services(
+    built = Services(
         settings=s,
         jobs=DynamoDBJobStore(aws.client("dynamodb"), s.table),
         payloads=S3PayloadStore(aws.client("s3"), s.bucket),
@@ -102,6 +103,7 @@ def services() -> Services:
         prices=prices,
         budgets=DynamoDBBudgetStore(aws.client("dynamodb"), s.table),
     )
+    return signalling(built)  # every job change is announced on the bus (service.signals, decision 0068)
 
 
 def prices() -> PriceTable:

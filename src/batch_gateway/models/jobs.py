@@ -251,6 +251,8 @@ class Job(Record):
     # "reserved" (micro-USD, the high estimate plus retry rounds'), "rounds" (the retry rounds reserved),
     # "settled" (micro-USD charged at the end)}; None when the owner had no budget at create.
     budget: dict[str, Any] | None = None
+    # The highest progress mark (25, 50, 75 % of items done) announced on the bus (service.signals, decision 0068).
+    progress_signalled: int = 0
 
     def public(self, chunks: list[Chunk] | None = None) -> dict[str, Any]:
         return {

@@ -58,9 +58,13 @@ def start_execution(state_machine_arn: str, name: str, payload: dict[str, Any]) 
 
 
 def put_event(bus: str, source: str, detail_type: str, detail: dict[str, Any]) -> None:
-    client("events").put_events(
+    """Put one event; an entry EventBridge refused (it answers 200 with ``FailedEntryCount``) raises."""
+    response = client("events").put_events(
         Entries=[{"EventBusName": bus, "Source": source, "DetailType": detail_type, "Detail": json.dumps(detail)}]
     )
+    if response.get("FailedEntryCount"):
+        entry = response["Entries"][0]
+        raise RuntimeError(f"EventBridge refused the event: {entry.get('ErrorCode')} {entry.get('ErrorMessage', '')}")
 
 
 def stop_execution(execution_arn: str) -> None:
