@@ -29,8 +29,7 @@ def create():
 
     def _create() -> dict:
         job = create_job(services, owner=owner, body=body)
-        metrics.add_metric(name="JobsCreated", unit=MetricUnit.Count, value=1)
-        metrics.add_metric(name="RequestsAccepted", unit=MetricUnit.Count, value=job.request_counts.total)
+        # JobsCreated and RequestsAccepted: counted for every creator by the job store's signals (service.signals)
         return job_view(services, job)
 
     view = (

@@ -140,7 +140,7 @@ class BatchProvider(abc.ABC):
         return 1
 
     def _errors(self, *, creating: bool = False) -> mapped_errors:
-        return mapped_errors(self.sdk, self.label, creating=creating)
+        return mapped_errors(self.sdk, self.label, creating=creating, name=self.name)
 
     # --- the shared flow ----------------------------------------------------------------------------------------
 
