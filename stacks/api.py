@@ -107,9 +107,9 @@ class ApiConstruct(Construct):
             "Status": api_function("Status"),
             "Retrieve": api_function("Retrieve", {constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY)}),
             "List": api_function("List"),
-            # Cancel restarts the workflow so the provider hears of it at once, not after the current wait.
-            "Cancel": api_function("Cancel", {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn}),
-            # Creates and cancels door jobs (starts and restarts workflows), signs its results file's URL.
+            # Cancel wakes the job's parked workflow so the provider hears of it at once (decision 0072).
+            "Cancel": api_function("Cancel"),
+            # Creates and cancels door jobs (starts and wakes workflows), signs its results file's URL.
             "AnthropicCompat": api_function(
                 "AnthropicCompat",
                 {
@@ -188,15 +188,7 @@ class ApiConstruct(Construct):
             "The Anthropic door signs URLs of the results files the workflow wrote (a URL allows what this role may).",
         )
         state_machine.grant_start_execution(fns["AnthropicCompat"])
-        state_machine.grant_execution(fns["AnthropicCompat"], "states:StopExecution")  # cancel restarts, as Cancel
-        nag.acknowledge(
-            door,
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
-            '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
-            + nag.logical_id(state_machine)
-            + '"}]}]}:*]',
-            "StopExecution on this state machine's executions (named per job): a canceled batch restarts its workflow.",
-        )
+        state_machine.grant(fns["AnthropicCompat"], "states:SendTaskSuccess")  # a cancel wakes the workflow, as Cancel
 
         openai = fns["OpenAICompat"].role
         grants.table(openai, table, key, write=True)  # door jobs: create, cancel, list
@@ -219,15 +211,7 @@ class ApiConstruct(Construct):
         )
         grants.list_objects(openai, bucket, f"{constants.OPENAI_DOOR_PREFIX}*")  # GET /files: the caller's files
         state_machine.grant_start_execution(fns["OpenAICompat"])
-        state_machine.grant_execution(fns["OpenAICompat"], "states:StopExecution")  # cancel restarts, as Cancel
-        nag.acknowledge(
-            openai,
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
-            '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
-            + nag.logical_id(state_machine)
-            + '"}]}]}:*]',
-            "StopExecution on this state machine's executions (named per job): a canceled batch restarts its workflow.",
-        )
+        state_machine.grant(fns["OpenAICompat"], "states:SendTaskSuccess")  # a cancel wakes the workflow, as Cancel
 
         for function_id in ("Status", "List", "Retrieve"):  # reads only: no Scan, no writes
             grants.table(fns[function_id].role, table, key, write=False)
@@ -240,16 +224,8 @@ class ApiConstruct(Construct):
             "Retrieve reads a job's results file and nothing else (never the requests).",
         )
         grants.table(fns["Cancel"].role, table, key, write=True)
-        state_machine.grant_start_execution(fns["Cancel"])
-        state_machine.grant_execution(fns["Cancel"], "states:StopExecution")
-        nag.acknowledge(
-            fns["Cancel"].role,
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
-            '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
-            + nag.logical_id(state_machine)
-            + '"}]}]}:*]',
-            "StopExecution on this state machine's executions (named per job), to restart a canceled job's workflow.",
-        )
+        # Resume the job's parked task with its stored token (decision 0072): nothing else on the workflow.
+        state_machine.grant(fns["Cancel"], "states:SendTaskSuccess")
 
     def _api_keys(
         self,

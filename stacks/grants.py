@@ -13,6 +13,8 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
 
 from stacks import nag
 
@@ -172,4 +174,18 @@ def list_objects(role: iam.IRole, bucket: s3.IBucket, prefix: str) -> None:
             resources=[bucket.bucket_arn],
             conditions={"StringLike": {"s3:prefix": [prefix]}},
         )
+    )
+
+
+def resume_tasks(scope: Construct, construct_id: str, role: iam.IRole, state_machine: sfn.IStateMachine) -> None:
+    """``states:SendTaskSuccess`` on the workflow: resume a job's parked task with its stored token (the wake-up,
+    decision 0072). In a policy of its own, so a function the state machine invokes (Park) may hold it without a
+    dependency cycle."""
+    iam.Policy(
+        scope,
+        construct_id,
+        roles=[role],
+        statements=[
+            iam.PolicyStatement(actions=["states:SendTaskSuccess"], resources=[state_machine.state_machine_arn])
+        ],
     )

@@ -116,6 +116,10 @@ WORKFLOW_HANDLERS = {
     "Finalize": "lambdas.finalize.handler",
     "MarkFailed": "lambdas.mark_failed.handler",
 }
+# The workflow's Park step (decision 0072): a small function in the API bundle that stores the task token.
+PARK_HANDLER = "lambdas.park.handler"
+# POST /providers/openai/webhook: OpenAI's signed batch events wake the job's workflow (decision 0073).
+OPENAI_WEBHOOK_HANDLER = "lambdas.openai_webhook.handler"
 INGEST_HANDLER = "lambdas.ingest.handler"  # S3 drop folder, fed by SQS
 SWEEPER_HANDLER = "lambdas.sweeper.handler"  # scheduled: stuck jobs and orphaned provider batches
 SWEEP_EVERY_MINUTES = 30

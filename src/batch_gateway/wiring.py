@@ -102,6 +102,7 @@ def services() -> Services:
         stop_workflow=aws.stop_execution,
         prices=prices,
         budgets=DynamoDBBudgetStore(aws.client("dynamodb"), s.table),
+        resume_workflow=aws.resume_task,
     )
     return signalling(built)  # every job change is announced on the bus (service.signals, decision 0068)
 

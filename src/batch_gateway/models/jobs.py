@@ -253,6 +253,11 @@ class Job(Record):
     budget: dict[str, Any] | None = None
     # The highest progress mark (25, 50, 75 % of items done) announced on the bus (service.signals, decision 0068).
     progress_signalled: int = 0
+    # The wake-up (service/wake.py, decision 0072): the task token of the workflow's Park state while it waits for
+    # the next poll (never shown or logged: it resumes the execution), and a wake asked for and not yet served by a
+    # poll (a cancel, the provider's push).
+    park_token: str | None = None
+    wake_requested: bool = False
 
     def public(self, chunks: list[Chunk] | None = None) -> dict[str, Any]:
         return {

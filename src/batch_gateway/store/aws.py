@@ -75,6 +75,17 @@ def stop_execution(execution_arn: str) -> None:
         pass
 
 
+def resume_task(task_token: str) -> bool:
+    """Resume the task waiting on ``task_token`` (``SendTaskSuccess``): True if it was waiting, False if it has
+    already moved on (timed out, resumed before, or its execution ended)."""
+    sfn = client("stepfunctions")
+    try:
+        sfn.send_task_success(taskToken=task_token, output=json.dumps({"woken": True}))
+    except (sfn.exceptions.TaskTimedOut, sfn.exceptions.InvalidToken, sfn.exceptions.TaskDoesNotExist):
+        return False
+    return True
+
+
 def execution_status(execution_arn: str) -> str:
     """RUNNING, SUCCEEDED, FAILED, TIMED_OUT, ABORTED, or MISSING when Step Functions does not know it."""
     sfn = client("stepfunctions")
