@@ -186,6 +186,12 @@ class Chunk(Record):
     attempt: int = 1
     replaces: RequestCounts | None = None
     retryable: int = 0
+    # Poll's prediction of the provider's end (service.poll_schedule, decision 0074): the last few
+    # [epoch seconds, requests done, requests in all] of the provider's counts, newest last. Notice lag (decision
+    # 0075): when a poll first saw the batch ended, and the provider's own end time when its adapter reports one.
+    progress_samples: list[list[int]] = dataclasses.field(default_factory=list)
+    ended_seen_at: datetime | None = None
+    provider_ended_at: datetime | None = None
 
     @property
     def open(self) -> bool:
@@ -253,6 +259,9 @@ class Job(Record):
     budget: dict[str, Any] | None = None
     # The highest progress mark (25, 50, 75 % of items done) announced on the bus (service.signals, decision 0068).
     progress_signalled: int = 0
+    # The job's own webhook (service.webhooks, decision 0070): {"url", "events", "secret"}; the secret is answered by
+    # create only, never by a job view, an event or a log.
+    webhook: dict[str, Any] | None = None
     # The wake-up (service/wake.py, decision 0072): the task token of the workflow's Park state while it waits for
     # the next poll (never shown or logged: it resumes the execution), and a wake asked for and not yet served by a
     # poll (a cancel, the provider's push).
@@ -273,6 +282,7 @@ class Job(Record):
             "cost": self.cost,
             "metadata": self.metadata,
             "retry": self.retry,
+            "webhook": {"url": self.webhook["url"], "events": self.webhook["events"]} if self.webhook else None,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
             "ended_at": iso(self.ended_at),

@@ -72,6 +72,7 @@ class ProviderBatch:
     failed_reason: str | None = None  # the provider refused the whole batch (validation)
     created_at: datetime | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    ended_at: datetime | None = None  # the provider's own end time, when it reports one (notice lag, decision 0075)
 
 
 @dataclass
