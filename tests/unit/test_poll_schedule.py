@@ -4,6 +4,7 @@ records the samples (at most 4 per chunk) and its wait comes from them; notice l
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from datetime import UTC, datetime, timedelta
@@ -168,7 +169,7 @@ def test_notice_lag_counts_from_the_providers_end_or_from_the_first_poll_that_sa
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
-def test_poll_records_when_the_provider_ended_and_the_notice_lag(simulator, provider):
+def test_poll_records_when_the_provider_ended_and_the_notice_lag(simulator, provider, capsys):
     from batch_gateway.providers import make_provider
     from batch_gateway.service.submit import submit_job
     from tests.unit.test_planner_limits import plan
@@ -194,3 +195,6 @@ def test_poll_records_when_the_provider_ended_and_the_notice_lag(simulator, prov
     assert chunk.ended_seen_at <= chunk.ended_at
     lag = notice_lag_seconds(chunk)
     assert lag is not None and 0 <= lag < 10
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    lags = [m for m in lines if "NoticeLagSeconds" in m]
+    assert [(m["NoticeLagSeconds"], m["provider"]) for m in lags] == [([lag], provider)]

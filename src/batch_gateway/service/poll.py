@@ -7,6 +7,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway import constants, metrics
 from batch_gateway.contract import errors
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, RequestCounts, utcnow
 from batch_gateway.models.pricing import chunks_cost_detail
@@ -49,6 +50,8 @@ def _refresh(services: Services, job: Job, chunk: Chunk, provider: BatchProvider
         chunk = collect_chunk(services, job, chunk, provider, batch)
         lag = notice_lag_seconds(chunk)
         logger.info("chunk noticed", extra={"job_id": job.id, "chunk": chunk.index, "notice_lag_s": lag})
+        if lag is not None:  # the dashboard's notice lag (decision 0075)
+            metrics.record(constants.METRIC_NOTICE_LAG, lag, metrics.SECONDS, provider=job.provider)
     else:
         sample = Sample(utcnow().timestamp(), *_progress(chunk, batch.counts))
         return services.jobs.update_chunk(
