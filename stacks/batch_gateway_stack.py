@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from stacks import checkov
@@ -10,6 +11,7 @@ from stacks.alarms import AlarmsConstruct
 from stacks.api import ApiConstruct
 from stacks.bedrock import BedrockConstruct
 from stacks.config import GatewayConfig
+from stacks.dashboard import DashboardConstruct
 from stacks.drop_folder import DropFolderConstruct
 from stacks.encryption import CustomerKey
 from stacks.functions import FunctionFactory
@@ -96,7 +98,15 @@ class BatchGatewayStack(Stack):
             dead_letters=self.drop_folder.dead_letters,
             state_machine=self.workflow.state_machine,
             mark_failed=self.workflow.functions["MarkFailed"],
+            sweeper=self.sweeper.function,
+            webhook_dead_letters=getattr(getattr(self, "webhooks", None), "dead_letters", None),
             key=key,
+        )
+        self.dashboard = DashboardConstruct(
+            self,
+            "Dashboard",
+            functions={f.node.id: f for f in self.node.find_all() if isinstance(f, lambda_.Function)},
+            state_machine=self.workflow.state_machine,
         )
         checkov.add_suppressions(self, config)
 
@@ -114,6 +124,12 @@ class BatchGatewayStack(Stack):
             "EventBusName",
             value=self.signals.bus.event_bus_name,
             description="The stack's EventBridge bus: Batch Job Status Changed and Batch Job Progress events",
+        )
+        CfnOutput(
+            self,
+            "DashboardName",
+            value=self.dashboard.dashboard.dashboard_name,
+            description="CloudWatch dashboard: jobs, requests, providers, notice lag, webhooks, cost, functions",
         )
         CfnOutput(
             self,
