@@ -53,8 +53,11 @@ def test_a_steady_chunk_is_noticed_within_a_minute_of_its_predicted_end():
 
 def test_a_progressing_chunk_is_looked_at_just_after_its_predicted_end():
     samples = [[0, 0, 1000], [100, 100, 1000], [200, 200, 1000], [300, 300, 1000]]  # 1 request/s: ends at 1000
-    assert next_wait([samples], 10, SCHEDULE, now=950) == 50 + 10  # the end plus the margin
-    assert next_wait([samples], 10, SCHEDULE, now=300) == 350  # far: half way, to refine the rate
+    # the earliest end the whole counts allow is one request (1 s) sooner: 999
+    assert next_wait([samples], 10, SCHEDULE, now=950) == 49 + 10  # the end plus the margin
+    assert next_wait([samples], 10, SCHEDULE, now=300) == 350  # far: half way (699 s / 2), to refine the rate
+    assert next_wait([samples], 10, SCHEDULE, now=1_059) == FLOOR_SECONDS  # overdue: look again soon ...
+    assert next_wait([samples], 10, SCHEDULE, now=1_999) == 500  # ... backing off the longer it is overdue
     assert next_wait([samples], 10, SCHEDULE, now=0 - 10_000) == 900  # very far: the cap
 
 
@@ -94,11 +97,15 @@ def test_the_wait_is_never_below_the_floor_nor_above_the_cap():
     assert next_wait([[[0, 0, 100], [1, 1, 100]]], 0, [0], now=1) == 0
 
 
-def test_record_keeps_the_newest_samples_only():
+def test_record_keeps_the_newest_samples_only_spread_over_a_baseline():
     samples: list[list[int]] = []
     for t in range(10):
-        samples = record(samples, Sample(t * 60, t, 100))
-    assert samples == [[t * 60, t, 100] for t in range(10 - MAX_SAMPLES, 10)]
+        samples = record(samples, Sample(t * 600, t, 100))
+    assert samples == [[t * 600, t, 100] for t in range(10 - MAX_SAMPLES, 10)]
+    for t in range(10, 30):  # dense polls near an end: the older samples stay 300 s apart, the newest is kept
+        samples = record(samples, Sample(5_400 + (t - 9) * 30, t, 100))
+    assert len(samples) == MAX_SAMPLES and samples[-1] == [5_400 + 20 * 30, 29, 100]
+    assert all(b[0] - a[0] >= 300 for a, b in zip(samples[:-2], samples[1:-1], strict=True))
 
 
 class _Progressing:
@@ -147,14 +154,14 @@ def test_poll_records_the_progress_samples_and_waits_by_them(monkeypatch):
     for _ in range(6):
         state = poll_job(services, state)
         waits.append(state.wait_seconds)
-        clock[0] += 60  # 100 requests a minute: the end is 9 minutes after the first poll
+        clock[0] += 400  # 100 requests per 400 s: the end is 40 minutes after the first poll
     chunk = services.jobs.get_chunk(job_id, 0)
     assert chunk is not None
     assert len(chunk.progress_samples) == MAX_SAMPLES
-    assert chunk.progress_samples[-1] == [int(clock[0] - 60), 9_600, 10_000]
+    assert chunk.progress_samples[-1] == [int(clock[0] - 400), 9_600, 10_000]
     assert waits[0] == 900  # one sample: nothing to extrapolate, the schedule's backoff
-    assert waits[-1] == 120  # 4 minutes to go: half way there, not the schedule's 900 s
-    expected = next_wait([chunk.progress_samples], state.polls, SCHEDULE, clock[0] - 60)
+    assert waits[-1] == 798  # 399 requests at 1 per 4 s to go: half way there, not the schedule's 900 s
+    expected = next_wait([chunk.progress_samples], state.polls, SCHEDULE, clock[0] - 400)
     assert waits[-1] == expected
 
 

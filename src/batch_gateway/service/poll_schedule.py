@@ -11,8 +11,10 @@ The rules, for each open chunk, the earliest wins:
 - every request counted but the batch not ended (the provider is writing its results): poll again soon, backing off
   geometrically the longer it stays so (half the time it has been at 100 %, at least the floor);
 - progressing: the end is extrapolated from the faster of two rates (over the samples kept, and over the last two
-  samples: a stall that is over, or a burst, shows in the last pair first). Far from it, poll at half the distance
-  (each poll refines the rate); within ``APPROACH_SECONDS``, poll at the predicted end plus ``MARGIN_SECONDS``;
+  samples: a stall that is over, or a burst, shows in the last pair first), from the first sample that shows the
+  latest count and for one request less than remain (the earliest end the counts allow). Far from it, poll at half
+  the distance (each poll refines the rate); within ``APPROACH_SECONDS``, poll at the predicted end plus
+  ``MARGIN_SECONDS``; past it, back off: half the time since the predicted end, at least the floor;
 - no progress seen (queued, stalled, or a single sample): the schedule's backoff for ``polls``.
 
 The result is never below the floor (``FLOOR_SECONDS``, or the schedule's smallest step when a shorter schedule is
@@ -28,6 +30,7 @@ FLOOR_SECONDS = 30  # never poll more often than this (unless the configured sch
 MAX_SAMPLES = 4  # samples kept per chunk
 APPROACH_SECONDS = 120  # closer than this to the predicted end: poll just after it, not half way
 MARGIN_SECONDS = 10  # after the predicted end: the provider's status lags its counts by a few seconds
+SPACING_SECONDS = 300  # samples kept this far apart (but the newest): dense polls near an end keep a long baseline
 
 
 class Sample(NamedTuple):
@@ -37,8 +40,14 @@ class Sample(NamedTuple):
 
 
 def record(samples: Sequence[Sequence[float]], sample: Sample, limit: int = MAX_SAMPLES) -> list[list[int]]:
-    """The stored samples with ``sample`` appended, the oldest dropped beyond ``limit`` (stored as plain lists)."""
+    """The stored samples with ``sample`` appended (stored as plain lists), at most ``limit``, the oldest dropped.
+
+    The newest sample replaces the one before it when that one is less than ``SPACING_SECONDS`` after its own
+    predecessor: every kept sample but the newest is that far from the next, so the polls made close together near
+    a predicted end do not shrink the baseline to a few minutes in which a slow batch counts nothing new."""
     kept = [[int(v) for v in s] for s in samples if len(s) == 3 and s[0] < sample.at]
+    if len(kept) >= 2 and kept[-1][0] - kept[-2][0] < SPACING_SECONDS:
+        kept.pop()
     kept.append([int(sample.at), int(sample.done), int(sample.total)])
     return kept[-limit:]
 
@@ -70,7 +79,10 @@ def chunk_wait(raw: Sequence[Sequence[float]], now: float, floor: float) -> floa
     rate = max(_rate(samples[0], last), _rate(samples[-2], last))
     if rate <= 0:
         return None
-    remaining = last.at + (last.total - last.done) / rate - now
+    # The earliest end the counts allow: they are whole requests (the next may be nearly done) and the current one
+    # may have been reached well before this poll (from the first sample that shows it).
+    since = next(s.at for s in samples if s.done == last.done)
+    remaining = since + max(0, last.total - last.done - 1) / rate - now
     if remaining > APPROACH_SECONDS:
         return remaining / 2
     if remaining > 0:
