@@ -108,7 +108,7 @@ class ApiConstruct(Construct):
             "Retrieve": api_function("Retrieve", {constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY)}),
             "List": api_function("List"),
             # Cancel wakes the job's parked workflow so the provider hears of it at once (decision 0072).
-            "Cancel": api_function("Cancel"),
+            "Cancel": api_function("Cancel", {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn}),
             # Creates and cancels door jobs (starts and wakes workflows), signs its results file's URL.
             "AnthropicCompat": api_function(
                 "AnthropicCompat",
@@ -188,7 +188,18 @@ class ApiConstruct(Construct):
             "The Anthropic door signs URLs of the results files the workflow wrote (a URL allows what this role may).",
         )
         state_machine.grant_start_execution(fns["AnthropicCompat"])
-        state_machine.grant(fns["AnthropicCompat"], "states:SendTaskSuccess")  # a cancel wakes the workflow, as Cancel
+        # A cancel wakes the parked workflow, or restarts one that is not parked, as Cancel (decisions 0072, 0040).
+        state_machine.grant(fns["AnthropicCompat"], "states:SendTaskSuccess")
+        state_machine.grant_execution(fns["AnthropicCompat"], "states:StopExecution")
+        nag.acknowledge(
+            door,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
+            '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
+            + nag.logical_id(state_machine)
+            + '"}]}]}:*]',
+            "StopExecution on this state machine's executions (named per job): a canceled batch whose workflow is "
+            "not parked restarts it.",
+        )
 
         openai = fns["OpenAICompat"].role
         grants.table(openai, table, key, write=True)  # door jobs: create, cancel, list
@@ -211,7 +222,18 @@ class ApiConstruct(Construct):
         )
         grants.list_objects(openai, bucket, f"{constants.OPENAI_DOOR_PREFIX}*")  # GET /files: the caller's files
         state_machine.grant_start_execution(fns["OpenAICompat"])
-        state_machine.grant(fns["OpenAICompat"], "states:SendTaskSuccess")  # a cancel wakes the workflow, as Cancel
+        # A cancel wakes the parked workflow, or restarts one that is not parked, as Cancel (decisions 0072, 0040).
+        state_machine.grant(fns["OpenAICompat"], "states:SendTaskSuccess")
+        state_machine.grant_execution(fns["OpenAICompat"], "states:StopExecution")
+        nag.acknowledge(
+            openai,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
+            '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
+            + nag.logical_id(state_machine)
+            + '"}]}]}:*]',
+            "StopExecution on this state machine's executions (named per job): a canceled batch whose workflow is "
+            "not parked restarts it.",
+        )
 
         for function_id in ("Status", "List", "Retrieve"):  # reads only: no Scan, no writes
             grants.table(fns[function_id].role, table, key, write=False)
@@ -224,8 +246,19 @@ class ApiConstruct(Construct):
             "Retrieve reads a job's results file and nothing else (never the requests).",
         )
         grants.table(fns["Cancel"].role, table, key, write=True)
-        # Resume the job's parked task with its stored token (decision 0072): nothing else on the workflow.
+        # Resume the job's parked task with its stored token (decision 0072), or restart a workflow that is not parked.
         state_machine.grant(fns["Cancel"], "states:SendTaskSuccess")
+        state_machine.grant_start_execution(fns["Cancel"])
+        state_machine.grant_execution(fns["Cancel"], "states:StopExecution")
+        nag.acknowledge(
+            fns["Cancel"].role,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
+            '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
+            + nag.logical_id(state_machine)
+            + '"}]}]}:*]',
+            "StopExecution on this state machine's executions (named per job), to restart a canceled job's workflow "
+            "that is not parked.",
+        )
 
     def _api_keys(
         self,

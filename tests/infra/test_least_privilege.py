@@ -24,9 +24,10 @@ def test_only_create_may_start_the_workflow_and_only_the_wakers_may_resume_it(sy
     actions = {a for a in synthesized.role_actions(function_id) if a.startswith("states:")}
     if function_id == "Create":
         assert actions == {"states:StartExecution"}
-    elif function_id in ("AnthropicCompat", "OpenAICompat"):  # create starts; a cancel wakes (decision 0072)
-        assert actions == {"states:StartExecution", "states:SendTaskSuccess"}
-    elif function_id in ("Cancel", "Park"):  # a cancel wakes the parked workflow; Park resumes itself
+    elif function_id in ("Cancel", "AnthropicCompat", "OpenAICompat"):
+        # a cancel wakes a parked workflow (decision 0072) and restarts one that is not parked (decision 0040)
+        assert actions == {"states:StartExecution", "states:StopExecution", "states:SendTaskSuccess"}
+    elif function_id == "Park":  # resumes itself when a wake came before it parked
         assert actions == {"states:SendTaskSuccess"}
     else:
         assert not actions

@@ -82,8 +82,20 @@ def test_cancel_wakes_the_parked_workflow_instead_of_restarting_it():
     assert tasks.resumed == ["t1"]
 
 
-def test_a_cancel_before_the_workflow_parks_makes_its_first_park_resume_at_once():
-    services, tasks, job_id = _setup(JobStatus.QUEUED)
-    cancel_job(services, job_id, "alice")
+def test_a_cancel_while_the_workflow_is_not_parked_restarts_it_and_its_first_park_resumes_at_once():
+    tasks = Tasks()
+    stopped, started = [], []
+    services = memory_services(
+        resume_workflow=tasks.resume,
+        stop_workflow=stopped.append,
+        start_workflow=lambda name, payload: started.append(name) or f"arn:{name}",
+    )
+    job = Job(id=new_job_id(), owner="alice", provider="anthropic", model="m", execution_arn="arn:first")
+    services.jobs.put_new_job(job)
+
+    cancel_job(services, job.id, "alice")  # still submitting: a create may hang on the wire
+
+    assert stopped == ["arn:first"] and started == [f"{job.id}-cancel"]
+    assert services.jobs.require_job(job.id).execution_arn == f"arn:{job.id}-cancel"
     tasks.waiting.add("t1")
-    assert park_job(services, job_id, "t1") is True
+    assert park_job(services, job.id, "t1") is True

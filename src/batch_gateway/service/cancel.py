@@ -1,7 +1,7 @@
-"""Cancel: mark the job ``canceling`` and wake its workflow (``service/wake.py``, decision 0072), so the next Poll
-runs at once instead of at the end of the current wait. A canceling job sends nothing new: that Poll cancels the
-provider batches and keeps collecting until every one has ended, so items that finished before the cancel are kept.
-A workflow that is not running any more is restarted by the sweeper, as for any other open job."""
+"""Cancel: mark the job ``canceling`` and wake its parked workflow (``service/wake.py``, decision 0072), so the next
+Poll runs at once instead of at the end of the current wait; a workflow that is not parked is restarted (decision
+0040). A canceling job sends nothing new: that Poll cancels the provider batches and keeps collecting until every one
+has ended, so items that finished before the cancel are kept."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from batch_gateway.contract.errors import ConflictError
-from batch_gateway.models.jobs import JobStatus, utcnow
+from batch_gateway.models.jobs import Job, JobStatus, utcnow
 from batch_gateway.service.context import Services
 from batch_gateway.service.query import job_view
 from batch_gateway.service.wake import wake_job
@@ -44,8 +44,18 @@ def cancel_job(services: Services, job_id: str, owner: str) -> dict[str, Any]:
 
 
 def _wake(services: Services, job_id: str) -> None:
-    """Best effort: if this fails the job is still canceling, and the workflow cancels at its next poll."""
+    """Best effort: if this fails the job is still canceling, and the workflow cancels at its next poll. A parked
+    workflow is resumed (decision 0072); one that is not parked (still planning or submitting: a create may hang on
+    the wire for minutes) is restarted, so that a poll cancels what was already sent at once (decision 0040)."""
     try:
-        wake_job(services, job_id)
+        if not wake_job(services, job_id):
+            _restart_workflow(services, services.jobs.require_job(job_id))
     except Exception:
         logger.warning("could not wake the workflow of a canceled job", extra={"job_id": job_id})
+
+
+def _restart_workflow(services: Services, job: Job) -> None:
+    if job.execution_arn:
+        services.stop_workflow(job.execution_arn)
+    arn = services.start_workflow(f"{job.id}-cancel", {"job_id": job.id})
+    services.jobs.update_job(job.id, execution_arn=arn)
