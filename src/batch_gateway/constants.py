@@ -93,6 +93,10 @@ OWNER_INDEX_SK = "created_at"
 OPEN_INDEX = "open-jobs"  # sparse: only jobs that have not ended carry OPEN_INDEX_PK
 OPEN_INDEX_PK = "open_job"
 OPEN_INDEX_SK = "created_at"
+# Sparse, keys only: chunk items that carry a provider batch id; the OpenAI webhook receiver finds a batch's job by it
+# (decision 0073).
+PROVIDER_BATCH_INDEX = "by-provider-batch"
+PROVIDER_BATCH_INDEX_PK = "provider_batch_id"
 
 # Lambda entry points: function id -> handler path inside the bundle.
 API_HANDLERS = {
@@ -120,6 +124,10 @@ WORKFLOW_HANDLERS = {
 PARK_HANDLER = "lambdas.park.handler"
 # POST /providers/openai/webhook: OpenAI's signed batch events wake the job's workflow (decision 0073).
 OPENAI_WEBHOOK_HANDLER = "lambdas.openai_webhook.handler"
+OPENAI_WEBHOOK_PATH = "/providers/openai/webhook"
+ENV_OPENAI_WEBHOOK_SECRET_ARN = "OPENAI_WEBHOOK_SECRET_ARN"  # the secret OpenAI signs the project's webhooks with
+OPENAI_WEBHOOK_SECRET_NAME = "batch-gateway/openai-webhook-secret"
+OPENAI_WEBHOOK_MAX_BYTES = 64 * 1024  # an OpenAI event is a few hundred bytes; larger bodies are refused unread
 INGEST_HANDLER = "lambdas.ingest.handler"  # S3 drop folder, fed by SQS
 SWEEPER_HANDLER = "lambdas.sweeper.handler"  # scheduled: stuck jobs and orphaned provider batches
 SWEEP_EVERY_MINUTES = 30

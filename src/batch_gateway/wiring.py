@@ -25,6 +25,7 @@ from batch_gateway.store.api_keys import DynamoDBKeyStore
 from batch_gateway.store.budgets import DynamoDBBudgetStore
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.payloads import S3PayloadStore
+from batch_gateway.store.provider_batches import ProviderBatchIndex
 
 if TYPE_CHECKING:
     from batch_gateway.providers.base import BatchProvider
@@ -156,6 +157,24 @@ def api_keys() -> ApiKeys:
     return ApiKeys(store=DynamoDBKeyStore(aws.client("dynamodb"), s.table), pepper=_pepper, rate_limit=rate)
 
 
+def openai_webhook_secret() -> str:
+    """The secret OpenAI signs the project's webhooks with (decision 0073), from Secrets Manager, cached like the
+    provider keys."""
+    from aws_lambda_powertools.utilities import parameters
+
+    arn = os.environ.get(constants.ENV_OPENAI_WEBHOOK_SECRET_ARN)
+    if not arn:
+        raise RuntimeError(f"{constants.ENV_OPENAI_WEBHOOK_SECRET_ARN} is not set")
+    value = parameters.get_secret(arn, max_age=SECRET_MAX_AGE)
+    return value.strip() if isinstance(value, str) else ""
+
+
+@cache
+def provider_batches() -> ProviderBatchIndex:
+    """Which job holds a provider batch: the table's by-provider-batch index (decision 0073)."""
+    return ProviderBatchIndex(aws.client("dynamodb"), settings().table)
+
+
 def forget_provider_keys() -> None:
     """Read provider keys from Secrets Manager again on next use (after the provider refused one)."""
     from aws_lambda_powertools.utilities import parameters
@@ -169,6 +188,7 @@ def reset() -> None:
     settings.cache_clear()
     services.cache_clear()
     api_keys.cache_clear()
+    provider_batches.cache_clear()
     _provider_with_key.cache_clear()
     _planner.cache_clear()
     aws.forget_clients()
