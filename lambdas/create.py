@@ -30,7 +30,10 @@ def create():
     def _create() -> dict:
         job = create_job(services, owner=owner, body=body)
         # JobsCreated and RequestsAccepted: counted for every creator by the job store's signals (service.signals)
-        return job_view(services, job)
+        view = job_view(services, job)
+        if job.webhook:  # the job's webhook secret: answered here only (decision 0070)
+            view["webhook"] = {**view["webhook"], "secret": job.webhook["secret"]}
+        return view
 
     view = (
         run_once(services.settings.table, owner, key, event.body or "", _create, app.lambda_context)

@@ -20,6 +20,7 @@ from stacks import grants, nag
 from stacks.config import GatewayConfig
 from stacks.functions import API_SIZING, FunctionFactory
 from stacks.storage import JOBS_PREFIX, StorageConstruct
+from stacks.webhooks import loopback_environment
 
 STAGE_NAME = "v1"
 THROTTLE_RATE = 50  # requests per second, every method
@@ -60,6 +61,12 @@ ROUTES: list[tuple[str, str, str, dict[str, bool]]] = [
     ("GET", "/budgets", "Budgets", {}),
     ("DELETE", "/budgets", "Budgets", {"method.request.querystring.owner": True}),
     ("GET", "/budget", "Budgets", {}),
+    # Webhook subscriptions (decision 0070): the caller's own.
+    ("POST", "/webhooks", "Webhooks", {}),
+    ("GET", "/webhooks", "Webhooks", {}),
+    ("GET", "/webhooks/{id}", "Webhooks", {"method.request.path.id": True}),
+    ("DELETE", "/webhooks/{id}", "Webhooks", {"method.request.path.id": True}),
+    ("POST", "/webhooks/{id}/rotate-secret", "Webhooks", {"method.request.path.id": True}),
     ("POST", "/uploads", "Uploads", {}),
     # The Anthropic-compatible door (decisions 0045, 0051): Message Batches, the key authorizer.
     ("ANY", "/anthropic/v1/{proxy+}", "AnthropicCompat", {}),
@@ -103,7 +110,10 @@ class ApiConstruct(Construct):
             )
 
         self.functions: dict[str, lambda_.Function] = {
-            "Create": api_function("Create", {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn}),
+            "Create": api_function(
+                "Create",
+                {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn, **loopback_environment(config)},
+            ),
             "Status": api_function("Status"),
             "Retrieve": api_function("Retrieve", {constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY)}),
             "List": api_function("List"),
@@ -129,6 +139,9 @@ class ApiConstruct(Construct):
         # Monthly budgets (decision 0064): budget items of the table only.
         self.functions["Budgets"] = api_function("Budgets")
         grants.budget_items(self.functions["Budgets"].role, table, storage.key, grants.BUDGETS_ADMIN)
+        # Webhook subscriptions (decision 0070): subscription items of the table only.
+        self.functions["Webhooks"] = api_function("Webhooks", loopback_environment(config))
+        grants.webhook_items(self.functions["Webhooks"].role, table, storage.key, grants.WEBHOOKS_ADMIN)
         self.rest_api = self._rest_api(config)
 
     def _grant(

@@ -20,6 +20,7 @@ from stacks.secrets import SecretsConstruct
 from stacks.signals import EMITTING_API_FUNCTIONS, EMITTING_WORKFLOW_FUNCTIONS, SignalsConstruct
 from stacks.storage import StorageConstruct
 from stacks.sweeper import SweeperConstruct
+from stacks.webhooks import WebhooksConstruct
 from stacks.workflow import WorkflowConstruct
 
 
@@ -91,6 +92,10 @@ class BatchGatewayStack(Stack):
             self.drop_folder.function,
             *(self.workflow.functions[f] for f in EMITTING_WORKFLOW_FUNCTIONS),
             self.sweeper.function,
+        )
+        # Webhooks (decisions 0070, 0071): the bus's job events to owners' subscriptions and jobs' own webhooks.
+        self.webhooks = WebhooksConstruct(
+            self, "Webhooks", config=config, functions=self.functions, storage=self.storage, bus=self.signals.bus
         )
         self.alarms = AlarmsConstruct(
             self,

@@ -64,6 +64,13 @@ ENV_PRICE_OVERRIDES_PARAMETER = "PRICE_OVERRIDES_PARAMETER"  # SSM parameter of 
 ENV_RETRY_DEFAULT = "RETRY_DEFAULT"  # JSON: the retry option of jobs that give none (decision 0066); unset: off
 RETRY_OUTCOMES = ("expired", "rate_limited", "overloaded", "server_error")  # what a job's `retry.on` may name
 RETRY_MAX_ATTEMPTS = 5  # the most `retry.max_attempts` may be
+# Webhooks (decisions 0070, 0071): "true" lets webhook URLs use plain http to loopback (context webhook_loopback_http:
+# the local stack's template only); the seconds between delivery attempts (context webhook_retry_schedule, about 24 h
+# in all; after the last attempt the dead-letter queue); the webhook queue (fan-out and delivery messages).
+ENV_WEBHOOK_LOOPBACK_HTTP = "WEBHOOK_LOOPBACK_HTTP"
+ENV_WEBHOOK_RETRY_SCHEDULE = "WEBHOOK_RETRY_SCHEDULE_SECONDS"
+ENV_WEBHOOK_QUEUE_URL = "WEBHOOK_QUEUE_URL"
+DEFAULT_WEBHOOK_RETRY_SCHEDULE = "5,300,1800,7200,18000,36000,36000"
 ENV_KEY_RATE_LIMIT = "API_KEY_RATE_LIMIT"  # requests per second per gateway key (KeyAuthorizer; decision 0046)
 DEFAULT_KEY_RATE_LIMIT = 20
 
@@ -110,6 +117,7 @@ API_HANDLERS = {
     "Keys": "lambdas.keys.handler",
     "Budgets": "lambdas.budgets.handler",
     "Uploads": "lambdas.uploads.handler",
+    "Webhooks": "lambdas.webhooks.handler",  # subscriptions (decision 0070)
 }
 AUTHORIZER_HANDLER = "lambdas.authorizer.handler"  # the compatible doors' REQUEST authorizer, function KeyAuthorizer
 WORKFLOW_HANDLERS = {
@@ -128,6 +136,8 @@ OPENAI_WEBHOOK_PATH = "/providers/openai/webhook"
 ENV_OPENAI_WEBHOOK_SECRET_ARN = "OPENAI_WEBHOOK_SECRET_ARN"  # the secret OpenAI signs the project's webhooks with
 OPENAI_WEBHOOK_SECRET_NAME = "batch-gateway/openai-webhook-secret"
 OPENAI_WEBHOOK_MAX_BYTES = 64 * 1024  # an OpenAI event is a few hundred bytes; larger bodies are refused unread
+# The webhook queue's consumer: fans bus events out to targets and delivers them (decisions 0070, 0071).
+WEBHOOK_DELIVERY_HANDLER = "lambdas.webhook_deliveries.handler"
 INGEST_HANDLER = "lambdas.ingest.handler"  # S3 drop folder, fed by SQS
 SWEEPER_HANDLER = "lambdas.sweeper.handler"  # scheduled: stuck jobs and orphaned provider batches
 SWEEP_EVERY_MINUTES = 30

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from batch_gateway.models.pricing import PriceTable, file_table
 from batch_gateway.service.api_keys import ApiKeys
 from batch_gateway.service.context import Services
 from batch_gateway.service.signals import signalling
+from batch_gateway.service.webhooks import Deliverer
 from batch_gateway.settings import Settings
 from batch_gateway.store import aws
 from batch_gateway.store.api_keys import DynamoDBKeyStore
@@ -26,6 +28,8 @@ from batch_gateway.store.budgets import DynamoDBBudgetStore
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.payloads import S3PayloadStore
 from batch_gateway.store.provider_batches import ProviderBatchIndex
+from batch_gateway.store.webhook_queue import WebhookQueue
+from batch_gateway.store.webhooks import DynamoDBWebhookStore
 
 if TYPE_CHECKING:
     from batch_gateway.providers.base import BatchProvider
@@ -157,6 +161,34 @@ def api_keys() -> ApiKeys:
     return ApiKeys(store=DynamoDBKeyStore(aws.client("dynamodb"), s.table), pepper=_pepper, rate_limit=rate)
 
 
+@cache
+def webhooks() -> DynamoDBWebhookStore:
+    """Owners' webhook subscriptions (decision 0070)."""
+    return DynamoDBWebhookStore(aws.client("dynamodb"), settings().table)
+
+
+def webhook_deliverer(counted: Callable[[str, int], None]) -> Deliverer:
+    """The webhook queue's consumer (decision 0071): the subscriptions, the jobs (their own webhooks), the queue."""
+    return _deliverer(counted)
+
+
+@cache
+def _deliverer(counted: Callable[[str, int], None]) -> Deliverer:
+    s = settings()
+    if not s.webhook_queue_url:
+        raise RuntimeError(f"{constants.ENV_WEBHOOK_QUEUE_URL} is not set")
+    queue = WebhookQueue(s.webhook_queue_url)
+    return Deliverer(
+        store=webhooks(),
+        jobs=DynamoDBJobStore(aws.client("dynamodb"), s.table),
+        allow_loopback_http=s.webhook_loopback_http,
+        retry_schedule=s.webhook_retry_schedule,
+        enqueue=queue.enqueue,
+        retry_later=queue.retry_later,
+        counted=counted,
+    )
+
+
 def openai_webhook_secret() -> str:
     """The secret OpenAI signs the project's webhooks with (decision 0073), from Secrets Manager, cached like the
     provider keys."""
@@ -189,6 +221,8 @@ def reset() -> None:
     services.cache_clear()
     api_keys.cache_clear()
     provider_batches.cache_clear()
+    webhooks.cache_clear()
+    _deliverer.cache_clear()
     _provider_with_key.cache_clear()
     _planner.cache_clear()
     aws.forget_clients()

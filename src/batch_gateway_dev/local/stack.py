@@ -32,6 +32,8 @@ from batch_gateway_dev.local.front import ApiFront, Principal
 from batch_gateway_dev.local.lambda_runtime import ENVIRONMENTS_FILE
 from batch_gateway_dev.local.resources import create_table
 from batch_gateway_dev.local.service_principals import service_user_name
+from batch_gateway_dev.local.sqs_poller import Mapping as SqsMapping
+from batch_gateway_dev.local.sqs_poller import SqsPoller
 from batch_gateway_dev.local.template import REPO_ROOT, Template, resolve, synthesized_template
 
 REGION = "us-east-1"
@@ -117,6 +119,9 @@ class LocalStack:
         self._api_arn = ""
         self._iam: Any = None
         self._generation = 0
+        self._sqs_mappings: list[SqsMapping] = []
+        self._sqs_poller: SqsPoller | None = None
+        self._lambda_service: CallerCredentials | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
 
@@ -148,6 +153,9 @@ class LocalStack:
                 retries={"max_attempts": 0, "total_max_attempts": 1}, read_timeout=60, max_pool_connections=50
             ),
         )
+        self._sqs_poller = SqsPoller(
+            self._sqs_mappings, sqs_for=self._sqs_as_role_of, lambda_client=self._lambda, region=REGION
+        ).start()
         self.front = ApiFront(
             template.routes(),
             invoke=self._invoke_api,
@@ -163,6 +171,9 @@ class LocalStack:
         if self.front:
             self.front.stop()
             self.front = None
+        if self._sqs_poller:
+            self._sqs_poller.stop()
+            self._sqs_poller = None
         if self.simulator:
             self.simulator.stop()
             self.simulator = None
@@ -250,6 +261,29 @@ class LocalStack:
             self._callers_by_name[name] = credentials
             self._callers[credentials.access_key] = credentials
         return credentials
+
+    def _sqs_as_role_of(self, function: str) -> Any:
+        """An SQS client with the credentials of ``function``'s role: Lambda polls a queue as the function's role."""
+        role = self.client("lambda").get_function_configuration(FunctionName=function)["Role"]
+        with self._lock:  # the stand-in for the Lambda service: it may assume only roles that trust Lambda
+            if self._lambda_service is None:
+                self._lambda_service = self._create_user(
+                    service_user_name("lambda.amazonaws.com"),
+                    _policy(
+                        {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": f"arn:aws:iam::{ACCOUNT}:role/*"}
+                    ),
+                )
+        keys = self.client("sts", self._lambda_service).assume_role(RoleArn=role, RoleSessionName="sqs-poller")[
+            "Credentials"
+        ]
+        return boto3.client(
+            "sqs",
+            endpoint_url=self.aws_endpoint_url,
+            region_name=REGION,
+            aws_access_key_id=keys["AccessKeyId"],
+            aws_secret_access_key=keys["SecretAccessKey"],
+            aws_session_token=keys["SessionToken"],
+        )
 
     def _identify(self, access_key: str) -> CallerCredentials | None:
         return self._callers.get(access_key)
@@ -516,13 +550,19 @@ class LocalStack:
                 Environment={"Variables": {k: str(res(v)) for k, v in function.environment.items()}},
             )
             self.functions[function.logical_id] = function.handler
+        # SQS event sources run as Lambda's pollers do (receive with the function's role, invoke, delete; the queue's
+        # redrive policy dead-letters): local/sqs_poller.py, started with the stack.
         for mapping in template.of_type("AWS::Lambda::EventSourceMapping").values():
             props = res(mapping["Properties"])
-            lam.create_event_source_mapping(
-                EventSourceArn=props["EventSourceArn"],
-                FunctionName=props["FunctionName"],
-                BatchSize=int(props.get("BatchSize", 10)),
-                FunctionResponseTypes=props.get("FunctionResponseTypes", []),
+            arn = str(props["EventSourceArn"])
+            self._sqs_mappings.append(
+                SqsMapping(
+                    queue_arn=arn,
+                    queue_url=sqs.get_queue_url(QueueName=arn.rsplit(":", 1)[1])["QueueUrl"],
+                    function=str(props["FunctionName"]),
+                    batch_size=int(props.get("BatchSize", 10)),
+                    report_item_failures="ReportBatchItemFailures" in (props.get("FunctionResponseTypes") or []),
+                )
             )
         for notifications in template.of_type("Custom::S3BucketNotifications").values():
             props = notifications["Properties"]
