@@ -15,6 +15,7 @@ from stacks.dashboard import DashboardConstruct
 from stacks.drop_folder import DropFolderConstruct
 from stacks.encryption import CustomerKey
 from stacks.functions import FunctionFactory
+from stacks.openai_push import OpenAIPushConstruct
 from stacks.pricing import PricingConstruct
 from stacks.secrets import SecretsConstruct
 from stacks.signals import EMITTING_API_FUNCTIONS, EMITTING_WORKFLOW_FUNCTIONS, SignalsConstruct
@@ -75,6 +76,20 @@ class BatchGatewayStack(Stack):
                 },
             )
             if config.bedrock_enabled
+            else None
+        )
+        # OpenAI's batch webhooks wake the job's workflow at once (decision 0073): only with the openai provider.
+        self.openai_push = (
+            OpenAIPushConstruct(
+                self,
+                "OpenAIPush",
+                functions=self.functions,
+                rest_api=self.api.rest_api,
+                table=self.storage.table,
+                key=key,
+                state_machine=self.workflow.state_machine,
+            )
+            if "openai" in config.providers
             else None
         )
         self.pricing = PricingConstruct(self, "Pricing", overrides=config.price_overrides)

@@ -19,6 +19,7 @@ ALL_HANDLERS = {
     "Sweeper": constants.SWEEPER_HANDLER,
     "KeyAuthorizer": constants.AUTHORIZER_HANDLER,
     "Park": constants.PARK_HANDLER,
+    "OpenAIWebhook": constants.OPENAI_WEBHOOK_HANDLER,
 }
 FUNCTION_SCOPES = {
     **{f: "Api" for f in constants.API_HANDLERS},
@@ -27,6 +28,7 @@ FUNCTION_SCOPES = {
     "Sweeper": "Sweeper",
     "KeyAuthorizer": "Api",
     "Park": "Workflow",
+    "OpenAIWebhook": "OpenAIPush",
 }
 # CDK's singleton custom resource that writes the bucket's notification configuration at deploy time.
 CDK_NOTIFICATIONS_HANDLER = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"
