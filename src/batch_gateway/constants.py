@@ -97,7 +97,7 @@ TABLE_SK = "sk"
 OWNER_INDEX = "by-owner"
 OWNER_INDEX_PK = "owner"
 OWNER_INDEX_SK = "created_at"
-OPEN_INDEX = "open-jobs"  # sparse: only jobs that have not ended carry OPEN_INDEX_PK
+OPEN_INDEX = "open-jobs"  # sparse: OPEN_INDEX_PK "open" (not ended) or "unannounced" (ended, end event not sent)
 OPEN_INDEX_PK = "open_job"
 OPEN_INDEX_SK = "created_at"
 # Sparse, keys only: chunk items that carry a provider batch id; the OpenAI webhook receiver finds a batch's job by it

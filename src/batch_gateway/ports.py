@@ -55,6 +55,11 @@ class JobStore(Protocol):
         """Jobs that have not ended, oldest first."""
         ...
 
+    def unannounced_job_ids(self) -> list[str]:
+        """Ended jobs whose ``signalled_status`` is not their status (the end's event has not gone out), oldest
+        first; read from an index, never a scan."""
+        ...
+
     def claim_marker(
         self, marker: str, attributes: dict[str, Any], *, token: str, job_id: str, now: datetime, lease_until: datetime
     ) -> tuple[bool, dict[str, Any]]:

@@ -259,6 +259,12 @@ class Job(Record):
     budget: dict[str, Any] | None = None
     # The highest progress mark (25, 50, 75 % of items done) announced on the bus (service.signals, decision 0068).
     progress_signalled: int = 0
+    # At-least-once status events (decision 0068): the last status whose event went out (recorded after it did,
+    # only while it is the job's status, so it never moves backwards) and the status the last status write replaced
+    # (recorded by that write itself). A job whose status is not its signalled_status announces it at its next write,
+    # an ended one by the sweeper.
+    signalled_status: JobStatus | None = None
+    previous_status: JobStatus | None = None
     # The job's own webhook (service.webhooks, decision 0070): {"url", "events", "secret"}; the secret is answered by
     # create only, never by a job view, an event or a log.
     webhook: dict[str, Any] | None = None

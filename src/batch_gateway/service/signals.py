@@ -3,21 +3,24 @@ metrics that go with them (decisions 0068, 0069).
 
 One place: ``SignallingJobStore`` wraps the job store (``wiring.services`` installs it), so every writer that
 creates a job or changes its status or its counts - create and the doors, Ingest, Submit, Poll, Finalize,
-MarkFailed, cancel, the sweeper - signals without a call of its own. ``job_changed(services, before, after)`` says
+MarkFailed, cancel, the sweeper - signals without a call of its own. ``job_changed(services, after, ...)`` says
 what a change implies.
 
-Delivery: an emit that fails (after boto3's own retries) is logged and counted (``SignalsFailed``, alarmed) and
-does not fail the step that changed the job - the job's change is already written, and failing the step would not
-bring the event back (the retried step finds the status changed and writes nothing). A progress mark is recorded
-(``progress_signalled``) only after its event went out, so a failed one is sent again at the next poll.
+Delivery (at least once for status events): the job item records ``signalled_status``, the last status whose event
+went out, after the emit and only while it is still the job's status. An emit that fails (after boto3's own
+retries) is logged and counted (``SignalsFailed``, alarmed), does not fail the step that changed the job, and leaves
+the status unannounced: the job's next write by any step sends its current status again (same ``event_id``), and an
+ended job - which no step writes again - is listed in the open-jobs index's ``unannounced`` partition until then,
+where the sweeper finds it (``announce_status``). A progress mark is recorded (``progress_signalled``) only after
+its event went out, so a failed one is sent again at the next poll.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from aws_lambda_powertools import Logger
 
@@ -33,6 +36,7 @@ from batch_gateway.constants import (
     METRIC_SIGNALS_FAILED,
     PROGRESS_MARKS,
 )
+from batch_gateway.contract.errors import ConflictError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, iso
 from batch_gateway.models.pricing import zero_cost
 from batch_gateway.ports import JobStore
@@ -88,14 +92,22 @@ def _emit(services: Services, detail_type: str, body: dict[str, Any]) -> bool:
     return True
 
 
-def job_changed(services: Services, before: Job | None, after: Job, *, store: JobStore | None = None) -> None:
-    """Emit what a written change implies: a status event when the status is new, progress events for marks the
-    job passed and has not announced, and the job metrics. ``store`` records the progress marks (default: the
-    services' job store)."""
-    previous = before.status if before is not None else None
-    if previous is not after.status:
-        _emit(services, EVENT_STATUS_CHANGED, detail(services, after, previous=previous, progress=None))
-        _status_metrics(before, after)
+def job_changed(
+    services: Services,
+    after: Job,
+    *,
+    created: bool = False,
+    status_written: bool = False,
+    store: JobStore | None = None,
+) -> None:
+    """Emit what a written job implies: its status event while that status is not announced (a new status, or one
+    whose event failed before), progress events for marks the job passed and has not announced, and the job metrics
+    when the write created the job or set its status. ``store`` records what went out (default: the services' job
+    store)."""
+    store = store or services.jobs
+    if created or status_written:
+        _status_metrics(created, after)
+    announce_status(services, after, store=store)
     if after.status.terminal:
         return
     percent = done_percent(after)
@@ -103,11 +115,26 @@ def job_changed(services: Services, before: Job | None, after: Job, *, store: Jo
     for mark in marks:
         if not _emit(services, EVENT_PROGRESS, detail(services, after, previous=None, progress=mark)):
             return  # not recorded: the next change (poll) sends it again
-        (store or services.jobs).update_job(after.id, progress_signalled=mark)
+        store.update_job(after.id, progress_signalled=mark)
 
 
-def _status_metrics(before: Job | None, after: Job) -> None:
-    if before is None:
+def announce_status(services: Services, job: Job, *, store: JobStore | None = None) -> bool:
+    """Send ``job``'s status event unless ``signalled_status`` says it went out, then record it - only while it is
+    still the job's status, so a slower writer never moves the record backwards. False when the emit failed (the
+    status stays unannounced: the job's next write, or for an ended job the sweeper, sends it again, same id)."""
+    if job.signalled_status is job.status:
+        return True
+    if not _emit(services, EVENT_STATUS_CHANGED, detail(services, job, previous=job.previous_status, progress=None)):
+        return False
+    try:
+        (store or services.jobs).update_job(job.id, expect=[job.status], signalled_status=job.status)
+    except ConflictError:
+        pass  # the job moved on meanwhile: the write that moved it announces its newer status
+    return True
+
+
+def _status_metrics(created: bool, after: Job) -> None:
+    if created:
         metrics.record(METRIC_JOBS_CREATED)
         if after.request_counts.total:
             metrics.record(METRIC_REQUESTS_ACCEPTED, after.request_counts.total)
@@ -119,30 +146,34 @@ def _status_metrics(before: Job | None, after: Job) -> None:
             metrics.record(METRIC_JOB_COST, after.cost_usd, metrics.NONE)
 
 
-class SignallingJobStore(JobStore):
-    """A job store that calls ``on_change(before, after)`` after each write that creates a job or sets its status
-    or request counts. ``before`` is read just before a status change (None for a new job; for a counts-only write
-    it is ``after``'s own status: no status event). Everything else passes straight through."""
+class Changed(Protocol):
+    def __call__(self, after: Job, *, created: bool, status_written: bool) -> None: ...
 
-    def __init__(self, inner: JobStore, on_change: Callable[[Job | None, Job], None]) -> None:
+
+class SignallingJobStore(JobStore):
+    """A job store that calls ``on_change(after, created=..., status_written=...)`` after each write that creates a
+    job, sets its status or request counts, or leaves a job whose status is not announced yet (``signalled_status``
+    differs: an earlier emit failed; any step's next write sends it again). Everything else passes straight
+    through."""
+
+    def __init__(self, inner: JobStore, on_change: Changed) -> None:
         self.inner = inner
         self._on_change = on_change
 
     def put_new_job(self, job: Job) -> None:
         self.inner.put_new_job(job)
-        self._changed(None, job)
+        self._changed(job, created=True, status_written=False)
 
     def update_job(self, job_id: str, *, expect: Iterable[JobStatus] | None = None, **fields: Any) -> Job:
-        if "status" not in fields and "request_counts" not in fields:
-            return self.inner.update_job(job_id, expect=expect, **fields)
-        before = self.inner.get_job(job_id) if "status" in fields else None
         after = self.inner.update_job(job_id, expect=expect, **fields)
-        self._changed(before if before is not None else after, after)
+        status_written = fields.get("status") is not None
+        if status_written or "request_counts" in fields or after.signalled_status is not after.status:
+            self._changed(after, created=False, status_written=status_written)
         return after
 
-    def _changed(self, before: Job | None, after: Job) -> None:
+    def _changed(self, after: Job, *, created: bool, status_written: bool) -> None:
         try:
-            self._on_change(before, after)
+            self._on_change(after, created=created, status_written=status_written)
         except Exception as error:  # the write stands: a signal never fails the step that changed the job
             logger.error("job signals failed", extra={"job_id": after.id, "error_type": type(error).__name__})
             metrics.record(METRIC_SIGNALS_FAILED)
@@ -160,6 +191,9 @@ class SignallingJobStore(JobStore):
 
     def open_job_ids(self) -> list[str]:
         return self.inner.open_job_ids()
+
+    def unannounced_job_ids(self) -> list[str]:
+        return self.inner.unannounced_job_ids()
 
     def claim_marker(
         self, marker: str, attributes: dict[str, Any], *, token: str, job_id: str, now: datetime, lease_until: datetime
@@ -206,5 +240,10 @@ class SignallingJobStore(JobStore):
 def signalling(services: Services) -> Services:
     """``services`` whose job store signals every change (``wiring.services`` and tests call this once)."""
     inner = services.jobs
-    services.jobs = SignallingJobStore(inner, lambda before, after: job_changed(services, before, after, store=inner))
+    services.jobs = SignallingJobStore(
+        inner,
+        lambda after, *, created, status_written: job_changed(
+            services, after, created=created, status_written=status_written, store=inner
+        ),
+    )
     return services
