@@ -11,8 +11,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from batch_gateway import wiring
 from batch_gateway.edge.entry import workflow_handler
-from batch_gateway.edge.observability import metrics
-from batch_gateway.service.webhooks import handle_message
+from batch_gateway.edge.observability import logger, metrics
+from batch_gateway.service.webhooks import DeliveryFailedError, handle_message
 
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)  # report, not raise
 
@@ -23,7 +23,13 @@ def _count(name: str, value: int) -> None:
 
 def _record(record: SQSRecord) -> None:
     receives = int(record.attributes.approximate_receive_count or 1)
-    handle_message(wiring.webhook_deliverer(_count), record.body, record.receipt_handle, receives)
+    try:
+        handle_message(wiring.webhook_deliverer(_count), record.body, record.receipt_handle, receives)
+    except DeliveryFailedError:
+        raise  # logged where it failed; the message waits for its next attempt
+    except Exception as error:  # the message is retried (and dead-lettered after the queue's max receives)
+        logger.exception("webhook message failed", extra={"error_type": type(error).__name__})
+        raise
 
 
 handler = workflow_handler(

@@ -48,7 +48,7 @@ def test_a_jobs_webhook_gets_signed_deliveries_of_every_status_change_that_verif
     with pytest.raises(WebhookVerificationError):
         verify_webhook(received[0].body, received[0].headers, "whsec_" + "A" * 43)  # another secret
     with pytest.raises(WebhookVerificationError):
-        verify_webhook(received[0].body.replace(b"finished", b"canceled"), received[0].headers, secret)
+        verify_webhook(received[0].body.replace(b'"job_id"', b'"job_ID"'), received[0].headers, secret)  # tampered
 
 
 def test_a_subscription_gets_its_owners_events_and_a_delivery_that_fails_twice_arrives_with_the_same_id(alice, bob):

@@ -18,6 +18,7 @@ ALL_HANDLERS = {
     "Ingest": constants.INGEST_HANDLER,
     "Sweeper": constants.SWEEPER_HANDLER,
     "KeyAuthorizer": constants.AUTHORIZER_HANDLER,
+    "WebhookDeliveries": constants.WEBHOOK_DELIVERY_HANDLER,
     "Park": constants.PARK_HANDLER,
     "OpenAIWebhook": constants.OPENAI_WEBHOOK_HANDLER,
 }
@@ -27,6 +28,7 @@ FUNCTION_SCOPES = {
     "Ingest": "DropFolder",
     "Sweeper": "Sweeper",
     "KeyAuthorizer": "Api",
+    "WebhookDeliveries": "Webhooks",
     "Park": "Workflow",
     "OpenAIWebhook": "OpenAIPush",
 }

@@ -22,6 +22,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway.constants import METRIC_WEBHOOK_DELIVERIES, METRIC_WEBHOOK_FAILURES
 from batch_gateway.contract.errors import InvalidRequestError, NotFoundError
 from batch_gateway.models.jobs import iso, utcnow
 from batch_gateway.models.webhooks import (
@@ -282,11 +283,11 @@ def handle_message(deliverer: Deliverer, body: str, receipt_handle: str, receive
         reason = f"refused: {exc}"
     where = {"job_id": delivery.get("job_id"), "webhook_id": delivery.get("id"), "attempt": receive_count}
     if reason is None:
-        deliverer.counted("WebhookDeliveries", 1)
+        deliverer.counted(METRIC_WEBHOOK_DELIVERIES, 1)
         logger.info("webhook delivered" if outcome else "webhook target gone", extra=where)
         return
     logger.warning("webhook delivery failed", extra={**where, "reason": reason[:300]})
-    deliverer.counted("WebhookFailures", 1)
+    deliverer.counted(METRIC_WEBHOOK_FAILURES, 1)
     schedule = deliverer.retry_schedule
     # receive n failed: wait schedule[n-1] before receive n + 1; after the last step the next receive dead-letters it
     wait = schedule[receive_count - 1] if receive_count <= len(schedule) else 0

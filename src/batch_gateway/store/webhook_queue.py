@@ -11,7 +11,6 @@ from botocore.config import Config
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-SEND_BATCH = 10  # SendMessageBatch's most entries
 MAX_VISIBILITY_SECONDS = 12 * 3600  # ChangeMessageVisibility's most
 
 
@@ -27,15 +26,9 @@ class WebhookQueue:
         self.queue_url = queue_url
 
     def enqueue(self, bodies: list[str]) -> None:
-        """Every body onto the queue (``RuntimeError`` naming the count when SQS refused some)."""
-        for start in range(0, len(bodies), SEND_BATCH):
-            part = bodies[start : start + SEND_BATCH]
-            answer = _sqs().send_message_batch(
-                QueueUrl=self.queue_url,
-                Entries=[{"Id": str(i), "MessageBody": body} for i, body in enumerate(part)],
-            )
-            if answer.get("Failed"):
-                raise RuntimeError(f"SQS refused {len(answer['Failed'])} of {len(part)} webhook delivery messages")
+        """Every body onto the queue, one SendMessage each (a bus event makes a few: its targets)."""
+        for body in bodies:
+            _sqs().send_message(QueueUrl=self.queue_url, MessageBody=body)
 
     def retry_later(self, receipt_handle: str, seconds: int) -> None:
         """The message comes back (is received again) after ``seconds``."""
