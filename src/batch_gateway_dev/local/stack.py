@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -28,6 +29,7 @@ from typing import Any, TypedDict
 import boto3
 import requests
 
+from batch_gateway.constants import OPENAI_WEBHOOK_PATH, OPENAI_WEBHOOK_SECRET_NAME
 from batch_gateway_dev.local.front import ApiFront, Principal
 from batch_gateway_dev.local.lambda_runtime import ENVIRONMENTS_FILE
 from batch_gateway_dev.local.resources import create_table
@@ -121,6 +123,7 @@ class LocalStack:
         self._generation = 0
         self._sqs_mappings: list[SqsMapping] = []
         self._sqs_poller: SqsPoller | None = None
+        self.openai_webhook_secret: str | None = None  # the OpenAIWebhookSecret's value, when openai is enabled
         self._lambda_service: CallerCredentials | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
@@ -165,6 +168,9 @@ class LocalStack:
             host=self.host,
             port=self.port,
         ).start()
+        if self.simulator and self.openai_webhook_secret:
+            # OpenAI's project webhook, pointed at this stack's receiver (decision 0073), as an operator sets it up.
+            self.simulator.push_openai_webhooks(self.openai_webhook_url, self.openai_webhook_secret)
         return self
 
     def stop(self) -> None:
@@ -192,6 +198,13 @@ class LocalStack:
 
     def __exit__(self, *_: Any) -> None:
         self.stop()
+
+    @property
+    def openai_webhook_url(self) -> str:
+        """Where OpenAI's batch webhooks go: this stack's receiver, ``POST /providers/openai/webhook``."""
+        if self.front is None:
+            raise RuntimeError("the local stack is not started")
+        return f"{self.front.url}{OPENAI_WEBHOOK_PATH}"
 
     def info(self) -> dict[str, Any]:
         caller = self.caller(DEFAULT_CALLER)
@@ -491,8 +504,12 @@ class LocalStack:
         secrets = self.client("secretsmanager")
         for logical_id, secret in template.of_type("AWS::SecretsManager::Secret").items():
             name = str(secret["Properties"].get("Name") or logical_id)
-            provider = next((p for p in PROVIDER_KEY_VARS if p in name.lower()), None)
-            value = (self._provider_keys.get(provider) if provider else None) or "simulator-key"
+            if name == OPENAI_WEBHOOK_SECRET_NAME:
+                # As OpenAI shows a project webhook's secret; the simulator signs its batch webhooks with it.
+                value = self.openai_webhook_secret = "whsec_" + base64.b64encode(os.urandom(32)).decode()
+            else:
+                provider = next((p for p in PROVIDER_KEY_VARS if p in name.lower()), None)
+                value = (self._provider_keys.get(provider) if provider else None) or "simulator-key"
             refs[logical_id] = secrets.create_secret(Name=name, SecretString=value)["ARN"]
         ssm = self.client("ssm")
         for logical_id, parameter in template.of_type("AWS::SSM::Parameter").items():
