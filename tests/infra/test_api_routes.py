@@ -22,6 +22,11 @@ EXPECTED_ROUTES = {
     ("DELETE", "/budgets"): "Budgets",
     ("GET", "/budget"): "Budgets",
     ("POST", "/uploads"): "Uploads",
+    ("POST", "/webhooks"): "Webhooks",  # decision 0070
+    ("GET", "/webhooks"): "Webhooks",
+    ("GET", "/webhooks/{id}"): "Webhooks",
+    ("DELETE", "/webhooks/{id}"): "Webhooks",
+    ("POST", "/webhooks/{id}/rotate-secret"): "Webhooks",
     ("ANY", "/anthropic/v1/{proxy+}"): "AnthropicCompat",
     ("ANY", "/openai/v1/{proxy+}"): "OpenAICompat",
     ("POST", "/providers/openai/webhook"): "OpenAIWebhook",  # decision 0073
