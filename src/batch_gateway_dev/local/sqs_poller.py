@@ -94,9 +94,8 @@ class SqsPoller:
         failed: set[str] = set()
         if mapping.report_item_failures and isinstance(payload, dict):
             failed = {str(f.get("itemIdentifier")) for f in payload.get("batchItemFailures") or []}
-        done = [m for m in messages if m["MessageId"] not in failed]
-        if done:
-            sqs.delete_message_batch(
-                QueueUrl=mapping.queue_url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
-            )
+        # One DeleteMessage each: moto's IAM asks for sqs:DeleteMessageBatch on a batch, which AWS authorizes as
+        # sqs:DeleteMessage (the only one the role has, as deployed).
+        for message in messages:
+            if message["MessageId"] not in failed:
+                sqs.delete_message(QueueUrl=mapping.queue_url, ReceiptHandle=message["ReceiptHandle"])
