@@ -4,7 +4,7 @@
 Exit code 0 even when a target fails: the table says FAIL and summary.json has ``"all_targets_met": false``.
 Loopback only, except that the Lambda bundles are built with pip the first time (then cached in bench/.cache/).
 
-Options: ``--only create,collect,imports,history,assets,submit,compat,estimate`` runs a subset (summary.json is then
+Options: ``--only create,collect,imports,history,assets,submit,compat,estimate,lag`` runs a subset (summary.json is then
 written to ``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into summary.json, keeping
 the others and saying which steps were rerun when); ``--profile`` also writes cProfile stats of one create and one
 100,000-line collect to ``bench/.cache/profiles/``.
@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import assets_bench, imports_bench, workflow_bench
+from bench import assets_bench, imports_bench, lag_bench, workflow_bench
 from bench.common import (
     CACHE_DIR,
     MB,
@@ -39,7 +39,7 @@ from bench.common import (
     simulator_process,
 )
 
-STEPS = ("history", "assets", "imports", "create", "collect", "submit", "compat", "estimate")
+STEPS = ("history", "assets", "imports", "create", "collect", "submit", "compat", "estimate", "lag")
 CREATE_N = 85_000  # the largest round number whose API Gateway event fits Lambda's 6 MB (a 5.8 MB body)
 COLLECT_SIZES = (10_000, 50_000, 100_000)
 BEDROCK_COLLECT_N = 50_000  # Bedrock's default maximum records per job: one job's output file
@@ -338,6 +338,27 @@ def step_estimate(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return values, details
 
 
+def step_lag(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Notice lag (issue 14): 1,000 simulated provider batches polled by the real poll_schedule, in this process
+    (discrete events, seconds of CPU); transitions from the synthesized definition. bench/lag_bench.py says the model;
+    the whole result is also written to bench/results/lag.json."""
+    result = lag_bench.measure(step_template(ctx))
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    (RESULTS_DIR / "lag.json").write_text(json.dumps(result, indent=1) + "\n")
+    a, b = result["anthropic_like"], result["openai_like"]
+    values = {
+        "lag_p95_s_anthropic_like": a["lag_p95_s"],
+        "lag_p95_s_openai_like": b["lag_p95_s"],
+        "transitions_per_24h_job": max(a["transitions_24h_job_max"] or 0, b["transitions_24h_job_max"] or 0),
+        "lag_p50_s_anthropic_like": a["lag_p50_s"],
+        "lag_max_s_anthropic_like": a["lag_max_s"],
+        "lag_p50_s_openai_like": b["lag_p50_s"],
+        "lag_max_s_openai_like": b["lag_max_s"],
+        "transitions_per_poll_cycle": result["transitions"]["per_poll_cycle"],
+    }
+    return values, result
+
+
 STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]] = {
     "history": step_history,
     "assets": step_assets,
@@ -347,6 +368,7 @@ STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[
     "submit": step_submit,
     "compat": step_compat,
     "estimate": step_estimate,
+    "lag": step_lag,
 }
 
 # --- targets -------------------------------------------------------------------------------------------------------
@@ -401,6 +423,12 @@ def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[s
     check("compat_create_ratio", f"<= {COMPAT_MAX_RATIO} x native create", lambda v: v <= COMPAT_MAX_RATIO)
     check("compat_create_ratio_anthropic", f"<= {COMPAT_MAX_RATIO} x native create", lambda v: v <= COMPAT_MAX_RATIO)
     check("estimate_dry_run_ratio", f"<= {ESTIMATE_MAX_RATIO} x create", lambda v: v <= ESTIMATE_MAX_RATIO)
+    a_lag, b_lag, most = (
+        lag_bench.TARGETS[k] for k in ("anthropic_like_p95_lag_s", "openai_like_p95_lag_s", "transitions_per_24h_job")
+    )
+    check("lag_p95_s_anthropic_like", f"<= {a_lag} s (no push)", lambda v: v <= a_lag)
+    check("lag_p95_s_openai_like", f"<= {b_lag} s (provider push)", lambda v: v <= b_lag)
+    check("transitions_per_24h_job", f"<= {most}", lambda v: v <= most)
     return result
 
 

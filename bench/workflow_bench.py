@@ -40,6 +40,16 @@ EVENTS_PER_STATE = {
     "Succeed": ("SucceedStateEntered", "SucceedStateExited"),
     "Fail": ("FailStateEntered",),
 }
+# A parked task that times out: the Lambda that stores the token is invoked and answers (TaskSubmitted), then the
+# callback never comes and the task times out into its Catch.
+PARK_TIMED_OUT_EVENTS = (
+    "TaskStateEntered",
+    "TaskScheduled",
+    "TaskStarted",
+    "TaskSubmitted",
+    "TaskTimedOut",
+    "TaskStateExited",
+)
 
 
 # --- the definition from the template --------------------------------------------------------------------------
@@ -161,6 +171,8 @@ def task_model(schedule: str, batch_seconds: int) -> Callable[[str, dict[str, An
             return WorkflowState(
                 job_id=current.job_id, polls=polls, wait_seconds=settings.wait_after(polls), done=clock >= batch_seconds
             ).out()
+        if step == "retry":  # nothing to retry: straight on to Finalize (decision 0066)
+            return WorkflowState(job_id=current.job_id, polls=current.polls, done=True).out()
         if step == "finalize":
             return {"job_id": current.job_id, "status": "finished"}
         raise ValueError(f"no model for the task {handler!r}")
@@ -191,9 +203,15 @@ def walk(
             raise ValueError(f"state type {kind} not supported by the bench walker")
         transitions += 1
         entered[name] += 1
-        events.update(EVENTS_PER_STATE[kind])
+        parks = kind == "Task" and task_handlers[name].endswith(".park")
+        events.update(PARK_TIMED_OUT_EVENTS if parks else EVENTS_PER_STATE[kind])
         next_name = spec.get("Next")
-        if kind == "Task":
+        if parks:
+            # Park (decision 0072) waits for a wake that, in this model, never comes: its task times out after
+            # $.wait_seconds and its Catch goes on to Poll with the state unchanged.
+            clock += float(_path(state, spec["TimeoutSecondsPath"]))
+            next_name = next(c["Next"] for c in spec["Catch"] if "States.Timeout" in c["ErrorEquals"])
+        elif kind == "Task":
             state = run_task(task_handlers[name], state, clock)
         elif kind == "Wait":
             seconds = spec["Seconds"] if "Seconds" in spec else _path(state, spec["SecondsPath"])

@@ -29,9 +29,11 @@ def create():
 
     def _create() -> dict:
         job = create_job(services, owner=owner, body=body)
-        metrics.add_metric(name="JobsCreated", unit=MetricUnit.Count, value=1)
-        metrics.add_metric(name="RequestsAccepted", unit=MetricUnit.Count, value=job.request_counts.total)
-        return job_view(services, job)
+        # JobsCreated and RequestsAccepted: counted for every creator by the job store's signals (service.signals)
+        view = job_view(services, job)
+        if job.webhook:  # the job's webhook secret: answered here only (decision 0070)
+            view["webhook"] = {**view["webhook"], "secret": job.webhook["secret"]}
+        return view
 
     view = (
         run_once(services.settings.table, owner, key, event.body or "", _create, app.lambda_context)

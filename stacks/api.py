@@ -20,6 +20,7 @@ from stacks import grants, nag
 from stacks.config import GatewayConfig
 from stacks.functions import API_SIZING, FunctionFactory
 from stacks.storage import JOBS_PREFIX, StorageConstruct
+from stacks.webhooks import loopback_environment
 
 STAGE_NAME = "v1"
 THROTTLE_RATE = 50  # requests per second, every method
@@ -60,6 +61,12 @@ ROUTES: list[tuple[str, str, str, dict[str, bool]]] = [
     ("GET", "/budgets", "Budgets", {}),
     ("DELETE", "/budgets", "Budgets", {"method.request.querystring.owner": True}),
     ("GET", "/budget", "Budgets", {}),
+    # Webhook subscriptions (decision 0070): the caller's own.
+    ("POST", "/webhooks", "Webhooks", {}),
+    ("GET", "/webhooks", "Webhooks", {}),
+    ("GET", "/webhooks/{id}", "Webhooks", {"method.request.path.id": True}),
+    ("DELETE", "/webhooks/{id}", "Webhooks", {"method.request.path.id": True}),
+    ("POST", "/webhooks/{id}/rotate-secret", "Webhooks", {"method.request.path.id": True}),
     ("POST", "/uploads", "Uploads", {}),
     # The Anthropic-compatible door (decisions 0045, 0051): Message Batches, the key authorizer.
     ("ANY", "/anthropic/v1/{proxy+}", "AnthropicCompat", {}),
@@ -103,13 +110,16 @@ class ApiConstruct(Construct):
             )
 
         self.functions: dict[str, lambda_.Function] = {
-            "Create": api_function("Create", {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn}),
+            "Create": api_function(
+                "Create",
+                {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn, **loopback_environment(config)},
+            ),
             "Status": api_function("Status"),
             "Retrieve": api_function("Retrieve", {constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY)}),
             "List": api_function("List"),
-            # Cancel restarts the workflow so the provider hears of it at once, not after the current wait.
+            # Cancel wakes the job's parked workflow so the provider hears of it at once (decision 0072).
             "Cancel": api_function("Cancel", {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn}),
-            # Creates and cancels door jobs (starts and restarts workflows), signs its results file's URL.
+            # Creates and cancels door jobs (starts and wakes workflows), signs its results file's URL.
             "AnthropicCompat": api_function(
                 "AnthropicCompat",
                 {
@@ -129,6 +139,9 @@ class ApiConstruct(Construct):
         # Monthly budgets (decision 0064): budget items of the table only.
         self.functions["Budgets"] = api_function("Budgets")
         grants.budget_items(self.functions["Budgets"].role, table, storage.key, grants.BUDGETS_ADMIN)
+        # Webhook subscriptions (decision 0070): subscription items of the table only.
+        self.functions["Webhooks"] = api_function("Webhooks", loopback_environment(config))
+        grants.webhook_items(self.functions["Webhooks"].role, table, storage.key, grants.WEBHOOKS_ADMIN)
         self.rest_api = self._rest_api(config)
 
     def _grant(
@@ -188,14 +201,17 @@ class ApiConstruct(Construct):
             "The Anthropic door signs URLs of the results files the workflow wrote (a URL allows what this role may).",
         )
         state_machine.grant_start_execution(fns["AnthropicCompat"])
-        state_machine.grant_execution(fns["AnthropicCompat"], "states:StopExecution")  # cancel restarts, as Cancel
+        # A cancel wakes the parked workflow, or restarts one that is not parked, as Cancel (decisions 0072, 0040).
+        state_machine.grant(fns["AnthropicCompat"], "states:SendTaskSuccess")
+        state_machine.grant_execution(fns["AnthropicCompat"], "states:StopExecution")
         nag.acknowledge(
             door,
             "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
             '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
             + nag.logical_id(state_machine)
             + '"}]}]}:*]',
-            "StopExecution on this state machine's executions (named per job): a canceled batch restarts its workflow.",
+            "StopExecution on this state machine's executions (named per job): a canceled batch whose workflow is "
+            "not parked restarts it.",
         )
 
         openai = fns["OpenAICompat"].role
@@ -219,14 +235,17 @@ class ApiConstruct(Construct):
         )
         grants.list_objects(openai, bucket, f"{constants.OPENAI_DOOR_PREFIX}*")  # GET /files: the caller's files
         state_machine.grant_start_execution(fns["OpenAICompat"])
-        state_machine.grant_execution(fns["OpenAICompat"], "states:StopExecution")  # cancel restarts, as Cancel
+        # A cancel wakes the parked workflow, or restarts one that is not parked, as Cancel (decisions 0072, 0040).
+        state_machine.grant(fns["OpenAICompat"], "states:SendTaskSuccess")
+        state_machine.grant_execution(fns["OpenAICompat"], "states:StopExecution")
         nag.acknowledge(
             openai,
             "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
             '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
             + nag.logical_id(state_machine)
             + '"}]}]}:*]',
-            "StopExecution on this state machine's executions (named per job): a canceled batch restarts its workflow.",
+            "StopExecution on this state machine's executions (named per job): a canceled batch whose workflow is "
+            "not parked restarts it.",
         )
 
         for function_id in ("Status", "List", "Retrieve"):  # reads only: no Scan, no writes
@@ -240,6 +259,8 @@ class ApiConstruct(Construct):
             "Retrieve reads a job's results file and nothing else (never the requests).",
         )
         grants.table(fns["Cancel"].role, table, key, write=True)
+        # Resume the job's parked task with its stored token (decision 0072), or restart a workflow that is not parked.
+        state_machine.grant(fns["Cancel"], "states:SendTaskSuccess")
         state_machine.grant_start_execution(fns["Cancel"])
         state_machine.grant_execution(fns["Cancel"], "states:StopExecution")
         nag.acknowledge(
@@ -248,7 +269,8 @@ class ApiConstruct(Construct):
             '<AWS::AccountId>:execution:{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"'
             + nag.logical_id(state_machine)
             + '"}]}]}:*]',
-            "StopExecution on this state machine's executions (named per job), to restart a canceled job's workflow.",
+            "StopExecution on this state machine's executions (named per job), to restart a canceled job's workflow "
+            "that is not parked.",
         )
 
     def _api_keys(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from stacks import checkov
@@ -10,13 +11,17 @@ from stacks.alarms import AlarmsConstruct
 from stacks.api import ApiConstruct
 from stacks.bedrock import BedrockConstruct
 from stacks.config import GatewayConfig
+from stacks.dashboard import DashboardConstruct
 from stacks.drop_folder import DropFolderConstruct
 from stacks.encryption import CustomerKey
 from stacks.functions import FunctionFactory
+from stacks.openai_push import OpenAIPushConstruct
 from stacks.pricing import PricingConstruct
 from stacks.secrets import SecretsConstruct
+from stacks.signals import EMITTING_API_FUNCTIONS, EMITTING_WORKFLOW_FUNCTIONS, SignalsConstruct
 from stacks.storage import StorageConstruct
 from stacks.sweeper import SweeperConstruct
+from stacks.webhooks import WebhooksConstruct
 from stacks.workflow import WorkflowConstruct
 
 
@@ -73,6 +78,20 @@ class BatchGatewayStack(Stack):
             if config.bedrock_enabled
             else None
         )
+        # OpenAI's batch webhooks wake the job's workflow at once (decision 0073): only with the openai provider.
+        self.openai_push = (
+            OpenAIPushConstruct(
+                self,
+                "OpenAIPush",
+                functions=self.functions,
+                rest_api=self.api.rest_api,
+                table=self.storage.table,
+                key=key,
+                state_machine=self.workflow.state_machine,
+            )
+            if "openai" in config.providers
+            else None
+        )
         self.pricing = PricingConstruct(self, "Pricing", overrides=config.price_overrides)
         self.pricing.grant_read(*(self.workflow.functions[f] for f in ("Poll", "Finalize", "MarkFailed")))
         # the functions that create jobs price their high estimate (decision 0062); Plan does for large input files,
@@ -82,13 +101,32 @@ class BatchGatewayStack(Stack):
             self.drop_folder.function,
             *(self.workflow.functions[f] for f in ("Plan", "Retry")),
         )
+        self.signals = SignalsConstruct(self, "Signals")
+        self.signals.emitters(
+            *(self.api.functions[f] for f in EMITTING_API_FUNCTIONS),
+            self.drop_folder.function,
+            *(self.workflow.functions[f] for f in EMITTING_WORKFLOW_FUNCTIONS),
+            self.sweeper.function,
+        )
+        # Webhooks (decisions 0070, 0071): the bus's job events to owners' subscriptions and jobs' own webhooks.
+        self.webhooks = WebhooksConstruct(
+            self, "Webhooks", config=config, functions=self.functions, storage=self.storage, bus=self.signals.bus
+        )
         self.alarms = AlarmsConstruct(
             self,
             "Alarms",
             dead_letters=self.drop_folder.dead_letters,
             state_machine=self.workflow.state_machine,
             mark_failed=self.workflow.functions["MarkFailed"],
+            sweeper=self.sweeper.function,
+            webhook_dead_letters=getattr(getattr(self, "webhooks", None), "dead_letters", None),
             key=key,
+        )
+        self.dashboard = DashboardConstruct(
+            self,
+            "Dashboard",
+            functions={f.node.id: f for f in self.node.find_all() if isinstance(f, lambda_.Function)},
+            state_machine=self.workflow.state_machine,
         )
         checkov.add_suppressions(self, config)
 
@@ -100,6 +138,18 @@ class BatchGatewayStack(Stack):
             "StateMachineArn",
             value=self.workflow.state_machine.state_machine_arn,
             description="Batch workflow state machine",
+        )
+        CfnOutput(
+            self,
+            "EventBusName",
+            value=self.signals.bus.event_bus_name,
+            description="The stack's EventBridge bus: Batch Job Status Changed and Batch Job Progress events",
+        )
+        CfnOutput(
+            self,
+            "DashboardName",
+            value=self.dashboard.dashboard.dashboard_name,
+            description="CloudWatch dashboard: jobs, requests, providers, notice lag, webhooks, cost, functions",
         )
         CfnOutput(
             self,

@@ -77,6 +77,14 @@ _ALWAYS = [
         "No API cache: every response is per caller (IAM identity) and changes as a job runs; a cache would serve "
         "stale status or another caller's page.",
     ),
+    Suppression(
+        "CKV_AWS_59",
+        "AWS::ApiGateway::Method",
+        "POST /providers/openai/webhook takes OpenAI's batch webhooks, which cannot sign with SigV4 or carry a gateway "
+        "key: the function verifies the Standard Webhooks signature with the project webhook's secret, refuses "
+        "anything else with 400, and a verified event can only make a job's next poll run now (decision 0073).",
+        applies=_path_ends("/providers/openai/webhook/POST/Resource"),
+    ),
 ]
 
 # Encryption checks that want a customer-managed key: fixed by -c kms=customer, explained otherwise.

@@ -39,6 +39,13 @@ Context keys:
     JSON object, per model id: ``{"min_records", "max_records", "max_bytes"}`` (quotas that differ per model).
 ``bedrock_on_demand_concurrency``
     Converse calls at a time for a small Bedrock job, default ``4``.
+``webhook_loopback_http``
+    ``true`` lets webhook URLs use plain http to loopback addresses (the local stack's template sets it); default
+    ``false``: only https, and never to a loopback, private, link-local or metadata address. Decision 0071.
+``webhook_retry_schedule``
+    Comma separated seconds a failed webhook delivery waits before each next attempt, default
+    ``"5,300,1800,7200,18000,36000,36000"`` (about 24 h, each at most 12 h); after the last attempt the delivery
+    goes to the webhook dead-letter queue. Decision 0071.
 ``retry_default``
     The ``retry`` option of jobs created through ``POST /batches`` or the drop folder that give none, as JSON, e.g.
     ``{"max_attempts": 2, "on": ["expired", "overloaded"]}``; default ``""`` (no retries). Decision 0066.
@@ -75,6 +82,8 @@ DEFAULTS: dict[str, Any] = {
     "bedrock_model_limits": "",
     "bedrock_on_demand_concurrency": constants.BEDROCK_ON_DEMAND_CONCURRENCY,
     "retry_default": "",
+    "webhook_loopback_http": False,
+    "webhook_retry_schedule": constants.DEFAULT_WEBHOOK_RETRY_SCHEDULE,
 }
 
 KMS_MODES = ("aws", "customer")
@@ -150,6 +159,8 @@ class GatewayConfig:
     price_overrides: str = "{}"  # JSON price rows over prices.json (decision 0060)
     bedrock: BedrockConfig = field(default_factory=lambda: BedrockConfig())
     retry_default: str = ""  # JSON of the deployment's retry option, "" for none
+    webhook_loopback_http: bool = False  # plain http to loopback webhook URLs (the local stack only; decision 0071)
+    webhook_retry_schedule: str = constants.DEFAULT_WEBHOOK_RETRY_SCHEDULE
 
     @classmethod
     def from_context(cls, get: Any) -> GatewayConfig:
@@ -201,7 +212,19 @@ class GatewayConfig:
         if kms not in KMS_MODES:
             raise ConfigError(f"context 'kms' must be one of {list(KMS_MODES)}, got {value('kms')!r}")
 
+        loopback = value("webhook_loopback_http")
+        if isinstance(loopback, str):
+            loopback = loopback.strip().lower() in ("true", "1", "yes", "on")
+        webhook_schedule = str(value("webhook_retry_schedule")).replace(" ", "")
+        if not all(s.isdigit() and 0 <= int(s) <= 12 * 3600 for s in webhook_schedule.split(",")):
+            raise ConfigError(
+                "context 'webhook_retry_schedule' must be comma separated seconds, each at most 43200, "
+                f"got {webhook_schedule!r}"
+            )
+
         return cls(
+            webhook_loopback_http=bool(loopback),
+            webhook_retry_schedule=webhook_schedule,
             retry_default=_retry_default(value("retry_default")),
             bedrock=BedrockConfig.from_context(value),
             providers=providers,

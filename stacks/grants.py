@@ -13,6 +13,8 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
 
 from stacks import nag
 
@@ -32,6 +34,11 @@ KEYS_AUTHORIZE = ["dynamodb:GetItem", "dynamodb:UpdateItem"]  # the lookup, and 
 # Monthly budgets (decision 0064): their items' partition keys all start with BUDGET (store/budgets.py).
 BUDGET_ITEMS_PREFIX = "BUDGET"
 BUDGETS_ADMIN = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"]
+# Webhook subscriptions (decision 0070): their items' partition keys all start with WEBHOOKS# (store/webhooks.py).
+WEBHOOK_ITEMS_PREFIX = "WEBHOOKS#"
+WEBHOOKS_ADMIN = [*KEYS_ADMIN]  # the same actions as the keys admin: GetItem, Query, PutItem, UpdateItem, DeleteItem
+WEBHOOKS_READ = ["dynamodb:GetItem", "dynamodb:Query"]
+JOB_ITEMS_PREFIX = "JOB#"  # store/jobs.py: a job's item and its chunks
 # GetObject also answers HeadObject; PutObject also covers the multipart upload calls except the abort.
 OBJECT_READ = ["s3:GetObject"]
 OBJECT_WRITE = ["s3:PutObject", "s3:AbortMultipartUpload"]
@@ -79,6 +86,30 @@ def budget_items(role: iam.IRole, jobs: dynamodb.ITable, key: kms.IKey | None, a
     )
     if key is not None:
         key.grant_encrypt_decrypt(role)
+
+
+def webhook_items(
+    role: iam.IRole, jobs: dynamodb.ITable, key: kms.IKey | None, actions: list[str], *, job_items: bool = False
+) -> None:
+    """``actions`` on the table's webhook subscription items only (``dynamodb:LeadingKeys`` = ``WEBHOOKS#*``); with
+    ``job_items`` also GetItem on job items (``JOB#*``: a job's own webhook), never an index."""
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=actions,
+            resources=[jobs.table_arn],
+            conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{WEBHOOK_ITEMS_PREFIX}*"]}},
+        )
+    )
+    if job_items:
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:GetItem"],
+                resources=[jobs.table_arn],
+                conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{JOB_ITEMS_PREFIX}*"]}},
+            )
+        )
+    if key is not None:
+        (key.grant_encrypt_decrypt if actions != WEBHOOKS_READ else key.grant_decrypt)(role)
 
 
 def objects(
@@ -172,4 +203,18 @@ def list_objects(role: iam.IRole, bucket: s3.IBucket, prefix: str) -> None:
             resources=[bucket.bucket_arn],
             conditions={"StringLike": {"s3:prefix": [prefix]}},
         )
+    )
+
+
+def resume_tasks(scope: Construct, construct_id: str, role: iam.IRole, state_machine: sfn.IStateMachine) -> None:
+    """``states:SendTaskSuccess`` on the workflow: resume a job's parked task with its stored token (the wake-up,
+    decision 0072). In a policy of its own, so a function the state machine invokes (Park) may hold it without a
+    dependency cycle."""
+    iam.Policy(
+        scope,
+        construct_id,
+        roles=[role],
+        statements=[
+            iam.PolicyStatement(actions=["states:SendTaskSuccess"], resources=[state_machine.state_machine_arn])
+        ],
     )

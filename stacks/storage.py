@@ -97,10 +97,20 @@ class StorageConstruct(Construct):
             sort_key=dynamodb.Attribute(name=constants.OWNER_INDEX_SK, type=dynamodb.AttributeType.STRING),
             projection_type=dynamodb.ProjectionType.ALL,
         )
-        # Sparse: only jobs that have not ended carry the key, so the sweeper reads open jobs and nothing else.
+        # Sparse: only jobs that have not ended (key "open") and ended jobs whose end event has not gone out yet
+        # ("unannounced", decision 0068) carry the key, so the sweeper reads those and nothing else.
         self.table.add_global_secondary_index(
             index_name=constants.OPEN_INDEX,
             partition_key=dynamodb.Attribute(name=constants.OPEN_INDEX_PK, type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name=constants.OPEN_INDEX_SK, type=dynamodb.AttributeType.STRING),
+            projection_type=dynamodb.ProjectionType.KEYS_ONLY,
+        )
+        # Sparse: only chunk items that hold a provider batch carry the key, so a provider's push that a batch ended
+        # finds its job (the OpenAI webhook receiver, decision 0073) without a pointer item of its own.
+        self.table.add_global_secondary_index(
+            index_name=constants.PROVIDER_BATCH_INDEX,
+            partition_key=dynamodb.Attribute(
+                name=constants.PROVIDER_BATCH_INDEX_PK, type=dynamodb.AttributeType.STRING
+            ),
             projection_type=dynamodb.ProjectionType.KEYS_ONLY,
         )

@@ -14,7 +14,6 @@ Every task passes the whole state to its Lambda and takes the Lambda's return va
 from __future__ import annotations
 
 from aws_cdk import Duration
-from aws_cdk import aws_events as events
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
@@ -24,7 +23,7 @@ from constructs import Construct
 from batch_gateway import constants
 from stacks import grants, nag
 from stacks.config import GatewayConfig
-from stacks.functions import POLL_SIZING, WORKFLOW_SIZING, FunctionFactory, deployment_environment
+from stacks.functions import API_SIZING, POLL_SIZING, WORKFLOW_SIZING, FunctionFactory, deployment_environment
 from stacks.secrets import SecretsConstruct
 from stacks.storage import JOBS_PREFIX, StorageConstruct
 
@@ -44,7 +43,6 @@ LAMBDA_TRANSIENT_ERRORS = [
 RETRY_ERRORS = [*constants.RETRYABLE_ERRORS, *LAMBDA_TRANSIENT_ERRORS]
 # Providers finish or expire a batch within 24 h; a bound keeps a stuck execution from running for a year.
 EXECUTION_TIMEOUT = Duration.hours(48)
-DEFAULT_EVENT_BUS = "default"
 
 
 class WorkflowConstruct(Construct):
@@ -79,10 +77,8 @@ class WorkflowConstruct(Construct):
             "Submit": worker("Submit", {**secrets.environment(), **deployment}),
             "Poll": worker("Poll", {**secrets.environment(), **deployment}),
             "Retry": worker("Retry"),
-            "Finalize": worker("Finalize", {constants.ENV_EVENT_BUS_NAME: DEFAULT_EVENT_BUS}),
-            "MarkFailed": worker(
-                "MarkFailed", {constants.ENV_EVENT_BUS_NAME: DEFAULT_EVENT_BUS, **secrets.environment(), **deployment}
-            ),
+            "Finalize": worker("Finalize"),
+            "MarkFailed": worker("MarkFailed", {**secrets.environment(), **deployment}),
         }
 
         key = storage.key
@@ -191,11 +187,24 @@ class WorkflowConstruct(Construct):
             )
         for function_id in ("Submit", "Poll", "MarkFailed"):
             secrets.grant_read(self.functions[function_id])
-        bus = events.EventBus.from_event_bus_name(self, "DefaultEventBus", DEFAULT_EVENT_BUS)
-        for function_id in ("Finalize", "MarkFailed"):
-            bus.grant_put_events_to(self.functions[function_id])
+        # Every step emits on the stack's own bus: stacks/signals.py gives each one its name and grant.
+
+        # Park (decision 0072): stores the task token the workflow waits on between polls. The API bundle: it needs
+        # no provider SDK, only the job's item and the right to resume its own task.
+        self.park = functions.create(
+            self,
+            "Park",
+            handler=constants.PARK_HANDLER,
+            bundle="api",
+            sizing=API_SIZING,
+            description="Batch Gateway: Park (stores the workflow's task token between polls)",
+        )
+        grants.table(self.park.role, table, key, write=True)
 
         self.state_machine = self._state_machine(config)
+        # In a policy of its own: the function's default policy is part of the function, which the state machine
+        # references, so a grant there on the state machine would be a cycle.
+        grants.resume_tasks(self, "ParkResumesItself", self.park.role, self.state_machine)
 
     def _task(self, function_id: str) -> tasks.LambdaInvoke:
         task = tasks.LambdaInvoke(
@@ -226,7 +235,30 @@ class WorkflowConstruct(Construct):
         for task in (plan, submit, poll, retry, finalize):
             task.add_catch(mark_failed, errors=["States.ALL"], result_path="$.error")
 
-        wait = sfn.Wait(self, "Wait", time=sfn.WaitTime.seconds_path("$.wait_seconds"))
+        # Between polls the workflow parks (decision 0072): a waitForTaskToken task whose Lambda stores the token on
+        # the job; a wake (cancel, a provider's push: service/wake.py) resumes it at once, else it times out after
+        # $.wait_seconds. Either way Poll comes next, with the state as it was (the task's result is discarded).
+        park = tasks.LambdaInvoke(
+            self,
+            "ParkTask",
+            state_name="Park",
+            lambda_function=self.park,
+            integration_pattern=sfn.IntegrationPattern.WAIT_FOR_TASK_TOKEN,
+            payload=sfn.TaskInput.from_object(
+                {"job_id": sfn.JsonPath.string_at("$.job_id"), "token": sfn.JsonPath.task_token}
+            ),
+            task_timeout=sfn.Timeout.at("$.wait_seconds"),
+            result_path=sfn.JsonPath.DISCARD,
+            retry_on_service_exceptions=False,
+        )
+        park.add_retry(errors=LAMBDA_TRANSIENT_ERRORS, interval=Duration.seconds(1), max_attempts=2, backoff_rate=2.0)
+        park.add_catch(poll, errors=["States.Timeout"], result_path=sfn.JsonPath.DISCARD)  # the wait is over
+        park.add_catch(poll, errors=["States.ALL"], result_path=sfn.JsonPath.DISCARD)  # Park failed: poll anyway
+        park.next(poll)
+        # TimeoutSecondsPath must be a positive integer: a step that asks for no wait (Poll stopped early) polls now.
+        wait = (
+            sfn.Choice(self, "Wait?").when(sfn.Condition.number_greater_than("$.wait_seconds", 0), park).otherwise(poll)
+        )
         retried = (
             sfn.Choice(self, "Retried?")
             .when(sfn.Condition.boolean_equals("$.done", True), finalize.next(sfn.Succeed(self, "Done")))
@@ -237,7 +269,9 @@ class WorkflowConstruct(Construct):
             .when(sfn.Condition.boolean_equals("$.done", True), retry.next(retried))
             .otherwise(wait)
         )
-        definition = plan.next(submit).next(wait).next(poll).next(collected)
+        plan.next(submit).next(wait)
+        definition = plan
+        poll.next(collected)
 
         log_group = logs.LogGroup(self, "StateMachineLogs", retention=config.log_retention)
         state_machine = sfn.StateMachine(
@@ -256,7 +290,7 @@ class WorkflowConstruct(Construct):
             "Step Functions logging (logs:CreateLogDelivery and friends) and X-Ray tracing (xray:PutTraceSegments, "
             "GetSamplingRules, ...) do not support resource-level permissions, so AWS requires Resource '*'.",
         )
-        for function_id, function in self.functions.items():
+        for function_id, function in {**self.functions, "Park": self.park}.items():
             nag.acknowledge(
                 state_machine.role,
                 f"AwsSolutions-IAM5[Resource::{nag.arn_token(function)}:*]",

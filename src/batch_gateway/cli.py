@@ -50,6 +50,18 @@ def _json_out(value: Any) -> None:
     _out(json.dumps(value, indent=2, ensure_ascii=False))
 
 
+def _webhook_option(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``--webhook-url`` [``--webhook-events``] as the create body's ``webhook`` (the service checks both)."""
+    if not getattr(args, "webhook_url", None):
+        if getattr(args, "webhook_events", None):
+            raise UsageError("--webhook-events needs --webhook-url")
+        return None
+    webhook: dict[str, Any] = {"url": args.webhook_url}
+    if args.webhook_events:
+        webhook["events"] = [e.strip() for e in args.webhook_events.split(",") if e.strip()]
+    return webhook
+
+
 def _job_json(job: Job) -> dict[str, Any]:
     return job.model_dump(mode="json")
 
@@ -258,7 +270,10 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
         endpoint=args.api_endpoint or header.get("endpoint"),
         provider_options=header.get("provider_options"),
         idempotency_key=args.idempotency_key,
+        webhook=_webhook_option(args),
     )
+    if job.webhook and job.webhook.get("secret"):  # answered this once: the caller needs it to verify deliveries
+        sys.stderr.write(f"webhook secret (shown once): {job.webhook['secret']}\n")
     if not args.wait:
         if args.json:
             _json_out(_job_json(job))
@@ -531,6 +546,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--api-endpoint", choices=["chat", "responses", "embeddings"], help="OpenAI endpoint (header: endpoint)"
     )
     submit.add_argument("--idempotency-key", help="resubmitting with the same key returns the first job")
+    submit.add_argument(
+        "--webhook-url", metavar="URL", help="the job's own webhook (https): signed deliveries of its status changes"
+    )
+    submit.add_argument(
+        "--webhook-events",
+        metavar="EVENTS",
+        help="comma separated, e.g. batch.ended,batch.progress (default: batch.status_changed)",
+    )
     submit.add_argument("--wait", action="store_true", help="wait for the job to end, then write its results")
     submit.add_argument(
         "--dry-run",

@@ -6,6 +6,26 @@ no side effects.
 
 SERVICE_NAME = "batch-gateway"
 METRICS_NAMESPACE = "BatchGateway"
+# Events on the stack's own bus (decision 0068): source and detail types; progress marks in % of items done.
+EVENT_SOURCE = "batch-gateway"
+EVENT_STATUS_CHANGED = "Batch Job Status Changed"
+EVENT_PROGRESS = "Batch Job Progress"
+PROGRESS_MARKS = (25, 50, 75)
+# Custom metrics (namespace METRICS_NAMESPACE, dimension service=SERVICE_NAME on each; batch_gateway.metrics, decision
+# 0069) the dashboard and alarms read. Extra dimensions: status (JobsEnded), provider (the Provider* ones, NoticeLag).
+METRIC_JOBS_CREATED = "JobsCreated"
+METRIC_JOBS_ENDED = "JobsEnded"
+METRIC_REQUESTS_ACCEPTED = "RequestsAccepted"
+METRIC_REQUESTS_FINISHED = "RequestsFinished"
+METRIC_JOB_COST = "JobCostUSD"
+METRIC_PROVIDER_ERRORS = "ProviderErrors"
+METRIC_PROVIDER_THROTTLES = "ProviderThrottles"
+METRIC_PROVIDER_AUTH_ERRORS = "ProviderAuthErrors"
+METRIC_NOTICE_LAG = "NoticeLagSeconds"
+METRIC_BUDGET_ABOVE_80 = "BudgetAbove80Percent"
+METRIC_SIGNALS_FAILED = "SignalsFailed"
+METRIC_WEBHOOK_DELIVERIES = "WebhookDeliveries"
+METRIC_WEBHOOK_FAILURES = "WebhookFailures"
 STACK_NAME = "BatchGatewayStack"
 
 # Environment variables read by the Lambda settings (batch_gateway.settings).
@@ -45,6 +65,13 @@ ENV_PRICE_OVERRIDES_PARAMETER = "PRICE_OVERRIDES_PARAMETER"  # SSM parameter of 
 ENV_RETRY_DEFAULT = "RETRY_DEFAULT"  # JSON: the retry option of jobs that give none (decision 0066); unset: off
 RETRY_OUTCOMES = ("expired", "rate_limited", "overloaded", "server_error")  # what a job's `retry.on` may name
 RETRY_MAX_ATTEMPTS = 5  # the most `retry.max_attempts` may be
+# Webhooks (decisions 0070, 0071): "true" lets webhook URLs use plain http to loopback (context webhook_loopback_http:
+# the local stack's template only); the seconds between delivery attempts (context webhook_retry_schedule, about 24 h
+# in all; after the last attempt the dead-letter queue); the webhook queue (fan-out and delivery messages).
+ENV_WEBHOOK_LOOPBACK_HTTP = "WEBHOOK_LOOPBACK_HTTP"
+ENV_WEBHOOK_RETRY_SCHEDULE = "WEBHOOK_RETRY_SCHEDULE_SECONDS"
+ENV_WEBHOOK_QUEUE_URL = "WEBHOOK_QUEUE_URL"
+DEFAULT_WEBHOOK_RETRY_SCHEDULE = "5,300,1800,7200,18000,36000,36000"
 ENV_KEY_RATE_LIMIT = "API_KEY_RATE_LIMIT"  # requests per second per gateway key (KeyAuthorizer; decision 0046)
 DEFAULT_KEY_RATE_LIMIT = 20
 
@@ -71,9 +98,13 @@ TABLE_SK = "sk"
 OWNER_INDEX = "by-owner"
 OWNER_INDEX_PK = "owner"
 OWNER_INDEX_SK = "created_at"
-OPEN_INDEX = "open-jobs"  # sparse: only jobs that have not ended carry OPEN_INDEX_PK
+OPEN_INDEX = "open-jobs"  # sparse: OPEN_INDEX_PK "open" (not ended) or "unannounced" (ended, end event not sent)
 OPEN_INDEX_PK = "open_job"
 OPEN_INDEX_SK = "created_at"
+# Sparse, keys only: chunk items that carry a provider batch id; the OpenAI webhook receiver finds a batch's job by it
+# (decision 0073).
+PROVIDER_BATCH_INDEX = "by-provider-batch"
+PROVIDER_BATCH_INDEX_PK = "provider_batch_id"
 
 # Lambda entry points: function id -> handler path inside the bundle.
 API_HANDLERS = {
@@ -87,6 +118,7 @@ API_HANDLERS = {
     "Keys": "lambdas.keys.handler",
     "Budgets": "lambdas.budgets.handler",
     "Uploads": "lambdas.uploads.handler",
+    "Webhooks": "lambdas.webhooks.handler",  # subscriptions (decision 0070)
 }
 AUTHORIZER_HANDLER = "lambdas.authorizer.handler"  # the compatible doors' REQUEST authorizer, function KeyAuthorizer
 WORKFLOW_HANDLERS = {
@@ -97,6 +129,16 @@ WORKFLOW_HANDLERS = {
     "Finalize": "lambdas.finalize.handler",
     "MarkFailed": "lambdas.mark_failed.handler",
 }
+# The workflow's Park step (decision 0072): a small function in the API bundle that stores the task token.
+PARK_HANDLER = "lambdas.park.handler"
+# POST /providers/openai/webhook: OpenAI's signed batch events wake the job's workflow (decision 0073).
+OPENAI_WEBHOOK_HANDLER = "lambdas.openai_webhook.handler"
+OPENAI_WEBHOOK_PATH = "/providers/openai/webhook"
+ENV_OPENAI_WEBHOOK_SECRET_ARN = "OPENAI_WEBHOOK_SECRET_ARN"  # the secret OpenAI signs the project's webhooks with
+OPENAI_WEBHOOK_SECRET_NAME = "batch-gateway/openai-webhook-secret"
+OPENAI_WEBHOOK_MAX_BYTES = 64 * 1024  # an OpenAI event is a few hundred bytes; larger bodies are refused unread
+# The webhook queue's consumer: fans bus events out to targets and delivers them (decisions 0070, 0071).
+WEBHOOK_DELIVERY_HANDLER = "lambdas.webhook_deliveries.handler"
 INGEST_HANDLER = "lambdas.ingest.handler"  # S3 drop folder, fed by SQS
 SWEEPER_HANDLER = "lambdas.sweeper.handler"  # scheduled: stuck jobs and orphaned provider batches
 SWEEP_EVERY_MINUTES = 30

@@ -17,6 +17,7 @@ from batch_gateway.contract.errors import NotFoundError, TransientError
 from batch_gateway.models.api_keys import ApiKey
 from batch_gateway.models.budgets import Budget, MonthUsage
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus
+from batch_gateway.models.webhooks import Subscription
 
 
 class OffsetOutOfRangeError(LookupError):
@@ -52,6 +53,11 @@ class JobStore(Protocol):
 
     def open_job_ids(self) -> list[str]:
         """Jobs that have not ended, oldest first."""
+        ...
+
+    def unannounced_job_ids(self) -> list[str]:
+        """Ended jobs whose ``signalled_status`` is not their status (the end's event has not gone out), oldest
+        first; read from an index, never a scan."""
         ...
 
     def claim_marker(
@@ -259,4 +265,27 @@ class BudgetStore(Protocol):
     def settle(self, owner: str, month: str, reserved: int, spent: int, *, once: str) -> bool:
         """Replace a reservation by what was spent: reserved -= ``reserved``, spent += ``spent``, once per key
         ``once``; whether this call did it (False: done before)."""
+        ...
+
+
+class WebhookStore(Protocol):
+    """Owners' webhook subscriptions (decision 0070), always reached through their owner: another owner's id is
+    not found."""
+
+    def put_subscription(self, subscription: Subscription) -> None:
+        """Store a new subscription (``ConflictError`` if its id exists)."""
+
+    def list_subscriptions(self, owner: str) -> list[Subscription]:
+        """The owner's subscriptions, oldest first."""
+        ...
+
+    def get_subscription(self, owner: str, subscription_id: str) -> Subscription | None: ...
+
+    def delete_subscription(self, owner: str, subscription_id: str) -> bool:
+        """Remove it; whether there was one."""
+        ...
+
+    def replace_secret(self, subscription: Subscription) -> Subscription:
+        """Write the subscription's secret fields (``secret``, ``previous_secret``, ``previous_secret_until``,
+        ``secret_rotated_at``) while it exists, else ``NotFoundError``; the subscription as written."""
         ...

@@ -89,6 +89,11 @@ class Settings:
     deployment_id: str | None = None  # None: this deployment cannot tell its provider batches from others'
     claim_lease_seconds: int = c.CLAIM_LEASE_SECONDS
     retry_default: dict[str, Any] | None = None  # the retry option of a job that gives none (decision 0066)
+    # Webhooks (decisions 0070, 0071): plain http to loopback (the local stack's template only), and the seconds a
+    # failed delivery waits before each next attempt (after the last, the dead-letter queue).
+    webhook_loopback_http: bool = False
+    webhook_retry_schedule: list[int] = field(default_factory=lambda: _schedule(c.DEFAULT_WEBHOOK_RETRY_SCHEDULE))
+    webhook_queue_url: str | None = None
     bedrock: BedrockSettings = field(default_factory=BedrockSettings)
 
     @classmethod
@@ -118,6 +123,9 @@ class Settings:
             deployment_id=env.get(c.ENV_DEPLOYMENT_ID) or None,
             bedrock=BedrockSettings.from_env(env),
             retry_default=_retry_default(env.get(c.ENV_RETRY_DEFAULT)),
+            webhook_loopback_http=(env.get(c.ENV_WEBHOOK_LOOPBACK_HTTP) or "").lower() == "true",
+            webhook_retry_schedule=_schedule(env.get(c.ENV_WEBHOOK_RETRY_SCHEDULE) or c.DEFAULT_WEBHOOK_RETRY_SCHEDULE),
+            webhook_queue_url=env.get(c.ENV_WEBHOOK_QUEUE_URL) or None,
         )
 
     def provider_options(self, provider: str) -> dict[str, Any]:

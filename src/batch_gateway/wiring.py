@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -18,12 +19,17 @@ from batch_gateway.contract.errors import ProviderAuthError
 from batch_gateway.models.pricing import PriceTable, file_table
 from batch_gateway.service.api_keys import ApiKeys
 from batch_gateway.service.context import Services
+from batch_gateway.service.signals import signalling
+from batch_gateway.service.webhooks import Deliverer
 from batch_gateway.settings import Settings
 from batch_gateway.store import aws
 from batch_gateway.store.api_keys import DynamoDBKeyStore
 from batch_gateway.store.budgets import DynamoDBBudgetStore
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.payloads import S3PayloadStore
+from batch_gateway.store.provider_batches import ProviderBatchIndex
+from batch_gateway.store.webhook_queue import WebhookQueue
+from batch_gateway.store.webhooks import DynamoDBWebhookStore
 
 if TYPE_CHECKING:
     from batch_gateway.providers.base import BatchProvider
@@ -89,7 +95,7 @@ def services() -> Services:
         if s.event_bus:
             aws.put_event(s.event_bus, "batch-gateway", detail_type, detail)
 
-    return Services(
+    built = Services(
         settings=s,
         jobs=DynamoDBJobStore(aws.client("dynamodb"), s.table),
         payloads=S3PayloadStore(aws.client("s3"), s.bucket),
@@ -101,7 +107,9 @@ def services() -> Services:
         stop_workflow=aws.stop_execution,
         prices=prices,
         budgets=DynamoDBBudgetStore(aws.client("dynamodb"), s.table),
+        resume_workflow=aws.resume_task,
     )
+    return signalling(built)  # every job change is announced on the bus (service.signals, decision 0068)
 
 
 def prices() -> PriceTable:
@@ -153,6 +161,52 @@ def api_keys() -> ApiKeys:
     return ApiKeys(store=DynamoDBKeyStore(aws.client("dynamodb"), s.table), pepper=_pepper, rate_limit=rate)
 
 
+@cache
+def webhooks() -> DynamoDBWebhookStore:
+    """Owners' webhook subscriptions (decision 0070)."""
+    return DynamoDBWebhookStore(aws.client("dynamodb"), settings().table)
+
+
+def webhook_deliverer(counted: Callable[[str, int], None]) -> Deliverer:
+    """The webhook queue's consumer (decision 0071): the subscriptions, the jobs (their own webhooks), the queue."""
+    return _deliverer(counted)
+
+
+@cache
+def _deliverer(counted: Callable[[str, int], None]) -> Deliverer:
+    s = settings()
+    if not s.webhook_queue_url:
+        raise RuntimeError(f"{constants.ENV_WEBHOOK_QUEUE_URL} is not set")
+    queue = WebhookQueue(s.webhook_queue_url)
+    return Deliverer(
+        store=webhooks(),
+        jobs=DynamoDBJobStore(aws.client("dynamodb"), s.table),
+        allow_loopback_http=s.webhook_loopback_http,
+        retry_schedule=s.webhook_retry_schedule,
+        enqueue=queue.enqueue,
+        retry_later=queue.retry_later,
+        counted=counted,
+    )
+
+
+def openai_webhook_secret() -> str:
+    """The secret OpenAI signs the project's webhooks with (decision 0073), from Secrets Manager, cached like the
+    provider keys."""
+    from aws_lambda_powertools.utilities import parameters
+
+    arn = os.environ.get(constants.ENV_OPENAI_WEBHOOK_SECRET_ARN)
+    if not arn:
+        raise RuntimeError(f"{constants.ENV_OPENAI_WEBHOOK_SECRET_ARN} is not set")
+    value = parameters.get_secret(arn, max_age=SECRET_MAX_AGE)
+    return value.strip() if isinstance(value, str) else ""
+
+
+@cache
+def provider_batches() -> ProviderBatchIndex:
+    """Which job holds a provider batch: the table's by-provider-batch index (decision 0073)."""
+    return ProviderBatchIndex(aws.client("dynamodb"), settings().table)
+
+
 def forget_provider_keys() -> None:
     """Read provider keys from Secrets Manager again on next use (after the provider refused one)."""
     from aws_lambda_powertools.utilities import parameters
@@ -166,6 +220,9 @@ def reset() -> None:
     settings.cache_clear()
     services.cache_clear()
     api_keys.cache_clear()
+    provider_batches.cache_clear()
+    webhooks.cache_clear()
+    _deliverer.cache_clear()
     _provider_with_key.cache_clear()
     _planner.cache_clear()
     aws.forget_clients()

@@ -12,7 +12,8 @@ from tests.support.api_caller import Caller
 
 @pytest.fixture(scope="session")
 def stack():
-    with LocalStack(poll_schedule="1", processing_seconds=0.5) as local:
+    # A short webhook retry schedule (three retries, then the dead-letter queue): tests/e2e/test_webhooks.py.
+    with LocalStack(poll_schedule="1", processing_seconds=0.5, context={"webhook_retry_schedule": "1,1,1"}) as local:
         yield local
 
 

@@ -22,8 +22,14 @@ EXPECTED_ROUTES = {
     ("DELETE", "/budgets"): "Budgets",
     ("GET", "/budget"): "Budgets",
     ("POST", "/uploads"): "Uploads",
+    ("POST", "/webhooks"): "Webhooks",  # decision 0070
+    ("GET", "/webhooks"): "Webhooks",
+    ("GET", "/webhooks/{id}"): "Webhooks",
+    ("DELETE", "/webhooks/{id}"): "Webhooks",
+    ("POST", "/webhooks/{id}/rotate-secret"): "Webhooks",
     ("ANY", "/anthropic/v1/{proxy+}"): "AnthropicCompat",
     ("ANY", "/openai/v1/{proxy+}"): "OpenAICompat",
+    ("POST", "/providers/openai/webhook"): "OpenAIWebhook",  # decision 0073
 }
 
 
@@ -61,9 +67,14 @@ def test_api_exposes_exactly_the_five_routes_each_proxied_to_its_lambda(synthesi
 
 
 def test_every_api_method_requires_iam_sigv4_authorization(synthesized):
-    """Except the compatible doors, which the key authorizer guards (tests/infra/test_api_keys_deployment.py)."""
+    """Except the compatible doors, which the key authorizer guards (tests/infra/test_api_keys_deployment.py), and
+    OpenAI's webhooks, which their signature authenticates (tests/infra/test_openai_push_deployment.py)."""
     routes = _routes(synthesized)
-    native = [props for (_, path), props in routes.items() if not path.startswith(("/openai/", "/anthropic/"))]
+    native = [
+        props
+        for (_, path), props in routes.items()
+        if not path.startswith(("/openai/", "/anthropic/")) and path != constants.OPENAI_WEBHOOK_PATH
+    ]
     assert {props["AuthorizationType"] for props in native} == {"AWS_IAM"}
 
 

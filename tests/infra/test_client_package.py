@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-CLIENT_DEPENDENCIES = {"botocore", "urllib3", "pydantic"}
+# standardwebhooks: verify_webhook (decision 0070); it has no dependencies of its own
+CLIENT_DEPENDENCIES = {"botocore", "urllib3", "pydantic", "standardwebhooks"}
 SERVER_DEPENDENCIES = {"boto3", "aws-lambda-powertools", "orjson", "anthropic", "openai"}
 
 
@@ -60,7 +61,10 @@ def test_the_wheel_installs_only_the_clients_dependencies(client_venv):
 
 
 def test_the_client_and_the_cli_import_and_run_without_the_server_dependencies(client_venv):
-    code = "import batch_gateway.client, batch_gateway.cli; print(batch_gateway.client.BatchGatewayClient.__name__)"
+    code = (
+        "import batch_gateway.client, batch_gateway.cli; from batch_gateway.client import verify_webhook; "
+        "print(batch_gateway.client.BatchGatewayClient.__name__)"
+    )
     done = subprocess.run([str(client_venv), "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     cli = subprocess.run(

@@ -128,7 +128,8 @@ def test_customer_key_encrypts_bucket_table_queues_logs_secrets_and_alarm_topic(
     assert table["Properties"]["SSESpecification"] == {"KMSMasterKeyId": arn, "SSEEnabled": True, "SSEType": "KMS"}
 
     queues = _resources(customer, "AWS::SQS::Queue").values()
-    assert len(queues) == 2 and all(q["Properties"]["KmsMasterKeyId"] == arn for q in queues)
+    # the drop folder's and the webhooks' queues, each with its dead-letter queue
+    assert len(queues) == 4 and all(q["Properties"]["KmsMasterKeyId"] == arn for q in queues)
     log_groups = _resources(customer, "AWS::Logs::LogGroup").values()
     assert len(log_groups) >= 14 and all(g["Properties"]["KmsKeyId"] == arn for g in log_groups)
     secrets = _resources(customer, "AWS::SecretsManager::Secret").values()

@@ -14,7 +14,8 @@ from stacks import bundling
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOP_LEVEL = {
-    "api": [("aws-lambda-powertools", ("tracer",)), ("pydantic", ()), ("orjson", ())],
+    # standardwebhooks: the OpenAI webhook receiver verifies signatures with it (decision 0073)
+    "api": [("aws-lambda-powertools", ("tracer",)), ("pydantic", ()), ("orjson", ()), ("standardwebhooks", ())],
     "worker": [
         ("aws-lambda-powertools", ("tracer",)),
         ("pydantic", ()),
@@ -22,6 +23,7 @@ TOP_LEVEL = {
         ("openai", ()),
         ("google-genai", ()),
         ("orjson", ()),
+        ("standardwebhooks", ()),  # webhook deliveries sign with it (decision 0071)
     ],
 }
 # The Lambda runtime's boto3 brings these; the bundle must not shadow them.

@@ -67,7 +67,9 @@ def test_workflow_and_api_lambdas_get_the_settings_their_services_read(synthesiz
         assert env(function_id)[constants.ENV_POLL_SCHEDULE] == constants.DEFAULT_POLL_SCHEDULE
     for function_id in ("Submit", "Poll"):
         assert {constants.ENV_ANTHROPIC_SECRET_ARN, constants.ENV_OPENAI_SECRET_ARN} <= set(env(function_id))
-    assert env("Finalize")[constants.ENV_EVENT_BUS_NAME] == "default"
+    assert env("Finalize")[constants.ENV_EVENT_BUS_NAME] == {
+        "Ref": synthesized.by_path("Signals/BatchGatewayBus/Resource")[0]
+    }
     state_machine_id = synthesized.by_path("Workflow/StateMachine/Resource")[0]
     assert env("Create")[constants.ENV_STATE_MACHINE_ARN] == {"Ref": state_machine_id}
     assert env("Retrieve")[constants.ENV_PRESIGN_EXPIRY] == str(constants.DEFAULT_PRESIGN_EXPIRY)

@@ -19,19 +19,30 @@ def test_api_lambdas_cannot_read_provider_secrets(synthesized, function_id):
     assert not _has(synthesized.role_actions(function_id), "secretsmanager:")
 
 
-@pytest.mark.parametrize("function_id", sorted(constants.API_HANDLERS))
-def test_only_create_and_cancel_may_start_the_workflow(synthesized, function_id):
-    actions = synthesized.role_actions(function_id)
+@pytest.mark.parametrize("function_id", sorted({*constants.API_HANDLERS, "Park"}))
+def test_only_create_may_start_the_workflow_and_only_the_wakers_may_resume_it(synthesized, function_id):
+    actions = {a for a in synthesized.role_actions(function_id) if a.startswith("states:")}
     if function_id == "Create":
-        assert {a for a in actions if a.startswith("states:")} == {"states:StartExecution"}
-    elif function_id in (
-        "Cancel",
-        "AnthropicCompat",
-        "OpenAICompat",
-    ):  # a cancel restarts the workflow: the provider hears at once
-        assert {a for a in actions if a.startswith("states:")} == {"states:StartExecution", "states:StopExecution"}
+        assert actions == {"states:StartExecution"}
+    elif function_id in ("Cancel", "AnthropicCompat", "OpenAICompat"):
+        # a cancel wakes a parked workflow (decision 0072) and restarts one that is not parked (decision 0040)
+        assert actions == {"states:StartExecution", "states:StopExecution", "states:SendTaskSuccess"}
+    elif function_id == "Park":  # resumes itself when a wake came before it parked
+        assert actions == {"states:SendTaskSuccess"}
     else:
-        assert not _has(actions, "states:")
+        assert not actions
+
+
+@pytest.mark.parametrize("function_id", ["Cancel", "AnthropicCompat", "OpenAICompat", "Park"])
+def test_resuming_a_task_is_granted_on_the_workflow_only(synthesized, function_id):
+    (machine,) = synthesized.of_type("AWS::StepFunctions::StateMachine")
+    resources = [
+        statement["Resource"]
+        for statement in synthesized.statements(function_id)
+        if "states:SendTaskSuccess"
+        in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+    ]
+    assert resources == [{"Ref": machine}]
 
 
 def test_read_only_routes_cannot_write_or_scan_the_table_and_retrieve_reads_only_results(synthesized):
@@ -84,10 +95,10 @@ def test_only_the_functions_that_call_providers_read_provider_secrets(synthesize
         assert reads == (function_id in ("Submit", "Poll", "MarkFailed")), function_id
 
 
-def test_finalize_and_mark_failed_emit_events_and_write_the_outbox(synthesized):
+def test_the_steps_that_move_a_job_emit_events_and_finalize_and_mark_failed_write_the_outbox(synthesized):
     for function_id in constants.WORKFLOW_HANDLERS:
         emits = "events:PutEvents" in synthesized.role_actions(function_id)
-        assert emits == (function_id in ("Finalize", "MarkFailed")), function_id
+        assert emits == (function_id in ("Submit", "Poll", "Finalize", "MarkFailed")), function_id
         env = synthesized.function(function_id)[1]["Properties"]["Environment"]["Variables"]
         assert (constants.ENV_EVENT_BUS_NAME in env) == emits, function_id
     for function_id in ("Finalize", "MarkFailed"):

@@ -40,6 +40,11 @@ def test_jobs_table_has_the_key_schema_and_owner_index_the_store_uses(synthesize
                     ],
                     "Projection": {"ProjectionType": "KEYS_ONLY"},
                 },
+                {  # the OpenAI webhook receiver: which job holds a provider batch (decision 0073)
+                    "IndexName": constants.PROVIDER_BATCH_INDEX,
+                    "KeySchema": [{"AttributeName": constants.PROVIDER_BATCH_INDEX_PK, "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "KEYS_ONLY"},
+                },
             ],
             "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
         },
@@ -131,9 +136,11 @@ def test_bucket_policies_deny_requests_without_tls(synthesized):
 
 def test_one_secret_per_provider_with_the_documented_names(synthesized):
     names = {s["Properties"]["Name"] for s in synthesized.of_type("AWS::SecretsManager::Secret").values()}
-    # the provider keys, and the pepper gateway API keys are hashed with (decision 0045)
+    # the provider keys, the pepper gateway API keys are hashed with (decision 0045), and the secret OpenAI signs
+    # the project's batch webhooks with (decision 0073)
     assert names == {
         "batch-gateway/anthropic-api-key",
         "batch-gateway/openai-api-key",
         constants.KEY_PEPPER_SECRET_NAME,
+        constants.OPENAI_WEBHOOK_SECRET_NAME,
     }

@@ -1,5 +1,5 @@
-"""The state machine: Plan -> Submit -> Wait -> Poll -> Collected? -> Retry -> Retried? -> Finalize, with retries and
-MarkFailed."""
+"""The state machine: Plan -> Submit -> Wait? -> Park -> Poll -> Collected? -> Retry -> Retried? -> Finalize, with
+retries and MarkFailed. Park waits for a wake or the next poll (decision 0072)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def test_workflow_has_exactly_the_designed_states(synthesized, states):
     assert {name: state["Type"] for name, state in states.items()} == {
         "Plan": "Task",
         "Submit": "Task",
-        "Wait": "Wait",
+        "Wait?": "Choice",
+        "Park": "Task",
         "Poll": "Task",
         "Collected?": "Choice",
         "Retry": "Task",
@@ -44,18 +45,48 @@ def test_workflow_has_exactly_the_designed_states(synthesized, states):
     }
 
 
-def test_workflow_transitions_loop_through_wait_until_done(states):
+def test_workflow_transitions_loop_through_park_until_done(states):
     assert states["Plan"]["Next"] == "Submit"
-    assert states["Submit"]["Next"] == "Wait"
-    assert states["Wait"] == {"Type": "Wait", "SecondsPath": "$.wait_seconds", "Next": "Poll"}
+    assert states["Submit"]["Next"] == "Wait?"
+    assert states["Wait?"]["Choices"] == [{"Variable": "$.wait_seconds", "NumericGreaterThan": 0, "Next": "Park"}]
+    assert states["Wait?"]["Default"] == "Poll"  # TimeoutSecondsPath must be positive: no wait polls now
+    assert states["Park"]["Next"] == "Poll"
     assert states["Poll"]["Next"] == "Collected?"
     assert states["Collected?"]["Choices"] == [{"Variable": "$.done", "BooleanEquals": True, "Next": "Retry"}]
-    assert states["Collected?"]["Default"] == "Wait"
-    assert states["Retry"]["Next"] == "Retried?"  # decision 0066: a retry round goes back to Wait and Poll
+    assert states["Collected?"]["Default"] == "Wait?"
+    assert states["Retry"]["Next"] == "Retried?"  # decision 0066: a retry round goes back to Park and Poll
     assert states["Retried?"]["Choices"] == [{"Variable": "$.done", "BooleanEquals": True, "Next": "Finalize"}]
-    assert states["Retried?"]["Default"] == "Wait"
+    assert states["Retried?"]["Default"] == "Wait?"
     assert states["Finalize"]["Next"] == "Done"
     assert states["MarkFailed"]["Next"] == "JobFailed"
+
+
+def test_park_waits_for_its_token_at_most_wait_seconds_then_polls_with_the_state_unchanged(synthesized, states):
+    park = states["Park"]
+    assert park["Resource"] == "arn:${AWS::Partition}:states:::lambda:invoke.waitForTaskToken"
+    function_id = synthesized.function("Park")[0]
+    assert park["Parameters"] == {
+        "FunctionName": "${" + function_id + ".Arn}",
+        "Payload": {"job_id.$": "$.job_id", "token.$": "$$.Task.Token"},
+    }
+    assert park["TimeoutSecondsPath"] == "$.wait_seconds"
+    assert park["ResultPath"] is None  # the callback's output is dropped: Poll gets the state as it was
+    assert park["Catch"] == [
+        {"ErrorEquals": ["States.Timeout"], "ResultPath": None, "Next": "Poll"},  # the wait is over
+        {"ErrorEquals": ["States.ALL"], "ResultPath": None, "Next": "Poll"},  # Park itself failed: poll anyway
+    ]
+    assert {e for r in park["Retry"] for e in r["ErrorEquals"]} == set(LAMBDA_ERRORS)  # never States.Timeout
+
+
+def test_a_poll_cycle_costs_four_state_transitions(states):
+    """Wait? -> Park -> Poll -> Collected?: four states entered per poll (the Wait state took three). A 24 h job
+    stays within 600 transitions if it polls at most 150 times (decision 0072; the schedule is decision 0074's)."""
+    cycle, name = [], "Wait?"
+    while name not in cycle:
+        cycle.append(name)
+        state = states[name]
+        name = state["Choices"][0]["Next"] if name == "Wait?" else state.get("Next") or state["Default"]
+    assert cycle == ["Wait?", "Park", "Poll", "Collected?"]
 
 
 @pytest.mark.parametrize("name", [*TASKS, "MarkFailed"])

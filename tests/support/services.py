@@ -31,6 +31,7 @@ def memory_services(
     describe_workflow: Callable[[str], str] | None = None,
     stop_workflow: Callable[[str], None] | None = None,
     prices: Callable[[], PriceTable] | None = None,
+    resume_workflow: Callable[[str], bool] | None = None,
 ) -> Services:
     """Fresh in-memory stores and the collaborators given; any other one raises ``AssertionError`` when called."""
     return Services(
@@ -45,4 +46,5 @@ def memory_services(
         stop_workflow=stop_workflow or unexpected("stop_workflow"),
         prices=prices or file_table,  # pure: the file's table unless a test gives overrides
         budgets=MemoryBudgetStore(),  # no budgets unless a test sets one
+        resume_workflow=resume_workflow or unexpected("resume_workflow"),
     )

@@ -18,6 +18,9 @@ ALL_HANDLERS = {
     "Ingest": constants.INGEST_HANDLER,
     "Sweeper": constants.SWEEPER_HANDLER,
     "KeyAuthorizer": constants.AUTHORIZER_HANDLER,
+    "WebhookDeliveries": constants.WEBHOOK_DELIVERY_HANDLER,
+    "Park": constants.PARK_HANDLER,
+    "OpenAIWebhook": constants.OPENAI_WEBHOOK_HANDLER,
 }
 FUNCTION_SCOPES = {
     **{f: "Api" for f in constants.API_HANDLERS},
@@ -25,6 +28,9 @@ FUNCTION_SCOPES = {
     "Ingest": "DropFolder",
     "Sweeper": "Sweeper",
     "KeyAuthorizer": "Api",
+    "WebhookDeliveries": "Webhooks",
+    "Park": "Workflow",
+    "OpenAIWebhook": "OpenAIPush",
 }
 # CDK's singleton custom resource that writes the bucket's notification configuration at deploy time.
 CDK_NOTIFICATIONS_HANDLER = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"

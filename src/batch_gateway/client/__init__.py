@@ -47,6 +47,7 @@ from batch_gateway.client.models import (
     Usage,
 )
 from batch_gateway.client.sync_client import Batch, BatchGatewayClient
+from batch_gateway.client.webhooks import WebhookVerificationError, verify_webhook
 
 __all__ = [
     "ENDPOINT_ENV",
@@ -80,8 +81,10 @@ __all__ = [
     "TransientError",
     "UnauthorizedError",
     "Usage",
+    "WebhookVerificationError",
     "to_api_request",
     "to_api_requests",
+    "verify_webhook",
 ]
 
 

@@ -81,6 +81,7 @@ class AsyncBatchGatewayClient:
         provider_options: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
         input_file: str | None = None,
+        webhook: Mapping[str, Any] | None = None,
     ) -> Job:
         """See ``BatchGatewayClient.create_job``: ``requests``, or ``input_file`` (an upload id from ``upload``)."""
         return await asyncio.to_thread(
@@ -94,6 +95,7 @@ class AsyncBatchGatewayClient:
             provider_options=provider_options,
             idempotency_key=idempotency_key,
             input_file=input_file,
+            webhook=webhook,
         )
 
     async def estimate_job(

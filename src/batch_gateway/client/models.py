@@ -101,6 +101,8 @@ class Job(_Response):
     updated_at: datetime | None = None
     ended_at: datetime | None = None
     error: dict[str, Any] | str | None = None
+    # the job's own webhook: {"url", "events"}, and "secret" in create's answer only (decision 0070)
+    webhook: dict[str, Any] | None = None
 
     @property
     def batch_status(self) -> BatchStatus:

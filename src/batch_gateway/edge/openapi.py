@@ -15,7 +15,7 @@ from pydantic.json_schema import models_json_schema
 
 from batch_gateway.constants import DEFAULT_PRESIGN_EXPIRY
 from batch_gateway.contract.errors import ERROR_TYPES
-from batch_gateway.edge import openapi_create
+from batch_gateway.edge import openapi_create, openapi_webhooks
 from batch_gateway.edge.idempotency import MAX_KEY_CHARS
 from batch_gateway.models import api, openai_format
 from batch_gateway.models.jobs import JobStatus
@@ -596,6 +596,7 @@ def document() -> dict[str, Any]:
             },
             **_keys_paths(sigv4),
             **_budgets_paths(sigv4),
+            **openapi_webhooks.paths(sigv4, _errors, {**_ID, "description": "the subscription id (whk_...)"}),
             **_door_paths(),
         },
     }

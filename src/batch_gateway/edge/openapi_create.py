@@ -23,6 +23,7 @@ from batch_gateway.models.requests import (
     PROVIDER_HYPERPARAMETER_LIMITS,
     PROVIDERS,
 )
+from batch_gateway.models.webhooks import EVENT_TYPES as WEBHOOK_EVENT_TYPES
 
 # The model names each provider takes (models.requests.check_model_for_provider), as ECMA-262 patterns.
 _MODEL_CHARS = "[A-Za-z0-9._:@/-]"
@@ -166,6 +167,7 @@ def _body(variant: str, provider: str, endpoint: str | None) -> dict[str, Any]:
                 "hyperparameters and metadata at most 300 KiB as DynamoDB counts them, nested at most 31 deep",
             },
             "retry": _ref("Retry"),
+            "webhook": _ref("JobWebhook"),
             "dry_run": _ref("DryRun"),
         },
     }
@@ -247,6 +249,18 @@ def schemas() -> dict[str, Any]:
             "description": "automatic retry of failed items (decision 0066): an item whose latest outcome is one of "
             "`on` runs again in a new chunk until it has had `max_attempts` attempts; an invalid request never "
             "does. Absent: the deployment's default (none unless the operator set one)",
+        },
+        "JobWebhook": {
+            "type": "object",
+            "required": ["url"],
+            "additionalProperties": False,
+            "properties": {
+                "url": {"type": "string", "format": "uri", "maxLength": 2048, "pattern": "^https?://"},
+                "events": {"type": "array", "minItems": 1, "items": {"enum": list(WEBHOOK_EVENT_TYPES)}},
+            },
+            "description": "the job's own webhook (decision 0070): signed deliveries of the job's events to an https "
+            "URL (no private, link-local, loopback or metadata address); events default to batch.status_changed. "
+            "Create's answer holds webhook.secret, this once",
         },
         "Metadata": {
             "type": "object",

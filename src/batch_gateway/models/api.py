@@ -37,6 +37,16 @@ class RetryView(BaseModel):
     )
 
 
+class JobWebhookView(BaseModel):
+    """The job's own webhook (decision 0070)."""
+
+    url: str
+    events: list[str] = Field(description="the event names it gets (docs/api.md, Webhooks)")
+    secret: str | None = Field(
+        None, description="the signing secret (whsec_...): in create's answer only, never in a later view"
+    )
+
+
 class UsageView(BaseModel):
     input_tokens: int = Field(description="input tokens billed at the plain input rate (OpenAI: prompt less cached)")
     output_tokens: int = Field(description="output tokens, reasoning included")
@@ -79,6 +89,7 @@ class JobView(BaseModel):
     )
     metadata: dict[str, str]
     retry: RetryView | None = Field(None, description="automatic retry of failed items; null: none")
+    webhook: JobWebhookView | None = Field(None, description="the job's own webhook; null: none")
     created_at: str
     updated_at: str
     ended_at: str | None

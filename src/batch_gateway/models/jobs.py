@@ -186,6 +186,12 @@ class Chunk(Record):
     attempt: int = 1
     replaces: RequestCounts | None = None
     retryable: int = 0
+    # Poll's prediction of the provider's end (service.poll_schedule, decision 0074): the last few
+    # [epoch seconds, requests done, requests in all] of the provider's counts, newest last. Notice lag (decision
+    # 0075): when a poll first saw the batch ended, and the provider's own end time when its adapter reports one.
+    progress_samples: list[list[int]] = dataclasses.field(default_factory=list)
+    ended_seen_at: datetime | None = None
+    provider_ended_at: datetime | None = None
 
     @property
     def open(self) -> bool:
@@ -251,6 +257,22 @@ class Job(Record):
     # "reserved" (micro-USD, the high estimate plus retry rounds'), "rounds" (the retry rounds reserved),
     # "settled" (micro-USD charged at the end)}; None when the owner had no budget at create.
     budget: dict[str, Any] | None = None
+    # The highest progress mark (25, 50, 75 % of items done) announced on the bus (service.signals, decision 0068).
+    progress_signalled: int = 0
+    # At-least-once status events (decision 0068): the last status whose event went out (recorded after it did,
+    # only while it is the job's status, so it never moves backwards) and the status the last status write replaced
+    # (recorded by that write itself). A job whose status is not its signalled_status announces it at its next write,
+    # an ended one by the sweeper.
+    signalled_status: JobStatus | None = None
+    previous_status: JobStatus | None = None
+    # The job's own webhook (service.webhooks, decision 0070): {"url", "events", "secret"}; the secret is answered by
+    # create only, never by a job view, an event or a log.
+    webhook: dict[str, Any] | None = None
+    # The wake-up (service/wake.py, decision 0072): the task token of the workflow's Park state while it waits for
+    # the next poll (never shown or logged: it resumes the execution), and a wake asked for and not yet served by a
+    # poll (a cancel, the provider's push).
+    park_token: str | None = None
+    wake_requested: bool = False
 
     def public(self, chunks: list[Chunk] | None = None) -> dict[str, Any]:
         return {
@@ -266,6 +288,7 @@ class Job(Record):
             "cost": self.cost,
             "metadata": self.metadata,
             "retry": self.retry,
+            "webhook": {"url": self.webhook["url"], "events": self.webhook["events"]} if self.webhook else None,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
             "ended_at": iso(self.ended_at),

@@ -56,7 +56,17 @@ def _detail(loc: str, message: str) -> dict[str, str]:
     return {"field": loc, "message": message}
 
 
-FIELDS = ("provider", "model", "requests", "hyperparameters", "metadata", "endpoint", "provider_options", "retry")
+FIELDS = (
+    "provider",
+    "model",
+    "requests",
+    "hyperparameters",
+    "metadata",
+    "endpoint",
+    "provider_options",
+    "retry",
+    "webhook",
+)
 REQUIRED = ("provider", "model", "requests")
 
 
@@ -75,6 +85,7 @@ class CreateJobInput:
     endpoint: str | None = None
     provider_options: dict[str, Any] = field(default_factory=dict)
     retry: dict[str, Any] | None = None  # models.retry.parse_retry's form; None: the deployment's default
+    webhook: Any = None  # the job's own webhook as given; service.webhooks.job_webhook checks it (decision 0070)
 
     @classmethod
     def parse(cls, body: Any) -> CreateJobInput:

@@ -163,6 +163,7 @@ def _to_batch(batch: Any) -> ProviderBatch:
         ended=batch.processing_status == "ended",
         counts=counts,
         created_at=batch.created_at,
+        ended_at=batch.ended_at,
     )
 
 

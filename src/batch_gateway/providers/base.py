@@ -72,6 +72,7 @@ class ProviderBatch:
     failed_reason: str | None = None  # the provider refused the whole batch (validation)
     created_at: datetime | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    ended_at: datetime | None = None  # the provider's own end time, when it reports one (notice lag, decision 0075)
 
 
 @dataclass
@@ -140,7 +141,7 @@ class BatchProvider(abc.ABC):
         return 1
 
     def _errors(self, *, creating: bool = False) -> mapped_errors:
-        return mapped_errors(self.sdk, self.label, creating=creating)
+        return mapped_errors(self.sdk, self.label, creating=creating, name=self.name)
 
     # --- the shared flow ----------------------------------------------------------------------------------------
 

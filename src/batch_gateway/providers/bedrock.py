@@ -504,6 +504,7 @@ def _to_batch(job: dict[str, Any]) -> ProviderBatch:
         if status == "Failed"
         else None,
         created_at=job.get("submitTime"),
+        ended_at=job.get("endTime") if status in _ENDED else None,
         raw={"output_uri": output, "name": job.get("jobName")},
     )
 

@@ -282,6 +282,9 @@ def _to_batch(batch: Any) -> ProviderBatch:
         counts=counts,
         failed_reason=_failed_reason(batch) if batch.status == "failed" else None,
         created_at=_timestamp(batch.created_at),
+        ended_at=_timestamp(batch.completed_at or batch.failed_at or batch.expired_at or batch.cancelled_at)
+        if ended
+        else None,
         raw={
             "input_file_id": batch.input_file_id,
             "output_file_id": batch.output_file_id,

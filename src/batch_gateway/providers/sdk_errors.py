@@ -13,6 +13,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from batch_gateway import metrics
+from batch_gateway.constants import METRIC_PROVIDER_AUTH_ERRORS, METRIC_PROVIDER_ERRORS, METRIC_PROVIDER_THROTTLES
 from batch_gateway.contract import errors
 
 
@@ -53,8 +55,12 @@ def _never_sent(exc: BaseException) -> bool:
 
 
 class mapped_errors:
-    def __init__(self, sdk: str, provider: str, *, creating: bool = False) -> None:
+    """Map a provider SDK's exception to ours on the way out, and count it by provider (decision 0069):
+    ``ProviderThrottles`` (rate limited), ``ProviderAuthErrors`` (key refused), ``ProviderErrors`` (anything else)."""
+
+    def __init__(self, sdk: str, provider: str, *, creating: bool = False, name: str | None = None) -> None:
         self.sdk, self.provider, self.creating = sdk, provider, creating
+        self.name = name or provider.lower()  # the provider's registration name: the metrics' dimension
 
     def __enter__(self) -> None:
         return None
@@ -62,6 +68,13 @@ class mapped_errors:
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Literal[False]:
         if exc is None or isinstance(exc, errors.BatchGatewayError):
             return False
+        try:
+            return self._map(exc)
+        except errors.BatchGatewayError as mapped:
+            _count(mapped, self.name)
+            raise
+
+    def _map(self, exc: BaseException) -> Literal[False]:
         if self.sdk == "botocore":
             return _map_botocore(exc, self.provider, creating=self.creating)
         if self.sdk == "google.genai":
@@ -92,6 +105,16 @@ class mapped_errors:
         if isinstance(exc, sdk.APIStatusError):
             raise errors.ProviderRequestError(f"{name} refused the request: {_message(exc)}") from exc
         return False
+
+
+def _count(error: errors.BatchGatewayError, provider: str) -> None:
+    if isinstance(error, errors.ProviderRateLimitedError):
+        name = METRIC_PROVIDER_THROTTLES
+    elif isinstance(error, errors.ProviderAuthError):
+        name = METRIC_PROVIDER_AUTH_ERRORS
+    else:
+        name = METRIC_PROVIDER_ERRORS
+    metrics.record(name, provider=provider)
 
 
 # botocore ClientError codes, by what they mean for us. Quota refusals mean "wait" (the chunk stays pending).

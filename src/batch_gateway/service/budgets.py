@@ -10,7 +10,8 @@
   actual cost, once per job: a retried step changes nothing. A job that ended before anything was sent costs 0; one
   whose cost has no price is charged its reservation.
 
-A job counts against the month it was created in (UTC), whenever it ends.
+A job counts against the month it was created in (UTC), whenever it ends. Each reserve and settle that leaves the
+owner's month above 80 % of the budget counts ``BudgetAbove80Percent`` (alarmed).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway import metrics
+from batch_gateway.constants import METRIC_BUDGET_ABOVE_80
 from batch_gateway.contract.errors import BudgetExceededError, InvalidRequestError, NotFoundError
 from batch_gateway.jsonlines import loads
 from batch_gateway.models.api_keys import checked_owner
@@ -30,6 +33,8 @@ from batch_gateway.service.estimate import RequestStats, job_high_estimate
 from batch_gateway.service.keys import requests_key
 
 logger = Logger(child=True)
+
+ALERT_SHARE = 0.8  # of the monthly budget, spent plus reserved
 
 
 # --- the admin routes and GET /budget ---------------------------------------------------------------------------
@@ -92,6 +97,7 @@ def reserve_for_new_job(services: Services, job: Job) -> Job:
     needed = _needed(services, budget, job, month)
     if not services.budgets.reserve(job.owner, month, needed, budget.limit_micros):
         raise _refusal(services, budget, month, needed)
+    _watch(services, budget, month, job.id)
     return _replace_budget(job, {"month": month, "reserved": needed, "rounds": []})
 
 
@@ -117,6 +123,7 @@ def reserve_after_plan_read(services: Services, job: Job) -> Job:
     needed = _needed(services, budget, job, month)
     if not services.budgets.reserve(job.owner, month, needed, budget.limit_micros, once=f"{job.id}#plan"):
         raise _refusal(services, budget, month, needed)
+    _watch(services, budget, month, job.id)
     return services.jobs.update_job(job.id, budget={"month": month, "reserved": needed, "rounds": []})
 
 
@@ -140,6 +147,7 @@ def reserve_retry_round(services: Services, job: Job, items: list[str]) -> bool:
     if not services.budgets.reserve(job.owner, month, needed, budget.limit_micros, once=round_key):
         logger.info("retry round not run: over the owner's budget", extra={"job_id": job.id, "needed": usd(needed)})
         return False
+    _watch(services, budget, month, job.id)
     reserved = int(job.budget["reserved"]) + needed
     services.jobs.update_job(
         job.id, budget={**job.budget, "reserved": reserved, "rounds": [*job.budget.get("rounds", []), round_key]}
@@ -160,7 +168,32 @@ def settle_job(services: Services, job: Job) -> None:
     month = str(job.budget["month"])
     if services.budgets.settle(job.owner, month, reserved, spent, once=f"{job.id}#settle"):
         logger.info("budget settled", extra={"job_id": job.id, "reserved": usd(reserved), "spent": usd(spent)})
+        budget = services.budgets.get_budget(job.owner)
+        if budget is not None:
+            _watch(services, budget, month, job.id)
     services.jobs.update_job(job.id, budget={**job.budget, "settled": spent})
+
+
+def _watch(services: Services, budget: Budget, month: str, job_id: str) -> None:
+    """After a reserve or a settle: an owner whose month is above ``ALERT_SHARE`` of the budget (spent plus
+    reserved) counts one ``BudgetAbove80Percent`` (alarmed, decision 0069). The metric has no owner dimension (one
+    alarm, no metric per tenant); the log line names the owner. Never fails the job."""
+    try:
+        usage = services.budgets.month_usage(budget.owner, month)
+        if budget.limit_micros and usage.used_micros > ALERT_SHARE * budget.limit_micros:
+            metrics.record(METRIC_BUDGET_ABOVE_80)
+            logger.warning(
+                "budget above 80 %",
+                extra={
+                    "owner": budget.owner,
+                    "month": month,
+                    "job_id": job_id,
+                    "used_usd": usd(usage.used_micros),
+                    "monthly_usd": usd(budget.limit_micros),
+                },
+            )
+    except Exception as error:
+        logger.warning("budget watch failed", extra={"job_id": job_id, "error_type": type(error).__name__})
 
 
 def _needed(services: Services, budget: Budget, job: Job, month: str) -> int:

@@ -1,7 +1,7 @@
-"""Cancel: mark the job ``canceling`` and restart its workflow, so the provider hears of it within the first poll
-interval rather than after a wait of up to 15 minutes. Every step is idempotent and a canceling job sends nothing
-new, so the fresh execution simply polls: it cancels the provider batches and keeps collecting until every one has
-ended, so items that finished before the cancel are kept."""
+"""Cancel: mark the job ``canceling`` and wake its parked workflow (``service/wake.py``, decision 0072), so the next
+Poll runs at once instead of at the end of the current wait; a workflow that is not parked is restarted (decision
+0040). A canceling job sends nothing new: that Poll cancels the provider batches and keeps collecting until every one
+has ended, so items that finished before the cancel are kept."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from batch_gateway.contract.errors import ConflictError
 from batch_gateway.models.jobs import Job, JobStatus, utcnow
 from batch_gateway.service.context import Services
 from batch_gateway.service.query import job_view
+from batch_gateway.service.wake import wake_job
 
 logger = Logger(child=True)
 
@@ -38,17 +39,23 @@ def cancel_job(services: Services, job_id: str, owner: str) -> dict[str, Any]:
         if job.status is not JobStatus.CANCELING:
             raise ConflictError(f"batch {job_id} has already ended ({job.status.value})") from None
         return job_view(services, job, services.jobs.get_chunks(job_id))
-    job = _restart_workflow(services, job)
+    _wake(services, job_id)
     return job_view(services, job, services.jobs.get_chunks(job_id))
 
 
-def _restart_workflow(services: Services, job: Job) -> Job:
-    """Best effort: if this fails the job is still canceling, and the running workflow cancels at its next poll."""
+def _wake(services: Services, job_id: str) -> None:
+    """Best effort: if this fails the job is still canceling, and the workflow cancels at its next poll. A parked
+    workflow is resumed (decision 0072); one that is not parked (still planning or submitting: a create may hang on
+    the wire for minutes) is restarted, so that a poll cancels what was already sent at once (decision 0040)."""
     try:
-        if job.execution_arn:
-            services.stop_workflow(job.execution_arn)
-        arn = services.start_workflow(f"{job.id}-cancel", {"job_id": job.id})
-        return services.jobs.update_job(job.id, execution_arn=arn)
+        if not wake_job(services, job_id):
+            _restart_workflow(services, services.jobs.require_job(job_id))
     except Exception:
-        logger.warning("could not restart the workflow of a canceled job", extra={"job_id": job.id})
-        return job
+        logger.warning("could not wake the workflow of a canceled job", extra={"job_id": job_id})
+
+
+def _restart_workflow(services: Services, job: Job) -> None:
+    if job.execution_arn:
+        services.stop_workflow(job.execution_arn)
+    arn = services.start_workflow(f"{job.id}-cancel", {"job_id": job.id})
+    services.jobs.update_job(job.id, execution_arn=arn)

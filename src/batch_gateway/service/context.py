@@ -28,3 +28,6 @@ class Services:
     stop_workflow: Callable[[str], None]  # execution ARN -> stopped
     prices: Callable[[], PriceTable]  # the price table with the deployment's overrides (cached 5 minutes)
     budgets: BudgetStore  # monthly budgets per owner and their reservations (decision 0064)
+    # A parked workflow's task token -> resumed now (SendTaskSuccess); False when that task has already moved on
+    # (timed out or resumed before: service/wake.py, decision 0072)
+    resume_workflow: Callable[[str], bool]

@@ -35,6 +35,7 @@ from batch_gateway.service.budgets import release_new_job, reserve_for_new_job
 from batch_gateway.service.context import Services
 from batch_gateway.service.estimate import DryRun, RequestStats, job_high_estimate
 from batch_gateway.service.keys import requests_key
+from batch_gateway.service.webhooks import job_webhook
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -119,6 +120,7 @@ def _create(
     door_fields: dict[str, Any] | None = None,
 ) -> Job:
     params = _checked(services, spec)
+    webhook = job_webhook(spec.webhook, allow_loopback_http=services.settings.webhook_loopback_http)
     job_id = job_id or new_job_id()
     job = Job(
         id=job_id,
@@ -160,6 +162,7 @@ def _create(
         door_fields=door_fields or {},
         retry=job_retry(spec.retry, services.settings.retry_default, door),
         estimate_usd=job_high_estimate(services, spec.provider, spec.model, stats),
+        webhook=webhook,
     )
     if dry is not None:  # nothing was written: nothing to record or start
         dry.stats, dry.job = stats, job
@@ -184,6 +187,7 @@ def create_deferred_job(
     after the settings' checks: it reads input files only up to the synchronous bound."""
     spec = CreateJobInput.parse({**settings, "requests": {"-": None}})
     params = _checked(services, spec)
+    webhook = job_webhook(spec.webhook, allow_loopback_http=services.settings.webhook_loopback_http)
     if _dry_run.get() is not None:
         limit = services.settings.sync_input_max_bytes
         raise InvalidRequestError(
@@ -205,6 +209,7 @@ def create_deferred_job(
         door_fields=door_fields or {},
         retry=job_retry(spec.retry, services.settings.retry_default, door),
         input_file={**input_file, "endpoint": spec.endpoint},
+        webhook=webhook,
     )
     return _start(services, job)
 

@@ -1,5 +1,5 @@
 """Finalize: join the chunks' results into ``results.jsonl``, prove one line per request id, total usage and cost,
-set the terminal status and announce it."""
+set the terminal status (the job store's signals announce it: service.signals)."""
 
 from __future__ import annotations
 
@@ -72,10 +72,6 @@ def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | 
     if job.drop_name:
         services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))
     logger.info("job ended", extra={"job_id": job.id, "status": status.value, **counts.to_dict()})
-    services.emit_event(
-        "Batch Job Ended",
-        {"job_id": job.id, "owner": job.owner, "status": status.value, "request_counts": counts.to_dict()},
-    )
     return {"job_id": job.id, "status": status.value}
 
 
@@ -110,8 +106,6 @@ def mark_failed(
         return {"job_id": job_id, "status": job.status.value}
     if job.chunk_count and joined(services, job) is None:
         _keep_what_finished(services, job, budget)
-    elif not job.chunk_count:  # failed before it was planned: nothing was sent, nothing to keep
-        services.emit_event("Batch Job Ended", {"job_id": job_id, "owner": job.owner, "status": "failed"})
     if job.budget is not None:  # the reservation becomes what was kept's cost (decision 0064)
         settle_job(services, services.jobs.require_job(job_id))
     return {"job_id": job_id, "status": JobStatus.FAILED.value}
@@ -167,7 +161,3 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> Non
     if job.drop_name:
         services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))
     logger.info("kept the results of a failed job", extra={"job_id": job.id, **counts.to_dict()})
-    services.emit_event(
-        "Batch Job Ended",
-        {"job_id": job.id, "owner": job.owner, "status": "failed", "request_counts": counts.to_dict()},
-    )

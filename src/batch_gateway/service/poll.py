@@ -7,13 +7,15 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway import constants, metrics
 from batch_gateway.contract import errors
-from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, utcnow
+from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, RequestCounts, utcnow
 from batch_gateway.models.pricing import chunks_cost_detail
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.collect import collect_chunk, summarize
 from batch_gateway.service.context import Services
+from batch_gateway.service.poll_schedule import Sample, next_wait, record
 from batch_gateway.service.state import WorkflowState
 from batch_gateway.service.submit import submit_chunk
 
@@ -43,11 +45,38 @@ def _refresh(services: Services, job: Job, chunk: Chunk, provider: BatchProvider
             services, job, chunk, provider, batch, unanswered=ItemStatus.ERRORED, reason=batch.failed_reason
         )
     elif batch.ended:
+        if chunk.ended_seen_at is None:  # the first poll to see it ended (a collect that fails is retried later)
+            chunk = services.jobs.update_chunk(chunk, ended_seen_at=utcnow(), provider_ended_at=batch.ended_at)
         chunk = collect_chunk(services, job, chunk, provider, batch)
+        lag = notice_lag_seconds(chunk)
+        logger.info("chunk noticed", extra={"job_id": job.id, "chunk": chunk.index, "notice_lag_s": lag})
+        if lag is not None:  # the dashboard's notice lag (decision 0075)
+            metrics.record(constants.METRIC_NOTICE_LAG, lag, metrics.SECONDS, provider=job.provider)
     else:
-        return services.jobs.update_chunk(chunk, provider_status=batch.status, request_counts=batch.counts)
+        sample = Sample(utcnow().timestamp(), *_progress(chunk, batch.counts))
+        return services.jobs.update_chunk(
+            chunk,
+            provider_status=batch.status,
+            request_counts=batch.counts,
+            progress_samples=record(chunk.progress_samples, sample),
+        )
     provider.cleanup(batch)
     return chunk
+
+
+def _progress(chunk: Chunk, counts: RequestCounts) -> tuple[int, int]:
+    """(requests done, requests in all) by the provider's counts (its total is 0 while it validates)."""
+    done = counts.succeeded + counts.errored + counts.canceled + counts.expired
+    return done, max(counts.total, chunk.request_count, done)
+
+
+def notice_lag_seconds(chunk: Chunk) -> float | None:
+    """Seconds from the provider's end (its own end time when the adapter reports one, else the first poll that saw
+    it ended) to the chunk's results collected; None for a chunk not collected from an ended provider batch."""
+    start = chunk.provider_ended_at or chunk.ended_seen_at
+    if not chunk.collected or start is None or chunk.ended_at is None:
+        return None
+    return max(0.0, round((chunk.ended_at - start).total_seconds(), 3))
 
 
 def _never_sent(chunk: Chunk) -> bool:
@@ -107,4 +136,7 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
     if budget.stopped and not done:
         return WorkflowState(job_id=job.id, polls=state.polls, wait_seconds=0, done=False)
     polls = state.polls + 1
-    return WorkflowState(job_id=job.id, polls=polls, wait_seconds=services.settings.wait_after(polls), done=done)
+    wait = next_wait(
+        [c.progress_samples for c in chunks if c.open], polls, services.settings.poll_schedule, utcnow().timestamp()
+    )
+    return WorkflowState(job_id=job.id, polls=polls, wait_seconds=wait, done=done)

@@ -5,7 +5,8 @@ workflow's steps are idempotent (Plan keeps existing chunks, Submit reconciles c
 picks up where it stopped), so a restart resumes the job. After ``MAX_RESTARTS`` it is marked failed with a reason,
 and its budget reservation settled (decision 0064). An ended job whose reservation nothing settled (MarkFailed gave up
 after its retries, or the sweeper's own settle failed) is settled by a later sweep once its workflow has stopped: the
-sweep looks for such jobs only where an owner's month holds more reserved than its open jobs do.
+sweep looks for such jobs only where an owner's month holds more reserved than its open jobs do. An ended job whose
+end event did not go out (``signalled_status`` behind its status) gets it sent again (decision 0068).
 Provider batches that no chunk owns (an ambiguous create that was re-sent) are canceled where the provider lets us
 find them.
 """
@@ -22,6 +23,7 @@ from batch_gateway.models.budgets import month_of
 from batch_gateway.models.jobs import Job, JobStatus, utcnow
 from batch_gateway.service.budgets import settle_job
 from batch_gateway.service.context import Services
+from batch_gateway.service.signals import announce_status
 
 logger = Logger(child=True)
 MAX_RESTARTS = 3
@@ -36,6 +38,7 @@ class SweepReport:
     failed: list[str] = field(default_factory=list)
     settled: list[str] = field(default_factory=list)  # ended jobs whose budget reservation a sweep settled
     orphans_canceled: list[str] = field(default_factory=list)
+    announced: list[str] = field(default_factory=list)  # ended jobs whose lost end event a sweep sent again
 
 
 def sweep(services: Services) -> SweepReport:
@@ -70,12 +73,38 @@ def sweep(services: Services) -> SweepReport:
         services.jobs.update_job(job.id, execution_arn=arn, restarts=restarts)
         logger.warning("restarted a stopped workflow", extra={"job_id": job.id, "execution_status": status})
         report.restarted.append(job.id)
+    report.announced = _announce_ended(services)
     try:
         report.settled = _settle_leftovers(services, held)
     except Exception:  # the budgets' amounts could not be read: the next sweep looks again; orphans still go
         logger.exception("could not look for ended jobs whose budget nothing settled")
     report.orphans_canceled = _cancel_orphans(services)
     return report
+
+
+def _announce_ended(services: Services) -> list[str]:
+    """Send again the end event of every ended job whose event did not go out (decision 0068): no step writes an
+    ended job again, so nothing else would. The index's ``unannounced`` partition lists them; a failure leaves the
+    job there for the next sweep."""
+    announced: list[str] = []
+    try:
+        job_ids = services.jobs.unannounced_job_ids()
+    except Exception:
+        logger.exception("could not list the ended jobs whose end event did not go out; the next sweep looks again")
+        return announced
+    for job_id in job_ids:
+        job = services.jobs.get_job(job_id)
+        if job is None or not job.status.terminal or job.signalled_status is job.status:
+            continue
+        try:
+            sent = announce_status(services, job)
+        except Exception:  # the record failed after the event went out: the next sweep sends it again, same id
+            logger.exception("could not record a resent end event", extra={"job_id": job.id})
+            continue
+        if sent:
+            logger.warning("sent the end event of a job again", extra={"job_id": job.id, "status": job.status.value})
+            announced.append(job.id)
+    return announced
 
 
 def _hold(held: dict[tuple[str, str], int], job: Job) -> None:

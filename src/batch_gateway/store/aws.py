@@ -58,9 +58,13 @@ def start_execution(state_machine_arn: str, name: str, payload: dict[str, Any]) 
 
 
 def put_event(bus: str, source: str, detail_type: str, detail: dict[str, Any]) -> None:
-    client("events").put_events(
+    """Put one event; an entry EventBridge refused (it answers 200 with ``FailedEntryCount``) raises."""
+    response = client("events").put_events(
         Entries=[{"EventBusName": bus, "Source": source, "DetailType": detail_type, "Detail": json.dumps(detail)}]
     )
+    if response.get("FailedEntryCount"):
+        entry = response["Entries"][0]
+        raise RuntimeError(f"EventBridge refused the event: {entry.get('ErrorCode')} {entry.get('ErrorMessage', '')}")
 
 
 def stop_execution(execution_arn: str) -> None:
@@ -69,6 +73,17 @@ def stop_execution(execution_arn: str) -> None:
         sfn.stop_execution(executionArn=execution_arn, cause="batch canceled; a fresh execution takes over")
     except sfn.exceptions.ExecutionDoesNotExist:
         pass
+
+
+def resume_task(task_token: str) -> bool:
+    """Resume the task waiting on ``task_token`` (``SendTaskSuccess``): True if it was waiting, False if it has
+    already moved on (timed out, resumed before, or its execution ended)."""
+    sfn = client("stepfunctions")
+    try:
+        sfn.send_task_success(taskToken=task_token, output=json.dumps({"woken": True}))
+    except (sfn.exceptions.TaskTimedOut, sfn.exceptions.InvalidToken, sfn.exceptions.TaskDoesNotExist):
+        return False
+    return True
 
 
 def execution_status(execution_arn: str) -> str:

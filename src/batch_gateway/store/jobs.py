@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import ConditionCheckTypeDef, TransactWriteItemTypeDef, UpdateTypeDef
 
 JOB_SK = "JOB"
+# The sparse open-jobs index has two partitions: "open" (every job that has not ended) and this one, an ended job
+# whose end status event has not gone out yet (service.signals records ``signalled_status``; the sweeper resends).
+UNANNOUNCED = "unannounced"
 MAX_ADDED_CHUNKS = 99  # and the job item: DynamoDB's 100 items per transaction
 
 
@@ -88,9 +91,15 @@ def _dump(model: Job | Chunk) -> dict[str, Any]:
     return model.to_dict()
 
 
-def _update_parts(fields: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
-    """UPDATE expression, names and values for ``fields`` (a None value removes the attribute)."""
+def _update_parts(
+    fields: dict[str, Any], copies: dict[str, str] | None = None
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """UPDATE expression, names and values for ``fields`` (a None value removes the attribute); ``copies`` (target
+    -> source attribute) come first and read the source as the item held it before this write."""
     sets, removes, names, values = [], [], {}, {}
+    for i, (target, source) in enumerate((copies or {}).items()):
+        names[f"#c{i}"], names[f"#s{i}"] = target, source
+        sets.append(f"#c{i} = #s{i}")
     for i, (name, value) in enumerate(fields.items()):
         names[f"#f{i}"] = name
         if value is None:
@@ -137,13 +146,17 @@ class DynamoDBJobStore(JobStore):
         fields["updated_at"] = iso(utcnow())
         status = fields.get("status")
         if status is not None and JobStatus(status).terminal:
-            fields[OPEN_INDEX_PK] = None  # leaves the sparse open-jobs index
+            fields[OPEN_INDEX_PK] = UNANNOUNCED  # leaves the open jobs, listed unannounced until its event went out
+        signalled = fields.get("signalled_status")
+        if signalled is not None and JobStatus(signalled).terminal:
+            fields[OPEN_INDEX_PK] = None  # its end is announced: leaves the index (the write expects that status)
         if status is not None:
             allowed = statuses_before(status)
             expect = allowed if expect is None else allowed & {JobStatus(s) for s in expect}
             if not expect:
                 raise ConflictError(f"job {job_id} cannot move to status {JobStatus(status).value}")
-        expression, names, values = _update_parts(fields)
+        # A status write records the status it replaced, read by the write itself (no read before it to race).
+        expression, names, values = _update_parts(fields, {"previous_status": "status"} if status is not None else None)
         condition = "attribute_exists(pk)"
         if expect is not None:
             statuses = sorted(JobStatus(s).value for s in expect)
@@ -191,14 +204,21 @@ class DynamoDBJobStore(JobStore):
         return jobs, (_encode_token(last) if last else None)
 
     def open_job_ids(self) -> list[str]:
-        """Jobs that have not ended, oldest first (the sparse ``open-jobs`` index holds nothing else)."""
+        """Jobs that have not ended, oldest first (the sparse ``open-jobs`` index's ``open`` partition)."""
+        return self._index_ids("open")
+
+    def unannounced_job_ids(self) -> list[str]:
+        """Ended jobs whose end was not announced yet, oldest first (the index's ``unannounced`` partition)."""
+        return self._index_ids(UNANNOUNCED)
+
+    def _index_ids(self, partition: str) -> list[str]:
         ids: list[str] = []
         kwargs: dict[str, Any] = {
             "TableName": self.table,
             "IndexName": OPEN_INDEX,
             "KeyConditionExpression": "#open = :open",
             "ExpressionAttributeNames": {"#open": OPEN_INDEX_PK},
-            "ExpressionAttributeValues": _values({":open": "open"}),
+            "ExpressionAttributeValues": _values({":open": partition}),
         }
         while True:
             response = self._db.query(**kwargs)

@@ -90,6 +90,8 @@ class MemoryJobStore(JobStore):
             item = self._jobs.get(job_id)
             if item is None or (expect is not None and item["status"] not in {JobStatus(s).value for s in expect}):
                 raise ConflictError(f"job {job_id} is not in an expected status for this change")
+            if fields.get("status") is not None:  # the status this write replaced, like the DynamoDB store
+                item["previous_status"] = item["status"]
             _set(item, fields)
             return Job.from_dict(copy.deepcopy(item))
 
@@ -118,6 +120,15 @@ class MemoryJobStore(JobStore):
         with self._lock:
             open_jobs = [item for item in self._jobs.values() if not JobStatus(item["status"]).terminal]
         return [item["id"] for item in sorted(open_jobs, key=lambda item: (item["created_at"], item["id"]))]
+
+    def unannounced_job_ids(self) -> list[str]:
+        with self._lock:
+            ended = [
+                item
+                for item in self._jobs.values()
+                if JobStatus(item["status"]).terminal and item.get("signalled_status") != item["status"]
+            ]
+        return [item["id"] for item in sorted(ended, key=lambda item: (item["created_at"], item["id"]))]
 
     # --- markers ------------------------------------------------------------------------------------------------
 

@@ -56,7 +56,29 @@ def _dynamodb(self: Any) -> str:
 
 def _states(self: Any) -> str:
     body = _body(self)
+    token = body.get("taskToken")
+    if token and not (body.get("executionArn") or body.get("stateMachineArn")):
+        return _task_state_machine(self, str(token))
     return str(body.get("executionArn") or body.get("stateMachineArn") or "*")
+
+
+def _task_state_machine(self: Any, token: str) -> str:
+    """SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat name only a task token; AWS authorizes them against the
+    state machine whose execution issued it (CDK's ``StateMachine.grantTaskResponse`` grants them on the state
+    machine's ARN, as the Service Authorization Reference lists ``stateMachine`` as their resource). moto's tokens are
+    opaque, so the state machine is the one with an execution that ever issued the token (a stale token still names
+    it, as on AWS, and then gets TaskTimedOut / InvalidToken rather than AccessDenied)."""
+    try:
+        for machine in self.stepfunction_backend.state_machines:
+            for execution in machine.executions:
+                pool = getattr(
+                    getattr(getattr(execution, "exec_worker", None), "env", None), "callback_pool_manager", None
+                )
+                if pool is not None and pool.get(token) is not None:
+                    return str(machine.arn)
+    except Exception:  # moto's internals moved: fall back to its own behaviour
+        return "*"
+    return "*"
 
 
 def _secrets(self: Any) -> str:

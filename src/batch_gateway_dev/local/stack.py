@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -28,10 +29,13 @@ from typing import Any, TypedDict
 import boto3
 import requests
 
+from batch_gateway.constants import OPENAI_WEBHOOK_PATH, OPENAI_WEBHOOK_SECRET_NAME
 from batch_gateway_dev.local.front import ApiFront, Principal
 from batch_gateway_dev.local.lambda_runtime import ENVIRONMENTS_FILE
 from batch_gateway_dev.local.resources import create_table
 from batch_gateway_dev.local.service_principals import service_user_name
+from batch_gateway_dev.local.sqs_poller import Mapping as SqsMapping
+from batch_gateway_dev.local.sqs_poller import SqsPoller
 from batch_gateway_dev.local.template import REPO_ROOT, Template, resolve, synthesized_template
 
 REGION = "us-east-1"
@@ -117,6 +121,10 @@ class LocalStack:
         self._api_arn = ""
         self._iam: Any = None
         self._generation = 0
+        self._sqs_mappings: list[SqsMapping] = []
+        self._sqs_poller: SqsPoller | None = None
+        self.openai_webhook_secret: str | None = None  # the OpenAIWebhookSecret's value, when openai is enabled
+        self._lambda_service: CallerCredentials | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
 
@@ -149,6 +157,9 @@ class LocalStack:
                 retries={"max_attempts": 0, "total_max_attempts": 1}, read_timeout=60, max_pool_connections=50
             ),
         )
+        self._sqs_poller = SqsPoller(
+            self._sqs_mappings, sqs_for=self._sqs_as_role_of, lambda_client=self._lambda, region=REGION
+        ).start()
         self.front = ApiFront(
             template.routes(),
             invoke=self._invoke_api,
@@ -158,12 +169,18 @@ class LocalStack:
             host=self.host,
             port=self.port,
         ).start()
+        if self.simulator and self.openai_webhook_secret:
+            # OpenAI's project webhook, pointed at this stack's receiver (decision 0073), as an operator sets it up.
+            self.simulator.push_openai_webhooks(self.openai_webhook_url, self.openai_webhook_secret)
         return self
 
     def stop(self) -> None:
         if self.front:
             self.front.stop()
             self.front = None
+        if self._sqs_poller:
+            self._sqs_poller.stop()
+            self._sqs_poller = None
         if self.simulator:
             self.simulator.stop()
             self.simulator = None
@@ -182,6 +199,13 @@ class LocalStack:
 
     def __exit__(self, *_: Any) -> None:
         self.stop()
+
+    @property
+    def openai_webhook_url(self) -> str:
+        """Where OpenAI's batch webhooks go: this stack's receiver, ``POST /providers/openai/webhook``."""
+        if self.front is None:
+            raise RuntimeError("the local stack is not started")
+        return f"{self.front.url}{OPENAI_WEBHOOK_PATH}"
 
     def info(self) -> dict[str, Any]:
         caller = self.caller(DEFAULT_CALLER)
@@ -251,6 +275,29 @@ class LocalStack:
             self._callers_by_name[name] = credentials
             self._callers[credentials.access_key] = credentials
         return credentials
+
+    def _sqs_as_role_of(self, function: str) -> Any:
+        """An SQS client with the credentials of ``function``'s role: Lambda polls a queue as the function's role."""
+        role = self.client("lambda").get_function_configuration(FunctionName=function)["Role"]
+        with self._lock:  # the stand-in for the Lambda service: it may assume only roles that trust Lambda
+            if self._lambda_service is None:
+                self._lambda_service = self._create_user(
+                    service_user_name("lambda.amazonaws.com"),
+                    _policy(
+                        {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": f"arn:aws:iam::{ACCOUNT}:role/*"}
+                    ),
+                )
+        keys = self.client("sts", self._lambda_service).assume_role(RoleArn=role, RoleSessionName="sqs-poller")[
+            "Credentials"
+        ]
+        return boto3.client(
+            "sqs",
+            endpoint_url=self.aws_endpoint_url,
+            region_name=REGION,
+            aws_access_key_id=keys["AccessKeyId"],
+            aws_secret_access_key=keys["SecretAccessKey"],
+            aws_session_token=keys["SessionToken"],
+        )
 
     def _identify(self, access_key: str) -> CallerCredentials | None:
         return self._callers.get(access_key)
@@ -458,8 +505,12 @@ class LocalStack:
         secrets = self.client("secretsmanager")
         for logical_id, secret in template.of_type("AWS::SecretsManager::Secret").items():
             name = str(secret["Properties"].get("Name") or logical_id)
-            provider = next((p for p in PROVIDER_KEY_VARS if p in name.lower()), None)
-            value = (self._provider_keys.get(provider) if provider else None) or "simulator-key"
+            if name == OPENAI_WEBHOOK_SECRET_NAME:
+                # As OpenAI shows a project webhook's secret; the simulator signs its batch webhooks with it.
+                value = self.openai_webhook_secret = "whsec_" + base64.b64encode(os.urandom(32)).decode()
+            else:
+                provider = next((p for p in PROVIDER_KEY_VARS if p in name.lower()), None)
+                value = (self._provider_keys.get(provider) if provider else None) or "simulator-key"
             refs[logical_id] = secrets.create_secret(Name=name, SecretString=value)["ARN"]
         ssm = self.client("ssm")
         for logical_id, parameter in template.of_type("AWS::SSM::Parameter").items():
@@ -480,6 +531,9 @@ class LocalStack:
             refs[logical_id] = sqs.create_queue(QueueName=logical_id, Attributes=attributes)["QueueUrl"]
             attrs[(logical_id, "Arn")] = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{logical_id}"
             attrs[(logical_id, "QueueName")] = logical_id
+
+        for logical_id, rule in template.of_type("AWS::Events::Rule").items():
+            self._create_rule(events, logical_id, res(rule["Properties"]))
 
         # Roles and their policies, exactly as synthesized.
         iam = self.client("iam")
@@ -514,13 +568,19 @@ class LocalStack:
                 Environment={"Variables": {k: str(res(v)) for k, v in function.environment.items()}},
             )
             self.functions[function.logical_id] = function.handler
+        # SQS event sources run as Lambda's pollers do (receive with the function's role, invoke, delete; the queue's
+        # redrive policy dead-letters): local/sqs_poller.py, started with the stack.
         for mapping in template.of_type("AWS::Lambda::EventSourceMapping").values():
             props = res(mapping["Properties"])
-            lam.create_event_source_mapping(
-                EventSourceArn=props["EventSourceArn"],
-                FunctionName=props["FunctionName"],
-                BatchSize=int(props.get("BatchSize", 10)),
-                FunctionResponseTypes=props.get("FunctionResponseTypes", []),
+            arn = str(props["EventSourceArn"])
+            self._sqs_mappings.append(
+                SqsMapping(
+                    queue_arn=arn,
+                    queue_url=sqs.get_queue_url(QueueName=arn.rsplit(":", 1)[1])["QueueUrl"],
+                    function=str(props["FunctionName"]),
+                    batch_size=int(props.get("BatchSize", 10)),
+                    report_item_failures="ReportBatchItemFailures" in (props.get("FunctionResponseTypes") or []),
+                )
             )
         for notifications in template.of_type("Custom::S3BucketNotifications").values():
             props = notifications["Properties"]
@@ -535,6 +595,40 @@ class LocalStack:
             roleArn=res(machine["RoleArn"]),
             type="STANDARD",
         )
+
+    @staticmethod
+    def _create_rule(events: Any, logical_id: str, props: dict[str, Any]) -> None:
+        """An EventBridge rule that matches events on a bus (the stack's own, or the default one) and delivers them
+        to SQS queues, as deployed: moto matches the pattern and sends each event to the queue. A schedule rule
+        (the sweeper's) has no pattern to match here: the local stack runs the sweeper on demand."""
+        if "EventPattern" not in props:
+            return
+        targets = props.get("Targets") or []
+        unsupported = [t["Arn"] for t in targets if ":sqs:" not in str(t["Arn"])]
+        if unsupported:
+            raise NotImplementedError(
+                f"rule {logical_id}: the local stack delivers events to SQS only, not {unsupported}"
+            )
+        bus = str(props.get("EventBusName") or "default")
+        events.put_rule(
+            Name=logical_id,
+            EventBusName=bus,
+            EventPattern=json.dumps(props["EventPattern"]),
+            State=props.get("State", "ENABLED"),
+        )
+        if targets:
+            events.put_targets(
+                Rule=logical_id,
+                EventBusName=bus,
+                Targets=[
+                    {
+                        "Id": t["Id"],
+                        "Arn": t["Arn"],
+                        **({"SqsParameters": t["SqsParameters"]} if "SqsParameters" in t else {}),
+                    }
+                    for t in targets
+                ],
+            )
 
 
 def _empty_zip() -> bytes:

@@ -18,7 +18,12 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 CACHE_DIR = REPO_ROOT / ".local"
 # The local stack enables every provider (stacks.config.KNOWN_PROVIDERS) unless its context says otherwise: Bedrock
 # needs no key, and the simulators stand in for all three.
-LOCAL_CONTEXT: dict[str, Any] = {"nag": False, "providers": "anthropic,openai,bedrock,google"}
+# Webhook URLs may use plain http to loopback here (decision 0071): the test receivers listen on 127.0.0.1.
+LOCAL_CONTEXT: dict[str, Any] = {
+    "nag": False,
+    "providers": "anthropic,openai,bedrock,google",
+    "webhook_loopback_http": True,
+}
 
 
 def _fingerprint(context: dict[str, Any]) -> str:

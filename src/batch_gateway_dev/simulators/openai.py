@@ -26,6 +26,7 @@ from typing import Any
 
 from batch_gateway_dev.simulators import content, settings
 from batch_gateway_dev.simulators.errors import ApiError
+from batch_gateway_dev.simulators.openai_push import WebhookPusher
 from batch_gateway_dev.simulators.schedule import (
     CANCELED,
     ERROR_KINDS,
@@ -531,6 +532,8 @@ class OpenAIBatches:
         self.batches: dict[str, _Batch] = {}
         self.created = 0
         self.uploaded = 0
+        # OpenAI's project webhooks: a signed batch.* event when a batch ends (openai_push.py)
+        self.pusher = WebhookPusher(self._ended)
         self.routes = [
             Route("POST", "/v1/files", "upload_file", self.upload),
             Route("GET", "/v1/files", "list_files", self.list_files),
@@ -547,6 +550,7 @@ class OpenAIBatches:
         self.files.clear()
         self.batches.clear()
         self.created = self.uploaded = 0
+        self.pusher.forget()
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -554,7 +558,17 @@ class OpenAIBatches:
             "files": len(self.files),
             "files_uploaded": self.uploaded,
             "batches": list(self.batches),
+            "webhooks": {**self.pusher.settings(), "deliveries": list(self.pusher.deliveries)},
         }
+
+    def _ended(self, batch_id: str) -> tuple[str, float] | None:
+        """(status, when it reached it) of a batch now, for the webhook pusher; None once forgotten."""
+        with self.state.lock:
+            batch = self.batches.get(batch_id)
+            if batch is None:
+                return None
+            status, stamps, _cutoff, _leftover = batch.timeline(time.time())
+        return status, stamps.get(f"{status}_at", time.time())
 
     @staticmethod
     def authorize(req: Request) -> None:
@@ -732,6 +746,7 @@ class OpenAIBatches:
             batch = _Batch(plan, items, model, body, errors, config)
             self.batches[batch.id] = batch
             self.created += 1
+            self.pusher.schedule(batch.id, batch.validated_at if errors else plan.end)
             return json_reply(self._view(batch, now))
 
     def _token_limit_errors(
@@ -776,6 +791,7 @@ class OpenAIBatches:
             if batch.cancel_at is None:
                 batch.cancel_at = now
                 batch.cancel_seconds = self.state.settings["cancel_seconds"]
+                self.pusher.schedule(batch.id, now + batch.cancel_seconds)
             view = self._view(batch, now)
             if view["status"] == "cancelled":
                 # The API answers a cancel with `cancelling`; the end shows on the next retrieve.

@@ -139,6 +139,12 @@ class _Handler(QuietHandler):
                     raise ValueError("fault must be a JSON object")
                 fault = state.faults.add(**spec)
                 return json_reply({"queued": fault.describe(), "pending": state.faults.pending()})
+            if req.method == "POST" and route == "/openai/webhook":
+                spec = parse_json(req.body or b"{}")
+                if not isinstance(spec, dict):
+                    raise ValueError("webhook settings must be a JSON object")
+                state.openai.pusher.configure(spec.get("url"), spec.get("secret"))
+                return json_reply(state.openai.pusher.settings())
             if req.method == "POST" and route == "/release":
                 return json_reply({"released": state.release_held()})
             if req.method == "POST" and route == "/reset":
@@ -186,6 +192,12 @@ class SimulatorServer:
         from batch_gateway_dev.simulators.bedrock import AwsAccess
 
         self.state.bedrock.aws = AwsAccess(endpoint_url, aws_access_key_id, aws_secret_access_key)
+
+    def push_openai_webhooks(self, url: str | None, secret: str | None = None) -> None:
+        """Send OpenAI's signed ``batch.*`` webhook events to ``url`` when a batch ends, signed with ``secret``
+        (``whsec_<base64>``, as OpenAI shows a project webhook's secret); None stops. Same as POST
+        /_simulator/openai/webhook ``{"url", "secret"}``. Kept across ``reset()``: it is the deployment's wiring."""
+        self.state.openai.pusher.configure(url, secret)
 
     def start(self) -> SimulatorServer:
         if self._httpd is not None:

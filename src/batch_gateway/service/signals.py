@@ -1,0 +1,249 @@
+"""Job signals: an EventBridge event for every job status change and for 25/50/75 % of items done, and the job
+metrics that go with them (decisions 0068, 0069).
+
+One place: ``SignallingJobStore`` wraps the job store (``wiring.services`` installs it), so every writer that
+creates a job or changes its status or its counts - create and the doors, Ingest, Submit, Poll, Finalize,
+MarkFailed, cancel, the sweeper - signals without a call of its own. ``job_changed(services, after, ...)`` says
+what a change implies.
+
+Delivery (at least once for status events): the job item records ``signalled_status``, the last status whose event
+went out, after the emit and only while it is still the job's status. An emit that fails (after boto3's own
+retries) is logged and counted (``SignalsFailed``, alarmed), does not fail the step that changed the job, and leaves
+the status unannounced: the job's next write by any step sends its current status again (same ``event_id``), and an
+ended job - which no step writes again - is listed in the open-jobs index's ``unannounced`` partition until then,
+where the sweeper finds it (``announce_status``). A progress mark is recorded (``progress_signalled``) only after
+its event went out, so a failed one is sent again at the next poll.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Protocol
+
+from aws_lambda_powertools import Logger
+
+from batch_gateway import metrics
+from batch_gateway.constants import (
+    EVENT_PROGRESS,
+    EVENT_STATUS_CHANGED,
+    METRIC_JOB_COST,
+    METRIC_JOBS_CREATED,
+    METRIC_JOBS_ENDED,
+    METRIC_REQUESTS_ACCEPTED,
+    METRIC_REQUESTS_FINISHED,
+    METRIC_SIGNALS_FAILED,
+    PROGRESS_MARKS,
+)
+from batch_gateway.contract.errors import ConflictError
+from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, iso
+from batch_gateway.models.pricing import zero_cost
+from batch_gateway.ports import JobStore
+from batch_gateway.service.context import Services
+
+logger = Logger(child=True)
+
+
+def event_id(job_id: str, kind: str, value: str) -> str:
+    """Stable per (job, status) or (job, progress mark): the same change announced twice has the same id."""
+    return "evt_" + hashlib.sha256(f"{job_id}|{kind}|{value}".encode()).hexdigest()[:32]
+
+
+def done_percent(job: Job) -> float:
+    counts = job.request_counts
+    if counts.total <= 0:
+        return 0.0
+    done = counts.succeeded + counts.errored + counts.canceled + counts.expired
+    return 100.0 * done / counts.total
+
+
+def detail(services: Services, job: Job, *, previous: JobStatus | None, progress: int | None) -> dict[str, Any]:
+    """The event's detail (``models.signals.JobSignal``): ids, counts, cost and times; never prompt text."""
+    cost = job.cost if job.cost is not None else zero_cost(job.provider, job.model, table=services.prices())
+    kind, value = ("progress", str(progress)) if progress is not None else ("status", job.status.value)
+    return {
+        "event_id": event_id(job.id, kind, value),
+        "job_id": job.id,
+        "owner": job.owner,
+        "status": job.status.value,
+        "previous_status": previous.value if previous is not None else None,
+        "progress": progress,
+        "request_counts": job.request_counts.to_dict(),
+        "cost": cost,
+        "created_at": iso(job.created_at),
+        "updated_at": iso(job.updated_at),
+        "ended_at": iso(job.ended_at),
+        "provider": job.provider,
+        "model": job.model,
+    }
+
+
+def _emit(services: Services, detail_type: str, body: dict[str, Any]) -> bool:
+    try:
+        services.emit_event(detail_type, body)
+    except Exception as error:  # the job's change stands; the event is counted as lost (alarm SignalsFailed)
+        logger.error(
+            "job event not sent",
+            extra={"job_id": body["job_id"], "detail_type": detail_type, "error_type": type(error).__name__},
+        )
+        metrics.record(METRIC_SIGNALS_FAILED)
+        return False
+    return True
+
+
+def job_changed(
+    services: Services,
+    after: Job,
+    *,
+    created: bool = False,
+    status_written: bool = False,
+    store: JobStore | None = None,
+) -> None:
+    """Emit what a written job implies: its status event while that status is not announced (a new status, or one
+    whose event failed before), progress events for marks the job passed and has not announced, and the job metrics
+    when the write created the job or set its status. ``store`` records what went out (default: the services' job
+    store)."""
+    store = store or services.jobs
+    if created or status_written:
+        _status_metrics(created, after)
+    announce_status(services, after, store=store)
+    if after.status.terminal:
+        return
+    percent = done_percent(after)
+    marks = [m for m in PROGRESS_MARKS if percent >= m and m > after.progress_signalled]
+    for mark in marks:
+        if not _emit(services, EVENT_PROGRESS, detail(services, after, previous=None, progress=mark)):
+            return  # not recorded: the next change (poll) sends it again
+        store.update_job(after.id, progress_signalled=mark)
+
+
+def announce_status(services: Services, job: Job, *, store: JobStore | None = None) -> bool:
+    """Send ``job``'s status event unless ``signalled_status`` says it went out, then record it - only while it is
+    still the job's status, so a slower writer never moves the record backwards. False when the emit failed (the
+    status stays unannounced: the job's next write, or for an ended job the sweeper, sends it again, same id)."""
+    if job.signalled_status is job.status:
+        return True
+    if not _emit(services, EVENT_STATUS_CHANGED, detail(services, job, previous=job.previous_status, progress=None)):
+        return False
+    try:
+        (store or services.jobs).update_job(job.id, expect=[job.status], signalled_status=job.status)
+    except ConflictError:
+        pass  # the job moved on meanwhile: the write that moved it announces its newer status
+    return True
+
+
+def _status_metrics(created: bool, after: Job) -> None:
+    if created:
+        metrics.record(METRIC_JOBS_CREATED)
+        if after.request_counts.total:
+            metrics.record(METRIC_REQUESTS_ACCEPTED, after.request_counts.total)
+    if after.status.terminal:
+        counts = after.request_counts
+        metrics.record(METRIC_JOBS_ENDED, status=after.status.value)
+        metrics.record(METRIC_REQUESTS_FINISHED, counts.succeeded + counts.errored + counts.canceled + counts.expired)
+        if after.cost_usd is not None:
+            metrics.record(METRIC_JOB_COST, after.cost_usd, metrics.NONE)
+
+
+class Changed(Protocol):
+    def __call__(self, after: Job, *, created: bool, status_written: bool) -> None: ...
+
+
+class SignallingJobStore(JobStore):
+    """A job store that calls ``on_change(after, created=..., status_written=...)`` after each write that creates a
+    job, sets its status or request counts, or leaves a job whose status is not announced yet (``signalled_status``
+    differs: an earlier emit failed; any step's next write sends it again). Everything else passes straight
+    through."""
+
+    def __init__(self, inner: JobStore, on_change: Changed) -> None:
+        self.inner = inner
+        self._on_change = on_change
+
+    def put_new_job(self, job: Job) -> None:
+        self.inner.put_new_job(job)
+        self._changed(job, created=True, status_written=False)
+
+    def update_job(self, job_id: str, *, expect: Iterable[JobStatus] | None = None, **fields: Any) -> Job:
+        after = self.inner.update_job(job_id, expect=expect, **fields)
+        status_written = fields.get("status") is not None
+        if status_written or "request_counts" in fields or after.signalled_status is not after.status:
+            self._changed(after, created=False, status_written=status_written)
+        return after
+
+    def _changed(self, after: Job, *, created: bool, status_written: bool) -> None:
+        try:
+            self._on_change(after, created=created, status_written=status_written)
+        except Exception as error:  # the write stands: a signal never fails the step that changed the job
+            logger.error("job signals failed", extra={"job_id": after.id, "error_type": type(error).__name__})
+            metrics.record(METRIC_SIGNALS_FAILED)
+
+    def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None:
+        return self.inner.get_job(job_id, consistent=consistent)
+
+    def delete_job(self, job_id: str) -> None:
+        self.inner.delete_job(job_id)
+
+    def list_jobs(
+        self, owner: str, *, status: JobStatus | None = None, limit: int = 50, next_token: str | None = None
+    ) -> tuple[list[Job], str | None]:
+        return self.inner.list_jobs(owner, status=status, limit=limit, next_token=next_token)
+
+    def open_job_ids(self) -> list[str]:
+        return self.inner.open_job_ids()
+
+    def unannounced_job_ids(self) -> list[str]:
+        return self.inner.unannounced_job_ids()
+
+    def claim_marker(
+        self, marker: str, attributes: dict[str, Any], *, token: str, job_id: str, now: datetime, lease_until: datetime
+    ) -> tuple[bool, dict[str, Any]]:
+        return self.inner.claim_marker(marker, attributes, token=token, job_id=job_id, now=now, lease_until=lease_until)
+
+    def release_marker(self, marker: str, token: str) -> None:
+        self.inner.release_marker(marker, token)
+
+    def finish_marker(self, marker: str, token: str, fields: dict[str, Any]) -> bool:
+        return self.inner.finish_marker(marker, token, fields)
+
+    def put_chunks(self, chunks: list[Chunk]) -> None:
+        self.inner.put_chunks(chunks)
+
+    def add_chunks(
+        self, job_id: str, chunks: list[Chunk], *, job_statuses: Iterable[JobStatus], chunk_count: int
+    ) -> None:
+        self.inner.add_chunks(job_id, chunks, job_statuses=job_statuses, chunk_count=chunk_count)
+
+    def get_chunks(self, job_id: str) -> list[Chunk]:
+        return self.inner.get_chunks(job_id)
+
+    def get_chunk(self, job_id: str, index: int) -> Chunk | None:
+        return self.inner.get_chunk(job_id, index)
+
+    def update_chunk(
+        self,
+        chunk: Chunk,
+        *,
+        expect_state: ChunkState | None = None,
+        expect_claim: str | None = None,
+        fenced: bool = False,
+        **fields: Any,
+    ) -> Chunk:
+        return self.inner.update_chunk(
+            chunk, expect_state=expect_state, expect_claim=expect_claim, fenced=fenced, **fields
+        )
+
+    def claim_chunk(self, chunk: Chunk, *, job_statuses: Iterable[JobStatus], **fields: Any) -> Chunk:
+        return self.inner.claim_chunk(chunk, job_statuses=job_statuses, **fields)
+
+
+def signalling(services: Services) -> Services:
+    """``services`` whose job store signals every change (``wiring.services`` and tests call this once)."""
+    inner = services.jobs
+    services.jobs = SignallingJobStore(
+        inner,
+        lambda after, *, created, status_written: job_changed(
+            services, after, created=created, status_written=status_written, store=inner
+        ),
+    )
+    return services

@@ -1,0 +1,104 @@
+"""At-least-once status events on the real table layout (decision 0068), run against DynamoDB (moto, the stack's
+synthesized table) and the memory store: a status write records the status it replaced; an ended job is listed as
+unannounced - from the sparse open-jobs index, not a scan - until its ``signalled_status`` is its status; and a lost
+end event is sent again by the sweeper exactly once."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+
+from batch_gateway.constants import EVENT_STATUS_CHANGED
+from batch_gateway.contract.errors import ConflictError
+from batch_gateway.models.ids import new_job_id
+from batch_gateway.models.jobs import Job, JobStatus, RequestCounts
+from batch_gateway.ports import JobStore
+from batch_gateway.service.signals import signalling
+from batch_gateway.service.sweep import sweep
+from batch_gateway.store.jobs import DynamoDBJobStore
+from batch_gateway.store.memory import MemoryJobStore
+from batch_gateway_dev.local.resources import create_table
+from tests.support.concurrency import serialise_moto_dynamodb
+from tests.support.services import memory_services
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def jobs(request, moto_account, monkeypatch) -> JobStore:
+    if request.param == "memory":
+        return MemoryJobStore()
+    serialise_moto_dynamodb(monkeypatch)
+    table = f"signals-{uuid.uuid4().hex[:8]}"
+    create_table(moto_account["dynamodb"], table)
+    return DynamoDBJobStore(moto_account["dynamodb"], table)
+
+
+def a_job() -> Job:
+    return Job(
+        id=new_job_id(),
+        owner="alice",
+        provider="openai",
+        model="gpt-4o-mini",
+        request_counts=RequestCounts(total=2, processing=2),
+    )
+
+
+def test_a_status_write_records_the_status_it_replaced(jobs):
+    job = a_job()
+    jobs.put_new_job(job)
+    assert jobs.update_job(job.id, status=JobStatus.IN_PROGRESS).previous_status is JobStatus.QUEUED
+    assert jobs.update_job(job.id, status=JobStatus.CANCELING).previous_status is JobStatus.IN_PROGRESS
+    assert jobs.update_job(job.id, error="x").previous_status is JobStatus.IN_PROGRESS  # no status: unchanged
+    assert jobs.require_job(job.id).previous_status is JobStatus.IN_PROGRESS
+
+
+def test_an_ended_job_is_unannounced_until_its_end_is_recorded_as_signalled(jobs):
+    ended, running = a_job(), a_job()
+    jobs.put_new_job(ended)
+    jobs.put_new_job(running)
+    assert jobs.unannounced_job_ids() == []
+    jobs.update_job(ended.id, status=JobStatus.FINISHED)
+    jobs.update_job(running.id, status=JobStatus.IN_PROGRESS)
+    assert jobs.unannounced_job_ids() == [ended.id]
+    assert jobs.open_job_ids() == [running.id]
+    with pytest.raises(ConflictError):  # only the job's current status is recorded as announced
+        jobs.update_job(ended.id, expect=[JobStatus.IN_PROGRESS], signalled_status=JobStatus.IN_PROGRESS)
+    assert jobs.unannounced_job_ids() == [ended.id]
+    jobs.update_job(ended.id, expect=[JobStatus.FINISHED], signalled_status=JobStatus.FINISHED)
+    assert jobs.unannounced_job_ids() == []
+    assert jobs.open_job_ids() == [running.id]
+
+
+class FlakyBus:
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.statuses: list[tuple[str | None, str]] = []
+
+    def __call__(self, detail_type: str, detail: dict[str, Any]) -> None:
+        if detail_type == EVENT_STATUS_CHANGED and detail["status"] == "finished" and self.failures:
+            self.failures -= 1
+            raise RuntimeError("EventBridge answered FailedEntryCount 1 (InternalFailure)")
+        if detail_type == EVENT_STATUS_CHANGED:
+            detail = json.loads(json.dumps(detail))
+            self.statuses.append((detail["previous_status"], detail["status"]))
+
+
+def test_a_lost_end_event_is_sent_again_by_the_sweep_exactly_once(jobs):
+    bus = FlakyBus(failures=1)
+    services = memory_services(emit_event=bus)
+    services.jobs = jobs
+    services = signalling(services)
+    job = a_job()
+    services.jobs.put_new_job(job)
+    services.jobs.update_job(job.id, status=JobStatus.IN_PROGRESS)
+    services.jobs.update_job(job.id, status=JobStatus.FINISHED, request_counts=RequestCounts(total=2, succeeded=2))
+    assert bus.statuses == [(None, "queued"), ("queued", "in_progress")]
+    assert jobs.unannounced_job_ids() == [job.id]
+
+    assert sweep(services).announced == [job.id]
+    assert sweep(services).announced == []
+    assert bus.statuses == [(None, "queued"), ("queued", "in_progress"), ("in_progress", "finished")]
+    assert jobs.require_job(job.id).signalled_status is JobStatus.FINISHED
+    assert jobs.unannounced_job_ids() == []

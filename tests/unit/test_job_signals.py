@@ -1,0 +1,188 @@
+"""Job signals (decision 0068): every status change of a job - every transition ``JOB_TRANSITIONS`` allows, from any
+writer - puts a ``Batch Job Status Changed`` event, each progress mark (25/50/75 % of items done) one ``Batch Job
+Progress`` event once, the details match the published model and carry no prompt text, and a failed emit never
+fails the write that changed the job."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from typing import Any
+
+import pytest
+
+from batch_gateway.constants import EVENT_PROGRESS, EVENT_STATUS_CHANGED
+from batch_gateway.models.jobs import JOB_TRANSITIONS, Job, JobStatus, RequestCounts
+from batch_gateway.models.signals import JobSignal
+from batch_gateway.ports import JobStore
+from batch_gateway.service.cancel import cancel_job
+from batch_gateway.service.create import create_job
+from batch_gateway.service.finalize import mark_failed
+from batch_gateway.service.signals import SignallingJobStore, event_id, signalling
+from tests.support.services import memory_services
+
+PROMPT = "PROMPT-TEXT-THAT-MUST-NEVER-LEAVE-THE-PAYLOAD-BUCKET"
+
+
+class Captured:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.fail = False
+
+    def __call__(self, detail_type: str, detail: dict[str, Any]) -> None:
+        if self.fail:
+            raise RuntimeError("EventBridge is down")
+        self.events.append((detail_type, json.loads(json.dumps(detail))))  # as it goes on the wire
+
+    def statuses(self, job_id: str) -> list[tuple[str | None, str]]:
+        return [
+            (d["previous_status"], d["status"])
+            for t, d in self.events
+            if t == EVENT_STATUS_CHANGED and d["job_id"] == job_id
+        ]
+
+    def marks(self, job_id: str) -> list[int]:
+        return [d["progress"] for t, d in self.events if t == EVENT_PROGRESS and d["job_id"] == job_id]
+
+
+def _services(**kwargs: Any):
+    captured = Captured()
+    services = signalling(
+        memory_services(emit_event=captured, start_workflow=lambda name, payload: f"arn:{name}", **kwargs)
+    )
+    return services, captured
+
+
+def _job(services, job_id: str = "job_1", total: int = 4) -> Job:
+    job = Job(
+        id=job_id,
+        owner="alice",
+        provider="anthropic",
+        model="claude-sonnet-4-20250514",
+        request_counts=RequestCounts(total=total, processing=total),
+    )
+    services.jobs.put_new_job(job)
+    return job
+
+
+def _path_to(status: JobStatus) -> list[JobStatus]:
+    """Statuses a new (queued) job passes through to reach ``status``."""
+    return {
+        JobStatus.QUEUED: [],
+        JobStatus.IN_PROGRESS: [JobStatus.IN_PROGRESS],
+        JobStatus.CANCELING: [JobStatus.IN_PROGRESS, JobStatus.CANCELING],
+    }[status]
+
+
+TRANSITIONS = [(before, after) for before, afters in JOB_TRANSITIONS.items() for after in sorted(afters)]
+
+
+def test_a_new_job_announces_queued_with_no_previous_status():
+    services, captured = _services()
+    job = _job(services)
+    assert captured.statuses(job.id) == [(None, "queued")]
+
+
+@pytest.mark.parametrize(("before", "after"), TRANSITIONS, ids=[f"{b.value}->{a.value}" for b, a in TRANSITIONS])
+def test_every_allowed_status_change_is_announced_once_with_its_previous_status(before, after):
+    services, captured = _services()
+    job = _job(services)
+    for step in _path_to(before):
+        services.jobs.update_job(job.id, status=step)
+    captured.events.clear()
+    services.jobs.update_job(job.id, status=after)
+    assert captured.statuses(job.id) == [(before.value, after.value)]
+    services.jobs.update_job(job.id, error="x")  # a write that changes no status announces nothing
+    assert captured.statuses(job.id) == [(before.value, after.value)]
+
+
+def test_every_job_status_is_announced_by_some_transition():
+    reached = {after for _, after in TRANSITIONS} | {JobStatus.QUEUED}
+    assert reached == set(JobStatus)
+
+
+def test_the_real_writers_announce_through_the_store_cancel_and_mark_failed():
+    services, captured = _services(stop_workflow=lambda arn: None)
+    job = create_job(
+        services,
+        owner="alice",
+        body={"provider": "anthropic", "model": "claude-sonnet-4-20250514", "requests": {"a": PROMPT}},
+    )
+    cancel_job(services, job.id, "alice")
+    mark_failed(services, job.id, {"Error": "States.Timeout"})
+    assert captured.statuses(job.id) == [(None, "queued"), ("queued", "canceling"), ("canceling", "failed")]
+    assert PROMPT not in json.dumps(captured.events)
+
+
+def test_progress_marks_are_announced_once_each_in_order():
+    services, captured = _services()
+    job = _job(services, total=100)
+    for done in (10, 30, 30, 60, 80, 90, 100):
+        services.jobs.update_job(job.id, request_counts=RequestCounts(total=100, succeeded=done, processing=100 - done))
+    assert captured.marks(job.id) == [25, 50, 75]
+    assert services.jobs.require_job(job.id).progress_signalled == 75
+
+
+def test_a_jump_past_several_marks_announces_each_of_them():
+    services, captured = _services()
+    job = _job(services, total=4)
+    services.jobs.update_job(job.id, request_counts=RequestCounts(total=4, succeeded=3, errored=1))
+    assert captured.marks(job.id) == [25, 50, 75]
+
+
+def test_an_ended_job_announces_no_progress():
+    services, captured = _services()
+    job = _job(services, total=4)
+    services.jobs.update_job(job.id, status=JobStatus.FINISHED, request_counts=RequestCounts(total=4, succeeded=4))
+    assert captured.marks(job.id) == []
+    assert captured.statuses(job.id)[-1] == ("queued", "finished")
+
+
+def test_a_failed_emit_does_not_fail_the_write_and_an_unsent_mark_goes_out_at_the_next_change():
+    services, captured = _services()
+    job = _job(services, total=4)
+    captured.fail = True
+    written = services.jobs.update_job(
+        job.id, status=JobStatus.IN_PROGRESS, request_counts=RequestCounts(total=4, succeeded=1, processing=3)
+    )
+    assert written.status is JobStatus.IN_PROGRESS and written.progress_signalled == 0
+    captured.fail = False
+    services.jobs.update_job(job.id, request_counts=RequestCounts(total=4, succeeded=1, processing=3))
+    assert captured.marks(job.id) == [25]
+
+
+def test_details_match_the_published_model_and_ids_are_stable_per_job_and_status():
+    services, captured = _services()
+    job = _job(services, total=4)
+    services.jobs.update_job(job.id, status=JobStatus.IN_PROGRESS)
+    services.jobs.update_job(job.id, request_counts=RequestCounts(total=4, succeeded=2, processing=2))
+    services.jobs.update_job(job.id, status=JobStatus.FINISHED, request_counts=RequestCounts(total=4, succeeded=4))
+    for _, detail in captured.events:
+        JobSignal.model_validate(detail)
+    ids = [d["event_id"] for _, d in captured.events]
+    assert len(set(ids)) == len(ids)
+    assert ids[0] == event_id(job.id, "status", "queued")
+    finished = captured.events[-1][1]
+    assert finished["status"] == "finished" and finished["previous_status"] == "in_progress"
+    assert finished["request_counts"]["succeeded"] == 4 and finished["cost"]["currency"] == "USD"
+
+
+def test_the_signalling_store_passes_every_job_store_method_through():
+    own = {name for name, _ in inspect.getmembers(JobStore, inspect.isfunction) if not name.startswith("_")}
+    inherited = {"require_job", "get_owned_job"}  # the shared lookups on top of get_job
+    missing = [name for name in own - inherited if name not in vars(SignallingJobStore)]
+    assert missing == [], f"SignallingJobStore would answer None for {missing}"
+
+
+def test_job_metrics_name_the_status_and_never_a_prompt(capsys):
+    services, _ = _services()
+    job = _job(services, total=2)
+    capsys.readouterr()
+    services.jobs.update_job(
+        job.id, status=JobStatus.FAILED, request_counts=RequestCounts(total=2, errored=2), cost_usd=0.5
+    )
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    ended = [m for m in lines if "JobsEnded" in m]
+    assert [(m["status"], m["service"]) for m in ended] == [("failed", "batch-gateway")]
+    assert [m["RequestsFinished"] for m in lines if "RequestsFinished" in m] == [[2.0]]
+    assert [m["JobCostUSD"] for m in lines if "JobCostUSD" in m] == [[0.5]]

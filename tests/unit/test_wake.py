@@ -1,0 +1,101 @@
+"""The wake-up (service/wake.py, decision 0072): a wake resumes the parked workflow at once, and one that comes
+before the workflow parks is not lost: Park, seeing it pending, resumes itself. A cancel wakes instead of stopping
+and restarting the execution."""
+
+from __future__ import annotations
+
+from batch_gateway.models.ids import new_job_id
+from batch_gateway.models.jobs import Job, JobStatus
+from batch_gateway.service.cancel import cancel_job
+from batch_gateway.service.wake import park_job, wake_job
+from tests.support.services import memory_services
+
+
+class Tasks:
+    """Step Functions' side: which tokens wait, which were resumed."""
+
+    def __init__(self) -> None:
+        self.waiting: set[str] = set()
+        self.resumed: list[str] = []
+
+    def resume(self, token: str) -> bool:
+        if token not in self.waiting:
+            return False  # TaskTimedOut / InvalidToken: that task has moved on
+        self.waiting.discard(token)
+        self.resumed.append(token)
+        return True
+
+
+def _setup(status: JobStatus = JobStatus.IN_PROGRESS):
+    tasks = Tasks()
+    services = memory_services(resume_workflow=tasks.resume)
+    job = Job(id=new_job_id(), owner="alice", provider="anthropic", model="claude-sonnet-4-20250514", status=status)
+    services.jobs.put_new_job(job)
+    return services, tasks, job.id
+
+
+def test_a_wake_resumes_the_parked_task_at_once():
+    services, tasks, job_id = _setup()
+    tasks.waiting.add("t1")
+    assert park_job(services, job_id, "t1") is False  # nothing pending: it waits
+
+    assert wake_job(services, job_id) is True
+    assert tasks.resumed == ["t1"]
+
+
+def test_a_wake_before_the_token_is_stored_is_not_lost_park_resumes_itself_and_clears_it():
+    services, tasks, job_id = _setup()
+    assert wake_job(services, job_id) is False  # no workflow parked yet (still submitting, or polling)
+    assert services.jobs.require_job(job_id).wake_requested
+
+    tasks.waiting.add("t1")
+    assert park_job(services, job_id, "t1") is True
+    assert tasks.resumed == ["t1"]
+    assert not services.jobs.require_job(job_id).wake_requested  # served: the next park waits again
+    tasks.waiting.add("t2")
+    assert park_job(services, job_id, "t2") is False
+
+
+def test_a_wake_with_a_stale_token_stays_pending_for_the_next_park():
+    services, tasks, job_id = _setup()
+    park_job(services, job_id, "t1")  # then t1 timed out: Poll is running now
+    assert wake_job(services, job_id) is False
+    tasks.waiting.add("t2")
+    assert park_job(services, job_id, "t2") is True  # the poll after the wake runs at once
+    assert tasks.resumed == ["t2"]
+
+
+def test_a_wake_of_an_unknown_job_does_nothing():
+    services, tasks, _ = _setup()
+    assert wake_job(services, "no-such-job") is False
+    assert tasks.resumed == []
+
+
+def test_cancel_wakes_the_parked_workflow_instead_of_restarting_it():
+    services, tasks, job_id = _setup()
+    tasks.waiting.add("t1")
+    park_job(services, job_id, "t1")
+
+    view = cancel_job(services, job_id, "alice")  # memory_services: stop/start_workflow would fail the test
+
+    assert view["status"] == "canceling"
+    assert tasks.resumed == ["t1"]
+
+
+def test_a_cancel_while_the_workflow_is_not_parked_restarts_it_and_its_first_park_resumes_at_once():
+    tasks = Tasks()
+    stopped, started = [], []
+    services = memory_services(
+        resume_workflow=tasks.resume,
+        stop_workflow=stopped.append,
+        start_workflow=lambda name, payload: started.append(name) or f"arn:{name}",
+    )
+    job = Job(id=new_job_id(), owner="alice", provider="anthropic", model="m", execution_arn="arn:first")
+    services.jobs.put_new_job(job)
+
+    cancel_job(services, job.id, "alice")  # still submitting: a create may hang on the wire
+
+    assert stopped == ["arn:first"] and started == [f"{job.id}-cancel"]
+    assert services.jobs.require_job(job.id).execution_arn == f"arn:{job.id}-cancel"
+    tasks.waiting.add("t1")
+    assert park_job(services, job.id, "t1") is True

@@ -1,0 +1,108 @@
+"""Webhook URL safety (decision 0071): the URL at create, every resolved address at delivery."""
+
+from __future__ import annotations
+
+import pytest
+
+from batch_gateway.service.webhook_urls import UnsafeWebhookUrlError, check_url, resolve_checked
+
+REFUSED = [
+    ("http://example.com/hook", "must use https"),
+    ("ftp://example.com/hook", "must use https"),
+    ("file:///etc/passwd", "must use https"),
+    ("gopher://example.com/", "must use https"),
+    ("https://user:pass@example.com/hook", "user name or password"),
+    ("https://user@example.com/hook", "user name or password"),
+    ("https://10.0.0.5/hook", "private"),
+    ("https://172.16.3.4/hook", "private"),
+    ("https://192.168.1.1/hook", "private"),
+    ("https://100.64.0.1/hook", "carrier-grade NAT"),
+    ("https://169.254.169.254/latest/meta-data/", "metadata"),
+    ("https://[fd00:ec2::254]/", "metadata"),
+    ("https://169.254.10.1/hook", "link-local"),
+    ("https://[fe80::1]/hook", "link-local"),
+    ("https://[fc00::1]/hook", "private"),
+    ("https://127.0.0.1/hook", "loopback"),
+    ("https://[::1]/hook", "loopback"),
+    ("https://localhost/hook", "loopback"),
+    ("https://0.0.0.0/hook", "unspecified"),
+    ("https://[::]/hook", "unspecified"),
+    ("https://224.0.0.1/hook", "multicast"),
+    ("https://[ff02::1]/hook", "multicast"),
+    ("https://[::ffff:10.0.0.1]/hook", "private"),
+    ("https://[::ffff:169.254.169.254]/", "metadata"),
+    ("https://[64:ff9b::a9fe:a9fe]/", "metadata"),
+    ("https://2130706433/hook", "canonical IP"),
+    ("https://0x7f.0.0.1/hook", "canonical IP"),
+    ("https://240.0.0.1/hook", "240.0.0.1 is a"),  # reserved: Python counts it private
+    ("https://exa mple.com/", "spaces"),
+    ("https:///hook", "must name a host"),
+    ("", "must be an https URL"),
+    (None, "must be an https URL"),
+]
+
+
+@pytest.mark.parametrize(("url", "why"), REFUSED)
+def test_unsafe_urls_are_refused_with_the_reason(url, why):
+    with pytest.raises(UnsafeWebhookUrlError) as refused:
+        check_url(url, allow_loopback_http=False)
+    assert why in refused.value.message
+    assert refused.value.http_status == 400
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/hook",
+        "https://hooks.example.com:8443/a/b?c=d",
+        "https://93.184.216.34/x",
+        "https://[2606:4700::1]/",
+    ],
+)
+def test_public_https_urls_are_allowed(url):
+    assert check_url(url, allow_loopback_http=False).url == url
+
+
+def test_plain_http_is_allowed_only_to_loopback_and_only_when_the_deployment_enables_it():
+    assert check_url("http://127.0.0.1:8080/hook", allow_loopback_http=True).scheme == "http"
+    assert check_url("http://localhost:8080/hook", allow_loopback_http=True).host == "localhost"
+    for url in ("http://example.com/hook", "http://10.0.0.1/hook", "http://169.254.169.254/"):
+        with pytest.raises(UnsafeWebhookUrlError):
+            check_url(url, allow_loopback_http=True)
+    with pytest.raises(UnsafeWebhookUrlError, match="loopback"):
+        check_url("http://127.0.0.1:8080/hook", allow_loopback_http=False)
+
+
+def _resolver(*answers):
+    return lambda host, port: list(answers)
+
+
+@pytest.mark.parametrize(
+    ("answers", "why"),
+    [
+        (["10.1.2.3"], "private"),
+        (["93.184.216.34", "192.168.0.9"], "private"),  # one bad answer among good ones refuses
+        (["169.254.169.254"], "metadata"),
+        (["fd00:ec2::254"], "metadata"),
+        (["127.0.0.1"], "loopback"),
+        (["::ffff:127.0.0.1"], "loopback"),
+        ([], "does not resolve"),
+    ],
+)
+def test_a_hostname_that_resolves_to_a_refused_address_is_refused_at_delivery(answers, why):
+    url = check_url("https://hooks.example.com/x", allow_loopback_http=False)
+    with pytest.raises(UnsafeWebhookUrlError) as refused:
+        resolve_checked(url, allow_loopback_http=False, resolver=_resolver(*answers))
+    assert why in refused.value.message
+
+
+def test_delivery_connects_to_the_checked_public_address():
+    url = check_url("https://hooks.example.com/x", allow_loopback_http=False)
+    assert str(resolve_checked(url, allow_loopback_http=False, resolver=_resolver("93.184.216.34"))) == "93.184.216.34"
+
+
+def test_a_loopback_http_url_must_still_resolve_to_loopback():
+    url = check_url("http://localhost:9/x", allow_loopback_http=True)
+    with pytest.raises(UnsafeWebhookUrlError, match="https"):
+        resolve_checked(url, allow_loopback_http=True, resolver=_resolver("93.184.216.34"))
+    assert str(resolve_checked(url, allow_loopback_http=True, resolver=_resolver("127.0.0.1"))) == "127.0.0.1"
