@@ -17,7 +17,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[3]
 CACHE_DIR = REPO_ROOT / ".local"
 # The local stack enables every provider (stacks.config.KNOWN_PROVIDERS) unless its context says otherwise: Bedrock
-# needs no key, and the simulators stand in for all three.
+# needs no key, and the simulators stand in for all four.
 # Webhook URLs may use plain http to loopback here (decision 0071): the test receivers listen on 127.0.0.1.
 LOCAL_CONTEXT: dict[str, Any] = {
     "nag": False,
