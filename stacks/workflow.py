@@ -1,10 +1,13 @@
-"""The batch workflow: five worker Lambdas and the Standard state machine that drives a job to a terminal status.
+"""The batch workflow: the worker Lambdas, Park and the Standard state machine that drives a job to a terminal status.
 
-    Plan -> Submit -> Wait($.wait_seconds) -> Poll -> Collected? --done--> Retry -> Retried? --done--> Finalize -> Done
-                        ^                              |                             |
-                        +------------ not done --------+-------- new chunks ---------+
-                                                                   any error after retries -> MarkFailed -> JobFailed
+    Plan -> Submit -> Wait? -> Park(<= $.wait_seconds, or until woken) -> Poll -> Collected? --done--> Retry
+                                 ^                                            |                          |
+                                 +-------------- not done (wait > 0) ---------+           Retried? --done--> Finalize
+                                 +<------------------------ new chunks -----------------------+                -> Done
+                                          any error after retries -> MarkFailed -> JobFailed
 
+Park (decision 0072) waits for a task token at most ``$.wait_seconds``; a wake (cancel, a provider's push) ends it at
+once. Collected? parks again itself (or polls at once when no wait is asked for): three states per poll cycle.
 Retry (decision 0066) turns the items a job retries into new chunks, which Poll sends and collects like any other.
 
 Every task passes the whole state to its Lambda and takes the Lambda's return value as the next state
@@ -264,10 +267,13 @@ class WorkflowConstruct(Construct):
             .when(sfn.Condition.boolean_equals("$.done", True), finalize.next(sfn.Succeed(self, "Done")))
             .otherwise(wait)
         )
+        # Collected? also decides the wait itself (rather than going through Wait?), so a poll cycle is three states
+        # entered - Park, Poll, Collected? - not four: a 24 h job stays well within 600 transitions.
         collected = (
             sfn.Choice(self, "Collected?")
             .when(sfn.Condition.boolean_equals("$.done", True), retry.next(retried))
-            .otherwise(wait)
+            .when(sfn.Condition.number_greater_than("$.wait_seconds", 0), park)
+            .otherwise(poll)
         )
         plan.next(submit).next(wait)
         definition = plan

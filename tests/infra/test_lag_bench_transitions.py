@@ -8,7 +8,7 @@ from __future__ import annotations
 from bench.lag_bench import transitions_model
 
 
-def test_the_bench_reads_four_transitions_per_poll_cycle_from_the_synthesized_definition(synthesized):
+def test_the_bench_reads_three_transitions_per_poll_cycle_from_the_synthesized_definition(synthesized):
     model = transitions_model(synthesized.json)
-    assert model == {"per_poll_cycle": 4, "fixed": 6}
-    assert model["fixed"] + model["per_poll_cycle"] * 148 <= 600 < model["fixed"] + model["per_poll_cycle"] * 149
+    assert model == {"per_poll_cycle": 3, "fixed": 7}
+    assert model["fixed"] + model["per_poll_cycle"] * 197 <= 600 < model["fixed"] + model["per_poll_cycle"] * 198
