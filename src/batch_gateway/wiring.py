@@ -92,8 +92,9 @@ def services() -> Services:
         return aws.start_execution(s.state_machine_arn, name, payload)
 
     def emit(detail_type: str, detail: dict[str, Any]) -> None:
-        if s.event_bus:
-            aws.put_event(s.event_bus, "batch-gateway", detail_type, detail)
+        if not s.event_bus:  # never a silent no-op: the caller would record the event as sent
+            raise RuntimeError(f"{constants.ENV_EVENT_BUS_NAME} is not set")
+        aws.put_event(s.event_bus, "batch-gateway", detail_type, detail)
 
     built = Services(
         settings=s,
@@ -109,7 +110,10 @@ def services() -> Services:
         budgets=DynamoDBBudgetStore(aws.client("dynamodb"), s.table),
         resume_workflow=aws.resume_task,
     )
-    return signalling(built)  # every job change is announced on the bus (service.signals, decision 0068)
+    # Every job change is announced on the bus (service.signals, decision 0068) by the functions that have it. One
+    # without it (Park, Plan, Retry, the OpenAI webhook receiver) announces nothing and so records nothing as
+    # announced: a status whose event failed stays unannounced for the next writer with the bus, or the sweeper.
+    return signalling(built) if s.event_bus else built
 
 
 def prices() -> PriceTable:

@@ -1,18 +1,18 @@
 """Job signals: an EventBridge event for every job status change and for 25/50/75 % of items done, and the job
 metrics that go with them (decisions 0068, 0069).
 
-One place: ``SignallingJobStore`` wraps the job store (``wiring.services`` installs it), so every writer that
-creates a job or changes its status or its counts - create and the doors, Ingest, Submit, Poll, Finalize,
-MarkFailed, cancel, the sweeper - signals without a call of its own. ``job_changed(services, after, ...)`` says
-what a change implies.
+One place: ``SignallingJobStore`` wraps the job store (``wiring.services`` installs it in the functions that have the
+bus, and only there: one without it would record as sent what it cannot send), so every writer that creates a job
+or changes its status or its counts - create and the doors, Ingest, Submit, Poll, Finalize, MarkFailed, cancel, the
+sweeper - signals without a call of its own. ``job_changed(services, after, ...)`` says what a change implies.
 
 Delivery (at least once for status events): the job item records ``signalled_status``, the last status whose event
 went out, after the emit and only while it is still the job's status. An emit that fails (after boto3's own
 retries) is logged and counted (``SignalsFailed``, alarmed), does not fail the step that changed the job, and leaves
-the status unannounced: the job's next write by any step sends its current status again (same ``event_id``), and an
-ended job - which no step writes again - is listed in the open-jobs index's ``unannounced`` partition until then,
-where the sweeper finds it (``announce_status``). A progress mark is recorded (``progress_signalled``) only after
-its event went out, so a failed one is sent again at the next poll.
+the status unannounced: the job's next write by any step with the bus sends its current status again (same
+``event_id``), and an ended job - which no step with the bus writes again - is listed in the open-jobs index's
+``unannounced`` partition until then, where the sweeper finds it (``announce_status``). A progress mark is recorded
+(``progress_signalled``) only after its event went out, so a failed one is sent again at the next poll.
 """
 
 from __future__ import annotations
