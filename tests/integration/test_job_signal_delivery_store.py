@@ -92,6 +92,7 @@ def test_a_lost_end_event_is_sent_again_by_the_sweep_exactly_once(jobs):
     services = signalling(services)
     job = a_job()
     services.jobs.put_new_job(job)
+    services.jobs.update_job(job.id, execution_arn=f"arn:{job.id}")  # as create: announced once the workflow started
     services.jobs.update_job(job.id, status=JobStatus.IN_PROGRESS)
     services.jobs.update_job(job.id, status=JobStatus.FINISHED, request_counts=RequestCounts(total=2, succeeded=2))
     assert bus.statuses == [(None, "queued"), ("queued", "in_progress")]

@@ -62,6 +62,7 @@ def _job(services, job_id: str = "job_1") -> Job:
         request_counts=RequestCounts(total=4, processing=4),
     )
     services.jobs.put_new_job(job)
+    services.jobs.update_job(job.id, execution_arn=f"arn:{job.id}")  # as create: announced once the workflow started
     return job
 
 

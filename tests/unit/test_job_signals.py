@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from batch_gateway.constants import EVENT_PROGRESS, EVENT_STATUS_CHANGED
+from batch_gateway.contract.errors import TransientError
 from batch_gateway.models.jobs import JOB_TRANSITIONS, Job, JobStatus, RequestCounts
 from batch_gateway.models.signals import JobSignal
 from batch_gateway.ports import JobStore
@@ -62,6 +63,7 @@ def _job(services, job_id: str = "job_1", total: int = 4) -> Job:
         request_counts=RequestCounts(total=total, processing=total),
     )
     services.jobs.put_new_job(job)
+    services.jobs.update_job(job.id, execution_arn=f"arn:{job.id}")  # as create: announced once the workflow started
     return job
 
 
@@ -165,6 +167,25 @@ def test_details_match_the_published_model_and_ids_are_stable_per_job_and_status
     finished = captured.events[-1][1]
     assert finished["status"] == "finished" and finished["previous_status"] == "in_progress"
     assert finished["request_counts"]["succeeded"] == 4 and finished["cost"]["currency"] == "USD"
+
+
+def test_a_create_whose_workflow_does_not_start_announces_nothing_and_counts_no_job(capsys):
+    captured = Captured()
+
+    def refused(name: str, payload: dict[str, Any]) -> str:
+        raise RuntimeError("StartExecution throttled")
+
+    services = signalling(memory_services(emit_event=captured, start_workflow=refused))
+    with pytest.raises(TransientError):
+        create_job(
+            services,
+            owner="alice",
+            body={"provider": "anthropic", "model": "claude-sonnet-4-20250514", "requests": {"a": "hi"}},
+        )
+
+    assert captured.events == []  # no `queued` for a job id that answers 404
+    metrics = [line for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert [m for m in metrics if "JobsCreated" in m or "RequestsAccepted" in m] == []
 
 
 def test_the_signalling_store_passes_every_job_store_method_through():

@@ -159,16 +159,22 @@ class SignallingJobStore(JobStore):
     def __init__(self, inner: JobStore, on_change: Changed) -> None:
         self.inner = inner
         self._on_change = on_change
+        # Jobs this process created whose workflow has not started yet: a create announces (``queued``) and counts
+        # its job at its next write - the execution ARN, after the start - so a start that fails, after which the
+        # create deletes the job, leaves no event for a job id that answers 404 and no JobsCreated.
+        self._unstarted: set[str] = set()
 
     def put_new_job(self, job: Job) -> None:
         self.inner.put_new_job(job)
-        self._changed(job, created=True, status_written=False)
+        self._unstarted.add(job.id)
 
     def update_job(self, job_id: str, *, expect: Iterable[JobStatus] | None = None, **fields: Any) -> Job:
         after = self.inner.update_job(job_id, expect=expect, **fields)
+        created = job_id in self._unstarted
+        self._unstarted.discard(job_id)
         status_written = fields.get("status") is not None
-        if status_written or "request_counts" in fields or after.signalled_status is not after.status:
-            self._changed(after, created=False, status_written=status_written)
+        if created or status_written or "request_counts" in fields or after.signalled_status is not after.status:
+            self._changed(after, created=created, status_written=status_written)
         return after
 
     def _changed(self, after: Job, *, created: bool, status_written: bool) -> None:
@@ -182,6 +188,7 @@ class SignallingJobStore(JobStore):
         return self.inner.get_job(job_id, consistent=consistent)
 
     def delete_job(self, job_id: str) -> None:
+        self._unstarted.discard(job_id)
         self.inner.delete_job(job_id)
 
     def list_jobs(
