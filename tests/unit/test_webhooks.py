@@ -49,8 +49,8 @@ class Fakes:
             send=self._send,
         )
 
-    def _send(self, url, address, body, headers):
-        self.sent.append((url.url, str(address), body, headers))
+    def _send(self, url, addresses, body, headers, until):
+        self.sent.append((url.url, str(addresses[0]), body, headers))
         return self.answers[min(len(self.sent) - 1, len(self.answers) - 1)]
 
 
@@ -211,7 +211,7 @@ def test_the_sender_follows_no_redirect_and_only_a_2xx_is_a_delivery(status, del
         url = check_url(f"http://localhost:{port}/hook?a=1", allow_loopback_http=True)
         import ipaddress
 
-        outcome = webhook_send.send(url, ipaddress.ip_address("127.0.0.1"), b'{"x":1}', {"webhook-id": "m"})
+        outcome = webhook_send.send(url, [ipaddress.ip_address("127.0.0.1")], b'{"x":1}', {"webhook-id": "m"})
     finally:
         server.shutdown()
         server.server_close()
@@ -233,7 +233,7 @@ def test_a_receiver_that_does_not_answer_in_time_is_a_timeout(monkeypatch):
         url = check_url(f"http://127.0.0.1:{listener.getsockname()[1]}/", allow_loopback_http=True)
         import ipaddress
 
-        outcome = webhook_send.send(url, ipaddress.ip_address("127.0.0.1"), b"{}", {})
+        outcome = webhook_send.send(url, [ipaddress.ip_address("127.0.0.1")], b"{}", {})
     finally:
         listener.close()
     assert not outcome.delivered and outcome.reason == "timeout"

@@ -24,6 +24,10 @@ class StepBudget:
         self.units = 0
         self.stopped = False
 
+    def time_left_ms(self) -> int | None:
+        """The invocation's time left on the Lambda context's clock (None without a clock)."""
+        return None if self._remaining_ms is None else self._remaining_ms()
+
     def another(self) -> bool:
         """True to start one more unit; False (and ``stopped``) once the rest of the time is too short."""
         if self._remaining_ms is None:

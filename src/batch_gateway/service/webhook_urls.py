@@ -16,6 +16,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -144,12 +145,40 @@ def check_url(url: object, *, allow_loopback_http: bool, field: str = "url") -> 
 
 
 def system_resolver(host: str, port: int) -> list[str]:
-    return sorted({str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)})
+    """The host's addresses in the order ``getaddrinfo`` answers them (RFC 6724), each once."""
+    answers = (str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+    return list(dict.fromkeys(answers))
 
 
-def resolve_checked(url: WebhookUrl, *, allow_loopback_http: bool, resolver: Resolver = system_resolver) -> Address:
-    """The address a delivery connects to: every address the host resolves to must be allowed (one private answer
-    among public ones refuses the delivery), else ``UnsafeWebhookUrlError``."""
+def _bounded(resolver: Resolver, host: str, port: int, timeout: float | None) -> list[str]:
+    """``resolver``'s answer within ``timeout`` seconds, else ``TimeoutError`` (``getaddrinfo`` has no timeout of its
+    own: it runs on a daemon thread that is abandoned if it hangs)."""
+    if timeout is None:
+        return resolver(host, port)
+    result: list[list[str] | BaseException] = []
+
+    def resolve() -> None:
+        try:
+            result.append(resolver(host, port))
+        except BaseException as exc:  # handed to the caller
+            result.append(exc)
+
+    worker = threading.Thread(target=resolve, name=f"resolve {host[:60]}", daemon=True)
+    worker.start()
+    worker.join(max(0.0, timeout))
+    if not result:
+        raise TimeoutError(f"no answer in {timeout:.1f} s")
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    return result[0]
+
+
+def resolve_checked(
+    url: WebhookUrl, *, allow_loopback_http: bool, resolver: Resolver = system_resolver, timeout: float | None = None
+) -> list[Address]:
+    """The addresses a delivery may connect to, IPv4 first (a Lambda outside a VPC has no IPv6 egress), each family
+    in the resolver's order: every address the host resolves to must be allowed (one private answer among public
+    ones refuses the delivery), else ``UnsafeWebhookUrlError``; so is no answer within ``timeout`` seconds."""
     try:
         literal: Address | None = ipaddress.ip_address(url.host)
     except ValueError:
@@ -158,7 +187,8 @@ def resolve_checked(url: WebhookUrl, *, allow_loopback_http: bool, resolver: Res
         answers = [literal]
     else:
         try:
-            answers = [ipaddress.ip_address(a.split("%", 1)[0]) for a in resolver(url.host, url.port)]
+            found = _bounded(resolver, url.host, url.port, timeout)
+            answers = [ipaddress.ip_address(a.split("%", 1)[0]) for a in found]
         except (OSError, UnicodeError, ValueError) as exc:
             raise _refuse(url.url, f"host {url.host} does not resolve ({type(exc).__name__})", "url") from None
     if not answers:
@@ -169,4 +199,5 @@ def resolve_checked(url: WebhookUrl, *, allow_loopback_http: bool, resolver: Res
             raise _refuse(url.url, f"host {url.host} resolves to {address}, which {problem}", "url")
         if url.scheme == "http" and not address.is_loopback:
             raise _refuse(url.url, "must use https", "url")
-    return answers[0]
+    unique = list(dict.fromkeys(answers))
+    return [a for a in unique if a.version == 4] + [a for a in unique if a.version == 6]

@@ -15,6 +15,7 @@ the last step SQS moves it to the dead-letter queue (``maxReceiveCount`` = steps
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -22,7 +23,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.constants import METRIC_WEBHOOK_DELIVERIES, METRIC_WEBHOOK_FAILURES
+from batch_gateway.constants import EVENT_SOURCE, METRIC_WEBHOOK_DELIVERIES, METRIC_WEBHOOK_FAILURES
 from batch_gateway.contract.errors import InvalidRequestError, NotFoundError
 from batch_gateway.models.jobs import iso, utcnow
 from batch_gateway.models.webhooks import (
@@ -53,6 +54,9 @@ from batch_gateway.service.webhook_urls import (
 logger = Logger(child=True)
 DELIVERY_KEY = "webhook_delivery"  # a delivery message's one top-level key (a bus event has "detail-type")
 SUBSCRIPTION_FIELDS = ("url", "events", "description")
+# An attempt's deadline plus a margin for signing, the reads before it and reporting the batch: a delivery the
+# invocation could not finish is not started (the Lambda's timeout would fail the whole batch, delivered ones too).
+DELIVERY_NEEDS_MS = int(webhook_send.TOTAL_TIMEOUT_SECONDS * 1000) + 3_000
 JOB_WEBHOOK_FIELDS = ("url", "events")
 
 
@@ -211,8 +215,15 @@ class DeliveryFailedError(Exception):
     """The delivery did not succeed; the message stays for a later attempt (or the dead-letter queue)."""
 
 
+class NoTimeLeftError(DeliveryFailedError):
+    """The invocation could not finish an attempt in the time it has left: the message comes back at once."""
+
+
 def fan_out(deliverer: Deliverer, event: dict[str, Any]) -> list[Delivery]:
     """The deliveries one bus event makes (enqueued): the job's webhook and the owner's subscriptions that want it."""
+    if event.get("source") != EVENT_SOURCE:  # only the stack's own events (the rule matches them too)
+        logger.warning("not a Batch Gateway event: ignored", extra={"source": str(event.get("source"))[:100]})
+        return []
     detail = event.get("detail") or {}
     kind = event_type(str(event.get("detail-type", "")), detail)
     job_id, owner, event_id = detail.get("job_id"), detail.get("owner"), detail.get("event_id")
@@ -261,21 +272,41 @@ def deliver(deliverer: Deliverer, delivery: dict[str, Any]) -> webhook_send.Outc
     if target is None:
         return None
     url_text, secrets = target
+    until = webhook_send.deadline()  # one deadline for the whole attempt: DNS, connect, TLS, request, answer
     url = check_url(url_text, allow_loopback_http=deliverer.allow_loopback_http)
-    address = resolve_checked(url, allow_loopback_http=deliverer.allow_loopback_http, resolver=deliverer.resolver)
+    addresses = resolve_checked(
+        url,
+        allow_loopback_http=deliverer.allow_loopback_http,
+        resolver=deliverer.resolver,
+        timeout=until - time.monotonic(),
+    )
     body = json.dumps(delivery["payload"], separators=(",", ":"), sort_keys=True)
     headers = signature_headers(str(delivery["id"]), body, secrets, now)
-    return deliverer.send(url, address, body.encode(), headers)
+    return deliverer.send(url, addresses, body.encode(), headers, until=until)
 
 
-def handle_message(deliverer: Deliverer, body: str, receipt_handle: str, receive_count: int) -> None:
+def handle_message(
+    deliverer: Deliverer,
+    body: str,
+    receipt_handle: str,
+    receive_count: int,
+    *,
+    time_left_ms: Callable[[], int | None] | None = None,
+) -> None:
     """One message of the webhook queue: fan a bus event out, or make one delivery attempt. Raises
-    ``DeliveryFailedError`` after scheduling the next attempt (the caller reports the message as failed)."""
+    ``DeliveryFailedError`` after scheduling the next attempt (the caller reports the message as failed), also when
+    the invocation has less time left (``time_left_ms``) than an attempt may take: then the message is not tried
+    now but comes back at once for the next receive."""
     message = json.loads(body)
     if DELIVERY_KEY not in message:
         fan_out(deliverer, message)
         return
     delivery = message[DELIVERY_KEY]
+    left = time_left_ms() if time_left_ms is not None else None
+    if left is not None and left < DELIVERY_NEEDS_MS:
+        logger.info("webhook delivery left for the next receive", extra={"webhook_id": delivery.get("id"), "ms": left})
+        deliverer.retry_later(receipt_handle, 0)
+        raise NoTimeLeftError(f"{left} ms left, under the {DELIVERY_NEEDS_MS} ms an attempt may take")
     try:
         outcome = deliver(deliverer, delivery)
         reason = None if outcome is None or outcome.delivered else outcome.reason

@@ -1,0 +1,243 @@
+"""A webhook delivery's limits (decision 0071): one deadline for the whole attempt (DNS, connect, TLS, request,
+answer), a delivering invocation that starts no delivery it cannot finish, and every checked address tried, IPv4
+first, so that a dual-stack receiver is reached from a Lambda without IPv6 egress."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from batch_gateway import wiring
+from batch_gateway.models.webhooks import Subscription, new_secret, new_subscription_id
+from batch_gateway.service import webhook_send, webhooks
+from batch_gateway.service.webhook_urls import check_url, resolve_checked
+from batch_gateway.store.memory import MemoryJobStore
+from batch_gateway.store.memory_webhooks import MemoryWebhookStore
+from tests.support.lambda_context import FakeLambdaContext
+
+ALICE = "arn:aws:iam::123456789012:user/alice"
+TOTAL = 1.5  # the deadline these tests run with (10 s deployed)
+
+
+@pytest.fixture
+def short_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(webhook_send, "TOTAL_TIMEOUT_SECONDS", TOTAL)
+
+
+@pytest.fixture
+def dripping() -> Iterator[int]:
+    """A receiver that answers one byte every 0.2 s, a 2xx whose header takes 12 s to arrive."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    stop = threading.Event()
+
+    def drip(conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            try:
+                for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 50:
+                    if stop.wait(0.2):
+                        return
+                    conn.sendall(bytes([byte]))
+            except OSError:
+                return  # the sender gave up and closed
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=drip, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield listener.getsockname()[1]
+    stop.set()
+    listener.close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[tuple[int, list[str]]]:
+    """A receiver on 127.0.0.1 only that answers 204 at once; the webhook-ids it got."""
+    got: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            got.append(self.headers["webhook-id"])
+            self.send_response(204)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1], got
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_receiver_dripping_its_answer_fails_the_delivery_within_the_deadline(short_deadline, dripping):
+    url = check_url(f"http://127.0.0.1:{dripping}/h", allow_loopback_http=True)
+    addresses = resolve_checked(url, allow_loopback_http=True)
+    started = time.monotonic()
+    outcome = webhook_send.send(url, addresses, b"{}", {})
+    took = time.monotonic() - started
+    assert not outcome.delivered and outcome.reason == "timeout"
+    assert took < TOTAL + 1.0, f"the attempt took {took:.1f} s, over its {TOTAL} s deadline"
+
+
+def _deliverer(**overrides: object) -> tuple[webhooks.Deliverer, list[tuple[str, int]], list[str]]:
+    later: list[tuple[str, int]] = []
+    counted: list[str] = []
+    fields: dict = {
+        "store": MemoryWebhookStore(),
+        "jobs": MemoryJobStore(),
+        "allow_loopback_http": True,
+        "retry_schedule": [5, 300],
+        "enqueue": lambda bodies: None,
+        "retry_later": lambda handle, seconds: later.append((handle, seconds)),
+        "counted": lambda name, value: counted.append(name),
+        **overrides,
+    }
+    return webhooks.Deliverer(**fields), later, counted
+
+
+def _subscribe(deliverer: webhooks.Deliverer, url: str) -> str:
+    subscription = Subscription(
+        id=new_subscription_id(), owner=ALICE, url=url, events=["batch.status_changed"], secret=new_secret()
+    )
+    deliverer.store.put_subscription(subscription)
+    return subscription.id
+
+
+def _message(target: str, msg_id: str) -> str:
+    return webhooks.Delivery(msg_id, ALICE, "job_1", target, {"type": "batch.finished", "data": {}}).message()
+
+
+def test_a_resolver_that_hangs_fails_the_delivery_within_the_deadline(short_deadline):
+    release = threading.Event()
+
+    def hanging(host: str, port: int) -> list[str]:
+        release.wait(30)
+        return ["192.0.2.1"]  # never reached by a deadline that holds (and refused: not a public address)
+
+    deliverer, later, _ = _deliverer(resolver=hanging, allow_loopback_http=False)
+    target = _subscribe(deliverer, "https://hangs.example.com/h")
+    started = time.monotonic()
+    try:
+        with pytest.raises(webhooks.DeliveryFailedError, match="does not resolve"):
+            webhooks.handle_message(deliverer, _message(target, "msg_dns"), "rh-1", 1)
+    finally:
+        release.set()
+    took = time.monotonic() - started
+    assert took < TOTAL + 1.0, f"the attempt took {took:.1f} s, over its {TOTAL} s deadline"
+    assert later == [("rh-1", 5)]  # retried on the schedule like any failure
+
+
+def _records(bodies: list[tuple[str, str]]) -> dict:
+    return {
+        "Records": [
+            {
+                "messageId": message_id,
+                "receiptHandle": f"rh-{message_id}",
+                "body": body,
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:webhooks",
+            }
+            for message_id, body in bodies
+        ]
+    }
+
+
+def test_a_slow_receiver_fails_alone_and_the_other_deliveries_of_its_batch_are_acknowledged(
+    short_deadline, dripping, receiver, monkeypatch
+):
+    from lambdas import webhook_deliveries
+
+    port, got = receiver
+    deliverer, _, _ = _deliverer()
+    slow = _subscribe(deliverer, f"http://127.0.0.1:{dripping}/slow")
+    fast = _subscribe(deliverer, f"http://127.0.0.1:{port}/fast")
+    monkeypatch.setattr(wiring, "webhook_deliverer", lambda counted: deliverer)
+    event = _records(
+        [("m1", _message(fast, "msg_1")), ("m2", _message(slow, "msg_2")), ("m3", _message(fast, "msg_3"))]
+    )
+    started = time.monotonic()
+    answer = webhook_deliveries.handler(event, FakeLambdaContext("WebhookDeliveries", remaining_ms=60_000))
+    took = time.monotonic() - started
+    assert answer["batchItemFailures"] == [{"itemIdentifier": "m2"}]
+    assert sorted(got) == ["msg_1", "msg_3"]
+    assert took < TOTAL + 2.0, f"the batch took {took:.1f} s"
+
+
+def test_no_delivery_is_started_that_the_invocation_could_not_finish(receiver, monkeypatch):
+    from lambdas import webhook_deliveries
+
+    port, got = receiver
+    deliverer, later, counted = _deliverer()
+    target = _subscribe(deliverer, f"http://127.0.0.1:{port}/h")
+    monkeypatch.setattr(wiring, "webhook_deliverer", lambda counted: deliverer)
+    event = _records([("m1", _message(target, "msg_1")), ("m2", _message(target, "msg_2"))])
+    # less time left than one attempt's deadline: nothing is sent, both come back at once for the next receive
+    answer = webhook_deliveries.handler(event, FakeLambdaContext("WebhookDeliveries", remaining_ms=5_000))
+    assert answer["batchItemFailures"] == [{"itemIdentifier": "m1"}, {"itemIdentifier": "m2"}]
+    assert got == [] and later == [("rh-m1", 0), ("rh-m2", 0)]
+    assert counted == []  # not a failed delivery: no attempt was made
+
+
+def _v6_and_v4(host: str, port: int) -> list[str]:
+    return ["::1", "127.0.0.1"]  # a dual-stack answer, IPv6 first (as sorting puts 2606:... before 93....)
+
+
+def test_addresses_are_all_checked_and_ipv4_comes_first():
+    url = check_url("https://dual.example.com/h", allow_loopback_http=False)
+    addresses = resolve_checked(
+        url, allow_loopback_http=False, resolver=lambda h, p: ["2606:2800:220:1::1", "93.184.216.34", "93.184.216.35"]
+    )
+    assert [str(a) for a in addresses] == ["93.184.216.34", "93.184.216.35", "2606:2800:220:1::1"]
+
+
+def test_a_dual_stack_receiver_reachable_over_ipv4_only_is_delivered(receiver):
+    port, got = receiver  # listens on 127.0.0.1 only: ::1 is refused (or unreachable)
+    deliverer, later, _ = _deliverer(resolver=_v6_and_v4, send=webhook_send.send)
+    target = _subscribe(deliverer, f"http://hook.localhost:{port}/h")
+    webhooks.handle_message(deliverer, _message(target, "msg_dual"), "rh-1", 1)
+    assert got == ["msg_dual"] and later == []
+
+
+def test_every_checked_address_is_tried_in_turn_when_one_does_not_connect(receiver):
+    port, got = receiver
+    url = check_url(f"http://hook.localhost:{port}/h", allow_loopback_http=True)
+    addresses = [ipaddress.ip_address("127.0.0.2"), ipaddress.ip_address("127.0.0.1")]  # nothing on 127.0.0.2
+    outcome = webhook_send.send(url, addresses, b"{}", {"webhook-id": "msg_next"})
+    assert outcome.delivered and got == ["msg_next"]
+
+
+def test_a_bus_event_from_another_source_is_not_fanned_out():
+    deliverer, _, _ = _deliverer()
+    queued: list[str] = []
+    deliverer.enqueue = queued.extend
+    _subscribe(deliverer, "https://example.com/h")
+    event = {
+        "detail-type": "Batch Job Status Changed",
+        "source": "someone-else",
+        "time": "2026-12-01T10:00:00Z",
+        "detail": {"event_id": "evt_1", "job_id": "job_1", "owner": ALICE, "status": "finished"},
+    }
+    webhooks.handle_message(deliverer, json.dumps(event), "rh-1", 1)
+    assert queued == []
+    webhooks.handle_message(deliverer, json.dumps({**event, "source": "batch-gateway"}), "rh-2", 1)
+    assert len(queued) == 1
