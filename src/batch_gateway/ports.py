@@ -44,6 +44,12 @@ class JobStore(Protocol):
         statuses. A terminal status takes the job out of ``open_job_ids``. The job as written."""
         ...
 
+    def store_park_token(self, job_id: str, token: str, entered_at: datetime) -> Job:
+        """Store a Park state's task token (``park_token``) and when that state was entered (``park_entered``),
+        unless a Park entered later stored its own: then, or when there is no such job, ``ConflictError`` and
+        nothing changes. The same Park storing again (its Lambda retried) is allowed. The job as written."""
+        ...
+
     def list_jobs(
         self, owner: str, *, status: JobStatus | None = None, limit: int = 50, next_token: str | None = None
     ) -> tuple[list[Job], str | None]:

@@ -8,7 +8,7 @@ import pytest
 
 from batch_gateway import constants, wiring
 from batch_gateway.models.ids import new_job_id
-from batch_gateway.models.jobs import Job, JobStatus
+from batch_gateway.models.jobs import Job, JobStatus, utcnow
 from batch_gateway.service.wake import park_job, wake_job
 from batch_gateway.store.jobs import DynamoDBJobStore
 from tests.support.fixtures import TABLE
@@ -38,7 +38,7 @@ def _job_with_an_unsent_status(moto_account, status: JobStatus) -> tuple[DynamoD
 def test_park_without_the_bus_leaves_an_unsent_status_unannounced(moto_account, no_bus):
     raw, job_id = _job_with_an_unsent_status(moto_account, JobStatus.IN_PROGRESS)
 
-    assert park_job(no_bus, job_id, "task-token") is False  # no wake pending: it waits
+    assert park_job(no_bus, job_id, "task-token", utcnow()) is False  # no wake pending: it waits
 
     job = raw.require_job(job_id)
     assert job.park_token == "task-token"

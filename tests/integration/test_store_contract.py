@@ -125,6 +125,23 @@ def test_updating_a_job_that_does_not_exist_is_a_conflict_and_creates_nothing(jo
     assert jobs.get_job("job_missing") is None
 
 
+def test_a_park_token_is_stored_only_by_a_park_entered_no_earlier_than_the_stored_one(jobs):
+    job = a_job()
+    jobs.put_new_job(job)
+    entered = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+    assert jobs.store_park_token(job.id, "t2", entered).park_token == "t2"
+    assert jobs.store_park_token(job.id, "t2", entered).park_token == "t2"  # the Lambda's retry of the same Park
+
+    with pytest.raises(ConflictError):  # an older Park's Lambda, late
+        jobs.store_park_token(job.id, "t1", entered - timedelta(microseconds=1))
+    assert jobs.require_job(job.id).park_token == "t2"
+    assert jobs.store_park_token(job.id, "t3", entered + timedelta(microseconds=1)).park_token == "t3"
+
+    with pytest.raises(ConflictError):
+        jobs.store_park_token("job_missing", "t", entered)
+    assert jobs.get_job("job_missing") is None
+
+
 # A status moves forward only: queued -> in_progress -> canceling -> an end, and an ended job keeps its end. Each
 # legal step below is one the service takes (Finalize may end a job that is still queued, or one canceled while it
 # wrote the results); anything else is a lost race and is refused whatever the caller's ``expect`` allows.

@@ -13,7 +13,7 @@ import pytest
 
 from batch_gateway.contract.errors import InvalidRequestError, PayloadTooLargeError
 from batch_gateway.models.ids import new_job_id
-from batch_gateway.models.jobs import Job, JobStatus
+from batch_gateway.models.jobs import Job, JobStatus, utcnow
 from batch_gateway.service.provider_push import receive_openai_event
 from batch_gateway.service.wake import park_job
 from batch_gateway_dev.simulators.openai_push import sign
@@ -60,7 +60,7 @@ def _parked(provider: str = "openai", status: JobStatus = JobStatus.IN_PROGRESS)
     job = Job(id=new_job_id(), owner="alice", provider=provider, model="gpt-4o-mini", status=status)
     services.jobs.put_new_job(job)
     tasks.waiting.add("t1")
-    park_job(services, job.id, "t1")
+    park_job(services, job.id, "t1", utcnow())
     return services, tasks, job.id
 
 

@@ -4,11 +4,18 @@ and restarting the execution."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Job, JobStatus
 from batch_gateway.service.cancel import cancel_job
 from batch_gateway.service.wake import park_job, wake_job
 from tests.support.services import memory_services
+
+
+def at(minute: int) -> datetime:
+    """When a Park state was entered (``$$.State.EnteredTime``): later parks of a workflow enter later."""
+    return datetime(2025, 6, 1, 12, 0, tzinfo=UTC) + timedelta(minutes=minute)
 
 
 class Tasks:
@@ -37,7 +44,7 @@ def _setup(status: JobStatus = JobStatus.IN_PROGRESS):
 def test_a_wake_resumes_the_parked_task_at_once():
     services, tasks, job_id = _setup()
     tasks.waiting.add("t1")
-    assert park_job(services, job_id, "t1") is False  # nothing pending: it waits
+    assert park_job(services, job_id, "t1", at(1)) is False  # nothing pending: it waits
 
     assert wake_job(services, job_id) is True
     assert tasks.resumed == ["t1"]
@@ -49,19 +56,19 @@ def test_a_wake_before_the_token_is_stored_is_not_lost_park_resumes_itself_and_c
     assert services.jobs.require_job(job_id).wake_requested
 
     tasks.waiting.add("t1")
-    assert park_job(services, job_id, "t1") is True
+    assert park_job(services, job_id, "t1", at(1)) is True
     assert tasks.resumed == ["t1"]
     assert not services.jobs.require_job(job_id).wake_requested  # served: the next park waits again
     tasks.waiting.add("t2")
-    assert park_job(services, job_id, "t2") is False
+    assert park_job(services, job_id, "t2", at(2)) is False
 
 
 def test_a_wake_with_a_stale_token_stays_pending_for_the_next_park():
     services, tasks, job_id = _setup()
-    park_job(services, job_id, "t1")  # then t1 timed out: Poll is running now
+    park_job(services, job_id, "t1", at(1))  # then t1 timed out: Poll is running now
     assert wake_job(services, job_id) is False
     tasks.waiting.add("t2")
-    assert park_job(services, job_id, "t2") is True  # the poll after the wake runs at once
+    assert park_job(services, job_id, "t2", at(2)) is True  # the poll after the wake runs at once
     assert tasks.resumed == ["t2"]
 
 
@@ -74,7 +81,7 @@ def test_a_wake_of_an_unknown_job_does_nothing():
 def test_cancel_wakes_the_parked_workflow_instead_of_restarting_it():
     services, tasks, job_id = _setup()
     tasks.waiting.add("t1")
-    park_job(services, job_id, "t1")
+    park_job(services, job_id, "t1", at(1))
 
     view = cancel_job(services, job_id, "alice")  # memory_services: stop/start_workflow would fail the test
 
@@ -98,4 +105,46 @@ def test_a_cancel_while_the_workflow_is_not_parked_restarts_it_and_its_first_par
     assert stopped == ["arn:first"] and started == [f"{job.id}-cancel"]
     assert services.jobs.require_job(job.id).execution_arn == f"arn:{job.id}-cancel"
     tasks.waiting.add("t1")
-    assert park_job(services, job.id, "t1") is True
+    assert park_job(services, job.id, "t1", at(1)) is True
+
+
+def test_a_park_whose_resume_fails_leaves_the_wake_pending_for_the_next_park():
+    services, tasks, job_id = _setup()
+    assert wake_job(services, job_id) is False  # a wake while Poll runs: nothing parked
+    # This Park's Lambda ran past its task's timeout: the workflow has moved on, the token is dead.
+    assert park_job(services, job_id, "t1", at(1)) is False
+    assert services.jobs.require_job(job_id).wake_requested  # the wake was not served: still pending
+
+    tasks.waiting.add("t2")
+    assert park_job(services, job_id, "t2", at(2)) is True  # the next park serves it at once
+    assert tasks.resumed == ["t2"]
+
+
+def test_a_late_park_never_overwrites_the_token_of_a_newer_park():
+    services, tasks, job_id = _setup()
+    tasks.waiting.add("t2")
+    assert park_job(services, job_id, "t2", at(2)) is False  # the newer park waits
+    assert park_job(services, job_id, "t1", at(1)) is False  # an older Park's Lambda, late
+
+    assert services.jobs.require_job(job_id).park_token == "t2"
+    assert wake_job(services, job_id) is True  # the wake reaches the waiting task
+    assert tasks.resumed == ["t2"]
+
+
+def test_a_late_park_does_not_consume_a_pending_wake():
+    services, tasks, job_id = _setup()
+    tasks.waiting.add("t2")
+    park_job(services, job_id, "t2", at(2))
+    assert wake_job(services, job_id) is True  # resumed; the wake stays pending for the next park (one extra poll)
+
+    assert park_job(services, job_id, "t1", at(1)) is False  # an older Park's Lambda, late: serves nothing
+    assert services.jobs.require_job(job_id).wake_requested
+    assert tasks.resumed == ["t2"]
+
+
+def test_a_retried_park_stores_its_own_token_again():
+    services, tasks, job_id = _setup()
+    tasks.waiting.add("t1")
+    park_job(services, job_id, "t1", at(1))
+    assert park_job(services, job_id, "t1", at(1)) is False  # the Lambda's retry within the same Park state
+    assert wake_job(services, job_id) is True and tasks.resumed == ["t1"]

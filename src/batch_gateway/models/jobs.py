@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import Enum, StrEnum
 from functools import cache
 from typing import Any
@@ -26,6 +26,11 @@ def utcnow() -> datetime:
 
 def iso(ts: datetime | None) -> str | None:
     return ts.astimezone(UTC).isoformat().replace("+00:00", "Z") if ts else None
+
+
+def epoch_micros(ts: datetime) -> int:
+    """Microseconds since the epoch, exact: a number the stores compare (an ISO string's width varies)."""
+    return (ts - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
 
 
 class Record:
@@ -273,6 +278,9 @@ class Job(Record):
     # poll (a cancel, the provider's push).
     park_token: str | None = None
     wake_requested: bool = False
+    # When the Park state that stored the newest token was entered (epoch microseconds): a Park whose Lambda runs
+    # late never stores an older token over a newer one (JobStore.store_park_token).
+    park_entered: int = 0
 
     def public(self, chunks: list[Chunk] | None = None) -> dict[str, Any]:
         return {

@@ -191,6 +191,9 @@ class SignallingJobStore(JobStore):
         self._unstarted.discard(job_id)
         self.inner.delete_job(job_id)
 
+    def store_park_token(self, job_id: str, token: str, entered_at: datetime) -> Job:
+        return self.inner.store_park_token(job_id, token, entered_at)
+
     def list_jobs(
         self, owner: str, *, status: JobStatus | None = None, limit: int = 50, next_token: str | None = None
     ) -> tuple[list[Job], str | None]:

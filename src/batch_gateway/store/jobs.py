@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from batch_gateway.constants import OPEN_INDEX, OPEN_INDEX_PK, OWNER_INDEX
 from batch_gateway.contract.errors import ConflictError, InvalidRequestError
-from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, iso, statuses_before, utcnow
+from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, epoch_micros, iso, statuses_before, utcnow
 from batch_gateway.ports import JobStore
 
 if TYPE_CHECKING:
@@ -178,6 +178,23 @@ class DynamoDBJobStore(JobStore):
             )
         except self._db.exceptions.ConditionalCheckFailedException as exc:
             raise ConflictError(f"job {job_id} is not in an expected status for this change") from exc
+        return Job.from_dict(_from_item(response["Attributes"]))
+
+    def store_park_token(self, job_id: str, token: str, entered_at: datetime) -> Job:
+        try:
+            response = self._db.update_item(
+                TableName=self.table,
+                Key=_values({"pk": _pk(job_id), "sk": JOB_SK}),
+                UpdateExpression="SET park_token = :token, park_entered = :entered, updated_at = :now",
+                ConditionExpression="attribute_exists(pk) AND (attribute_not_exists(park_entered) OR "
+                "park_entered <= :entered)",
+                ExpressionAttributeValues=_values(
+                    {":token": token, ":entered": epoch_micros(entered_at), ":now": iso(utcnow())}
+                ),
+                ReturnValues="ALL_NEW",
+            )
+        except self._db.exceptions.ConditionalCheckFailedException as exc:
+            raise ConflictError(f"job {job_id} has no park this old to replace") from exc
         return Job.from_dict(_from_item(response["Attributes"]))
 
     def list_jobs(

@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from batch_gateway.contract.errors import ConflictError, InvalidRequestError
-from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, iso, statuses_before, utcnow
+from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, epoch_micros, iso, statuses_before, utcnow
 from batch_gateway.models.jsonl import split_lines
 from batch_gateway.ports import JobStore, OffsetOutOfRangeError, PayloadStore, WriteConflictError
 
@@ -93,6 +93,15 @@ class MemoryJobStore(JobStore):
             if fields.get("status") is not None:  # the status this write replaced, like the DynamoDB store
                 item["previous_status"] = item["status"]
             _set(item, fields)
+            return Job.from_dict(copy.deepcopy(item))
+
+    def store_park_token(self, job_id: str, token: str, entered_at: datetime) -> Job:
+        entered = epoch_micros(entered_at)
+        with self._lock:
+            item = self._jobs.get(job_id)
+            if item is None or int(item.get("park_entered", 0)) > entered:
+                raise ConflictError(f"job {job_id} has no park this old to replace")
+            _set(item, {"park_token": token, "park_entered": entered, "updated_at": utcnow()})
             return Job.from_dict(copy.deepcopy(item))
 
     def list_jobs(
