@@ -248,7 +248,12 @@ class WorkflowConstruct(Construct):
             lambda_function=self.park,
             integration_pattern=sfn.IntegrationPattern.WAIT_FOR_TASK_TOKEN,
             payload=sfn.TaskInput.from_object(
-                {"job_id": sfn.JsonPath.string_at("$.job_id"), "token": sfn.JsonPath.task_token}
+                {
+                    "job_id": sfn.JsonPath.string_at("$.job_id"),
+                    "token": sfn.JsonPath.task_token,
+                    # orders this job's parks: a late Park Lambda never stores its token over a newer one
+                    "entered_at": sfn.JsonPath.string_at("$$.State.EnteredTime"),
+                },
             ),
             task_timeout=sfn.Timeout.at("$.wait_seconds"),
             result_path=sfn.JsonPath.DISCARD,
@@ -256,7 +261,10 @@ class WorkflowConstruct(Construct):
         )
         park.add_retry(errors=LAMBDA_TRANSIENT_ERRORS, interval=Duration.seconds(1), max_attempts=2, backoff_rate=2.0)
         park.add_catch(poll, errors=["States.Timeout"], result_path=sfn.JsonPath.DISCARD)  # the wait is over
-        park.add_catch(poll, errors=["States.ALL"], result_path=sfn.JsonPath.DISCARD)  # Park failed: poll anyway
+        # Park's Lambda failed (after its retries): wait as asked without a token, then poll. Never straight to
+        # Poll: a Park that keeps failing would make every cycle a poll at once (a hot loop on the provider).
+        park_failed = sfn.Wait(self, "ParkFailed", time=sfn.WaitTime.seconds_path("$.wait_seconds"))
+        park.add_catch(park_failed.next(poll), errors=["States.ALL"], result_path=sfn.JsonPath.DISCARD)
         park.next(poll)
         # TimeoutSecondsPath must be a positive integer: a step that asks for no wait (Poll stopped early) polls now.
         wait = (

@@ -34,6 +34,7 @@ def test_workflow_has_exactly_the_designed_states(synthesized, states):
         "Submit": "Task",
         "Wait?": "Choice",
         "Park": "Task",
+        "ParkFailed": "Wait",
         "Poll": "Task",
         "Collected?": "Choice",
         "Retry": "Task",
@@ -70,15 +71,23 @@ def test_park_waits_for_its_token_at_most_wait_seconds_then_polls_with_the_state
     function_id = synthesized.function("Park")[0]
     assert park["Parameters"] == {
         "FunctionName": "${" + function_id + ".Arn}",
-        "Payload": {"job_id.$": "$.job_id", "token.$": "$$.Task.Token"},
+        "Payload": {"job_id.$": "$.job_id", "token.$": "$$.Task.Token", "entered_at.$": "$$.State.EnteredTime"},
     }
     assert park["TimeoutSecondsPath"] == "$.wait_seconds"
     assert park["ResultPath"] is None  # the callback's output is dropped: Poll gets the state as it was
     assert park["Catch"] == [
         {"ErrorEquals": ["States.Timeout"], "ResultPath": None, "Next": "Poll"},  # the wait is over
-        {"ErrorEquals": ["States.ALL"], "ResultPath": None, "Next": "Poll"},  # Park itself failed: poll anyway
+        {"ErrorEquals": ["States.ALL"], "ResultPath": None, "Next": "ParkFailed"},  # Park itself failed
     ]
     assert {e for r in park["Retry"] for e in r["ErrorEquals"]} == set(LAMBDA_ERRORS)  # never States.Timeout
+
+
+def test_a_park_that_fails_still_waits_before_the_next_poll(states):
+    """A Park Lambda that keeps failing (after its retries) must not turn the wait into a hot poll loop: its error
+    goes to a plain Wait of the same $.wait_seconds, then Poll, with the state unchanged."""
+    [caught] = [c for c in states["Park"]["Catch"] if c["ErrorEquals"] == ["States.ALL"]]
+    assert caught["ResultPath"] is None
+    assert states[caught["Next"]] == {"Type": "Wait", "SecondsPath": "$.wait_seconds", "Next": "Poll"}
 
 
 def test_a_poll_cycle_costs_three_state_transitions(states):
