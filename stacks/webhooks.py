@@ -5,7 +5,8 @@ Progress``), which the function fans out into one delivery message per target (t
 matching subscriptions), and those delivery messages, one signed delivery attempt each. A failed attempt stays on the
 queue, invisible for the next step of the retry schedule (context ``webhook_retry_schedule``, about 24 h in all by
 default); the queue's ``maxReceiveCount`` is the schedule's length + 1, so after the last step SQS moves it to the
-dead-letter queue (kept 14 days; ``dead_letters`` feeds the alarms).
+dead-letter queue (kept 14 days; ``dead_letters`` feeds the alarms). Only the rule may send to the queue
+(``aws:SourceArn``, in both KMS modes: ``_OwnRuleToQueue``).
 
 ``webhook_loopback_http`` (context, default false; the local stack's template sets it) lets webhook URLs use plain
 http to loopback: ``loopback_environment`` gives the functions that check webhook URLs that setting.
@@ -13,9 +14,12 @@ http to loopback: ``loopback_environment`` gives the functions that check webhoo
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from typing import cast
+
+import jsii
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -26,11 +30,43 @@ from stacks.config import GatewayConfig
 from stacks.functions import FunctionFactory, Sizing
 from stacks.storage import StorageConstruct
 
-# Five deliveries of at most 10 s each (service/webhook_send.py) per invocation, one after another.
+# Five deliveries of at most 10 s each (service/webhook_send.py's deadline, DNS included) per invocation, one after
+# another; none is started with less than 13 s left (service/webhooks.py DELIVERY_NEEDS_MS), so the timeout never
+# fails a batch whose deliveries went out.
 DELIVERY_SIZING = Sizing(memory_mb=256, timeout=Duration.seconds(60))
 BATCH_SIZE = 5
 DETAIL_TYPES = ["Batch Job Status Changed", "Batch Job Progress"]  # models/webhooks.py DETAIL_*
 EVENT_SOURCE = "batch-gateway"
+
+
+@jsii.implements(events.IRuleTarget)
+class _OwnRuleToQueue:
+    """The webhook queue as the rule's target, sendable by EventBridge **for this rule only** (``aws:SourceArn``).
+
+    CDK's ``targets.SqsQueue`` writes only ``aws:SourceAccount`` when the queue has a customer key (its rule-ARN
+    condition on the key policy would make a cycle), which lets any rule in the account put a delivery message or a
+    fake job event on the queue, to be signed with real subscriber secrets. The queue policy may name the rule: it
+    is a resource of its own, so nothing cycles; the key lets EventBridge in this account encrypt (as CDK's does)."""
+
+    def __init__(self, queue: sqs.Queue) -> None:
+        self._queue = queue
+
+    def bind(self, rule: events.IRule, id: str | None = None) -> events.RuleTargetConfig:
+        events_service = iam.ServicePrincipal("events.amazonaws.com")
+        self._queue.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[events_service],
+                actions=["sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"],
+                resources=[self._queue.queue_arn],
+                conditions={"ArnEquals": {"aws:SourceArn": rule.rule_arn}},
+            )
+        )
+        key = self._queue.encryption_master_key
+        if key is not None:
+            key.grant_encrypt_decrypt(
+                iam.PrincipalWithConditions(events_service, {"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}})
+            )
+        return events.RuleTargetConfig(arn=self._queue.queue_arn, target_resource=self._queue)
 
 
 def loopback_environment(config: GatewayConfig) -> dict[str, str]:
@@ -74,7 +110,7 @@ class WebhooksConstruct(Construct):
             event_bus=bus,
             description="Batch Gateway: job status changes and progress to the webhook queue",
             event_pattern=events.EventPattern(source=[EVENT_SOURCE], detail_type=DETAIL_TYPES),
-            targets=[targets.SqsQueue(self.queue)],
+            targets=[cast(events.IRuleTarget, _OwnRuleToQueue(self.queue))],  # sendable by this rule only
         )
         self.function = functions.create(
             self,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from batch_gateway import constants
 from stacks.app_factory import SKIP_BUNDLING, synth_template
 from stacks.config import DEFAULTS
@@ -77,3 +79,30 @@ def test_the_subscription_routes_reach_subscription_items_only(synthesized):
 def _actions(statement):
     actions = statement["Action"]
     return actions if isinstance(actions, list) else [actions]
+
+
+@pytest.mark.parametrize("kms", ["aws", "customer"])
+def test_only_the_stacks_own_rule_may_send_to_the_webhook_queue(kms):
+    """Any other EventBridge rule in the account (a customer key once made CDK write only ``aws:SourceAccount``)
+    could inject a delivery message and have an attacker's payload signed with a subscriber's real secret."""
+    template = synth_template({**SKIP_BUNDLING, "nag": False, "kms": kms})
+    resources = template["Resources"]
+    [(rule_id, _)] = [
+        (k, v)
+        for k, v in resources.items()
+        if v["Type"] == "AWS::Events::Rule" and "Batch Job Status Changed" in json.dumps(v["Properties"])
+    ]
+    [queue_id] = [k for k, v in resources.items() if v["Type"] == "AWS::SQS::Queue" and k.startswith("WebhooksQueue")]
+    [policy] = [
+        v["Properties"]["PolicyDocument"]
+        for v in resources.values()
+        if v["Type"] == "AWS::SQS::QueuePolicy" and {"Ref": queue_id} in v["Properties"]["Queues"]
+    ]
+    from_events = [
+        s
+        for s in policy["Statement"]
+        if s["Effect"] == "Allow" and "events.amazonaws.com" in json.dumps(s["Principal"])
+    ]
+    assert from_events, "EventBridge may not send to the queue at all"
+    for statement in from_events:
+        assert statement["Condition"] == {"ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": [rule_id, "Arn"]}}}, statement
