@@ -14,17 +14,18 @@ import time
 
 import pytest
 
-from batch_gateway.models.ids import CUSTOM_ID_RE, new_job_id
-from batch_gateway.models.jobs import Job, JobStatus, RequestCounts
+from batch_gateway.models.ids import CUSTOM_ID_RE
+from batch_gateway.models.jobs import JobStatus
 from batch_gateway.providers import make_provider
 from batch_gateway.service.context import Services
 from batch_gateway.service.finalize import finalize_job
-from batch_gateway.service.keys import chunk_idmap_key, chunk_ids_key, chunk_input_key, requests_key, results_key
+from batch_gateway.service.keys import chunk_idmap_key, chunk_ids_key, chunk_input_key, results_key
 from batch_gateway.service.plan import ENVELOPE_BYTES, plan_job
 from batch_gateway.service.poll import poll_job
 from batch_gateway.service.state import WorkflowState
 from batch_gateway.service.submit import submit_job
 from batch_gateway.settings import Settings
+from tests.support.planned_jobs import MODELS, neutral_line, plan
 from tests.support.services import memory_services
 
 
@@ -43,44 +44,6 @@ def svc(simulator) -> Services:
         provider_for=provider,
         emit_event=lambda detail_type, detail: None,
     )
-
-
-MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-20250514"}
-
-
-def neutral_line(caller_id: str, text: str = "q") -> bytes:
-    return json.dumps(
-        {
-            "id": caller_id,
-            "messages": [{"role": "user", "content": text}],
-            "system": None,
-            "params": {"max_tokens": 16},
-        },
-        separators=(",", ":"),
-    ).encode()
-
-
-def new_job(services, lines: list[bytes], provider: str = "openai") -> str:
-    job_id = new_job_id()
-    services.payloads.put_bytes(requests_key(job_id), b"".join(line + b"\n" for line in lines))
-    services.jobs.put_new_job(
-        Job(
-            id=job_id,
-            owner="alice",
-            provider=provider,
-            model=MODELS[provider],
-            request_counts=RequestCounts(total=len(lines), processing=len(lines)),
-        )
-    )
-    return job_id
-
-
-def plan(services, ids: list[str], provider: str = "openai", texts: list[str] | None = None) -> str:
-    job_id = new_job(
-        services, [neutral_line(i, t) for i, t in zip(ids, texts or ["q"] * len(ids), strict=True)], provider
-    )
-    plan_job(services, WorkflowState(job_id=job_id))
-    return job_id
 
 
 def chunk_sizes(services, job_id: str) -> list[int]:

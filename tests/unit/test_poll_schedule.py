@@ -179,7 +179,7 @@ def test_notice_lag_counts_from_the_providers_end_or_from_the_first_poll_that_sa
 def test_poll_records_when_the_provider_ended_and_the_notice_lag(simulator, provider, capsys):
     from batch_gateway.providers import make_provider
     from batch_gateway.service.submit import submit_job
-    from tests.unit.test_planner_limits import plan
+    from tests.support.planned_jobs import plan
 
     simulator.reset()
     simulator.configure(processing_seconds=0.5)
