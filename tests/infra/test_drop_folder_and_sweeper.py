@@ -26,9 +26,15 @@ def test_failed_messages_go_to_a_dead_letter_queue_after_five_receives(synthesiz
 
 
 def test_ingest_reads_the_queue_with_partial_batch_responses(synthesized):
-    (mapping,) = synthesized.of_type("AWS::Lambda::EventSourceMapping").values()
     function_id, function = synthesized.function("Ingest")
-    assert mapping["Properties"]["FunctionName"] == {"Ref": function_id}
+    # one mapping of the drop folder's queue to Ingest (the webhook queue has its own, to the delivery function)
+    (mapping,) = [
+        m
+        for m in synthesized.of_type("AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["FunctionName"] == {"Ref": function_id}
+    ]
+    queue_id, _ = synthesized.by_path("DropFolder/Events/Resource")
+    assert mapping["Properties"]["EventSourceArn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
     assert mapping["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     env = function["Properties"]["Environment"]["Variables"]
     assert env[constants.ENV_DROP_PREFIX] == constants.DEFAULT_DROP_PREFIX
@@ -36,7 +42,12 @@ def test_ingest_reads_the_queue_with_partial_batch_responses(synthesized):
 
 
 def test_sweeper_runs_every_half_hour(synthesized):
-    (rule,) = synthesized.of_type("AWS::Events::Rule").values()
+    _, rule = synthesized.by_path(
+        "Sweeper/Schedule/Resource"
+    )  # the stack's one schedule (the webhook rule matches events)
+    assert [
+        r for r in synthesized.of_type("AWS::Events::Rule").values() if "ScheduleExpression" in r["Properties"]
+    ] == [rule]
     assert rule["Properties"]["ScheduleExpression"] == f"rate({constants.SWEEP_EVERY_MINUTES} minutes)"
     function_id, _ = synthesized.function("Sweeper")
     assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}
