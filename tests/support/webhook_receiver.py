@@ -1,76 +1,117 @@
-"""A webhook receiver on loopback for tests: a tiny threaded http.server that records every delivery (headers and
-raw body) and answers from a script (e.g. 500, 500, then 200; or always 500; or a redirect)."""
+"""A webhook receiver on loopback for tests, on the dev HTTP servers' plumbing (``batch_gateway_dev.http_server``):
+it records every delivery (path, headers, raw body) and answers from a script (e.g. 500, 500, then 200; or always
+500; or a redirect), a status queued for the next delivery, or by dripping its answer one byte at a time."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from batch_gateway_dev.http_server import LoopbackServer, QuietHandler
+
+# What a dripping receiver sends, one byte at a time: a 2xx whose header never ends.
+DRIP = b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 50
 
 
 @dataclass(frozen=True)
 class Received:
     path: str
-    headers: dict[str, str]
+    headers: dict[str, str]  # names in lower case
     body: bytes
     answered: int
 
 
 class WebhookReceiver:
-    """``answers``: the status of each delivery in turn, the last one repeating (default: always 200)."""
+    """``answers``: the status of each delivery in turn, the last one repeating (default: always 200); a status
+    queued with ``answer_next`` goes first. ``location`` is sent with a 3xx. ``drip_seconds``: instead of answering,
+    send ``DRIP`` one byte every so many seconds (a receiver slower than any deadline; it stops with the receiver)."""
 
-    def __init__(self, answers: list[int] | None = None, *, location: str | None = None) -> None:
+    def __init__(
+        self, answers: list[int] | None = None, *, location: str | None = None, drip_seconds: float | None = None
+    ) -> None:
         self.answers = list(answers or [200])
-        self.location = location  # sent with a 3xx
+        self.location = location
+        self.drip_seconds = drip_seconds
         self.received: list[Received] = []
+        self._next: deque[int] = deque()
         self._lock = threading.Lock()
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # http.server's name
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                with receiver._lock:
-                    index = len(receiver.received)
-                    status = receiver.answers[min(index, len(receiver.answers) - 1)]
-                    receiver.received.append(Received(self.path, dict(self.headers.items()), body, status))
-                self.send_response(status)
-                if 300 <= status < 400 and receiver.location:
-                    self.send_header("Location", receiver.location)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
+        class Handler(QuietHandler):
+            def serve(self) -> None:
+                body = self.read_body() or b""
+                status = receiver._record(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                if receiver.drip_seconds is not None:
+                    self.close_connection = True
+                    self._drip(receiver.drip_seconds)
+                    return
+                headers = {"Location": receiver.location} if 300 <= status < 400 and receiver.location else {}
+                self.send_bytes(status, b"ok", headers)
 
-            def log_message(self, *args: Any) -> None:
-                pass
+            def _drip(self, seconds: float) -> None:
+                try:
+                    for byte in DRIP:
+                        if self.server.stopping.wait(seconds):
+                            return
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                except OSError:
+                    return  # the sender gave up and closed
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._server = LoopbackServer(Handler)
+
+    def _record(self, path: str, headers: dict[str, str], body: bytes) -> int:
+        with self._lock:
+            if self._next:
+                status = self._next.popleft()
+            else:
+                status = self.answers[min(len(self.received), len(self.answers) - 1)]
+            self.received.append(Received(path, headers, body, status))
+        return status
+
+    def answer_next(self, *statuses: int) -> None:
+        """Answer the next deliveries with these statuses, before the script."""
+        with self._lock:
+            self._next.extend(statuses)
+
+    @property
+    def port(self) -> int:
+        return self._server.port
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/hook"
+        return f"{self._server.origin}/hook"
 
-    def __enter__(self) -> WebhookReceiver:
-        self._thread.start()
+    def start(self) -> WebhookReceiver:
+        self._server.start(name="webhook-receiver")
         return self
 
+    def stop(self) -> None:
+        self._server.stop()
+
+    def __enter__(self) -> WebhookReceiver:
+        return self.start()
+
     def __exit__(self, *_: Any) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self.stop()
+
+    def seen(self) -> list[Received]:
+        with self._lock:
+            return list(self.received)
 
     def wait_for(self, condition: Callable[[list[Received]], bool], timeout: float = 60.0) -> list[Received]:
         """The deliveries so far, once ``condition`` holds on them (AssertionError after ``timeout``)."""
         deadline = time.monotonic() + timeout
         while True:
-            with self._lock:
-                seen = list(self.received)
+            seen = self.seen()
             if condition(seen):
                 return seen
             if time.monotonic() > deadline:
                 raise AssertionError(
                     f"no such deliveries within {timeout} s; got {[(r.answered, r.body[:200]) for r in seen]}"
                 )
-            time.sleep(0.1)
+            time.sleep(0.05)

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import openai
 import pytest
@@ -20,57 +18,29 @@ from openai.types.webhooks import (
 )
 
 from batch_gateway_dev.simulators import SimulatorServer
+from tests.support.webhook_receiver import Received, WebhookReceiver
 
 SECRET = "whsec_" + base64.b64encode(b"simulated openai webhook secret!").decode()
 MODEL = "gpt-4o-mini"
 CHAT = "/v1/chat/completions"
 
 
-class Receiver:
-    """A loopback endpoint that records each POST (body, headers) and answers the next queued status (else 200)."""
+def _events_for(seen: list[Received], batch_id: str) -> list[tuple[bytes, dict[str, str]]]:
+    """Each push (body, headers) of the batch ``batch_id``."""
+    return [(r.body, r.headers) for r in seen if json.loads(r.body)["data"]["id"] == batch_id]
 
-    def __init__(self) -> None:
-        self.received: list[tuple[bytes, dict[str, str]]] = []
-        self.answers: list[int] = []
-        self.lock = threading.Lock()
-        receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                with receiver.lock:
-                    receiver.received.append((body, {k.lower(): v for k, v in self.headers.items()}))
-                    status = receiver.answers.pop(0) if receiver.answers else 200
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *_: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-
-    def events_for(self, batch_id: str) -> list[tuple[bytes, dict[str, str]]]:
-        with self.lock:
-            return [(b, h) for b, h in self.received if json.loads(b)["data"]["id"] == batch_id]
-
-    def wait_for(self, batch_id: str, count: int = 1, timeout: float = 10.0) -> list[tuple[bytes, dict[str, str]]]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = self.events_for(batch_id)
-            if len(found) >= count:
-                return found
-            time.sleep(0.05)
-        raise AssertionError(f"{count} webhook(s) for {batch_id} not received within {timeout} s: {self.received}")
+def _wait_for(
+    receiver: WebhookReceiver, batch_id: str, count: int = 1, timeout: float = 10.0
+) -> list[tuple[bytes, dict[str, str]]]:
+    return _events_for(receiver.wait_for(lambda seen: len(_events_for(seen, batch_id)) >= count, timeout), batch_id)
 
 
 @pytest.fixture(scope="module")
-def receiver() -> Iterator[Receiver]:
-    found = Receiver()
-    yield found
-    found.server.shutdown()
+def receiver() -> Iterator[WebhookReceiver]:
+    """A loopback endpoint that records each push and answers 200 (or a status queued with ``answer_next``)."""
+    with WebhookReceiver() as found:
+        yield found
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +80,7 @@ def test_a_batch_that_ends_pushes_its_signed_event_which_the_sdk_unwraps(
     pushing.configure(**setup)
     batch_id = _submit(client)
 
-    [(body, headers)] = receiver.wait_for(batch_id)
+    [(body, headers)] = _wait_for(receiver, batch_id)
 
     event = client.webhooks.unwrap(body, headers)
     assert isinstance(event, event_type)
@@ -123,7 +93,7 @@ def test_a_batch_that_ends_pushes_its_signed_event_which_the_sdk_unwraps(
 def test_an_invalid_input_file_pushes_batch_failed(client, receiver):
     batch_id = _submit(client, [{"custom_id": "x", "method": "GET", "url": CHAT, "body": {"model": MODEL}}])
 
-    [(body, headers)] = receiver.wait_for(batch_id)
+    [(body, headers)] = _wait_for(receiver, batch_id)
 
     assert isinstance(client.webhooks.unwrap(body, headers), BatchFailedWebhookEvent)
     assert client.batches.retrieve(batch_id).status == "failed"
@@ -134,19 +104,19 @@ def test_a_canceled_batch_pushes_batch_cancelled_once_even_after_its_planned_end
     batch_id = _submit(client)
     client.batches.cancel(batch_id)
 
-    [(body, headers)] = receiver.wait_for(batch_id)
+    [(body, headers)] = _wait_for(receiver, batch_id)
     assert isinstance(client.webhooks.unwrap(body, headers), BatchCancelledWebhookEvent)
     planned_end = client.batches.retrieve(batch_id).created_at + 1.0
     while time.time() < planned_end + 0.5:  # the end it was created with passes: no second event
         time.sleep(0.05)
-    assert len(receiver.events_for(batch_id)) == 1
+    assert len(_events_for(receiver.seen(), batch_id)) == 1
 
 
 def test_a_refused_delivery_is_retried_with_the_same_webhook_id_and_a_wrong_secret_does_not_verify(client, receiver):
-    receiver.answers.append(500)
+    receiver.answer_next(500)
     batch_id = _submit(client)
 
-    (first, first_headers), (second, second_headers) = receiver.wait_for(batch_id, count=2)
+    (first, first_headers), (second, second_headers) = _wait_for(receiver, batch_id, count=2)
 
     assert first_headers["webhook-id"] == second_headers["webhook-id"] and first == second
     assert isinstance(client.webhooks.unwrap(second, second_headers), BatchCompletedWebhookEvent)

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -21,6 +19,7 @@ from batch_gateway.service.webhook_urls import check_url, resolve_checked
 from batch_gateway.store.memory import MemoryJobStore
 from batch_gateway.store.memory_webhooks import MemoryWebhookStore
 from tests.support.lambda_context import FakeLambdaContext
+from tests.support.webhook_receiver import WebhookReceiver
 
 ALICE = "arn:aws:iam::123456789012:user/alice"
 TOTAL = 1.5  # the deadline these tests run with (10 s deployed)
@@ -33,58 +32,21 @@ def short_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def dripping() -> Iterator[int]:
-    """A receiver that answers one byte every 0.2 s, a 2xx whose header takes 12 s to arrive."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    stop = threading.Event()
-
-    def drip(conn: socket.socket) -> None:
-        with conn:
-            conn.recv(65536)
-            try:
-                for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 50:
-                    if stop.wait(0.2):
-                        return
-                    conn.sendall(bytes([byte]))
-            except OSError:
-                return  # the sender gave up and closed
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=drip, args=(conn,), daemon=True).start()
-
-    threading.Thread(target=serve, daemon=True).start()
-    yield listener.getsockname()[1]
-    stop.set()
-    listener.close()
+    """A receiver that answers one byte every 0.2 s, a 2xx whose header takes 15 s to arrive."""
+    with WebhookReceiver(drip_seconds=0.2) as slow:
+        yield slow.port
 
 
 @pytest.fixture
-def receiver() -> Iterator[tuple[int, list[str]]]:
-    """A receiver on 127.0.0.1 only that answers 204 at once; the webhook-ids it got."""
-    got: list[str] = []
+def receiver() -> Iterator[tuple[int, WebhookReceiver]]:
+    """A receiver on 127.0.0.1 only that answers 204 at once."""
+    with WebhookReceiver([204]) as fast:
+        yield fast.port, fast
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers["Content-Length"]))
-            got.append(self.headers["webhook-id"])
-            self.send_response(204)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1], got
-    server.shutdown()
-    server.server_close()
+def _ids(receiver: WebhookReceiver) -> list[str]:
+    """The webhook-ids it got."""
+    return [r.headers["webhook-id"] for r in receiver.seen()]
 
 
 def test_a_receiver_dripping_its_answer_fails_the_delivery_within_the_deadline(short_deadline, dripping):
@@ -167,7 +129,7 @@ def test_a_slow_receiver_fails_alone_and_the_other_deliveries_of_its_batch_are_a
 ):
     from lambdas import webhook_deliveries
 
-    port, got = receiver
+    port, hooks = receiver
     deliverer, _, _ = _deliverer()
     slow = _subscribe(deliverer, f"http://127.0.0.1:{dripping}/slow")
     fast = _subscribe(deliverer, f"http://127.0.0.1:{port}/fast")
@@ -179,14 +141,14 @@ def test_a_slow_receiver_fails_alone_and_the_other_deliveries_of_its_batch_are_a
     answer = webhook_deliveries.handler(event, FakeLambdaContext("WebhookDeliveries", remaining_ms=60_000))
     took = time.monotonic() - started
     assert answer["batchItemFailures"] == [{"itemIdentifier": "m2"}]
-    assert sorted(got) == ["msg_1", "msg_3"]
+    assert sorted(_ids(hooks)) == ["msg_1", "msg_3"]
     assert took < TOTAL + 2.0, f"the batch took {took:.1f} s"
 
 
 def test_no_delivery_is_started_that_the_invocation_could_not_finish(receiver, monkeypatch):
     from lambdas import webhook_deliveries
 
-    port, got = receiver
+    port, hooks = receiver
     deliverer, later, counted = _deliverer()
     target = _subscribe(deliverer, f"http://127.0.0.1:{port}/h")
     monkeypatch.setattr(wiring, "webhook_deliverer", lambda counted: deliverer)
@@ -194,7 +156,7 @@ def test_no_delivery_is_started_that_the_invocation_could_not_finish(receiver, m
     # less time left than one attempt's deadline: nothing is sent, both come back at once for the next receive
     answer = webhook_deliveries.handler(event, FakeLambdaContext("WebhookDeliveries", remaining_ms=5_000))
     assert answer["batchItemFailures"] == [{"itemIdentifier": "m1"}, {"itemIdentifier": "m2"}]
-    assert got == [] and later == [("rh-m1", 0), ("rh-m2", 0)]
+    assert _ids(hooks) == [] and later == [("rh-m1", 0), ("rh-m2", 0)]
     assert counted == []  # not a failed delivery: no attempt was made
 
 
@@ -211,19 +173,19 @@ def test_addresses_are_all_checked_and_ipv4_comes_first():
 
 
 def test_a_dual_stack_receiver_reachable_over_ipv4_only_is_delivered(receiver):
-    port, got = receiver  # listens on 127.0.0.1 only: ::1 is refused (or unreachable)
+    port, hooks = receiver  # listens on 127.0.0.1 only: ::1 is refused (or unreachable)
     deliverer, later, _ = _deliverer(resolver=_v6_and_v4, send=webhook_send.send)
     target = _subscribe(deliverer, f"http://hook.localhost:{port}/h")
     webhooks.handle_message(deliverer, _message(target, "msg_dual"), "rh-1", 1)
-    assert got == ["msg_dual"] and later == []
+    assert _ids(hooks) == ["msg_dual"] and later == []
 
 
 def test_every_checked_address_is_tried_in_turn_when_one_does_not_connect(receiver):
-    port, got = receiver
+    port, hooks = receiver
     url = check_url(f"http://hook.localhost:{port}/h", allow_loopback_http=True)
     addresses = [ipaddress.ip_address("127.0.0.2"), ipaddress.ip_address("127.0.0.1")]  # nothing on 127.0.0.2
     outcome = webhook_send.send(url, addresses, b"{}", {"webhook-id": "msg_next"})
-    assert outcome.delivered and got == ["msg_next"]
+    assert outcome.delivered and _ids(hooks) == ["msg_next"]
 
 
 def test_a_bus_event_from_another_source_is_not_fanned_out():

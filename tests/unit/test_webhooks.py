@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -16,6 +14,7 @@ from batch_gateway.service import webhook_send, webhooks
 from batch_gateway.service.webhook_urls import check_url
 from batch_gateway.store.memory import MemoryJobStore
 from batch_gateway.store.memory_webhooks import MemoryWebhookStore
+from tests.support.webhook_receiver import WebhookReceiver
 
 ALICE = "arn:aws:iam::123456789012:user/alice"
 BOB = "arn:aws:iam::123456789012:user/bob"
@@ -191,30 +190,13 @@ def test_a_jobs_webhook_is_checked_at_create():
 
 @pytest.mark.parametrize(("status", "delivered"), [(200, True), (204, True), (302, False), (500, False)])
 def test_the_sender_follows_no_redirect_and_only_a_2xx_is_a_delivery(status, delivered):
-    hits = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            hits.append((self.path, self.headers.get("Host"), self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(status)
-            self.send_header("Location", "http://127.0.0.1:9/elsewhere")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        port = server.server_address[1]
+    with WebhookReceiver([status], location="http://127.0.0.1:9/elsewhere") as receiver:
+        port = receiver.port
         url = check_url(f"http://localhost:{port}/hook?a=1", allow_loopback_http=True)
         import ipaddress
 
         outcome = webhook_send.send(url, [ipaddress.ip_address("127.0.0.1")], b'{"x":1}', {"webhook-id": "m"})
-    finally:
-        server.shutdown()
-        server.server_close()
+    hits = [(r.path, r.headers["host"], r.body) for r in receiver.seen()]
     assert outcome.delivered is delivered and outcome.status == status
     assert hits == [("/hook?a=1", f"localhost:{port}", b'{"x":1}')]  # one request: the redirect was not followed
     if status == 302:
