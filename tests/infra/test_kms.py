@@ -133,7 +133,14 @@ def test_customer_key_encrypts_bucket_table_queues_logs_secrets_and_alarm_topic(
     log_groups = _resources(customer, "AWS::Logs::LogGroup").values()
     assert len(log_groups) >= 14 and all(g["Properties"]["KmsKeyId"] == arn for g in log_groups)
     secrets = _resources(customer, "AWS::SecretsManager::Secret").values()
-    assert len(secrets) == 3 and all(s["Properties"]["KmsKeyId"] == arn for s in secrets)
+    # the provider keys, the pepper, and the OpenAI webhook signing secret (decision 0073): every one under the key
+    assert {s["Properties"]["Name"] for s in secrets} == {
+        "batch-gateway/anthropic-api-key",
+        "batch-gateway/openai-api-key",
+        constants.KEY_PEPPER_SECRET_NAME,
+        constants.OPENAI_WEBHOOK_SECRET_NAME,
+    }
+    assert all(s["Properties"]["KmsKeyId"] == arn for s in secrets)
     (topic,) = _resources(customer, "AWS::SNS::Topic").values()
     assert topic["Properties"]["KmsMasterKeyId"] == arn
 
