@@ -14,6 +14,8 @@ from typing import Any
 
 import jsonschema_rs
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from openapi_spec_validator import validate
 
 from batch_gateway.contract.errors import InvalidRequestError
@@ -22,6 +24,7 @@ from batch_gateway.service.context import Services
 from batch_gateway.service.create import create_job
 from batch_gateway.service.keys import requests_key, results_key
 from batch_gateway.service.query import get_results, list_jobs
+from batch_gateway.service.webhook_urls import check_url
 from batch_gateway.settings import Settings
 from tests.support.services import memory_services
 
@@ -214,3 +217,61 @@ def test_an_integer_written_with_a_fraction_of_zero_reaches_the_provider_as_an_i
     assert type(services.jobs.get_job(job.id).hyperparameters["max_tokens"]) is int
     [line] = list(services.payloads.iter_lines_with_offsets(requests_key(job.id), 0))
     assert type(json.loads(line[1])["params"]["top_k"]) is int
+
+
+def _webhook_url_schemas() -> dict[str, Any]:
+    """The URL of a subscription (POST /webhooks) and of a job's own webhook (POST /batches ``webhook``)."""
+    subscribe = DOCUMENT["paths"]["/webhooks"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    return {
+        "subscription": subscribe["properties"]["url"],
+        "job webhook": DOCUMENT["components"]["schemas"]["JobWebhook"]["properties"]["url"],
+    }
+
+
+def _url_accepted(url: Any) -> bool:
+    """The deployed service's verdict (no plain http: that is the local stack's only)."""
+    try:
+        check_url(url, allow_loopback_http=False)
+    except InvalidRequestError:
+        return False
+    return True
+
+
+WEBHOOK_URLS = [
+    "https://example.com",
+    "https://hooks.example.com/in?team=search#x",
+    "https://Hooks.Example.COM:8443/a/b",
+    "https://intranet/",
+    "",
+    "https://",
+    "http://example.com/hook",
+    "ftp://example.com/",
+    "example.com/hook",
+    "https://localhost/hook",
+    "https://a.localhost/",
+    "https://user:pw@example.com/",
+    "https://exa mple.com/",
+    "https://-bad.example.com/",
+    "https://example.com\\@evil.example/",
+    "https://example.com:99999/",
+    "https://0x7f.1/",
+    "https://example.com/\x00",
+]
+
+
+@pytest.mark.parametrize("where", ["subscription", "job webhook"])
+@pytest.mark.parametrize("url", WEBHOOK_URLS)
+def test_the_document_says_which_webhook_urls_the_service_takes(where, url):
+    """A webhook URL the document calls valid is one the service takes, and one it refuses is refused (the address
+    checks behind a DNS name happen at delivery: they are no part of a URL's shape)."""
+    validator = jsonschema_rs.Draft202012Validator(_webhook_url_schemas()[where])
+    assert validator.is_valid(url) == _url_accepted(url)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_every_url_the_webhook_pattern_admits_is_taken(data):
+    """What a generated client or a contract test draws from the pattern, the service takes."""
+    for where, schema in _webhook_url_schemas().items():
+        url = data.draw(st.from_regex(schema["pattern"], fullmatch=True).filter(lambda u: len(u) <= 2048), label=where)
+        assert _url_accepted(url), url

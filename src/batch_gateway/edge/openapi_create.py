@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from batch_gateway.constants import RETRY_MAX_ATTEMPTS, RETRY_OUTCOMES
+from batch_gateway.edge.openapi_webhooks import WEBHOOK_URL
 from batch_gateway.models.provider_options import ALLOWED
 from batch_gateway.models.requests import (
     DEFAULT_MAX_TOKENS,
@@ -255,7 +256,7 @@ def schemas() -> dict[str, Any]:
             "required": ["url"],
             "additionalProperties": False,
             "properties": {
-                "url": {"type": "string", "format": "uri", "maxLength": 2048, "pattern": "^https?://"},
+                "url": WEBHOOK_URL,
                 "events": {"type": "array", "minItems": 1, "items": {"enum": list(WEBHOOK_EVENT_TYPES)}},
             },
             "description": "the job's own webhook (decision 0070): signed deliveries of the job's events to an https "

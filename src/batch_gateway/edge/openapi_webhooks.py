@@ -44,6 +44,28 @@ _ROTATED = {
 }
 
 
+# A webhook's URL as the service takes it (service/webhook_urls.check_url, decision 0071): https, a DNS name of
+# letters, digits and hyphens (not localhost or *.localhost; its last label starts with a letter, so no numeric host),
+# an optional port, then printable characters without spaces. The address checks (no private, link-local, loopback
+# or metadata address behind the name) happen at every delivery: no pattern can say them. The service also takes a
+# public IP literal, which the pattern leaves out; the local stack also takes plain http to loopback.
+_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_NOT_LOCALHOST = "(?!localhost\\.?(?:[:/?#]|$))"
+WEBHOOK_URL_PATTERN = (
+    f"^https://{_NOT_LOCALHOST}(?:{_LABEL}\\.)*{_NOT_LOCALHOST}[A-Za-z](?:[A-Za-z0-9-]{{0,61}}[A-Za-z0-9])?\\.?"
+    "(?::[0-9]{1,4})?(?:[/?#][!-~]*)?$"
+)
+WEBHOOK_URL: dict[str, Any] = {
+    "type": "string",
+    "format": "uri",
+    "minLength": len("https://a"),
+    "maxLength": 2048,
+    "pattern": WEBHOOK_URL_PATTERN,
+    "description": "an https URL naming a public host by its DNS name (no private, link-local, loopback or metadata "
+    "address behind it: checked again at every delivery)",
+}
+
+
 def paths(sigv4: list[dict[str, list[str]]], errors: Any, id_parameter: dict[str, Any]) -> dict[str, Any]:
     def answer(description: str, schema: dict[str, Any]) -> dict[str, Any]:
         return {"description": description, "content": {"application/json": {"schema": schema}}}
@@ -53,7 +75,7 @@ def paths(sigv4: list[dict[str, list[str]]], errors: Any, id_parameter: dict[str
         "required": ["url", "events"],
         "additionalProperties": False,
         "properties": {
-            "url": {"type": "string", "maxLength": 2048, "description": "https; no private or metadata address"},
+            "url": WEBHOOK_URL,
             "events": _EVENTS,
             "description": {"type": "string", "maxLength": MAX_DESCRIPTION_CHARS},
         },
