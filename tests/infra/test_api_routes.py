@@ -145,7 +145,15 @@ def test_api_gateway_errors_use_the_service_error_shape(synthesized):
 
 def test_stack_outputs_api_url_bucket_table_state_machine_and_alarm_topic(synthesized):
     outputs = synthesized.json["Outputs"]
-    assert set(outputs) == {"ApiUrl", "BucketName", "TableName", "StateMachineArn", "AlarmTopicArn"}
+    assert set(outputs) == {
+        "ApiUrl",
+        "BucketName",
+        "TableName",
+        "StateMachineArn",
+        "AlarmTopicArn",
+        "EventBusName",  # decision 0068 (tests/infra/test_signals_deployment.py checks its value)
+        "DashboardName",  # decision 0069 (tests/infra/test_dashboard_and_alarms.py)
+    }
     stage_id, _ = synthesized.by_path("Api/RestApi/DeploymentStage.v1/Resource")
     assert {"Ref": stage_id} in outputs["ApiUrl"]["Value"]["Fn::Join"][1]
     assert outputs["StateMachineArn"]["Value"] == {"Ref": synthesized.by_path("Workflow/StateMachine/Resource")[0]}
