@@ -102,11 +102,13 @@ def test_the_providers_context_enables_bedrock_and_validates_its_settings():
 
 def test_bedrock_has_no_secret(bedrock):
     names = {r["Properties"]["Name"] for r in bedrock.resources.values() if r["Type"] == "AWS::SecretsManager::Secret"}
-    # the provider keys, and the pepper gateway API keys are hashed with (decision 0045)
+    # the provider keys, the pepper gateway API keys are hashed with (decision 0045) and OpenAI's webhook signing
+    # secret (decision 0073): none for Bedrock
     assert names == {
         "batch-gateway/anthropic-api-key",
         "batch-gateway/openai-api-key",
         constants.KEY_PEPPER_SECRET_NAME,
+        constants.OPENAI_WEBHOOK_SECRET_NAME,
     }
     for function_id in SCOPES:
         assert "BEDROCK_SECRET_ARN" not in bedrock.environment(function_id)
