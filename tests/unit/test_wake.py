@@ -108,6 +108,37 @@ def test_a_cancel_while_the_workflow_is_not_parked_restarts_it_and_its_first_par
     assert park_job(services, job.id, "t1", at(1)) is True
 
 
+def test_a_cancel_while_a_poll_runs_does_not_restart_the_workflow_the_next_park_resumes_at_once():
+    """The workflow has parked before and is polling now (its stored token timed out into Poll): the cancel's wake
+    stays pending and the Park right after this Poll resumes at once. Stopping the execution mid-Poll and starting a
+    fresh one would send the cancel through Plan, Submit and a Park first, while the provider batch runs on."""
+    tasks = Tasks()
+    stopped, started = [], []
+    services = memory_services(
+        resume_workflow=tasks.resume,
+        stop_workflow=stopped.append,
+        start_workflow=lambda name, payload: started.append(name) or f"arn:{name}",
+    )
+    job = Job(
+        id=new_job_id(),
+        owner="alice",
+        provider="anthropic",
+        model="m",
+        execution_arn="arn:first",
+        status=JobStatus.IN_PROGRESS,
+    )
+    services.jobs.put_new_job(job)
+    park_job(services, job.id, "t1", at(1))  # parked once; t1 timed out: Poll is running now
+
+    assert cancel_job(services, job.id, "alice")["status"] == "canceling"
+
+    assert (stopped, started) == ([], [])
+    assert services.jobs.require_job(job.id).execution_arn == "arn:first"
+    tasks.waiting.add("t2")
+    assert park_job(services, job.id, "t2", at(2)) is True  # the poll after this one runs at once and cancels
+    assert tasks.resumed == ["t2"]
+
+
 def test_a_park_whose_resume_fails_leaves_the_wake_pending_for_the_next_park():
     services, tasks, job_id = _setup()
     assert wake_job(services, job_id) is False  # a wake while Poll runs: nothing parked

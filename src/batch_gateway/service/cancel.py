@@ -1,5 +1,5 @@
 """Cancel: mark the job ``canceling`` and wake its parked workflow (``service/wake.py``, decision 0072), so the next
-Poll runs at once instead of at the end of the current wait; a workflow that is not parked is restarted (decision
+Poll runs at once instead of at the end of the current wait; a workflow that has never parked is restarted (decision
 0040). A canceling job sends nothing new: that Poll cancels the provider batches and keeps collecting until every one
 has ended, so items that finished before the cancel are kept."""
 
@@ -45,11 +45,16 @@ def cancel_job(services: Services, job_id: str, owner: str) -> dict[str, Any]:
 
 def _wake(services: Services, job_id: str) -> None:
     """Best effort: if this fails the job is still canceling, and the workflow cancels at its next poll. A parked
-    workflow is resumed (decision 0072); one that is not parked (still planning or submitting: a create may hang on
-    the wire for minutes) is restarted, so that a poll cancels what was already sent at once (decision 0040)."""
+    workflow is resumed (decision 0072); one that has parked before but is not parked now (a Poll is running: its
+    stored token is stale) keeps the wake pending, and the Park right after that Poll resumes at once; only one that
+    never parked (still planning or submitting: a create may hang on the wire for minutes) is restarted, so that a
+    poll cancels what was already sent at once (decision 0040)."""
     try:
-        if not wake_job(services, job_id):
-            _restart_workflow(services, services.jobs.require_job(job_id))
+        if wake_job(services, job_id):
+            return
+        job = services.jobs.require_job(job_id)
+        if not job.park_entered:  # never parked: stopping it mid-Poll would only delay the cancel
+            _restart_workflow(services, job)
     except Exception:
         logger.warning("could not wake the workflow of a canceled job", extra={"job_id": job_id})
 
