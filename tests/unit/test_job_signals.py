@@ -132,6 +132,37 @@ def test_a_jump_past_several_marks_announces_each_of_them():
     assert captured.marks(job.id) == [25, 50, 75]
 
 
+def test_a_jump_past_several_marks_records_them_in_one_write(monkeypatch):
+    """Poll's closing write must stay small (its step budget keeps only a margin for it): the marks one change
+    passes are recorded together, not one conditional write each."""
+    services, captured = _services()
+    job = _job(services, total=4)
+    inner, writes = services.jobs.inner, []
+    real = inner.update_job
+    monkeypatch.setattr(inner, "update_job", lambda job_id, **kw: writes.append(sorted(kw)) or real(job_id, **kw))
+    services.jobs.update_job(job.id, request_counts=RequestCounts(total=4, succeeded=3, errored=1))
+    assert captured.marks(job.id) == [25, 50, 75]
+    assert [w for w in writes if "progress_signalled" in w] == [["progress_signalled"]]
+    assert services.jobs.require_job(job.id).progress_signalled == 75
+
+
+def test_a_failed_emit_after_some_marks_records_the_marks_that_went_out():
+    services, captured = _services()
+    job = _job(services, total=4)
+
+    def second_mark_fails(detail_type: str, detail: dict[str, Any]) -> None:
+        if detail_type == EVENT_PROGRESS and detail["progress"] == 50:
+            raise RuntimeError("EventBridge is down")
+        captured(detail_type, detail)
+
+    services.emit_event = second_mark_fails
+    services.jobs.update_job(job.id, request_counts=RequestCounts(total=4, succeeded=3, errored=1))
+    assert services.jobs.require_job(job.id).progress_signalled == 25  # 50 and 75 go out at the next change
+    services.emit_event = captured
+    services.jobs.update_job(job.id, request_counts=RequestCounts(total=4, succeeded=3, errored=1))
+    assert captured.marks(job.id) == [25, 50, 75]
+
+
 def test_an_ended_job_announces_no_progress():
     services, captured = _services()
     job = _job(services, total=4)

@@ -111,11 +111,13 @@ def job_changed(
     if after.status.terminal:
         return
     percent = done_percent(after)
-    marks = [m for m in PROGRESS_MARKS if percent >= m and m > after.progress_signalled]
-    for mark in marks:
+    sent = 0
+    for mark in (m for m in PROGRESS_MARKS if percent >= m and m > after.progress_signalled):
         if not _emit(services, EVENT_PROGRESS, detail(services, after, previous=None, progress=mark)):
-            return  # not recorded: the next change (poll) sends it again
-        store.update_job(after.id, progress_signalled=mark)
+            break  # not recorded: the next change (poll) sends it and the marks after it again
+        sent = mark
+    if sent:  # one write for every mark that went out (Poll's closing writes stay within its step budget's margin)
+        store.update_job(after.id, progress_signalled=sent)
 
 
 def announce_status(services: Services, job: Job, *, store: JobStore | None = None) -> bool:
