@@ -77,17 +77,25 @@ def _job_items(stack) -> set[str]:
 
 
 def test_every_ended_job_emits_its_event_finished_and_failed_alike(stack, alice, sim):
-    """An operator's rule on the default bus sees 'Batch Job Ended' for a finished and for a failed job."""
+    """An operator's rule on the stack's own bus (decision 0068) sees 'Batch Job Status Changed' with the ended
+    status for a finished and for a failed job."""
     import json as _json
     import time
 
+    from batch_gateway.constants import ENV_EVENT_BUS_NAME, EVENT_SOURCE, EVENT_STATUS_CHANGED
+    from batch_gateway.contract.statuses import TERMINAL_JOB_STATUSES
+
+    bus = stack.function_environment(stack.function("poll"))[ENV_EVENT_BUS_NAME]
     events, sqs = stack.client("events"), stack.client("sqs")
     queue = sqs.create_queue(QueueName="ended-jobs")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    events.put_rule(
-        Name="ended-jobs", EventPattern=_json.dumps({"source": ["batch-gateway"], "detail-type": ["Batch Job Ended"]})
-    )
-    events.put_targets(Rule="ended-jobs", Targets=[{"Id": "queue", "Arn": arn}])
+    pattern = {
+        "source": [EVENT_SOURCE],
+        "detail-type": [EVENT_STATUS_CHANGED],
+        "detail": {"status": sorted(s.value for s in TERMINAL_JOB_STATUSES)},  # an ended job's event only
+    }
+    events.put_rule(Name="ended-jobs", EventBusName=bus, EventPattern=_json.dumps(pattern))
+    events.put_targets(Rule="ended-jobs", EventBusName=bus, Targets=[{"Id": "queue", "Arn": arn}])
     finished = alice.create(seed_body())["id"]
     secrets = stack.client("secretsmanager")
     assert alice.wait(finished)["status"] == "finished"
