@@ -31,6 +31,7 @@ from urllib.parse import urlencode
 from aws_lambda_powertools import Logger
 
 from batch_gateway.contract import errors
+from batch_gateway.contract.jsonl import split_lines
 from batch_gateway.jsonlines import loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.models.provider_options import GOOGLE_GENERATION_OPTIONS
@@ -227,23 +228,15 @@ class GeminiBatchProvider(BatchProvider):
 
         thread = threading.Thread(target=download, name="gemini-download", daemon=True)
         thread.start()
-        pending: list[bytes] = []
-        try:
-            while True:
-                item = chunks.get()
-                if item is None:
-                    break
+
+        def received() -> Iterator[bytes]:
+            while (item := chunks.get()) is not None:
                 if isinstance(item, BaseException):
                     raise item
-                *complete, rest = item.split(b"\n")
-                if complete:
-                    yield b"".join([*pending, complete[0]])
-                    yield from complete[1:]
-                    pending = []
-                pending.append(rest)
-            tail = b"".join(pending)
-            if tail:
-                yield tail
+                yield item
+
+        try:
+            yield from split_lines(received())
         finally:
             stop.set()
             thread.join(timeout=5)
