@@ -8,22 +8,18 @@ yielding one Bedrock job, and the service role's read grant broken on purpose.""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from batch_gateway import constants
 from batch_gateway_dev.local.stack import DROP_FOLDER_USER
+from tests.support.seed_program import run_seed_program
 
 pytestmark = pytest.mark.e2e
 
 CLAUDE = "anthropic.claude-3-5-haiku-20241022-v1:0"
 NOVA = "us.amazon.nova-lite-v1:0"
-SEED = Path(__file__).resolve().parents[2] / "examples" / "seed_batch_invocation.py"
 
 
 def bedrock_body(count: int, model: str = CLAUDE, **changes) -> dict:
@@ -144,22 +140,7 @@ def test_a_service_role_that_cannot_read_the_input_fails_the_job_with_bedrocks_a
 
 
 def test_the_seed_program_runs_with_a_bedrock_invoker(stack, sim, tmp_path):
-    source = SEED.read_text()
-    seed_line = 'GatewayLMInvoker("anthropic", "claude-sonnet-4-20250514")'
-    assert seed_line in source
-    program = tmp_path / "seed_bedrock.py"
-    program.write_text(source.replace(seed_line, f'GatewayLMInvoker("bedrock", "{CLAUDE}")'))
-    env = {
-        **os.environ,
-        "BATCH_GATEWAY_ENDPOINT": stack.info()["api_url"],
-        **stack.caller("seed-bedrock").as_env(),
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_SESSION_TOKEN": "",
-        "AWS_ENDPOINT_URL": "",
-    }
-    done = subprocess.run([sys.executable, str(program)], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    lines = [line for line in done.stdout.splitlines() if line.startswith(">> ")]
+    lines = run_seed_program(stack, tmp_path, "bedrock", CLAUDE)
     assert [line.split(":")[0] for line in lines] == [f">> request_{c}" for c in "ABCDE"]
     assert all("Name an animal that starts with the letter" in line for line in lines)
     assert sim.stats()["bedrock"]["converse_calls"] == 5  # five requests: a small job, run on demand

@@ -6,21 +6,18 @@ Counts are this job's own (its chunks, its batches' display names), never the si
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import requests
 from google import genai
 from google.genai import types
 
+from tests.support.seed_program import run_seed_program
+
 pytestmark = pytest.mark.e2e
 
 GEMINI = "gemini-2.5-flash"
-SEED = Path(__file__).resolve().parents[2] / "examples" / "seed_batch_invocation.py"
 ODD_IDS = ["first one", "ünïcode-7", "last/one", "x" * 70]
 
 
@@ -143,21 +140,6 @@ def test_a_lost_create_answer_yields_exactly_one_gemini_batch(alice, sim):
 
 
 def test_the_seed_program_runs_with_a_gemini_invoker(stack, sim, tmp_path):
-    source = SEED.read_text()
-    seed_line = 'GatewayLMInvoker("anthropic", "claude-sonnet-4-20250514")'
-    assert seed_line in source
-    program = tmp_path / "seed_gemini.py"
-    program.write_text(source.replace(seed_line, f'GatewayLMInvoker("google", "{GEMINI}")'))
-    env = {
-        **os.environ,
-        "BATCH_GATEWAY_ENDPOINT": stack.info()["api_url"],
-        **stack.caller("seed-gemini").as_env(),
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_SESSION_TOKEN": "",
-        "AWS_ENDPOINT_URL": "",
-    }
-    done = subprocess.run([sys.executable, str(program)], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    lines = [line for line in done.stdout.splitlines() if line.startswith(">> ")]
+    lines = run_seed_program(stack, tmp_path, "google", GEMINI)
     assert [line.split(":")[0] for line in lines] == [f">> request_{c}" for c in "ABCDE"]
     assert all("Name an animal that starts with the letter" in line for line in lines)

@@ -10,6 +10,22 @@ from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError
 
+# Gemini's generationConfig fields a caller may set through provider_options (the rest of Gemini's allowed options
+# sit at the request's top).
+GOOGLE_GENERATION_OPTIONS = frozenset(
+    {
+        "thinkingConfig",
+        "seed",
+        "presencePenalty",
+        "frequencyPenalty",
+        "responseLogprobs",
+        "logprobs",
+        "candidateCount",
+        "responseModalities",
+        "mediaResolution",
+    }
+)
+
 ALLOWED: dict[tuple[str, str], frozenset[str]] = {
     # cache_control: Anthropic's automatic prompt caching of the whole prompt (its cache writes and reads are priced)
     ("anthropic", "chat"): frozenset({"metadata", "thinking", "tools", "tool_choice", "service_tier", "cache_control"}),
@@ -34,24 +50,9 @@ ALLOWED: dict[tuple[str, str], frozenset[str]] = {
     ),
     ("openai", "responses"): frozenset({"reasoning", "text", "tools", "tool_choice", "store", "user", "truncation"}),
     ("openai", "embeddings"): frozenset({"dimensions", "encoding_format", "user"}),
-    # Gemini GenerateContentRequest fields (providers.gemini.apply_options: generation settings go into
-    # generationConfig, the others at the request's top)
-    ("google", "chat"): frozenset(
-        {
-            "thinkingConfig",
-            "seed",
-            "presencePenalty",
-            "frequencyPenalty",
-            "responseLogprobs",
-            "logprobs",
-            "candidateCount",
-            "responseModalities",
-            "mediaResolution",
-            "safetySettings",
-            "cachedContent",
-            "labels",
-        }
-    ),
+    # Gemini GenerateContentRequest fields: the generation settings go into generationConfig, the others at the
+    # request's top (providers.gemini)
+    ("google", "chat"): GOOGLE_GENERATION_OPTIONS | frozenset({"safetySettings", "cachedContent", "labels"}),
 }
 
 

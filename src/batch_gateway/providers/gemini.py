@@ -31,8 +31,10 @@ from urllib.parse import urlencode
 from aws_lambda_powertools import Logger
 
 from batch_gateway.contract import errors
+from batch_gateway.contract.jsonl import split_lines
 from batch_gateway.jsonlines import loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
+from batch_gateway.models.provider_options import GOOGLE_GENERATION_OPTIONS
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
 
 logger = Logger(child=True)
@@ -226,23 +228,15 @@ class GeminiBatchProvider(BatchProvider):
 
         thread = threading.Thread(target=download, name="gemini-download", daemon=True)
         thread.start()
-        pending: list[bytes] = []
-        try:
-            while True:
-                item = chunks.get()
-                if item is None:
-                    break
+
+        def received() -> Iterator[bytes]:
+            while (item := chunks.get()) is not None:
                 if isinstance(item, BaseException):
                     raise item
-                *complete, rest = item.split(b"\n")
-                if complete:
-                    yield b"".join([*pending, complete[0]])
-                    yield from complete[1:]
-                    pending = []
-                pending.append(rest)
-            tail = b"".join(pending)
-            if tail:
-                yield tail
+                yield item
+
+        try:
+            yield from split_lines(received())
         finally:
             stop.set()
             thread.join(timeout=5)
@@ -351,28 +345,11 @@ def _calling_config(choice: dict[str, Any]) -> dict[str, Any]:
     return {"mode": {"auto": "AUTO", "none": "NONE", "any": "ANY"}[kind]}
 
 
-# provider_options (models.provider_options.ALLOWED["google"]): where each goes in the request
-GENERATION_OPTIONS = frozenset(
-    {
-        "thinkingConfig",
-        "seed",
-        "presencePenalty",
-        "frequencyPenalty",
-        "responseLogprobs",
-        "logprobs",
-        "candidateCount",
-        "responseModalities",
-        "mediaResolution",
-    }
-)
-REQUEST_OPTIONS = frozenset({"safetySettings", "cachedContent", "labels"})
-
-
 def apply_options(body: dict[str, Any], options: dict[str, Any]) -> None:
     """Provider options into the request: generation settings (``thinkingConfig``...) into ``generationConfig``,
     the rest (``safetySettings``, ``cachedContent``) at the top."""
     for key, value in options.items():
-        if key in GENERATION_OPTIONS:
+        if key in GOOGLE_GENERATION_OPTIONS:
             body.setdefault("generationConfig", {})[key] = value
         else:
             body[key] = value
