@@ -144,6 +144,10 @@ REFUSED = {
     "a provider option DynamoDB cannot store": _body(provider_options={"metadata": {"n": 1e-300}}),
     "a provider option holding an empty key": _body(provider_options={"metadata": {"a": [{"": 1}]}}),
     "a provider option of 1e126": _body(provider_options={"metadata": {"n": 1e126}}),
+    "a provider option of -5.8e62 (DynamoDB stores it, the document allows below 1e38)": _body(
+        provider_options={"metadata": {"n": -5.8e62}}
+    ),
+    "a provider option integer of 10**38": _body(provider_options={"metadata": {"n": 10**38}}),
     "a provider option of 9.999999999999999e125 (the same double)": _body(
         provider_options={"tools": 9.999999999999999e125}
     ),

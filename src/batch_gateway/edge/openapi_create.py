@@ -51,9 +51,8 @@ def variants() -> list[tuple[str, str, str | None]]:
 
 
 MAX_LEADING_SYSTEM_MESSAGES = 3  # the document spells out this many; the service takes any number
-# DynamoDB numbers (what the job item can hold): magnitude 1e-130 to below 1e126, at most 38 significant digits.
-# JSON Schema cannot count digits, so the document keeps every number below 1e38 (an integer there has at most 38
-# digits, a double at most 17): stricter than the service, which also takes e.g. 1e50.
+# Numbers a job keeps (models.requests): magnitude 1e-130 to below 1e38, at most 38 significant digits. JSON Schema
+# cannot count digits, but below 1e38 an integer has at most 38 and a double at most 17, so the range says it all.
 _LARGEST_STORED_INTEGER = 10**38 - 1
 _SMALLEST_STORED_MAGNITUDE = 1e-130
 _STORED_MAGNITUDE_BELOW = 1e38
@@ -274,8 +273,7 @@ def schemas() -> dict[str, Any]:
                 {"type": "integer", "minimum": -_LARGEST_STORED_INTEGER, "maximum": _LARGEST_STORED_INTEGER},
                 *_storable_number()["anyOf"][1:],
             ],
-            "description": "what DynamoDB stores: zero or a magnitude from 1e-130 to below 1e38 here (the service also "
-            "takes up to 1e126 with at most 38 significant digits)",
+            "description": "what a job keeps: zero or a magnitude from 1e-130 to below 1e38",
         },
         "StorableValue": {
             "anyOf": [

@@ -165,7 +165,9 @@ _FIELD_CHECKS = {
 # surface as a 503 that no retry can fix. Requests are not among them: they go to S3, checked line by line.
 STORED_FIELDS_MAX_BYTES = 300 * 1024  # of DynamoDB's 400 KB item; the rest is the job's own fields and what it gains
 STORED_MAX_NESTING = 31  # objects/lists in each other, the field included: DynamoDB nests 32 levels, the leaf included
-_NUMBER_RANGE = (1e-130, 1e126)  # DynamoDB numbers: up to 38 significant digits, magnitude 1E-130 to below 1E+126
+# DynamoDB stores up to 38 significant digits at a magnitude from 1E-130 to below 1E+126; the service takes the
+# magnitudes below 1e38 only, which JSON Schema can state exactly (docs/openapi.json says the same, no gap between)
+_NUMBER_RANGE = (1e-130, 1e38)  # an integer: up to 10**38 - 1 (compared exactly, not as the double 1e38)
 
 
 def check_storable(fields: dict[str, Any]) -> None:
@@ -207,8 +209,8 @@ def stored_size(value: Any) -> tuple[int, str | None]:
             if digits is None:
                 return (
                     size,
-                    f"holds a number DynamoDB cannot store ({str(item)[:40]}): at most 38 significant "
-                    "digits, magnitude from 1e-130 to below 1e126, no NaN or Infinity",
+                    f"holds a number a job cannot keep ({str(item)[:40]}): at most 38 significant "
+                    "digits, magnitude from 1e-130 to below 1e38, no NaN or Infinity",
                 )
             size += 1 + (digits + 1) // 2
         elif isinstance(item, dict | list):
@@ -236,11 +238,12 @@ def stored_size(value: Any) -> tuple[int, str | None]:
 
 
 def _significant_digits(number: int | float) -> int | None:
-    """Significant digits of a number DynamoDB can store, or None when it cannot."""
+    """Significant digits of a number a job keeps (DynamoDB's rule, magnitudes below 1e38), or None when not."""
     if isinstance(number, float) and not math.isfinite(number):
         return None
     magnitude = abs(number)
-    if magnitude and not _NUMBER_RANGE[0] <= magnitude < _NUMBER_RANGE[1]:
+    below = 10**38 if isinstance(number, int) else _NUMBER_RANGE[1]
+    if magnitude and not _NUMBER_RANGE[0] <= magnitude < below:
         return None
     if isinstance(number, int):
         digits = len(str(magnitude).rstrip("0")) or 1
