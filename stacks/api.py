@@ -203,7 +203,7 @@ class ApiConstruct(Construct):
         state_machine.grant_start_execution(fns["AnthropicCompat"])
         # A cancel wakes the parked workflow, or restarts one that is not parked, as Cancel (decisions 0072, 0040).
         state_machine.grant(fns["AnthropicCompat"], "states:SendTaskSuccess")
-        state_machine.grant_execution(fns["AnthropicCompat"], "states:StopExecution")
+        state_machine.grant_execution(fns["AnthropicCompat"], "states:StopExecution", "states:DescribeExecution")
         nag.acknowledge(
             door,
             "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
@@ -237,7 +237,7 @@ class ApiConstruct(Construct):
         state_machine.grant_start_execution(fns["OpenAICompat"])
         # A cancel wakes the parked workflow, or restarts one that is not parked, as Cancel (decisions 0072, 0040).
         state_machine.grant(fns["OpenAICompat"], "states:SendTaskSuccess")
-        state_machine.grant_execution(fns["OpenAICompat"], "states:StopExecution")
+        state_machine.grant_execution(fns["OpenAICompat"], "states:StopExecution", "states:DescribeExecution")
         nag.acknowledge(
             openai,
             "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
@@ -262,7 +262,7 @@ class ApiConstruct(Construct):
         # Resume the job's parked task with its stored token (decision 0072), or restart a workflow that is not parked.
         state_machine.grant(fns["Cancel"], "states:SendTaskSuccess")
         state_machine.grant_start_execution(fns["Cancel"])
-        state_machine.grant_execution(fns["Cancel"], "states:StopExecution")
+        state_machine.grant_execution(fns["Cancel"], "states:StopExecution", "states:DescribeExecution")
         nag.acknowledge(
             fns["Cancel"].role,
             "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"

@@ -171,3 +171,22 @@ def test_a_cancel_during_a_long_park_reaches_the_provider_within_seconds(stack, 
     took = time.monotonic() - canceled_at
     assert took < 10, took
     assert alice.wait(job_id, timeout=60)["status"] == "canceled"
+
+
+def test_a_cancel_after_the_parked_workflow_was_stopped_starts_a_new_one_and_ends_canceled(
+    stack, sim, alice, long_park
+):
+    """The workflow parked, then its execution was stopped (an operator, or a failure outside every catch): no Park
+    will follow, so the cancel describes the execution, finds it ended and starts a fresh one, which cancels the
+    provider batch - the job does not stay canceling until the sweeper's next pass."""
+    sim.configure(processing_seconds=300)
+    job_id = create(alice)
+    batch_id, _token = parked(stack, alice, job_id)
+    sfn = stack.client("stepfunctions")
+    sfn.stop_execution(executionArn=job_item(stack, job_id)["execution_arn"], cause="test: an operator stopped it")
+
+    answer = alice.request("POST", f"/batches/{job_id}/cancel")
+
+    assert answer.status_code == 202, answer.text
+    assert alice.wait(job_id, timeout=60)["status"] == "canceled"
+    assert provider_batch(sim, "openai", batch_id)["status"] in ("cancelling", "cancelled")

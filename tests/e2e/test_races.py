@@ -47,6 +47,9 @@ ENDED = {
 BEDROCK_MIN_READERS = ("create", "ingest", "plan", "submit", "poll", "mark_failed", "sweeper")
 HOLD = 90  # seconds a held create waits at most; every test releases it long before
 SLOW = 15  # seconds a batch runs when a cancel must meet it still running
+# ... when the cancel comes only after each job's first chunk is collected: a Park and a Poll per job first, each
+# maybe a cold start of its function, three at once on a loaded machine
+SLOW_AFTER_A_COLLECT = 45
 
 
 # ---- helpers ------------------------------------------------------------------------------------------------------
@@ -295,7 +298,7 @@ def test_three_tenants_at_once_and_a_cancel_racing_its_poll(stack, sim, tenants,
     sim.add_fault("anthropic", "create_batch", "hold_before_accept", times=3, seconds=HOLD)
     sim.release_held()
     wait_for(held(sim, 3, created=3), what="every job's second create on the wire")
-    sim.configure(processing_seconds=SLOW)
+    sim.configure(processing_seconds=SLOW_AFTER_A_COLLECT)
     sim.release_held()
     wait_for(
         lambda: all(status(c, jobs[name])["request_counts"]["succeeded"] == 5 for name, c in tenants.items()),

@@ -19,12 +19,14 @@ def test_the_anthropic_door_writes_only_requests_reads_only_its_results_and_star
         "s3:GetObject": {"doors/anthropic/*"},
     }
     actions = synthesized.role_actions("AnthropicCompat")
-    # a cancel restarts a workflow that is not parked (decision 0040) and wakes a parked one (decision 0072; the
-    # wake is granted on the workflow only: tests/infra/test_least_privilege.py)
+    # a cancel restarts a workflow that never parked or no longer runs (decision 0040; it describes the execution to
+    # tell) and wakes a parked one (decision 0072; the wake is granted on the workflow only:
+    # tests/infra/test_least_privilege.py)
     assert {a for a in actions if a.startswith("states:")} == {
         "states:StartExecution",
         "states:StopExecution",
         "states:SendTaskSuccess",
+        "states:DescribeExecution",
     }
     assert not {a for a in actions if a.startswith(("secretsmanager:", "bedrock:", "iam:"))}
     assert "dynamodb:Scan" not in actions

@@ -25,8 +25,14 @@ def test_only_create_may_start_the_workflow_and_only_the_wakers_may_resume_it(sy
     if function_id == "Create":
         assert actions == {"states:StartExecution"}
     elif function_id in ("Cancel", "AnthropicCompat", "OpenAICompat"):
-        # a cancel wakes a parked workflow (decision 0072) and restarts one that is not parked (decision 0040)
-        assert actions == {"states:StartExecution", "states:StopExecution", "states:SendTaskSuccess"}
+        # a cancel wakes a parked workflow (decision 0072) and restarts one that never parked or no longer runs
+        # (decision 0040): it describes the execution to tell a running Poll from a dead workflow
+        assert actions == {
+            "states:StartExecution",
+            "states:StopExecution",
+            "states:SendTaskSuccess",
+            "states:DescribeExecution",
+        }
     elif function_id == "Park":  # resumes itself when a wake came before it parked
         assert actions == {"states:SendTaskSuccess"}
     else:

@@ -28,12 +28,14 @@ def test_the_openai_door_keeps_its_files_under_its_prefix_writes_only_requests_a
     [listing] = [s for s in synthesized.statements("OpenAICompat") if s["Action"] == "s3:ListBucket"]
     assert listing["Condition"] == {"StringLike": {"s3:prefix": [DOOR_FILES]}}
     actions = synthesized.role_actions("OpenAICompat")
-    # a cancel restarts a workflow that is not parked (decision 0040) and wakes a parked one (decision 0072; the
-    # wake is granted on the workflow only: tests/infra/test_least_privilege.py)
+    # a cancel restarts a workflow that never parked or no longer runs (decision 0040; it describes the execution to
+    # tell) and wakes a parked one (decision 0072; the wake is granted on the workflow only:
+    # tests/infra/test_least_privilege.py)
     assert {a for a in actions if a.startswith("states:")} == {
         "states:StartExecution",
         "states:StopExecution",
         "states:SendTaskSuccess",
+        "states:DescribeExecution",
     }
     assert not {a for a in actions if a.startswith(("secretsmanager:", "bedrock:", "iam:"))}
     assert "dynamodb:Scan" not in actions

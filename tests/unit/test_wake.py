@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Job, JobStatus
 from batch_gateway.service.cancel import cancel_job
@@ -118,6 +120,7 @@ def test_a_cancel_while_a_poll_runs_does_not_restart_the_workflow_the_next_park_
         resume_workflow=tasks.resume,
         stop_workflow=stopped.append,
         start_workflow=lambda name, payload: started.append(name) or f"arn:{name}",
+        describe_workflow={"arn:first": "RUNNING"}.__getitem__,
     )
     job = Job(
         id=new_job_id(),
@@ -137,6 +140,36 @@ def test_a_cancel_while_a_poll_runs_does_not_restart_the_workflow_the_next_park_
     tasks.waiting.add("t2")
     assert park_job(services, job.id, "t2", at(2)) is True  # the poll after this one runs at once and cancels
     assert tasks.resumed == ["t2"]
+
+
+@pytest.mark.parametrize("ended", ["ABORTED", "FAILED", "TIMED_OUT", "MISSING"])
+def test_a_cancel_of_a_job_whose_parked_workflow_has_died_starts_a_new_one(ended):
+    """The workflow parked, then its execution ended without ending the job (an operator stopped it, or it failed):
+    no Park will ever come to serve a pending wake, so the cancel starts a fresh execution, which cancels what runs
+    at the provider, rather than leaving the job canceling until the sweeper's next pass."""
+    tasks = Tasks()
+    started: list[str] = []
+    services = memory_services(
+        resume_workflow=tasks.resume,
+        stop_workflow=lambda arn: None,
+        start_workflow=lambda name, payload: started.append(name) or f"arn:{name}",
+        describe_workflow={"arn:first": ended}.get,
+    )
+    job = Job(
+        id=new_job_id(),
+        owner="alice",
+        provider="anthropic",
+        model="m",
+        execution_arn="arn:first",
+        status=JobStatus.IN_PROGRESS,
+    )
+    services.jobs.put_new_job(job)
+    park_job(services, job.id, "t1", at(1))  # parked; then the execution died with t1 stored
+
+    assert cancel_job(services, job.id, "alice")["status"] == "canceling"
+
+    assert started == [f"{job.id}-cancel"]
+    assert services.jobs.require_job(job.id).execution_arn == f"arn:{job.id}-cancel"
 
 
 def test_a_park_whose_resume_fails_leaves_the_wake_pending_for_the_next_park():

@@ -45,18 +45,23 @@ def cancel_job(services: Services, job_id: str, owner: str) -> dict[str, Any]:
 
 def _wake(services: Services, job_id: str) -> None:
     """Best effort: if this fails the job is still canceling, and the workflow cancels at its next poll. A parked
-    workflow is resumed (decision 0072); one that has parked before but is not parked now (a Poll is running: its
-    stored token is stale) keeps the wake pending, and the Park right after that Poll resumes at once; only one that
-    never parked (still planning or submitting: a create may hang on the wire for minutes) is restarted, so that a
-    poll cancels what was already sent at once (decision 0040)."""
+    workflow is resumed (decision 0072); one that has parked before and still runs but is not parked now (a Poll is
+    running: its stored token is stale) keeps the wake pending, and the Park right after that Poll resumes at once.
+    One that never parked (still planning or submitting: a create may hang on the wire for minutes) is restarted, so
+    that a poll cancels what was already sent at once (decision 0040); so is one whose execution has ended without
+    ending the job (stopped, failed), which no Park will ever follow."""
     try:
         if wake_job(services, job_id):
             return
         job = services.jobs.require_job(job_id)
-        if not job.park_entered:  # never parked: stopping it mid-Poll would only delay the cancel
+        if not job.park_entered or not _running(services, job):  # stopping it mid-Poll would only delay the cancel
             _restart_workflow(services, job)
     except Exception:
         logger.warning("could not wake the workflow of a canceled job", extra={"job_id": job_id})
+
+
+def _running(services: Services, job: Job) -> bool:
+    return bool(job.execution_arn) and services.describe_workflow(str(job.execution_arn)) == "RUNNING"
 
 
 def _restart_workflow(services: Services, job: Job) -> None:
