@@ -97,7 +97,12 @@ def test_a_delivery_that_always_fails_goes_to_the_dead_letter_queue_after_the_la
 
 
 def _peek(sqs, url):
-    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0).get("Messages", [])
+    """Every message visible in the queue now: each receive hides what it got for a while, so the next one returns
+    the others (a receive returns at most 10, and with no visibility timeout the same 10 each time: a dead-lettered
+    message behind 10 older ones would never be seen)."""
+    messages: list[dict] = []
+    while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=20).get("Messages"):
+        messages.extend(batch)
     return messages
 
 

@@ -163,14 +163,14 @@ CORPUS = [
         '"provider_options":{"thinking":{"type":"enabled","budget_tokens":NaN}}}',
         None,
         400,
-        "provider_options holds a number DynamoDB cannot store",
+        "provider_options holds a number a job cannot keep",
     ),
     (
         "provider_options with a huge number",
         body(provider_options={"thinking": {"budget_tokens": 1e300}}),
         None,
         400,
-        "provider_options holds a number DynamoDB cannot store",
+        "provider_options holds a number a job cannot keep",
     ),
     (
         "provider_options with 40 digits",
@@ -178,7 +178,7 @@ CORPUS = [
         '"provider_options":{"thinking":{"budget_tokens":' + "7" * 40 + "}}}",
         None,
         400,
-        "provider_options holds a number DynamoDB cannot store",
+        "provider_options holds a number a job cannot keep",
     ),
     ("model name ending in a newline", body(model="claude-x\n"), None, 400, "model must be"),
 ]
