@@ -146,12 +146,7 @@ def _merged(table: PriceTable, value: str) -> PriceTable:
 def _pepper() -> str:
     """The secret the gateway keys' HMACs are keyed with (decision 0045), from Secrets Manager, cached like the
     provider keys."""
-    from aws_lambda_powertools.utilities import parameters
-
-    arn = os.environ.get(constants.ENV_KEY_PEPPER_SECRET_ARN)
-    if not arn:
-        raise RuntimeError(f"{constants.ENV_KEY_PEPPER_SECRET_ARN} is not set")
-    value = parameters.get_secret(arn, max_age=SECRET_MAX_AGE)
+    value = _secret(constants.ENV_KEY_PEPPER_SECRET_ARN)
     if not isinstance(value, str) or not value:
         raise RuntimeError("the API key pepper secret is empty")
     return value
@@ -196,13 +191,18 @@ def _deliverer(counted: Callable[[str, int], None]) -> Deliverer:
 def openai_webhook_secret() -> str:
     """The secret OpenAI signs the project's webhooks with (decision 0073), from Secrets Manager, cached like the
     provider keys."""
+    value = _secret(constants.ENV_OPENAI_WEBHOOK_SECRET_ARN)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _secret(arn_variable: str) -> object:
+    """The secret whose ARN the environment variable holds, cached ``SECRET_MAX_AGE`` (Powertools parameters)."""
     from aws_lambda_powertools.utilities import parameters
 
-    arn = os.environ.get(constants.ENV_OPENAI_WEBHOOK_SECRET_ARN)
+    arn = os.environ.get(arn_variable)
     if not arn:
-        raise RuntimeError(f"{constants.ENV_OPENAI_WEBHOOK_SECRET_ARN} is not set")
-    value = parameters.get_secret(arn, max_age=SECRET_MAX_AGE)
-    return value.strip() if isinstance(value, str) else ""
+        raise RuntimeError(f"{arn_variable} is not set")
+    return parameters.get_secret(arn, max_age=SECRET_MAX_AGE)
 
 
 @cache

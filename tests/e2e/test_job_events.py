@@ -13,6 +13,7 @@ import pytest
 from batch_gateway.constants import EVENT_PROGRESS, EVENT_SOURCE, EVENT_STATUS_CHANGED
 from batch_gateway.models.signals import JobSignal
 from tests.support.api_caller import seed_body
+from tests.support.refused_key import job_run_with_a_blank_key
 
 pytestmark = pytest.mark.e2e
 
@@ -105,16 +106,7 @@ def test_a_canceled_job_announces_canceling_then_canceled(alice, sim, bus):
 
 
 def test_a_failed_job_announces_failed(alice, stack, bus):
-    secrets = stack.client("secretsmanager")
-    name = "batch-gateway/anthropic-api-key"
-    secrets.put_secret_value(SecretId=name, SecretString=" ")  # Submit fails: ProviderAuthError -> MarkFailed
-    stack.recycle_functions()
-    try:
-        job = alice.create(seed_body())
-        done = alice.wait(job["id"], timeout=60)
-    finally:
-        secrets.put_secret_value(SecretId=name, SecretString="simulator-key")
-        stack.recycle_functions()
+    done = job_run_with_a_blank_key(stack, alice)  # Submit fails: ProviderAuthError -> MarkFailed
     assert done["status"] == "failed"
-    _checked(bus.until_ended(job["id"], "failed"))
-    assert bus.statuses(job["id"]) == {(None, "queued"), ("queued", "failed")}
+    _checked(bus.until_ended(done["id"], "failed"))
+    assert bus.statuses(done["id"]) == {(None, "queued"), ("queued", "failed")}

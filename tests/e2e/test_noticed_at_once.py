@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,22 +18,12 @@ import requests
 from batch_gateway import constants
 from batch_gateway_dev.simulators.openai_push import sign
 from tests.support.api_caller import Caller
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
 LONG_PARK = "600"  # seconds between polls: without a wake, nothing is noticed for 10 minutes
 MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-20250514"}
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +25,7 @@ from batch_gateway import constants
 from batch_gateway_dev.local.template import REPO_ROOT
 from tests.support.api_caller import Caller
 from tests.support.concurrency import Threads
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -53,17 +53,6 @@ SLOW_AFTER_A_COLLECT = 45
 
 
 # ---- helpers ------------------------------------------------------------------------------------------------------
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def body(tenant: str, provider: str = "anthropic", n: int = N) -> dict[str, Any]:

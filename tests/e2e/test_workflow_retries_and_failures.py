@@ -3,6 +3,7 @@
 import pytest
 
 from tests.support.api_caller import seed_body
+from tests.support.refused_key import job_run_with_a_blank_key
 
 pytestmark = pytest.mark.e2e
 
@@ -16,16 +17,7 @@ def test_a_transient_provider_error_is_retried_by_the_state_machine_and_one_batc
 
 
 def test_an_error_retrying_cannot_fix_is_caught_into_failed_with_the_reason(alice, sim, stack):
-    secrets = stack.client("secretsmanager")
-    name = "batch-gateway/anthropic-api-key"
-    secrets.put_secret_value(SecretId=name, SecretString=" ")
-    stack.recycle_functions()  # forget the cached key, as new Lambda instances would
-    try:
-        job = alice.create(seed_body())
-        done = alice.wait(job["id"], timeout=60)
-    finally:
-        secrets.put_secret_value(SecretId=name, SecretString="simulator-key")
-        stack.recycle_functions()
+    done = job_run_with_a_blank_key(stack, alice)
     assert done["status"] == "failed"
     assert done["error"].startswith("ProviderAuthError: ")
     assert "Secrets Manager" in done["error"] and "Traceback" not in done["error"]

@@ -17,25 +17,11 @@ from batch_gateway.models.jobs import Job, JobStatus, utcnow
 from batch_gateway.service.provider_push import receive_openai_event
 from batch_gateway.service.wake import park_job
 from batch_gateway_dev.simulators.openai_push import sign
+from tests.support.parked_tasks import Tasks
 from tests.support.services import memory_services
 
 SECRET = "whsec_" + base64.b64encode(b"the project's webhook secret....").decode()
 BATCH = "batch_0123456789abcdef"
-
-
-class Tasks:
-    """Step Functions' side: which tokens wait, which were resumed."""
-
-    def __init__(self) -> None:
-        self.waiting: set[str] = set()
-        self.resumed: list[str] = []
-
-    def resume(self, token: str) -> bool:
-        if token not in self.waiting:
-            return False
-        self.waiting.discard(token)
-        self.resumed.append(token)
-        return True
 
 
 def _event(event_type: str = "batch.completed", batch_id: str = BATCH) -> bytes:

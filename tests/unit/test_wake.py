@@ -12,27 +12,13 @@ from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Job, JobStatus
 from batch_gateway.service.cancel import cancel_job
 from batch_gateway.service.wake import park_job, wake_job
+from tests.support.parked_tasks import Tasks
 from tests.support.services import memory_services
 
 
 def at(minute: int) -> datetime:
     """When a Park state was entered (``$$.State.EnteredTime``): later parks of a workflow enter later."""
     return datetime(2025, 6, 1, 12, 0, tzinfo=UTC) + timedelta(minutes=minute)
-
-
-class Tasks:
-    """Step Functions' side: which tokens wait, which were resumed."""
-
-    def __init__(self) -> None:
-        self.waiting: set[str] = set()
-        self.resumed: list[str] = []
-
-    def resume(self, token: str) -> bool:
-        if token not in self.waiting:
-            return False  # TaskTimedOut / InvalidToken: that task has moved on
-        self.waiting.discard(token)
-        self.resumed.append(token)
-        return True
 
 
 def _setup(status: JobStatus = JobStatus.IN_PROGRESS):
@@ -110,17 +96,17 @@ def test_a_cancel_while_the_workflow_is_not_parked_restarts_it_and_its_first_par
     assert park_job(services, job.id, "t1", at(1)) is True
 
 
-def test_a_cancel_while_a_poll_runs_does_not_restart_the_workflow_the_next_park_resumes_at_once():
-    """The workflow has parked before and is polling now (its stored token timed out into Poll): the cancel's wake
-    stays pending and the Park right after this Poll resumes at once. Stopping the execution mid-Poll and starting a
-    fresh one would send the cancel through Plan, Submit and a Park first, while the provider batch runs on."""
+def _parked_once(execution_status: str):
+    """A job whose workflow (execution ``arn:first``, in ``execution_status``) parked once with token t1, which no
+    task waits on any more: (services, tasks, job, (executions stopped, executions started))."""
     tasks = Tasks()
-    stopped, started = [], []
+    stopped: list[str] = []
+    started: list[str] = []
     services = memory_services(
         resume_workflow=tasks.resume,
         stop_workflow=stopped.append,
         start_workflow=lambda name, payload: started.append(name) or f"arn:{name}",
-        describe_workflow={"arn:first": "RUNNING"}.__getitem__,
+        describe_workflow={"arn:first": execution_status}.get,
     )
     job = Job(
         id=new_job_id(),
@@ -131,7 +117,15 @@ def test_a_cancel_while_a_poll_runs_does_not_restart_the_workflow_the_next_park_
         status=JobStatus.IN_PROGRESS,
     )
     services.jobs.put_new_job(job)
-    park_job(services, job.id, "t1", at(1))  # parked once; t1 timed out: Poll is running now
+    park_job(services, job.id, "t1", at(1))
+    return services, tasks, job, (stopped, started)
+
+
+def test_a_cancel_while_a_poll_runs_does_not_restart_the_workflow_the_next_park_resumes_at_once():
+    """The workflow has parked before and is polling now (its stored token timed out into Poll): the cancel's wake
+    stays pending and the Park right after this Poll resumes at once. Stopping the execution mid-Poll and starting a
+    fresh one would send the cancel through Plan, Submit and a Park first, while the provider batch runs on."""
+    services, tasks, job, (stopped, started) = _parked_once("RUNNING")  # t1 timed out: Poll is running now
 
     assert cancel_job(services, job.id, "alice")["status"] == "canceling"
 
@@ -147,24 +141,7 @@ def test_a_cancel_of_a_job_whose_parked_workflow_has_died_starts_a_new_one(ended
     """The workflow parked, then its execution ended without ending the job (an operator stopped it, or it failed):
     no Park will ever come to serve a pending wake, so the cancel starts a fresh execution, which cancels what runs
     at the provider, rather than leaving the job canceling until the sweeper's next pass."""
-    tasks = Tasks()
-    started: list[str] = []
-    services = memory_services(
-        resume_workflow=tasks.resume,
-        stop_workflow=lambda arn: None,
-        start_workflow=lambda name, payload: started.append(name) or f"arn:{name}",
-        describe_workflow={"arn:first": ended}.get,
-    )
-    job = Job(
-        id=new_job_id(),
-        owner="alice",
-        provider="anthropic",
-        model="m",
-        execution_arn="arn:first",
-        status=JobStatus.IN_PROGRESS,
-    )
-    services.jobs.put_new_job(job)
-    park_job(services, job.id, "t1", at(1))  # parked; then the execution died with t1 stored
+    services, _tasks, job, (_stopped, started) = _parked_once(ended)  # then the execution died with t1 stored
 
     assert cancel_job(services, job.id, "alice")["status"] == "canceling"
 
