@@ -17,6 +17,7 @@ from batch_gateway.contract.errors import NotFoundError, TransientError
 from batch_gateway.models.api_keys import ApiKey
 from batch_gateway.models.budgets import Budget, MonthUsage
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus
+from batch_gateway.models.quotas import ChunkKey, Hold, Ledger, OwnerUsage, QuotaCost
 from batch_gateway.models.webhooks import Subscription
 
 
@@ -271,6 +272,50 @@ class BudgetStore(Protocol):
     def settle(self, owner: str, month: str, reserved: int, spent: int, *, once: str) -> bool:
         """Replace a reservation by what was spent: reserved -= ``reserved``, spent += ``spent``, once per key
         ``once``; whether this call did it (False: done before)."""
+        ...
+
+
+class QuotaStore(Protocol):
+    """The quota ledger per provider and model (decision 0080): in-flight sums, each owner's share and wait, batches
+    created per minute, and one hold per chunk that took capacity. Every change of the sums moves the ledger's
+    ``version`` and writes the sums and the hold together or not at all; the sums are always those of the holds, so
+    they never go below zero."""
+
+    def read(self, provider: str, model: str) -> tuple[Ledger, dict[str, OwnerUsage]]:
+        """The ledger (version 0 and empty when nothing was ever held) and every owner with a share or a wait."""
+        ...
+
+    def reserve(
+        self,
+        provider: str,
+        model: str,
+        owner: str,
+        cost: QuotaCost,
+        chunk_key: ChunkKey,
+        expected_version: int,
+        *,
+        now: datetime,
+    ) -> None:
+        """Add ``cost`` to the ledger and the owner, end the owner's wait, count a create in ``now``'s minute and hold
+        the chunk, only while the ledger is at ``expected_version`` and the chunk holds nothing: else
+        ``ConflictError`` and nothing written."""
+
+    def release(self, provider: str, model: str, owner: str, chunk_key: ChunkKey) -> bool:
+        """Give back what the chunk's hold took (from the owner the hold records) and drop the hold; whether there was
+        one. Releasing a chunk that holds nothing changes nothing."""
+        ...
+
+    def mark_waiting(self, provider: str, model: str, owner: str, now: datetime) -> None:
+        """The owner has a chunk waiting since ``now``, unless it has been waiting since earlier."""
+
+    def clear_waiting(self, provider: str, model: str, owner: str) -> None: ...
+
+    def holds(self, provider: str, model: str) -> list[Hold]: ...
+
+    def repair(self, provider: str, model: str, holds: Iterable[Hold], expected_version: int) -> bool:
+        """Make ``holds`` (the chunks really in flight, counted while the ledger was at ``expected_version``) the only
+        holds and the sums theirs; ``ConflictError`` when the ledger moved since (count again). Whether anything
+        needed changing (nothing is written when not)."""
         ...
 
 

@@ -1,0 +1,191 @@
+"""Provider quotas per provider and model (decision 0080): the limits a chunk is admitted against, what a chunk costs,
+and the ledger of what is in flight.
+
+Limits (``None``: no limit): ``enqueued_tokens`` (input tokens of batches not yet ended), ``batches_in_flight``,
+``requests_in_flight`` (requests of batches not yet ended) and ``creates_per_minute`` (batches created in one
+UTC clock minute). The defaults below are conservative, first-tier-like figures: a new account's, so a deployment on a
+higher tier runs below what it could until an operator raises them with overrides (CDK context ``quotas``). Each
+says where it comes from; providers change them, and a refusal for quota puts the chunk back to wait anyway.
+
+Overrides: ``{"openai": {"gpt-4o-mini": {"enqueued_tokens": 2000000}, "*": {...}}}``. Layers, later ones winning
+field by field: the provider's default ``*``, the model's default, the override ``*``, the model's override. A field
+set to ``null`` lifts that limit. A model matches by its exact id.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
+
+from batch_gateway.models.requests import PROVIDERS
+
+ANY_MODEL = "*"
+BYTES_PER_TOKEN = (
+    4  # as service.estimate's input estimate (bytes/4); tests/unit/test_quota_admission.py holds them equal
+)
+LIMIT_FIELDS = ("enqueued_tokens", "batches_in_flight", "creates_per_minute", "requests_in_flight")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class QuotaLimits:
+    enqueued_tokens: int | None = None
+    batches_in_flight: int | None = None
+    creates_per_minute: int | None = None
+    requests_in_flight: int | None = None
+
+
+# Provider -> model -> limits. Figures as the providers published them for their first usage tier (late 2026).
+DEFAULT_LIMITS: dict[str, dict[str, QuotaLimits]] = {
+    # OpenAI, "Batch queue limit" per model (platform.openai.com/docs/guides/rate-limits and each model's page, tier 1):
+    # input tokens of the organisation's batches not yet ended, per model; a batch over it fails validation with
+    # `token_limit_exceeded`. No published limit on batches or creates. `*` is the smallest tier-1 figure (gpt-4o's).
+    "openai": {
+        ANY_MODEL: QuotaLimits(enqueued_tokens=90_000),
+        "gpt-4o": QuotaLimits(enqueued_tokens=90_000),
+        "gpt-4o-mini": QuotaLimits(enqueued_tokens=2_000_000),
+        "gpt-4.1": QuotaLimits(enqueued_tokens=900_000),
+        "gpt-4.1-mini": QuotaLimits(enqueued_tokens=2_000_000),
+        "gpt-4.1-nano": QuotaLimits(enqueued_tokens=2_000_000),
+    },
+    # Anthropic, Message Batches API rate limits, tier 1 (docs.claude.com/en/api/rate-limits): 100,000 batch requests
+    # in the processing queue and 50 requests a minute to the Message Batches API. Both are the organisation's across
+    # models (the ledger keeps them per model: several models at once can exceed the first, and the 429 requeues).
+    # The 50 a minute count polls and result reads too: creates get 20 of them.
+    "anthropic": {ANY_MODEL: QuotaLimits(requests_in_flight=100_000, creates_per_minute=20)},
+    # Bedrock, Service Quotas "Sum of in-progress and submitted batch inference jobs using a base model" (per model
+    # and Region; docs.aws.amazon.com/general/latest/gr/bedrock.html): 10 is the common default, some models have 20.
+    "bedrock": {ANY_MODEL: QuotaLimits(batches_in_flight=10)},
+    # Gemini API batch mode (ai.google.dev/gemini-api/docs/rate-limits, tier 1): 100 concurrent batch requests
+    # (batches), and enqueued tokens per model; `*` takes 3,000,000, the smallest tier-1 figure of the 2.5 models.
+    "google": {ANY_MODEL: QuotaLimits(batches_in_flight=100, enqueued_tokens=3_000_000)},
+}
+
+QuotaOverrides = Mapping[str, Mapping[str, Mapping[str, int | None]]]
+
+
+def limits_for(provider: str, model: str, overrides: QuotaOverrides | None = None) -> QuotaLimits:
+    """The limits for ``provider``'s ``model``: defaults and overrides layered (module docstring)."""
+    layers: list[Mapping[str, int | None]] = []
+    defaults = DEFAULT_LIMITS.get(provider, {})
+    for limits in (defaults.get(ANY_MODEL), defaults.get(model)):
+        if limits is not None:
+            layers.append(dataclasses.asdict(limits))
+    given = (overrides or {}).get(provider, {})
+    layers.extend(layer for layer in (given.get(ANY_MODEL), given.get(model)) if layer is not None)
+    fields: dict[str, int | None] = {}
+    for layer in layers:
+        fields.update(layer)
+    return QuotaLimits(**fields)
+
+
+def parse_overrides(document: str | None) -> dict[str, dict[str, dict[str, int | None]]]:
+    """An overrides document (JSON) checked field by field; ``ValueError`` naming what is wrong. Empty: none."""
+    if not document:
+        return {}
+    try:
+        data = json.loads(document)
+    except ValueError:
+        raise ValueError("quota overrides are not JSON") from None
+    if not isinstance(data, dict):
+        raise ValueError("quota overrides must be an object of providers")
+    parsed: dict[str, dict[str, dict[str, int | None]]] = {}
+    for provider, models in data.items():
+        if provider not in PROVIDERS:
+            raise ValueError(f"quota overrides: unknown provider {provider!r} (one of {', '.join(PROVIDERS)})")
+        if not isinstance(models, dict):
+            raise ValueError(f"quota overrides: {provider} must be an object of models")
+        parsed[provider] = {}
+        for model, limits in models.items():
+            if not isinstance(limits, dict):
+                raise ValueError(f"quota overrides: {provider} {model} must be an object of limits")
+            for name, value in limits.items():
+                if name not in LIMIT_FIELDS:
+                    known = ", ".join(LIMIT_FIELDS)
+                    raise ValueError(f"quota overrides: {provider} {model}: unknown limit {name!r} (one of {known})")
+                if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                    raise ValueError(
+                        f"quota overrides: {provider} {model}: {name} must be a whole number of at least 1, or null "
+                        f"({value!r})"
+                    )
+            parsed[provider][model] = dict(limits)
+    return parsed
+
+
+@dataclasses.dataclass(frozen=True)
+class QuotaCost:
+    """What one chunk takes while its batch is in flight."""
+
+    tokens: int
+    requests: int
+    batches: int = 1
+
+    @classmethod
+    def for_chunk(cls, byte_size: int, request_count: int) -> QuotaCost:
+        """A chunk's cost from its size: input tokens estimated as the estimate module does (bytes/4, rounded up)."""
+        return cls(tokens=-(-byte_size // BYTES_PER_TOKEN), requests=request_count)
+
+
+class ChunkKey(NamedTuple):
+    job_id: str
+    chunk_index: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Hold:
+    """One chunk's reservation: what it took, and whose."""
+
+    job_id: str
+    chunk_index: int
+    owner: str
+    cost: QuotaCost
+
+    @property
+    def key(self) -> ChunkKey:
+        return ChunkKey(self.job_id, self.chunk_index)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Ledger:
+    """What is in flight on one provider's model: the sums of its holds, a version every change moves, and the
+    batches created per UTC epoch minute (old minutes linger until the table's time to live removes them)."""
+
+    provider: str
+    model: str
+    tokens: int = 0
+    requests: int = 0
+    batches: int = 0
+    version: int = 0
+    creates: Mapping[int, int] = dataclasses.field(default_factory=dict)
+
+    def creates_in(self, minute: int) -> int:
+        return self.creates.get(minute, 0)
+
+    @property
+    def empty(self) -> bool:
+        return self.tokens <= 0 and self.requests <= 0 and self.batches <= 0
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OwnerUsage:
+    """One owner's share of a ledger, and since when the owner has had a chunk waiting (None: nothing waits)."""
+
+    tokens: int = 0
+    requests: int = 0
+    batches: int = 0
+    waiting_since: datetime | None = None
+
+
+def epoch_minute(moment: datetime) -> int:
+    """The UTC clock minute ``moment`` falls in, counted from the epoch."""
+    return int(moment.timestamp() // 60)
+
+
+def from_epoch_micros(value: int) -> datetime:
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=value)
+
+
+def usage_fields(usage: Ledger | OwnerUsage | QuotaCost) -> dict[str, int]:
+    return {"tokens": usage.tokens, "requests": usage.requests, "batches": usage.batches}

@@ -1,0 +1,100 @@
+"""Whether a chunk may be sent now (decision 0080): a pure decision on the ledger as read, no I/O.
+
+A chunk is admitted when it fits every limit of its provider and model (enqueued tokens, batches and requests in
+flight, creates in the current UTC minute) and it is its owner's turn: while any other owner has a chunk waiting on
+the same model, an owner takes capacity only if its share in flight, divided by its weight, is the lowest among the
+waiting owners and itself (ties: the one waiting longest). A share is measured on the limits that bind: the largest
+of the owner's in-flight amount over each in-flight limit (the dominant share), batches when there is none. Owners
+with nothing waiting never hold anyone back.
+
+A chunk larger than a whole in-flight limit (more tokens than the enqueued limit, say) could never fit: it is admitted
+when nothing at all is in flight on the model, and its decision says so. The store's reservation (``QuotaStore``)
+is conditional on the ledger's version, so two decisions on the same read cannot both land.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from datetime import datetime
+
+from batch_gateway.models.quotas import Ledger, OwnerUsage, QuotaCost, QuotaLimits, epoch_minute
+
+# (limit, the amount it limits, how a reason names it)
+_IN_FLIGHT = (
+    ("enqueued_tokens", "tokens", "enqueued tokens"),
+    ("batches_in_flight", "batches", "batches"),
+    ("requests_in_flight", "requests", "requests"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Admitted:
+    note: str | None = None  # said when the chunk goes alone because it is larger than a whole limit
+
+
+@dataclasses.dataclass(frozen=True)
+class Wait:
+    reason: str  # for the job view: what it waits for, with the amounts
+    quota: str  # the limit it waits on (a ``QuotaLimits`` field), or "fair_share": another owner's turn
+
+
+def admit(
+    limits: QuotaLimits,
+    ledger: Ledger,
+    owners: Mapping[str, OwnerUsage],
+    owner: str,
+    cost: QuotaCost,
+    now: datetime,
+    weights: Mapping[str, float] | None = None,
+) -> Admitted | Wait:
+    model = ledger.model
+    creates = ledger.creates_in(epoch_minute(now))
+    if limits.creates_per_minute is not None and creates + cost.batches > limits.creates_per_minute:
+        return Wait(
+            f"waiting for quota: {creates:,} of {limits.creates_per_minute:,} batch creates for {model} this minute",
+            "creates_per_minute",
+        )
+    note = None
+    for field, amount, name in _IN_FLIGHT:
+        limit = getattr(limits, field)
+        if limit is None:
+            continue
+        used, needed = getattr(ledger, amount), getattr(cost, amount)
+        if needed > limit:
+            alone = (
+                f"its {needed:,} {name} exceed the limit of {limit:,} for {model}, "
+                "so it goes when nothing else is in flight"
+            )
+            if not ledger.empty:
+                return Wait(f"waiting for quota: {alone} ({ledger.batches:,} in flight now)", field)
+            note = note or f"sent alone: {alone}"
+        elif used + needed > limit:
+            return Wait(f"waiting for quota: {used:,} of {limit:,} {name} for {model} in flight", field)
+    if not _its_turn(limits, owners, owner, now, weights or {}):
+        return Wait(f"waiting for its turn: another owner waiting for {model} has less in flight", "fair_share")
+    return Admitted(note)
+
+
+def _its_turn(
+    limits: QuotaLimits, owners: Mapping[str, OwnerUsage], owner: str, now: datetime, weights: Mapping[str, float]
+) -> bool:
+    others = [name for name, usage in owners.items() if name != owner and usage.waiting_since is not None]
+    if not others:
+        return True
+
+    def rank(name: str) -> tuple[float, datetime]:
+        usage = owners.get(name, OwnerUsage())
+        return _share(limits, usage) / weights.get(name, 1.0), usage.waiting_since or now
+
+    mine = rank(owner)
+    return all(mine <= rank(other) for other in others)
+
+
+def _share(limits: QuotaLimits, usage: OwnerUsage) -> float:
+    shares = [
+        getattr(usage, amount) / getattr(limits, field)
+        for field, amount, _ in _IN_FLIGHT
+        if getattr(limits, field) is not None
+    ]
+    return max(shares) if shares else float(usage.batches)

@@ -1,0 +1,134 @@
+"""The QuotaStore port in memory, for unit tests and the scale simulation (same semantics as ``store.quotas``; the
+contract test ``tests/integration/test_quota_store_contract.py`` runs the same assertions against both). Every write
+checks and writes under one lock, so a failed condition changes nothing, as a DynamoDB transaction."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Iterable
+from datetime import datetime
+
+from batch_gateway.contract.errors import ConflictError
+from batch_gateway.models.quotas import ChunkKey, Hold, Ledger, OwnerUsage, QuotaCost, epoch_minute
+from batch_gateway.ports import QuotaStore
+
+
+@dataclasses.dataclass
+class _Partition:
+    tokens: int = 0
+    requests: int = 0
+    batches: int = 0
+    version: int = 0
+    creates: dict[int, int] = dataclasses.field(default_factory=dict)
+    owners: dict[str, OwnerUsage] = dataclasses.field(default_factory=dict)
+    holds: dict[ChunkKey, Hold] = dataclasses.field(default_factory=dict)
+
+    def add(self, owner: str, cost: QuotaCost, sign: int) -> None:
+        self.tokens += sign * cost.tokens
+        self.requests += sign * cost.requests
+        self.batches += sign * cost.batches
+        usage = self.owners.get(owner, OwnerUsage())
+        self.owners[owner] = dataclasses.replace(
+            usage,
+            tokens=usage.tokens + sign * cost.tokens,
+            requests=usage.requests + sign * cost.requests,
+            batches=usage.batches + sign * cost.batches,
+        )
+
+
+class MemoryQuotaStore(QuotaStore):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._partitions: dict[tuple[str, str], _Partition] = {}
+
+    def _part(self, provider: str, model: str) -> _Partition:
+        return self._partitions.setdefault((provider, model), _Partition())
+
+    def read(self, provider: str, model: str) -> tuple[Ledger, dict[str, OwnerUsage]]:
+        with self._lock:
+            part = self._part(provider, model)
+            ledger = Ledger(
+                provider=provider,
+                model=model,
+                tokens=part.tokens,
+                requests=part.requests,
+                batches=part.batches,
+                version=part.version,
+                creates=dict(part.creates),
+            )
+            return ledger, dict(part.owners)
+
+    def reserve(
+        self,
+        provider: str,
+        model: str,
+        owner: str,
+        cost: QuotaCost,
+        chunk_key: ChunkKey,
+        expected_version: int,
+        *,
+        now: datetime,
+    ) -> None:
+        with self._lock:
+            part = self._part(provider, model)
+            if chunk_key in part.holds:
+                raise ConflictError(f"chunk {chunk_key.chunk_index} of {chunk_key.job_id} holds {model} quota already")
+            if part.version != expected_version:
+                raise ConflictError(f"the {provider} {model} quota ledger changed since it was read")
+            part.add(owner, cost, 1)
+            part.owners[owner] = dataclasses.replace(part.owners[owner], waiting_since=None)
+            minute = epoch_minute(now)
+            part.creates[minute] = part.creates.get(minute, 0) + cost.batches
+            part.holds[chunk_key] = Hold(
+                job_id=chunk_key.job_id, chunk_index=chunk_key.chunk_index, owner=owner, cost=cost
+            )
+            part.version += 1
+
+    def release(self, provider: str, model: str, owner: str, chunk_key: ChunkKey) -> bool:
+        with self._lock:
+            part = self._part(provider, model)
+            hold = part.holds.pop(chunk_key, None)
+            if hold is None:
+                return False
+            part.add(hold.owner, hold.cost, -1)
+            part.version += 1
+            return True
+
+    def mark_waiting(self, provider: str, model: str, owner: str, now: datetime) -> None:
+        with self._lock:
+            part = self._part(provider, model)
+            usage = part.owners.get(owner, OwnerUsage())
+            if usage.waiting_since is None:
+                part.owners[owner] = dataclasses.replace(usage, waiting_since=now)
+
+    def clear_waiting(self, provider: str, model: str, owner: str) -> None:
+        with self._lock:
+            part = self._part(provider, model)
+            if owner in part.owners:
+                part.owners[owner] = dataclasses.replace(part.owners[owner], waiting_since=None)
+
+    def holds(self, provider: str, model: str) -> list[Hold]:
+        with self._lock:
+            return list(self._part(provider, model).holds.values())
+
+    def repair(self, provider: str, model: str, holds: Iterable[Hold], expected_version: int) -> bool:
+        wanted = {hold.key: hold for hold in holds}
+        with self._lock:
+            part = self._part(provider, model)
+            if part.version != expected_version:
+                raise ConflictError(f"the {provider} {model} quota ledger moved while its holds were counted")
+            repaired = _Partition(owners={o: OwnerUsage(waiting_since=u.waiting_since) for o, u in part.owners.items()})
+            for hold in wanted.values():
+                repaired.add(hold.owner, hold.cost, 1)
+            same = (
+                part.holds == wanted
+                and (part.tokens, part.requests, part.batches) == (repaired.tokens, repaired.requests, repaired.batches)
+                and part.owners == repaired.owners
+            )
+            if same:
+                return False
+            part.tokens, part.requests, part.batches = repaired.tokens, repaired.requests, repaired.batches
+            part.owners, part.holds = repaired.owners, dict(wanted)
+            part.version += 1
+            return True

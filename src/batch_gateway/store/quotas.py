@@ -1,0 +1,374 @@
+"""The QuotaStore port (``batch_gateway.ports``) on DynamoDB, in the jobs table (decision 0080).
+
+One partition per provider and model, ``pk = QUOTA#<provider>#<model>``:
+
+- ``sk = LEDGER``: the in-flight sums (``tokens``, ``requests``, ``batches``) and a ``version`` every change of them
+  moves; a reservation is conditional on the version it was decided on;
+- ``sk = OWNER#<owner>``: the owner's sums and ``waiting_since`` (epoch microseconds) while it has a chunk waiting.
+  The owner is ``quota_owner``, never ``owner``: the by-owner index keeps holding jobs only;
+- ``sk = MINUTE#<epoch minute>``: ``creates`` in that UTC minute, removed by the table's time to live;
+- ``sk = HOLD#<job id>#<chunk index>``: what one chunk took, and whose. The sums are always those of the holds: every
+  write that adds or drops a hold changes the sums in the same transaction.
+
+``read`` is one Query from ``LEDGER`` up (``HOLD#`` sorts before it), so it never reads the holds.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from batch_gateway.contract.errors import ConflictError, TransientError
+from batch_gateway.models.jobs import epoch_micros
+from batch_gateway.models.quotas import (
+    ChunkKey,
+    Hold,
+    Ledger,
+    OwnerUsage,
+    QuotaCost,
+    epoch_minute,
+    from_epoch_micros,
+)
+from batch_gateway.ports import QuotaStore
+from batch_gateway.store.jobs import _from_item, _to_item, _values
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+LEDGER_SK = "LEDGER"
+OWNER_PREFIX = "OWNER#"
+MINUTE_PREFIX = "MINUTE#"
+HOLD_PREFIX = "HOLD#"
+TTL_ATTRIBUTE = "expires_at"  # the table's time to live attribute (stacks/storage.py)
+MINUTE_KEEP_SECONDS = 3600  # a minute's count is read only in that minute; the time to live removes it later
+HOLDS_PER_REPAIR_WRITE = 40  # with the ledger and at most one owner each: under DynamoDB's 100 items a transaction
+OWNERS_PER_REPAIR_WRITE = 98
+RELEASE_ATTEMPTS = 4  # a release that meets a concurrent transaction tries again: at most ~0.35 s of backoff in all
+RELEASE_BACKOFF_SECONDS = 0.025
+_SUMS = {"#t": "tokens", "#r": "requests", "#b": "batches"}
+
+
+def _pk(provider: str, model: str) -> str:
+    return f"QUOTA#{provider}#{model}"
+
+
+def _hold_sk(key: ChunkKey) -> str:
+    return f"{HOLD_PREFIX}{key.job_id}#{key.chunk_index:05d}"
+
+
+def _sums(item: dict[str, Any]) -> dict[str, int]:
+    return {name: int(item.get(name, 0)) for name in ("tokens", "requests", "batches")}
+
+
+def _hold(item: dict[str, Any]) -> Hold:
+    return Hold(
+        job_id=item["job_id"],
+        chunk_index=int(item["chunk_index"]),
+        owner=item["quota_owner"],
+        cost=QuotaCost(**_sums(item)),
+    )
+
+
+def _codes(exc: Exception, count: int) -> list[str]:
+    reasons = getattr(exc, "response", {}).get("CancellationReasons") or []
+    codes = [str(r.get("Code") or "None") for r in reasons]
+    return codes + ["None"] * (count - len(codes))
+
+
+class DynamoDBQuotaStore(QuotaStore):
+    def __init__(self, dynamodb_client: DynamoDBClient, table: str) -> None:
+        self._db = dynamodb_client
+        self.table = table
+
+    def _key(self, provider: str, model: str, sk: str) -> dict[str, Any]:
+        return _values({"pk": _pk(provider, model), "sk": sk})
+
+    def read(self, provider: str, model: str) -> tuple[Ledger, dict[str, OwnerUsage]]:
+        pages = self._db.get_paginator("query").paginate(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND sk >= :ledger",
+            ExpressionAttributeValues=_values({":pk": _pk(provider, model), ":ledger": LEDGER_SK}),
+            ConsistentRead=True,
+        )
+        ledger: dict[str, Any] = {}
+        creates: dict[int, int] = {}
+        owners: dict[str, OwnerUsage] = {}
+        for page in pages:
+            for raw in page.get("Items", []):
+                item = _from_item(raw)
+                sk: str = item["sk"]
+                if sk == LEDGER_SK:
+                    ledger = item
+                elif sk.startswith(MINUTE_PREFIX):
+                    creates[int(sk.removeprefix(MINUTE_PREFIX))] = int(item.get("creates", 0))
+                elif sk.startswith(OWNER_PREFIX):
+                    since = item.get("waiting_since")
+                    owners[sk.removeprefix(OWNER_PREFIX)] = OwnerUsage(
+                        **_sums(item), waiting_since=from_epoch_micros(since) if since is not None else None
+                    )
+        return (
+            Ledger(
+                provider=provider,
+                model=model,
+                **_sums(ledger),
+                version=int(ledger.get("version", 0)),
+                creates=creates,
+            ),
+            owners,
+        )
+
+    # --- writes -------------------------------------------------------------------------------------------------
+
+    def _ledger_update(
+        self, provider: str, model: str, delta: QuotaCost | None, version: int, *, conditional: bool
+    ) -> dict[str, Any]:
+        """ADD ``delta`` (None: nothing) and 1 to the version; ``conditional``: only while at ``version``."""
+        update: dict[str, Any] = {
+            "TableName": self.table,
+            "Key": self._key(provider, model, LEDGER_SK),
+            "UpdateExpression": "ADD #v :one" + (", #t :t, #r :r, #b :b" if delta is not None else ""),
+            "ExpressionAttributeNames": {"#v": "version", **(_SUMS if delta is not None else {})},
+            "ExpressionAttributeValues": _values(
+                {":one": 1, **({":t": delta.tokens, ":r": delta.requests, ":b": delta.batches} if delta else {})}
+            ),
+        }
+        if conditional:
+            self._expect_version(update, version)
+        return update
+
+    @staticmethod
+    def _expect_version(update: dict[str, Any], version: int) -> None:
+        update["ExpressionAttributeNames"]["#v"] = "version"
+        if version == 0:
+            update["ConditionExpression"] = "attribute_not_exists(#v)"
+        else:
+            update["ConditionExpression"] = "#v = :expected"
+            update["ExpressionAttributeValues"].update(_values({":expected": version}))
+
+    def _owner_add(self, provider: str, model: str, owner: str, delta: QuotaCost, *, end_wait: bool) -> dict[str, Any]:
+        return {
+            "TableName": self.table,
+            "Key": self._key(provider, model, OWNER_PREFIX + owner),
+            "UpdateExpression": "ADD #t :t, #r :r, #b :b SET #o = :o" + (" REMOVE #w" if end_wait else ""),
+            "ExpressionAttributeNames": {**_SUMS, "#o": "quota_owner", **({"#w": "waiting_since"} if end_wait else {})},
+            "ExpressionAttributeValues": _values(
+                {":t": delta.tokens, ":r": delta.requests, ":b": delta.batches, ":o": owner}
+            ),
+        }
+
+    def _hold_put(self, provider: str, model: str, hold: Hold, version: int) -> dict[str, Any]:
+        item = {
+            "pk": _pk(provider, model),
+            "sk": _hold_sk(hold.key),
+            "job_id": hold.job_id,
+            "chunk_index": hold.chunk_index,
+            "quota_owner": hold.owner,
+            "tokens": hold.cost.tokens,
+            "requests": hold.cost.requests,
+            "batches": hold.cost.batches,
+            "reserved_version": version,  # which reservation this is: a release drops only the hold it read
+        }
+        return {"TableName": self.table, "Item": _to_item(item)}
+
+    def _transact(self, items: list[dict[str, Any]]) -> list[str] | None:
+        """None when written; else each item's cancellation code."""
+        transact: list[TransactWriteItemTypeDef] = items  # type: ignore[assignment]  # built as plain dicts
+        try:
+            self._db.transact_write_items(TransactItems=transact)
+        except self._db.exceptions.TransactionCanceledException as exc:
+            return _codes(exc, len(items))
+        return None
+
+    def reserve(
+        self,
+        provider: str,
+        model: str,
+        owner: str,
+        cost: QuotaCost,
+        chunk_key: ChunkKey,
+        expected_version: int,
+        *,
+        now: datetime,
+    ) -> None:
+        minute = epoch_minute(now)
+        held = Hold(job_id=chunk_key.job_id, chunk_index=chunk_key.chunk_index, owner=owner, cost=cost)
+        hold = self._hold_put(provider, model, held, expected_version + 1)
+        hold["ConditionExpression"] = "attribute_not_exists(pk)"
+        count = {
+            "TableName": self.table,
+            "Key": self._key(provider, model, f"{MINUTE_PREFIX}{minute}"),
+            "UpdateExpression": "ADD creates :n SET #ttl = :ttl",
+            "ExpressionAttributeNames": {"#ttl": TTL_ATTRIBUTE},
+            "ExpressionAttributeValues": _values({":n": cost.batches, ":ttl": (minute + 1) * 60 + MINUTE_KEEP_SECONDS}),
+        }
+        codes = self._transact(
+            [
+                {"Update": self._ledger_update(provider, model, cost, expected_version, conditional=True)},
+                {"Update": self._owner_add(provider, model, owner, cost, end_wait=True)},
+                {"Update": count},
+                {"Put": hold},
+            ]
+        )
+        if codes is None:
+            return
+        if codes[3] == "ConditionalCheckFailed":
+            raise ConflictError(f"chunk {chunk_key.chunk_index} of {chunk_key.job_id} holds {model} quota already")
+        raise ConflictError(f"the {provider} {model} quota ledger changed since it was read ({', '.join(codes)})")
+
+    def release(self, provider: str, model: str, owner: str, chunk_key: ChunkKey) -> bool:
+        key = self._key(provider, model, _hold_sk(chunk_key))
+        for attempt in range(RELEASE_ATTEMPTS):
+            raw = self._db.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
+            if raw is None:
+                return False
+            item = _from_item(raw)
+            hold = _hold(item)
+            minus = QuotaCost(-hold.cost.tokens, -hold.cost.requests, -hold.cost.batches)
+            drop = {
+                "TableName": self.table,
+                "Key": key,
+                "ConditionExpression": "#rv = :rv",
+                "ExpressionAttributeNames": {"#rv": "reserved_version"},
+                "ExpressionAttributeValues": _values({":rv": item["reserved_version"]}),
+            }
+            codes = self._transact(
+                [
+                    {"Delete": drop},
+                    {"Update": self._ledger_update(provider, model, minus, 0, conditional=False)},
+                    {"Update": self._owner_add(provider, model, hold.owner, minus, end_wait=False)},
+                ]
+            )
+            if codes is None:
+                return True
+            if codes[0] == "ConditionalCheckFailed":
+                return False  # released (and perhaps reserved again) by someone else meanwhile
+            if attempt + 1 < RELEASE_ATTEMPTS:
+                time.sleep(random.uniform(0, RELEASE_BACKOFF_SECONDS * 2**attempt))
+        raise TransientError(f"releasing {model} quota met concurrent writes {RELEASE_ATTEMPTS} times; try again")
+
+    def mark_waiting(self, provider: str, model: str, owner: str, now: datetime) -> None:
+        self._db.update_item(
+            TableName=self.table,
+            Key=self._key(provider, model, OWNER_PREFIX + owner),
+            UpdateExpression="SET #w = if_not_exists(#w, :now), #o = :o",
+            ExpressionAttributeNames={"#w": "waiting_since", "#o": "quota_owner"},
+            ExpressionAttributeValues=_values({":now": epoch_micros(now), ":o": owner}),
+        )
+
+    def clear_waiting(self, provider: str, model: str, owner: str) -> None:
+        try:
+            self._db.update_item(
+                TableName=self.table,
+                Key=self._key(provider, model, OWNER_PREFIX + owner),
+                UpdateExpression="REMOVE #w",
+                ConditionExpression="attribute_exists(pk)",  # no item for an owner that never waited
+                ExpressionAttributeNames={"#w": "waiting_since"},
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            pass
+
+    def holds(self, provider: str, model: str) -> list[Hold]:
+        pages = self._db.get_paginator("query").paginate(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :hold)",
+            ExpressionAttributeValues=_values({":pk": _pk(provider, model), ":hold": HOLD_PREFIX}),
+            ConsistentRead=True,
+        )
+        return [_hold(_from_item(item)) for page in pages for item in page.get("Items", [])]
+
+    # --- repair -------------------------------------------------------------------------------------------------
+
+    def repair(self, provider: str, model: str, holds: Iterable[Hold], expected_version: int) -> bool:
+        """Each write keeps the sums those of the holds: dropped and restored holds go in transactions of at most
+        40 with their changes to the sums, then sums that drifted anyway are set. Each write is conditional on the
+        ledger's version, so a reservation or release meanwhile stops the repair with ``ConflictError``: what it
+        wrote before is consistent, and the next sweep counts again."""
+        wanted = {hold.key: hold for hold in holds}
+        ledger, _ = self.read(provider, model)
+        if ledger.version != expected_version:
+            raise ConflictError(f"the {provider} {model} quota ledger moved while its holds were counted")
+        stored = {hold.key: hold for hold in self.holds(provider, model)}
+        version = ledger.version
+        changes = [key for key in stored.keys() | wanted.keys() if stored.get(key) != wanted.get(key)]
+        changes.sort()
+        wrote = False
+        for start in range(0, len(changes), HOLDS_PER_REPAIR_WRITE):
+            items: list[dict[str, Any]] = []
+            total = QuotaCost(0, 0, 0)
+            by_owner: dict[str, QuotaCost] = {}
+            for key in changes[start : start + HOLDS_PER_REPAIR_WRITE]:
+                old, new = stored.get(key), wanted.get(key)
+                if new is not None:
+                    items.append({"Put": self._hold_put(provider, model, new, version + 1)})
+                else:
+                    items.append(
+                        {"Delete": {"TableName": self.table, "Key": self._key(provider, model, _hold_sk(key))}}
+                    )
+                for hold, sign in ((old, -1), (new, 1)):
+                    if hold is not None:
+                        total = _plus(total, hold.cost, sign)
+                        by_owner[hold.owner] = _plus(by_owner.get(hold.owner, QuotaCost(0, 0, 0)), hold.cost, sign)
+            items.append({"Update": self._ledger_update(provider, model, total, version, conditional=True)})
+            items.extend(
+                {"Update": self._owner_add(provider, model, owner, delta, end_wait=False)}
+                for owner, delta in by_owner.items()
+            )
+            self._repair_write(provider, model, items)
+            version, wrote = version + 1, True
+        return self._set_drifted_sums(provider, model, wanted.values(), version) or wrote
+
+    def _set_drifted_sums(self, provider: str, model: str, holds: Iterable[Hold], version: int) -> bool:
+        ledger, owners = self.read(provider, model)
+        if ledger.version != version:
+            raise ConflictError(f"the {provider} {model} quota ledger moved during its repair")
+        total = QuotaCost(0, 0, 0)
+        by_owner: dict[str, QuotaCost] = {owner: QuotaCost(0, 0, 0) for owner in owners}
+        for hold in holds:
+            total = _plus(total, hold.cost, 1)
+            by_owner[hold.owner] = _plus(by_owner.get(hold.owner, QuotaCost(0, 0, 0)), hold.cost, 1)
+        drifted = sorted(owner for owner, cost in by_owner.items() if _as_cost(owners.get(owner, OwnerUsage())) != cost)
+        if _as_cost(ledger) == total and not drifted:
+            return False
+        for start in range(0, max(len(drifted), 1), OWNERS_PER_REPAIR_WRITE):
+            items: list[dict[str, Any]] = [{"Update": self._set_sums(provider, model, LEDGER_SK, total, version)}]
+            for owner in drifted[start : start + OWNERS_PER_REPAIR_WRITE]:
+                update = self._set_sums(provider, model, OWNER_PREFIX + owner, by_owner[owner], None)
+                update["UpdateExpression"] += ", #o = :o"
+                update["ExpressionAttributeNames"]["#o"] = "quota_owner"
+                update["ExpressionAttributeValues"].update(_values({":o": owner}))
+                items.append({"Update": update})
+            self._repair_write(provider, model, items)
+            version += 1
+        return True
+
+    def _set_sums(self, provider: str, model: str, sk: str, sums: QuotaCost, version: int | None) -> dict[str, Any]:
+        update: dict[str, Any] = {
+            "TableName": self.table,
+            "Key": self._key(provider, model, sk),
+            "UpdateExpression": "SET #t = :t, #r = :r, #b = :b",
+            "ExpressionAttributeNames": dict(_SUMS),
+            "ExpressionAttributeValues": _values({":t": sums.tokens, ":r": sums.requests, ":b": sums.batches}),
+        }
+        if version is not None:
+            update["UpdateExpression"] = "SET #t = :t, #r = :r, #b = :b ADD #v :one"
+            update["ExpressionAttributeValues"].update(_values({":one": 1}))
+            self._expect_version(update, version)
+        return update
+
+    def _repair_write(self, provider: str, model: str, items: list[dict[str, Any]]) -> None:
+        if self._transact(items) is not None:
+            raise ConflictError(f"the {provider} {model} quota ledger moved during its repair")
+
+
+def _plus(total: QuotaCost, cost: QuotaCost, sign: int) -> QuotaCost:
+    return QuotaCost(
+        total.tokens + sign * cost.tokens, total.requests + sign * cost.requests, total.batches + sign * cost.batches
+    )
+
+
+def _as_cost(usage: Ledger | OwnerUsage) -> QuotaCost:
+    return QuotaCost(usage.tokens, usage.requests, usage.batches)
