@@ -305,10 +305,20 @@ class QuotaStore(Protocol):
         one. Releasing a chunk that holds nothing changes nothing."""
         ...
 
-    def mark_waiting(self, provider: str, model: str, owner: str, now: datetime) -> None:
-        """The owner has a chunk waiting since ``now``, unless it has been waiting since earlier."""
+    def mark_waiting(self, provider: str, model: str, owner: str, now: datetime, job_id: str | None = None) -> None:
+        """The owner has a chunk waiting since ``now``, unless it has been waiting since earlier; ``job_id`` is added
+        to the owner's waiting jobs (a release wakes them). A reservation ends the wait and forgets the jobs."""
 
-    def clear_waiting(self, provider: str, model: str, owner: str) -> None: ...
+    def clear_waiting(self, provider: str, model: str, owner: str) -> None:
+        """The owner waits no more: its wait and its waiting jobs are forgotten."""
+
+    def ledgers(self) -> list[tuple[str, str]]:
+        """(provider, model) of every ledger that ever had a reservation (the sweeper's repair visits each)."""
+        ...
+
+    def held(self, provider: str, model: str, chunk_key: ChunkKey) -> Hold | None:
+        """What the chunk holds now, if anything (one read)."""
+        ...
 
     def holds(self, provider: str, model: str) -> list[Hold]: ...
 

@@ -28,6 +28,7 @@ from batch_gateway.store.budgets import DynamoDBBudgetStore
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.payloads import S3PayloadStore
 from batch_gateway.store.provider_batches import ProviderBatchIndex
+from batch_gateway.store.quotas import DynamoDBQuotaStore
 from batch_gateway.store.webhook_queue import WebhookQueue
 from batch_gateway.store.webhooks import DynamoDBWebhookStore
 
@@ -109,6 +110,7 @@ def services() -> Services:
         prices=prices,
         budgets=DynamoDBBudgetStore(aws.client("dynamodb"), s.table),
         resume_workflow=aws.resume_task,
+        quotas=DynamoDBQuotaStore(aws.client("dynamodb"), s.table),
     )
     # Every job change is announced on the bus (service.signals, decision 0068) by the functions that have it. One
     # without it (Park, Plan, Retry, the OpenAI webhook receiver) announces nothing and so records nothing as

@@ -132,6 +132,39 @@ def test_waiting_is_marked_once_with_the_first_time_and_cleared(quotas):
     assert quotas.read(P, M)[1].get("bob", OwnerUsage()).waiting_since is None
 
 
+def test_a_waiting_owner_records_its_waiting_jobs_until_its_wait_ends(quotas):
+    """The wake after a release (decision 0081) finds the jobs to wake on the owners' items, in the same Query."""
+    quotas.mark_waiting(P, M, "alice", NOW, job_id=JOB)
+    quotas.mark_waiting(P, M, "alice", NOW + timedelta(seconds=1), job_id="job_" + "c" * 24)
+    quotas.mark_waiting(P, M, "bob", NOW, job_id="job_" + "b" * 24)
+    owners = quotas.read(P, M)[1]
+    assert owners["alice"].waiting_jobs == frozenset({JOB, "job_" + "c" * 24})
+    assert owners["bob"].waiting_jobs == frozenset({"job_" + "b" * 24})
+    quotas.reserve(P, M, "alice", cost(), key(0), 0, now=NOW)  # admitted: its wait, and the jobs listed, end
+    quotas.clear_waiting(P, M, "bob")
+    owners = quotas.read(P, M)[1]
+    assert owners["alice"].waiting_jobs == frozenset() and owners["alice"].waiting_since is None
+    assert owners["bob"].waiting_jobs == frozenset() and owners["bob"].waiting_since is None
+
+
+def test_ledgers_lists_every_model_that_ever_had_a_reservation(quotas):
+    """The sweeper's repair (decision 0081) visits them all, even one whose jobs have all ended."""
+    assert quotas.ledgers() == []
+    quotas.reserve(P, M, "alice", cost(), key(0), 0, now=NOW)
+    quotas.reserve(P, M, "alice", cost(), key(1), 1, now=NOW)
+    quotas.reserve("anthropic", "claude-x", "bob", cost(), key(0), 0, now=NOW)
+    quotas.release(P, M, "alice", key(0))
+    assert sorted(quotas.ledgers()) == [("anthropic", "claude-x"), (P, M)]
+
+
+def test_held_says_what_a_chunk_holds(quotas):
+    assert quotas.held(P, M, key(0)) is None
+    quotas.reserve(P, M, "alice", cost(1_000, 10), key(0), 0, now=NOW)
+    assert quotas.held(P, M, key(0)) == Hold(job_id=JOB, chunk_index=0, owner="alice", cost=cost(1_000, 10))
+    quotas.release(P, M, "alice", key(0))
+    assert quotas.held(P, M, key(0)) is None
+
+
 def test_a_repair_makes_the_sums_those_of_the_holds_that_should_exist(quotas):
     quotas.reserve(P, M, "alice", cost(1_000, 10), key(0), 0, now=NOW)
     quotas.reserve(P, M, "alice", cost(2_000, 20), key(1), 1, now=NOW)

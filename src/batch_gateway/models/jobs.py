@@ -197,6 +197,11 @@ class Chunk(Record):
     progress_samples: list[list[int]] = dataclasses.field(default_factory=list)
     ended_seen_at: datetime | None = None
     provider_ended_at: datetime | None = None
+    # Quotas (decision 0081): why a pending chunk is not sent yet (the admission's reason, or the provider's refusal
+    # for quota); None once it is admitted. How many times the provider refused its batch for quota while nothing
+    # else was in flight on the model (the third such refusal fails it: it would never fit).
+    waiting_for_quota: str | None = None
+    quota_refusals: int = 0
 
     @property
     def open(self) -> bool:
@@ -210,6 +215,7 @@ class Chunk(Record):
             "request_counts": self.request_counts.to_dict(),
             "error": self.error,
             "attempt": self.attempt,
+            "waiting_for_quota": self.waiting_for_quota,
         }
 
 
@@ -291,6 +297,8 @@ class Job(Record):
             "endpoint": self.endpoint,
             "request_counts": self.request_counts.to_dict(),
             "chunks": [c.public() for c in chunks or []],
+            # the first waiting chunk's reason (decision 0081); None in a list of jobs, which reads no chunks
+            "waiting_for_quota": next((c.waiting_for_quota for c in chunks or [] if c.waiting_for_quota), None),
             "usage": self.usage.to_dict(),
             "cost_usd": self.cost_usd,
             "cost": self.cost,

@@ -170,12 +170,14 @@ class Ledger:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class OwnerUsage:
-    """One owner's share of a ledger, and since when the owner has had a chunk waiting (None: nothing waits)."""
+    """One owner's share of a ledger, since when the owner has had a chunk waiting (None: nothing waits), and the
+    jobs whose chunks marked it waiting since then (the ones a release wakes, decision 0081)."""
 
     tokens: int = 0
     requests: int = 0
     batches: int = 0
     waiting_since: datetime | None = None
+    waiting_jobs: frozenset[str] = frozenset()
 
 
 def epoch_minute(moment: datetime) -> int:

@@ -98,3 +98,15 @@ def _share(limits: QuotaLimits, usage: OwnerUsage) -> float:
         if getattr(limits, field) is not None
     ]
     return max(shares) if shares else float(usage.batches)
+
+
+def turn_order(
+    limits: QuotaLimits, owners: Mapping[str, OwnerUsage], weights: Mapping[str, float] | None = None
+) -> list[str]:
+    """The waiting owners, the next in turn first (the order ``admit`` gives them turns in): lowest share in flight
+    over weight, ties to the one waiting longest. For the wake after a release (decision 0081)."""
+    waiting = {name: usage for name, usage in owners.items() if usage.waiting_since is not None}
+    return sorted(
+        waiting,
+        key=lambda name: (_share(limits, waiting[name]) / (weights or {}).get(name, 1.0), waiting[name].waiting_since),
+    )

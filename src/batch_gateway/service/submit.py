@@ -2,7 +2,9 @@
 
 1. Claim the chunk before calling out: one transaction that needs the chunk as read (``pending``, or
    ``reconciling`` with its claim token) and the job still sending (``queued`` / ``in_progress``). The claim is a
-   random token plus a lease longer than any Lambda runs; a live claim is never taken over.
+   random token plus a lease longer than any Lambda runs; a live claim is never taken over. Before the claim the
+   chunk is admitted against its provider's quota (``service.quota_gate``, decision 0081): one that does not fit
+   stays ``pending`` with the reason, and its hold is given back whenever no create can have been accepted.
 2. Create the provider batch with SDK retries off; record its id at once, guarded by the claim token and state.
 3. A refusal before acceptance (429, 5xx, a connection that was never made) releases the claim. A lost answer
    (bytes sent, no answer) or a crash moves the chunk to ``reconciling``; an expired claim is taken to mean the same.
@@ -24,6 +26,8 @@ from batch_gateway.providers.base import BatchProvider, ChunkRef
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.context import Services
 from batch_gateway.service.keys import chunk_input_key
+from batch_gateway.service.quota import Wait
+from batch_gateway.service.quota_gate import REFUSED, Reserved, admit_chunk, release_chunk, wait_chunk
 from batch_gateway.service.state import WorkflowState
 
 logger = Logger(child=True)
@@ -47,6 +51,7 @@ def chunk_ref(job: Job, chunk: Chunk) -> ChunkRef:
 def submit_chunk(services: Services, job: Job, chunk: Chunk, provider: BatchProvider, *, send: bool = True) -> Chunk:
     """Send the chunk once. With ``send=False`` (the job is canceling) only resolve what an earlier attempt may
     have got accepted; never send a new batch."""
+    reserved: Reserved | None = None
     try:
         if chunk.state is ChunkState.SUBMITTING:
             if chunk.lease_until is not None and chunk.lease_until > utcnow():
@@ -59,6 +64,10 @@ def submit_chunk(services: Services, job: Job, chunk: Chunk, provider: BatchProv
                 return chunk
         elif chunk.state is not ChunkState.PENDING or not send:
             return chunk
+        decision = admit_chunk(services, job, chunk)
+        if isinstance(decision, Wait):
+            return wait_chunk(services, job, chunk, decision.reason)
+        reserved = decision
         token = secrets.token_hex(8)
         now = utcnow()
         chunk = services.jobs.claim_chunk(
@@ -69,8 +78,11 @@ def submit_chunk(services: Services, job: Job, chunk: Chunk, provider: BatchProv
             claimed_at=now,
             lease_until=now + timedelta(seconds=services.settings.claim_lease_seconds),
             candidates=[],
+            waiting_for_quota=None,
         )
     except errors.ConflictError:
+        if reserved is not None and reserved.fresh:  # not claimed: nothing will be sent on this hold
+            release_chunk(services, job, chunk, wake=False)
         logger.info(
             "chunk changed elsewhere (claimed, canceled or collected)", extra={"job_id": job.id, "chunk": chunk.index}
         )
@@ -115,16 +127,32 @@ def _send(services: Services, job: Job, chunk: Chunk, provider: BatchProvider) -
         )
         _unsure(services, chunk)
         raise
+    except errors.ProviderRateLimitedError as exc:  # a rate limit or quota (decision 0038): wait, never fail
+        logger.info("the provider refused the create for quota", extra={"job_id": job.id, "chunk": chunk.index})
+        chunk = services.jobs.update_chunk(
+            chunk,
+            fenced=True,
+            state=ChunkState.PENDING,
+            claim_token=None,
+            claimed_at=None,
+            lease_until=None,
+            waiting_for_quota=REFUSED + exc.message,
+        )
+        release_chunk(services, job, chunk, wake=False)  # others would only be refused too
+        return wait_chunk(services, job, chunk, REFUSED + exc.message)
     except errors.TransientError:  # refused, or never sent: nothing was accepted
         services.jobs.update_chunk(
             chunk, fenced=True, state=ChunkState.PENDING, claim_token=None, claimed_at=None, lease_until=None
         )
+        release_chunk(services, job, chunk)
         raise
     except errors.ProviderRequestError as exc:
         logger.warning("provider refused chunk", extra={"job_id": job.id, "chunk": chunk.index})
-        return services.jobs.update_chunk(
+        chunk = services.jobs.update_chunk(
             chunk, fenced=True, state=ChunkState.FAILED, lease_until=None, provider_status="rejected", error=exc.message
         )
+        release_chunk(services, job, chunk)
+        return chunk
     except BaseException:
         _unsure(services, chunk)
         raise
@@ -169,6 +197,11 @@ def _record_refused(
     return current
 
 
+def waiting(chunk: Chunk) -> bool:
+    """The chunk waits for quota: it is unsent and says why."""
+    return chunk.waiting_for_quota is not None and chunk.state in UNSENT and not chunk.collected
+
+
 def submit_job(services: Services, state: WorkflowState, budget: StepBudget | None = None) -> WorkflowState:
     """Send the job's chunks while the budget lasts; Poll sends the ones left ``pending`` (it sends pending chunks
     anyway), so a large job never depends on one invocation reaching every chunk."""
@@ -185,16 +218,12 @@ def submit_job(services: Services, state: WorkflowState, budget: StepBudget | No
                     extra={"job_id": job.id, "chunk": chunk.index},
                 )
                 break
-            try:
-                submit_chunk(services, job, chunk, provider)
-            except errors.ProviderRateLimitedError:
-                # A rate limit or quota (Bedrock's concurrent jobs per model) means wait, not fail: the chunk is
-                # pending again and Poll sends it, and the ones after it, when a later poll finds room. Retrying
-                # here would only fail the job once the state machine's retries ran out.
-                logger.info(
-                    "provider rate limit or quota: the remaining chunks wait for Poll",
-                    extra={"job_id": job.id, "chunk": chunk.index},
-                )
+            chunk = submit_chunk(services, job, chunk, provider)
+            if waiting(chunk):
+                # Over the quota (ours, decision 0081, or the provider's refusal: decision 0038) means wait, not
+                # fail: the chunk stays pending, and the ones after it wait behind it (no leapfrogging within a
+                # job); Poll sends them when a later poll finds room, or at once when a release wakes the job.
+                logger.info("quota: the remaining chunks wait for Poll", extra={"job_id": job.id, "chunk": chunk.index})
                 break
         try:
             services.jobs.update_job(job.id, expect=[JobStatus.QUEUED], status=JobStatus.IN_PROGRESS)

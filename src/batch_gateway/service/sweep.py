@@ -23,6 +23,7 @@ from batch_gateway.models.budgets import month_of
 from batch_gateway.models.jobs import Job, JobStatus, utcnow
 from batch_gateway.service.budgets import settle_job
 from batch_gateway.service.context import Services
+from batch_gateway.service.quota_repair import repair_quotas
 from batch_gateway.service.signals import announce_status
 
 logger = Logger(child=True)
@@ -39,6 +40,7 @@ class SweepReport:
     settled: list[str] = field(default_factory=list)  # ended jobs whose budget reservation a sweep settled
     orphans_canceled: list[str] = field(default_factory=list)
     announced: list[str] = field(default_factory=list)  # ended jobs whose lost end event a sweep sent again
+    quotas_repaired: list[tuple[str, str]] = field(default_factory=list)  # (provider, model) ledgers (decision 0081)
 
 
 def sweep(services: Services) -> SweepReport:
@@ -79,6 +81,10 @@ def sweep(services: Services) -> SweepReport:
     except Exception:  # the budgets' amounts could not be read: the next sweep looks again; orphans still go
         logger.exception("could not look for ended jobs whose budget nothing settled")
     report.orphans_canceled = _cancel_orphans(services)
+    try:
+        report.quotas_repaired = repair_quotas(services)
+    except Exception:  # the open jobs could not be read: the next sweep repairs
+        logger.exception("could not repair the quota ledgers")
     return report
 
 

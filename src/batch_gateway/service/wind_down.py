@@ -17,6 +17,7 @@ from batch_gateway.providers.base import BatchProvider, ProviderBatch
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.collect import collect_chunk
 from batch_gateway.service.context import Services
+from batch_gateway.service.quota_gate import release_chunk
 from batch_gateway.service.submit import UNSENT, submit_chunk
 
 logger = Logger(child=True)
@@ -33,7 +34,8 @@ def wind_down(services: Services, job: Job, reason: str, budget: StepBudget) -> 
         if not budget.another():
             return False
         try:
-            _settle(services, job, chunk, provider, reason)
+            chunk = _settle(services, job, chunk, provider, reason)
+            release_chunk(services, job, chunk)  # settled: whatever it held is given back (decision 0081)
         except errors.BatchGatewayError as exc:  # a lost race or a provider error: Finalize's join covers its items
             logger.warning(
                 "could not settle a chunk of a failed job",

@@ -77,7 +77,7 @@ class MemoryQuotaStore(QuotaStore):
             if part.version != expected_version:
                 raise ConflictError(f"the {provider} {model} quota ledger changed since it was read")
             part.add(owner, cost, 1)
-            part.owners[owner] = dataclasses.replace(part.owners[owner], waiting_since=None)
+            part.owners[owner] = dataclasses.replace(part.owners[owner], waiting_since=None, waiting_jobs=frozenset())
             minute = epoch_minute(now)
             part.creates[minute] = part.creates.get(minute, 0) + cost.batches
             part.holds[chunk_key] = Hold(
@@ -95,18 +95,31 @@ class MemoryQuotaStore(QuotaStore):
             part.version += 1
             return True
 
-    def mark_waiting(self, provider: str, model: str, owner: str, now: datetime) -> None:
+    def mark_waiting(self, provider: str, model: str, owner: str, now: datetime, job_id: str | None = None) -> None:
         with self._lock:
             part = self._part(provider, model)
             usage = part.owners.get(owner, OwnerUsage())
-            if usage.waiting_since is None:
-                part.owners[owner] = dataclasses.replace(usage, waiting_since=now)
+            part.owners[owner] = dataclasses.replace(
+                usage,
+                waiting_since=usage.waiting_since or now,
+                waiting_jobs=usage.waiting_jobs | ({job_id} if job_id else set()),
+            )
 
     def clear_waiting(self, provider: str, model: str, owner: str) -> None:
         with self._lock:
             part = self._part(provider, model)
             if owner in part.owners:
-                part.owners[owner] = dataclasses.replace(part.owners[owner], waiting_since=None)
+                part.owners[owner] = dataclasses.replace(
+                    part.owners[owner], waiting_since=None, waiting_jobs=frozenset()
+                )
+
+    def ledgers(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return [key for key, part in self._partitions.items() if part.version > 0]
+
+    def held(self, provider: str, model: str, chunk_key: ChunkKey) -> Hold | None:
+        with self._lock:
+            return self._part(provider, model).holds.get(chunk_key)
 
     def holds(self, provider: str, model: str) -> list[Hold]:
         with self._lock:
@@ -118,7 +131,12 @@ class MemoryQuotaStore(QuotaStore):
             part = self._part(provider, model)
             if part.version != expected_version:
                 raise ConflictError(f"the {provider} {model} quota ledger moved while its holds were counted")
-            repaired = _Partition(owners={o: OwnerUsage(waiting_since=u.waiting_since) for o, u in part.owners.items()})
+            repaired = _Partition(
+                owners={
+                    o: OwnerUsage(waiting_since=u.waiting_since, waiting_jobs=u.waiting_jobs)
+                    for o, u in part.owners.items()
+                }
+            )
             for hold in wanted.values():
                 repaired.add(hold.owner, hold.cost, 1)
             same = (

@@ -11,6 +11,10 @@ One partition per provider and model, ``pk = QUOTA#<provider>#<model>``:
   write that adds or drops a hold changes the sums in the same transaction.
 
 ``read`` is one Query from ``LEDGER`` up (``HOLD#`` sorts before it), so it never reads the holds.
+
+The ledgers themselves are listed in one partition, ``pk = QUOTAS``, ``sk = <provider>#<model>``: the first
+reservation on a model (at version 0) writes that item in its transaction, so the sweeper's repair finds every
+ledger with one Query and no Scan (decision 0081).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ LEDGER_SK = "LEDGER"
 OWNER_PREFIX = "OWNER#"
 MINUTE_PREFIX = "MINUTE#"
 HOLD_PREFIX = "HOLD#"
+LEDGERS_PK = "QUOTAS"
 TTL_ATTRIBUTE = "expires_at"  # the table's time to live attribute (stacks/storage.py)
 MINUTE_KEEP_SECONDS = 3600  # a minute's count is read only in that minute; the time to live removes it later
 HOLDS_PER_REPAIR_WRITE = 40  # with the ledger and at most one owner each: under DynamoDB's 100 items a transaction
@@ -99,6 +104,7 @@ class DynamoDBQuotaStore(QuotaStore):
         owners: dict[str, OwnerUsage] = {}
         for page in pages:
             for raw in page.get("Items", []):
+                jobs = raw.pop("waiting_jobs", {}).get("SS", [])  # a string set, which _from_item does not read
                 item = _from_item(raw)
                 sk: str = item["sk"]
                 if sk == LEDGER_SK:
@@ -108,7 +114,9 @@ class DynamoDBQuotaStore(QuotaStore):
                 elif sk.startswith(OWNER_PREFIX):
                     since = item.get("waiting_since")
                     owners[sk.removeprefix(OWNER_PREFIX)] = OwnerUsage(
-                        **_sums(item), waiting_since=from_epoch_micros(since) if since is not None else None
+                        **_sums(item),
+                        waiting_since=from_epoch_micros(since) if since is not None else None,
+                        waiting_jobs=frozenset(jobs),
                     )
         return (
             Ledger(
@@ -153,8 +161,12 @@ class DynamoDBQuotaStore(QuotaStore):
         return {
             "TableName": self.table,
             "Key": self._key(provider, model, OWNER_PREFIX + owner),
-            "UpdateExpression": "ADD #t :t, #r :r, #b :b SET #o = :o" + (" REMOVE #w" if end_wait else ""),
-            "ExpressionAttributeNames": {**_SUMS, "#o": "quota_owner", **({"#w": "waiting_since"} if end_wait else {})},
+            "UpdateExpression": "ADD #t :t, #r :r, #b :b SET #o = :o" + (" REMOVE #w, #wj" if end_wait else ""),
+            "ExpressionAttributeNames": {
+                **_SUMS,
+                "#o": "quota_owner",
+                **({"#w": "waiting_since", "#wj": "waiting_jobs"} if end_wait else {}),
+            },
             "ExpressionAttributeValues": _values(
                 {":t": delta.tokens, ":r": delta.requests, ":b": delta.batches, ":o": owner}
             ),
@@ -205,14 +217,16 @@ class DynamoDBQuotaStore(QuotaStore):
             "ExpressionAttributeNames": {"#ttl": TTL_ATTRIBUTE},
             "ExpressionAttributeValues": _values({":n": cost.batches, ":ttl": (minute + 1) * 60 + MINUTE_KEEP_SECONDS}),
         }
-        codes = self._transact(
-            [
-                {"Update": self._ledger_update(provider, model, cost, expected_version, conditional=True)},
-                {"Update": self._owner_add(provider, model, owner, cost, end_wait=True)},
-                {"Update": count},
-                {"Put": hold},
-            ]
-        )
+        items: list[dict[str, Any]] = [
+            {"Update": self._ledger_update(provider, model, cost, expected_version, conditional=True)},
+            {"Update": self._owner_add(provider, model, owner, cost, end_wait=True)},
+            {"Update": count},
+            {"Put": hold},
+        ]
+        if expected_version == 0:  # the model's first reservation: list its ledger for the sweeper's repair
+            listed = _values({"pk": LEDGERS_PK, "sk": f"{provider}#{model}", "provider": provider, "model": model})
+            items.append({"Put": {"TableName": self.table, "Item": listed}})
+        codes = self._transact(items)
         if codes is None:
             return
         if codes[3] == "ConditionalCheckFailed":
@@ -250,13 +264,20 @@ class DynamoDBQuotaStore(QuotaStore):
                 time.sleep(random.uniform(0, RELEASE_BACKOFF_SECONDS * 2**attempt))
         raise TransientError(f"releasing {model} quota met concurrent writes {RELEASE_ATTEMPTS} times; try again")
 
-    def mark_waiting(self, provider: str, model: str, owner: str, now: datetime) -> None:
+    def mark_waiting(self, provider: str, model: str, owner: str, now: datetime, job_id: str | None = None) -> None:
+        names = {"#w": "waiting_since", "#o": "quota_owner"}
+        values = _values({":now": epoch_micros(now), ":o": owner})
+        expression = "SET #w = if_not_exists(#w, :now), #o = :o"
+        if job_id:  # a string set: the jobs a release wakes (decision 0081)
+            expression += " ADD #wj :job"
+            names["#wj"] = "waiting_jobs"
+            values[":job"] = {"SS": [job_id]}
         self._db.update_item(
             TableName=self.table,
             Key=self._key(provider, model, OWNER_PREFIX + owner),
-            UpdateExpression="SET #w = if_not_exists(#w, :now), #o = :o",
-            ExpressionAttributeNames={"#w": "waiting_since", "#o": "quota_owner"},
-            ExpressionAttributeValues=_values({":now": epoch_micros(now), ":o": owner}),
+            UpdateExpression=expression,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
         )
 
     def clear_waiting(self, provider: str, model: str, owner: str) -> None:
@@ -264,12 +285,26 @@ class DynamoDBQuotaStore(QuotaStore):
             self._db.update_item(
                 TableName=self.table,
                 Key=self._key(provider, model, OWNER_PREFIX + owner),
-                UpdateExpression="REMOVE #w",
+                UpdateExpression="REMOVE #w, #wj",
                 ConditionExpression="attribute_exists(pk)",  # no item for an owner that never waited
-                ExpressionAttributeNames={"#w": "waiting_since"},
+                ExpressionAttributeNames={"#w": "waiting_since", "#wj": "waiting_jobs"},
             )
         except self._db.exceptions.ConditionalCheckFailedException:
             pass
+
+    def ledgers(self) -> list[tuple[str, str]]:
+        pages = self._db.get_paginator("query").paginate(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues=_values({":pk": LEDGERS_PK}),
+        )
+        return [(item["provider"]["S"], item["model"]["S"]) for page in pages for item in page.get("Items", [])]
+
+    def held(self, provider: str, model: str, chunk_key: ChunkKey) -> Hold | None:
+        raw = self._db.get_item(
+            TableName=self.table, Key=self._key(provider, model, _hold_sk(chunk_key)), ConsistentRead=True
+        ).get("Item")
+        return _hold(_from_item(raw)) if raw else None
 
     def holds(self, provider: str, model: str) -> list[Hold]:
         pages = self._db.get_paginator("query").paginate(

@@ -1,0 +1,147 @@
+"""The quota scheduler in the workflow (decision 0081; the ledger and the rule are decision 0080's).
+
+- ``admit_chunk``: before a chunk is claimed for sending (Submit, and Poll's sending of pending chunks): read the
+  ledger, decide (``service.quota.admit``), reserve; a reservation that meets a concurrent one reads and decides
+  again. A chunk that already holds (a lost create being sent again, or a crash between reserve and claim) goes on.
+- ``wait_chunk``: the chunk stays ``pending`` with the reason on it, and its owner is marked waiting with the job.
+- ``release_chunk``: when the chunk's batch ended or the chunk is abandoned; idempotent (the store's release is).
+  A release that freed capacity wakes the waiting jobs of the owner next in turn (``service.wake.wake_job``).
+- ``requeue_refused``: OpenAI's batch failed with ``token_limit_exceeded`` had no results: the chunk goes back to
+  ``pending`` to be sent again later, unless the provider refused it that way three times with nothing else of ours
+  in flight on the model (it will never fit): then it fails with the provider's reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from aws_lambda_powertools import Logger
+
+from batch_gateway.contract.errors import ConflictError
+from batch_gateway.models.jobs import Chunk, ChunkState, Job, RequestCounts, utcnow
+from batch_gateway.models.quotas import ChunkKey, QuotaCost, QuotaLimits, limits_for
+from batch_gateway.providers.base import ProviderBatch
+from batch_gateway.service.context import Services
+from batch_gateway.service.quota import Wait, admit, turn_order
+from batch_gateway.service.wake import wake_job
+
+logger = Logger(child=True)
+RESERVE_ATTEMPTS = 4  # decisions on a ledger that moved meanwhile; then the chunk waits for the next poll
+WAKE_AT_MOST = 5  # jobs woken by one release (the owner next in turn's)
+REFUSED = "the provider refused for quota: "
+QUOTA_FAILURE_CODES = ("token_limit_exceeded",)  # a failed batch's code that means "over the provider's quota"
+MAX_REFUSALS_ALONE = 3  # refusals for quota with nothing else of ours in flight, before the chunk fails
+
+
+@dataclasses.dataclass(frozen=True)
+class Reserved:
+    fresh: bool  # this call made the hold (a claim that then fails gives it back); False: it held already
+
+
+def limits(services: Services, job: Job) -> QuotaLimits:
+    return limits_for(job.provider, job.model, services.settings.quotas)
+
+
+def cost_of(chunk: Chunk) -> QuotaCost:
+    return QuotaCost.for_chunk(chunk.byte_size, chunk.request_count)
+
+
+def admit_chunk(services: Services, job: Job, chunk: Chunk) -> Reserved | Wait:
+    key, cost = ChunkKey(job.id, chunk.index), cost_of(chunk)
+    for _ in range(RESERVE_ATTEMPTS):
+        ledger, owners = services.quotas.read(job.provider, job.model)
+        now = utcnow()
+        decision = admit(limits(services, job), ledger, owners, job.owner, cost, now, services.settings.owner_weights)
+        if isinstance(decision, Wait):
+            if services.quotas.held(job.provider, job.model, key) is not None:
+                return Reserved(fresh=False)  # its own hold is what the ledger counts
+            return decision
+        try:
+            services.quotas.reserve(job.provider, job.model, job.owner, cost, key, ledger.version, now=now)
+        except ConflictError:
+            if services.quotas.held(job.provider, job.model, key) is not None:
+                return Reserved(fresh=False)
+            continue  # the ledger moved: read and decide again
+        if decision.note:
+            logger.info(decision.note, extra={"job_id": job.id, "chunk": chunk.index})
+        return Reserved(fresh=True)
+    return Wait(f"waiting for quota: the {job.model} ledger is busy; trying again at the next poll", "contention")
+
+
+def wait_chunk(services: Services, job: Job, chunk: Chunk, reason: str) -> Chunk:
+    """The chunk stays unsent with ``reason``; its owner waits (with this job, for the wake)."""
+    services.quotas.mark_waiting(job.provider, job.model, job.owner, utcnow(), job_id=job.id)
+    logger.info("chunk waits for quota", extra={"job_id": job.id, "chunk": chunk.index, "reason": reason})
+    if chunk.waiting_for_quota == reason:
+        return chunk
+    return services.jobs.update_chunk(chunk, fenced=True, waiting_for_quota=reason)
+
+
+def release_chunk(services: Services, job: Job, chunk: Chunk, *, wake: bool = True) -> bool:
+    """Give back what the chunk holds (nothing, if it holds nothing); a release after a provider's quota refusal
+    wakes no one (``wake=False``: it would only be refused too)."""
+    released = services.quotas.release(job.provider, job.model, job.owner, ChunkKey(job.id, chunk.index))
+    if released and wake:
+        wake_next(services, job)
+    return released
+
+
+def wake_next(services: Services, job: Job) -> list[str]:
+    """Wake the waiting jobs of the owner next in turn on ``job``'s model (best effort: a job that is not woken
+    still polls on its own schedule)."""
+    woken: list[str] = []
+    try:
+        _, owners = services.quotas.read(job.provider, job.model)
+        for owner in turn_order(limits(services, job), owners, services.settings.owner_weights):
+            for job_id in sorted(owners[owner].waiting_jobs - {job.id})[:WAKE_AT_MOST]:
+                wake_job(services, job_id)
+                woken.append(job_id)
+            if woken:
+                break
+    except Exception:
+        logger.warning("could not wake the jobs waiting for quota", exc_info=True, extra={"job_id": job.id})
+    return woken
+
+
+def quota_failure(reason: str | None) -> bool:
+    """A failed batch's reason that means the provider's quota, not the batch (OpenAI's ``token_limit_exceeded``)."""
+    if not reason:
+        return False
+    return reason.split(":", 1)[0].split(" (line", 1)[0].strip() in QUOTA_FAILURE_CODES
+
+
+def requeue_refused(services: Services, job: Job, chunk: Chunk, batch: ProviderBatch) -> Chunk | str:
+    """Put a chunk whose batch the provider failed for quota back to ``pending`` (its failed batch forgotten: it
+    had no results, so a new one later is not a second submission). Returns the chunk, or the reason it fails
+    with instead (refused ``MAX_REFUSALS_ALONE`` times with nothing else of ours in flight)."""
+    ledger, _ = services.quotas.read(job.provider, job.model)
+    refusals = chunk.quota_refusals + (1 if ledger.batches <= 1 else 0)  # its own hold at most
+    if refusals >= MAX_REFUSALS_ALONE:
+        return (
+            f"{batch.failed_reason} (refused for quota {refusals} times with nothing else of this service in flight "
+            f"on {job.model}: the chunk does not fit the provider's limit)"
+        )
+    reason = REFUSED + str(batch.failed_reason)
+    chunk = services.jobs.update_chunk(
+        chunk,
+        fenced=True,
+        state=ChunkState.PENDING,
+        provider_batch_id=None,
+        provider_status=None,
+        submitted_at=None,
+        claim_token=None,
+        claimed_at=None,
+        lease_until=None,
+        cancel_requested_at=None,
+        request_counts=RequestCounts(),
+        progress_samples=[],
+        waiting_for_quota=reason,
+        quota_refusals=refusals,
+    )
+    release_chunk(services, job, chunk, wake=False)
+    services.quotas.mark_waiting(job.provider, job.model, job.owner, utcnow(), job_id=job.id)
+    logger.warning(
+        "the provider failed the batch for quota; the chunk waits to be sent again",
+        extra={"job_id": job.id, "chunk": chunk.index, "provider_batch_id": batch.id, "refusals_alone": refusals},
+    )
+    return chunk

@@ -1,0 +1,59 @@
+"""A provider's refusal for quota puts the chunk back to wait, never fails the job (decision 0081): the OpenAI
+simulator fails a batch that would take the model's enqueued tokens over its limit (`token_limit_exceeded`, as
+OpenAI does at validation), counting the batches still in flight. The gateway's own ledger thinks it fits (its limit
+is the tier's, the account's is lower): the refused chunk waits, and is sent again once the first job's batch ended.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from lambdas import create, plan, poll, status, submit
+from tests.support.events import call, load_event
+
+
+def _openai_job(ctx, text: str) -> dict:
+    event = load_event("api_create.json")
+    body = {"provider": "openai", "model": "gpt-4o-mini", "requests": {f"r{i}": text for i in range(3)}}
+    event["body"] = json.dumps(body)
+    code, job = call(create.handler, event, ctx)
+    assert code == 202, job
+    return job
+
+
+def _view(ctx, job_id: str) -> dict:
+    code, view = call(status.handler, load_event("api_status.json", job_id), ctx)
+    assert code == 200, view
+    return view
+
+
+def _poll_until(ctx, state: dict, done, timeout: float = 20.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = poll.handler({**state, "wait_seconds": 0}, ctx)
+        if done(state):
+            return state
+        time.sleep(0.2)
+    raise AssertionError(f"not done within {timeout} s: {state}")
+
+
+def test_a_batch_refused_for_the_enqueued_token_limit_waits_and_is_sent_again_once_room_frees(aws, ctx, simulator):
+    simulator.configure(processing_seconds=2.0, enqueued_token_limit=400)
+    first, second = _openai_job(ctx, "x" * 400), _openai_job(ctx, "y" * 400)  # ~100 tokens a request: one fits
+    first_state = submit.handler(plan.handler({"job_id": first["id"]}, ctx), ctx)
+    second_state = submit.handler(plan.handler({"job_id": second["id"]}, ctx), ctx)
+    assert simulator.stats()["openai"]["batches_created"] == 2
+
+    second_state = _poll_until(ctx, second_state, lambda s: s["done"] or _view(ctx, second["id"])["waiting_for_quota"])
+    view = _view(ctx, second["id"])
+    assert view["status"] == "in_progress", f"the job did not wait: {view['status']}, {view['error']}"
+    assert view["waiting_for_quota"], f"the refused chunk did not wait: {view['chunks'][0]}"
+    assert view["waiting_for_quota"].startswith("the provider refused for quota: token_limit_exceeded")
+    assert view["chunks"][0]["status"] == "pending" and view["chunks"][0]["provider_batch_id"] is None
+
+    _poll_until(ctx, first_state, lambda s: s["done"])
+    _poll_until(ctx, second_state, lambda s: s["done"])
+    done = _view(ctx, second["id"])
+    assert done["waiting_for_quota"] is None and done["request_counts"]["succeeded"] == 3
+    assert simulator.stats()["openai"]["batches_created"] == 3  # the refused batch, and the one sent again

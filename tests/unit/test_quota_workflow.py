@@ -1,0 +1,335 @@
+"""The quota scheduler in the workflow (decisions 0080, 0081): Submit and Poll admit a chunk before claiming it, a
+chunk that does not fit waits in ``pending`` with its reason on the job view and the job's later chunks wait behind
+it, a hold is given back when the chunk's batch ends or the chunk is abandoned (and the next waiting job is woken),
+a provider's refusal for quota puts the chunk back to wait instead of failing the job, and the sweeper repairs the
+ledger from the chunks really in flight."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pytest
+
+from batch_gateway.contract import errors
+from batch_gateway.models.jobs import ChunkState, JobStatus
+from batch_gateway.models.quotas import ChunkKey, Hold, QuotaCost
+from batch_gateway.providers import make_provider
+from batch_gateway.providers.base import ChunkRef, ProviderBatch, ProviderResult, Reconciliation
+from batch_gateway.service.budget import StepBudget
+from batch_gateway.service.poll import poll_job
+from batch_gateway.service.query import get_job
+from batch_gateway.service.quota_repair import repair_quotas
+from batch_gateway.service.state import WorkflowState
+from batch_gateway.service.submit import submit_job
+from batch_gateway.service.wind_down import wind_down
+from batch_gateway.settings import Settings
+from tests.support.planned_jobs import neutral_line, new_job
+from tests.support.services import memory_services
+
+P, M = "openai", "gpt-4o-mini"
+TOKEN_LIMIT = "token_limit_exceeded: Enqueued token limit reached for gpt-4o-mini in organization org-1. Limit: 10"
+
+
+class QuotaProvider:
+    """A provider that creates batches on demand; each runs until the test ends or fails it."""
+
+    def __init__(self) -> None:
+        self.created: list[tuple[str, int]] = []
+        self.batches: dict[str, ProviderBatch] = {}
+        self.create_raises: list[Exception] = []
+
+    def submit(self, lines: Iterable[bytes], ref: ChunkRef) -> str:
+        list(lines)
+        if self.create_raises:
+            raise self.create_raises.pop(0)
+        batch_id = f"batch_{len(self.created)}"
+        self.created.append((ref.job_id, ref.index))
+        self.batches[batch_id] = ProviderBatch(id=batch_id, status="in_progress", ended=False)
+        return batch_id
+
+    def end(self, batch_id: str, *, failed_reason: str | None = None) -> None:
+        status = "failed" if failed_reason else "completed"
+        self.batches[batch_id] = ProviderBatch(id=batch_id, status=status, ended=True, failed_reason=failed_reason)
+
+    def status(self, batch_id: str) -> ProviderBatch:
+        return self.batches[batch_id]
+
+    def results(self, batch: ProviderBatch) -> Iterator[ProviderResult]:
+        return iter(())
+
+    def cancel(self, batch_id: str) -> ProviderBatch:
+        self.batches[batch_id] = ProviderBatch(id=batch_id, status="cancelled", ended=True)
+        return self.batches[batch_id]
+
+    def cleanup(self, batch: ProviderBatch) -> None:
+        pass
+
+    def reconcile(self, ref: ChunkRef) -> Reconciliation:
+        return Reconciliation()
+
+
+def services_with(quotas: dict[str, Any] | None = None, weights: dict[str, float] | None = None):
+    provider = QuotaProvider()
+    planner = make_provider(P, api_key="")
+    settings = Settings(table="t", bucket="b", max_chunk_requests=1, quotas=quotas or {}, owner_weights=weights or {})
+    services = memory_services(
+        settings=settings,
+        provider_for=lambda name: provider,  # type: ignore[arg-type,return-value]
+        planner_for=lambda name: planner,
+        resume_workflow=lambda token: True,
+    )
+    return services, provider
+
+
+def batches_limit(n: int) -> dict[str, Any]:
+    return {P: {M: {"batches_in_flight": n, "enqueued_tokens": None}}}
+
+
+def planned(services, texts: list[str], owner: str = "alice") -> str:
+    from batch_gateway.service.plan import plan_job
+
+    job_id = new_job(services, [neutral_line(f"r{i}", text) for i, text in enumerate(texts)])
+    services.jobs.update_job(job_id, owner=owner)
+    plan_job(services, WorkflowState(job_id=job_id))
+    return job_id
+
+
+def chunk(services, job_id: str, index: int):
+    found = services.jobs.get_chunk(job_id, index)
+    assert found is not None
+    return found
+
+
+def in_flight(services) -> tuple[int, int, int]:
+    ledger, _ = services.quotas.read(P, M)
+    return ledger.tokens, ledger.requests, ledger.batches
+
+
+# ---- admission in Submit and Poll
+
+
+def test_a_chunk_that_does_not_fit_stays_pending_and_the_job_view_says_why():
+    services, provider = services_with(batches_limit(1))
+    job_id = planned(services, ["one", "two"])
+    submit_job(services, WorkflowState(job_id=job_id))
+
+    assert provider.created == [(job_id, 0)]
+    waiting = chunk(services, job_id, 1)
+    assert waiting.state is ChunkState.PENDING
+    assert waiting.waiting_for_quota == f"waiting for quota: 1 of 1 batches for {M} in flight"
+    view = get_job(services, job_id, "alice")
+    assert view["status"] == "in_progress"  # waiting is not a status of the job
+    assert view["waiting_for_quota"] == waiting.waiting_for_quota
+    assert [c["waiting_for_quota"] for c in view["chunks"]] == [None, waiting.waiting_for_quota]
+    assert in_flight(services)[2] == 1
+    assert services.quotas.read(P, M)[1]["alice"].waiting_since is not None
+
+
+def test_a_waiting_chunk_holds_back_the_later_chunks_of_its_job():
+    services, provider = services_with({P: {M: {"enqueued_tokens": 60}}})
+    job_id = planned(services, ["a", "b" * 300, "c"])  # the middle chunk is larger than what is left; the last fits
+    submit_job(services, WorkflowState(job_id=job_id))
+
+    assert provider.created == [(job_id, 0)], "a later, smaller chunk of the job leapfrogged the waiting one"
+    assert chunk(services, job_id, 1).waiting_for_quota is not None
+    assert chunk(services, job_id, 2).state is ChunkState.PENDING
+    assert get_job(services, job_id, "alice")["waiting_for_quota"] == chunk(services, job_id, 1).waiting_for_quota
+
+
+def test_poll_sends_a_waiting_chunk_once_capacity_frees_and_clears_its_reason():
+    services, provider = services_with(batches_limit(1))
+    job_id = planned(services, ["one", "two"])
+    state = submit_job(services, WorkflowState(job_id=job_id))
+    provider.end("batch_0")
+
+    poll_job(services, state)
+
+    assert provider.created == [(job_id, 0), (job_id, 1)]
+    sent = chunk(services, job_id, 1)
+    assert sent.state is ChunkState.SUBMITTED and sent.waiting_for_quota is None
+    assert chunk(services, job_id, 0).collected
+    assert in_flight(services)[2] == 1  # chunk 0's hold given back, chunk 1's taken
+    assert get_job(services, job_id, "alice")["waiting_for_quota"] is None
+
+
+def test_a_release_wakes_the_job_waiting_on_that_model():
+    services, provider = services_with(batches_limit(1))
+    first = planned(services, ["one"], owner="alice")
+    second = planned(services, ["two"], owner="bob")
+    state = submit_job(services, WorkflowState(job_id=first))
+    submit_job(services, WorkflowState(job_id=second))
+    assert chunk(services, second, 0).waiting_for_quota is not None
+    services.jobs.update_job(second, wake_requested=None)
+
+    provider.end("batch_0")
+    poll_job(services, state)
+
+    assert services.jobs.require_job(second).wake_requested, "the waiting job was not woken when capacity freed"
+    poll_job(services, WorkflowState(job_id=second))
+    assert provider.created == [(first, 0), (second, 0)]
+
+
+# ---- holds never outlive a create that was not sent
+
+
+def test_a_refused_create_gives_its_hold_back_at_once_and_a_lost_answer_keeps_it():
+    services, provider = services_with(batches_limit(5))
+    job_id = planned(services, ["one"])
+    provider.create_raises = [errors.ProviderRequestError("OpenAI refused the request: bad file")]
+    submit_job(services, WorkflowState(job_id=job_id))
+    assert chunk(services, job_id, 0).state is ChunkState.FAILED
+    assert in_flight(services) == (0, 0, 0)
+
+    lost = planned(services, ["two"])
+    provider.create_raises = [errors.ProviderAmbiguousError("no answer from OpenAI after sending the batch")]
+    with pytest.raises(errors.ProviderAmbiguousError):  # the state machine retries it; the next Submit reconciles
+        submit_job(services, WorkflowState(job_id=lost))
+    assert chunk(services, lost, 0).state is ChunkState.RECONCILING
+    assert in_flight(services)[2] == 1  # the batch may exist: it keeps its place
+
+
+def test_a_create_refused_for_quota_gives_the_hold_back_and_the_chunk_waits_with_the_providers_word():
+    services, provider = services_with()
+    job_id = planned(services, ["one", "two"])
+    provider.create_raises = [errors.ProviderRateLimitedError("OpenAI rate limit (429)")]
+    submit_job(services, WorkflowState(job_id=job_id))
+
+    refused = chunk(services, job_id, 0)
+    assert refused.state is ChunkState.PENDING
+    assert refused.waiting_for_quota == "the provider refused for quota: OpenAI rate limit (429)"
+    assert provider.created == [] and in_flight(services) == (0, 0, 0)
+    assert services.jobs.require_job(job_id).status is JobStatus.IN_PROGRESS
+    poll_job(services, WorkflowState(job_id=job_id))
+    assert provider.created == [(job_id, 0), (job_id, 1)]
+
+
+# ---- the provider's own quota: a failed batch goes back to wait
+
+
+def test_a_batch_failed_for_the_enqueued_token_limit_goes_back_to_pending_and_is_sent_again():
+    services, provider = services_with()
+    other = planned(services, ["busy"], owner="bob")  # something else in flight: the refusal is the shared limit
+    submit_job(services, WorkflowState(job_id=other))
+    job_id = planned(services, ["one"])
+    state = submit_job(services, WorkflowState(job_id=job_id))
+    provider.end("batch_1", failed_reason=TOKEN_LIMIT)
+
+    poll_job(services, state)
+
+    back = chunk(services, job_id, 0)
+    assert back.state is ChunkState.PENDING and back.provider_batch_id is None and not back.collected
+    assert back.waiting_for_quota == f"the provider refused for quota: {TOKEN_LIMIT}"
+    assert services.jobs.require_job(job_id).status is JobStatus.IN_PROGRESS
+    assert in_flight(services)[2] == 1  # only bob's batch
+
+    poll_job(services, state)
+    assert provider.created[-1] == (job_id, 0) and len(provider.created) == 3
+    assert chunk(services, job_id, 0).state is ChunkState.SUBMITTED
+
+
+def test_a_batch_refused_for_the_token_limit_with_nothing_else_in_flight_fails_after_three_tries():
+    services, provider = services_with()
+    job_id = planned(services, ["one"])
+    state = submit_job(services, WorkflowState(job_id=job_id))
+    for attempt in range(3):
+        provider.end(f"batch_{attempt}", failed_reason=TOKEN_LIMIT)
+        poll_job(services, state)  # refused: back to pending (the third time: failed)
+        if attempt < 2:
+            assert chunk(services, job_id, 0).state is ChunkState.PENDING
+            poll_job(services, state)  # sent again
+    failed = chunk(services, job_id, 0)
+    assert failed.state is ChunkState.FAILED and failed.collected
+    assert TOKEN_LIMIT in (failed.error or "") and "nothing else" in (failed.error or "")
+    assert len(provider.created) == 3 and in_flight(services) == (0, 0, 0)
+
+
+def test_a_batch_failed_for_another_reason_still_fails_the_chunk_and_gives_its_hold_back():
+    services, provider = services_with()
+    job_id = planned(services, ["one"])
+    state = submit_job(services, WorkflowState(job_id=job_id))
+    provider.end("batch_0", failed_reason="insufficient_quota: You exceeded your current quota")
+    poll_job(services, state)
+    failed = chunk(services, job_id, 0)
+    assert failed.state is ChunkState.FAILED and "insufficient_quota" in (failed.error or "")
+    assert in_flight(services) == (0, 0, 0)
+
+
+# ---- abandoned chunks
+
+
+def test_a_canceled_job_gives_back_a_hold_left_on_a_chunk_never_sent():
+    services, provider = services_with(batches_limit(5))
+    job_id = planned(services, ["one"])
+    c = chunk(services, job_id, 0)
+    services.quotas.reserve(P, M, "alice", QuotaCost.for_chunk(c.byte_size, 1), ChunkKey(job_id, 0), 0, now=NOW())
+    services.jobs.update_job(job_id, status=JobStatus.CANCELING)
+    poll_job(services, WorkflowState(job_id=job_id))
+    assert chunk(services, job_id, 0).collected and provider.created == []
+    assert in_flight(services) == (0, 0, 0)
+
+
+def test_a_failed_job_gives_back_the_holds_of_its_chunks():
+    services, provider = services_with(batches_limit(5))
+    job_id = planned(services, ["one", "two"])
+    submit_job(services, WorkflowState(job_id=job_id))
+    assert in_flight(services)[2] == 2
+    services.jobs.update_job(job_id, status=JobStatus.FAILED)
+    assert wind_down(services, services.jobs.require_job(job_id), "the workflow failed", StepBudget())
+    assert in_flight(services) == (0, 0, 0)
+
+
+# ---- repair
+
+
+def test_repair_drops_the_hold_of_an_ended_chunk_and_restores_the_hold_of_one_in_flight():
+    services, provider = services_with(batches_limit(5))
+    job_id = planned(services, ["one", "two"])
+    submit_job(services, WorkflowState(job_id=job_id))
+    # A crash after chunk 0 was collected and before its release; and chunk 1's hold lost (a repair raced it).
+    services.jobs.update_chunk(chunk(services, job_id, 0), state=ChunkState.COLLECTED, collected=True)
+    services.quotas.release(P, M, "alice", ChunkKey(job_id, 1))
+    stray = Hold(job_id="job_gone", chunk_index=0, owner="carol", cost=QuotaCost(tokens=5, requests=1))
+    services.quotas.reserve(P, M, "carol", stray.cost, stray.key, services.quotas.read(P, M)[0].version, now=NOW())
+
+    repaired = repair_quotas(services)
+
+    assert repaired == [(P, M)]
+    held = sorted((h.job_id, h.chunk_index) for h in services.quotas.holds(P, M))
+    assert held == [(job_id, 1)]
+    assert in_flight(services) == (services.quotas.holds(P, M)[0].cost.tokens, 1, 1)
+    assert repair_quotas(services) == []  # nothing left to change
+
+
+def test_repair_ends_the_wait_of_an_owner_with_nothing_waiting_any_more():
+    services, provider = services_with(batches_limit(1))
+    first = planned(services, ["one"], owner="alice")
+    second = planned(services, ["two"], owner="bob")
+    submit_job(services, WorkflowState(job_id=first))
+    submit_job(services, WorkflowState(job_id=second))
+    assert services.quotas.read(P, M)[1]["bob"].waiting_since is not None
+    services.jobs.update_job(second, status=JobStatus.CANCELED)  # its waiting chunk will never ask again
+
+    repair_quotas(services)
+
+    assert services.quotas.read(P, M)[1]["bob"].waiting_since is None, "a ghost waiter would hold everyone back"
+
+
+def NOW():
+    from batch_gateway.models.jobs import utcnow
+
+    return utcnow()
+
+
+def test_a_sweep_repairs_the_quota_ledgers():
+    from batch_gateway.service.sweep import sweep
+
+    services, provider = services_with(batches_limit(5))
+    services.describe_workflow = lambda arn: "RUNNING"
+    job_id = planned(services, ["one"])
+    submit_job(services, WorkflowState(job_id=job_id))
+    services.jobs.update_job(job_id, execution_arn="arn:execution:1")
+    services.quotas.release(P, M, "alice", ChunkKey(job_id, 0))  # lost: the chunk is in flight without a hold
+
+    assert sweep(services).quotas_repaired == [(P, M)]
+    assert [(h.job_id, h.chunk_index) for h in services.quotas.holds(P, M)] == [(job_id, 0)]
