@@ -11,7 +11,7 @@ from constructs import Construct
 from batch_gateway import constants
 from stacks import grants, nag
 from stacks.config import GatewayConfig
-from stacks.functions import WORKFLOW_SIZING, FunctionFactory, deployment_environment
+from stacks.functions import WORKFLOW_SIZING, FunctionFactory, deployment_environment, quota_environment
 from stacks.secrets import SecretsConstruct
 from stacks.storage import StorageConstruct
 
@@ -40,6 +40,7 @@ class SweeperConstruct(Construct):
                 constants.ENV_POLL_SCHEDULE: config.poll_schedule,
                 **secrets.environment(),
                 **deployment_environment(),
+                **quota_environment(config),
             },
             description="Batch Gateway: restart stopped workflows, cancel orphaned provider batches",
         )

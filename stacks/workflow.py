@@ -26,7 +26,14 @@ from constructs import Construct
 from batch_gateway import constants
 from stacks import grants, nag
 from stacks.config import GatewayConfig
-from stacks.functions import API_SIZING, POLL_SIZING, WORKFLOW_SIZING, FunctionFactory, deployment_environment
+from stacks.functions import (
+    API_SIZING,
+    POLL_SIZING,
+    WORKFLOW_SIZING,
+    FunctionFactory,
+    deployment_environment,
+    quota_environment,
+)
 from stacks.secrets import SecretsConstruct
 from stacks.storage import JOBS_PREFIX, StorageConstruct
 
@@ -63,7 +70,7 @@ class WorkflowConstruct(Construct):
         table, bucket = storage.table, storage.bucket
         handlers = constants.WORKFLOW_HANDLERS
         poll_env = {constants.ENV_POLL_SCHEDULE: config.poll_schedule}
-        deployment = deployment_environment()
+        deployment = {**deployment_environment(), **quota_environment(config)}  # the ones that send: quotas too
 
         def worker(function_id: str, environment: dict[str, str] | None = None) -> lambda_.Function:
             return functions.create(

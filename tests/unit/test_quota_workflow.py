@@ -333,3 +333,17 @@ def test_a_sweep_repairs_the_quota_ledgers():
 
     assert sweep(services).quotas_repaired == [(P, M)]
     assert [(h.job_id, h.chunk_index) for h in services.quotas.holds(P, M)] == [(job_id, 0)]
+
+
+def test_the_settings_read_the_quota_overrides_and_owner_weights_from_the_environment():
+    from batch_gateway import constants
+
+    env = {
+        constants.ENV_QUOTAS_JSON: '{"openai":{"gpt-4o-mini":{"batches_in_flight":1}}}',
+        constants.ENV_OWNER_WEIGHTS_JSON: '{"alice":2}',
+    }
+    settings = Settings.from_env(env)
+    assert settings.quotas == {P: {M: {"batches_in_flight": 1}}} and settings.owner_weights == {"alice": 2.0}
+    assert (Settings.from_env({}).quotas, Settings.from_env({}).owner_weights) == ({}, {})
+    with pytest.raises(ValueError, match="alice"):
+        Settings.from_env({constants.ENV_OWNER_WEIGHTS_JSON: '{"alice": 0}'})
