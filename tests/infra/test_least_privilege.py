@@ -146,3 +146,20 @@ def test_sweeper_may_restart_executions_and_read_keys_but_has_no_bucket_access(s
     actions = synthesized.role_actions("Sweeper")
     assert {"states:StartExecution", "states:DescribeExecution", "secretsmanager:GetSecretValue"} <= actions
     assert not _has(actions, "s3:")
+
+
+@pytest.mark.parametrize("function_id", ["Poll", "MarkFailed"])
+def test_the_steps_that_release_quota_may_wake_the_waiting_workflows_and_nothing_else(synthesized, function_id):
+    """Decision 0081: a release wakes the jobs of the owner next in turn (SendTaskSuccess on their parked task)."""
+    (machine,) = synthesized.of_type("AWS::StepFunctions::StateMachine")
+    granted = [
+        statement
+        for statement in synthesized.statements(function_id)
+        if any(a.startswith("states:") for a in _actions(statement))
+    ]
+    assert [(_actions(s), s["Resource"]) for s in granted] == [(["states:SendTaskSuccess"], {"Ref": machine})]
+
+
+def _actions(statement: dict) -> list[str]:
+    action = statement["Action"]
+    return [action] if isinstance(action, str) else list(action)
