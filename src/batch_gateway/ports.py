@@ -37,6 +37,11 @@ class JobStore(Protocol):
 
     def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None: ...
 
+    def get_jobs(self, job_ids: list[str]) -> list[Job]:
+        """The jobs of at most 100 ids (a page of an index), read as they stand, in the order asked; an id with no
+        job is left out."""
+        ...
+
     def delete_job(self, job_id: str) -> None: ...
 
     def update_job(

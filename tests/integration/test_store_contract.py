@@ -204,6 +204,18 @@ def test_a_job_update_that_expects_attributes_unchanged_writes_only_while_they_a
     assert jobs.get_job(job.id).restarts == 1
 
 
+def test_jobs_are_read_a_page_at_a_time_in_the_order_asked_missing_ones_left_out(jobs):
+    stored = [a_job(created=i) for i in range(120)]
+    for job in stored:
+        jobs.put_new_job(job)
+    asked = [job.id for job in reversed(stored[:100])]
+    asked[3] = new_job_id()  # no such job
+    got = jobs.get_jobs(asked)
+    assert [job.id for job in got] == [job_id for job_id in asked if job_id != asked[3]]
+    assert got[0] == stored[99]
+    assert jobs.get_jobs([]) == []
+
+
 def all_pages(read, limit: int = 100) -> list[str]:
     """Every id a paged index read gives, following its tokens (``read(limit, next_token) -> (ids, next_token)``)."""
     ids, token = [], None

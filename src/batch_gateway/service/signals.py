@@ -196,6 +196,9 @@ class SignallingJobStore(JobStore):
     def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None:
         return self.inner.get_job(job_id, consistent=consistent)
 
+    def get_jobs(self, job_ids: list[str]) -> list[Job]:
+        return self.inner.get_jobs(job_ids)
+
     def delete_job(self, job_id: str) -> None:
         self._unstarted.discard(job_id)
         self.inner.delete_job(job_id)

@@ -82,8 +82,8 @@ def sweep(
             return report
         job_ids, token = services.jobs.open_job_ids_page(page_size, token)
         report.pages += 1
-        for job_id in job_ids:
-            _check(services, job_id, report, held)
+        for job in services.jobs.get_jobs(job_ids):  # one read for the page
+            _check(services, job, report, held)
         if token is None:
             break
     try:
@@ -93,10 +93,9 @@ def sweep(
     return report
 
 
-def _check(services: Services, job_id: str, report: SweepReport, held: dict[tuple[str, str], int]) -> None:
+def _check(services: Services, job: Job, report: SweepReport, held: dict[tuple[str, str], int]) -> None:
     """Restart an open job whose workflow stopped, or fail it after ``MAX_RESTARTS``; count what it holds."""
-    job = services.jobs.get_job(job_id)
-    if job is None or job.status.terminal:
+    if job.status.terminal:
         return
     report.checked += 1
     status = services.describe_workflow(job.execution_arn) if job.execution_arn else "MISSING"
@@ -177,16 +176,15 @@ def _announce_ended(services: Services, budget: StepBudget, page_size: int, max_
         except Exception:
             logger.exception("could not list the ended jobs whose end event did not go out; the next sweep looks")
             return announced
-        for job_id in job_ids:
-            _announce(services, job_id, announced)
+        for job in services.jobs.get_jobs(job_ids):
+            _announce(services, job, announced)
         if token is None:
             return announced
     return announced
 
 
-def _announce(services: Services, job_id: str, announced: list[str]) -> None:
-    job = services.jobs.get_job(job_id)
-    if job is None or not job.status.terminal or job.signalled_status is job.status:
+def _announce(services: Services, job: Job, announced: list[str]) -> None:
+    if not job.status.terminal or job.signalled_status is job.status:
         return
     try:
         sent = announce_status(services, job)

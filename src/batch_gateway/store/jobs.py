@@ -27,6 +27,7 @@ JOB_SK = "JOB"
 # The sparse open-jobs index has two partitions: "open" (every job that has not ended) and this one, an ended job
 # whose end status event has not gone out yet (service.signals records ``signalled_status``; the sweeper resends).
 UNANNOUNCED = "unannounced"
+MAX_BATCH_GET = 100  # keys in one BatchGetItem
 MAX_ADDED_CHUNKS = 99  # and the job item: DynamoDB's 100 items per transaction
 
 
@@ -136,6 +137,20 @@ class DynamoDBJobStore(JobStore):
             TableName=self.table, Key=_values({"pk": _pk(job_id), "sk": JOB_SK}), ConsistentRead=consistent
         ).get("Item")
         return Job.from_dict(_from_item(item)) if item else None
+
+    def get_jobs(self, job_ids: list[str]) -> list[Job]:
+        """One BatchGetItem (strongly consistent) for up to 100 ids, again for any keys it left unprocessed."""
+        if len(job_ids) > MAX_BATCH_GET:
+            raise ValueError(f"at most {MAX_BATCH_GET} jobs at once")
+        found: dict[str, Job] = {}
+        keys = [_values({"pk": _pk(job_id), "sk": JOB_SK}) for job_id in dict.fromkeys(job_ids)]
+        while keys:
+            response = self._db.batch_get_item(RequestItems={self.table: {"Keys": keys, "ConsistentRead": True}})
+            for item in response.get("Responses", {}).get(self.table, []):
+                job = Job.from_dict(_from_item(item))
+                found[job.id] = job
+            keys = response.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys", [])
+        return [found[job_id] for job_id in job_ids if job_id in found]
 
     def delete_job(self, job_id: str) -> None:
         self._db.delete_item(TableName=self.table, Key=_values({"pk": _pk(job_id), "sk": JOB_SK}))

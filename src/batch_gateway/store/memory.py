@@ -77,6 +77,12 @@ class MemoryJobStore(JobStore):
             item = self._jobs.get(job_id)
             return Job.from_dict(copy.deepcopy(item)) if item is not None else None
 
+    def get_jobs(self, job_ids: list[str]) -> list[Job]:
+        if len(job_ids) > 100:  # DynamoDB's BatchGetItem takes at most 100 keys
+            raise ValueError("at most 100 jobs at once")
+        jobs = [self.get_job(job_id) for job_id in job_ids]
+        return [job for job in jobs if job is not None]
+
     def delete_job(self, job_id: str) -> None:
         with self._lock:
             self._jobs.pop(job_id, None)
