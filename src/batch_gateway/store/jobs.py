@@ -149,7 +149,8 @@ class DynamoDBJobStore(JobStore):
             for item in response.get("Responses", {}).get(self.table, []):
                 job = Job.from_dict(_from_item(item))
                 found[job.id] = job
-            keys = response.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys", [])
+            unprocessed = response.get("UnprocessedKeys") or {}
+            keys = list(unprocessed[self.table]["Keys"]) if self.table in unprocessed else []
         return [found[job_id] for job_id in job_ids if job_id in found]
 
     def delete_job(self, job_id: str) -> None:
