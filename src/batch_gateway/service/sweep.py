@@ -118,23 +118,40 @@ def _check(services: Services, job: Job, report: SweepReport, held: dict[tuple[s
         return
     _hold(held, job)
     restarts = job.restarts + 1
-    try:  # claim the restart: only while the job still holds the execution and the count this sweep read
+    # Start first, record after. Step Functions answers a start of a name that is running (same input) with that
+    # execution, so a sweep that retries a restart whose record was lost, or a second chain restarting the job at
+    # the same moment, gets the same workflow back, never a second one; a start that fails spends no restart.
+    try:
+        arn = services.start_workflow(f"{job.id}-restart-{restarts}", {"job_id": job.id})
+    except Exception as error:
+        if type(error).__name__ != "ExecutionAlreadyExists":
+            logger.exception("could not restart a stopped workflow", extra={"job_id": job.id})
+            return
+        # That restart ran and ended before its record was written: it is spent; the next sweep starts the next.
+        _record_restart(services, job, restarts, {})
+        return
+    if _record_restart(services, job, restarts, {"execution_arn": arn}):
+        logger.warning("restarted a stopped workflow", extra={"job_id": job.id, "execution_status": status})
+        report.restarted.append(job.id)
+
+
+def _record_restart(services: Services, job: Job, restarts: int, fields: dict[str, Any]) -> bool:
+    """Count the restart (and record its execution) only while the job still holds what this sweep read: another
+    sweep that recorded the same execution first, or a job that moved on, leaves it as it is."""
+    try:
         services.jobs.update_job(
             job.id,
             expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING],
             unchanged={"restarts": job.restarts, "execution_arn": job.execution_arn},
             restarts=restarts,
+            **fields,
         )
     except ConflictError:
-        return  # another sweep (a second chain) restarted it meanwhile, or it moved on
-    try:
-        arn = services.start_workflow(f"{job.id}-restart-{restarts}", {"job_id": job.id})
-        services.jobs.update_job(job.id, execution_arn=arn)
-    except Exception:  # it still holds the stopped execution: the next sweep claims the next restart
-        logger.exception("could not restart a stopped workflow", extra={"job_id": job.id})
-        return
-    logger.warning("restarted a stopped workflow", extra={"job_id": job.id, "execution_status": status})
-    report.restarted.append(job.id)
+        return False
+    except Exception:  # the next sweep starts the same name again and gets this execution back
+        logger.exception("could not record a restarted workflow", extra={"job_id": job.id})
+        return False
+    return True
 
 
 def _hand_off(
