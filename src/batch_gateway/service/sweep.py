@@ -13,6 +13,7 @@ find them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -35,7 +36,7 @@ RUNNING = "RUNNING"
 PAGE_SIZE = 100  # open jobs per page: one Query, then a GetItem and a DescribeExecution each
 PAGES_PER_INVOCATION = 10  # at most this many pages per invocation, whatever its time left
 CONTINUATION = "continuation"  # an event handed off by a previous invocation of the same sweep
-MAX_HELD_CARRIED = 2_000  # (owner, month) sums a hand-off carries (an async invoke's event is at most 256 KB)
+MAX_HELD_BYTES = 200_000  # the sums a hand-off carries, as JSON (an async invoke's event is at most 256 KB)
 
 
 @dataclass
@@ -162,8 +163,9 @@ def _hand_off(
     if hand_off is None:
         return None
     event: dict[str, Any] = {CONTINUATION: True, "next_token": token}
-    if len(held) <= MAX_HELD_CARRIED:  # else the last invocation reads every owner whose month holds anything
-        event["held"] = [[owner, month, amount] for (owner, month), amount in sorted(held.items())]
+    rows = [[owner, month, amount] for (owner, month), amount in sorted(held.items())]
+    if len(json.dumps(rows)) <= MAX_HELD_BYTES:  # else the last invocation reads every owner whose month holds any
+        event["held"] = rows
     try:
         hand_off(event)
     except Exception:

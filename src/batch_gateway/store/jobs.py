@@ -9,13 +9,14 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import time
 from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from batch_gateway.constants import OPEN_INDEX, OPEN_INDEX_PK, OWNER_INDEX, OWNER_INDEX_PK
-from batch_gateway.contract.errors import ConflictError, InvalidRequestError
+from batch_gateway.contract.errors import ConflictError, InvalidRequestError, TransientError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, epoch_micros, iso, statuses_before, utcnow
 from batch_gateway.ports import JobStore
 
@@ -28,6 +29,9 @@ JOB_SK = "JOB"
 # whose end status event has not gone out yet (service.signals records ``signalled_status``; the sweeper resends).
 UNANNOUNCED = "unannounced"
 MAX_BATCH_GET = 100  # keys in one BatchGetItem
+BATCH_GET_ATTEMPTS = 5  # asks for the same page of jobs, the first included
+BATCH_GET_BACKOFF_SECONDS = 0.05  # before the second ask; doubled for each one after
+_sleep = time.sleep
 MAX_ADDED_CHUNKS = 99  # and the job item: DynamoDB's 100 items per transaction
 
 
@@ -144,14 +148,20 @@ class DynamoDBJobStore(JobStore):
             raise ValueError(f"at most {MAX_BATCH_GET} jobs at once")
         found: dict[str, Job] = {}
         keys = [_values({"pk": _pk(job_id), "sk": JOB_SK}) for job_id in dict.fromkeys(job_ids)]
-        while keys:
+        for attempt in range(BATCH_GET_ATTEMPTS):
+            if not keys:
+                return [found[job_id] for job_id in job_ids if job_id in found]
+            if attempt:  # keys left unprocessed (throttling): ask again after a growing wait, as AWS advises
+                _sleep(BATCH_GET_BACKOFF_SECONDS * 2 ** (attempt - 1))
             response = self._db.batch_get_item(RequestItems={self.table: {"Keys": keys, "ConsistentRead": True}})
             for item in response.get("Responses", {}).get(self.table, []):
                 job = Job.from_dict(_from_item(item))
                 found[job.id] = job
             unprocessed = response.get("UnprocessedKeys") or {}
             keys = list(unprocessed[self.table]["Keys"]) if self.table in unprocessed else []
-        return [found[job_id] for job_id in job_ids if job_id in found]
+        if not keys:
+            return [found[job_id] for job_id in job_ids if job_id in found]
+        raise TransientError(f"DynamoDB left {len(keys)} job keys unprocessed after {BATCH_GET_ATTEMPTS} attempts")
 
     def delete_job(self, job_id: str) -> None:
         self._db.delete_item(TableName=self.table, Key=_values({"pk": _pk(job_id), "sk": JOB_SK}))
