@@ -14,7 +14,8 @@ A function's worker gets exactly what the deployed function gets and nothing mor
   local stand-ins for DNS and the deployment package (``LOCAL_ONLY_VARIABLES``).
 
 The function's timeout is enforced (the worker is killed, ``Sandbox.Timedout``), as are Lambda's 6 MB payload
-limits for synchronous invocations and its 256 KB limit for asynchronous ones, which run on their own after a 202. A worker that dies reports ``Runtime.ExitError``. Memory is not limited.
+limits for synchronous invocations and its 256 KB limit for asynchronous ones, which run on their own after a 202.
+A worker that dies reports ``Runtime.ExitError``. Memory is not limited.
 """
 
 from __future__ import annotations
