@@ -126,3 +126,36 @@ def test_a_restart_that_ran_and_stopped_before_it_was_recorded_counts_and_the_ne
     stored = services.jobs.require_job(job.id)
     assert sfn.running() == [f"arn:exec:{job.id}-restart-2"]
     assert (stored.restarts, stored.execution_arn) == (2, f"arn:exec:{job.id}-restart-2")
+
+
+def test_a_job_whose_check_fails_does_not_stop_the_sweep_of_the_others():
+    """DescribeExecution failing for one job (throttled, an unexpected answer) must not end the invocation: the jobs
+    after it on the page, and the pages after it, are still checked, and the next sweep looks at it again."""
+    sfn = StepFunctions()
+    services = memory_services(start_workflow=sfn.start, describe_workflow=sfn.describe)
+    jobs = []
+    for n in range(3):
+        job = Job(
+            id=f"job_{n:024d}",
+            owner="arn:aws:iam::123456789012:user/alice",
+            provider="anthropic",
+            model="claude-sonnet-4-20250514",
+            request_counts=RequestCounts(total=1, processing=1),
+            created_at=utcnow() - timedelta(hours=1, seconds=-n),
+            execution_arn=f"arn:exec:{n}",
+            status=JobStatus.IN_PROGRESS,
+        )
+        services.jobs.put_new_job(job)
+        sfn.status[f"arn:exec:{n}"] = "ABORTED"
+        jobs.append(job)
+
+    def describe(arn: str) -> str:
+        if arn == "arn:exec:0":
+            raise RuntimeError("ThrottlingException: Rate exceeded")
+        return sfn.describe(arn)
+
+    services.describe_workflow = describe
+    report = sweep(services, event=SCHEDULED, page_size=1)
+
+    assert sorted(report.restarted) == [jobs[1].id, jobs[2].id]
+    assert services.jobs.require_job(jobs[0].id).restarts == 0  # left for the next sweep

@@ -84,7 +84,10 @@ def sweep(
         job_ids, token = services.jobs.open_job_ids_page(page_size, token)
         report.pages += 1
         for job in services.jobs.get_jobs(job_ids):  # one read for the page
-            _check(services, job, report, held)
+            try:
+                _check(services, job, report, held)
+            except Exception:  # one job's check failing (a throttled describe) must not stop the others' sweep
+                logger.exception("could not check an open job; the next sweep looks again", extra={"job_id": job.id})
         if token is None:
             break
     try:
