@@ -5,6 +5,7 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
@@ -48,6 +49,20 @@ class SweeperConstruct(Construct):
         secrets.grant_read(self.function)
         state_machine.grant_start_execution(self.function)
         state_machine.grant_read(self.function)  # DescribeExecution
+        # A page of open jobs is read at once (BatchGetItem), and a sweep with pages left hands them to an
+        # asynchronous invocation of this same function (decision 0083): in a policy of its own, since the
+        # function's ARN in its role's default policy would be a dependency cycle.
+        iam.Policy(
+            self,
+            "SweepOnPolicy",
+            roles=[self.function.role],
+            statements=[
+                iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[self.function.function_arn]),
+            ],
+        )
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["dynamodb:BatchGetItem"], resources=[storage.table.table_arn])
+        )
         nag.acknowledge(
             self.function.role,
             "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"

@@ -38,11 +38,25 @@ class JobStore(Protocol):
 
     def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None: ...
 
+    def get_jobs(self, job_ids: list[str]) -> list[Job]:
+        """The jobs of at most 100 ids (a page of an index), read as they stand, in the order asked; an id with no
+        job is left out."""
+        ...
+
     def delete_job(self, job_id: str) -> None: ...
 
-    def update_job(self, job_id: str, *, expect: Iterable[JobStatus] | None = None, **fields: Any) -> Job:
+    def update_job(
+        self,
+        job_id: str,
+        *,
+        expect: Iterable[JobStatus] | None = None,
+        unchanged: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> Job:
         """Set fields (None removes one) and ``updated_at``; with ``expect``, only while the job is in one of those
-        statuses. A terminal status takes the job out of ``open_job_ids``. The job as written."""
+        statuses; with ``unchanged``, only while those attributes still hold those values (None: absent); else
+        ``ConflictError`` and nothing changes. A terminal status takes the job out of ``open_job_ids_page``. The
+        job as written."""
         ...
 
     def store_park_token(self, job_id: str, token: str, entered_at: datetime) -> Job:
@@ -58,13 +72,14 @@ class JobStore(Protocol):
         store did not give this owner is ``InvalidRequestError``."""
         ...
 
-    def open_job_ids(self) -> list[str]:
-        """Jobs that have not ended, oldest first."""
+    def open_job_ids_page(self, limit: int, next_token: str | None) -> tuple[list[str], str | None]:
+        """One page of the jobs that have not ended, oldest first: at most ``limit`` ids and the token of the next
+        page (None after the last). A token this store did not give for this listing is ``InvalidRequestError``."""
         ...
 
-    def unannounced_job_ids(self) -> list[str]:
-        """Ended jobs whose ``signalled_status`` is not their status (the end's event has not gone out), oldest
-        first; read from an index, never a scan."""
+    def unannounced_job_ids_page(self, limit: int, next_token: str | None) -> tuple[list[str], str | None]:
+        """One page of the ended jobs whose ``signalled_status`` is not their status (the end's event has not gone
+        out), oldest first, paged like ``open_job_ids_page``; read from an index, never a scan."""
         ...
 
     def claim_marker(

@@ -118,6 +118,12 @@ def services() -> Services:
     return signalling(built) if s.event_bus else built
 
 
+def sweep_again(event: dict[str, Any]) -> None:
+    """Hand the rest of a sweep to a fresh asynchronous invocation of this same function (decision 0083): its name
+    is the Lambda runtime's ``AWS_LAMBDA_FUNCTION_NAME``, and the role may invoke only itself."""
+    aws.invoke_async(os.environ["AWS_LAMBDA_FUNCTION_NAME"], event)
+
+
 def prices() -> PriceTable:
     """``prices.json`` with the override rows of the SSM parameter named by ``PRICE_OVERRIDES_PARAMETER`` laid over
     it, read through Powertools' cache (``PRICE_OVERRIDES_MAX_AGE``). An override that cannot be read or is not valid

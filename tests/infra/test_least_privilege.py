@@ -163,3 +163,25 @@ def test_the_steps_that_release_quota_may_wake_the_waiting_workflows_and_nothing
 def _actions(statement: dict) -> list[str]:
     action = statement["Action"]
     return [action] if isinstance(action, str) else list(action)
+
+
+def test_the_sweeper_may_invoke_itself_only_and_read_a_page_of_jobs_at_once(synthesized):
+    """A sweep hands the rest of the open jobs to an asynchronous invocation of itself (decision 0083) and reads
+    each page's jobs with one BatchGetItem: the one function any role may invoke is the sweeper, by the sweeper."""
+    (table,) = synthesized.of_type("AWS::DynamoDB::Table")
+    sweeper_id = synthesized.function("Sweeper")[0]
+    invokes = [
+        (function_id, statement["Resource"])
+        for function_id in sorted(FUNCTION_SCOPES)
+        for statement in synthesized.statements(function_id)
+        if "lambda:InvokeFunction"
+        in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+    ]
+    assert invokes == [("Sweeper", {"Fn::GetAtt": [sweeper_id, "Arn"]})]
+    batch_gets = [
+        statement["Resource"]
+        for statement in synthesized.statements("Sweeper")
+        if "dynamodb:BatchGetItem"
+        in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+    ]
+    assert batch_gets == [{"Fn::GetAtt": [table, "Arn"]}]

@@ -30,16 +30,16 @@ def test_a_job_whose_workflow_keeps_stopping_is_failed_with_a_reason(aws, ctx):
     assert report["failed"] == [job["id"]]
     stored = aws.jobs.require_job(job["id"])
     assert stored.status.value == "failed" and "stopped (ABORTED)" in stored.error
-    assert aws.jobs.open_job_ids() == []
+    assert aws.jobs.open_job_ids_page(100, None)[0] == []
 
 
 def test_ended_jobs_leave_the_open_index(aws, ctx):
     from tests.support.workflow_driver import run_workflow
 
     _, job = call(create.handler, load_event("api_create.json"), ctx)
-    assert aws.jobs.open_job_ids() == [job["id"]]
+    assert aws.jobs.open_job_ids_page(100, None)[0] == [job["id"]]
     run_workflow(job["id"], ctx)
-    assert aws.jobs.open_job_ids() == []
+    assert aws.jobs.open_job_ids_page(100, None)[0] == []
 
 
 def test_an_openai_batch_no_chunk_owns_is_canceled_and_owned_ones_are_kept(aws, ctx, simulator):

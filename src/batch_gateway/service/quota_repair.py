@@ -32,10 +32,14 @@ def repair_quotas(services: Services) -> list[tuple[str, str]]:
     """Repair every ledger; the (provider, model) of those that needed a change. A ledger that cannot be repaired
     now (it kept moving, or a read failed) is left for the next sweep."""
     open_jobs: dict[tuple[str, str], list[tuple[Job, list[Chunk]]]] = defaultdict(list)
-    for job_id in services.jobs.open_job_ids():
-        job = services.jobs.get_job(job_id)
-        if job is not None and not job.status.terminal:
-            open_jobs[(job.provider, job.model)].append((job, services.jobs.get_chunks(job_id)))
+    token: str | None = None
+    while True:  # TODO(issue 15): bound this by the sweep's budget and pages (decision 0083), as the open jobs are
+        job_ids, token = services.jobs.open_job_ids_page(100, token)
+        for job in services.jobs.get_jobs(job_ids):
+            if not job.status.terminal:
+                open_jobs[(job.provider, job.model)].append((job, services.jobs.get_chunks(job.id)))
+        if token is None:
+            break
     repaired: list[tuple[str, str]] = []
     for provider, model in sorted(set(services.quotas.ledgers()) | set(open_jobs)):
         try:
