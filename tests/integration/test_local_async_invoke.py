@@ -8,13 +8,13 @@ from __future__ import annotations
 import io
 import json
 import threading
+import uuid
 import zipfile
 from typing import Any
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
 from batch_gateway_dev.local import lambda_runtime
 
@@ -45,24 +45,26 @@ def _zip() -> bytes:
 
 
 @pytest.fixture
-def lam(monkeypatch):
+def lam(moto_account, monkeypatch):
+    """A function in the module's emulated account (tests/support/fixtures.py), the runtime uninstalled after."""
     monkeypatch.setattr(lambda_runtime, "ASYNC_RETRY_DELAYS", (0.01, 0.01))
-    with mock_aws():
-        iam = boto3.client("iam", region_name="us-east-1")
-        role = iam.create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-        client = boto3.client("lambda", region_name="us-east-1")
-        client.create_function(
-            FunctionName="Sweeper", Runtime="python3.11", Role=role, Handler="index.handler", Code={"ZipFile": _zip()}
-        )
-        yield client
-        lambda_runtime.uninstall()
+    name = f"Sweeper{uuid.uuid4().hex[:8]}"
+    iam = boto3.client("iam", region_name="us-east-1")
+    role = iam.create_role(RoleName=name, AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    client = boto3.client("lambda", region_name="us-east-1")
+    client.create_function(
+        FunctionName=name, Runtime="python3.11", Role=role, Handler="index.handler", Code={"ZipFile": _zip()}
+    )
+    yield client, name
+    lambda_runtime.uninstall()
 
 
 def test_an_event_invoke_answers_202_at_once_and_the_function_runs_afterwards(lam):
+    client, name = lam
     runtime = Runtime()
     lambda_runtime.install(runtime)  # type: ignore[arg-type]
 
-    answer = lam.invoke(FunctionName="Sweeper", InvocationType="Event", Payload=b'{"continuation": true}')
+    answer = client.invoke(FunctionName=name, InvocationType="Event", Payload=b'{"continuation": true}')
 
     assert answer["StatusCode"] == 202 and runtime.calls == []  # the caller is not held by the function
     runtime.go.set()
@@ -71,11 +73,12 @@ def test_an_event_invoke_answers_202_at_once_and_the_function_runs_afterwards(la
 
 
 def test_a_failing_event_invoke_is_retried_twice(lam):
+    client, name = lam
     runtime = Runtime(fail_times=5)
     runtime.go.set()
     lambda_runtime.install(runtime)  # type: ignore[arg-type]
 
-    lam.invoke(FunctionName="Sweeper", InvocationType="Event", Payload=b"{}")
+    client.invoke(FunctionName=name, InvocationType="Event", Payload=b"{}")
 
     for _ in range(3):
         assert runtime.done.acquire(timeout=10)
@@ -84,22 +87,24 @@ def test_a_failing_event_invoke_is_retried_twice(lam):
 
 
 def test_an_event_over_256_kb_is_refused_with_413_and_runs_nothing(lam):
+    client, name = lam
     runtime = Runtime()
     runtime.go.set()
     lambda_runtime.install(runtime)  # type: ignore[arg-type]
 
     with pytest.raises(ClientError) as refused:
-        lam.invoke(FunctionName="Sweeper", InvocationType="Event", Payload=json.dumps({"x": "y" * 262_144}).encode())
+        client.invoke(FunctionName=name, InvocationType="Event", Payload=json.dumps({"x": "y" * 262_144}).encode())
 
     assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 413
     assert runtime.calls == []
 
 
 def test_a_synchronous_invoke_still_runs_in_line(lam):
+    client, name = lam
     runtime = Runtime()
     runtime.go.set()
     lambda_runtime.install(runtime)  # type: ignore[arg-type]
 
-    answer = lam.invoke(FunctionName="Sweeper", Payload=b'{"a": 1}')
+    answer = client.invoke(FunctionName=name, Payload=b'{"a": 1}')
 
     assert json.loads(answer["Payload"].read()) == {"ok": True} and runtime.calls == [{"a": 1}]
