@@ -40,7 +40,8 @@ requests/50,000`` on Bedrock, capped at 24 h (no batch expires). A chunk **faile
 refused while nothing else was in flight on its account or model (it can never fit), or one never created by the end.
 
 **Figures**: every job finished; refusals absorbed; chunks failed for quota (target 0); per owner the max and p95 of
-the chunk waits (ready or refused -> admitted); fairness = max/min completion time (first arrival -> last job
+the chunk waits (ready -> created, a refused chunk's waits added up); the waits of full (>= 90,000-request) Anthropic
+chunks per model; fairness = max/min completion time (first arrival -> last job
 finished) over the equal group (target <= 1.5).
 
 ``python -m bench.scale_sim --out r.json`` (``python -m bench --only scale`` runs it in the bench).
@@ -366,7 +367,7 @@ def figures(run: dict[str, Any]) -> dict[str, Any]:
         by_owner[job.owner].append(job)
     owners = {}
     for owner, owned in sorted(by_owner.items()):
-        waits = [w for j in owned for c in j.chunks for w in c.waits]
+        waits = [sum(c.waits) for j in owned for c in j.chunks]  # a refused chunk's waits add up
         done = [j.finished for j in owned if j.finished is not None]
         owners[owner] = {
             "jobs": len(owned),
@@ -385,7 +386,7 @@ def figures(run: dict[str, Any]) -> dict[str, Any]:
         round(max(completions) / min(completions), 3) if completions and None not in completions else None  # type: ignore[type-var]
     )
     turnarounds = [o["mean_turnaround_s"] for o in equal]
-    all_waits = [w for j in jobs for c in j.chunks for w in c.waits]
+    all_waits = [sum(c.waits) for j in jobs for c in j.chunks]
     finished = sum(1 for j in jobs if j.finished is not None)
     return {
         "jobs": len(jobs),
@@ -398,6 +399,12 @@ def figures(run: dict[str, Any]) -> dict[str, Any]:
         "refusals_by_reason": dict(sorted(Counter(r["why"] for r in run["refusals"]).items())),
         "first_refusals": run["refusals"][:10],
         "chunks_sent_alone": run["sent_alone"],
+        "refusals_by_model": dict(Counter(c.job.model for j in jobs for c in j.chunks for _ in range(c.refusals))),
+        "full_anthropic_chunk_wait_h": {
+            model: {"chunks": len(w), "mean": round(sum(w) / len(w), 1), "max": round(max(w), 1)}
+            for model in sorted({j.model for j in jobs if j.provider == "anthropic"})
+            if (w := [sum(c.waits) / 3600 for j in jobs if j.model == model for c in j.chunks if c.requests >= 90_000])
+        },
         "wait_decisions_by_quota": run["wait_reasons"],
         "ledgers_empty_at_end": run["ledgers_empty_at_end"],
         "wait_p95_s": round(_percentile(all_waits, 95), 1),
