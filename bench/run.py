@@ -4,10 +4,11 @@
 Exit code 0 even when a target fails: the table says FAIL and summary.json has ``"all_targets_met": false``.
 Loopback only, except that the Lambda bundles are built with pip the first time (then cached in bench/.cache/).
 
-Options: ``--only create,collect,imports,history,assets,submit,compat,estimate,lag,scale,infra_cost`` runs a subset
-(summary.json is then written to ``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into
-summary.json, keeping the others and saying which steps were rerun when); ``--profile`` also writes cProfile stats of
-one create and one 100,000-line collect to ``bench/.cache/profiles/``.
+Options: ``--only create,collect,imports,history,assets,submit,compat,estimate,lag,scale,infra_cost,overhead`` runs a
+subset (summary.json is then written to ``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures
+into summary.json, keeping the others and saying which steps were rerun when); ``--profile`` also writes cProfile stats
+of one create and one 100,000-line collect to ``bench/.cache/profiles/`` (and, with py-spy on the PATH, py-spy samples
+of moto and every Lambda worker during the overhead step's first create, in ``profiles/overhead/``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import sys
 import time
 import traceback
@@ -51,6 +53,7 @@ STEPS = (
     "lag",
     "scale",
     "infra_cost",
+    "overhead",
 )
 CREATE_N = 85_000  # the largest round number whose API Gateway event fits Lambda's 6 MB (a 5.8 MB body)
 COLLECT_SIZES = (10_000, 50_000, 100_000)
@@ -73,6 +76,13 @@ COMPAT_MAX_RATIO = 2.0
 ESTIMATE_N = 100_000
 ESTIMATE_RUNS = 2
 ESTIMATE_MAX_RATIO = 1.5
+# Overhead vs the direct SDK (issue 15): 100,000 Anthropic requests through the local stack vs the anthropic SDK on the
+# same simulator, bench/overhead_bench.py. (a) POST /batches (an uploaded file) to provider batch over
+# messages.batches.create; (b) the results download over the SDK's results() stream.
+OVERHEAD_N = 100_000
+OVERHEAD_ROUNDS = 3
+OVERHEAD_MAX_CREATE_RATIO = 1.5
+OVERHEAD_MAX_RESULTS_RATIO = 1.0
 
 
 def _log(message: str) -> None:
@@ -406,6 +416,20 @@ def step_infra_cost(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
     return values, result
 
 
+def step_overhead(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    _log(f"overhead: {OVERHEAD_N:,} requests through the local stack and the direct SDK, {OVERHEAD_ROUNDS} rounds")
+    args = ["--n", str(OVERHEAD_N), "--rounds", str(OVERHEAD_ROUNDS)]
+    py_spy = shutil.which("py-spy")
+    if ctx.get("profile") and py_spy:  # samples moto and every Lambda worker during the first round's (a)
+        args += ["--py-spy", py_spy, "--profile-dir", str(PROFILES / "overhead")]
+    result = run_worker("bench.overhead_bench", args, timeout=1200)
+    values = {
+        "overhead_create_ratio": round(result["ratio_a_median"], 2),
+        "overhead_results_ratio": round(result["ratio_b"], 2),
+    }
+    return values, result
+
+
 STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]] = {
     "history": step_history,
     "assets": step_assets,
@@ -418,6 +442,7 @@ STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[
     "lag": step_lag,
     "scale": step_scale,
     "infra_cost": step_infra_cost,
+    "overhead": step_overhead,
 }
 
 # --- targets -------------------------------------------------------------------------------------------------------
@@ -484,6 +509,16 @@ def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[s
     check("scale_fairness_equal_loads", f"<= {fair} (max/min completion, equal loads)", lambda v: v <= fair)
     share = infra_cost.TARGET_SHARE_OF_SAVING
     check("infra_cost_share_of_saving", f"< {share:.0%} of the batch saving (100,000 requests)", lambda v: v < share)
+    check(
+        "overhead_create_ratio",
+        f"<= {OVERHEAD_MAX_CREATE_RATIO} x the SDK's create (local stack included)",
+        lambda v: v <= OVERHEAD_MAX_CREATE_RATIO,
+    )
+    check(
+        "overhead_results_ratio",
+        f"<= {OVERHEAD_MAX_RESULTS_RATIO} x the SDK's results()",
+        lambda v: v <= OVERHEAD_MAX_RESULTS_RATIO,
+    )
     return result
 
 

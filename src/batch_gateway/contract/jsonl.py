@@ -18,11 +18,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from batch_gateway.contract.errors import InvalidRequestError
+
+try:  # every Lambda bundle has it; the SDK alone reads with the standard library
+    import orjson
+except ImportError:
+    orjson = None  # type: ignore[assignment]
 
 HEADER_KEY = "batch_gateway"
 HEADER_FIELDS: dict[str, tuple[type, ...]] = {
@@ -75,6 +81,22 @@ class _Problems:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
+
+
+_LONG_DIGITS = re.compile(r"[0-9]{19}")  # an integer beyond 64 bits has at least 19 digits
+
+
+def _load_line(text: str) -> Any:
+    """One line's JSON value, as ``json.loads`` reads it (the same value or the same error), several times faster:
+    orjson reads the lines it reads exactly as the standard library does. Not a line with 19 or more digits in a row
+    (orjson turns an integer beyond 64 bits into a float); what orjson refuses (NaN, lone surrogate escapes,
+    ``1e400``, bad JSON) goes to the standard library, which gives its own answer or error."""
+    if orjson is not None and not _LONG_DIGITS.search(text):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text, parse_constant=_reject_constant)
 
 
 def _decode(raw: bytes | str, line_no: int, problems: _Problems) -> str | None:
@@ -162,7 +184,7 @@ def parse_jsonl(lines: Iterable[bytes | str]) -> ParsedFile:
         is_first = not seen_content
         seen_content = True
         try:
-            obj = json.loads(text, parse_constant=_reject_constant)
+            obj = _load_line(text)
         except ValueError as exc:
             problems.add(line_no, f"invalid JSON: {exc}")
             request_lines += 1
@@ -279,7 +301,7 @@ class RequestFile:
             if not text.strip():
                 continue
             try:
-                obj = json.loads(text, parse_constant=_reject_constant)
+                obj = _load_line(text)
             except ValueError as exc:
                 self._problems.add(line_no, f"invalid JSON: {exc}")
                 self._request_lines += 1
