@@ -19,16 +19,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from batch_gateway.contract.errors import InvalidRequestError
-
-try:  # every Lambda bundle has it; the SDK alone reads with the standard library
-    import orjson
-except ImportError:
-    orjson = None  # type: ignore[assignment]
 
 HEADER_KEY = "batch_gateway"
 HEADER_FIELDS: dict[str, tuple[type, ...]] = {
@@ -91,10 +87,11 @@ def _load_line(text: str) -> Any:
     orjson reads the lines it reads exactly as the standard library does. Not a line with 19 or more digits in a row
     (orjson turns an integer beyond 64 bits into a float); what orjson refuses (NaN, lone surrogate escapes,
     ``1e400``, bad JSON) goes to the standard library, which gives its own answer or error."""
-    if orjson is not None and not _LONG_DIGITS.search(text):
+    fast = sys.modules.get("orjson")  # loaded by every server function; the SDK and CLI never load it (decision 24)
+    if fast is not None and not _LONG_DIGITS.search(text):
         try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
+            return fast.loads(text)
+        except fast.JSONDecodeError:
             pass
     return json.loads(text, parse_constant=_reject_constant)
 
