@@ -7,6 +7,7 @@ import json
 import math
 import random
 
+import orjson  # noqa: F401 - loaded as in every server function: the reader's fast path runs only then
 import pytest
 
 from batch_gateway.contract.errors import InvalidRequestError

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -79,21 +78,40 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-_LONG_DIGITS = re.compile(r"[0-9]{19}")  # an integer beyond 64 bits has at least 19 digits
+_TWO_TO_63 = float(2**63)  # orjson reads integers up to 2**64 - 1 exactly; a larger one becomes a float above this
 
 
 def _load_line(text: str) -> Any:
     """One line's JSON value, as ``json.loads`` reads it (the same value or the same error), several times faster:
-    orjson reads the lines it reads exactly as the standard library does. Not a line with 19 or more digits in a row
-    (orjson turns an integer beyond 64 bits into a float); what orjson refuses (NaN, lone surrogate escapes,
+    orjson reads the lines it reads exactly as the standard library does. Not a line holding an integer beyond 64 bits
+    (orjson turns it into a float); what orjson refuses (NaN, lone surrogate escapes,
     ``1e400``, bad JSON) goes to the standard library, which gives its own answer or error."""
     fast = sys.modules.get("orjson")  # loaded by every server function; the SDK and CLI never load it (decision 24)
-    if fast is not None and not _LONG_DIGITS.search(text):
+    if fast is not None:
         try:
-            return fast.loads(text)
+            value = fast.loads(text)
         except fast.JSONDecodeError:
-            pass
+            return json.loads(text, parse_constant=_reject_constant)
+        # An integer beyond 64 bits comes back as a float, a whole one of at least 2**63: a line holding such a float
+        # (or a float literal that large) is read again by the standard library. Walking the parsed value costs far
+        # less than scanning a long prompt's text for digits.
+        if not _holds_huge_whole_float(value):
+            return value
     return json.loads(text, parse_constant=_reject_constant)
+
+
+def _holds_huge_whole_float(value: Any) -> bool:
+    """Whether a parsed value holds, anywhere, a whole float of magnitude 2**63 or more (walked without recursion)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and abs(item) >= _TWO_TO_63 and item.is_integer():
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def _decode(raw: bytes | str, line_no: int, problems: _Problems) -> str | None:
