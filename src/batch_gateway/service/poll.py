@@ -22,11 +22,13 @@ from batch_gateway.service.submit import submit_chunk
 logger = Logger(child=True)
 
 
-def _refresh(services: Services, job: Job, chunk: Chunk, provider: BatchProvider, canceling: bool) -> Chunk:
+def _refresh(
+    services: Services, job: Job, chunk: Chunk, provider: BatchProvider, canceling: bool, budget: StepBudget
+) -> Chunk:
     if chunk.state is ChunkState.FAILED:  # refused at submit: record why for each of its requests
         return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.ERRORED, reason=chunk.error)
     if chunk.state in (ChunkState.PENDING, ChunkState.SUBMITTING, ChunkState.RECONCILING):
-        chunk = submit_chunk(services, job, chunk, provider, send=not canceling)
+        chunk = submit_chunk(services, job, chunk, provider, send=not canceling, budget=budget)
         if canceling and _never_sent(chunk):  # its requests are canceled (fenced: a claim made meanwhile wins)
             return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.CANCELED)
         if chunk.state is not ChunkState.SUBMITTED:
@@ -97,7 +99,7 @@ def _refresh_in_time(
         )
         return chunk
     try:
-        return _refresh(services, job, chunk, provider, canceling)
+        return _refresh(services, job, chunk, provider, canceling, budget)
     except (errors.TransientError, errors.ConflictError):  # a write lost a race: look again next poll
         logger.warning(
             "chunk refresh failed; retrying at the next poll", extra={"job_id": job.id, "chunk": chunk.index}

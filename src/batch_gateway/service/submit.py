@@ -18,6 +18,7 @@ from datetime import timedelta
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway import constants
 from batch_gateway.contract import errors
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, utcnow
 from batch_gateway.providers.base import BatchProvider, ChunkRef
@@ -44,9 +45,28 @@ def chunk_ref(job: Job, chunk: Chunk) -> ChunkRef:
     )
 
 
-def submit_chunk(services: Services, job: Job, chunk: Chunk, provider: BatchProvider, *, send: bool = True) -> Chunk:
+def claim_lease(services: Services, budget: StepBudget | None) -> timedelta:
+    """How long a claim taken now lasts: until a minute after the claiming invocation's own deadline when it has one
+    (Lambda stops it at its timeout, so it sends nothing later), at most ``claim_lease_seconds``."""
+    lease = float(services.settings.claim_lease_seconds)
+    left_ms = budget.time_left_ms() if budget is not None else None
+    if left_ms is not None:
+        lease = min(lease, max(left_ms, 0) / 1000 + constants.CLAIM_LEASE_AFTER_DEADLINE_SECONDS)
+    return timedelta(seconds=lease)
+
+
+def submit_chunk(
+    services: Services,
+    job: Job,
+    chunk: Chunk,
+    provider: BatchProvider,
+    *,
+    send: bool = True,
+    budget: StepBudget | None = None,
+) -> Chunk:
     """Send the chunk once. With ``send=False`` (the job is canceling) only resolve what an earlier attempt may
-    have got accepted; never send a new batch."""
+    have got accepted; never send a new batch. ``budget`` carries the invocation's clock, which ends the claim's
+    lease (``claim_lease``)."""
     try:
         if chunk.state is ChunkState.SUBMITTING:
             if chunk.lease_until is not None and chunk.lease_until > utcnow():
@@ -67,7 +87,7 @@ def submit_chunk(services: Services, job: Job, chunk: Chunk, provider: BatchProv
             state=ChunkState.SUBMITTING,
             claim_token=token,
             claimed_at=now,
-            lease_until=now + timedelta(seconds=services.settings.claim_lease_seconds),
+            lease_until=now + claim_lease(services, budget),
             candidates=[],
         )
     except errors.ConflictError:
@@ -186,7 +206,7 @@ def submit_job(services: Services, state: WorkflowState, budget: StepBudget | No
                 )
                 break
             try:
-                submit_chunk(services, job, chunk, provider)
+                submit_chunk(services, job, chunk, provider, budget=budget)
             except errors.ProviderRateLimitedError:
                 # A rate limit or quota (Bedrock's concurrent jobs per model) means wait, not fail: the chunk is
                 # pending again and Poll sends it, and the ones after it, when a later poll finds room. Retrying
