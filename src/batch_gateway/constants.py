@@ -149,6 +149,10 @@ SWEEP_EVERY_MINUTES = 30
 # A submitter's claim on a chunk lasts this long: longer than any Lambda may run (15 min), so a live claim's owner
 # may still be sending and is never taken over, and an expired one's owner is surely gone.
 CLAIM_LEASE_SECONDS = 960
+# A claim taken by an invocation with a clock (a Lambda context) ends this long after that invocation's own deadline
+# instead: Lambda stops it then, so it sends nothing later, and a chunk whose sender was cut off by its timeout is
+# reconciled a minute later, not 16 (decision 0010).
+CLAIM_LEASE_AFTER_DEADLINE_SECONDS = 60
 
 # Error class names the state machine retries (raised by the workflow Lambdas). Step Functions matches a task's
 # error by its exact class name, never by a base class: so every TransientError subclass (contract.errors, ports) is

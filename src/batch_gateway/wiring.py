@@ -95,7 +95,7 @@ def services() -> Services:
     def emit(detail_type: str, detail: dict[str, Any]) -> None:
         if not s.event_bus:  # never a silent no-op: the caller would record the event as sent
             raise RuntimeError(f"{constants.ENV_EVENT_BUS_NAME} is not set")
-        aws.put_event(s.event_bus, "batch-gateway", detail_type, detail)
+        aws.put_event(s.event_bus, constants.EVENT_SOURCE, detail_type, detail)
 
     built = Services(
         settings=s,

@@ -15,7 +15,10 @@ from tests.support.api_caller import seed_body
 pytestmark = pytest.mark.e2e
 
 CHUNKS = 20
-TIMEOUT_SECONDS = 8  # one pass over 20 chunks takes longer than this here (a second or more a chunk)
+# What Submit and Poll log when their budget stops them before their timeout (service/submit.py, service/poll.py).
+STOPPED_IN_TIME = ("Submit leaves the remaining chunks to Poll", "Poll stops before its time runs out")
+TIMEOUT_SECONDS = 12
+CREATE_SECONDS = 1.0  # each create is held this long at the simulator: one pass over 20 chunks takes 20 s or more
 
 
 @pytest.fixture
@@ -39,14 +42,36 @@ def test_a_20_chunk_job_finishes_with_steps_that_each_fit_a_short_timeout(
     alice, sim, stack, short_steps_and_one_request_chunks
 ):
     logs_before = {f: len(stack.logs(f)) for f in short_steps_and_one_request_chunks}
+    sim.add_fault("anthropic", "create_batch", "hold_before_accept", times=CHUNKS, seconds=CREATE_SECONDS)
     job = alice.create(seed_body(requests={f"r{i:02d}": f"Name animal number {i}" for i in range(CHUNKS)}))
     done = alice.wait(job["id"], timeout=300)
 
     assert done["status"] == "finished", done["error"]
     assert len(done["chunks"]) == CHUNKS and done["request_counts"]["succeeded"] == CHUNKS
     assert sim.stats()["anthropic"]["batches_created"] == CHUNKS  # one batch per chunk
-    for function, start in logs_before.items():
-        assert "Task timed out" not in stack.logs(function)[start:], f"{function} ran into its timeout"
+    logs = {function: stack.logs(function)[start:] for function, start in logs_before.items()}
+    for function, text in logs.items():
+        assert "Task timed out" not in text, f"{function} ran into its timeout"
+    stops = sum(text.count(STOPPED) for text in logs.values() for STOPPED in STOPPED_IN_TIME)
+    assert stops, "no step had to stop early: the timeout no longer tests the budget"
     answer = alice.request("GET", f"/batches/{job['id']}/results?format=jsonl")
     lines = [json.loads(x) for x in requests.get(answer.json()["url"], timeout=60).content.splitlines() if x]
     assert sorted(item["id"] for item in lines) == [f"r{i:02d}" for i in range(CHUNKS)]  # each exactly once
+
+
+def test_a_send_cut_off_by_the_timeout_is_reconciled_soon_after_its_invocation_died(
+    alice, sim, stack, short_steps_and_one_request_chunks
+):
+    """A timeout can still cut a step off (a provider call that hangs past it, a machine under load). The chunk it
+    was sending stays claimed; the claim's lease ends a minute after the invocation that took it must have died, not
+    16 minutes after, and the batch the provider accepted is adopted, not sent again."""
+    submit = stack.function("submit")
+    start = len(stack.logs(submit))
+    sim.add_fault("anthropic", "create_batch", "hold_after_accept", seconds=TIMEOUT_SECONDS + 4)
+    job = alice.create(seed_body(requests={"r0": "Name an animal", "r1": "Name a colour"}))
+    done = alice.wait(job["id"], timeout=240)
+
+    assert "Task timed out" in stack.logs(submit)[start:]  # the send was cut off
+    assert done["status"] == "finished", done["error"]
+    assert done["request_counts"]["succeeded"] == 2
+    assert sim.stats()["anthropic"]["batches_created"] == 2  # the held batch adopted, never sent twice

@@ -140,3 +140,23 @@ def test_mark_failed_on_a_large_job_goes_on_across_invocations_and_keeps_one_lin
     assert all(provider.status(c.provider_batch_id).status != "in_progress" for c in _chunks(job_id))
     lines = [json.loads(x) for x in wiring.services().payloads.iter_lines(results_key(job_id)) if x]
     assert sorted(item["id"] for item in lines) == [f"r{i:02d}" for i in range(CHUNKS)]
+
+
+@pytest.mark.parametrize("step", ["submit", "poll"])
+def test_a_claim_ends_a_minute_after_the_deadline_of_the_invocation_that_took_it(big_job, simulator, monkeypatch, step):
+    """A sender cut off by its timeout sends nothing more, so its chunk is reconciled a minute after that deadline,
+    not after the 16-minute lease a call without a clock gets."""
+    from batch_gateway.service import submit as submit_service
+
+    job_id, state = big_job
+    leases = []
+    real_send = submit_service._send
+
+    def send(services, job, chunk, provider):
+        leases.append((chunk.lease_until - chunk.claimed_at).total_seconds())
+        return real_send(services, job, chunk, provider)
+
+    monkeypatch.setattr(submit_service, "_send", send)
+    handler = submit.handler if step == "submit" else poll.handler
+    handler(state, FakeLambdaContext(remaining_ms=8_000))
+    assert leases and all(60 <= lease <= 68.5 for lease in leases), leases

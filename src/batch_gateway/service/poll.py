@@ -24,13 +24,19 @@ logger = Logger(child=True)
 
 
 def _refresh(
-    services: Services, job: Job, chunk: Chunk, provider: BatchProvider, canceling: bool, blocked: bool = False
+    services: Services,
+    job: Job,
+    chunk: Chunk,
+    provider: BatchProvider,
+    canceling: bool,
+    blocked: bool = False,
+    budget: StepBudget | None = None,
 ) -> Chunk:
     """``blocked``: an earlier chunk of the job waits for quota, so this one is not sent either (decision 0081)."""
     if chunk.state is ChunkState.FAILED:  # refused at submit: record why for each of its requests
         return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.ERRORED, reason=chunk.error)
     if chunk.state in (ChunkState.PENDING, ChunkState.SUBMITTING, ChunkState.RECONCILING):
-        chunk = submit_chunk(services, job, chunk, provider, send=not canceling and not blocked)
+        chunk = submit_chunk(services, job, chunk, provider, send=not canceling and not blocked, budget=budget)
         if canceling and _never_sent(chunk):  # its requests are canceled (fenced: a claim made meanwhile wins)
             release_chunk(services, job, chunk)  # a hold left by a crash or a lost create that came to nothing
             return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.CANCELED)
@@ -117,7 +123,7 @@ def _refresh_in_time(
         )
         return chunk
     try:
-        return _refresh(services, job, chunk, provider, canceling, blocked)
+        return _refresh(services, job, chunk, provider, canceling, blocked, budget)
     except (errors.TransientError, errors.ConflictError):  # a write lost a race: look again next poll
         logger.warning(
             "chunk refresh failed; retrying at the next poll", extra={"job_id": job.id, "chunk": chunk.index}

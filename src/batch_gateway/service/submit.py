@@ -20,6 +20,7 @@ from datetime import timedelta
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway import constants
 from batch_gateway.contract import errors
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, utcnow
 from batch_gateway.providers.base import BatchProvider, ChunkRef
@@ -48,9 +49,28 @@ def chunk_ref(job: Job, chunk: Chunk) -> ChunkRef:
     )
 
 
-def submit_chunk(services: Services, job: Job, chunk: Chunk, provider: BatchProvider, *, send: bool = True) -> Chunk:
+def claim_lease(services: Services, budget: StepBudget | None) -> timedelta:
+    """How long a claim taken now lasts: until a minute after the claiming invocation's own deadline when it has one
+    (Lambda stops it at its timeout, so it sends nothing later), at most ``claim_lease_seconds``."""
+    lease = float(services.settings.claim_lease_seconds)
+    left_ms = budget.time_left_ms() if budget is not None else None
+    if left_ms is not None:
+        lease = min(lease, max(left_ms, 0) / 1000 + constants.CLAIM_LEASE_AFTER_DEADLINE_SECONDS)
+    return timedelta(seconds=lease)
+
+
+def submit_chunk(
+    services: Services,
+    job: Job,
+    chunk: Chunk,
+    provider: BatchProvider,
+    *,
+    send: bool = True,
+    budget: StepBudget | None = None,
+) -> Chunk:
     """Send the chunk once. With ``send=False`` (the job is canceling) only resolve what an earlier attempt may
-    have got accepted; never send a new batch."""
+    have got accepted; never send a new batch. ``budget`` carries the invocation's clock, which ends the claim's
+    lease (``claim_lease``)."""
     reserved: Reserved | None = None
     try:
         if chunk.state is ChunkState.SUBMITTING:
@@ -76,7 +96,7 @@ def submit_chunk(services: Services, job: Job, chunk: Chunk, provider: BatchProv
             state=ChunkState.SUBMITTING,
             claim_token=token,
             claimed_at=now,
-            lease_until=now + timedelta(seconds=services.settings.claim_lease_seconds),
+            lease_until=now + claim_lease(services, budget),
             candidates=[],
             waiting_for_quota=None,
         )
@@ -218,7 +238,7 @@ def submit_job(services: Services, state: WorkflowState, budget: StepBudget | No
                     extra={"job_id": job.id, "chunk": chunk.index},
                 )
                 break
-            chunk = submit_chunk(services, job, chunk, provider)
+            chunk = submit_chunk(services, job, chunk, provider, budget=budget)
             if waiting(chunk):
                 # Over the quota (ours, decision 0081, or the provider's refusal: decision 0038) means wait, not
                 # fail: the chunk stays pending, and the ones after it wait behind it (no leapfrogging within a
