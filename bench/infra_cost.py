@@ -320,6 +320,10 @@ def assumptions() -> list[str]:
         "DynamoDB on-demand: 1 WRU per written item (2 in a transaction), 0.5 RRU per eventually consistent read, 1 "
         "per strongly consistent one, 1 per Query or BatchGet call (items are small)",
         "no webhook subscription (no SQS), EventBridge PutEvents as counted",
+        "both jobs are created as one inline body (service.create.create_job); a 100,000-request job really comes as "
+        "an upload (POST /uploads, its parts PUT to presigned URLs, then POST /batches with input_file, read by the "
+        "workflow): that API call, the part PUTs and the upload's 7 days in S3 are not counted (cents at most: one "
+        "request and a few dozen PUTs)",
         f"saving: the same requests as synchronous calls of {REQUEST_TOKENS[0]} input and {REQUEST_TOKENS[1]} output "
         f"tokens to {MODEL} at its list price; the batch API halves it, so the saving is 50 % of the synchronous cost",
     ]
