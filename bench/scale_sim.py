@@ -155,7 +155,7 @@ def plan_chunks(job: Job, adapters: dict[str, Any]) -> list[tuple[int, int]]:
     chunk at a time (each cut checked with ``ChunkBoundaries.full``), not a line at a time."""
     from batch_gateway.service.plan import boundaries_for
 
-    services = SimpleNamespace(settings=SimpleNamespace(max_chunk_requests=None, max_chunk_bytes=None))
+    services = SimpleNamespace(settings=SimpleNamespace(max_chunk_requests=None, max_chunk_bytes=None, quotas={}))
     adapter = adapters[job.provider]
     bounds = boundaries_for(adapter, services, job.model, job.requests)  # type: ignore[arg-type]
     by_bytes = bounds.max_bytes // (LINE_BYTES + 1)
