@@ -73,16 +73,23 @@ SIZE_BANDS = ((10, 2_000), (2_000, 50_000), (50_000, 300_000))  # each log-unifo
 SIZE_BAND_SHARES = (0.6, 0.3, 0.1)
 LINE_BYTES = 2_000
 MODELS = {  # (provider, model): share of jobs
-    ("anthropic", "claude-sonnet-4-20250514"): 0.4,
-    ("anthropic", "claude-3-5-haiku-20241022"): 0.3,
+    ("anthropic", "claude-sonnet-4-20250514"): 0.3,
+    ("anthropic", "claude-3-5-haiku-20241022"): 0.25,
     ("bedrock", "anthropic.claude-3-5-haiku-20241022-v1:0"): 0.3,
+    ("openai", "gpt-4o-mini"): 0.15,
 }
+# The deployment's overrides (CDK context ``quotas``), given to Plan and the admission as a deployment would: an
+# OpenAI account past tier 1 (gpt-4o-mini's batch queue limit at tier 2, 20,000,000 enqueued tokens); at tier 1's
+# 2,000,000 (4,000 requests of ~500 tokens in flight) 15 % of this workload's requests would take weeks.
+QUOTA_OVERRIDES = {"openai": {"gpt-4o-mini": {"enqueued_tokens": 20_000_000}}}
+TOKENS_PER_REQUEST = 500  # what the providers count for a request (the ledger's estimate, bytes/4, is 500.25)
 PLAN_SECONDS = 10.0
 COLLECT_SECONDS = 15.0
 NOTICE_LAG_SECONDS = (5.0, 120.0)
 PROVIDER_LIMITS = {
     "anthropic": {"requests_in_flight": 100_000, "creates_per_60s": 50},  # the organisation's, across models
     "bedrock": {"jobs_per_model": 10},
+    "openai": {"enqueued_tokens_per_model": 20_000_000},
 }
 TARGETS = {"chunks_failed_for_quota": 0, "fairness_equal_loads": 1.5}
 
@@ -155,7 +162,9 @@ def plan_chunks(job: Job, adapters: dict[str, Any]) -> list[tuple[int, int]]:
     chunk at a time (each cut checked with ``ChunkBoundaries.full``), not a line at a time."""
     from batch_gateway.service.plan import boundaries_for
 
-    services = SimpleNamespace(settings=SimpleNamespace(max_chunk_requests=None, max_chunk_bytes=None))
+    services = SimpleNamespace(
+        settings=SimpleNamespace(max_chunk_requests=None, max_chunk_bytes=None, quotas=QUOTA_OVERRIDES)
+    )
     adapter = adapters[job.provider]
     bounds = boundaries_for(adapter, services, job.model, job.requests)  # type: ignore[arg-type]
     by_bytes = bounds.max_bytes // (LINE_BYTES + 1)
@@ -175,7 +184,11 @@ def plan_chunks(job: Job, adapters: dict[str, Any]) -> list[tuple[int, int]]:
 
 
 def processing_seconds(rng: random.Random, provider: str, requests: int) -> float:
-    median = 600 + 2_400 * requests / 100_000 if provider == "anthropic" else 1_800 + 10_800 * requests / 50_000
+    median = {
+        "anthropic": 600 + 2_400 * requests / 100_000,
+        "openai": 900 + 5_400 * requests / 50_000,
+        "bedrock": 1_800 + 10_800 * requests / 50_000,
+    }[provider]
     return min(86_400.0, median * rng.lognormvariate(0, 0.5))
 
 
@@ -186,6 +199,7 @@ class Providers:
         self.anthropic_requests = 0
         self.anthropic_creates: deque[float] = deque()
         self.bedrock_jobs: dict[str, int] = defaultdict(int)
+        self.openai_tokens: dict[str, int] = defaultdict(int)
 
     def create(self, chunk: Chunk, now: float) -> str | None:
         job = chunk.job
@@ -200,6 +214,12 @@ class Providers:
             self.anthropic_requests += chunk.requests
             self.anthropic_creates.append(now)
             return None
+        if job.provider == "openai":
+            tokens = chunk.requests * TOKENS_PER_REQUEST
+            if self.openai_tokens[job.model] + tokens > PROVIDER_LIMITS["openai"]["enqueued_tokens_per_model"]:
+                return "token_limit_exceeded (enqueued tokens per model)"
+            self.openai_tokens[job.model] += tokens
+            return None
         if self.bedrock_jobs[job.model] + 1 > PROVIDER_LIMITS["bedrock"]["jobs_per_model"]:
             return "ServiceQuotaExceededException (jobs per model)"
         self.bedrock_jobs[job.model] += 1
@@ -208,12 +228,16 @@ class Providers:
     def ended(self, chunk: Chunk) -> None:
         if chunk.job.provider == "anthropic":
             self.anthropic_requests -= chunk.requests
+        elif chunk.job.provider == "openai":
+            self.openai_tokens[chunk.job.model] -= chunk.requests * TOKENS_PER_REQUEST
         else:
             self.bedrock_jobs[chunk.job.model] -= 1
 
     def empty(self, chunk: Chunk) -> bool:
         if chunk.job.provider == "anthropic":
             return self.anthropic_requests == 0
+        if chunk.job.provider == "openai":
+            return self.openai_tokens[chunk.job.model] == 0
         return self.bedrock_jobs[chunk.job.model] == 0
 
 
@@ -226,14 +250,19 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def simulate(jobs: list[Job], seed: int = SEED) -> dict[str, Any]:
-    from batch_gateway.models.quotas import ChunkKey, QuotaCost, limits_for
+    from batch_gateway.models.quotas import ChunkKey, QuotaCost, scopes_for
     from batch_gateway.providers.anthropic import AnthropicBatchProvider
     from batch_gateway.providers.bedrock import BedrockBatchProvider
-    from batch_gateway.service.quota import Admitted, admit
+    from batch_gateway.providers.openai import OpenAIBatchProvider
+    from batch_gateway.service.quota import Admitted, LedgerView, admit_all
     from batch_gateway.store.memory_quotas import MemoryQuotaStore
 
     rng = random.Random(seed + 1)
-    adapters = {"anthropic": AnthropicBatchProvider(api_key="bench"), "bedrock": BedrockBatchProvider()}
+    adapters = {
+        "anthropic": AnthropicBatchProvider(api_key="bench"),
+        "bedrock": BedrockBatchProvider(),
+        "openai": OpenAIBatchProvider(api_key="bench"),
+    }
     store = MemoryQuotaStore()
     providers = Providers()
     events: list[tuple[float, int, str, Any]] = []
@@ -263,7 +292,7 @@ def simulate(jobs: list[Job], seed: int = SEED) -> dict[str, Any]:
     def try_model(key: tuple[str, str], t: float) -> None:
         nonlocal notes, admissions
         provider, model = key
-        limits = limits_for(provider, model)
+        scopes = scopes_for(provider, model, QUOTA_OVERRIDES)  # the model's ledger and/or the provider's shared one
         now = when(t)
         minute_wait = False
         while True:
@@ -273,28 +302,32 @@ def simulate(jobs: list[Job], seed: int = SEED) -> dict[str, Any]:
                 heads.setdefault(chunk.job.owner, chunk)
             if not heads:
                 return
-            _, owners = store.read(provider, model)
+            _, owners = store.read(provider, scopes[-1].ledger)
             order = sorted(heads, key=lambda o: (owners[o].waiting_since or now) if o in owners else now)
             progress = False
             for owner in order:
                 chunk = heads[owner]
-                ledger, owners = store.read(provider, model)
+                views = [LedgerView(scope.limits, *store.read(provider, scope.ledger)) for scope in scopes]
                 cost = QuotaCost.for_chunk(chunk.bytes, chunk.requests)
-                decision = admit(limits, ledger, owners, owner, cost, now)
+                decision = admit_all(views, owner, cost, now)
                 if not isinstance(decision, Admitted):
                     wait_reasons[decision.quota] += 1
                     minute_wait = minute_wait or decision.quota == "creates_per_minute"
-                    store.mark_waiting(provider, model, owner, now)
+                    for scope in scopes:
+                        if decision.ledger in (None, scope.ledger):
+                            store.mark_waiting(provider, scope.ledger, owner, now)
                     continue
                 ck = ChunkKey(chunk.job.id, chunk.index)
-                store.reserve(provider, model, owner, cost, ck, ledger.version, now=now)
+                versions = [(scope.ledger, view.ledger.version) for scope, view in zip(scopes, views, strict=True)]
+                store.reserve_in(provider, versions, owner, cost, ck, now=now)
                 notes += decision.note is not None
                 waiting[key].remove(chunk)
                 chunk.waits.append(t - chunk.ready)
                 refused = providers.create(chunk, t)
                 if refused is not None:
                     alone = providers.empty(chunk)
-                    store.release(provider, model, owner, ck)
+                    for scope in scopes:
+                        store.release(provider, scope.ledger, owner, ck)
                     chunk.refusals += 1
                     refusals.append({"job": chunk.job.id, "chunk": chunk.index, "at_s": round(t), "why": refused})
                     if alone:
@@ -307,10 +340,14 @@ def simulate(jobs: list[Job], seed: int = SEED) -> dict[str, Any]:
                     chunk.admitted = t
                     at(t + processing_seconds(rng, provider, chunk.requests), "ended", chunk)
                     progress = True
-                if any(c.job.owner == owner for c in waiting[key]):
-                    store.mark_waiting(provider, model, owner, now)
-                else:
-                    store.clear_waiting(provider, model, owner)
+                still = any(c.job.owner == owner for c in waiting[key])
+                for scope in scopes:
+                    if still:
+                        store.mark_waiting(provider, scope.ledger, owner, now)
+                    elif not any(  # the shared ledger: the owner may still wait with another model's chunk
+                        c.job.owner == owner for k in MODELS if k[0] == provider for c in waiting[k]
+                    ):
+                        store.clear_waiting(provider, scope.ledger, owner)
             if not progress:
                 break
         if minute_wait:
@@ -335,7 +372,8 @@ def simulate(jobs: list[Job], seed: int = SEED) -> dict[str, Any]:
         elif kind == "release":
             chunk = data
             job = chunk.job
-            store.release(job.provider, job.model, job.owner, ChunkKey(job.id, chunk.index))
+            for scope in scopes_for(job.provider, job.model, QUOTA_OVERRIDES):
+                store.release(job.provider, scope.ledger, job.owner, ChunkKey(job.id, chunk.index))
             chunk.released = True
             if all(c.released for c in job.chunks):
                 job.finished = t
@@ -354,9 +392,7 @@ def simulate(jobs: list[Job], seed: int = SEED) -> dict[str, Any]:
         "wait_reasons": dict(wait_reasons),
         "sent_alone": notes,
         "admissions": admissions,
-        "ledgers_empty_at_end": all(
-            store.read(p, m)[0].empty and not store.holds(p, m) for p, m in {(j.provider, j.model) for j in jobs}
-        ),
+        "ledgers_empty_at_end": all(store.read(p, m)[0].empty and not store.holds(p, m) for p, m in store.ledgers()),
     }
 
 

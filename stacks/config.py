@@ -50,7 +50,10 @@ Context keys:
     Provider quota limits per model over the documented defaults (decisions 0080, 0081), JSON
     ``{provider: {model or "*": {"enqueued_tokens" | "batches_in_flight" | "requests_in_flight" |
     "creates_per_minute": n or null}}}``; default ``{}`` (the defaults of ``batch_gateway.models.quotas``). Checked at
-    synth by ``models.quotas.parse_overrides``: a bad document fails ``cdk synth`` with the reason.
+    synth by ``models.quotas.parse_overrides``: a bad document fails ``cdk synth`` with the reason. The limits that
+    are the organisation's (Anthropic's requests in flight and creates a minute, Gemini's batches) are set on
+    ``"*"``; on a model they cap that model alone (decision 0087). Plan, Retry and Create read it too: chunks are
+    cut to 90 % of a model's ``enqueued_tokens``.
 ``owner_weights``
     Fair-share weights per owner (IAM principal ARN) for quota admission, JSON ``{principal: weight}`` (a number
     above 0; an owner not named weighs 1): an owner of weight 2 may hold twice the share of one of weight 1 before it

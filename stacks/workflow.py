@@ -33,6 +33,7 @@ from stacks.functions import (
     FunctionFactory,
     deployment_environment,
     quota_environment,
+    quota_limits_environment,
 )
 from stacks.secrets import SecretsConstruct
 from stacks.storage import JOBS_PREFIX, StorageConstruct
@@ -83,10 +84,10 @@ class WorkflowConstruct(Construct):
             )
 
         self.functions: dict[str, lambda_.Function] = {
-            "Plan": worker("Plan"),
+            "Plan": worker("Plan", quota_limits_environment(config)),
             "Submit": worker("Submit", {**secrets.environment(), **deployment}),
             "Poll": worker("Poll", {**secrets.environment(), **deployment}),
-            "Retry": worker("Retry"),
+            "Retry": worker("Retry", quota_limits_environment(config)),
             "Finalize": worker("Finalize"),
             "MarkFailed": worker("MarkFailed", {**secrets.environment(), **deployment}),
         }

@@ -8,7 +8,7 @@ checked against the DynamoDB store by ``tests/integration/test_store_contract.py
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, BinaryIO, Protocol, Self
@@ -314,6 +314,20 @@ class QuotaStore(Protocol):
         """Add ``cost`` to the ledger and the owner, end the owner's wait, count a create in ``now``'s minute and hold
         the chunk, only while the ledger is at ``expected_version`` and the chunk holds nothing: else
         ``ConflictError`` and nothing written."""
+
+    def reserve_in(
+        self,
+        provider: str,
+        ledgers: Sequence[tuple[str, int]],
+        owner: str,
+        cost: QuotaCost,
+        chunk_key: ChunkKey,
+        *,
+        now: datetime,
+    ) -> None:
+        """``reserve`` in several of the provider's ledgers at once (model key, expected version each: the model's
+        and the shared ``*``, decision 0087), all or nothing: a hold in each, or ``ConflictError`` and nothing
+        written in any."""
 
     def release(self, provider: str, model: str, owner: str, chunk_key: ChunkKey) -> bool:
         """Give back what the chunk's hold took (from the owner the hold records) and drop the hold; whether there was

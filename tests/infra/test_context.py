@@ -107,4 +107,8 @@ def test_quotas_and_owner_weights_are_checked_at_synth_and_reach_the_functions_t
     ):
         assert json.loads(functions[handler][constants.ENV_QUOTAS_JSON]) == json.loads(quotas), handler
         assert json.loads(functions[handler][constants.ENV_OWNER_WEIGHTS_JSON]) == {"alice": 2}, handler
-    assert constants.ENV_QUOTAS_JSON not in functions[constants.WORKFLOW_HANDLERS["Plan"]]
+    # the functions that cut chunks cut them to the enqueued-token limits (decision 0087): Plan, Retry's new chunks
+    # and the dry-run estimate's plan (Create); they admit nothing, so no weights
+    for handler in (*(constants.WORKFLOW_HANDLERS[f] for f in ("Plan", "Retry")), constants.API_HANDLERS["Create"]):
+        assert json.loads(functions[handler][constants.ENV_QUOTAS_JSON]) == json.loads(quotas), handler
+        assert constants.ENV_OWNER_WEIGHTS_JSON not in functions[handler], handler

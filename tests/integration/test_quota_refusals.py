@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 
-from lambdas import create, plan, poll, status, submit
+from lambdas import create, finalize, plan, poll, status, submit
 from tests.support.events import call, load_event
 
 
@@ -57,3 +57,30 @@ def test_a_batch_refused_for_the_enqueued_token_limit_waits_and_is_sent_again_on
     done = _view(ctx, second["id"])
     assert done["waiting_for_quota"] is None and done["request_counts"]["succeeded"] == 3
     assert simulator.stats()["openai"]["batches_created"] == 3  # the refused batch, and the one sent again
+
+
+def test_a_job_larger_than_the_enqueued_token_limit_is_cut_to_fit_and_finishes_without_a_refusal(
+    aws, ctx, simulator, monkeypatch
+):
+    """Decision 0087: the account's gpt-4o-mini limit is 400 enqueued tokens, and the deployment says so. One job of
+    six ~100-token requests is more than the whole limit: Plan cuts it into chunks that each fit, the ledger sends
+    them one after another, and none is refused for quota."""
+    from batch_gateway import constants, wiring
+
+    monkeypatch.setenv(constants.ENV_QUOTAS_JSON, json.dumps({"openai": {"gpt-4o-mini": {"enqueued_tokens": 400}}}))
+    wiring.reset()
+    simulator.configure(processing_seconds=0.5, enqueued_token_limit=400)
+    event = load_event("api_create.json")
+    body = {"provider": "openai", "model": "gpt-4o-mini", "requests": {f"r{i}": "x" * 400 for i in range(6)}}
+    event["body"] = json.dumps(body)
+    code, job = call(create.handler, event, ctx)
+    assert code == 202, job
+
+    state = submit.handler(plan.handler({"job_id": job["id"]}, ctx), ctx)
+    finalize.handler(_poll_until(ctx, state, lambda s: s["done"], timeout=60), ctx)
+
+    done = _view(ctx, job["id"])
+    assert done["status"] == "finished", (done["status"], done["error"], done["chunks"])
+    assert done["request_counts"]["succeeded"] == 6 and len(done["chunks"]) > 1
+    stats = simulator.stats()["openai"]
+    assert stats["batches_created"] == len(done["chunks"]), "a chunk was refused for quota and sent again"

@@ -274,3 +274,27 @@ def _drift(quotas: QuotaStore, tokens: int) -> None:
         UpdateExpression="SET tokens = :t",
         ExpressionAttributeValues={":t": {"N": str(tokens)}},
     )
+
+
+# ---- a chunk held in its model's ledger and its provider's shared one at once (decision 0087)
+
+
+def test_a_reservation_in_two_ledgers_holds_in_both_or_in_neither(quotas):
+    A, SONNET = "anthropic", "claude-sonnet-4-20250514"
+    quotas.reserve_in(A, [(SONNET, 0), ("*", 0)], "alice", cost(100, 10), key(0), now=NOW)
+    assert [sums(quotas.read(A, model)[0]) for model in (SONNET, "*")] == [(100, 10, 1)] * 2
+    assert (
+        quotas.held(A, SONNET, key(0))
+        == quotas.held(A, "*", key(0))
+        == Hold(job_id=JOB, chunk_index=0, owner="alice", cost=cost(100, 10))
+    )
+    assert {(A, SONNET), (A, "*")} <= set(quotas.ledgers())
+
+    quotas.reserve_in(A, [("*", 1)], "bob", cost(50, 5), key(0, "job_" + "b" * 24), now=NOW)  # another model
+    before = [(quotas.read(A, model), quotas.holds(A, model)) for model in (SONNET, "*")]
+    with pytest.raises(ConflictError):  # the model's ledger is where it was read; the shared one moved
+        quotas.reserve_in(A, [(SONNET, 1), ("*", 1)], "alice", cost(), key(1), now=NOW)
+    assert [(quotas.read(A, model), quotas.holds(A, model)) for model in (SONNET, "*")] == before
+
+    assert quotas.release(A, SONNET, "alice", key(0)) and quotas.release(A, "*", "alice", key(0))
+    assert sums(quotas.read(A, SONNET)[0]) == (0, 0, 0) and sums(quotas.read(A, "*")[0]) == (50, 5, 1)

@@ -5,6 +5,7 @@ bad overrides document is refused with the reason."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -16,13 +17,15 @@ from batch_gateway.models.quotas import (
     OwnerUsage,
     QuotaCost,
     QuotaLimits,
+    QuotaScope,
     epoch_minute,
     limits_for,
     parse_overrides,
+    scopes_for,
 )
 from batch_gateway.models.requests import PROVIDERS
 from batch_gateway.service.estimate import RequestStats
-from batch_gateway.service.quota import Admitted, Wait, admit
+from batch_gateway.service.quota import Admitted, LedgerView, Wait, admit, admit_all
 
 NOW = datetime(2026, 12, 1, 12, 0, 30, tzinfo=UTC)
 MODEL = "gpt-4o-mini"
@@ -247,3 +250,60 @@ def test_a_bad_overrides_document_is_refused_with_the_reason(document, message):
     with pytest.raises(ValueError) as refused:
         parse_overrides(document)
     assert str(refused.value) == message
+
+
+# ---- the organisation's limits (decision 0087)
+
+
+def test_anthropics_limits_are_the_organisations_one_ledger_for_every_model_and_a_models_own_cap_is_extra():
+    assert scopes_for("anthropic", "claude-sonnet-4-20250514") == (
+        QuotaScope("*", QuotaLimits(requests_in_flight=100_000, creates_per_minute=20)),
+    )
+    capped = parse_overrides(
+        '{"anthropic": {"*": {"requests_in_flight": 500000}, "claude-x": {"requests_in_flight": 9}}}'
+    )
+    assert scopes_for("anthropic", "claude-x", capped) == (
+        QuotaScope("claude-x", QuotaLimits(requests_in_flight=9)),
+        QuotaScope("*", QuotaLimits(requests_in_flight=500_000, creates_per_minute=20)),
+    )
+    assert scopes_for("anthropic", "claude-y", capped)[-1].limits.requests_in_flight == 500_000
+    assert scopes_for("google", "gemini-2.5-flash") == (
+        QuotaScope("gemini-2.5-flash", QuotaLimits(enqueued_tokens=3_000_000)),
+        QuotaScope("*", QuotaLimits(batches_in_flight=100)),
+    )
+    assert scopes_for("openai", "gpt-4o-mini") == (QuotaScope("gpt-4o-mini", QuotaLimits(enqueued_tokens=2_000_000)),)
+    assert scopes_for("bedrock", "m") == (QuotaScope("m", QuotaLimits(batches_in_flight=10)),)
+    lifted = parse_overrides('{"anthropic": {"*": {"requests_in_flight": null, "creates_per_minute": null}}}')
+    assert scopes_for("anthropic", "claude-x", lifted) == (QuotaScope("claude-x", QuotaLimits()),)
+
+
+def shared(requests: int = 0, batches: int = 0) -> Ledger:
+    return Ledger(provider="anthropic", model="*", requests=requests, batches=batches)
+
+
+def test_a_chunk_must_fit_every_ledger_it_takes_and_the_wait_names_the_one_it_waits_on():
+    org = LedgerView(QuotaLimits(requests_in_flight=100_000), shared(requests=90_000, batches=1), {})
+    own = LedgerView(QuotaLimits(requests_in_flight=20_000), ledger(requests=5_000, batches=1), {})
+    big = QuotaCost(tokens=1, requests=15_000)
+
+    decision = admit_all([own, org], "alice", big, NOW)
+    assert isinstance(decision, Wait) and (decision.quota, decision.ledger) == ("requests_in_flight", "*")
+    assert decision.reason == "waiting for quota: 90,000 of 100,000 requests for all anthropic models in flight"
+    roomy = dataclasses.replace(org, ledger=shared(requests=10_000, batches=1))
+    assert isinstance(admit_all([own, roomy], "alice", big, NOW), Admitted)
+    too_many = admit_all([own, roomy], "alice", QuotaCost(tokens=1, requests=15_001), NOW)
+    assert isinstance(too_many, Wait) and too_many.ledger == MODEL
+
+
+def test_fairness_holds_on_the_shared_ledger_across_models():
+    """Bob waits for Claude 3.5 Haiku with nothing in flight; Alice holds 50,000 requests of Sonnet 4. Alice's next
+    chunk, of any model, waits for Bob's turn on the organisation's ledger, though it would fit."""
+    owners = {
+        "alice": OwnerUsage(requests=50_000, batches=1),
+        "bob": OwnerUsage(waiting_since=NOW - timedelta(minutes=5)),
+    }
+    org = LedgerView(QuotaLimits(requests_in_flight=100_000), shared(requests=50_000, batches=1), owners)
+    decision = admit_all([org], "alice", QuotaCost(tokens=1, requests=10), NOW)
+    assert isinstance(decision, Wait) and (decision.quota, decision.ledger) == ("fair_share", "*")
+    assert decision.reason == "waiting for its turn: another owner waiting for all anthropic models has less in flight"
+    assert isinstance(admit_all([org], "bob", QuotaCost(tokens=1, requests=40_000), NOW), Admitted)

@@ -24,7 +24,9 @@ from bench import scale_sim
 def test_the_chunk_walk_cuts_as_plan_does_line_by_line(provider, model, requests):
     adapters = {"anthropic": AnthropicBatchProvider(api_key="x"), "bedrock": BedrockBatchProvider()}
     job = scale_sim.Job("j", "o", provider, model, requests, 0.0)
-    services = type("S", (), {"settings": type("T", (), {"max_chunk_requests": None, "max_chunk_bytes": None})})
+    services = type(
+        "S", (), {"settings": type("T", (), {"max_chunk_requests": None, "max_chunk_bytes": None, "quotas": {}})}
+    )
     line_by_line = boundaries_for(adapters[provider], services, model, requests).cut([scale_sim.LINE_BYTES] * requests)
     assert scale_sim.plan_chunks(job, adapters) == line_by_line
 

@@ -10,6 +10,12 @@ says where it comes from; providers change them, and a refusal for quota puts th
 Overrides: ``{"openai": {"gpt-4o-mini": {"enqueued_tokens": 2000000}, "*": {...}}}``. Layers, later ones winning
 field by field: the provider's default ``*``, the model's default, the override ``*``, the model's override. A field
 set to ``null`` lifts that limit. A model matches by its exact id.
+
+Scope (decision 0087): some limits are the organisation's (the provider account's), across all its models:
+Anthropic's requests in the processing queue and its batch creates a minute, Gemini's concurrent batches
+(``ORGANISATION_LIMITS``). Those are accounted in one ledger per provider, model key ``*``, and set on ``*``; the
+same field set on a model caps that model alone, under the organisation's limit. Every other limit is each model's.
+``scopes_for`` gives the ledgers a chunk is admitted against, each with its limits.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ DEFAULT_LIMITS: dict[str, dict[str, QuotaLimits]] = {
     },
     # Anthropic, Message Batches API rate limits, tier 1 (docs.claude.com/en/api/rate-limits): 100,000 batch requests
     # in the processing queue and 50 requests a minute to the Message Batches API. Both are the organisation's across
-    # models (the ledger keeps them per model: several models at once can exceed the first, and the 429 requeues).
+    # models: one ledger for all Anthropic models (ORGANISATION_LIMITS).
     # The 50 a minute count polls and result reads too: creates get 20 of them.
     "anthropic": {ANY_MODEL: QuotaLimits(requests_in_flight=100_000, creates_per_minute=20)},
     # Bedrock, Service Quotas "Sum of in-progress and submitted batch inference jobs using a base model" (per model
@@ -61,6 +67,15 @@ DEFAULT_LIMITS: dict[str, dict[str, QuotaLimits]] = {
     # Gemini API batch mode (ai.google.dev/gemini-api/docs/rate-limits, tier 1): 100 concurrent batch requests
     # (batches), and enqueued tokens per model; `*` takes 3,000,000, the smallest tier-1 figure of the 2.5 models.
     "google": {ANY_MODEL: QuotaLimits(batches_in_flight=100, enqueued_tokens=3_000_000)},
+}
+
+# Limits that are the provider account's across its models, not each model's (decision 0087): Anthropic's Message
+# Batches limits are the organisation's (docs.claude.com/en/api/rate-limits: "the number of batch requests in the
+# processing queue" and requests a minute "to the Message Batches API", per organisation); Gemini's concurrent batch
+# requests are the project's, its enqueued tokens each model's (ai.google.dev/gemini-api/docs/rate-limits).
+ORGANISATION_LIMITS: dict[str, frozenset[str]] = {
+    "anthropic": frozenset({"requests_in_flight", "creates_per_minute"}),
+    "google": frozenset({"batches_in_flight"}),
 }
 
 QuotaOverrides = Mapping[str, Mapping[str, Mapping[str, int | None]]]
@@ -79,6 +94,48 @@ def limits_for(provider: str, model: str, overrides: QuotaOverrides | None = Non
     for layer in layers:
         fields.update(layer)
     return QuotaLimits(**fields)
+
+
+@dataclasses.dataclass(frozen=True)
+class QuotaScope:
+    """One ledger a chunk is admitted against: ``ledger`` is its model key (the model's id, or ``*`` for the
+    limits the provider's models share) and ``limits`` the limits accounted in it."""
+
+    ledger: str
+    limits: QuotaLimits
+
+    @property
+    def shared(self) -> bool:
+        return self.ledger == ANY_MODEL
+
+
+def scopes_for(provider: str, model: str, overrides: QuotaOverrides | None = None) -> tuple[QuotaScope, ...]:
+    """The ledgers a chunk of ``provider``'s ``model`` takes capacity in, the model's first: the model's own (its
+    per-model limits, and an organisation-wide field set on the model itself) unless it has no limit, and ``*`` with
+    the organisation's limits as set on ``*``. A chunk with no limit at all still takes its place in the model's
+    ledger (fairness counts batches there)."""
+    shared = ORGANISATION_LIMITS.get(provider, frozenset())
+    defaults, given = DEFAULT_LIMITS.get(provider, {}), (overrides or {}).get(provider, {})
+    everywhere = [dataclasses.asdict(defaults[ANY_MODEL])] if ANY_MODEL in defaults else []
+    everywhere += [dict(given[ANY_MODEL])] if ANY_MODEL in given else []
+    own = [dataclasses.asdict(defaults[model])] if model in defaults and model != ANY_MODEL else []
+    own += [dict(given[model])] if model in given and model != ANY_MODEL else []
+    organisation: dict[str, int | None] = {}
+    per_model: dict[str, int | None] = {}
+    for layer in everywhere:
+        organisation.update({name: value for name, value in layer.items() if name in shared})
+        per_model.update({name: value for name, value in layer.items() if name not in shared})
+    for layer in own:
+        per_model.update(layer)
+    model_limits, org_limits = QuotaLimits(**per_model), QuotaLimits(**organisation)
+    scopes = []
+    if any(value is not None for value in per_model.values()) or not any(
+        value is not None for value in organisation.values()
+    ):
+        scopes.append(QuotaScope(model, model_limits))
+    if any(value is not None for value in organisation.values()):
+        scopes.append(QuotaScope(ANY_MODEL, org_limits))
+    return tuple(scopes)
 
 
 def parse_overrides(document: str | None) -> dict[str, dict[str, dict[str, int | None]]]:

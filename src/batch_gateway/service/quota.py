@@ -10,15 +10,19 @@ with nothing waiting never hold anyone back.
 A chunk larger than a whole in-flight limit (more tokens than the enqueued limit, say) could never fit: it is admitted
 when nothing at all is in flight on the model, and its decision says so. The store's reservation (``QuotaStore``)
 is conditional on the ledger's version, so two decisions on the same read cannot both land.
+
+A chunk may be admitted against several ledgers at once (``admit_all``, decision 0087): its model's and the one its
+provider's models share (``*``, the organisation's limits). It must fit each and be its owner's turn on each; the
+``Wait`` names the ledger it waits on, so its owner is marked waiting there only.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from batch_gateway.models.quotas import Ledger, OwnerUsage, QuotaCost, QuotaLimits, epoch_minute
+from batch_gateway.models.quotas import ANY_MODEL, Ledger, OwnerUsage, QuotaCost, QuotaLimits, epoch_minute
 
 # (limit, the amount it limits, how a reason names it)
 _IN_FLIGHT = (
@@ -37,6 +41,21 @@ class Admitted:
 class Wait:
     reason: str  # for the job view: what it waits for, with the amounts
     quota: str  # the limit it waits on (a ``QuotaLimits`` field), or "fair_share": another owner's turn
+    ledger: str | None = None  # the model key of the ledger it waits on ("*": the provider's shared one); None: all
+
+
+@dataclasses.dataclass(frozen=True)
+class LedgerView:
+    """One ledger as read, with the limits accounted in it."""
+
+    limits: QuotaLimits
+    ledger: Ledger
+    owners: Mapping[str, OwnerUsage]
+
+
+def subject(ledger: Ledger) -> str:
+    """How a reason names the ledger: the model, or all the provider's models for the shared one."""
+    return f"all {ledger.provider} models" if ledger.model == ANY_MODEL else ledger.model
 
 
 def admit(
@@ -48,14 +67,40 @@ def admit(
     now: datetime,
     weights: Mapping[str, float] | None = None,
 ) -> Admitted | Wait:
-    model = ledger.model
+    return admit_all([LedgerView(limits, ledger, owners)], owner, cost, now, weights)
+
+
+def admit_all(
+    views: Sequence[LedgerView], owner: str, cost: QuotaCost, now: datetime, weights: Mapping[str, float] | None = None
+) -> Admitted | Wait:
+    """Admitted when the chunk fits every ledger's limits and it is the owner's turn on each."""
+    notes: list[str] = []
+    for view in views:
+        fit = _fit(view.limits, view.ledger, cost, now)
+        if isinstance(fit, Wait):
+            return fit
+        notes.extend(fit)
+    for view in views:
+        if not _its_turn(view.limits, view.owners, owner, now, weights or {}):
+            return Wait(
+                f"waiting for its turn: another owner waiting for {subject(view.ledger)} has less in flight",
+                "fair_share",
+                view.ledger.model,
+            )
+    return Admitted(notes[0] if notes else None)
+
+
+def _fit(limits: QuotaLimits, ledger: Ledger, cost: QuotaCost, now: datetime) -> Wait | list[str]:
+    """A ``Wait`` when the chunk does not fit the ledger now; else the notes of a chunk sent alone."""
+    name_of, at = subject(ledger), ledger.model
     creates = ledger.creates_in(epoch_minute(now))
     if limits.creates_per_minute is not None and creates + cost.batches > limits.creates_per_minute:
         return Wait(
-            f"waiting for quota: {creates:,} of {limits.creates_per_minute:,} batch creates for {model} this minute",
+            f"waiting for quota: {creates:,} of {limits.creates_per_minute:,} batch creates for {name_of} this minute",
             "creates_per_minute",
+            at,
         )
-    note = None
+    notes: list[str] = []
     for field, amount, name in _IN_FLIGHT:
         limit = getattr(limits, field)
         if limit is None:
@@ -63,17 +108,15 @@ def admit(
         used, needed = getattr(ledger, amount), getattr(cost, amount)
         if needed > limit:
             alone = (
-                f"its {needed:,} {name} exceed the limit of {limit:,} for {model}, "
+                f"its {needed:,} {name} exceed the limit of {limit:,} for {name_of}, "
                 "so it goes when nothing else is in flight"
             )
             if not ledger.empty:
-                return Wait(f"waiting for quota: {alone} ({ledger.batches:,} in flight now)", field)
-            note = note or f"sent alone: {alone}"
+                return Wait(f"waiting for quota: {alone} ({ledger.batches:,} in flight now)", field, at)
+            notes.append(f"sent alone: {alone}")
         elif used + needed > limit:
-            return Wait(f"waiting for quota: {used:,} of {limit:,} {name} for {model} in flight", field)
-    if not _its_turn(limits, owners, owner, now, weights or {}):
-        return Wait(f"waiting for its turn: another owner waiting for {model} has less in flight", "fair_share")
-    return Admitted(note)
+            return Wait(f"waiting for quota: {used:,} of {limit:,} {name} for {name_of} in flight", field, at)
+    return notes
 
 
 def _its_turn(

@@ -19,10 +19,10 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway.contract.errors import ConflictError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, RequestCounts, utcnow
-from batch_gateway.models.quotas import ChunkKey, QuotaCost, QuotaLimits, limits_for
+from batch_gateway.models.quotas import ChunkKey, QuotaCost, QuotaScope, scopes_for
 from batch_gateway.providers.base import ProviderBatch
 from batch_gateway.service.context import Services
-from batch_gateway.service.quota import Wait, admit, turn_order
+from batch_gateway.service.quota import LedgerView, Wait, admit_all, turn_order
 from batch_gateway.service.wake import wake_job
 
 logger = Logger(child=True)
@@ -38,8 +38,9 @@ class Reserved:
     fresh: bool  # this call made the hold (a claim that then fails gives it back); False: it held already
 
 
-def limits(services: Services, job: Job) -> QuotaLimits:
-    return limits_for(job.provider, job.model, services.settings.quotas)
+def scopes(services: Services, job: Job) -> tuple[QuotaScope, ...]:
+    """The ledgers the job's chunks take capacity in: the model's, and its provider's shared one (decision 0087)."""
+    return scopes_for(job.provider, job.model, services.settings.quotas)
 
 
 def cost_of(chunk: Chunk) -> QuotaCost:
@@ -48,18 +49,21 @@ def cost_of(chunk: Chunk) -> QuotaCost:
 
 def admit_chunk(services: Services, job: Job, chunk: Chunk) -> Reserved | Wait:
     key, cost = ChunkKey(job.id, chunk.index), cost_of(chunk)
+    ledgers = scopes(services, job)
+    first = ledgers[0].ledger  # a chunk holds in all its ledgers or in none
     for _ in range(RESERVE_ATTEMPTS):
-        ledger, owners = services.quotas.read(job.provider, job.model)
+        views = [LedgerView(scope.limits, *services.quotas.read(job.provider, scope.ledger)) for scope in ledgers]
         now = utcnow()
-        decision = admit(limits(services, job), ledger, owners, job.owner, cost, now, services.settings.owner_weights)
+        decision = admit_all(views, job.owner, cost, now, services.settings.owner_weights)
         if isinstance(decision, Wait):
-            if services.quotas.held(job.provider, job.model, key) is not None:
+            if services.quotas.held(job.provider, first, key) is not None:
                 return Reserved(fresh=False)  # its own hold is what the ledger counts
             return decision
+        versions = [(scope.ledger, view.ledger.version) for scope, view in zip(ledgers, views, strict=True)]
         try:
-            services.quotas.reserve(job.provider, job.model, job.owner, cost, key, ledger.version, now=now)
+            services.quotas.reserve_in(job.provider, versions, job.owner, cost, key, now=now)
         except ConflictError:
-            if services.quotas.held(job.provider, job.model, key) is not None:
+            if services.quotas.held(job.provider, first, key) is not None:
                 return Reserved(fresh=False)
             continue  # the ledger moved: read and decide again
         if decision.note:
@@ -68,9 +72,10 @@ def admit_chunk(services: Services, job: Job, chunk: Chunk) -> Reserved | Wait:
     return Wait(f"waiting for quota: the {job.model} ledger is busy; trying again at the next poll", "contention")
 
 
-def wait_chunk(services: Services, job: Job, chunk: Chunk, reason: str) -> Chunk:
-    """The chunk stays unsent with ``reason``; its owner waits (with this job, for the wake)."""
-    services.quotas.mark_waiting(job.provider, job.model, job.owner, utcnow(), job_id=job.id)
+def wait_chunk(services: Services, job: Job, chunk: Chunk, reason: str, ledger: str | None = None) -> Chunk:
+    """The chunk stays unsent with ``reason``; its owner waits (with this job, for the wake) on the ledger it waits
+    on (``Wait.ledger``; None: every ledger of the chunk)."""
+    mark_waiting(services, job, ledger)
     logger.info("chunk waits for quota", extra={"job_id": job.id, "chunk": chunk.index, "reason": reason})
     if chunk.waiting_for_quota == reason:
         return chunk
@@ -80,24 +85,35 @@ def wait_chunk(services: Services, job: Job, chunk: Chunk, reason: str) -> Chunk
 def release_chunk(services: Services, job: Job, chunk: Chunk, *, wake: bool = True) -> bool:
     """Give back what the chunk holds (nothing, if it holds nothing); a release after a provider's quota refusal
     wakes no one (``wake=False``: it would only be refused too)."""
-    released = services.quotas.release(job.provider, job.model, job.owner, ChunkKey(job.id, chunk.index))
-    if released and wake:
+    key = ChunkKey(job.id, chunk.index)
+    released = [services.quotas.release(job.provider, scope.ledger, job.owner, key) for scope in scopes(services, job)]
+    if any(released) and wake:
         wake_next(services, job)
-    return released
+    return any(released)
+
+
+def mark_waiting(services: Services, job: Job, ledger: str | None = None) -> None:
+    now = utcnow()
+    for scope in scopes(services, job):
+        if ledger is None or scope.ledger == ledger:
+            services.quotas.mark_waiting(job.provider, scope.ledger, job.owner, now, job_id=job.id)
 
 
 def wake_next(services: Services, job: Job) -> list[str]:
-    """Wake the waiting jobs of the owner next in turn on ``job``'s model (best effort: a job that is not woken
-    still polls on its own schedule)."""
+    """Wake the waiting jobs of the owner next in turn on each of ``job``'s ledgers (its model's, and the one its
+    provider's models share: the next in turn there may wait on another model). Best effort: a job that is not
+    woken still polls on its own schedule."""
     woken: list[str] = []
     try:
-        _, owners = services.quotas.read(job.provider, job.model)
-        for owner in turn_order(limits(services, job), owners, services.settings.owner_weights):
-            for job_id in sorted(owners[owner].waiting_jobs - {job.id})[:WAKE_AT_MOST]:
-                wake_job(services, job_id)
-                woken.append(job_id)
-            if woken:
-                break
+        for scope in scopes(services, job):
+            _, owners = services.quotas.read(job.provider, scope.ledger)
+            for owner in turn_order(scope.limits, owners, services.settings.owner_weights):
+                jobs = sorted(owners[owner].waiting_jobs - {job.id} - set(woken))[: WAKE_AT_MOST - len(woken)]
+                for job_id in jobs:
+                    wake_job(services, job_id)
+                    woken.append(job_id)
+                if jobs:
+                    break
     except Exception:
         logger.warning("could not wake the jobs waiting for quota", exc_info=True, extra={"job_id": job.id})
     return woken
@@ -114,8 +130,8 @@ def requeue_refused(services: Services, job: Job, chunk: Chunk, batch: ProviderB
     """Put a chunk whose batch the provider failed for quota back to ``pending`` (its failed batch forgotten: it
     had no results, so a new one later is not a second submission). Returns the chunk, or the reason it fails
     with instead (refused ``MAX_REFUSALS_ALONE`` times with nothing else of ours in flight)."""
-    ledger, _ = services.quotas.read(job.provider, job.model)
-    refusals = chunk.quota_refusals + (1 if ledger.batches <= 1 else 0)  # its own hold at most
+    alone = all(services.quotas.read(job.provider, scope.ledger)[0].batches <= 1 for scope in scopes(services, job))
+    refusals = chunk.quota_refusals + (1 if alone else 0)  # its own hold at most
     if refusals >= MAX_REFUSALS_ALONE:
         return (
             f"{batch.failed_reason} (refused for quota {refusals} times with nothing else of this service in flight "
@@ -139,7 +155,7 @@ def requeue_refused(services: Services, job: Job, chunk: Chunk, batch: ProviderB
         quota_refusals=refusals,
     )
     release_chunk(services, job, chunk, wake=False)
-    services.quotas.mark_waiting(job.provider, job.model, job.owner, utcnow(), job_id=job.id)
+    mark_waiting(services, job)
     logger.warning(
         "the provider failed the batch for quota; the chunk waits to be sent again",
         extra={"job_id": job.id, "chunk": chunk.index, "provider_batch_id": batch.id, "refusals_alone": refusals},

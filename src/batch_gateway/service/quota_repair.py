@@ -19,7 +19,7 @@ from batch_gateway.contract.errors import ConflictError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus
 from batch_gateway.models.quotas import ChunkKey, Hold, OwnerUsage
 from batch_gateway.service.context import Services
-from batch_gateway.service.quota_gate import cost_of
+from batch_gateway.service.quota_gate import cost_of, scopes
 from batch_gateway.service.submit import waiting
 
 logger = Logger(child=True)
@@ -37,7 +37,9 @@ def repair_quotas(services: Services) -> list[tuple[str, str]]:
         job_ids, token = services.jobs.open_job_ids_page(100, token)
         for job in services.jobs.get_jobs(job_ids):
             if not job.status.terminal:
-                open_jobs[(job.provider, job.model)].append((job, services.jobs.get_chunks(job.id)))
+                chunks = services.jobs.get_chunks(job.id)
+                for scope in scopes(services, job):  # the model's ledger, and its provider's shared one (0087)
+                    open_jobs[(job.provider, scope.ledger)].append((job, chunks))
         if token is None:
             break
     repaired: list[tuple[str, str]] = []

@@ -86,7 +86,7 @@ def submit_chunk(
             return chunk
         decision = admit_chunk(services, job, chunk)
         if isinstance(decision, Wait):
-            return wait_chunk(services, job, chunk, decision.reason)
+            return wait_chunk(services, job, chunk, decision.reason, decision.ledger)
         reserved = decision
         token = secrets.token_hex(8)
         now = utcnow()

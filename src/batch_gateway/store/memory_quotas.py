@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from batch_gateway.contract.errors import ConflictError
@@ -70,20 +70,39 @@ class MemoryQuotaStore(QuotaStore):
         *,
         now: datetime,
     ) -> None:
+        self.reserve_in(provider, [(model, expected_version)], owner, cost, chunk_key, now=now)
+
+    def reserve_in(
+        self,
+        provider: str,
+        ledgers: Sequence[tuple[str, int]],
+        owner: str,
+        cost: QuotaCost,
+        chunk_key: ChunkKey,
+        *,
+        now: datetime,
+    ) -> None:
         with self._lock:
-            part = self._part(provider, model)
-            if chunk_key in part.holds:
-                raise ConflictError(f"chunk {chunk_key.chunk_index} of {chunk_key.job_id} holds {model} quota already")
-            if part.version != expected_version:
-                raise ConflictError(f"the {provider} {model} quota ledger changed since it was read")
-            part.add(owner, cost, 1)
-            part.owners[owner] = dataclasses.replace(part.owners[owner], waiting_since=None, waiting_jobs=frozenset())
-            minute = epoch_minute(now)
-            part.creates[minute] = part.creates.get(minute, 0) + cost.batches
-            part.holds[chunk_key] = Hold(
-                job_id=chunk_key.job_id, chunk_index=chunk_key.chunk_index, owner=owner, cost=cost
-            )
-            part.version += 1
+            for model, expected_version in ledgers:  # every condition first: a failed one writes nothing anywhere
+                part = self._part(provider, model)
+                if chunk_key in part.holds:
+                    raise ConflictError(
+                        f"chunk {chunk_key.chunk_index} of {chunk_key.job_id} holds {model} quota already"
+                    )
+                if part.version != expected_version:
+                    raise ConflictError(f"the {provider} {model} quota ledger changed since it was read")
+            for model, _ in ledgers:
+                part = self._part(provider, model)
+                part.add(owner, cost, 1)
+                part.owners[owner] = dataclasses.replace(
+                    part.owners[owner], waiting_since=None, waiting_jobs=frozenset()
+                )
+                minute = epoch_minute(now)
+                part.creates[minute] = part.creates.get(minute, 0) + cost.batches
+                part.holds[chunk_key] = Hold(
+                    job_id=chunk_key.job_id, chunk_index=chunk_key.chunk_index, owner=owner, cost=cost
+                )
+                part.version += 1
 
     def release(self, provider: str, model: str, owner: str, chunk_key: ChunkKey) -> bool:
         with self._lock:

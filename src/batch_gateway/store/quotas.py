@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -206,32 +206,53 @@ class DynamoDBQuotaStore(QuotaStore):
         *,
         now: datetime,
     ) -> None:
+        self.reserve_in(provider, [(model, expected_version)], owner, cost, chunk_key, now=now)
+
+    def reserve_in(
+        self,
+        provider: str,
+        ledgers: Sequence[tuple[str, int]],
+        owner: str,
+        cost: QuotaCost,
+        chunk_key: ChunkKey,
+        *,
+        now: datetime,
+    ) -> None:
+        """One transaction over every ledger (decision 0087): its sums and version, the owner, the minute and the
+        hold in each, so a chunk holds in all of them or in none."""
         minute = epoch_minute(now)
         held = Hold(job_id=chunk_key.job_id, chunk_index=chunk_key.chunk_index, owner=owner, cost=cost)
-        hold = self._hold_put(provider, model, held, expected_version + 1)
-        hold["ConditionExpression"] = "attribute_not_exists(pk)"
-        count = {
-            "TableName": self.table,
-            "Key": self._key(provider, model, f"{MINUTE_PREFIX}{minute}"),
-            "UpdateExpression": "ADD creates :n SET #ttl = :ttl",
-            "ExpressionAttributeNames": {"#ttl": TTL_ATTRIBUTE},
-            "ExpressionAttributeValues": _values({":n": cost.batches, ":ttl": (minute + 1) * 60 + MINUTE_KEEP_SECONDS}),
-        }
-        items: list[dict[str, Any]] = [
-            {"Update": self._ledger_update(provider, model, cost, expected_version, conditional=True)},
-            {"Update": self._owner_add(provider, model, owner, cost, end_wait=True)},
-            {"Update": count},
-            {"Put": hold},
-        ]
-        if expected_version == 0:  # the model's first reservation: list its ledger for the sweeper's repair
-            listed = _values({"pk": LEDGERS_PK, "sk": f"{provider}#{model}", "provider": provider, "model": model})
-            items.append({"Put": {"TableName": self.table, "Item": listed}})
+        items: list[dict[str, Any]] = []
+        hold_at: list[int] = []
+        for model, expected_version in ledgers:
+            hold = self._hold_put(provider, model, held, expected_version + 1)
+            hold["ConditionExpression"] = "attribute_not_exists(pk)"
+            count = {
+                "TableName": self.table,
+                "Key": self._key(provider, model, f"{MINUTE_PREFIX}{minute}"),
+                "UpdateExpression": "ADD creates :n SET #ttl = :ttl",
+                "ExpressionAttributeNames": {"#ttl": TTL_ATTRIBUTE},
+                "ExpressionAttributeValues": _values(
+                    {":n": cost.batches, ":ttl": (minute + 1) * 60 + MINUTE_KEEP_SECONDS}
+                ),
+            }
+            items += [
+                {"Update": self._ledger_update(provider, model, cost, expected_version, conditional=True)},
+                {"Update": self._owner_add(provider, model, owner, cost, end_wait=True)},
+                {"Update": count},
+            ]
+            hold_at.append(len(items))
+            items.append({"Put": hold})
+            if expected_version == 0:  # the ledger's first reservation: list it for the sweeper's repair
+                listed = _values({"pk": LEDGERS_PK, "sk": f"{provider}#{model}", "provider": provider, "model": model})
+                items.append({"Put": {"TableName": self.table, "Item": listed}})
         codes = self._transact(items)
         if codes is None:
             return
-        if codes[3] == "ConditionalCheckFailed":
-            raise ConflictError(f"chunk {chunk_key.chunk_index} of {chunk_key.job_id} holds {model} quota already")
-        raise ConflictError(f"the {provider} {model} quota ledger changed since it was read ({', '.join(codes)})")
+        names = ", ".join(model for model, _ in ledgers)
+        if any(codes[index] == "ConditionalCheckFailed" for index in hold_at):
+            raise ConflictError(f"chunk {chunk_key.chunk_index} of {chunk_key.job_id} holds {names} quota already")
+        raise ConflictError(f"the {provider} {names} quota ledger changed since it was read ({', '.join(codes)})")
 
     def release(self, provider: str, model: str, owner: str, chunk_key: ChunkKey) -> bool:
         key = self._key(provider, model, _hold_sk(chunk_key))
