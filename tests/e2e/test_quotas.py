@@ -3,7 +3,7 @@ quota set on the running functions (`QUOTAS_JSON`, their instances replaced as o
 wait, say so in the list and in its own view, and be woken when the first owner's batch ends, long before its own
 10-minute poll would have found room; a provider's refusal for quota (OpenAI's `token_limit_exceeded` at validation,
 a 429 at create) puts the chunk back to wait and the job still finishes; a refusal no wait can fix (a file the
-provider turns down) still fails the job with the provider's reason, and gives back what the chunk held."""
+provider turns down) still fails the job with the provider's reason."""
 
 from __future__ import annotations
 
