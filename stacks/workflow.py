@@ -216,9 +216,10 @@ class WorkflowConstruct(Construct):
         # In a policy of its own: the function's default policy is part of the function, which the state machine
         # references, so a grant there on the state machine would be a cycle.
         grants.resume_tasks(self, "ParkResumesItself", self.park.role, self.state_machine)
-        # A quota release wakes the waiting jobs of the owner next in turn (decision 0081): Poll (a batch ended) and
-        # MarkFailed (a failed job's chunks settled) resume their parked tasks.
-        for function_id in ("Poll", "MarkFailed"):
+        # A quota release wakes the waiting jobs of the owner next in turn (decision 0081): Submit (a create refused
+        # after its reservation), Poll (a batch ended) and MarkFailed (a failed job's chunks settled) resume their
+        # parked tasks.
+        for function_id in ("Submit", "Poll", "MarkFailed"):
             grants.resume_tasks(
                 self, f"{function_id}WakesWaitingJobs", self.functions[function_id].role, self.state_machine
             )

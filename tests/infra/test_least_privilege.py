@@ -148,9 +148,10 @@ def test_sweeper_may_restart_executions_and_read_keys_but_has_no_bucket_access(s
     assert not _has(actions, "s3:")
 
 
-@pytest.mark.parametrize("function_id", ["Poll", "MarkFailed"])
+@pytest.mark.parametrize("function_id", ["Submit", "Poll", "MarkFailed"])
 def test_the_steps_that_release_quota_may_wake_the_waiting_workflows_and_nothing_else(synthesized, function_id):
-    """Decision 0081: a release wakes the jobs of the owner next in turn (SendTaskSuccess on their parked task)."""
+    """Decision 0081: a release wakes the jobs of the owner next in turn (SendTaskSuccess on their parked task).
+    Submit releases too: a create refused after its reservation (a 5xx, a bad request) gives the capacity back."""
     (machine,) = synthesized.of_type("AWS::StepFunctions::StateMachine")
     granted = [
         statement

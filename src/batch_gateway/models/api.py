@@ -29,7 +29,8 @@ class ChunkView(BaseModel):
     waiting_for_quota: str | None = Field(
         None,
         description="why this pending chunk is not sent yet: the provider's quota for the model is in use (the "
-        "amounts), another owner's turn, or the provider refused it for quota; null once sent (decision 0081)",
+        "amounts), another owner's turn, or the provider refused it for quota; null once sent or settled "
+        "(decision 0081)",
     )
 
 
@@ -86,7 +87,8 @@ class JobView(BaseModel):
     waiting_for_quota: str | None = Field(
         None,
         description="the first waiting chunk's reason while the job waits for provider quota (its status stays "
-        "queued or in_progress); null when nothing waits, and in a list of batches, which reads no chunks",
+        "queued or in_progress), the same in a list of batches as in the batch's own view; null when nothing of "
+        "the job waits and once the job has ended",
     )
     usage: UsageView
     cost_usd: float | None = Field(

@@ -9,7 +9,7 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway import constants, metrics
 from batch_gateway.contract import errors
-from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, RequestCounts, utcnow
+from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, RequestCounts, quota_wait, utcnow
 from batch_gateway.models.pricing import chunks_cost_detail
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.budget import StepBudget
@@ -146,7 +146,8 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
         blocked = blocked or waiting(chunk)
         chunks.append(chunk)
     counts, usage = summarize(chunks)
-    fields: dict[str, Any] = {"request_counts": counts, "usage": usage}
+    # what the job waits for now (decision 0081): in the write Poll makes anyway, so it costs no write of its own
+    fields: dict[str, Any] = {"request_counts": counts, "usage": usage, "waiting_for_quota": quota_wait(chunks)}
     collected = [c for c in chunks if c.collected]
     if collected:  # the running cost of what is collected so far (decision 0060)
         fields["cost"] = chunks_cost_detail(job.provider, job.model, collected, table=services.prices())

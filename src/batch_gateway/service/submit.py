@@ -22,7 +22,7 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway import constants
 from batch_gateway.contract import errors
-from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, utcnow
+from batch_gateway.models.jobs import UNSENT_STATES, Chunk, ChunkState, Job, JobStatus, utcnow
 from batch_gateway.providers.base import BatchProvider, ChunkRef
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.context import Services
@@ -33,7 +33,7 @@ from batch_gateway.service.state import WorkflowState
 
 logger = Logger(child=True)
 SENDING_STATUSES = (JobStatus.QUEUED, JobStatus.IN_PROGRESS)  # a chunk is claimed for sending only then
-UNSENT = (ChunkState.PENDING, ChunkState.SUBMITTING, ChunkState.RECONCILING)  # no provider batch recorded yet
+UNSENT = UNSENT_STATES  # no provider batch recorded yet
 
 
 def chunk_ref(job: Job, chunk: Chunk) -> ChunkRef:
@@ -219,7 +219,7 @@ def _record_refused(
 
 def waiting(chunk: Chunk) -> bool:
     """The chunk waits for quota: it is unsent and says why."""
-    return chunk.waiting_for_quota is not None and chunk.state in UNSENT and not chunk.collected
+    return chunk.waits
 
 
 def submit_job(services: Services, state: WorkflowState, budget: StepBudget | None = None) -> WorkflowState:
@@ -229,6 +229,7 @@ def submit_job(services: Services, state: WorkflowState, budget: StepBudget | No
     job = services.jobs.require_job(state.job_id)
     if job.status is JobStatus.QUEUED:
         provider = services.provider_for(job.provider)
+        waits: str | None = None  # the job's waiting_for_quota (decision 0081), written with its status
         for chunk in services.jobs.get_chunks(job.id):
             if chunk.collected or chunk.state not in UNSENT:
                 continue
@@ -240,13 +241,16 @@ def submit_job(services: Services, state: WorkflowState, budget: StepBudget | No
                 break
             chunk = submit_chunk(services, job, chunk, provider, budget=budget)
             if waiting(chunk):
+                waits = chunk.waiting_for_quota
                 # Over the quota (ours, decision 0081, or the provider's refusal: decision 0038) means wait, not
                 # fail: the chunk stays pending, and the ones after it wait behind it (no leapfrogging within a
                 # job); Poll sends them when a later poll finds room, or at once when a release wakes the job.
                 logger.info("quota: the remaining chunks wait for Poll", extra={"job_id": job.id, "chunk": chunk.index})
                 break
         try:
-            services.jobs.update_job(job.id, expect=[JobStatus.QUEUED], status=JobStatus.IN_PROGRESS)
+            services.jobs.update_job(
+                job.id, expect=[JobStatus.QUEUED], status=JobStatus.IN_PROGRESS, waiting_for_quota=waits
+            )
         except errors.ConflictError:
             pass  # canceled meanwhile: Poll takes it from here
     wait = 0 if budget.stopped else services.settings.wait_after(0)  # out of time: Poll sends the rest at once
