@@ -204,6 +204,47 @@ def test_a_create_refused_for_quota_gives_the_hold_back_and_the_chunk_waits_with
     assert provider.created == [(job_id, 0), (job_id, 1)]
 
 
+def test_a_submitter_whose_claim_lost_keeps_the_hold_the_winner_sends_on():
+    """Two submitters on one pending chunk (a restarted workflow beside a late one): the first reserves, the second
+    finds the chunk held, claims it and sends on that hold; the first's claim then fails. Giving its hold back
+    would leave the chunk in flight without one, and the repair (which reads holds, not chunks) never restores it."""
+    import threading
+
+    from batch_gateway.service.submit import submit_chunk
+
+    services, provider = services_with(batches_limit(5))
+    job_id = planned(services, ["one"])
+    job, stale = services.jobs.require_job(job_id), chunk(services, job_id, 0)
+    first_reserved, second_sent = threading.Event(), threading.Event()
+    reserve = services.quotas.reserve
+
+    def reserve_then_let_the_second_go(*args, **kwargs):
+        reserve(*args, **kwargs)
+        if threading.current_thread().name == "first":
+            first_reserved.set()
+            assert second_sent.wait(timeout=10)
+
+    services.quotas.reserve = reserve_then_let_the_second_go  # type: ignore[method-assign]
+
+    def second() -> None:
+        assert first_reserved.wait(timeout=10)
+        submit_chunk(services, job, stale, provider)
+        second_sent.set()
+
+    threads = [
+        threading.Thread(target=submit_chunk, args=(services, job, stale, provider), name="first"),
+        threading.Thread(target=second, name="second"),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=20)
+
+    assert provider.created == [(job_id, 0)] and chunk(services, job_id, 0).state is ChunkState.SUBMITTED
+    assert services.quotas.held(P, M, ChunkKey(job_id, 0)) is not None, "a chunk in flight lost its hold"
+    assert in_flight(services)[2] == 1
+
+
 # ---- the provider's own quota: a failed batch goes back to wait
 
 
