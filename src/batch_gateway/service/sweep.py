@@ -8,7 +8,8 @@ after its retries, or the sweeper's own settle failed) is settled by a later swe
 sweep looks for such jobs only where an owner's month holds more reserved than its open jobs do. An ended job whose
 end event did not go out (``signalled_status`` behind its status) gets it sent again (decision 0068).
 Provider batches that no chunk owns (an ambiguous create that was re-sent) are canceled where the provider lets us
-find them.
+find them. The quota ledgers are repaired from their holds (``service.quota_repair``, decision 0081), in a chain of
+their own when they hold more than one invocation reads.
 """
 
 from __future__ import annotations
