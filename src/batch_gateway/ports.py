@@ -349,7 +349,16 @@ class QuotaStore(Protocol):
         """What the chunk holds now, if anything (one read)."""
         ...
 
-    def holds(self, provider: str, model: str) -> list[Hold]: ...
+    def holds(self, provider: str, model: str) -> list[Hold]:
+        """Every hold on the model (all pages: a repair of one ledger, or a test)."""
+        ...
+
+    def holds_page(
+        self, provider: str, model: str, limit: int, after: ChunkKey | None
+    ) -> tuple[list[Hold], ChunkKey | None]:
+        """At most ``limit`` holds in key order (job id, chunk index) after ``after`` (None: from the first), and the
+        key to go on after while more may follow (None: the last page). One Query (the sweeper's repair)."""
+        ...
 
     def repair(self, provider: str, model: str, holds: Iterable[Hold], expected_version: int) -> bool:
         """Make ``holds`` (the chunks really in flight, counted while the ledger was at ``expected_version``) the only

@@ -165,6 +165,24 @@ def test_held_says_what_a_chunk_holds(quotas):
     assert quotas.held(P, M, key(0)) is None
 
 
+def test_holds_page_lists_every_hold_once_in_key_order_a_page_at_a_time(quotas):
+    """The sweeper's repair reads a ledger's holds a page at a time across invocations (decision 0081)."""
+    other = "job_" + "b" * 24
+    for version, chunk_key in enumerate([key(3), key(0, other), key(12), key(1), key(2, other), key(0), key(7)]):
+        quotas.reserve(P, M, "alice", cost(), chunk_key, version, now=NOW)
+    quotas.release(P, M, "alice", key(1))
+    pages: list[list[ChunkKey]] = []
+    after: ChunkKey | None = None
+    while True:
+        holds, after = quotas.holds_page(P, M, 3, after)
+        pages.append([hold.key for hold in holds])
+        if after is None:
+            break
+    assert all(len(page) <= 3 for page in pages) and len(pages) <= 3
+    assert [k for page in pages for k in page] == [key(0), key(3), key(7), key(12), key(0, other), key(2, other)]
+    assert quotas.holds_page(P, M, 10, key(12)) == ([h for h in quotas.holds(P, M) if h.job_id == other], None)
+
+
 def test_a_repair_makes_the_sums_those_of_the_holds_that_should_exist(quotas):
     quotas.reserve(P, M, "alice", cost(1_000, 10), key(0), 0, now=NOW)
     quotas.reserve(P, M, "alice", cost(2_000, 20), key(1), 1, now=NOW)

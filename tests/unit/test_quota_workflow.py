@@ -204,6 +204,47 @@ def test_a_create_refused_for_quota_gives_the_hold_back_and_the_chunk_waits_with
     assert provider.created == [(job_id, 0), (job_id, 1)]
 
 
+def test_a_submitter_whose_claim_lost_keeps_the_hold_the_winner_sends_on():
+    """Two submitters on one pending chunk (a restarted workflow beside a late one): the first reserves, the second
+    finds the chunk held, claims it and sends on that hold; the first's claim then fails. Giving its hold back
+    would leave the chunk in flight without one, and the repair (which reads holds, not chunks) never restores it."""
+    import threading
+
+    from batch_gateway.service.submit import submit_chunk
+
+    services, provider = services_with(batches_limit(5))
+    job_id = planned(services, ["one"])
+    job, stale = services.jobs.require_job(job_id), chunk(services, job_id, 0)
+    first_reserved, second_sent = threading.Event(), threading.Event()
+    reserve = services.quotas.reserve
+
+    def reserve_then_let_the_second_go(*args, **kwargs):
+        reserve(*args, **kwargs)
+        if threading.current_thread().name == "first":
+            first_reserved.set()
+            assert second_sent.wait(timeout=10)
+
+    services.quotas.reserve = reserve_then_let_the_second_go  # type: ignore[method-assign]
+
+    def second() -> None:
+        assert first_reserved.wait(timeout=10)
+        submit_chunk(services, job, stale, provider)
+        second_sent.set()
+
+    threads = [
+        threading.Thread(target=submit_chunk, args=(services, job, stale, provider), name="first"),
+        threading.Thread(target=second, name="second"),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=20)
+
+    assert provider.created == [(job_id, 0)] and chunk(services, job_id, 0).state is ChunkState.SUBMITTED
+    assert services.quotas.held(P, M, ChunkKey(job_id, 0)) is not None, "a chunk in flight lost its hold"
+    assert in_flight(services)[2] == 1
+
+
 # ---- the provider's own quota: a failed batch goes back to wait
 
 
@@ -282,23 +323,89 @@ def test_a_failed_job_gives_back_the_holds_of_its_chunks():
 # ---- repair
 
 
-def test_repair_drops_the_hold_of_an_ended_chunk_and_restores_the_hold_of_one_in_flight():
+def test_repair_releases_the_holds_of_ended_chunks_and_jobs_and_keeps_those_in_flight_or_pending():
     services, provider = services_with(batches_limit(5))
-    job_id = planned(services, ["one", "two"])
-    submit_job(services, WorkflowState(job_id=job_id))
-    # A crash after chunk 0 was collected and before its release; and chunk 1's hold lost (a repair raced it).
+    job_id = planned(services, ["one", "two", "three"])
+    state = submit_job(services, WorkflowState(job_id=job_id))
+    # A crash after chunk 0 was collected and before its release; chunk 2 failed at submit before its release.
     services.jobs.update_chunk(chunk(services, job_id, 0), state=ChunkState.COLLECTED, collected=True)
-    services.quotas.release(P, M, "alice", ChunkKey(job_id, 1))
+    services.jobs.update_chunk(chunk(services, job_id, 2), state=ChunkState.FAILED)
     stray = Hold(job_id="job_gone", chunk_index=0, owner="carol", cost=QuotaCost(tokens=5, requests=1))
     services.quotas.reserve(P, M, "carol", stray.cost, stray.key, services.quotas.read(P, M)[0].version, now=NOW())
+    # A pending chunk holding (a crash between reserve and claim) keeps its hold: its next admission reuses it.
+    pending = planned(services, ["four"], owner="bob")
+    services.quotas.reserve(
+        P, M, "bob", QuotaCost.for_chunk(chunk(services, pending, 0).byte_size, 1), ChunkKey(pending, 0),
+        services.quotas.read(P, M)[0].version, now=NOW(),
+    )  # fmt: skip
+    ended = planned(services, ["five"], owner="dave")
+    services.quotas.reserve(P, M, "dave", QuotaCost(1, 1), ChunkKey(ended, 0), in_flight_version(services), now=NOW())
+    services.jobs.update_job(ended, status=JobStatus.FAILED)  # its MarkFailed died before giving the hold back
 
-    repaired = repair_quotas(services)
+    report = repair_quotas(services)
 
-    assert repaired == [(P, M)]
+    assert report.repaired == [(P, M)] and report.released == 4 and report.cursor is None
     held = sorted((h.job_id, h.chunk_index) for h in services.quotas.holds(P, M))
-    assert held == [(job_id, 1)]
-    assert in_flight(services) == (services.quotas.holds(P, M)[0].cost.tokens, 1, 1)
-    assert repair_quotas(services) == []  # nothing left to change
+    assert held == sorted([(job_id, 1), (pending, 0)])
+    kept = services.quotas.holds(P, M)
+    assert in_flight(services) == (sum(h.cost.tokens for h in kept), 2, 2)
+    assert {o: u.batches for o, u in services.quotas.read(P, M)[1].items()} == {
+        "alice": 1, "bob": 1, "carol": 0, "dave": 0
+    }  # fmt: skip
+    assert repair_quotas(services).repaired == []  # nothing left to change
+    poll_job(services, state)  # chunk 1 is still polled as in flight, holding its place
+    assert in_flight(services)[2] == 2
+
+
+def in_flight_version(services) -> int:
+    return services.quotas.read(P, M)[0].version
+
+
+def test_a_repair_racing_a_reservation_and_a_release_keeps_both_and_the_sums_those_of_the_holds():
+    """The repair reads a page of holds, then (between its reads of their chunks) another job reserves and a third
+    releases. Nothing it drops is live, nothing live is lost, and the sums are the holds' sums after it."""
+    import threading
+
+    services, provider = services_with(batches_limit(5))
+    leaked = planned(services, ["leaked"])
+    running = planned(services, ["running"], owner="bob")
+    late = planned(services, ["late"], owner="carol")
+    submit_job(services, WorkflowState(job_id=leaked))
+    running_state = submit_job(services, WorkflowState(job_id=running))
+    services.jobs.update_chunk(chunk(services, leaked, 0), state=ChunkState.COLLECTED, collected=True)
+    provider.end("batch_1")  # running's batch ends: its Poll releases while the repair works
+    raced, other_done = threading.Event(), threading.Event()
+    get_chunk = services.jobs.get_chunk
+
+    def get_chunk_while_others_write(job_id, index):
+        if threading.current_thread().name == "repair" and not raced.is_set():
+            raced.set()
+            assert other_done.wait(timeout=10)
+        return get_chunk(job_id, index)
+
+    services.jobs.get_chunk = get_chunk_while_others_write  # type: ignore[method-assign]
+
+    def workflow() -> None:
+        assert raced.wait(timeout=10)
+        submit_job(services, WorkflowState(job_id=late))  # a reservation
+        poll_job(services, running_state)  # a release
+        other_done.set()
+
+    reports = []
+    threads = [
+        threading.Thread(target=lambda: reports.append(repair_quotas(services)), name="repair"),
+        threading.Thread(target=workflow, name="workflow"),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=20)
+
+    assert reports and reports[0].released == 1
+    holds = services.quotas.holds(P, M)
+    assert [(h.job_id, h.chunk_index) for h in holds] == [(late, 0)]
+    assert in_flight(services) == (holds[0].cost.tokens, 1, 1)
+    assert chunk(services, late, 0).state is ChunkState.SUBMITTED and chunk(services, running, 0).collected
 
 
 def test_repair_ends_the_wait_of_an_owner_with_nothing_waiting_any_more():
@@ -329,10 +436,43 @@ def test_a_sweep_repairs_the_quota_ledgers():
     job_id = planned(services, ["one"])
     submit_job(services, WorkflowState(job_id=job_id))
     services.jobs.update_job(job_id, execution_arn="arn:execution:1")
-    services.quotas.release(P, M, "alice", ChunkKey(job_id, 0))  # lost: the chunk is in flight without a hold
+    leaked = planned(services, ["two"])
+    submit_job(services, WorkflowState(job_id=leaked))
+    services.jobs.update_chunk(chunk(services, leaked, 0), state=ChunkState.COLLECTED, collected=True)  # no release
 
     assert sweep(services).quotas_repaired == [(P, M)]
     assert [(h.job_id, h.chunk_index) for h in services.quotas.holds(P, M)] == [(job_id, 0)]
+
+
+def test_a_sweep_hands_a_long_quota_repair_to_invocations_of_its_own_each_bounded(monkeypatch):
+    from batch_gateway.service import quota_repair
+    from batch_gateway.service import sweep as sweep_module
+
+    services, provider = services_with({P: {M: {"batches_in_flight": None, "enqueued_tokens": None}}})
+    job_id = planned(services, ["r"] * 250)
+    submit_job(services, WorkflowState(job_id=job_id))
+    for index in range(0, 250, 2):  # every other chunk collected without its release
+        services.jobs.update_chunk(chunk(services, job_id, index), state=ChunkState.COLLECTED, collected=True)
+    reads: list[int] = []
+
+    def at_most_100(*args, **kwargs):
+        report = quota_repair.repair_quotas(*args, **kwargs, max_reads=100)
+        reads.append(report.reads)
+        return report
+
+    monkeypatch.setattr(sweep_module, "repair_quotas", at_most_100)
+    monkeypatch.setattr(services.jobs, "open_job_ids_page", lambda limit, token: ([], None))  # the repair alone
+    events: list[dict] = []
+    first = sweep_module.sweep(services, hand_off=events.append)
+    while events:
+        event = events.pop(0)
+        assert set(event) == {sweep_module.QUOTA_REPAIR}
+        sweep_module.sweep(services, event=event, hand_off=events.append)
+
+    assert first.quota_repair_handed_off is not None
+    assert len(reads) == 3 and all(n <= 100 for n in reads)
+    assert sorted(h.chunk_index for h in services.quotas.holds(P, M)) == list(range(1, 250, 2))
+    assert in_flight(services)[2] == 125
 
 
 def test_the_settings_read_the_quota_overrides_and_owner_weights_from_the_environment():

@@ -1,90 +1,211 @@
-"""The sweeper's repair of the quota ledgers (decisions 0080, 0081): a step that died between a create and its
-release leaves a hold behind for a chunk that has ended; a repair that raced a reservation can drop a live one.
-Once per sweep, every ledger is made that of the chunks really holding capacity, and owners marked waiting with
-nothing waiting any more stop holding the others back.
+"""The sweeper's repair of the quota ledgers (decisions 0080, 0081): a step that died between a chunk's end and its
+release leaves a hold behind that nothing will give back; an owner marked waiting whose job ended holds the other
+owners back. The repair starts from what the ledger holds, never from the open jobs, so its work is bounded by the
+holds (themselves bounded by the quotas) and the waiting owners, whatever the number of jobs and chunks.
 
-A chunk holds capacity while its batch may be at the provider: ``submitting``, ``submitted`` or ``reconciling``, not
-collected. A ``pending`` chunk keeps a hold it has (a crash between reserve and claim: its next admission uses it)
-and is given none. Jobs that have ended hold nothing. The holds are counted after the ledger's version is read, and
-the repair is conditional on that version, so a reservation or release meanwhile makes it count again.
+Each hold is checked against its chunk (one GetItem) and its job (one BatchGetItem per page of holds): a hold whose
+job ended or is gone, or whose chunk is collected, failed or gone, holds nothing any more and is released (the
+store's release: conditional on that very hold, so a reservation or release meanwhile is never undone, and the
+ledger's sums move with it). Every other hold stays: a chunk in flight, or ``pending`` with a hold (a crash between
+reserve and claim: its next admission reuses it). A repair never drops the hold of a chunk that may be in flight,
+and it never adds one: no path leaves a chunk in flight without a hold (a submitter whose claim lost keeps its fresh
+hold, ``service.submit``). When a ledger's holds were all read in one invocation and none was released, sums that
+drifted from the holds (a hand edit) are set to theirs, conditional on the version read before the holds.
+
+An owner marked waiting is still waiting while one of the jobs that marked it (``OwnerUsage.waiting_jobs``) is
+queued or in progress: a waiting chunk goes only through a reservation, which ends the owner's wait. If none is, the
+wait ends (a chunk that still waits marks it again at its next poll). At most ``MARKED_JOBS_READ`` marked jobs are
+read per owner; an owner with more, all ended, loses its wait until a job of it still waiting polls again.
+
+Bounded per invocation: at most ``max_reads`` holds and marked jobs, pages of ``page_size`` holds, and the step's
+budget; what is left is a cursor the sweeper hands to a fresh invocation of itself (decision 0083).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import dataclasses
+from typing import Any
 
 from aws_lambda_powertools import Logger
 
 from batch_gateway.contract.errors import ConflictError
-from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus
-from batch_gateway.models.quotas import ChunkKey, Hold, OwnerUsage
+from batch_gateway.models.jobs import ChunkState, Job, JobStatus
+from batch_gateway.models.quotas import ChunkKey, Hold, Ledger, OwnerUsage, QuotaCost
+from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.context import Services
-from batch_gateway.service.quota_gate import cost_of, scopes
-from batch_gateway.service.submit import waiting
 
 logger = Logger(child=True)
-REPAIR_ATTEMPTS = 3
-IN_FLIGHT = (ChunkState.SUBMITTING, ChunkState.SUBMITTED, ChunkState.RECONCILING)
+HOLDS_PAGE = 100  # holds per Query; their jobs are one BatchGetItem (at most 100 keys)
+READS_PER_INVOCATION = 1_000  # holds and marked jobs checked per invocation (as the sweep's 1,000 jobs)
+MARKED_JOBS_READ = 300  # marked jobs read per waiting owner
 SENDING = (JobStatus.QUEUED, JobStatus.IN_PROGRESS)
+ENDED_CHUNK = (ChunkState.COLLECTED, ChunkState.FAILED)
 
 
-def repair_quotas(services: Services) -> list[tuple[str, str]]:
-    """Repair every ledger; the (provider, model) of those that needed a change. A ledger that cannot be repaired
-    now (it kept moving, or a read failed) is left for the next sweep."""
-    open_jobs: dict[tuple[str, str], list[tuple[Job, list[Chunk]]]] = defaultdict(list)
-    token: str | None = None
-    while True:  # TODO(issue 15): bound this by the sweep's budget and pages (decision 0083), as the open jobs are
-        job_ids, token = services.jobs.open_job_ids_page(100, token)
-        for job in services.jobs.get_jobs(job_ids):
-            if not job.status.terminal:
-                chunks = services.jobs.get_chunks(job.id)
-                for scope in scopes(services, job):  # the model's ledger, and its provider's shared one (0087)
-                    open_jobs[(job.provider, scope.ledger)].append((job, chunks))
-        if token is None:
-            break
-    repaired: list[tuple[str, str]] = []
-    for provider, model in sorted(set(services.quotas.ledgers()) | set(open_jobs)):
+@dataclasses.dataclass
+class RepairReport:
+    repaired: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # ledgers that needed a change
+    released: int = 0  # holds given back
+    reads: int = 0  # holds and marked jobs checked
+    cursor: dict[str, Any] | None = None  # where a next invocation goes on (None: every ledger was visited)
+
+
+def repair_quotas(
+    services: Services,
+    budget: StepBudget | None = None,
+    cursor: dict[str, Any] | None = None,
+    *,
+    page_size: int = HOLDS_PAGE,
+    max_reads: int = READS_PER_INVOCATION,
+) -> RepairReport:
+    """Repair the ledgers from ``cursor`` on (None: from the first), a page of holds at a time while ``budget`` and
+    ``max_reads`` allow; the report's ``cursor`` says where to go on. A ledger that cannot be read or repaired now
+    is left for the next sweep."""
+    budget = budget or StepBudget()
+    report = RepairReport()
+    start = _start(cursor)
+    for provider, model in sorted(services.quotas.ledgers()):
+        if start is not None and (provider, model) < start[0]:
+            continue
+        after = start[1] if start is not None and (provider, model) == start[0] else None
+        start = None
         try:
-            if _repair(services, provider, model, open_jobs.get((provider, model), [])):
-                repaired.append((provider, model))
+            stopped = _repair_ledger(services, provider, model, after, budget, report, page_size, max_reads)
         except Exception:
             logger.exception("could not repair a quota ledger; the next sweep tries again", extra={"model": model})
-    return repaired
+            continue
+        if stopped is not None:
+            report.cursor = stopped
+            return report
+    return report
 
 
-def _repair(services: Services, provider: str, model: str, jobs: list[tuple[Job, list[Chunk]]]) -> bool:
-    for _ in range(REPAIR_ATTEMPTS):
-        ledger, owners = services.quotas.read(provider, model)
-        stored = {hold.key: hold for hold in services.quotas.holds(provider, model)}
-        wanted: list[Hold] = []
-        for job, chunks in jobs:
-            for chunk in chunks:
-                key = ChunkKey(job.id, chunk.index)
-                if chunk.collected:
-                    continue
-                if chunk.state in IN_FLIGHT:
-                    wanted.append(Hold(job_id=job.id, chunk_index=chunk.index, owner=job.owner, cost=cost_of(chunk)))
-                elif chunk.state is ChunkState.PENDING and key in stored:
-                    wanted.append(stored[key])
-        try:
-            changed = services.quotas.repair(provider, model, wanted, ledger.version)
-        except ConflictError:
-            continue  # the ledger moved while the holds were counted: count again
-        if changed:
-            logger.warning("repaired a quota ledger", extra={"provider": provider, "model": model})
-        _end_ghost_waits(services, provider, model, owners, jobs)
-        return changed
-    logger.info("a quota ledger kept moving during its repair; the next sweep tries again", extra={"model": model})
-    return False
+def _start(cursor: dict[str, Any] | None) -> tuple[tuple[str, str], ChunkKey | None] | None:
+    if not cursor:
+        return None
+    after = cursor.get("after")
+    return (str(cursor["provider"]), str(cursor["model"])), (ChunkKey(str(after[0]), int(after[1])) if after else None)
+
+
+def _cursor(provider: str, model: str, after: ChunkKey | None) -> dict[str, Any]:
+    return {"provider": provider, "model": model, "after": list(after) if after else None}
+
+
+def _room(budget: StepBudget, report: RepairReport, max_reads: int) -> bool:
+    """One more unit of work? The first always runs, so every invocation makes progress."""
+    return (report.reads == 0 or report.reads < max_reads) and budget.another()
+
+
+def _repair_ledger(
+    services: Services,
+    provider: str,
+    model: str,
+    after: ChunkKey | None,
+    budget: StepBudget,
+    report: RepairReport,
+    page_size: int,
+    max_reads: int,
+) -> dict[str, Any] | None:
+    """Visit one ledger's holds from ``after``; the cursor to go on from when stopped, else None."""
+    whole = after is None  # every hold read in this invocation: the sums can be checked against them
+    if not _room(budget, report, max_reads):
+        return _cursor(provider, model, after)
+    ledger, owners = services.quotas.read(provider, model)
+    changed = _end_ghost_waits(services, provider, model, owners, report) if whole else False
+    kept: list[Hold] = []
+    released = 0
+    while True:
+        holds, next_after = services.quotas.holds_page(provider, model, page_size, after)
+        report.reads += len(holds)
+        for hold, live in _check(services, holds):
+            if live:
+                kept.append(hold)
+            elif services.quotas.release(provider, model, hold.owner, hold.key):
+                released += 1
+                logger.warning(
+                    "released a quota hold nothing was using",
+                    extra={"provider": provider, "model": model, "job_id": hold.job_id, "chunk": hold.chunk_index},
+                )
+        after = next_after
+        if after is None:
+            break
+        if not _room(budget, report, max_reads):
+            _count(report, provider, model, changed or released > 0, released)
+            return _cursor(provider, model, after)
+    if whole and not released:
+        changed = _set_drifted_sums(services, ledger, owners, kept) or changed
+    _count(report, provider, model, changed or released > 0, released)
+    return None
+
+
+def _count(report: RepairReport, provider: str, model: str, changed: bool, released: int) -> None:
+    report.released += released
+    if changed and (provider, model) not in report.repaired:
+        report.repaired.append((provider, model))
+
+
+def _check(services: Services, holds: list[Hold]) -> list[tuple[Hold, bool]]:
+    """Each hold and whether its chunk may still be using it: the chunk is read after the hold."""
+    if not holds:
+        return []
+    jobs = {job.id: job for job in services.jobs.get_jobs(sorted({hold.job_id for hold in holds}))}
+    return [(hold, _live(services, jobs.get(hold.job_id), hold)) for hold in holds]
+
+
+def _live(services: Services, job: Job | None, hold: Hold) -> bool:
+    if job is None or job.status.terminal:
+        return False  # an ended job holds nothing (MarkFailed and the cancel give back what they settle)
+    chunk = services.jobs.get_chunk(hold.job_id, hold.chunk_index)
+    return chunk is not None and not chunk.collected and chunk.state not in ENDED_CHUNK
+
+
+def _set_drifted_sums(services: Services, ledger: Ledger, owners: dict[str, OwnerUsage], holds: list[Hold]) -> bool:
+    """Sums that are not those of the holds (read after ``ledger``) are set to theirs, only while the ledger is
+    still at the version read: a reservation or release meanwhile made the comparison moot (the next sweep)."""
+    total = QuotaCost(0, 0, 0)
+    by_owner: dict[str, QuotaCost] = {owner: QuotaCost(0, 0, 0) for owner in owners}
+    for hold in holds:
+        total = _plus(total, hold.cost)
+        by_owner[hold.owner] = _plus(by_owner.get(hold.owner, QuotaCost(0, 0, 0)), hold.cost)
+    drifted = any(_sums(owners.get(owner, OwnerUsage())) != cost for owner, cost in by_owner.items())
+    if _sums(ledger) == total and not drifted:
+        return False
+    try:
+        changed = services.quotas.repair(ledger.provider, ledger.model, holds, ledger.version)
+    except ConflictError:
+        return False
+    if changed:
+        logger.warning("set quota sums that drifted from the holds", extra={"model": ledger.model})
+    return changed
 
 
 def _end_ghost_waits(
-    services: Services, provider: str, model: str, owners: dict[str, OwnerUsage], jobs: list[tuple[Job, list[Chunk]]]
-) -> None:
-    """An owner marked waiting whose open jobs on the model have no chunk waiting (canceled, failed) would always be
-    'next in turn' and hold the others back: its wait ends (a chunk that still waits marks it again at its poll)."""
-    still = {job.owner for job, chunks in jobs if job.status in SENDING and any(waiting(c) for c in chunks)}
-    for owner, usage in owners.items():
-        if usage.waiting_since is not None and owner not in still:
+    services: Services, provider: str, model: str, owners: dict[str, OwnerUsage], report: RepairReport
+) -> bool:
+    """An owner marked waiting whose marked jobs are no longer sending (canceled, failed, gone) would always be 'next
+    in turn' and hold the others back: its wait ends."""
+    ended = False
+    for owner, usage in sorted(owners.items()):
+        if usage.waiting_since is None:
+            continue
+        marked = sorted(usage.waiting_jobs)[:MARKED_JOBS_READ]
+        still = False
+        for start in range(0, len(marked), 100):
+            batch = marked[start : start + 100]
+            report.reads += len(batch)
+            if any(job.status in SENDING for job in services.jobs.get_jobs(batch)):
+                still = True
+                break
+        if not still:
             services.quotas.clear_waiting(provider, model, owner)
+            ended = True
             logger.info("ended the wait of an owner with nothing waiting", extra={"provider": provider, "model": model})
+    return ended
+
+
+def _plus(total: QuotaCost, cost: QuotaCost) -> QuotaCost:
+    return QuotaCost(total.tokens + cost.tokens, total.requests + cost.requests, total.batches + cost.batches)
+
+
+def _sums(usage: Ledger | OwnerUsage) -> QuotaCost:
+    return QuotaCost(usage.tokens, usage.requests, usage.batches)

@@ -34,6 +34,7 @@ from batch_gateway.service.state import WorkflowState
 logger = Logger(child=True)
 SENDING_STATUSES = (JobStatus.QUEUED, JobStatus.IN_PROGRESS)  # a chunk is claimed for sending only then
 UNSENT = UNSENT_STATES  # no provider batch recorded yet
+DONE = (ChunkState.COLLECTED, ChunkState.FAILED)  # never sent again: it holds nothing
 
 
 def chunk_ref(job: Job, chunk: Chunk) -> ChunkRef:
@@ -101,12 +102,15 @@ def submit_chunk(
             waiting_for_quota=None,
         )
     except errors.ConflictError:
-        if reserved is not None and reserved.fresh:  # not claimed: nothing will be sent on this hold
-            release_chunk(services, job, chunk, wake=False)
         logger.info(
             "chunk changed elsewhere (claimed, canceled or collected)", extra={"job_id": job.id, "chunk": chunk.index}
         )
-        return services.jobs.get_chunk(job.id, chunk.index) or chunk
+        now_is = services.jobs.get_chunk(job.id, chunk.index)
+        # Not claimed by us; but another submitter may have found our fresh hold and sent on it (decision 0081):
+        # the hold goes back only once the chunk can never send (a pending chunk's next admission reuses it).
+        if reserved is not None and reserved.fresh and (now_is is None or now_is.collected or now_is.state in DONE):
+            release_chunk(services, job, chunk, wake=False)
+        return now_is or chunk
     return _send(services, job, chunk, provider)
 
 

@@ -8,7 +8,8 @@ after its retries, or the sweeper's own settle failed) is settled by a later swe
 sweep looks for such jobs only where an owner's month holds more reserved than its open jobs do. An ended job whose
 end event did not go out (``signalled_status`` behind its status) gets it sent again (decision 0068).
 Provider batches that no chunk owns (an ambiguous create that was re-sent) are canceled where the provider lets us
-find them.
+find them. The quota ledgers are repaired from their holds (``service.quota_repair``, decision 0081), in a chain of
+their own when they hold more than one invocation reads.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ RUNNING = "RUNNING"
 PAGE_SIZE = 100  # open jobs per page: one Query, then a GetItem and a DescribeExecution each
 PAGES_PER_INVOCATION = 10  # at most this many pages per invocation, whatever its time left
 CONTINUATION = "continuation"  # an event handed off by a previous invocation of the same sweep
+QUOTA_REPAIR = "quota_repair"  # an event that goes on with the quota repair from its cursor (and does nothing else)
 MAX_HELD_BYTES = 200_000  # the sums a hand-off carries, as JSON (an async invoke's event is at most 256 KB)
 
 
@@ -49,6 +51,7 @@ class SweepReport:
     orphans_canceled: list[str] = field(default_factory=list)
     announced: list[str] = field(default_factory=list)  # ended jobs whose lost end event a sweep sent again
     quotas_repaired: list[tuple[str, str]] = field(default_factory=list)  # (provider, model) ledgers (decision 0081)
+    quota_repair_handed_off: dict[str, Any] | None = None  # where a fresh invocation goes on with the quota repair
     pages: int = 0  # pages of open jobs this invocation read
     handed_off: str | None = None  # the next page's token, handed to a fresh invocation (None: the chain ended here)
 
@@ -70,6 +73,9 @@ def sweep(
     asynchronous invocation of the sweeper). The invocation that reads the last page settles leftover budgets."""
     budget = budget or StepBudget()
     report = SweepReport()
+    if event and event.get(QUOTA_REPAIR):  # a repair of the quota ledgers handed on by an earlier invocation
+        _repair_quotas(services, report, budget, hand_off, event[QUOTA_REPAIR])
+        return report
     continuation = bool(event and event.get(CONTINUATION))
     token: str | None = str(event["next_token"]) if continuation and event and event.get("next_token") else None
     held = _held_from(event) if continuation else {}
@@ -79,10 +85,7 @@ def sweep(
             report.orphans_canceled = _cancel_orphans(services, budget)
         except Exception:  # a provider could not be listed: the next scheduled sweep looks again
             logger.exception("could not look for orphaned provider batches")
-        try:  # once per chain; TODO(issue 15): page it like the open jobs (it reads every open job's chunks)
-            report.quotas_repaired = repair_quotas(services)
-        except Exception:  # the open jobs could not be read: the next sweep repairs
-            logger.exception("could not repair the quota ledgers")
+        _repair_quotas(services, report, budget, hand_off, None)
     while True:
         if report.pages >= max_pages or not budget.another():
             report.handed_off = _hand_off(hand_off, token, held)
@@ -101,6 +104,32 @@ def sweep(
     except Exception:  # the budgets' amounts could not be read: the next sweep looks again
         logger.exception("could not look for ended jobs whose budget nothing settled")
     return report
+
+
+def _repair_quotas(
+    services: Services,
+    report: SweepReport,
+    budget: StepBudget,
+    hand_off: Callable[[dict[str, Any]], None] | None,
+    cursor: dict[str, Any] | None,
+) -> None:
+    """Repair the quota ledgers from ``cursor`` (None: the first) within the budget (decision 0081); the rest is a
+    chain of its own (``{"quota_repair": cursor}``), beside the open jobs' chain. A lost hand-off or a failure
+    leaves the rest to the next scheduled sweep, which starts over."""
+    try:
+        repair = repair_quotas(services, budget, cursor)
+    except Exception:  # the ledgers could not be listed: the next sweep repairs
+        logger.exception("could not repair the quota ledgers")
+        return
+    report.quotas_repaired = repair.repaired
+    if repair.cursor is None or hand_off is None:
+        return
+    try:
+        hand_off({QUOTA_REPAIR: repair.cursor})
+    except Exception:
+        logger.exception("could not hand the rest of the quota repair on; the next scheduled sweep starts over")
+        return
+    report.quota_repair_handed_off = repair.cursor
 
 
 def _check(services: Services, job: Job, report: SweepReport, held: dict[tuple[str, str], int]) -> None:

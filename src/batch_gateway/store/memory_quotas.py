@@ -144,6 +144,14 @@ class MemoryQuotaStore(QuotaStore):
         with self._lock:
             return list(self._part(provider, model).holds.values())
 
+    def holds_page(
+        self, provider: str, model: str, limit: int, after: ChunkKey | None
+    ) -> tuple[list[Hold], ChunkKey | None]:
+        with self._lock:
+            keys = sorted(key for key in self._part(provider, model).holds if after is None or key > after)
+            page = [self._part(provider, model).holds[key] for key in keys[:limit]]
+        return page, (page[-1].key if len(keys) > limit else None)
+
     def repair(self, provider: str, model: str, holds: Iterable[Hold], expected_version: int) -> bool:
         wanted = {hold.key: hold for hold in holds}
         with self._lock:

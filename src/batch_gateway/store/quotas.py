@@ -336,6 +336,23 @@ class DynamoDBQuotaStore(QuotaStore):
         )
         return [_hold(_from_item(item)) for page in pages for item in page.get("Items", [])]
 
+    def holds_page(
+        self, provider: str, model: str, limit: int, after: ChunkKey | None
+    ) -> tuple[list[Hold], ChunkKey | None]:
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :hold)",
+            "ExpressionAttributeValues": _values({":pk": _pk(provider, model), ":hold": HOLD_PREFIX}),
+            "ConsistentRead": True,
+            "Limit": limit,
+        }
+        if after is not None:
+            kwargs["ExclusiveStartKey"] = self._key(provider, model, _hold_sk(after))
+        response = self._db.query(**kwargs)
+        holds = [_hold(_from_item(item)) for item in response.get("Items", [])]
+        more = response.get("LastEvaluatedKey") is not None and bool(holds)
+        return holds, (holds[-1].key if more else None)
+
     # --- repair -------------------------------------------------------------------------------------------------
 
     def repair(self, provider: str, model: str, holds: Iterable[Hold], expected_version: int) -> bool:
