@@ -53,7 +53,9 @@ def _set(stack, owner: str, monthly_usd: float) -> dict:
 
 def test_creates_stop_at_the_budget_cancel_gives_back_and_the_end_charges_the_actual_cost(stack, sim, tenant):
     assert _own(tenant) is None
-    sim.configure(processing_seconds=6)  # the jobs run while the next ones are created
+    # The first job runs while the next ones are created and the second is canceled (6 s was too short for that on
+    # a loaded machine: the first had ended, and its reservation with it, before the check after the cancel).
+    sim.configure(processing_seconds=30)
     _set(stack, tenant.principal, 1000)
     first = tenant.create(seed_body())
     needed = _own(tenant)["reserved_usd"]
@@ -76,10 +78,11 @@ def test_creates_stop_at_the_budget_cancel_gives_back_and_the_end_charges_the_ac
     assert canceled["status"] == "canceled"
     canceled_cost = (canceled["cost"] or {}).get("total") or 0
     after_cancel = _own(tenant)
+    assert tenant.request("GET", f"/batches/{first['id']}").json()["status"] == "in_progress"
     assert after_cancel["reserved_usd"] == pytest.approx(needed, abs=1e-6)  # only the running job's
     assert after_cancel["spent_usd"] == pytest.approx(canceled_cost, abs=1e-6)
 
-    done = tenant.wait(first["id"])
+    done = tenant.wait(first["id"], timeout=120)
     assert done["status"] == "finished" and done["cost"]["total"] > 0
     settled = _own(tenant)
     assert settled["reserved_usd"] == 0
