@@ -307,7 +307,7 @@ def simulate(jobs: list[Job], seed: int = SEED) -> dict[str, Any]:
             progress = False
             for owner in order:
                 chunk = heads[owner]
-                views = [LedgerView(scope.limits, *store.read(provider, scope.ledger)) for scope in scopes]
+                views = [LedgerView(scope.limits, *store.read(provider, scope.ledger, now=now)) for scope in scopes]
                 cost = QuotaCost.for_chunk(chunk.bytes, chunk.requests)
                 decision = admit_all(views, owner, cost, now)
                 if not isinstance(decision, Admitted):

@@ -296,8 +296,10 @@ class QuotaStore(Protocol):
     ``version`` and writes the sums and the hold together or not at all; the sums are always those of the holds, so
     they never go below zero."""
 
-    def read(self, provider: str, model: str) -> tuple[Ledger, dict[str, OwnerUsage]]:
-        """The ledger (version 0 and empty when nothing was ever held) and every owner with a share or a wait."""
+    def read(self, provider: str, model: str, *, now: datetime | None = None) -> tuple[Ledger, dict[str, OwnerUsage]]:
+        """The ledger (version 0 and empty when nothing was ever held), its creates in ``now``'s minute (None: the
+        clock's) and later, and every owner with a share or a wait (an owner holding and waiting for nothing is
+        forgotten)."""
         ...
 
     def reserve(
@@ -336,7 +338,8 @@ class QuotaStore(Protocol):
 
     def mark_waiting(self, provider: str, model: str, owner: str, now: datetime, job_id: str | None = None) -> None:
         """The owner has a chunk waiting since ``now``, unless it has been waiting since earlier; ``job_id`` is added
-        to the owner's waiting jobs (a release wakes them). A reservation ends the wait and forgets the jobs."""
+        to the owner's waiting jobs (a release wakes them) while they are fewer than 100. A reservation ends the wait
+        and forgets the jobs."""
 
     def clear_waiting(self, provider: str, model: str, owner: str) -> None:
         """The owner waits no more: its wait and its waiting jobs are forgotten."""

@@ -14,11 +14,13 @@ drifted from the holds (a hand edit) are set to theirs, conditional on the versi
 
 An owner marked waiting is still waiting while one of the jobs that marked it (``OwnerUsage.waiting_jobs``) is
 queued or in progress: a waiting chunk goes only through a reservation, which ends the owner's wait. If none is, the
-wait ends (a chunk that still waits marks it again at its next poll). At most ``MARKED_JOBS_READ`` marked jobs are
-read per owner; an owner with more, all ended, loses its wait until a job of it still waiting polls again.
+wait ends (a chunk that still waits marks it again at its next poll). The store keeps at most 100 marked jobs an
+owner, one BatchGetItem. An owner's item that holds and waits for nothing (a step died between the release of its
+last hold and the item's delete) is forgotten.
 
-Bounded per invocation: at most ``max_reads`` holds and marked jobs, pages of ``page_size`` holds, and the step's
-budget; what is left is a cursor the sweeper hands to a fresh invocation of itself (decision 0083).
+Bounded per invocation: at most ``max_reads`` holds and marked jobs (the owners' checks, then the holds), pages of
+``page_size`` holds, and the step's budget; what is left is a cursor (the ledger, and the last owner checked or the
+last hold read) the sweeper hands to a fresh invocation of itself (decision 0083).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from batch_gateway.service.context import Services
 logger = Logger(child=True)
 HOLDS_PAGE = 100  # holds per Query; their jobs are one BatchGetItem (at most 100 keys)
 READS_PER_INVOCATION = 1_000  # holds and marked jobs checked per invocation (as the sweep's 1,000 jobs)
-MARKED_JOBS_READ = 300  # marked jobs read per waiting owner
+MARKED_JOBS_READ = 100  # marked jobs read per waiting owner (the store keeps 100: an older item may hold more)
 SENDING = (JobStatus.QUEUED, JobStatus.IN_PROGRESS)
 ENDED_CHUNK = (ChunkState.COLLECTED, ChunkState.FAILED)
 
@@ -67,10 +69,13 @@ def repair_quotas(
     for provider, model in sorted(services.quotas.ledgers()):
         if start is not None and (provider, model) < start[0]:
             continue
-        after = start[1] if start is not None and (provider, model) == start[0] else None
+        here = start is not None and (provider, model) == start[0]
+        after, owner_after = (start[1], start[2]) if start is not None and here else (None, None)
         start = None
         try:
-            stopped = _repair_ledger(services, provider, model, after, budget, report, page_size, max_reads)
+            stopped = _repair_ledger(
+                services, provider, model, after, budget, report, page_size, max_reads, owner_after=owner_after
+            )
         except Exception:
             logger.exception("could not repair a quota ledger; the next sweep tries again", extra={"model": model})
             continue
@@ -80,15 +85,23 @@ def repair_quotas(
     return report
 
 
-def _start(cursor: dict[str, Any] | None) -> tuple[tuple[str, str], ChunkKey | None] | None:
+def _start(cursor: dict[str, Any] | None) -> tuple[tuple[str, str], ChunkKey | None, str | None] | None:
     if not cursor:
         return None
-    after = cursor.get("after")
-    return (str(cursor["provider"]), str(cursor["model"])), (ChunkKey(str(after[0]), int(after[1])) if after else None)
+    after, owner = cursor.get("after"), cursor.get("owner")
+    return (
+        (str(cursor["provider"]), str(cursor["model"])),
+        ChunkKey(str(after[0]), int(after[1])) if after else None,
+        str(owner) if owner is not None else None,
+    )
 
 
-def _cursor(provider: str, model: str, after: ChunkKey | None) -> dict[str, Any]:
-    return {"provider": provider, "model": model, "after": list(after) if after else None}
+def _cursor(provider: str, model: str, after: ChunkKey | None, owner: str | None = None) -> dict[str, Any]:
+    """Where the next invocation goes on: after hold ``after``, or (``after`` None) after owner ``owner``'s check."""
+    cursor: dict[str, Any] = {"provider": provider, "model": model, "after": list(after) if after else None}
+    if owner is not None:
+        cursor["owner"] = owner
+    return cursor
 
 
 def _room(budget: StepBudget, report: RepairReport, max_reads: int) -> bool:
@@ -105,13 +118,23 @@ def _repair_ledger(
     report: RepairReport,
     page_size: int,
     max_reads: int,
+    *,
+    owner_after: str | None = None,
 ) -> dict[str, Any] | None:
-    """Visit one ledger's holds from ``after``; the cursor to go on from when stopped, else None."""
+    """Visit one ledger's owners (after ``owner_after``) and holds from ``after``; the cursor to go on from when
+    stopped, else None."""
     whole = after is None  # every hold read in this invocation: the sums can be checked against them
     if not _room(budget, report, max_reads):
-        return _cursor(provider, model, after)
+        return _cursor(provider, model, after, owner_after)
     ledger, owners = services.quotas.read(provider, model)
-    changed = _end_ghost_waits(services, provider, model, owners, report) if whole else False
+    changed = False
+    if whole:
+        stopped_after, changed = _end_ghost_waits(
+            services, provider, model, owners, owner_after, budget, report, max_reads
+        )
+        if stopped_after is not None:
+            _count(report, provider, model, changed, 0)
+            return _cursor(provider, model, None, stopped_after)
     kept: list[Hold] = []
     released = 0
     while True:
@@ -180,27 +203,41 @@ def _set_drifted_sums(services: Services, ledger: Ledger, owners: dict[str, Owne
 
 
 def _end_ghost_waits(
-    services: Services, provider: str, model: str, owners: dict[str, OwnerUsage], report: RepairReport
-) -> bool:
+    services: Services,
+    provider: str,
+    model: str,
+    owners: dict[str, OwnerUsage],
+    owner_after: str | None,
+    budget: StepBudget,
+    report: RepairReport,
+    max_reads: int,
+) -> tuple[str | None, bool]:
     """An owner marked waiting whose marked jobs are no longer sending (canceled, failed, gone) would always be 'next
-    in turn' and hold the others back: its wait ends."""
+    in turn' and hold the others back: its wait ends. Owners after ``owner_after`` in order, while there is room;
+    the last owner checked when stopped (else None), and whether a wait ended."""
     ended = False
+    last: str | None = None
     for owner, usage in sorted(owners.items()):
-        if usage.waiting_since is None:
+        if owner_after is not None and owner <= owner_after:
+            continue
+        idle = usage.waiting_since is None and not (usage.tokens or usage.requests or usage.batches)
+        if usage.waiting_since is None and not idle:
+            continue
+        if not _room(budget, report, max_reads):
+            return last or owner_after or "", ended
+        last = owner
+        if idle:  # its item outlived its last hold: forgotten, no job to read
+            report.reads += 1
+            services.quotas.clear_waiting(provider, model, owner)
             continue
         marked = sorted(usage.waiting_jobs)[:MARKED_JOBS_READ]
-        still = False
-        for start in range(0, len(marked), 100):
-            batch = marked[start : start + 100]
-            report.reads += len(batch)
-            if any(job.status in SENDING for job in services.jobs.get_jobs(batch)):
-                still = True
-                break
-        if not still:
-            services.quotas.clear_waiting(provider, model, owner)
-            ended = True
-            logger.info("ended the wait of an owner with nothing waiting", extra={"provider": provider, "model": model})
-    return ended
+        report.reads += max(len(marked), 1)
+        if marked and any(job.status in SENDING for job in services.jobs.get_jobs(marked)):
+            continue
+        services.quotas.clear_waiting(provider, model, owner)
+        ended = True
+        logger.info("ended the wait of an owner with nothing waiting", extra={"provider": provider, "model": model})
+    return None, ended
 
 
 def _plus(total: QuotaCost, cost: QuotaCost) -> QuotaCost:

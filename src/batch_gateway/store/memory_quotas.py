@@ -10,8 +10,10 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from batch_gateway.contract.errors import ConflictError
+from batch_gateway.models.jobs import utcnow
 from batch_gateway.models.quotas import ChunkKey, Hold, Ledger, OwnerUsage, QuotaCost, epoch_minute
 from batch_gateway.ports import QuotaStore
+from batch_gateway.store.quotas import WAITING_JOBS_KEPT
 
 
 @dataclasses.dataclass
@@ -23,6 +25,13 @@ class _Partition:
     creates: dict[int, int] = dataclasses.field(default_factory=dict)
     owners: dict[str, OwnerUsage] = dataclasses.field(default_factory=dict)
     holds: dict[ChunkKey, Hold] = dataclasses.field(default_factory=dict)
+
+    def forget_if_idle(self, owner: str, *, waiting: bool) -> None:
+        usage = self.owners.get(owner)
+        if usage is None or usage.tokens or usage.requests or usage.batches:
+            return  # holds something
+        if waiting or usage.waiting_since is None:
+            del self.owners[owner]
 
     def add(self, owner: str, cost: QuotaCost, sign: int) -> None:
         self.tokens += sign * cost.tokens
@@ -45,7 +54,8 @@ class MemoryQuotaStore(QuotaStore):
     def _part(self, provider: str, model: str) -> _Partition:
         return self._partitions.setdefault((provider, model), _Partition())
 
-    def read(self, provider: str, model: str) -> tuple[Ledger, dict[str, OwnerUsage]]:
+    def read(self, provider: str, model: str, *, now: datetime | None = None) -> tuple[Ledger, dict[str, OwnerUsage]]:
+        minute = epoch_minute(now or utcnow())
         with self._lock:
             part = self._part(provider, model)
             ledger = Ledger(
@@ -55,7 +65,7 @@ class MemoryQuotaStore(QuotaStore):
                 requests=part.requests,
                 batches=part.batches,
                 version=part.version,
-                creates=dict(part.creates),
+                creates={m: n for m, n in part.creates.items() if m >= minute},  # as the DynamoDB read
             )
             return ledger, dict(part.owners)
 
@@ -111,6 +121,7 @@ class MemoryQuotaStore(QuotaStore):
             if hold is None:
                 return False
             part.add(hold.owner, hold.cost, -1)
+            part.forget_if_idle(hold.owner, waiting=False)
             part.version += 1
             return True
 
@@ -118,15 +129,17 @@ class MemoryQuotaStore(QuotaStore):
         with self._lock:
             part = self._part(provider, model)
             usage = part.owners.get(owner, OwnerUsage())
+            kept = {job_id} if job_id and len(usage.waiting_jobs) < WAITING_JOBS_KEPT else set()
             part.owners[owner] = dataclasses.replace(
                 usage,
                 waiting_since=usage.waiting_since or now,
-                waiting_jobs=usage.waiting_jobs | ({job_id} if job_id else set()),
+                waiting_jobs=usage.waiting_jobs | kept,
             )
 
     def clear_waiting(self, provider: str, model: str, owner: str) -> None:
         with self._lock:
             part = self._part(provider, model)
+            part.forget_if_idle(owner, waiting=True)
             if owner in part.owners:
                 part.owners[owner] = dataclasses.replace(
                     part.owners[owner], waiting_since=None, waiting_jobs=frozenset()
@@ -175,5 +188,7 @@ class MemoryQuotaStore(QuotaStore):
                 return False
             part.tokens, part.requests, part.batches = repaired.tokens, repaired.requests, repaired.batches
             part.owners, part.holds = repaired.owners, dict(wanted)
+            for owner in list(part.owners):
+                part.forget_if_idle(owner, waiting=False)
             part.version += 1
             return True

@@ -4,13 +4,17 @@ One partition per provider and model, ``pk = QUOTA#<provider>#<model>``:
 
 - ``sk = LEDGER``: the in-flight sums (``tokens``, ``requests``, ``batches``) and a ``version`` every change of them
   moves; a reservation is conditional on the version it was decided on;
-- ``sk = OWNER#<owner>``: the owner's sums and ``waiting_since`` (epoch microseconds) while it has a chunk waiting.
-  The owner is ``quota_owner``, never ``owner``: the by-owner index keeps holding jobs only;
+- ``sk = OWNER#<owner>``: the owner's sums and ``waiting_since`` (epoch microseconds) while it has a chunk waiting,
+  with at most ``WAITING_JOBS_KEPT`` of its waiting jobs (the ones a release wakes). The owner is ``quota_owner``,
+  never ``owner``: the by-owner index keeps holding jobs only. The item exists only while the owner holds or waits:
+  the release of its last hold and the end of its wait delete it, conditional on it holding and waiting for nothing;
 - ``sk = MINUTE#<epoch minute>``: ``creates`` in that UTC minute, removed by the table's time to live;
 - ``sk = HOLD#<job id>#<chunk index>``: what one chunk took, and whose. The sums are always those of the holds: every
   write that adds or drops a hold changes the sums in the same transaction.
 
-``read`` is one Query from ``LEDGER`` up (``HOLD#`` sorts before it), so it never reads the holds.
+``read`` is a GetItem of ``LEDGER`` and one Query from the current minute's ``MINUTE#`` item to the last ``OWNER#``
+item (``HOLD#`` sorts before them): it reads the ledger, the current minute and the owners holding or waiting, never
+the holds, the past minutes the time to live has not removed yet, or owners that held once.
 
 The ledgers themselves are listed in one partition, ``pk = QUOTAS``, ``sk = <provider>#<model>``: the first
 reservation on a model (at version 0) writes that item in its transaction, so the sweeper's repair finds every
@@ -19,14 +23,17 @@ ledger with one Query and no Scan (decision 0081).
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from batch_gateway.contract.errors import ConflictError, TransientError
-from batch_gateway.models.jobs import epoch_micros
+from batch_gateway.models.jobs import epoch_micros, utcnow
 from batch_gateway.models.quotas import (
     ChunkKey,
     Hold,
@@ -54,6 +61,8 @@ HOLDS_PER_REPAIR_WRITE = 40  # with the ledger and at most one owner each: under
 OWNERS_PER_REPAIR_WRITE = 98
 RELEASE_ATTEMPTS = 4  # a release that meets a concurrent transaction tries again: at most ~0.35 s of backoff in all
 RELEASE_BACKOFF_SECONDS = 0.025
+WAITING_JOBS_KEPT = 100  # an owner's waiting jobs kept for the wake (5 a release); the rest poll (decision 0081)
+OWNERS_END = "OWNER$"  # sorts after every OWNER# key
 _SUMS = {"#t": "tokens", "#r": "requests", "#b": "batches"}
 
 
@@ -92,14 +101,20 @@ class DynamoDBQuotaStore(QuotaStore):
     def _key(self, provider: str, model: str, sk: str) -> dict[str, Any]:
         return _values({"pk": _pk(provider, model), "sk": sk})
 
-    def read(self, provider: str, model: str) -> tuple[Ledger, dict[str, OwnerUsage]]:
+    def read(self, provider: str, model: str, *, now: datetime | None = None) -> tuple[Ledger, dict[str, OwnerUsage]]:
+        minute = epoch_minute(now or utcnow())
+        raw_ledger = self._db.get_item(
+            TableName=self.table, Key=self._key(provider, model, LEDGER_SK), ConsistentRead=True
+        ).get("Item")
+        ledger: dict[str, Any] = _from_item(raw_ledger) if raw_ledger else {}
         pages = self._db.get_paginator("query").paginate(
             TableName=self.table,
-            KeyConditionExpression="pk = :pk AND sk >= :ledger",
-            ExpressionAttributeValues=_values({":pk": _pk(provider, model), ":ledger": LEDGER_SK}),
+            KeyConditionExpression="pk = :pk AND sk BETWEEN :minute AND :end",
+            ExpressionAttributeValues=_values(
+                {":pk": _pk(provider, model), ":minute": f"{MINUTE_PREFIX}{minute}", ":end": OWNERS_END}
+            ),
             ConsistentRead=True,
         )
-        ledger: dict[str, Any] = {}
         creates: dict[int, int] = {}
         owners: dict[str, OwnerUsage] = {}
         for page in pages:
@@ -107,9 +122,7 @@ class DynamoDBQuotaStore(QuotaStore):
                 jobs = raw.pop("waiting_jobs", {}).get("SS", [])  # a string set, which _from_item does not read
                 item = _from_item(raw)
                 sk: str = item["sk"]
-                if sk == LEDGER_SK:
-                    ledger = item
-                elif sk.startswith(MINUTE_PREFIX):
+                if sk.startswith(MINUTE_PREFIX):  # this minute (and a later one, from a clock ahead of ours)
                     creates[int(sk.removeprefix(MINUTE_PREFIX))] = int(item.get("creates", 0))
                 elif sk.startswith(OWNER_PREFIX):
                     since = item.get("waiting_since")
@@ -278,6 +291,8 @@ class DynamoDBQuotaStore(QuotaStore):
                 ]
             )
             if codes is None:
+                with contextlib.suppress(BotoCoreError, ClientError):  # released; the repair forgets it later
+                    self._forget_if_idle(provider, model, hold.owner, waiting=False)
                 return True
             if codes[0] == "ConditionalCheckFailed":
                 return False  # released (and perhaps reserved again) by someone else meanwhile
@@ -286,22 +301,40 @@ class DynamoDBQuotaStore(QuotaStore):
         raise TransientError(f"releasing {model} quota met concurrent writes {RELEASE_ATTEMPTS} times; try again")
 
     def mark_waiting(self, provider: str, model: str, owner: str, now: datetime, job_id: str | None = None) -> None:
+        """The job joins the owner's waiting jobs only while they are fewer than ``WAITING_JOBS_KEPT`` (conditional:
+        concurrent marks never pass it); past that the owner is marked waiting without it."""
         names = {"#w": "waiting_since", "#o": "quota_owner"}
         values = _values({":now": epoch_micros(now), ":o": owner})
-        expression = "SET #w = if_not_exists(#w, :now), #o = :o"
+        update: dict[str, Any] = {
+            "TableName": self.table,
+            "Key": self._key(provider, model, OWNER_PREFIX + owner),
+            "UpdateExpression": "SET #w = if_not_exists(#w, :now), #o = :o",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
         if job_id:  # a string set: the jobs a release wakes (decision 0081)
-            expression += " ADD #wj :job"
-            names["#wj"] = "waiting_jobs"
-            values[":job"] = {"SS": [job_id]}
-        self._db.update_item(
-            TableName=self.table,
-            Key=self._key(provider, model, OWNER_PREFIX + owner),
-            UpdateExpression=expression,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-        )
+            capped = {
+                **update,
+                "UpdateExpression": update["UpdateExpression"] + " ADD #wj :job",
+                "ConditionExpression": "attribute_not_exists(#wj) OR size(#wj) < :kept OR contains(#wj, :id)",
+                "ExpressionAttributeNames": {**names, "#wj": "waiting_jobs"},
+                "ExpressionAttributeValues": {
+                    **values,
+                    ":job": {"SS": [job_id]},
+                    **_values({":kept": WAITING_JOBS_KEPT, ":id": job_id}),
+                },
+            }
+            try:
+                self._db.update_item(**capped)
+                return
+            except self._db.exceptions.ConditionalCheckFailedException:
+                pass  # as many kept as the wake needs: this one polls on its own schedule
+        self._db.update_item(**update)
 
     def clear_waiting(self, provider: str, model: str, owner: str) -> None:
+        """An owner that holds nothing is forgotten (its item deleted); one that holds keeps its sums."""
+        if self._forget_if_idle(provider, model, owner, waiting=True):
+            return
         try:
             self._db.update_item(
                 TableName=self.table,
@@ -312,6 +345,27 @@ class DynamoDBQuotaStore(QuotaStore):
             )
         except self._db.exceptions.ConditionalCheckFailedException:
             pass
+
+    def _forget_if_idle(self, provider: str, model: str, owner: str, *, waiting: bool) -> bool:
+        """Delete the owner's item if it holds nothing (and, unless ``waiting``, waits for nothing), conditional on
+        that, so a reservation or wait landing first keeps it, and one landing after starts a new item from zero;
+        whether it is gone (or was never there)."""
+        idle = " AND ".join(f"(attribute_not_exists({n}) OR {n} = :zero)" for n in _SUMS)
+        names = dict(_SUMS)
+        if not waiting:
+            idle += " AND attribute_not_exists(#w)"
+            names["#w"] = "waiting_since"
+        try:
+            self._db.delete_item(
+                TableName=self.table,
+                Key=self._key(provider, model, OWNER_PREFIX + owner),
+                ConditionExpression=idle,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=_values({":zero": 0}),
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
 
     def ledgers(self) -> list[tuple[str, str]]:
         pages = self._db.get_paginator("query").paginate(
