@@ -17,7 +17,7 @@ from batch_gateway.providers.base import BatchProvider, ProviderBatch
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.collect import collect_chunk
 from batch_gateway.service.context import Services
-from batch_gateway.service.quota_gate import release_chunk
+from batch_gateway.service.quota_gate import forget_waiting, release_chunk
 from batch_gateway.service.submit import UNSENT, submit_chunk
 
 logger = Logger(child=True)
@@ -33,6 +33,8 @@ def wind_down(services: Services, job: Job, reason: str, budget: StepBudget) -> 
             continue
         if not budget.another():
             return False
+        if chunk.waiting_for_quota:  # it will never be sent: its owner's wait must not hold the others back
+            forget_waiting(services, job)
         try:
             chunk = _settle(services, job, chunk, provider, reason)
             release_chunk(services, job, chunk)  # settled: whatever it held is given back (decision 0081)
