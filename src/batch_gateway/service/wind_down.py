@@ -1,10 +1,11 @@
 """On the way to ``failed``: stop paying for the job and keep what it already paid for.
 
 Each open chunk is settled on its own, best effort: nothing is sent any more (the job is ``failed``, so no claim can
-be made); a claim whose lease ran out or a lost create is reconciled first, so a batch that was accepted is known;
-a provider batch still running is canceled; one that has ended is collected as Poll would. Whatever has no result
-then (never sent, still canceling, or not reachable) is recorded ``errored`` with code ``job_failed`` and the job's
-reason. A provider error never escapes: it is logged with keys and the chunk's items are recorded as errored.
+be made); a claim whose lease ran out or a lost create is reconciled first, so a batch that was accepted is known; a
+provider batch still running is canceled; one that has ended is collected as Poll would. Whatever has no result then
+(never sent, still canceling, or not reachable) is recorded ``errored`` with code ``job_failed`` and the job's
+reason. Whatever a chunk held is given back, and a chunk that waited for quota takes its job out of its owner's
+wait. A provider error never escapes: it is logged with keys and the chunk's items are recorded as errored.
 """
 
 from __future__ import annotations
