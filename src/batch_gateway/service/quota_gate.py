@@ -170,12 +170,25 @@ def quota_failure(reason: str | None) -> bool:
     return reason.split(":", 1)[0].split(" (line", 1)[0].strip() in QUOTA_FAILURE_CODES
 
 
+MAX_REFUSED_KEPT = 20  # refused batch ids a chunk remembers (a reconcile looks back minutes; older ones are not found)
+
+
+def _nothing_else_in_flight(services: Services, job: Job, ledger: str, key: ChunkKey) -> bool:
+    """No batch but the chunk's own is counted on ``ledger`` (the chunk may hold nothing there: sent before the
+    deployment counted that ledger, or its hold lost; then any batch counted is another's)."""
+    counted = services.quotas.read(job.provider, ledger)[0].batches
+    own = 1 if services.quotas.held(job.provider, ledger, key) is not None else 0
+    return counted - own <= 0
+
+
 def requeue_refused(services: Services, job: Job, chunk: Chunk, batch: ProviderBatch) -> Chunk | str:
-    """Put a chunk whose batch the provider failed for quota back to ``pending`` (its failed batch forgotten: it
-    had no results, so a new one later is not a second submission). Returns the chunk, or the reason it fails
-    with instead (refused ``MAX_REFUSALS_ALONE`` times with nothing else of ours in flight)."""
-    alone = all(services.quotas.read(job.provider, scope.ledger)[0].batches <= 1 for scope in scopes(services, job))
-    refusals = chunk.quota_refusals + (1 if alone else 0)  # its own hold at most
+    """Put a chunk whose batch the provider failed for quota back to ``pending`` (its failed batch forgotten as the
+    chunk's batch: it had no results, so a new one later is not a second submission; but remembered as refused, so a
+    reconcile after a later lost create never adopts it). Returns the chunk, or the reason it fails with instead
+    (refused ``MAX_REFUSALS_ALONE`` times with nothing else of ours in flight)."""
+    key = ChunkKey(job.id, chunk.index)
+    alone = all(_nothing_else_in_flight(services, job, scope.ledger, key) for scope in scopes(services, job))
+    refusals = chunk.quota_refusals + (1 if alone else 0)
     if refusals >= MAX_REFUSALS_ALONE:
         return (
             f"{batch.failed_reason} (refused for quota {refusals} times with nothing else of this service in flight "
@@ -197,6 +210,7 @@ def requeue_refused(services: Services, job: Job, chunk: Chunk, batch: ProviderB
         progress_samples=[],
         waiting_for_quota=reason,
         quota_refusals=refusals,
+        refused_batches=[*(b for b in chunk.refused_batches if b != batch.id), batch.id][-MAX_REFUSED_KEPT:],
     )
     release_chunk(services, job, chunk, wake=False)
     mark_waiting(services, job)
