@@ -336,6 +336,22 @@ class QuotaStore(Protocol):
         one. Releasing a chunk that holds nothing changes nothing."""
         ...
 
+    def release_in(self, provider: str, ledgers: Sequence[str], owner: str, chunk_key: ChunkKey) -> bool:
+        """``release`` in several of the provider's ledgers in one write (a chunk's model and shared ``*`` ledgers,
+        decision 0087): every hold the chunk has in them is given back, or none is (a ``TransientError`` after
+        concurrent writes leaves them all); whether there was one. A hold reserved again meanwhile is not given back."""
+        ...
+
+    def held_in(self, provider: str, ledgers: Sequence[str], chunk_key: ChunkKey) -> dict[str, Hold]:
+        """What the chunk holds in each of ``ledgers`` that it holds in, read together (one consistent read: a
+        reservation or release over several ledgers is seen whole or not at all)."""
+        ...
+
+    def forget_waiting(self, provider: str, model: str, owner: str, job_id: str) -> bool:
+        """``job_id`` waits no more (canceled, failed): it leaves the owner's waiting jobs, and the owner's wait ends
+        when none is left. Whether this ended the wait. Idempotent; a job that still waits marks itself again."""
+        ...
+
     def mark_waiting(self, provider: str, model: str, owner: str, now: datetime, job_id: str | None = None) -> None:
         """The owner has a chunk waiting since ``now``, unless it has been waiting since earlier; ``job_id`` is added
         to the owner's waiting jobs (a release wakes them) while they are fewer than 100. A reservation ends the wait

@@ -25,7 +25,8 @@ pytestmark = pytest.mark.e2e
 # (its workflow stopped) would hold the ledger of its model until the sweeper's repair.
 WOKEN_MODEL = "gpt-4.1-nano"
 REFUSED_MODEL = "gpt-4.1-mini"
-QUOTA_MODULES = ("submit", "poll", "mark_failed", "sweeper")  # lambdas/ of the functions that read QUOTAS_JSON
+# lambdas/ of the functions that read QUOTAS_JSON
+QUOTA_MODULES = ("create", "plan", "retry", "submit", "poll", "mark_failed", "sweeper")
 LONG_PARK = "600"  # seconds between polls: only a wake can make a job poll sooner
 
 
@@ -94,7 +95,7 @@ def test_a_second_owners_job_waits_for_quota_says_so_and_is_woken_when_the_first
     )
     sim.configure(processing_seconds=6)
     readers = {f for f in stack.functions if constants.ENV_QUOTAS_JSON in stack.function_environment(f)}
-    assert readers == {stack.function(m) for m in QUOTA_MODULES}, readers  # decision 0081's four, no other
+    assert readers == {stack.function(m) for m in QUOTA_MODULES}, readers  # decisions 0081 and 0087, no other
     first = create(alice, WOKEN_MODEL)
     first_batch = sent(alice, first)
     second = create(bob, WOKEN_MODEL)

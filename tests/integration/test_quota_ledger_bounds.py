@@ -199,3 +199,14 @@ def test_the_repair_reads_ghost_waits_within_its_bound_and_its_chain_ends_every_
     assert reports[-1].cursor is None
     waiting = {o for o, u in services.quotas.read(P, M)[1].items() if u.waiting_since is not None}
     assert waiting == set(), "a ghost waiter would hold everyone back"
+
+
+def test_an_owner_is_forgotten_in_every_ledger_a_release_over_several_empties_and_when_its_last_job_leaves(quotas):
+    key = ChunkKey("job_" + "a" * 24, 0)
+    quotas.reserve_in(P, [("claude-sonnet-4-20250514", 0), ("*", 0)], "alice", COST, key, now=NOW)
+    quotas.mark_waiting(P, "*", "bob", NOW, job_id="job_" + "b" * 24)
+    assert quotas.release_in(P, ["claude-sonnet-4-20250514", "*"], "alice", key) is True
+    assert quotas.read(P, "claude-sonnet-4-20250514", now=NOW)[1] == {}
+    assert set(quotas.read(P, "*", now=NOW)[1]) == {"bob"}
+    assert quotas.forget_waiting(P, "*", "bob", "job_" + "b" * 24) is True  # its waiting job was canceled
+    assert quotas.read(P, "*", now=NOW)[1] == {}

@@ -84,3 +84,32 @@ def test_a_job_larger_than_the_enqueued_token_limit_is_cut_to_fit_and_finishes_w
     assert done["request_counts"]["succeeded"] == 6 and len(done["chunks"]) > 1
     stats = simulator.stats()["openai"]
     assert stats["batches_created"] == len(done["chunks"]), "a chunk was refused for quota and sent again"
+
+
+def test_a_resend_whose_answer_is_lost_keeps_the_batch_sent_again_not_the_one_refused_for_quota(aws, ctx, simulator):
+    """The chunk refused for quota is sent again within a minute of the refusal, and that create's answer is lost:
+    reconciling finds both of the chunk's batches at OpenAI. It adopts the one sent again (running, paid for), never
+    the refused one, and cancels nothing: the job finishes on three batches, not a fourth."""
+    simulator.configure(processing_seconds=2.0, enqueued_token_limit=400)
+    first, second = _openai_job(ctx, "x" * 400), _openai_job(ctx, "y" * 400)
+    first_state = submit.handler(plan.handler({"job_id": first["id"]}, ctx), ctx)
+    second_state = submit.handler(plan.handler({"job_id": second["id"]}, ctx), ctx)
+    refused = _view(ctx, second["id"])["chunks"][0]["provider_batch_id"]
+    second_state = _poll_until(ctx, second_state, lambda s: s["done"] or _view(ctx, second["id"])["waiting_for_quota"])
+    assert _view(ctx, second["id"])["chunks"][0]["status"] == "pending"
+    _poll_until(ctx, first_state, lambda s: s["done"])
+
+    simulator.add_fault("openai", "create_batch", "drop_after_accept")  # accepted, its answer lost
+    state = poll.handler({**second_state, "wait_seconds": 0}, ctx)
+    assert _view(ctx, second["id"])["chunks"][0]["status"] == "reconciling"
+    state = poll.handler({**state, "wait_seconds": 0}, ctx)  # reconciles
+    sent_again = simulator.stats()["openai"]["batches"][-1]
+    chunk = _view(ctx, second["id"])["chunks"][0]
+    assert (chunk["provider_batch_id"], chunk["waiting_for_quota"]) == (sent_again, None), (
+        f"the chunk is {chunk['status']} on {chunk['provider_batch_id']} (refused: {refused}, sent again: {sent_again})"
+    )
+
+    finalize.handler(_poll_until(ctx, state, lambda s: s["done"]), ctx)
+    done = _view(ctx, second["id"])
+    assert done["status"] == "finished" and done["request_counts"]["succeeded"] == 3, (done["status"], done["error"])
+    assert simulator.stats()["openai"]["batches_created"] == 3  # refused, sent again (answer lost): no fourth

@@ -9,7 +9,6 @@ from typing import Any
 
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Job, RequestCounts
-from batch_gateway.models.quotas import ChunkKey
 from batch_gateway.providers import make_provider
 from batch_gateway.service.keys import requests_key
 from batch_gateway.service.plan import plan_job
@@ -113,13 +112,13 @@ def test_gemini_batches_are_the_projects_and_its_enqueued_tokens_each_models():
     assert reason(services, third) == "waiting for quota: 2 of 2 batches for all google models in flight"
 
 
-def test_the_sweepers_repair_keeps_the_shared_hold_of_a_chunk_in_flight_and_restores_a_lost_one():
+def test_the_sweepers_repair_keeps_the_shared_holds_of_chunks_in_flight():
+    """The repair starts from the holds (decision 0081) and never drops one whose chunk is in flight."""
     services, provider = services_with({})
     sonnet = planned(services, "anthropic", SONNET, 2, "alice")
     haiku = planned(services, "anthropic", HAIKU, 2, "bob")
     submit_job(services, WorkflowState(job_id=sonnet))
     submit_job(services, WorkflowState(job_id=haiku))
-    services.quotas.release("anthropic", "*", "bob", ChunkKey(haiku, 0))  # lost: in flight without its hold
 
     repair_quotas(services)
 

@@ -285,6 +285,31 @@ def test_a_batch_refused_for_the_token_limit_with_nothing_else_in_flight_fails_a
     assert len(provider.created) == 3 and in_flight(services) == (0, 0, 0)
 
 
+def test_a_refusal_while_another_batch_is_in_flight_is_not_counted_alone_when_the_chunk_holds_nothing():
+    """Bob's batch is in flight all along; alice's chunk holds nothing in the ledger when its batch is refused (sent
+    before the deployment counted quotas, or its hold lost). The refusal is the shared limit, not a chunk too large:
+    three of them leave the chunk waiting, never failed as 'refused with nothing else in flight'."""
+    services, provider = services_with()
+    other = planned(services, ["busy"], owner="bob")
+    submit_job(services, WorkflowState(job_id=other))
+    job_id = planned(services, ["one"])
+    state = submit_job(services, WorkflowState(job_id=job_id))
+    for attempt in range(3):
+        services.quotas.release(P, M, "alice", ChunkKey(job_id, 0))
+        provider.end(provider_batch(services, job_id), failed_reason=TOKEN_LIMIT)
+        poll_job(services, state)  # refused: back to pending
+        back = chunk(services, job_id, 0)
+        assert back.state is ChunkState.PENDING, f"refusal {attempt + 1}: {back.state.value}: {back.error}"
+        poll_job(services, state)  # sent again
+    assert len(provider.created) == 5 and in_flight(services)[2] == 2
+
+
+def provider_batch(services, job_id: str) -> str:
+    batch_id = chunk(services, job_id, 0).provider_batch_id
+    assert batch_id is not None
+    return batch_id
+
+
 def test_a_batch_failed_for_another_reason_still_fails_the_chunk_and_gives_its_hold_back():
     services, provider = services_with()
     job_id = planned(services, ["one"])

@@ -203,9 +203,11 @@ class Chunk(Record):
     provider_ended_at: datetime | None = None
     # Quotas (decision 0081): why a pending chunk is not sent yet (the admission's reason, or the provider's refusal
     # for quota); None once it is admitted. How many times the provider refused its batch for quota while nothing
-    # else was in flight on the model (the third such refusal fails it: it would never fit).
+    # else was in flight on the model (the third such refusal fails it: it would never fit). The batches the provider
+    # failed for quota, forgotten when the chunk went back to pending: a reconcile never adopts them again.
     waiting_for_quota: str | None = None
     quota_refusals: int = 0
+    refused_batches: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def open(self) -> bool:

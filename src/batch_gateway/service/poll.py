@@ -16,7 +16,7 @@ from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.collect import collect_chunk, summarize
 from batch_gateway.service.context import Services
 from batch_gateway.service.poll_schedule import Sample, next_wait, record
-from batch_gateway.service.quota_gate import quota_failure, release_chunk, requeue_refused
+from batch_gateway.service.quota_gate import forget_waiting, quota_failure, release_chunk, requeue_refused
 from batch_gateway.service.state import WorkflowState
 from batch_gateway.service.submit import submit_chunk, waiting
 
@@ -38,6 +38,8 @@ def _refresh(
     if chunk.state in (ChunkState.PENDING, ChunkState.SUBMITTING, ChunkState.RECONCILING):
         chunk = submit_chunk(services, job, chunk, provider, send=not canceling and not blocked, budget=budget)
         if canceling and _never_sent(chunk):  # its requests are canceled (fenced: a claim made meanwhile wins)
+            if chunk.waiting_for_quota:  # it waits no more: its owner's wait must not hold the others back
+                forget_waiting(services, job)
             release_chunk(services, job, chunk)  # a hold left by a crash or a lost create that came to nothing
             return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.CANCELED)
         if chunk.state is not ChunkState.SUBMITTED:

@@ -7,10 +7,12 @@ Each hold is checked against its chunk (one GetItem) and its job (one BatchGetIt
 job ended or is gone, or whose chunk is collected, failed or gone, holds nothing any more and is released (the
 store's release: conditional on that very hold, so a reservation or release meanwhile is never undone, and the
 ledger's sums move with it). Every other hold stays: a chunk in flight, or ``pending`` with a hold (a crash between
-reserve and claim: its next admission reuses it). A repair never drops the hold of a chunk that may be in flight,
-and it never adds one: no path leaves a chunk in flight without a hold (a submitter whose claim lost keeps its fresh
-hold, ``service.submit``). When a ledger's holds were all read in one invocation and none was released, sums that
-drifted from the holds (a hand edit) are set to theirs, conditional on the version read before the holds.
+reserve and claim: its next admission reuses it; one holding in some of its ledgers only is completed by that
+admission by the rule, decision 0081, so it is not freed here: freeing it could race the admission that completes it
+and leave the chunk sent without a hold in one ledger). A repair never drops the hold of a chunk that may be in
+flight, and it never adds one: no path leaves a chunk in flight without a hold (a submitter whose claim lost keeps
+its fresh hold, ``service.submit``). When a ledger's holds were all read in one invocation and none was released,
+sums that drifted from the holds (a hand edit) are set to theirs, conditional on the version read before the holds.
 
 An owner marked waiting is still waiting while one of the jobs that marked it (``OwnerUsage.waiting_jobs``) is
 queued or in progress: a waiting chunk goes only through a reservation, which ends the owner's wait. If none is, the

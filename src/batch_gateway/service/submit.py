@@ -47,6 +47,7 @@ def chunk_ref(job: Job, chunk: Chunk) -> ChunkRef:
         claimed_at=chunk.claimed_at,
         id_marker=chunk.id_marker,
         candidates=tuple(chunk.candidates),
+        refused=tuple(chunk.refused_batches),
     )
 
 

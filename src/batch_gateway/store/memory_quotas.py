@@ -125,6 +125,36 @@ class MemoryQuotaStore(QuotaStore):
             part.version += 1
             return True
 
+    def release_in(self, provider: str, ledgers: Sequence[str], owner: str, chunk_key: ChunkKey) -> bool:
+        with self._lock:  # one write over every ledger: all of the chunk's holds go, or none
+            released = False
+            for model in ledgers:
+                part = self._part(provider, model)
+                hold = part.holds.pop(chunk_key, None)
+                if hold is not None:
+                    part.add(hold.owner, hold.cost, -1)
+                    part.forget_if_idle(hold.owner, waiting=False)
+                    part.version += 1
+                    released = True
+            return released
+
+    def held_in(self, provider: str, ledgers: Sequence[str], chunk_key: ChunkKey) -> dict[str, Hold]:
+        with self._lock:
+            found = {model: self._part(provider, model).holds.get(chunk_key) for model in ledgers}
+            return {model: hold for model, hold in found.items() if hold is not None}
+
+    def forget_waiting(self, provider: str, model: str, owner: str, job_id: str) -> bool:
+        with self._lock:
+            usage = self._part(provider, model).owners.get(owner)
+            if usage is None or job_id not in usage.waiting_jobs:
+                return False
+            jobs = usage.waiting_jobs - {job_id}
+            self._part(provider, model).owners[owner] = dataclasses.replace(
+                usage, waiting_jobs=jobs, waiting_since=usage.waiting_since if jobs else None
+            )
+            self._part(provider, model).forget_if_idle(owner, waiting=False)
+            return not jobs
+
     def mark_waiting(self, provider: str, model: str, owner: str, now: datetime, job_id: str | None = None) -> None:
         with self._lock:
             part = self._part(provider, model)

@@ -268,37 +268,90 @@ class DynamoDBQuotaStore(QuotaStore):
         raise ConflictError(f"the {provider} {names} quota ledger changed since it was read ({', '.join(codes)})")
 
     def release(self, provider: str, model: str, owner: str, chunk_key: ChunkKey) -> bool:
-        key = self._key(provider, model, _hold_sk(chunk_key))
+        return self.release_in(provider, [model], owner, chunk_key)
+
+    def release_in(self, provider: str, ledgers: Sequence[str], owner: str, chunk_key: ChunkKey) -> bool:
+        """One transaction over every ledger the chunk holds in (decision 0087): each hold dropped, conditional on
+        the very hold read, with its sums given back to the ledger and the owner, so the chunk holds in all of them
+        or in none, never in some."""
         for attempt in range(RELEASE_ATTEMPTS):
-            raw = self._db.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
-            if raw is None:
+            found = self._held_items(provider, ledgers, chunk_key)
+            if not found:
                 return False
-            item = _from_item(raw)
-            hold = _hold(item)
-            minus = QuotaCost(-hold.cost.tokens, -hold.cost.requests, -hold.cost.batches)
-            drop = {
-                "TableName": self.table,
-                "Key": key,
-                "ConditionExpression": "#rv = :rv",
-                "ExpressionAttributeNames": {"#rv": "reserved_version"},
-                "ExpressionAttributeValues": _values({":rv": item["reserved_version"]}),
-            }
-            codes = self._transact(
-                [
+            items: list[dict[str, Any]] = []
+            for model, item in found.items():
+                hold = _hold(item)
+                minus = QuotaCost(-hold.cost.tokens, -hold.cost.requests, -hold.cost.batches)
+                drop = {
+                    "TableName": self.table,
+                    "Key": self._key(provider, model, _hold_sk(chunk_key)),
+                    "ConditionExpression": "#rv = :rv",
+                    "ExpressionAttributeNames": {"#rv": "reserved_version"},
+                    "ExpressionAttributeValues": _values({":rv": item["reserved_version"]}),
+                }
+                items += [
                     {"Delete": drop},
                     {"Update": self._ledger_update(provider, model, minus, 0, conditional=False)},
                     {"Update": self._owner_add(provider, model, hold.owner, minus, end_wait=False)},
                 ]
-            )
+            codes = self._transact(items)
             if codes is None:
-                with contextlib.suppress(BotoCoreError, ClientError):  # released; the repair forgets it later
-                    self._forget_if_idle(provider, model, hold.owner, waiting=False)
+                for model, item in found.items():
+                    with contextlib.suppress(BotoCoreError, ClientError):  # released; the repair forgets it later
+                        self._forget_if_idle(provider, model, item["quota_owner"], waiting=False)
                 return True
-            if codes[0] == "ConditionalCheckFailed":
+            if any(codes[index] == "ConditionalCheckFailed" for index in range(0, len(items), 3)):
                 return False  # released (and perhaps reserved again) by someone else meanwhile
             if attempt + 1 < RELEASE_ATTEMPTS:
                 time.sleep(random.uniform(0, RELEASE_BACKOFF_SECONDS * 2**attempt))
-        raise TransientError(f"releasing {model} quota met concurrent writes {RELEASE_ATTEMPTS} times; try again")
+        names = ", ".join(ledgers)
+        raise TransientError(f"releasing {names} quota met concurrent writes {RELEASE_ATTEMPTS} times; try again")
+
+    def _held_items(self, provider: str, ledgers: Sequence[str], chunk_key: ChunkKey) -> dict[str, dict[str, Any]]:
+        """The chunk's hold items in ``ledgers``, read in one TransactGetItems: a snapshot, so a reservation or
+        release over several ledgers is seen whole or not at all."""
+        if not ledgers:
+            return {}
+        response = self._db.transact_get_items(
+            TransactItems=[
+                {"Get": {"TableName": self.table, "Key": self._key(provider, model, _hold_sk(chunk_key))}}
+                for model in ledgers
+            ]
+        )
+        found: dict[str, dict[str, Any]] = {}
+        for model, answer in zip(ledgers, response.get("Responses", []), strict=False):
+            if answer.get("Item"):
+                found[model] = _from_item(answer["Item"])
+        return found
+
+    def held_in(self, provider: str, ledgers: Sequence[str], chunk_key: ChunkKey) -> dict[str, Hold]:
+        return {model: _hold(item) for model, item in self._held_items(provider, ledgers, chunk_key).items()}
+
+    def forget_waiting(self, provider: str, model: str, owner: str, job_id: str) -> bool:
+        """Two conditional writes: the job leaves the set (DynamoDB removes an emptied set), then the wait ends only
+        while no job is in the set (a job that marked meanwhile keeps it)."""
+        key = self._key(provider, model, OWNER_PREFIX + owner)
+        try:
+            self._db.update_item(
+                TableName=self.table,
+                Key=key,
+                UpdateExpression="DELETE #wj :job",
+                ConditionExpression="contains(#wj, :id)",
+                ExpressionAttributeNames={"#wj": "waiting_jobs"},
+                ExpressionAttributeValues={":job": {"SS": [job_id]}, ":id": {"S": job_id}},
+            )
+            self._db.update_item(
+                TableName=self.table,
+                Key=key,
+                UpdateExpression="REMOVE #w",
+                ConditionExpression="attribute_exists(#w) AND attribute_not_exists(#wj)",
+                ExpressionAttributeNames={"#w": "waiting_since", "#wj": "waiting_jobs"},
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        with contextlib.suppress(BotoCoreError, ClientError):  # its wait ended; the repair forgets it later
+            self._forget_if_idle(provider, model, owner, waiting=False)
+        return True
 
     def mark_waiting(self, provider: str, model: str, owner: str, now: datetime, job_id: str | None = None) -> None:
         """The job joins the owner's waiting jobs only while they are fewer than ``WAITING_JOBS_KEPT`` (conditional:
