@@ -23,7 +23,7 @@ def test_a_release_in_two_ledgers_gives_back_both_holds_once(quotas):  # noqa: F
 
     assert quotas.held_in(A, [SONNET, "*"], key(0)) == {}
     assert sums(quotas.read(A, SONNET)[0]) == (0, 0, 0) and sums(quotas.read(A, "*")[0]) == (50, 5, 1)
-    assert sums(quotas.read(A, "*")[1]["alice"]) == (0, 0, 0)
+    assert sums(quotas.read(A, "*")[1].get("alice", OwnerUsage())) == (0, 0, 0)
     assert not quotas.release_in(A, [SONNET, "*"], "alice", key(0))  # once
     assert sums(quotas.read(A, "*")[0]) == (50, 5, 1)
 
@@ -56,13 +56,15 @@ def test_a_job_that_waits_no_more_leaves_its_owners_wait_which_ends_with_its_las
     quotas.mark_waiting(A, SONNET, "alice", NOW, job_id=OTHER)
 
     assert not quotas.forget_waiting(A, SONNET, "alice", JOB)  # another job of alice still waits
-    assert quotas.read(A, SONNET)[1]["alice"] == OwnerUsage(waiting_since=NOW, waiting_jobs=frozenset({OTHER}))
+    assert quotas.read(A, SONNET)[1].get("alice", OwnerUsage()) == OwnerUsage(
+        waiting_since=NOW, waiting_jobs=frozenset({OTHER})
+    )
 
     assert quotas.forget_waiting(A, SONNET, "alice", OTHER)
-    assert quotas.read(A, SONNET)[1]["alice"].waiting_since is None
-    assert quotas.read(A, SONNET)[1]["alice"].waiting_jobs == frozenset()
+    assert quotas.read(A, SONNET)[1].get("alice", OwnerUsage()).waiting_since is None
+    assert quotas.read(A, SONNET)[1].get("alice", OwnerUsage()).waiting_jobs == frozenset()
 
     assert not quotas.forget_waiting(A, SONNET, "alice", OTHER)  # idempotent
     assert not quotas.forget_waiting(A, SONNET, "carol", JOB)  # never waited
     quotas.mark_waiting(A, SONNET, "alice", NOW, job_id=OTHER)  # a job that still waits marks again
-    assert quotas.read(A, SONNET)[1]["alice"].waiting_since == NOW
+    assert quotas.read(A, SONNET)[1].get("alice", OwnerUsage()).waiting_since == NOW

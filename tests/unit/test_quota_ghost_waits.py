@@ -4,6 +4,7 @@ turn' with nothing to send, holding every other owner back until the sweeper's r
 from __future__ import annotations
 
 from batch_gateway.models.jobs import ChunkState, JobStatus
+from batch_gateway.models.quotas import OwnerUsage
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.cancel import cancel_job
 from batch_gateway.service.poll import poll_job
@@ -26,7 +27,7 @@ def test_a_canceled_waiting_job_does_not_hold_the_next_owner_back():
     cancel_job(services, alice, "alice")
     poll_job(services, alice_state)  # the canceled job's pending chunk is collected canceled
     assert chunk(services, alice, 0).collected
-    assert services.quotas.read(P, M)[1]["alice"].waiting_since is None
+    assert services.quotas.read(P, M)[1].get("alice", OwnerUsage()).waiting_since is None
 
     provider.end("batch_0")
     poll_job(services, state)  # carol's batch ends: capacity is free
@@ -62,11 +63,14 @@ def test_a_job_failed_while_it_waited_does_not_hold_the_next_owner_back():
     submit_job(services, WorkflowState(job_id=alice))
     bob = planned(services, ["two"], owner="bob")
     submit_job(services, WorkflowState(job_id=bob))
-    assert services.quotas.read(P, M)[1]["alice"].waiting_jobs == frozenset({alice})
+    assert services.quotas.read(P, M)[1].get("alice", OwnerUsage()).waiting_jobs == frozenset({alice})
 
     services.jobs.update_job(alice, status=JobStatus.FAILED)
     assert wind_down(services, services.jobs.require_job(alice), "the workflow failed", StepBudget())
 
     owners = services.quotas.read(P, M)[1]
-    assert owners["alice"].waiting_since is None and owners["alice"].waiting_jobs == frozenset()
+    assert (
+        owners.get("alice", OwnerUsage()).waiting_since is None
+        and owners.get("alice", OwnerUsage()).waiting_jobs == frozenset()
+    )
     assert owners["bob"].waiting_jobs == frozenset({bob})
