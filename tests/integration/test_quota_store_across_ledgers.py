@@ -9,13 +9,13 @@ import pytest
 
 from batch_gateway.contract.errors import TransientError
 from batch_gateway.models.quotas import Hold, OwnerUsage
-from tests.integration.test_quota_store_contract import JOB, NOW, cost, key, quotas, sums  # noqa: F401
+from tests.support.quota_store import JOB, NOW, cost, key, sums
 
 A, SONNET = "anthropic", "claude-sonnet-4-20250514"
 OTHER = "job_" + "b" * 24
 
 
-def test_a_release_in_two_ledgers_gives_back_both_holds_once(quotas):  # noqa: F811
+def test_a_release_in_two_ledgers_gives_back_both_holds_once(quotas):
     quotas.reserve_in(A, [(SONNET, 0), ("*", 0)], "alice", cost(100, 10), key(0), now=NOW)
     quotas.reserve_in(A, [("*", 1)], "bob", cost(50, 5), key(0, OTHER), now=NOW)  # another model's chunk
 
@@ -28,7 +28,7 @@ def test_a_release_in_two_ledgers_gives_back_both_holds_once(quotas):  # noqa: F
     assert sums(quotas.read(A, "*")[0]) == (50, 5, 1)
 
 
-def test_a_release_in_two_ledgers_gives_back_a_hold_left_in_one_only(quotas):  # noqa: F811
+def test_a_release_in_two_ledgers_gives_back_a_hold_left_in_one_only(quotas):
     quotas.reserve_in(A, [(SONNET, 0), ("*", 0)], "alice", cost(100, 10), key(0), now=NOW)
     assert quotas.release(A, SONNET, "alice", key(0))  # what a release cut short between the ledgers left
 
@@ -39,7 +39,7 @@ def test_a_release_in_two_ledgers_gives_back_a_hold_left_in_one_only(quotas):  #
     assert [sums(quotas.read(A, model)[0]) for model in (SONNET, "*")] == [(0, 0, 0)] * 2
 
 
-def test_a_release_in_two_ledgers_that_keeps_meeting_concurrent_writes_gives_back_neither(quotas, monkeypatch):  # noqa: F811
+def test_a_release_in_two_ledgers_that_keeps_meeting_concurrent_writes_gives_back_neither(quotas, monkeypatch):
     quotas.reserve_in(A, [(SONNET, 0), ("*", 0)], "alice", cost(100, 10), key(0), now=NOW)
     before = [(quotas.read(A, model), quotas.holds(A, model)) for model in (SONNET, "*")]
     if hasattr(quotas, "_transact"):  # DynamoDB: every transaction is canceled by a concurrent write on '*'
@@ -51,7 +51,7 @@ def test_a_release_in_two_ledgers_that_keeps_meeting_concurrent_writes_gives_bac
     assert [(quotas.read(A, model), quotas.holds(A, model)) for model in (SONNET, "*")] == before
 
 
-def test_a_job_that_waits_no_more_leaves_its_owners_wait_which_ends_with_its_last_job(quotas):  # noqa: F811
+def test_a_job_that_waits_no_more_leaves_its_owners_wait_which_ends_with_its_last_job(quotas):
     quotas.mark_waiting(A, SONNET, "alice", NOW, job_id=JOB)
     quotas.mark_waiting(A, SONNET, "alice", NOW, job_id=OTHER)
 

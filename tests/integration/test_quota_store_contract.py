@@ -8,45 +8,17 @@ this fails, not a unit test that passes for the wrong reason.
 from __future__ import annotations
 
 import threading
-import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
 from batch_gateway.contract.errors import ConflictError
-from batch_gateway.models.quotas import ChunkKey, Hold, Ledger, OwnerUsage, QuotaCost, QuotaLimits, epoch_minute
+from batch_gateway.models.quotas import ChunkKey, Hold, Ledger, OwnerUsage, QuotaLimits, epoch_minute
 from batch_gateway.ports import QuotaStore
 from batch_gateway.service.quota import Admitted, Wait, admit
 from batch_gateway.store.memory_quotas import MemoryQuotaStore
 from batch_gateway.store.quotas import DynamoDBQuotaStore
-from batch_gateway_dev.local.resources import create_table
-from tests.support.concurrency import serialise_moto_dynamodb
-
-NOW = datetime(2026, 12, 1, 12, 0, 30, tzinfo=UTC)
-P, M = "openai", "gpt-4o-mini"
-JOB = "job_" + "a" * 24
-
-
-@pytest.fixture(params=["memory", "dynamodb"])
-def quotas(request, moto_account, monkeypatch) -> QuotaStore:
-    if request.param == "memory":
-        return MemoryQuotaStore()
-    serialise_moto_dynamodb(monkeypatch)
-    table = f"quotas-{uuid.uuid4().hex[:8]}"
-    create_table(moto_account["dynamodb"], table)
-    return DynamoDBQuotaStore(moto_account["dynamodb"], table)
-
-
-def key(index: int, job: str = JOB) -> ChunkKey:
-    return ChunkKey(job, index)
-
-
-def cost(tokens: int = 1_000, requests: int = 10) -> QuotaCost:
-    return QuotaCost(tokens=tokens, requests=requests)
-
-
-def sums(ledger: Ledger | OwnerUsage) -> tuple[int, int, int]:
-    return ledger.tokens, ledger.requests, ledger.batches
+from tests.support.quota_store import JOB, NOW, M, P, cost, key, sums
 
 
 def test_an_untouched_model_has_an_empty_ledger_at_version_0(quotas):

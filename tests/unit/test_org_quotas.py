@@ -18,8 +18,8 @@ from batch_gateway.service.state import WorkflowState
 from batch_gateway.service.submit import submit_job
 from batch_gateway.settings import Settings
 from tests.support.planned_jobs import neutral_line
+from tests.support.quota_workflow import QuotaProvider
 from tests.support.services import memory_services
-from tests.unit.test_quota_workflow import QuotaProvider
 
 SONNET, HAIKU = "claude-sonnet-4-20250514", "claude-3-5-haiku-20241022"
 FLASH, PRO = "gemini-2.5-flash", "gemini-2.5-pro"

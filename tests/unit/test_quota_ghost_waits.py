@@ -11,7 +11,7 @@ from batch_gateway.service.poll import poll_job
 from batch_gateway.service.state import WorkflowState
 from batch_gateway.service.submit import submit_job
 from batch_gateway.service.wind_down import wind_down
-from tests.unit.test_quota_workflow import M, P, batches_limit, chunk, planned, services_with
+from tests.support.quota_workflow import M, P, batches_limit, chunk, planned, services_with
 
 
 def test_a_canceled_waiting_job_does_not_hold_the_next_owner_back():

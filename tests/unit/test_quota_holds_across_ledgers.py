@@ -20,8 +20,8 @@ from batch_gateway.service.state import WorkflowState
 from batch_gateway.service.submit import submit_job
 from batch_gateway.settings import Settings
 from tests.support.planned_jobs import neutral_line, new_job
+from tests.support.quota_workflow import NOW, QuotaProvider, chunk
 from tests.support.services import memory_services
-from tests.unit.test_quota_workflow import NOW, QuotaProvider, chunk
 
 G, GM = "google", "gemini-2.5-flash"
 ONE_BATCH = {G: {GM: {"batches_in_flight": 1}}}

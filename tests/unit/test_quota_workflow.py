@@ -6,16 +6,11 @@ ledger from the chunks really in flight."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any
-
 import pytest
 
 from batch_gateway.contract import errors
 from batch_gateway.models.jobs import ChunkState, JobStatus
 from batch_gateway.models.quotas import ChunkKey, Hold, OwnerUsage, QuotaCost
-from batch_gateway.providers import make_provider
-from batch_gateway.providers.base import ChunkRef, ProviderBatch, ProviderResult, Reconciliation
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.poll import poll_job
 from batch_gateway.service.query import get_job
@@ -24,89 +19,18 @@ from batch_gateway.service.state import WorkflowState
 from batch_gateway.service.submit import submit_job
 from batch_gateway.service.wind_down import wind_down
 from batch_gateway.settings import Settings
-from tests.support.planned_jobs import neutral_line, new_job
-from tests.support.services import memory_services
-
-P, M = "openai", "gpt-4o-mini"
-TOKEN_LIMIT = "token_limit_exceeded: Enqueued token limit reached for gpt-4o-mini in organization org-1. Limit: 10"
-
-
-class QuotaProvider:
-    """A provider that creates batches on demand; each runs until the test ends or fails it."""
-
-    def __init__(self) -> None:
-        self.created: list[tuple[str, int]] = []
-        self.batches: dict[str, ProviderBatch] = {}
-        self.create_raises: list[Exception] = []
-
-    def submit(self, lines: Iterable[bytes], ref: ChunkRef) -> str:
-        list(lines)
-        if self.create_raises:
-            raise self.create_raises.pop(0)
-        batch_id = f"batch_{len(self.created)}"
-        self.created.append((ref.job_id, ref.index))
-        self.batches[batch_id] = ProviderBatch(id=batch_id, status="in_progress", ended=False)
-        return batch_id
-
-    def end(self, batch_id: str, *, failed_reason: str | None = None) -> None:
-        status = "failed" if failed_reason else "completed"
-        self.batches[batch_id] = ProviderBatch(id=batch_id, status=status, ended=True, failed_reason=failed_reason)
-
-    def status(self, batch_id: str) -> ProviderBatch:
-        return self.batches[batch_id]
-
-    def results(self, batch: ProviderBatch) -> Iterator[ProviderResult]:
-        return iter(())
-
-    def cancel(self, batch_id: str) -> ProviderBatch:
-        self.batches[batch_id] = ProviderBatch(id=batch_id, status="cancelled", ended=True)
-        return self.batches[batch_id]
-
-    def cleanup(self, batch: ProviderBatch) -> None:
-        pass
-
-    def reconcile(self, ref: ChunkRef) -> Reconciliation:
-        return Reconciliation()
-
-
-def services_with(quotas: dict[str, Any] | None = None, weights: dict[str, float] | None = None):
-    provider = QuotaProvider()
-    planner = make_provider(P, api_key="")
-    settings = Settings(table="t", bucket="b", max_chunk_requests=1, quotas=quotas or {}, owner_weights=weights or {})
-    services = memory_services(
-        settings=settings,
-        provider_for=lambda name: provider,  # type: ignore[arg-type,return-value]
-        planner_for=lambda name: planner,
-        resume_workflow=lambda token: True,
-    )
-    return services, provider
-
-
-def batches_limit(n: int) -> dict[str, Any]:
-    return {P: {M: {"batches_in_flight": n, "enqueued_tokens": None}}}
-
-
-def planned(services, texts: list[str], owner: str = "alice") -> str:
-    from batch_gateway.service.plan import plan_job
-
-    job_id = new_job(services, [neutral_line(f"r{i}", text) for i, text in enumerate(texts)])
-    services.jobs.update_job(job_id, owner=owner)
-    plan_job(services, WorkflowState(job_id=job_id))
-    return job_id
-
-
-def chunk(services, job_id: str, index: int):
-    found = services.jobs.get_chunk(job_id, index)
-    assert found is not None
-    return found
-
-
-def in_flight(services) -> tuple[int, int, int]:
-    ledger, _ = services.quotas.read(P, M)
-    return ledger.tokens, ledger.requests, ledger.batches
-
-
-# ---- admission in Submit and Poll
+from tests.support.quota_workflow import (  # noqa: F401
+    NOW,
+    TOKEN_LIMIT,
+    M,
+    P,
+    QuotaProvider,
+    batches_limit,
+    chunk,
+    in_flight,
+    planned,
+    services_with,
+)
 
 
 def test_a_chunk_that_does_not_fit_stays_pending_and_the_job_view_says_why():
@@ -445,12 +369,6 @@ def test_repair_ends_the_wait_of_an_owner_with_nothing_waiting_any_more():
 
     bob = services.quotas.read(P, M)[1].get("bob", OwnerUsage())
     assert bob.waiting_since is None, "a ghost waiter would hold everyone back"
-
-
-def NOW():
-    from batch_gateway.models.jobs import utcnow
-
-    return utcnow()
 
 
 def test_a_sweep_repairs_the_quota_ledgers():
