@@ -45,6 +45,9 @@ class SweeperConstruct(Construct):
             },
             description="Batch Gateway: restart stopped workflows, cancel orphaned provider batches",
         )
+        # A failed sweep is not retried by Lambda: a retried hand-off run would start a second chain beside the
+        # next scheduled sweep, which redoes the work anyway (idempotent, but twice the calls).
+        self.function.configure_async_invoke(retry_attempts=0)
         grants.table(self.function.role, storage.table, storage.key, write=True)
         secrets.grant_read(self.function)
         state_machine.grant_start_execution(self.function)

@@ -51,3 +51,14 @@ def test_sweeper_runs_every_half_hour(synthesized):
     assert rule["Properties"]["ScheduleExpression"] == f"rate({constants.SWEEP_EVERY_MINUTES} minutes)"
     function_id, _ = synthesized.function("Sweeper")
     assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}
+
+
+def test_a_failed_sweep_is_not_retried_by_lambda_the_next_scheduled_sweep_redoes_it(synthesized):
+    # A retried hand-off run would start a second chain beside the next scheduled sweep (decision 0083).
+    function_id, _ = synthesized.function("Sweeper")
+    [config] = [
+        c["Properties"]
+        for c in synthesized.of_type("AWS::Lambda::EventInvokeConfig").values()
+        if c["Properties"]["FunctionName"] == {"Ref": function_id}
+    ]
+    assert config["MaximumRetryAttempts"] == 0

@@ -1,7 +1,8 @@
 """The local stack runs an asynchronous Lambda invoke (``InvocationType=Event``) as AWS does: the caller gets 202 at
-once and the function runs afterwards on its own, retried twice if it fails; an event over 256 KB is refused with
-413. moto would run it in line, holding the caller until the function returns (review R1 of decision 0083: a sweep
-chain's hand-off). The runtime is a fake here; ``lambda_runtime.install`` is what the local stack installs."""
+once and the function runs afterwards on its own, retried twice if it fails (or as often as the function's event
+invoke config says); an event over 256 KB is refused with 413. moto would run it in line, holding the caller until
+the function returns (review R1 of decision 0083: a sweep chain's hand-off). The runtime is a fake here;
+``lambda_runtime.install`` is what the local stack installs."""
 
 from __future__ import annotations
 
@@ -84,6 +85,20 @@ def test_a_failing_event_invoke_is_retried_twice(lam):
         assert runtime.done.acquire(timeout=10)
     assert not runtime.done.acquire(timeout=0.5)  # no fourth attempt
     assert len(runtime.calls) == 3
+
+
+def test_a_failing_event_invoke_is_retried_only_as_often_as_the_functions_event_invoke_config_allows(lam):
+    client, name = lam
+    client.put_function_event_invoke_config(FunctionName=name, MaximumRetryAttempts=0)  # the sweeper's (decision 0083)
+    runtime = Runtime(fail_times=5)
+    runtime.go.set()
+    lambda_runtime.install(runtime)  # type: ignore[arg-type]
+
+    client.invoke(FunctionName=name, InvocationType="Event", Payload=b"{}")
+
+    assert runtime.done.acquire(timeout=10)
+    assert not runtime.done.acquire(timeout=0.5)  # no retry
+    assert len(runtime.calls) == 1
 
 
 def test_an_event_over_256_kb_is_refused_with_413_and_runs_nothing(lam):

@@ -279,7 +279,8 @@ _installed: dict[str, Any] = {}
 def install(runtime: LambdaRuntime) -> None:
     """Route every moto Lambda invocation in this process to ``runtime``. An asynchronous invoke
     (``InvocationType=Event``), which moto would run in line, is answered at once and run on a thread of its own,
-    retried twice after a failure, as Lambda does; its event may be at most 256 KB (a 413 otherwise)."""
+    retried after a failure as the function's event invoke config says (twice by default), as Lambda does; its
+    event may be at most 256 KB (a 413 otherwise)."""
     from moto.awslambda.models import LambdaFunction
 
     if "original" not in _installed:
@@ -312,8 +313,11 @@ def install(runtime: LambdaRuntime) -> None:
 
 
 def _run_async(runtime: LambdaRuntime, function: Any, event: Any) -> None:
-    """One asynchronous invocation: the first attempt and Lambda's two retries after a function error."""
-    for delay in (0.0, *ASYNC_RETRY_DELAYS):
+    """One asynchronous invocation: the first attempt and Lambda's retries after a function error (two, or the
+    function's event invoke config's ``MaximumRetryAttempts``)."""
+    configs = getattr(function, "event_invoke_config", None) or []
+    retries = int(configs[-1].config.get("MaximumRetryAttempts", 2)) if configs else 2
+    for delay in (0.0, *ASYNC_RETRY_DELAYS[:retries]):
         if delay:
             time.sleep(delay)
         _body, errored = runtime.invoke(function, event)
