@@ -64,3 +64,29 @@ def test_an_openai_batch_no_chunk_owns_is_canceled_and_owned_ones_are_kept(aws, 
     assert report["orphans_canceled"] == [orphan]
     assert provider.status(orphan).status in ("cancelling", "cancelled")
     assert provider.status(chunk.provider_batch_id).status not in ("cancelling", "cancelled")
+
+
+def test_the_batches_of_a_job_the_sweeper_failed_are_canceled_not_left_running_unaccounted(aws, ctx, simulator):
+    # Review R3 finding 5: a failed job holds no quota (the repair releases its holds), so a batch of it still
+    # running at the provider would be capacity the ledgers no longer count, paid for and never collected.
+    import json as _json
+
+    from lambdas import plan, submit
+
+    event = load_event("api_create.json")
+    body = _json.loads(event["body"])
+    body.update(provider="openai", model="gpt-4o-mini")
+    event["body"] = _json.dumps(body)
+    simulator.configure(processing_seconds=3_600)
+    _, job = call(create.handler, event, ctx)
+    submit.handler(plan.handler({"job_id": job["id"]}, ctx), ctx)
+    [chunk] = aws.jobs.get_chunks(job["id"])
+    aws.jobs.update_job(job["id"], restarts=3)
+    boto3.client("stepfunctions").stop_execution(executionArn=aws.jobs.require_job(job["id"]).execution_arn)
+
+    first = sweeper.handler(load_event("scheduled_sweeper.json"), ctx)
+    second = sweeper.handler(load_event("scheduled_sweeper.json"), ctx)
+
+    assert first["failed"] == [job["id"]]
+    assert chunk.provider_batch_id in first["orphans_canceled"] + second["orphans_canceled"]
+    assert aws.provider_for("openai").status(chunk.provider_batch_id).status in ("cancelling", "cancelled")

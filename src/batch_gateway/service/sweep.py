@@ -334,8 +334,12 @@ def _cancel_orphans(services: Services, budget: StepBudget) -> list[str]:
             job = services.jobs.get_job(job_id)
             chunks = {c.index: c for c in services.jobs.get_chunks(job_id)} if job else {}
             chunk = chunks.get(index)
-            if chunk is not None and chunk.provider_batch_id in (None, batch_id):
+            live = job is not None and not job.status.terminal
+            if live and chunk is not None and chunk.provider_batch_id in (None, batch_id):
                 continue  # ours, or not recorded yet (Submit's reconcile will adopt it)
+            # Anything else is canceled: no chunk's, or a job's that ended while the batch runs (failed by the sweep
+            # after MAX_RESTARTS, or after a cancel whose stop failed): no step collects it and, the job holding no
+            # quota any more (decision 0081), it would be capacity the ledgers do not count.
             provider.cancel(batch_id)
             logger.warning(
                 "canceled an orphaned provider batch",
