@@ -21,13 +21,14 @@ reserve, release, mark_waiting, clear_waiting). What is MODELLED: the workflow a
 
 **The workflow**: a job's chunks are ready ``PLAN_SECONDS`` after it arrives. A ready chunk asks for admission
 (``admit`` on a fresh ``read``, then ``reserve`` at the version read); while any chunk waits on a model, the waiting
-ones are asked again whenever capacity frees on it (a release) and at the next UTC minute when one waits on the
-minute's creates, each owner's oldest waiting chunk first, owners in the order they started waiting, round after
-round until nobody is admitted. An owner whose chunk waits is ``mark_waiting``; an owner admitted who still has
-chunks waiting is marked waiting again at once (its other chunks' Submits are still waiting); an owner with nothing
-left waiting is ``clear_waiting``. After the provider ends a batch, the hold is released when Poll has noticed it
-and Collect has read it: ``U(5, 120)`` s notice lag (the lag bench's push-less p95 is under 3 min) plus
-``COLLECT_SECONDS``. A job is finished when its last chunk is released.
+ones are asked again whenever capacity frees on it (a release) and at the next UTC minute when one waits on the minute's
+creates, each owner's oldest waiting chunk first, owners in the order they started waiting, round after round until
+nobody is admitted (idealised: deployed, a release wakes at most ``WAKE_AT_MOST`` = 5 jobs of the owner next in turn and
+the others ask at their Submit poll, which backs off to 15 min; no cancels are simulated). An owner whose chunk waits is
+``mark_waiting``; an owner admitted who still has chunks waiting is marked waiting again at once (its other chunks'
+Submits are still waiting); an owner with nothing left waiting is ``clear_waiting``. After the provider ends a batch,
+the hold is released when Poll has noticed it and Collect has read it: ``U(5, 120)`` s notice lag (the lag bench's
+push-less p95 is under 3 min) plus ``COLLECT_SECONDS``. A job is finished when its last chunk is released.
 
 **The providers** (their own accounting, independent of the ledger; a create over it is REFUSED: the hold is
 released and the chunk waits until capacity frees on that provider account (the next release there), then asks
