@@ -13,7 +13,9 @@ is conditional on the ledger's version, so two decisions on the same read cannot
 
 A chunk may be admitted against several ledgers at once (``admit_all``, decision 0087): its model's and the one its
 provider's models share (``*``, the organisation's limits). It must fit each and be its owner's turn on each; the
-``Wait`` names the ledger it waits on, so its owner is marked waiting there only.
+``Wait`` names the ledger it waits on, so its owner is marked waiting there only. On a ledger with nothing in flight
+the turn holds no one back when the chunk has several ledgers: two owners each next in turn on another ledger would
+otherwise wait for each other forever, with no release to wake them.
 """
 
 from __future__ import annotations
@@ -81,6 +83,11 @@ def admit_all(
             return fit
         notes.extend(fit)
     for view in views:
+        if len(views) > 1 and view.ledger.empty:
+            # Nothing in flight here: no release will come to wake anyone. An owner waits on the ledger that stopped
+            # it, so two owners can each be next in turn on a different ledger of the same chunks; holding them to
+            # the turn on an empty ledger would keep both waiting forever (review R4). The other ledgers' turns hold.
+            continue
         if not _its_turn(view.limits, view.owners, owner, now, weights or {}):
             return Wait(
                 f"waiting for its turn: another owner waiting for {subject(view.ledger)} has less in flight",
