@@ -16,7 +16,7 @@ from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.collect import collect_chunk, summarize
 from batch_gateway.service.context import Services
 from batch_gateway.service.poll_schedule import Sample, next_wait, record
-from batch_gateway.service.quota_gate import forget_waiting, quota_failure, release_chunk, requeue_refused
+from batch_gateway.service.quota_gate import forget_waiting, holds_quota, quota_failure, release_chunk, requeue_refused
 from batch_gateway.service.state import WorkflowState
 from batch_gateway.service.submit import submit_chunk, waiting
 
@@ -133,6 +133,15 @@ def _refresh_in_time(
         return services.jobs.get_chunk(job.id, chunk.index) or chunk
 
 
+def _admitted_already(services: Services, job: Job, chunk: Chunk) -> bool:
+    """A chunk behind a waiting one goes on all the same when it was admitted already: claimed (its create sent or
+    being sent), or holding quota (a claim cut off by a crash, a create whose answer was lost). Held back, its hold
+    would stay unsent and uncounted as free, which could keep the owner next in turn waiting forever (review R4)."""
+    if chunk.state in (ChunkState.SUBMITTING, ChunkState.RECONCILING):
+        return True
+    return chunk.state is ChunkState.PENDING and holds_quota(services, job, chunk)
+
+
 def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None = None) -> WorkflowState:
     """Refresh open chunks while the budget lasts. Stopped early, it asks for no wait, so the next invocation goes
     on with the chunks this one did not reach, and the poll schedule does not move on."""
@@ -144,7 +153,8 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
     blocked = False  # a chunk waits for quota: the job's later chunks wait behind it (decision 0081)
     for chunk in services.jobs.get_chunks(job.id):
         if chunk.open and not budget.stopped:
-            chunk = _refresh_in_time(services, job, chunk, provider, canceling, budget, blocked)
+            held_back = blocked and not _admitted_already(services, job, chunk)
+            chunk = _refresh_in_time(services, job, chunk, provider, canceling, budget, held_back)
         blocked = blocked or waiting(chunk)
         chunks.append(chunk)
     counts, usage = summarize(chunks)

@@ -101,6 +101,12 @@ def _take_missing(services: Services, job: Job, chunk: Chunk, missing: list[Quot
     return Reserved(fresh=True)
 
 
+def holds_quota(services: Services, job: Job, chunk: Chunk) -> bool:
+    """The chunk holds quota in any of its ledgers (one read)."""
+    key = ChunkKey(job.id, chunk.index)
+    return bool(services.quotas.held_in(job.provider, [scope.ledger for scope in scopes(services, job)], key))
+
+
 def wait_chunk(services: Services, job: Job, chunk: Chunk, reason: str, ledger: str | None = None) -> Chunk:
     """The chunk stays unsent with ``reason``; its owner waits (with this job, for the wake) on the ledger it waits
     on (``Wait.ledger``; None: every ledger of the chunk)."""
