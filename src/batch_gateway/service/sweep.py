@@ -30,6 +30,7 @@ from batch_gateway.service.budgets import settle_job
 from batch_gateway.service.context import Services
 from batch_gateway.service.quota_repair import repair_quotas
 from batch_gateway.service.signals import announce_status
+from batch_gateway.service.wind_down import wind_down
 
 logger = Logger(child=True)
 MAX_RESTARTS = 3
@@ -94,7 +95,7 @@ def sweep(
         report.pages += 1
         for job in services.jobs.get_jobs(job_ids):  # one read for the page
             try:
-                _check(services, job, report, held)
+                _check(services, job, report, held, budget)
             except Exception:  # one job's check failing (a throttled describe) must not stop the others' sweep
                 logger.exception("could not check an open job; the next sweep looks again", extra={"job_id": job.id})
         if token is None:
@@ -132,8 +133,11 @@ def _repair_quotas(
     report.quota_repair_handed_off = repair.cursor
 
 
-def _check(services: Services, job: Job, report: SweepReport, held: dict[tuple[str, str], int]) -> None:
-    """Restart an open job whose workflow stopped, or fail it after ``MAX_RESTARTS``; count what it holds."""
+def _check(
+    services: Services, job: Job, report: SweepReport, held: dict[tuple[str, str], int], budget: StepBudget
+) -> None:
+    """Restart an open job whose workflow stopped, or fail it after ``MAX_RESTARTS`` and wind it down as MarkFailed
+    would (its running batches canceled, ended ones collected, its quota given back); count what it holds."""
     if job.status.terminal:
         return
     report.checked += 1
@@ -153,7 +157,15 @@ def _check(services: Services, job: Job, report: SweepReport, held: dict[tuple[s
         except ConflictError:
             return
         report.failed.append(job.id)
-        _settle(services, failed)  # no step runs for it any more: its reservation becomes what it collected
+        # No step runs for it any more. Its batches still running would be paid for, never collected, and, its holds
+        # released by the repair, run uncounted by the quota ledgers (review R4: Anthropic cannot list them for the
+        # orphan pass). Out of time, the rest are left: the orphan pass cancels them where the provider lists them.
+        try:
+            if not wind_down(services, failed, str(failed.error), budget):
+                logger.warning("the sweep ran out of time winding a failed job down", extra={"job_id": job.id})
+        except Exception:
+            logger.exception("could not wind a failed job down", extra={"job_id": job.id})
+        _settle(services, failed)  # its reservation becomes what it collected
         return
     _hold(held, job)
     restarts = job.restarts + 1
