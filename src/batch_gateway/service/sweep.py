@@ -352,7 +352,15 @@ def _cancel_orphans(services: Services, budget: StepBudget) -> list[str]:
             # Anything else is canceled: no chunk's, or a job's that ended while the batch runs (failed by the sweep
             # after MAX_RESTARTS, or after a cancel whose stop failed): no step collects it and, the job holding no
             # quota any more (decision 0081), it would be capacity the ledgers do not count.
-            provider.cancel(batch_id)
+            try:
+                provider.cancel(batch_id)
+            except Exception:  # one batch (already stopping, say) must not stop the pass at it at every sweep
+                logger.warning(
+                    "could not cancel an orphaned provider batch; the next sweep tries again",
+                    exc_info=True,
+                    extra={"job_id": job_id, "chunk": index, "provider_batch_id": batch_id},
+                )
+                continue
             logger.warning(
                 "canceled an orphaned provider batch",
                 extra={"job_id": job_id, "chunk": index, "provider_batch_id": batch_id},
