@@ -15,7 +15,7 @@ import pytest
 
 from batch_gateway.constants import OPEN_INDEX_PK
 from batch_gateway.models.jobs import Job, JobStatus, RequestCounts, utcnow
-from batch_gateway.service import openai_door
+from batch_gateway.service import anthropic_door, openai_door
 from batch_gateway.service.query import list_jobs
 from batch_gateway.store.jobs import JOB_SK, DynamoDBJobStore, _to_item
 from batch_gateway_dev.local.resources import create_table
@@ -161,3 +161,21 @@ def test_the_openai_doors_page_stops_reading_among_other_doors_jobs_and_the_sdk_
             break
         after = body["data"][-1]["id"]
     assert listed == batches and len(batches) == 10
+
+
+def test_the_anthropic_doors_page_after_a_deep_after_id_reads_what_a_shallow_one_reads(store):
+    """``GET /anthropic/v1/messages/batches?after_id=<id>``: the cursor's job (read anyway, a 404 if not the
+    caller's) and one Query from just past its key; the 2,000th newest batch costs what the 10th does."""
+    services = memory_services()
+    services.jobs = store
+    ids = _bulk(store, OWNER, 2_500, door="anthropic")
+    reads = Reads(store._db)
+    seen = {}
+    for depth in (10, 2_000):
+        body, calls, scanned = reads.of(
+            anthropic_door.list_batches, services, OWNER, lambda job_id: job_id, after_id=ids[depth - 1], limit="20"
+        )
+        assert [batch["id"] for batch in body["data"]] == ids[depth : depth + 20] and body["has_more"]
+        seen[depth] = (sum(scanned), calls)
+    assert seen[2_000] == seen[10]
+    assert seen[10] == (100, Counter({"GetItem": 1, "Query": 1}))
