@@ -66,10 +66,18 @@ class JobStore(Protocol):
         ...
 
     def list_jobs(
-        self, owner: str, *, status: JobStatus | None = None, limit: int = 50, next_token: str | None = None
+        self,
+        owner: str,
+        *,
+        status: JobStatus | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+        start_after: Job | None = None,
     ) -> tuple[list[Job], str | None]:
         """The owner's jobs, newest first; a page holds at most ``limit`` (fewer with a status filter). A token this
-        store did not give this owner is ``InvalidRequestError``."""
+        store did not give this owner is ``InvalidRequestError``. ``start_after`` (instead of a token): the page
+        begins with the job just older than that one of the owner's jobs, read from its own key on the index, not
+        by paging down to it; another owner's job is ``InvalidRequestError``."""
         ...
 
     def open_job_ids_page(self, limit: int, next_token: str | None) -> tuple[list[str], str | None]:

@@ -15,6 +15,7 @@ import pytest
 
 from batch_gateway.constants import OPEN_INDEX_PK
 from batch_gateway.models.jobs import Job, JobStatus, RequestCounts, utcnow
+from batch_gateway.service import anthropic_door, openai_door
 from batch_gateway.service.query import list_jobs
 from batch_gateway.store.jobs import JOB_SK, DynamoDBJobStore, _to_item
 from batch_gateway_dev.local.resources import create_table
@@ -30,8 +31,17 @@ def store(moto_account) -> DynamoDBJobStore:
     return DynamoDBJobStore(moto_account["dynamodb"], table)
 
 
-def _bulk(store: DynamoDBJobStore, owner: str, count: int, *, canceled_every: int = 0) -> None:
-    """``count`` jobs for ``owner`` as put_new_job writes them, 25 to a call (moto is slow per call)."""
+def _bulk(
+    store: DynamoDBJobStore,
+    owner: str,
+    count: int,
+    *,
+    canceled_every: int = 0,
+    door: str | None = None,
+    door_every: int = 1,
+) -> list[str]:
+    """``count`` jobs for ``owner`` as put_new_job writes them, 25 to a call (moto is slow per call), every
+    ``door_every``-th through ``door``; their ids, newest first."""
     now = utcnow()
     items = []
     for n in range(count):
@@ -44,12 +54,14 @@ def _bulk(store: DynamoDBJobStore, owner: str, count: int, *, canceled_every: in
             request_counts=RequestCounts(total=1, succeeded=1),
             status=status,
             created_at=now - timedelta(seconds=count - n),
+            door=door if n % door_every == 0 else None,
         )
         items.append({"pk": f"JOB#{job.id}", "sk": JOB_SK, **job.to_dict()})
     for start in range(0, count, 25):
         batch = [{"PutRequest": {"Item": _to_item(item)}} for item in items[start : start + 25]]
         store._db.batch_write_item(RequestItems={store.table: batch})
     assert OPEN_INDEX_PK not in items[0]  # ended and announced: out of the open-jobs index
+    return [item["id"] for item in reversed(items)]
 
 
 class Reads:
@@ -68,8 +80,11 @@ class Reads:
         self.scanned.append(parsed["ScannedCount"])
 
     def page(self, services, **kwargs: Any) -> tuple[dict[str, Any], Counter[str], list[int]]:
+        return self.of(list_jobs, services, OWNER, **kwargs)
+
+    def of(self, listing: Any, *args: Any, **kwargs: Any) -> tuple[dict[str, Any], Counter[str], list[int]]:
         self.calls, self.scanned = Counter(), []
-        body = list_jobs(services, OWNER, **kwargs)
+        body = listing(*args, **kwargs)
         return body, Counter(self.calls), list(self.scanned)
 
 
@@ -110,3 +125,57 @@ def test_a_rare_status_gives_short_pages_each_reading_at_most_the_limit(store):
         if token is None:
             break
     assert len(found) == 5 and 20 <= pages <= 21  # empty pages with a next_token on the way: keep going until null
+
+
+def test_the_openai_doors_page_after_a_deep_cursor_reads_what_a_shallow_one_reads(store):
+    """``GET /openai/v1/batches?after=<id>`` (the OpenAI SDK's next page) reads the cursor's job and one Query that
+    starts just after it on the by-owner index: the 2,000th newest batch as ``after`` costs what the 10th does."""
+    services = memory_services()
+    services.jobs = store
+    ids = _bulk(store, OWNER, 2_500, door="openai")
+    reads = Reads(store._db)
+    seen = {}
+    for depth in (10, 2_000):
+        body, calls, scanned = reads.of(openai_door.list_batches, services, OWNER, after=ids[depth - 1], limit="20")
+        assert [batch["id"] for batch in body["data"]] == ids[depth : depth + 20] and body["has_more"]
+        seen[depth] = (sum(scanned), calls)
+    assert seen[2_000] == seen[10]  # the same reads, whatever the cursor's depth
+    assert seen[10] == (100, Counter({"GetItem": 1, "Query": 1}))  # the cursor's job, then one page of the index
+
+
+def test_the_openai_doors_page_stops_reading_among_other_doors_jobs_and_the_sdk_pages_on(store):
+    """Between an owner's OpenAI-door batches may lie many jobs of other doors: a page stops after five index pages
+    once it has a batch, with ``has_more``, and the OpenAI SDK's way of paging (``after`` = the last id while
+    ``has_more``) still lists every batch once, newest first."""
+    services = memory_services()
+    services.jobs = store
+    ids = _bulk(store, OWNER, 1_500, door="openai", door_every=150)  # one batch in 150 jobs: 10 batches
+    batches = ids[149::150]  # the 1st, 151st, ... job created, newest first
+    reads = Reads(store._db)
+    listed, after = [], None
+    while True:
+        body, calls, scanned = reads.of(openai_door.list_batches, services, OWNER, after=after, limit="20")
+        assert calls["Query"] <= 5 and sum(scanned) <= 500, (calls, scanned)
+        listed += [batch["id"] for batch in body["data"]]
+        if not (body["has_more"] and body["data"]):
+            break
+        after = body["data"][-1]["id"]
+    assert listed == batches and len(batches) == 10
+
+
+def test_the_anthropic_doors_page_after_a_deep_after_id_reads_what_a_shallow_one_reads(store):
+    """``GET /anthropic/v1/messages/batches?after_id=<id>``: the cursor's job (read anyway, a 404 if not the
+    caller's) and one Query from just past its key; the 2,000th newest batch costs what the 10th does."""
+    services = memory_services()
+    services.jobs = store
+    ids = _bulk(store, OWNER, 2_500, door="anthropic")
+    reads = Reads(store._db)
+    seen = {}
+    for depth in (10, 2_000):
+        body, calls, scanned = reads.of(
+            anthropic_door.list_batches, services, OWNER, lambda job_id: job_id, after_id=ids[depth - 1], limit="20"
+        )
+        assert [batch["id"] for batch in body["data"]] == ids[depth : depth + 20] and body["has_more"]
+        seen[depth] = (sum(scanned), calls)
+    assert seen[2_000] == seen[10]
+    assert seen[10] == (100, Counter({"GetItem": 1, "Query": 1}))

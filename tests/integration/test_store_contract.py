@@ -293,6 +293,22 @@ def test_a_callers_jobs_are_listed_newest_first_in_pages_and_filtered_by_status(
     assert finished == [mine[1].id]
 
 
+def test_a_callers_jobs_are_listed_from_just_after_one_of_them(jobs):
+    """``start_after``: the page begins with the next older job (an OpenAI door's ``after`` cursor), the index read
+    from that job's own key, and pages on with tokens; another caller's job is refused like another's token."""
+    mine = [a_job(owner="gina", created=i) for i in range(5)]
+    for job in mine:
+        jobs.put_new_job(job)
+    jobs.put_new_job(theirs := a_job(owner="hal", created=2))
+    page, token = jobs.list_jobs("gina", limit=2, start_after=mine[3])
+    assert [j.id for j in page] == [mine[2].id, mine[1].id] and token
+    page, token = jobs.list_jobs("gina", limit=2, next_token=token)
+    assert [j.id for j in page] == [mine[0].id] and token is None
+    assert jobs.list_jobs("gina", limit=2, start_after=mine[0]) == ([], None)
+    with pytest.raises(InvalidRequestError):
+        jobs.list_jobs("gina", start_after=theirs)
+
+
 def test_a_list_token_another_caller_got_or_made_up_is_refused(jobs):
     for i in range(3):
         jobs.put_new_job(a_job(owner="erin", created=i))

@@ -207,9 +207,15 @@ class SignallingJobStore(JobStore):
         return self.inner.store_park_token(job_id, token, entered_at)
 
     def list_jobs(
-        self, owner: str, *, status: JobStatus | None = None, limit: int = 50, next_token: str | None = None
+        self,
+        owner: str,
+        *,
+        status: JobStatus | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+        start_after: Job | None = None,
     ) -> tuple[list[Job], str | None]:
-        return self.inner.list_jobs(owner, status=status, limit=limit, next_token=next_token)
+        return self.inner.list_jobs(owner, status=status, limit=limit, next_token=next_token, start_after=start_after)
 
     def open_job_ids_page(self, limit: int, next_token: str | None) -> tuple[list[str], str | None]:
         return self.inner.open_job_ids_page(limit, next_token)

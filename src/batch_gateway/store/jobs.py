@@ -15,7 +15,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from batch_gateway.constants import OPEN_INDEX, OPEN_INDEX_PK, OWNER_INDEX, OWNER_INDEX_PK
+from batch_gateway.constants import OPEN_INDEX, OPEN_INDEX_PK, OWNER_INDEX, OWNER_INDEX_PK, OWNER_INDEX_SK
 from batch_gateway.contract.errors import ConflictError, InvalidRequestError, TransientError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, epoch_micros, iso, statuses_before, utcnow
 from batch_gateway.ports import JobStore
@@ -239,7 +239,13 @@ class DynamoDBJobStore(JobStore):
         return Job.from_dict(_from_item(response["Attributes"]))
 
     def list_jobs(
-        self, owner: str, *, status: JobStatus | None = None, limit: int = 50, next_token: str | None = None
+        self,
+        owner: str,
+        *,
+        status: JobStatus | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+        start_after: Job | None = None,
     ) -> tuple[list[Job], str | None]:
         kwargs: dict[str, Any] = {
             "TableName": self.table,
@@ -254,7 +260,14 @@ class DynamoDBJobStore(JobStore):
             kwargs["FilterExpression"] = "#status = :status"
             kwargs["ExpressionAttributeNames"]["#status"] = "status"
             kwargs["ExpressionAttributeValues"].update(_values({":status": status.value}))
-        if next_token:
+        if start_after is not None:  # the job's own key on the index: the Query starts just past it
+            if start_after.owner != owner:
+                raise InvalidRequestError("the job to list after is not one of yours")
+            created = _dump(start_after)["created_at"]
+            kwargs["ExclusiveStartKey"] = _values(
+                {"pk": _pk(start_after.id), "sk": JOB_SK, OWNER_INDEX_PK: owner, OWNER_INDEX_SK: created}
+            )
+        elif next_token:
             kwargs["ExclusiveStartKey"] = _decode_token(next_token, owner)
         response = self._db.query(**kwargs)
         jobs = [Job.from_dict(_from_item(item)) for item in response.get("Items", [])]

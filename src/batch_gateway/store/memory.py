@@ -120,8 +120,16 @@ class MemoryJobStore(JobStore):
             return Job.from_dict(copy.deepcopy(item))
 
     def list_jobs(
-        self, owner: str, *, status: JobStatus | None = None, limit: int = 50, next_token: str | None = None
+        self,
+        owner: str,
+        *,
+        status: JobStatus | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+        start_after: Job | None = None,
     ) -> tuple[list[Job], str | None]:
+        if start_after is not None:
+            next_token = _encode_token(owner, _start_key(owner, start_after))
         with self._lock:
             owned = sorted(
                 (item for item in self._jobs.values() if item["owner"] == owner),
@@ -290,6 +298,14 @@ def _holds(
 
 
 _INDEX = "open-jobs:"  # the "owner" a token of the open-jobs index names: no caller's ARN starts like this
+
+
+def _start_key(owner: str, job: Job) -> dict[str, Any]:
+    """The listing position of one of the owner's jobs, as the DynamoDB store refuses another owner's."""
+    if job.owner != owner:
+        raise InvalidRequestError("the job to list after is not one of yours")
+    data = job.to_dict()
+    return {"created_at": data["created_at"], "id": data["id"]}
 
 
 def _encode_token(owner: str, item: dict[str, Any]) -> str:
