@@ -30,7 +30,6 @@ from batch_gateway.service.budgets import settle_job
 from batch_gateway.service.context import Services
 from batch_gateway.service.quota_repair import repair_quotas
 from batch_gateway.service.signals import announce_status
-from batch_gateway.service.wind_down import wind_down
 
 logger = Logger(child=True)
 MAX_RESTARTS = 3
@@ -136,8 +135,8 @@ def _repair_quotas(
 def _check(
     services: Services, job: Job, report: SweepReport, held: dict[tuple[str, str], int], budget: StepBudget
 ) -> None:
-    """Restart an open job whose workflow stopped, or fail it after ``MAX_RESTARTS`` and wind it down as MarkFailed
-    would (its running batches canceled, ended ones collected, its quota given back); count what it holds."""
+    """Restart an open job whose workflow stopped, or fail it after ``MAX_RESTARTS`` and cancel its batches that may
+    still run; count what it holds."""
     if job.status.terminal:
         return
     report.checked += 1
@@ -159,12 +158,9 @@ def _check(
         report.failed.append(job.id)
         # No step runs for it any more. Its batches still running would be paid for, never collected, and, its holds
         # released by the repair, run uncounted by the quota ledgers (review R4: Anthropic cannot list them for the
-        # orphan pass). Out of time, the rest are left: the orphan pass cancels them where the provider lists them.
-        try:
-            if not wind_down(services, failed, str(failed.error), budget):
-                logger.warning("the sweep ran out of time winding a failed job down", extra={"job_id": job.id})
-        except Exception:
-            logger.exception("could not wind a failed job down", extra={"job_id": job.id})
+        # orphan pass). So they are canceled here, with the rights the orphan pass has (no collecting: that is
+        # MarkFailed's, with its own grants). Out of time, the rest are left to the orphan pass where it lists them.
+        _cancel_running(services, failed, budget)
         _settle(services, failed)  # its reservation becomes what it collected
         return
     _hold(held, job)
@@ -332,6 +328,25 @@ def _unsettled(job: Job, month: str) -> bool:
         and job.budget.get("month") == month
         and job.budget.get("settled") is None
     )
+
+
+def _cancel_running(services: Services, job: Job, budget: StepBudget) -> None:
+    """Cancel the provider batches of a job the sweep failed that may still run (best effort, one call each)."""
+    provider = services.provider_for(job.provider)
+    for chunk in services.jobs.get_chunks(job.id):
+        if chunk.collected or chunk.provider_batch_id is None:
+            continue
+        if not budget.another():
+            logger.warning("the sweep ran out of time canceling a failed job's batches", extra={"job_id": job.id})
+            return
+        try:
+            provider.cancel(chunk.provider_batch_id)
+        except Exception:
+            logger.warning(
+                "could not cancel a batch of a failed job",
+                exc_info=True,
+                extra={"job_id": job.id, "chunk": chunk.index, "provider_batch_id": chunk.provider_batch_id},
+            )
 
 
 def _cancel_orphans(services: Services, budget: StepBudget) -> list[str]:
