@@ -12,9 +12,9 @@ reserve, release, mark_waiting, clear_waiting). What is MODELLED: the workflow a
   (50,000-300,000), log-uniform within each band (median ~1,000, mean ~19,000: most jobs are small, most requests
   are in the large ones); each request a provider line of ``LINE_BYTES`` bytes (~500 input tokens at 4 bytes a
   token), so an Anthropic chunk is at most 100,000 requests (200 MB) and a Bedrock one at most 50,000;
-- models: 40 % claude-sonnet-4 and 30 % claude-3-5-haiku on Anthropic (one account: its limits are the
+- models (``MODELS``): 30 % claude-sonnet-4 and 25 % claude-3-5-haiku on Anthropic (one account: its limits are the
   organisation's), 30 % Claude 3.5 Haiku on Bedrock (jobs of at least Bedrock's 100-record minimum; smaller ones go
-  to Anthropic);
+  to Anthropic), 15 % gpt-4o-mini on OpenAI (``QUOTA_OVERRIDES``: its tier-2 batch queue limit, 20,000,000 tokens);
 - owners o00-o09 are the **equal group**: each submits the same 40 jobs (same sizes and models, same arrival times
   plus a per-owner jitter of up to +-30 min), 400 jobs in all; owners o10-o19 share the other 600 jobs with Zipf
   weights (o10 submits the most); arrivals uniform over 7 days.
@@ -30,13 +30,13 @@ Submits are still waiting); an owner with nothing left waiting is ``clear_waitin
 the hold is released when Poll has noticed it and Collect has read it: ``U(5, 120)`` s notice lag (the lag bench's
 push-less p95 is under 3 min) plus ``COLLECT_SECONDS``. A job is finished when its last chunk is released.
 
-**The providers** (their own accounting, independent of the ledger; a create over it is REFUSED: the hold is
-released and the chunk waits until capacity frees on that provider account (the next release there), then asks
-again, as the scheduler must absorb a 429):
-Anthropic: the organisation's requests in batches not yet ended, across models, <= 100,000 (tier 1), and at most 50
-creates in any sliding 60 s (polls and result reads, which share the 50, not counted: a refusal count is then a lower
-bound); Bedrock: submitted plus in-progress jobs per model <= 10. Processing time per batch, log-normal (sigma 0.5),
-median ``10 min + 40 min x requests/100,000`` on Anthropic (most batches end within the hour) and ``30 min + 3 h x
+**The providers** (their own accounting, independent of the ledger; a create over it is REFUSED: the hold is released
+and the chunk waits until capacity frees on that provider account (the next release there), then asks again, as the
+scheduler must absorb a 429): Anthropic: the organisation's requests in batches not yet ended, across models, <= 100,000
+(tier 1), and at most 50 creates in any sliding 60 s (polls and result reads, which share the 50, not counted: a refusal
+count is then a lower bound); OpenAI: enqueued tokens per model <= its limit; Bedrock: submitted plus in-progress jobs
+per model <= 10. Processing time per batch, log-normal (sigma 0.5), median ``10 min + 40 min x requests/100,000`` on
+Anthropic (most batches end within the hour), ``15 min + 90 min x requests/50,000`` on OpenAI and ``30 min + 3 h x
 requests/50,000`` on Bedrock, capped at 24 h (no batch expires). A chunk **failed for quota** is one the provider
 refused while nothing else was in flight on its account or model (it can never fit), or one never created by the end.
 
