@@ -99,3 +99,31 @@ def test_every_waiting_chunk_on_the_provider_is_sent_as_batches_end():
 
     reasons = {job: chunk(services, job, 0).waiting_for_quota for job in jobs if not _sent(services, job)}
     assert all(chunk(services, job, 0).provider_batch_id for job in jobs), f"still waiting: {reasons}"
+
+
+def test_an_owner_waiting_on_a_two_ledger_model_is_not_overtaken_by_another_owners_whole_job():
+    # Review R5: skipping the turn on an empty ledger (R4's first fix) let bob's poll, which frees the model and tries
+    # his next chunk in the same call, take every slot of his 6-chunk job ahead of alice, waiting since before.
+    services, provider = _services()
+    bob = new_job(services, [neutral_line(f"r{i}", "hello") for i in range(6)], provider=G)
+    services.jobs.update_job(bob, owner="bob", model=FLASH)
+    plan_job(services, WorkflowState(job_id=bob))
+    submit_job(services, WorkflowState(job_id=bob))  # chunk 0 in flight (flash full); chunk 1 waits
+    alice = _planned(services, "alice", FLASH)
+    submit_job(services, WorkflowState(job_id=alice))
+    assert chunk(services, alice, 0).waits
+
+    order = [("bob", 0)]
+    for _ in range(8):
+        for job_id in (bob, alice):  # whatever runs ends; alice polls first each round
+            for sent in services.jobs.get_chunks(job_id):
+                if sent.provider_batch_id and not provider.status(sent.provider_batch_id).ended:
+                    provider.end(sent.provider_batch_id)
+        for job_id in (alice, bob):
+            poll_job(services, WorkflowState(job_id=job_id))
+        for job_id, name in ((alice, "alice"), (bob, "bob")):
+            for sent in services.jobs.get_chunks(job_id):
+                if sent.provider_batch_id and (name, sent.index) not in order:
+                    order.append((name, sent.index))
+
+    assert order.index(("alice", 0)) <= 2, f"alice waited out bob's whole job: {order}"

@@ -13,9 +13,9 @@ is conditional on the ledger's version, so two decisions on the same read cannot
 
 A chunk may be admitted against several ledgers at once (``admit_all``, decision 0087): its model's and the one its
 provider's models share (``*``, the organisation's limits). It must fit each and be its owner's turn on each; the
-``Wait`` names the ledger it waits on, so its owner is marked waiting there only. On a ledger with nothing in flight
-the turn holds no one back when the chunk has several ledgers: two owners each next in turn on another ledger would
-otherwise wait for each other forever, with no release to wake them.
+``Wait`` names the ledger it waits on, so its owner is marked waiting there only. The turn ranks owners once over all
+the chunk's ledgers (the largest share on any, then the earliest wait on any): ranked ledger by ledger, two owners
+could each be next in turn on a different ledger of the same chunks and wait for each other forever.
 """
 
 from __future__ import annotations
@@ -82,18 +82,13 @@ def admit_all(
         if isinstance(fit, Wait):
             return fit
         notes.extend(fit)
-    for view in views:
-        if len(views) > 1 and view.ledger.empty:
-            # Nothing in flight here: no release will come to wake anyone. An owner waits on the ledger that stopped
-            # it, so two owners can each be next in turn on a different ledger of the same chunks; holding them to
-            # the turn on an empty ledger would keep both waiting forever (review R4). The other ledgers' turns hold.
-            continue
-        if not _its_turn(view.limits, view.owners, owner, now, weights or {}):
-            return Wait(
-                f"waiting for its turn: another owner waiting for {subject(view.ledger)} has less in flight",
-                "fair_share",
-                view.ledger.model,
-            )
+    blocked = _turn_blocked_on(views, owner, now, weights or {})
+    if blocked is not None:
+        return Wait(
+            f"waiting for its turn: another owner waiting for {subject(blocked.ledger)} has less in flight",
+            "fair_share",
+            blocked.ledger.model,
+        )
     return Admitted(notes[0] if notes else None)
 
 
@@ -126,19 +121,31 @@ def _fit(limits: QuotaLimits, ledger: Ledger, cost: QuotaCost, now: datetime) ->
     return notes
 
 
-def _its_turn(
-    limits: QuotaLimits, owners: Mapping[str, OwnerUsage], owner: str, now: datetime, weights: Mapping[str, float]
-) -> bool:
-    others = [name for name, usage in owners.items() if name != owner and usage.waiting_since is not None]
-    if not others:
-        return True
+def _turn_blocked_on(
+    views: Sequence[LedgerView], owner: str, now: datetime, weights: Mapping[str, float]
+) -> LedgerView | None:
+    """The ledger where another waiting owner is ahead of ``owner``; None when it is the owner's turn on every one.
+
+    Owners are ranked once over all the chunk's ledgers (the largest share over weight on any of them, then the
+    earliest wait on any of them), not ledger by ledger: ranked per ledger, two owners could each be ahead on a
+    different ledger of the same chunks and hold each other back forever (review R4). With one ledger it is the
+    plain rule."""
 
     def rank(name: str) -> tuple[float, datetime]:
-        usage = owners.get(name, OwnerUsage())
-        return _share(limits, usage) / weights.get(name, 1.0), usage.waiting_since or now
+        usages = [view.owners.get(name, OwnerUsage()) for view in views]
+        share = max(_share(view.limits, usage) for view, usage in zip(views, usages, strict=True))
+        waits = [usage.waiting_since for usage in usages if usage.waiting_since is not None]
+        return share / weights.get(name, 1.0), min(waits, default=now)
 
-    mine = rank(owner)
-    return all(mine <= rank(other) for other in others)
+    mine: tuple[float, datetime] | None = None
+    for view in views:
+        for name, usage in view.owners.items():
+            if name == owner or usage.waiting_since is None:
+                continue
+            mine = mine or rank(owner)
+            if rank(name) < mine:
+                return view
+    return None
 
 
 def _share(limits: QuotaLimits, usage: OwnerUsage) -> float:
