@@ -2,14 +2,15 @@
 
 Every open job (the sparse ``open-jobs`` index) whose execution is no longer running gets a fresh execution; the
 workflow's steps are idempotent (Plan keeps existing chunks, Submit reconciles claimed chunks with the provider, Poll
-picks up where it stopped), so a restart resumes the job. After ``MAX_RESTARTS`` it is marked failed with a reason,
-and its budget reservation settled (decision 0064). An ended job whose reservation nothing settled (MarkFailed gave up
-after its retries, or the sweeper's own settle failed) is settled by a later sweep once its workflow has stopped: the
-sweep looks for such jobs only where an owner's month holds more reserved than its open jobs do. An ended job whose
-end event did not go out (``signalled_status`` behind its status) gets it sent again (decision 0068).
-Provider batches that no chunk owns (an ambiguous create that was re-sent) are canceled where the provider lets us
-find them. The quota ledgers are repaired from their holds (``service.quota_repair``, decision 0081), in a chain of
-their own when they hold more than one invocation reads.
+picks up where it stopped), so a restart resumes the job. After ``MAX_RESTARTS`` its batches that may still run are
+canceled (all of them first, over as many sweeps as that takes), then it is marked failed with a reason and its budget
+reservation settled (decision 0064). An ended job whose reservation nothing settled (MarkFailed gave up after its
+retries, or the sweeper's own settle failed) is settled by a later sweep once its workflow has stopped: the sweep looks
+for such jobs only where an owner's month holds more reserved than its open jobs do. An ended job whose end event did
+not go out (``signalled_status`` behind its status) gets it sent again (decision 0068). Provider batches that no chunk
+owns (an ambiguous create that was re-sent), or whose job has ended, are canceled where the provider lets us find them.
+The quota ledgers are repaired from their holds (``service.quota_repair``, decision 0081), in a chain of their own when
+they hold more than one invocation reads.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.contract.errors import ConflictError
+from batch_gateway.contract.errors import ConflictError, TransientError
 from batch_gateway.models.budgets import month_of
 from batch_gateway.models.jobs import Job, JobStatus, utcnow
 from batch_gateway.service.budget import StepBudget
@@ -145,6 +146,14 @@ def _check(
         _hold(held, job)
         return
     if job.restarts >= MAX_RESTARTS:
+        # No step runs for it any more. Its batches still running would be paid for, never collected and, its holds
+        # released by the repair, uncounted by the quota ledgers (review R4: Anthropic cannot list them for the
+        # orphan pass). So they are canceled first, with the rights the orphan pass has (collecting is MarkFailed's,
+        # with its own grants), and the job is failed only once every cancel was asked for: a cancel can be asked
+        # again, a failed job is never looked at again (review R5). Cut short, the job waits for the next sweep.
+        if not _cancel_running(services, job, budget):
+            _hold(held, job)
+            return
         try:
             failed = services.jobs.update_job(
                 job.id,
@@ -156,11 +165,6 @@ def _check(
         except ConflictError:
             return
         report.failed.append(job.id)
-        # No step runs for it any more. Its batches still running would be paid for, never collected, and, its holds
-        # released by the repair, run uncounted by the quota ledgers (review R4: Anthropic cannot list them for the
-        # orphan pass). So they are canceled here, with the rights the orphan pass has (no collecting: that is
-        # MarkFailed's, with its own grants). Out of time, the rest are left to the orphan pass where it lists them.
-        _cancel_running(services, failed, budget)
         _settle(services, failed)  # its reservation becomes what it collected
         return
     _hold(held, job)
@@ -330,23 +334,26 @@ def _unsettled(job: Job, month: str) -> bool:
     )
 
 
-def _cancel_running(services: Services, job: Job, budget: StepBudget) -> None:
-    """Cancel the provider batches of a job the sweep failed that may still run (best effort, one call each)."""
+def _cancel_running(services: Services, job: Job, budget: StepBudget) -> bool:
+    """Ask the provider to cancel each batch of the job that may still run (a chunk sent and not collected); False
+    when the sweep's time or the provider cut that short (the next sweep asks again: a cancel can be repeated). A
+    chunk whose create's answer was lost has no batch id to cancel: it is left to the provider (decision 0081)."""
     provider = services.provider_for(job.provider)
     for chunk in services.jobs.get_chunks(job.id):
         if chunk.collected or chunk.provider_batch_id is None:
             continue
         if not budget.another():
-            logger.warning("the sweep ran out of time canceling a failed job's batches", extra={"job_id": job.id})
-            return
+            logger.warning("the sweep ran out of time canceling a stopped job's batches", extra={"job_id": job.id})
+            return False
+        keys = {"job_id": job.id, "chunk": chunk.index, "provider_batch_id": chunk.provider_batch_id}
         try:
             provider.cancel(chunk.provider_batch_id)
-        except Exception:
-            logger.warning(
-                "could not cancel a batch of a failed job",
-                exc_info=True,
-                extra={"job_id": job.id, "chunk": chunk.index, "provider_batch_id": chunk.provider_batch_id},
-            )
+        except TransientError:
+            logger.warning("could not cancel a batch of a stopped job; the next sweep asks again", extra=keys)
+            return False
+        except Exception:  # refused for good (ended meanwhile, say): nothing more to ask
+            logger.warning("the provider refused to cancel a batch of a stopped job", exc_info=True, extra=keys)
+    return True
 
 
 def _cancel_orphans(services: Services, budget: StepBudget) -> list[str]:
