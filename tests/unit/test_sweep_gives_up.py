@@ -106,3 +106,45 @@ def test_a_secret_that_cannot_be_read_or_a_provider_outage_leaves_the_job_for_th
     report = sweep(services, event=SCHEDULED)
 
     assert report.failed == [job_id] and set(anthropic.canceled) == set(BATCHES)
+
+
+def test_a_job_with_more_batches_than_one_sweep_can_cancel_is_failed_after_a_few_sweeps():
+    # Review R6: each sweep asked again from chunk 0, so a job with more batches than one invocation could cancel
+    # was never failed, and its holds stayed counted. The cancels asked for are remembered on the chunks.
+    services, anthropic, job_id = _given_up()
+    services.jobs.put_chunks(
+        [
+            Chunk(
+                job_id=job_id, index=i, state=ChunkState.SUBMITTED, request_count=1, provider_batch_id=f"msgbatch_{i}"
+            )
+            for i in range(3, 12)
+        ]
+    )
+    calls = [0]
+    real_cancel = anthropic.cancel
+
+    def cancel_within_a_budget_of_five(batch_id: str) -> None:
+        real_cancel(batch_id)
+        calls[0] += 1
+
+    anthropic.cancel = cancel_within_a_budget_of_five  # type: ignore[method-assign]
+    for _ in range(4):
+        calls[0] = 0
+        sweep(services, event=SCHEDULED, budget=StepBudget(lambda: 600_000 if calls[0] < 5 else 1_000))
+        if services.jobs.require_job(job_id).status is JobStatus.FAILED:
+            break
+
+    assert services.jobs.require_job(job_id).status is JobStatus.FAILED
+    assert sorted(anthropic.canceled) == sorted(f"msgbatch_{i}" for i in range(12))  # each asked once
+
+
+def test_a_job_of_a_provider_no_longer_enabled_is_failed_all_the_same():
+    # Review R6: the provider's lookup raised for good (not enabled, empty key secret) at every sweep.
+    from batch_gateway.contract.errors import ProviderAuthError
+
+    def provider_for(name: str) -> Anthropic:
+        raise ProviderAuthError("provider 'anthropic' is not enabled in this deployment")
+
+    services, _, job_id = _given_up(provider_for=provider_for)
+    report = sweep(services, event=SCHEDULED)
+    assert report.failed == [job_id]

@@ -23,9 +23,10 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.contract.errors import ConflictError, TransientError
+from batch_gateway.contract.errors import ConflictError, ProviderAuthError, TransientError
 from batch_gateway.models.budgets import month_of
 from batch_gateway.models.jobs import Job, JobStatus, utcnow
+from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.budgets import settle_job
 from batch_gateway.service.context import Services
@@ -335,17 +336,23 @@ def _unsettled(job: Job, month: str) -> bool:
 
 
 def _cancel_running(services: Services, job: Job, budget: StepBudget) -> bool:
-    """Ask the provider to cancel each batch of the job that may still run (a chunk sent and not collected); False
-    when the sweep's time or the provider cut that short (the next sweep asks again: a cancel can be repeated). A
-    chunk whose create's answer was lost has no batch id to cancel: it is left to the provider (decision 0081)."""
-    provider = services.provider_for(job.provider)
+    """Ask the provider to cancel each batch of the job that may still run (a chunk sent, not collected, its cancel not
+    asked for yet: each one asked is remembered on the chunk, so a job larger than one sweep is done over several);
+    False when the sweep's time or the provider cut that short (the next sweep goes on). A chunk whose create's answer
+    was lost has no batch id to cancel: it is left to the provider (decision 0081)."""
+    provider: BatchProvider | None = None
     for chunk in services.jobs.get_chunks(job.id):
-        if chunk.collected or chunk.provider_batch_id is None:
+        if chunk.collected or chunk.provider_batch_id is None or chunk.cancel_requested_at is not None:
             continue
         if not budget.another():
             logger.warning("the sweep ran out of time canceling a stopped job's batches", extra={"job_id": job.id})
             return False
         keys = {"job_id": job.id, "chunk": chunk.index, "provider_batch_id": chunk.provider_batch_id}
+        try:
+            provider = provider or services.provider_for(job.provider)  # a failed secret read: the next sweep
+        except ProviderAuthError:  # the provider is no longer enabled, or its key is empty: nothing can be asked
+            logger.warning("cannot reach the provider to cancel a stopped job's batches", exc_info=True, extra=keys)
+            return True
         try:
             provider.cancel(chunk.provider_batch_id)
         except TransientError:
@@ -353,6 +360,7 @@ def _cancel_running(services: Services, job: Job, budget: StepBudget) -> bool:
             return False
         except Exception:  # refused for good (ended meanwhile, say): nothing more to ask
             logger.warning("the provider refused to cancel a batch of a stopped job", exc_info=True, extra=keys)
+        services.jobs.update_chunk(chunk, cancel_requested_at=utcnow())
     return True
 
 
