@@ -62,7 +62,9 @@ def test_anthropic_job_of_100001_requests_becomes_two_chunks(alice, sim):
     job = alice.create(
         {"provider": "anthropic", "model": CLAUDE, "requests": {caller_id(i): f"q{i}" for i in range(count)}}
     )
-    done = alice.wait(job["id"], timeout=120)
+    # Chunk 1 waits for chunk 0: Anthropic's default (tier-1) limit is 100,000 requests in flight for the
+    # organisation (decision 0087), so the job takes two batch round trips.
+    done = alice.wait(job["id"], timeout=300)
     assert done["status"] == "finished", done["error"]
     assert [c["request_counts"]["total"] for c in done["chunks"]] == [100_000, 1]
     assert all(c["provider_batch_id"].startswith("msgbatch_") for c in done["chunks"])
@@ -124,7 +126,9 @@ def test_a_batch_that_can_never_fit_the_enqueued_token_limit_fails_the_job_with_
     # Refused for quota with nothing else in flight, three times (decision 0081): it waits between refusals,
     # then fails with OpenAI's reason instead of waiting forever.
     sim.configure(enqueued_token_limit=10)
-    job = alice.create(openai_body({f"r{i}": "x" * 200 for i in range(3)}))
+    # A model no other test of this stack uses: "alone" means nothing else of ours in flight on the model's ledger,
+    # and another test's job still running on gpt-4o-mini would make each refusal wait instead of count.
+    job = alice.create(openai_body({f"r{i}": "x" * 200 for i in range(3)}, model="gpt-4.1-mini"))
     done = alice.wait(job["id"], timeout=300)
     assert done["status"] == "failed"
     assert "token_limit_exceeded" in done["error"] and "Enqueued token limit" in done["error"]
