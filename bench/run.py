@@ -4,10 +4,11 @@
 Exit code 0 even when a target fails: the table says FAIL and summary.json has ``"all_targets_met": false``.
 Loopback only, except that the Lambda bundles are built with pip the first time (then cached in bench/.cache/).
 
-Options: ``--only create,collect,imports,history,assets,submit,compat,estimate,lag`` runs a subset (summary.json is then
-written to ``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into summary.json, keeping
-the others and saying which steps were rerun when); ``--profile`` also writes cProfile stats of one create and one
-100,000-line collect to ``bench/.cache/profiles/``.
+Options: ``--only create,collect,imports,history,assets,submit,compat,estimate,lag,scale,infra_cost,overhead`` runs a
+subset (summary.json is then written to ``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures
+into summary.json, keeping the others and saying which steps were rerun when); ``--profile`` also writes cProfile stats
+of one create and one 100,000-line collect to ``bench/.cache/profiles/`` (and, with py-spy on the PATH, py-spy samples
+of moto and every Lambda worker during the overhead step's first create, in ``profiles/overhead/``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import sys
 import time
 import traceback
@@ -24,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import assets_bench, imports_bench, lag_bench, workflow_bench
+from bench import assets_bench, imports_bench, infra_cost, lag_bench, scale_sim, workflow_bench
 from bench.common import (
     CACHE_DIR,
     MB,
@@ -39,7 +41,20 @@ from bench.common import (
     simulator_process,
 )
 
-STEPS = ("history", "assets", "imports", "create", "collect", "submit", "compat", "estimate", "lag")
+STEPS = (
+    "history",
+    "assets",
+    "imports",
+    "create",
+    "collect",
+    "submit",
+    "compat",
+    "estimate",
+    "lag",
+    "scale",
+    "infra_cost",
+    "overhead",
+)
 CREATE_N = 85_000  # the largest round number whose API Gateway event fits Lambda's 6 MB (a 5.8 MB body)
 COLLECT_SIZES = (10_000, 50_000, 100_000)
 BEDROCK_COLLECT_N = 50_000  # Bedrock's default maximum records per job: one job's output file
@@ -61,6 +76,13 @@ COMPAT_MAX_RATIO = 2.0
 ESTIMATE_N = 100_000
 ESTIMATE_RUNS = 2
 ESTIMATE_MAX_RATIO = 1.5
+# Overhead vs the direct SDK (issue 15): 100,000 Anthropic requests through the local stack vs the anthropic SDK on the
+# same simulator, bench/overhead_bench.py. (a) POST /batches (an uploaded file) to provider batch over
+# messages.batches.create; (b) the results download over the SDK's results() stream.
+OVERHEAD_N = 100_000
+OVERHEAD_ROUNDS = 3
+OVERHEAD_MAX_CREATE_RATIO = 1.5
+OVERHEAD_MAX_RESULTS_RATIO = 1.0
 
 
 def _log(message: str) -> None:
@@ -359,6 +381,55 @@ def step_lag(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return values, result
 
 
+def step_scale(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Scale under quotas (issue 15): 1,000 jobs from 20 owners over a simulated week, the real planner rule, admission
+    and in-memory ledger, in this process (bench/scale_sim.py says the model); the whole result is also written to
+    bench/results/scale.json."""
+    result = scale_sim.measure()
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    (RESULTS_DIR / "scale.json").write_text(json.dumps(result, indent=1) + "\n")
+    values = {
+        "scale_all_jobs_finished": result["all_jobs_finished"],
+        "scale_chunks_failed_for_quota": result["chunks_failed_for_quota"],
+        "scale_fairness_equal_loads": result["fairness_equal_loads"],
+        "scale_owner_wait_max_s": result["owner_wait_max_s"],
+        "scale_owner_wait_p95_s_max": result["owner_wait_p95_s_max"],
+        "scale_provider_refusals_absorbed": result["provider_refusals_absorbed"],
+        "scale_fairness_mean_turnaround_equal_loads": result["fairness_mean_turnaround_equal_loads"],
+    }
+    details = {k: v for k, v in result.items() if k not in ("owners", "first_refusals")}
+    kept = ("wait_max_s", "wait_p95_s", "completion_s")
+    details["owners"] = {o: {k: v[k] for k in kept} for o, v in result["owners"].items()}
+    return values, details
+
+
+def step_infra_cost(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """AWS cost of one job (issue 15): bench/infra_cost.py counts and prices it; the whole result is also written to
+    bench/results/infra_cost.json."""
+    result = infra_cost.measure(step_template(ctx))
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    (RESULTS_DIR / "infra_cost.json").write_text(json.dumps(result, indent=1) + "\n")
+    values = {
+        "infra_cost_per_job_usd": {str(n): job["total_usd"] for n, job in result["jobs"].items()},
+        "infra_cost_share_of_saving": result["share_of_saving"],
+    }
+    return values, result
+
+
+def step_overhead(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    _log(f"overhead: {OVERHEAD_N:,} requests through the local stack and the direct SDK, {OVERHEAD_ROUNDS} rounds")
+    args = ["--n", str(OVERHEAD_N), "--rounds", str(OVERHEAD_ROUNDS)]
+    py_spy = shutil.which("py-spy")
+    if ctx.get("profile") and py_spy:  # samples moto and every Lambda worker during the first round's (a)
+        args += ["--py-spy", py_spy, "--profile-dir", str(PROFILES / "overhead")]
+    result = run_worker("bench.overhead_bench", args, timeout=1200)
+    values = {
+        "overhead_create_ratio": round(result["ratio_a_median"], 2),
+        "overhead_results_ratio": round(result["ratio_b"], 2),
+    }
+    return values, result
+
+
 STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]] = {
     "history": step_history,
     "assets": step_assets,
@@ -369,6 +440,9 @@ STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[
     "compat": step_compat,
     "estimate": step_estimate,
     "lag": step_lag,
+    "scale": step_scale,
+    "infra_cost": step_infra_cost,
+    "overhead": step_overhead,
 }
 
 # --- targets -------------------------------------------------------------------------------------------------------
@@ -429,6 +503,22 @@ def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[s
     check("lag_p95_s_anthropic_like", f"<= {a_lag} s (no push)", lambda v: v <= a_lag)
     check("lag_p95_s_openai_like", f"<= {b_lag} s (provider push)", lambda v: v <= b_lag)
     check("transitions_per_24h_job", f"<= {most}", lambda v: v <= most)
+    check("scale_all_jobs_finished", "true (1,000 jobs, 20 owners, a week)", lambda v: v is True)
+    check("scale_chunks_failed_for_quota", "0", lambda v: v == scale_sim.TARGETS["chunks_failed_for_quota"])
+    fair = scale_sim.TARGETS["fairness_equal_loads"]
+    check("scale_fairness_equal_loads", f"<= {fair} (max/min completion, equal loads)", lambda v: v <= fair)
+    share = infra_cost.TARGET_SHARE_OF_SAVING
+    check("infra_cost_share_of_saving", f"< {share:.0%} of the batch saving (100,000 requests)", lambda v: v < share)
+    check(
+        "overhead_create_ratio",
+        f"<= {OVERHEAD_MAX_CREATE_RATIO} x the SDK's create (local stack included)",
+        lambda v: v <= OVERHEAD_MAX_CREATE_RATIO,
+    )
+    check(
+        "overhead_results_ratio",
+        f"<= {OVERHEAD_MAX_RESULTS_RATIO} x the SDK's results()",
+        lambda v: v <= OVERHEAD_MAX_RESULTS_RATIO,
+    )
     return result
 
 

@@ -18,7 +18,7 @@ from constructs import Construct
 from batch_gateway import constants
 from stacks import grants, nag
 from stacks.config import GatewayConfig
-from stacks.functions import API_SIZING, FunctionFactory
+from stacks.functions import API_SIZING, FunctionFactory, quota_limits_environment
 from stacks.storage import JOBS_PREFIX, StorageConstruct
 from stacks.webhooks import loopback_environment
 
@@ -112,7 +112,11 @@ class ApiConstruct(Construct):
         self.functions: dict[str, lambda_.Function] = {
             "Create": api_function(
                 "Create",
-                {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn, **loopback_environment(config)},
+                {
+                    constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
+                    **loopback_environment(config),
+                    **quota_limits_environment(config),  # a dry run's plan is cut as Plan cuts (decision 0087)
+                },
             ),
             "Status": api_function("Status"),
             "Retrieve": api_function("Retrieve", {constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY)}),

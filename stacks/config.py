@@ -46,6 +46,18 @@ Context keys:
     Comma separated seconds a failed webhook delivery waits before each next attempt, default
     ``"5,300,1800,7200,18000,36000,36000"`` (about 24 h, each at most 12 h); after the last attempt the delivery
     goes to the webhook dead-letter queue. Decision 0071.
+``quotas``
+    Provider quota limits per model over the documented defaults (decisions 0080, 0081), JSON
+    ``{provider: {model or "*": {"enqueued_tokens" | "batches_in_flight" | "requests_in_flight" |
+    "creates_per_minute": n or null}}}``; default ``{}`` (the defaults of ``batch_gateway.models.quotas``). Checked at
+    synth by ``models.quotas.parse_overrides``: a bad document fails ``cdk synth`` with the reason. The limits that
+    are the organisation's (Anthropic's requests in flight and creates a minute, Gemini's batches) are set on
+    ``"*"``; on a model they cap that model alone (decision 0087). Plan, Retry and Create read it too: chunks are
+    cut to 90 % of a model's ``enqueued_tokens``.
+``owner_weights``
+    Fair-share weights per owner (IAM principal ARN) for quota admission, JSON ``{principal: weight}`` (a number
+    above 0; an owner not named weighs 1): an owner of weight 2 may hold twice the share of one of weight 1 before it
+    waits its turn. Default ``{}``.
 ``retry_default``
     The ``retry`` option of jobs created through ``POST /batches`` or the drop folder that give none, as JSON, e.g.
     ``{"max_attempts": 2, "on": ["expired", "overloaded"]}``; default ``""`` (no retries). Decision 0066.
@@ -61,6 +73,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 
 from batch_gateway import constants
+from batch_gateway.models.quotas import parse_overrides  # the one check of a quota document (decision 0081)
 
 KNOWN_PROVIDERS = ("anthropic", "openai", "bedrock", "google")
 KEYED_PROVIDERS = ("anthropic", "openai", "google")  # providers with an API key in Secrets Manager (Bedrock has none)
@@ -82,6 +95,8 @@ DEFAULTS: dict[str, Any] = {
     "bedrock_model_limits": "",
     "bedrock_on_demand_concurrency": constants.BEDROCK_ON_DEMAND_CONCURRENCY,
     "retry_default": "",
+    "quotas": "{}",
+    "owner_weights": "{}",
     "webhook_loopback_http": False,
     "webhook_retry_schedule": constants.DEFAULT_WEBHOOK_RETRY_SCHEDULE,
 }
@@ -161,6 +176,8 @@ class GatewayConfig:
     retry_default: str = ""  # JSON of the deployment's retry option, "" for none
     webhook_loopback_http: bool = False  # plain http to loopback webhook URLs (the local stack only; decision 0071)
     webhook_retry_schedule: str = constants.DEFAULT_WEBHOOK_RETRY_SCHEDULE
+    quotas: str = "{}"  # JSON of the quota overrides (decisions 0080, 0081), as QUOTAS_JSON
+    owner_weights: str = "{}"  # JSON {principal: weight}, as OWNER_WEIGHTS_JSON
 
     @classmethod
     def from_context(cls, get: Any) -> GatewayConfig:
@@ -226,6 +243,8 @@ class GatewayConfig:
             webhook_loopback_http=bool(loopback),
             webhook_retry_schedule=webhook_schedule,
             retry_default=_retry_default(value("retry_default")),
+            quotas=_quotas(value("quotas")),
+            owner_weights=_owner_weights(value("owner_weights")),
             bedrock=BedrockConfig.from_context(value),
             providers=providers,
             architecture=architecture,
@@ -326,4 +345,27 @@ def _price_overrides(raw: Any) -> str:
         value = None
     if not isinstance(value, dict | list):
         raise ConfigError(f"context 'price_overrides' must be a JSON object or list of price rows, got {raw!r}")
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def _quotas(raw: Any) -> str:
+    """Context ``quotas`` as compact JSON, checked by ``models.quotas.parse_overrides`` (its reason in the error)."""
+    text = raw if isinstance(raw, str) else json.dumps(raw)
+    try:
+        parsed = parse_overrides(text)
+    except ValueError as error:
+        raise ConfigError(f"context 'quotas': {error}") from None
+    return json.dumps(parsed, separators=(",", ":"), sort_keys=True)
+
+
+def _owner_weights(raw: Any) -> str:
+    """Context ``owner_weights`` as compact JSON: an object of principal -> a number above 0."""
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        value = None
+    if not isinstance(value, dict) or not all(
+        isinstance(w, int | float) and not isinstance(w, bool) and w > 0 for w in value.values()
+    ):
+        raise ConfigError(f"context 'owner_weights' must be a JSON object of principal -> weight above 0, got {raw!r}")
     return json.dumps(value, separators=(",", ":"), sort_keys=True)

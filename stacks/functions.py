@@ -40,6 +40,18 @@ def deployment_environment() -> dict[str, str]:
     return {constants.ENV_DEPLOYMENT_ID: Fn.select(2, Fn.split("/", Aws.STACK_ID))}
 
 
+def quota_limits_environment(config: GatewayConfig) -> dict[str, str]:
+    """The quota overrides alone, for the functions that cut chunks to a model's enqueued-token limit (decision
+    0087): Plan, Retry (its new chunks) and Create (a dry run's plan is Plan's)."""
+    return {constants.ENV_QUOTAS_JSON: config.quotas}
+
+
+def quota_environment(config: GatewayConfig) -> dict[str, str]:
+    """The quota overrides and owner weights (decisions 0080, 0081), for the functions that admit chunks and give
+    their holds back: Submit, Poll, MarkFailed and the Sweeper."""
+    return {constants.ENV_QUOTAS_JSON: config.quotas, constants.ENV_OWNER_WEIGHTS_JSON: config.owner_weights}
+
+
 class FunctionFactory:
     """Python 3.13, architecture from context, JSON logs to an explicit log group, X-Ray, Powertools env."""
 

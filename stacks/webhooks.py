@@ -36,7 +36,6 @@ from stacks.storage import StorageConstruct
 DELIVERY_SIZING = Sizing(memory_mb=256, timeout=Duration.seconds(60))
 BATCH_SIZE = 5
 DETAIL_TYPES = ["Batch Job Status Changed", "Batch Job Progress"]  # models/webhooks.py DETAIL_*
-EVENT_SOURCE = "batch-gateway"
 
 
 @jsii.implements(events.IRuleTarget)
@@ -109,7 +108,7 @@ class WebhooksConstruct(Construct):
             "JobEvents",
             event_bus=bus,
             description="Batch Gateway: job status changes and progress to the webhook queue",
-            event_pattern=events.EventPattern(source=[EVENT_SOURCE], detail_type=DETAIL_TYPES),
+            event_pattern=events.EventPattern(source=[constants.EVENT_SOURCE], detail_type=DETAIL_TYPES),
             targets=[cast(events.IRuleTarget, _OwnRuleToQueue(self.queue))],  # sendable by this rule only
         )
         self.function = functions.create(

@@ -26,7 +26,15 @@ from constructs import Construct
 from batch_gateway import constants
 from stacks import grants, nag
 from stacks.config import GatewayConfig
-from stacks.functions import API_SIZING, POLL_SIZING, WORKFLOW_SIZING, FunctionFactory, deployment_environment
+from stacks.functions import (
+    API_SIZING,
+    POLL_SIZING,
+    WORKFLOW_SIZING,
+    FunctionFactory,
+    deployment_environment,
+    quota_environment,
+    quota_limits_environment,
+)
 from stacks.secrets import SecretsConstruct
 from stacks.storage import JOBS_PREFIX, StorageConstruct
 
@@ -63,7 +71,7 @@ class WorkflowConstruct(Construct):
         table, bucket = storage.table, storage.bucket
         handlers = constants.WORKFLOW_HANDLERS
         poll_env = {constants.ENV_POLL_SCHEDULE: config.poll_schedule}
-        deployment = deployment_environment()
+        deployment = {**deployment_environment(), **quota_environment(config)}  # the ones that send: quotas too
 
         def worker(function_id: str, environment: dict[str, str] | None = None) -> lambda_.Function:
             return functions.create(
@@ -76,10 +84,10 @@ class WorkflowConstruct(Construct):
             )
 
         self.functions: dict[str, lambda_.Function] = {
-            "Plan": worker("Plan"),
+            "Plan": worker("Plan", quota_limits_environment(config)),
             "Submit": worker("Submit", {**secrets.environment(), **deployment}),
             "Poll": worker("Poll", {**secrets.environment(), **deployment}),
-            "Retry": worker("Retry"),
+            "Retry": worker("Retry", quota_limits_environment(config)),
             "Finalize": worker("Finalize"),
             "MarkFailed": worker("MarkFailed", {**secrets.environment(), **deployment}),
         }
@@ -208,6 +216,13 @@ class WorkflowConstruct(Construct):
         # In a policy of its own: the function's default policy is part of the function, which the state machine
         # references, so a grant there on the state machine would be a cycle.
         grants.resume_tasks(self, "ParkResumesItself", self.park.role, self.state_machine)
+        # A quota release wakes the waiting jobs of the owner next in turn (decision 0081): Submit (a create refused
+        # after its reservation), Poll (a batch ended) and MarkFailed (a failed job's chunks settled) resume their
+        # parked tasks.
+        for function_id in ("Submit", "Poll", "MarkFailed"):
+            grants.resume_tasks(
+                self, f"{function_id}WakesWaitingJobs", self.functions[function_id].role, self.state_machine
+            )
 
     def _task(self, function_id: str) -> tasks.LambdaInvoke:
         task = tasks.LambdaInvoke(

@@ -72,6 +72,10 @@ ENV_WEBHOOK_LOOPBACK_HTTP = "WEBHOOK_LOOPBACK_HTTP"
 ENV_WEBHOOK_RETRY_SCHEDULE = "WEBHOOK_RETRY_SCHEDULE_SECONDS"
 ENV_WEBHOOK_QUEUE_URL = "WEBHOOK_QUEUE_URL"
 DEFAULT_WEBHOOK_RETRY_SCHEDULE = "5,300,1800,7200,18000,36000,36000"
+# Quotas (decisions 0080, 0081): the limit overrides per provider and model (models.quotas.parse_overrides' JSON,
+# context `quotas`) and the owners' fairness weights ({principal: weight}, context `owner_weights`; default 1).
+ENV_QUOTAS_JSON = "QUOTAS_JSON"
+ENV_OWNER_WEIGHTS_JSON = "OWNER_WEIGHTS_JSON"
 ENV_KEY_RATE_LIMIT = "API_KEY_RATE_LIMIT"  # requests per second per gateway key (KeyAuthorizer; decision 0046)
 DEFAULT_KEY_RATE_LIMIT = 20
 

@@ -8,7 +8,7 @@ checked against the DynamoDB store by ``tests/integration/test_store_contract.py
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, BinaryIO, Protocol, Self
@@ -17,6 +17,7 @@ from batch_gateway.contract.errors import NotFoundError, TransientError
 from batch_gateway.models.api_keys import ApiKey
 from batch_gateway.models.budgets import Budget, MonthUsage
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus
+from batch_gateway.models.quotas import ChunkKey, Hold, Ledger, OwnerUsage, QuotaCost
 from batch_gateway.models.webhooks import Subscription
 
 
@@ -37,11 +38,25 @@ class JobStore(Protocol):
 
     def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None: ...
 
+    def get_jobs(self, job_ids: list[str]) -> list[Job]:
+        """The jobs of at most 100 ids (a page of an index), read as they stand, in the order asked; an id with no
+        job is left out."""
+        ...
+
     def delete_job(self, job_id: str) -> None: ...
 
-    def update_job(self, job_id: str, *, expect: Iterable[JobStatus] | None = None, **fields: Any) -> Job:
+    def update_job(
+        self,
+        job_id: str,
+        *,
+        expect: Iterable[JobStatus] | None = None,
+        unchanged: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> Job:
         """Set fields (None removes one) and ``updated_at``; with ``expect``, only while the job is in one of those
-        statuses. A terminal status takes the job out of ``open_job_ids``. The job as written."""
+        statuses; with ``unchanged``, only while those attributes still hold those values (None: absent); else
+        ``ConflictError`` and nothing changes. A terminal status takes the job out of ``open_job_ids_page``. The
+        job as written."""
         ...
 
     def store_park_token(self, job_id: str, token: str, entered_at: datetime) -> Job:
@@ -51,19 +66,28 @@ class JobStore(Protocol):
         ...
 
     def list_jobs(
-        self, owner: str, *, status: JobStatus | None = None, limit: int = 50, next_token: str | None = None
+        self,
+        owner: str,
+        *,
+        status: JobStatus | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+        start_after: Job | None = None,
     ) -> tuple[list[Job], str | None]:
         """The owner's jobs, newest first; a page holds at most ``limit`` (fewer with a status filter). A token this
-        store did not give this owner is ``InvalidRequestError``."""
+        store did not give this owner is ``InvalidRequestError``. ``start_after`` (instead of a token): the page
+        begins with the job just older than that one of the owner's jobs, read from its own key on the index, not
+        by paging down to it; another owner's job is ``InvalidRequestError``."""
         ...
 
-    def open_job_ids(self) -> list[str]:
-        """Jobs that have not ended, oldest first."""
+    def open_job_ids_page(self, limit: int, next_token: str | None) -> tuple[list[str], str | None]:
+        """One page of the jobs that have not ended, oldest first: at most ``limit`` ids and the token of the next
+        page (None after the last). A token this store did not give for this listing is ``InvalidRequestError``."""
         ...
 
-    def unannounced_job_ids(self) -> list[str]:
-        """Ended jobs whose ``signalled_status`` is not their status (the end's event has not gone out), oldest
-        first; read from an index, never a scan."""
+    def unannounced_job_ids_page(self, limit: int, next_token: str | None) -> tuple[list[str], str | None]:
+        """One page of the ended jobs whose ``signalled_status`` is not their status (the end's event has not gone
+        out), oldest first, paged like ``open_job_ids_page``; read from an index, never a scan."""
         ...
 
     def claim_marker(
@@ -271,6 +295,102 @@ class BudgetStore(Protocol):
     def settle(self, owner: str, month: str, reserved: int, spent: int, *, once: str) -> bool:
         """Replace a reservation by what was spent: reserved -= ``reserved``, spent += ``spent``, once per key
         ``once``; whether this call did it (False: done before)."""
+        ...
+
+
+class QuotaStore(Protocol):
+    """The quota ledger per provider and model (decision 0080): in-flight sums, each owner's share and wait, batches
+    created per minute, and one hold per chunk that took capacity. Every change of the sums moves the ledger's
+    ``version`` and writes the sums and the hold together or not at all; the sums are always those of the holds, so
+    they never go below zero."""
+
+    def read(self, provider: str, model: str, *, now: datetime | None = None) -> tuple[Ledger, dict[str, OwnerUsage]]:
+        """The ledger (version 0 and empty when nothing was ever held), its creates in ``now``'s minute (None: the
+        clock's) and later, and every owner with a share or a wait (an owner holding and waiting for nothing is
+        forgotten)."""
+        ...
+
+    def reserve(
+        self,
+        provider: str,
+        model: str,
+        owner: str,
+        cost: QuotaCost,
+        chunk_key: ChunkKey,
+        expected_version: int,
+        *,
+        now: datetime,
+    ) -> None:
+        """Add ``cost`` to the ledger and the owner, end the owner's wait, count a create in ``now``'s minute and hold
+        the chunk, only while the ledger is at ``expected_version`` and the chunk holds nothing: else
+        ``ConflictError`` and nothing written."""
+
+    def reserve_in(
+        self,
+        provider: str,
+        ledgers: Sequence[tuple[str, int]],
+        owner: str,
+        cost: QuotaCost,
+        chunk_key: ChunkKey,
+        *,
+        now: datetime,
+    ) -> None:
+        """``reserve`` in several of the provider's ledgers at once (model key, expected version each: the model's
+        and the shared ``*``, decision 0087), all or nothing: a hold in each, or ``ConflictError`` and nothing
+        written in any."""
+
+    def release(self, provider: str, model: str, owner: str, chunk_key: ChunkKey) -> bool:
+        """Give back what the chunk's hold took (from the owner the hold records) and drop the hold; whether there was
+        one. Releasing a chunk that holds nothing changes nothing."""
+        ...
+
+    def release_in(self, provider: str, ledgers: Sequence[str], owner: str, chunk_key: ChunkKey) -> bool:
+        """``release`` in several of the provider's ledgers in one write (a chunk's model and shared ``*`` ledgers,
+        decision 0087): every hold the chunk has in them is given back, or none is (a ``TransientError`` after
+        concurrent writes leaves them all); whether there was one. A hold reserved again meanwhile is not given back."""
+        ...
+
+    def held_in(self, provider: str, ledgers: Sequence[str], chunk_key: ChunkKey) -> dict[str, Hold]:
+        """What the chunk holds in each of ``ledgers`` that it holds in, read together (one consistent read: a
+        reservation or release over several ledgers is seen whole or not at all)."""
+        ...
+
+    def forget_waiting(self, provider: str, model: str, owner: str, job_id: str) -> bool:
+        """``job_id`` waits no more (canceled, failed): it leaves the owner's waiting jobs, and the owner's wait ends
+        when none is left. Whether this ended the wait. Idempotent; a job that still waits marks itself again."""
+        ...
+
+    def mark_waiting(self, provider: str, model: str, owner: str, now: datetime, job_id: str | None = None) -> None:
+        """The owner has a chunk waiting since ``now``, unless it has been waiting since earlier; ``job_id`` is added
+        to the owner's waiting jobs (a release wakes them) while they are fewer than 100. A reservation ends the wait
+        and forgets the jobs."""
+
+    def clear_waiting(self, provider: str, model: str, owner: str) -> None:
+        """The owner waits no more: its wait and its waiting jobs are forgotten."""
+
+    def ledgers(self) -> list[tuple[str, str]]:
+        """(provider, model) of every ledger that ever had a reservation (the sweeper's repair visits each)."""
+        ...
+
+    def held(self, provider: str, model: str, chunk_key: ChunkKey) -> Hold | None:
+        """What the chunk holds now, if anything (one read)."""
+        ...
+
+    def holds(self, provider: str, model: str) -> list[Hold]:
+        """Every hold on the model (all pages: a repair of one ledger, or a test)."""
+        ...
+
+    def holds_page(
+        self, provider: str, model: str, limit: int, after: ChunkKey | None
+    ) -> tuple[list[Hold], ChunkKey | None]:
+        """At most ``limit`` holds in key order (job id, chunk index) after ``after`` (None: from the first), and the
+        key to go on after while more may follow (None: the last page). One Query (the sweeper's repair)."""
+        ...
+
+    def repair(self, provider: str, model: str, holds: Iterable[Hold], expected_version: int) -> bool:
+        """Make ``holds`` (the chunks really in flight, counted while the ledger was at ``expected_version``) the only
+        holds and the sums theirs; ``ConflictError`` when the ledger moved since (count again). Whether anything
+        needed changing (nothing is written when not)."""
         ...
 
 

@@ -95,6 +95,10 @@ class Settings:
     webhook_retry_schedule: list[int] = field(default_factory=lambda: _schedule(c.DEFAULT_WEBHOOK_RETRY_SCHEDULE))
     webhook_queue_url: str | None = None
     bedrock: BedrockSettings = field(default_factory=BedrockSettings)
+    # Quotas (decisions 0080, 0081): limit overrides {provider: {model or "*": {limit: n or null}}} over
+    # models.quotas' defaults (checked at synth by models.quotas.parse_overrides), and fairness weights per owner.
+    quotas: dict[str, dict[str, dict[str, int | None]]] = field(default_factory=dict)
+    owner_weights: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -126,6 +130,8 @@ class Settings:
             webhook_loopback_http=(env.get(c.ENV_WEBHOOK_LOOPBACK_HTTP) or "").lower() == "true",
             webhook_retry_schedule=_schedule(env.get(c.ENV_WEBHOOK_RETRY_SCHEDULE) or c.DEFAULT_WEBHOOK_RETRY_SCHEDULE),
             webhook_queue_url=env.get(c.ENV_WEBHOOK_QUEUE_URL) or None,
+            quotas=_json_object(c.ENV_QUOTAS_JSON, env.get(c.ENV_QUOTAS_JSON)),
+            owner_weights=_weights(env.get(c.ENV_OWNER_WEIGHTS_JSON)),
         )
 
     def provider_options(self, provider: str) -> dict[str, Any]:
@@ -148,6 +154,24 @@ def _retry_default(text: str | None) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         raise ValueError(f'{c.ENV_RETRY_DEFAULT} must be a JSON object such as {{"max_attempts": 2}}')
     return value
+
+
+def _json_object(name: str, text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a JSON object")
+    return value
+
+
+def _weights(text: str | None) -> dict[str, float]:
+    """``{principal: weight}``, each weight a number above 0 (the CDK app checks it at synth as well)."""
+    weights = _json_object(c.ENV_OWNER_WEIGHTS_JSON, text)
+    for owner, weight in weights.items():
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight > 0:
+            raise ValueError(f"{c.ENV_OWNER_WEIGHTS_JSON}: the weight of {owner} must be a number above 0")
+    return {owner: float(weight) for owner, weight in weights.items()}
 
 
 def _schedule(text: str) -> list[int]:

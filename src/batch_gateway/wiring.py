@@ -28,6 +28,7 @@ from batch_gateway.store.budgets import DynamoDBBudgetStore
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.payloads import S3PayloadStore
 from batch_gateway.store.provider_batches import ProviderBatchIndex
+from batch_gateway.store.quotas import DynamoDBQuotaStore
 from batch_gateway.store.webhook_queue import WebhookQueue
 from batch_gateway.store.webhooks import DynamoDBWebhookStore
 
@@ -109,11 +110,18 @@ def services() -> Services:
         prices=prices,
         budgets=DynamoDBBudgetStore(aws.client("dynamodb"), s.table),
         resume_workflow=aws.resume_task,
+        quotas=DynamoDBQuotaStore(aws.client("dynamodb"), s.table),
     )
     # Every job change is announced on the bus (service.signals, decision 0068) by the functions that have it. One
     # without it (Park, Plan, Retry, the OpenAI webhook receiver) announces nothing and so records nothing as
     # announced: a status whose event failed stays unannounced for the next writer with the bus, or the sweeper.
     return signalling(built) if s.event_bus else built
+
+
+def sweep_again(event: dict[str, Any]) -> None:
+    """Hand the rest of a sweep to a fresh asynchronous invocation of this same function (decision 0083): its name
+    is the Lambda runtime's ``AWS_LAMBDA_FUNCTION_NAME``, and the role may invoke only itself."""
+    aws.invoke_async(os.environ["AWS_LAMBDA_FUNCTION_NAME"], event)
 
 
 def prices() -> PriceTable:

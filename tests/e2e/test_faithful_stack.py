@@ -27,6 +27,12 @@ def test_every_function_runs_with_exactly_its_template_variables_and_its_own_rol
     assert len(keys) == len(ran)  # each function signs as its own role's session
 
 
+def test_each_functions_asynchronous_retries_are_the_templates(stack):
+    lam = stack.client("lambda")
+    sweeper = lam.get_function_event_invoke_config(FunctionName=stack.function("sweeper"))
+    assert sweeper["MaximumRetryAttempts"] == 0  # the local runtime retries a failed hand-off run that often
+
+
 def test_an_unknown_access_key_or_a_wrong_signature_is_refused_by_the_api_and_by_s3(stack, alice):
     from batch_gateway_dev.local.stack import CallerCredentials
     from tests.support.api_caller import Caller

@@ -73,3 +73,42 @@ def test_retry_default_is_checked_at_synth_and_reaches_the_functions_as_json():
     for bad in ('{"max_attempts": 9}', '{"on": ["invalid_request"]}', "[2]", "{"):
         with pytest.raises(ConfigError, match="retry_default"):
             config(bad)
+
+
+def test_quotas_and_owner_weights_are_checked_at_synth_and_reach_the_functions_that_admit_and_release():
+    """Decision 0081: a bad quota document or weight never deploys (the reason is models.quotas.parse_overrides'); a
+    good one reaches Submit, Poll, MarkFailed and the Sweeper as compact JSON, the functions that admit and release."""
+    quotas = '{"openai": {"gpt-4o-mini": {"enqueued_tokens": 5000000}, "*": {"batches_in_flight": null}}}'
+    config = _config(quotas=quotas, owner_weights='{"arn:aws:iam::1:role/etl": 2}')
+    assert json.loads(config.quotas) == json.loads(quotas) and " " not in config.quotas
+    assert json.loads(config.owner_weights) == {"arn:aws:iam::1:role/etl": 2}
+    assert _config().quotas == "{}" and _config().owner_weights == "{}"
+    for bad, reason in (
+        ('{"openai": {"*": {"enqueued_tokens": 0}}}', "at least 1"),
+        ('{"gemini": {}}', "unknown provider 'gemini'"),
+        ('{"openai": {"*": {"tokens": 5}}}', "unknown limit 'tokens'"),
+        ("{", "not JSON"),
+    ):
+        with pytest.raises(ConfigError, match=f"context 'quotas'.*{reason}"):
+            _config(quotas=bad)
+    for bad in ('{"alice": 0}', '{"alice": "2"}', "[2]", "{"):
+        with pytest.raises(ConfigError, match="owner_weights"):
+            _config(owner_weights=bad)
+
+    template = synth_template({"quotas": quotas, "owner_weights": '{"alice": 2}', "nag": False})
+    functions = {
+        r["Properties"]["Handler"]: r["Properties"]["Environment"]["Variables"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function" and r["Properties"]["Handler"].startswith("lambdas.")
+    }
+    for handler in (
+        *(constants.WORKFLOW_HANDLERS[f] for f in ("Submit", "Poll", "MarkFailed")),
+        constants.SWEEPER_HANDLER,
+    ):
+        assert json.loads(functions[handler][constants.ENV_QUOTAS_JSON]) == json.loads(quotas), handler
+        assert json.loads(functions[handler][constants.ENV_OWNER_WEIGHTS_JSON]) == {"alice": 2}, handler
+    # the functions that cut chunks cut them to the enqueued-token limits (decision 0087): Plan, Retry's new chunks
+    # and the dry-run estimate's plan (Create); they admit nothing, so no weights
+    for handler in (*(constants.WORKFLOW_HANDLERS[f] for f in ("Plan", "Retry")), constants.API_HANDLERS["Create"]):
+        assert json.loads(functions[handler][constants.ENV_QUOTAS_JSON]) == json.loads(quotas), handler
+        assert constants.ENV_OWNER_WEIGHTS_JSON not in functions[handler], handler

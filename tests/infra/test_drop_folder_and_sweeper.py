@@ -51,3 +51,23 @@ def test_sweeper_runs_every_half_hour(synthesized):
     assert rule["Properties"]["ScheduleExpression"] == f"rate({constants.SWEEP_EVERY_MINUTES} minutes)"
     function_id, _ = synthesized.function("Sweeper")
     assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}
+
+
+def test_a_failed_sweep_is_not_retried_by_lambda_the_next_scheduled_sweep_redoes_it(synthesized):
+    # A retried hand-off run would start a second chain beside the next scheduled sweep (decision 0083).
+    function_id, _ = synthesized.function("Sweeper")
+    [config] = [
+        c["Properties"]
+        for c in synthesized.of_type("AWS::Lambda::EventInvokeConfig").values()
+        if c["Properties"]["FunctionName"] == {"Ref": function_id}
+    ]
+    assert config["MaximumRetryAttempts"] == 0
+
+
+def test_the_sweepers_chain_of_invocations_of_itself_is_not_cut_by_lambdas_recursive_loop_detection(synthesized):
+    # A sweep of many open jobs hands the rest to an asynchronous invocation of itself (decision 0083); Lambda stops a
+    # chain of a function invoking itself after about 16 hops unless the function allows recursive loops.
+    _, function = synthesized.function("Sweeper")
+    assert function["Properties"]["RecursiveLoop"] == "Allow"
+    others = [f for f in synthesized.of_type("AWS::Lambda::Function").values() if f is not function]
+    assert all(f["Properties"].get("RecursiveLoop", "Terminate") == "Terminate" for f in others)

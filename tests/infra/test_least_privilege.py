@@ -146,3 +146,43 @@ def test_sweeper_may_restart_executions_and_read_keys_but_has_no_bucket_access(s
     actions = synthesized.role_actions("Sweeper")
     assert {"states:StartExecution", "states:DescribeExecution", "secretsmanager:GetSecretValue"} <= actions
     assert not _has(actions, "s3:")
+
+
+@pytest.mark.parametrize("function_id", ["Submit", "Poll", "MarkFailed"])
+def test_the_steps_that_release_quota_may_wake_the_waiting_workflows_and_nothing_else(synthesized, function_id):
+    """Decision 0081: a release wakes the jobs of the owner next in turn (SendTaskSuccess on their parked task).
+    Submit releases too: a create refused after its reservation (a 5xx, a bad request) gives the capacity back."""
+    (machine,) = synthesized.of_type("AWS::StepFunctions::StateMachine")
+    granted = [
+        statement
+        for statement in synthesized.statements(function_id)
+        if any(a.startswith("states:") for a in _actions(statement))
+    ]
+    assert [(_actions(s), s["Resource"]) for s in granted] == [(["states:SendTaskSuccess"], {"Ref": machine})]
+
+
+def _actions(statement: dict) -> list[str]:
+    action = statement["Action"]
+    return [action] if isinstance(action, str) else list(action)
+
+
+def test_the_sweeper_may_invoke_itself_only_and_read_a_page_of_jobs_at_once(synthesized):
+    """A sweep hands the rest of the open jobs to an asynchronous invocation of itself (decision 0083) and reads
+    each page's jobs with one BatchGetItem: the one function any role may invoke is the sweeper, by the sweeper."""
+    (table,) = synthesized.of_type("AWS::DynamoDB::Table")
+    sweeper_id = synthesized.function("Sweeper")[0]
+    invokes = [
+        (function_id, statement["Resource"])
+        for function_id in sorted(FUNCTION_SCOPES)
+        for statement in synthesized.statements(function_id)
+        if "lambda:InvokeFunction"
+        in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+    ]
+    assert invokes == [("Sweeper", {"Fn::GetAtt": [sweeper_id, "Arn"]})]
+    batch_gets = [
+        statement["Resource"]
+        for statement in synthesized.statements("Sweeper")
+        if "dynamodb:BatchGetItem"
+        in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+    ]
+    assert batch_gets == [{"Fn::GetAtt": [table, "Arn"]}]

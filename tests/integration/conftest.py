@@ -6,11 +6,16 @@ The account (``moto_account``) and the simulator (``simulator``, ``sim``) are th
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
 
 from batch_gateway import wiring
+from batch_gateway.ports import QuotaStore
+from batch_gateway.store.memory_quotas import MemoryQuotaStore
+from batch_gateway.store.quotas import DynamoDBQuotaStore
+from batch_gateway_dev.local.resources import create_table
 from tests.support.concurrency import serialise_moto_dynamodb
 from tests.support.fixtures import BUCKET, TABLE
 from tests.support.lambda_context import FakeLambdaContext
@@ -46,3 +51,14 @@ def ctx() -> FakeLambdaContext:
 def atomic_dynamodb(monkeypatch):
     """DynamoDB's per-item atomicity in moto, for tests that race conditional writes (see serialise_moto_dynamodb)."""
     serialise_moto_dynamodb(monkeypatch)
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def quotas(request, moto_account, monkeypatch) -> QuotaStore:
+    """Both quota stores, the same tests against each: in memory, and DynamoDB on moto (decision 0080)."""
+    if request.param == "memory":
+        return MemoryQuotaStore()
+    serialise_moto_dynamodb(monkeypatch)
+    table = f"quotas-{uuid.uuid4().hex[:8]}"
+    create_table(moto_account["dynamodb"], table)
+    return DynamoDBQuotaStore(moto_account["dynamodb"], table)

@@ -58,17 +58,17 @@ def test_an_ended_job_is_unannounced_until_its_end_is_recorded_as_signalled(jobs
     ended, running = a_job(), a_job()
     jobs.put_new_job(ended)
     jobs.put_new_job(running)
-    assert jobs.unannounced_job_ids() == []
+    assert jobs.unannounced_job_ids_page(100, None)[0] == []
     jobs.update_job(ended.id, status=JobStatus.FINISHED)
     jobs.update_job(running.id, status=JobStatus.IN_PROGRESS)
-    assert jobs.unannounced_job_ids() == [ended.id]
-    assert jobs.open_job_ids() == [running.id]
+    assert jobs.unannounced_job_ids_page(100, None)[0] == [ended.id]
+    assert jobs.open_job_ids_page(100, None)[0] == [running.id]
     with pytest.raises(ConflictError):  # only the job's current status is recorded as announced
         jobs.update_job(ended.id, expect=[JobStatus.IN_PROGRESS], signalled_status=JobStatus.IN_PROGRESS)
-    assert jobs.unannounced_job_ids() == [ended.id]
+    assert jobs.unannounced_job_ids_page(100, None)[0] == [ended.id]
     jobs.update_job(ended.id, expect=[JobStatus.FINISHED], signalled_status=JobStatus.FINISHED)
-    assert jobs.unannounced_job_ids() == []
-    assert jobs.open_job_ids() == [running.id]
+    assert jobs.unannounced_job_ids_page(100, None)[0] == []
+    assert jobs.open_job_ids_page(100, None)[0] == [running.id]
 
 
 class FlakyBus:
@@ -96,10 +96,10 @@ def test_a_lost_end_event_is_sent_again_by_the_sweep_exactly_once(jobs):
     services.jobs.update_job(job.id, status=JobStatus.IN_PROGRESS)
     services.jobs.update_job(job.id, status=JobStatus.FINISHED, request_counts=RequestCounts(total=2, succeeded=2))
     assert bus.statuses == [(None, "queued"), ("queued", "in_progress")]
-    assert jobs.unannounced_job_ids() == [job.id]
+    assert jobs.unannounced_job_ids_page(100, None)[0] == [job.id]
 
     assert sweep(services).announced == [job.id]
     assert sweep(services).announced == []
     assert bus.statuses == [(None, "queued"), ("queued", "in_progress"), ("in_progress", "finished")]
     assert jobs.require_job(job.id).signalled_status is JobStatus.FINISHED
-    assert jobs.unannounced_job_ids() == []
+    assert jobs.unannounced_job_ids_page(100, None)[0] == []

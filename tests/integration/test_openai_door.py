@@ -3,6 +3,7 @@ answers checked against the openai SDK's own pydantic types."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -10,6 +11,8 @@ from openai.types import Batch, FileDeleted, FileObject, Upload
 from openai.types.chat import ChatCompletion
 from openai.types.uploads import UploadPart
 
+from batch_gateway.models.ids import new_job_id
+from batch_gateway.models.jobs import utcnow
 from lambdas import status
 from tests.support.doors import BOUNDARY
 from tests.support.doors import create_openai_batch as _create_batch
@@ -209,6 +212,22 @@ def test_list_pages_with_after_and_cancel_and_delete(aws, ctx):
     assert code == 200 and FileDeleted.model_validate(deleted).deleted
     code, _, _ = _call(ctx, "GET", f"/openai/v1/files/{file['id']}")
     assert code == 404
+
+
+def test_an_after_cursor_that_is_not_one_of_the_callers_batches_lists_nothing(aws, ctx):
+    """``after`` is read as the caller's own door batch: a made-up id, another caller's batch or the caller's own
+    job of the native API lists nothing (has_more false, so the SDK stops), never a page from somewhere else."""
+    _, file, _ = _upload_file(ctx, _lines(1))
+    mine = aws.jobs.require_job(_create_batch(ctx, file["id"])[1]["id"])
+    native = dataclasses.replace(mine, id=new_job_id(), door=None, door_fields={}, created_at=utcnow())
+    aws.jobs.put_new_job(native)
+    _, theirs_file, _ = _upload_file(ctx, _lines(1), user="mallory")
+    theirs = _create_batch(ctx, theirs_file["id"], user="mallory")[1]["id"]
+    for after in ("job_" + "0" * 26, "batch_abc", theirs, native.id):
+        code, listing, _ = _call(ctx, "GET", "/openai/v1/batches", query={"after": after})
+        assert code == 200 and listing["data"] == [] and listing["has_more"] is False, (after, listing)
+    _, listing, _ = _call(ctx, "GET", "/openai/v1/batches")
+    assert [batch["id"] for batch in listing["data"]] == [mine.id]
 
 
 @pytest.mark.parametrize("endpoint", ["/v1/completions", None])

@@ -194,14 +194,80 @@ def test_a_job_never_goes_back_to_queued_or_repeats_its_status(jobs, before):
     assert jobs.get_job(job.id) == job
 
 
+def test_a_job_update_that_expects_attributes_unchanged_writes_only_while_they_are(jobs):
+    job = a_job(status=JobStatus.IN_PROGRESS, execution_arn="arn:first")
+    jobs.put_new_job(job)
+    jobs.update_job(job.id, unchanged={"restarts": 0, "error": None}, restarts=1)
+    for stale in ({"restarts": 0}, {"execution_arn": "arn:other"}, {"execution_arn": None}):
+        with pytest.raises(ConflictError):
+            jobs.update_job(job.id, unchanged=stale, restarts=2)
+    assert jobs.get_job(job.id).restarts == 1
+
+
+def test_jobs_are_read_a_page_at_a_time_in_the_order_asked_missing_ones_left_out(jobs):
+    stored = [a_job(created=i) for i in range(120)]
+    for job in stored:
+        jobs.put_new_job(job)
+    asked = [job.id for job in reversed(stored[:100])]
+    asked[3] = new_job_id()  # no such job
+    got = jobs.get_jobs(asked)
+    assert [job.id for job in got] == [job_id for job_id in asked if job_id != asked[3]]
+    assert got[0] == stored[99]
+    assert jobs.get_jobs([]) == []
+
+
+def all_pages(read, limit: int = 100) -> list[str]:
+    """Every id a paged index read gives, following its tokens (``read(limit, next_token) -> (ids, next_token)``)."""
+    ids, token = [], None
+    while True:
+        page, token = read(limit, token)
+        assert len(page) <= limit
+        ids.extend(page)
+        if token is None:
+            return ids
+
+
 def test_open_jobs_are_listed_oldest_first_until_they_end(jobs):
     first, second, third = a_job(created=1), a_job(created=2), a_job(created=3)
     for job in (third, first, second):
         jobs.put_new_job(job)
-    assert jobs.open_job_ids() == [first.id, second.id, third.id]
+    assert all_pages(jobs.open_job_ids_page) == [first.id, second.id, third.id]
     jobs.update_job(second.id, status=JobStatus.FINISHED)
     jobs.update_job(first.id, status=JobStatus.CANCELING)
-    assert jobs.open_job_ids() == [first.id, third.id]
+    assert all_pages(jobs.open_job_ids_page) == [first.id, third.id]
+
+
+def test_open_and_unannounced_jobs_are_read_in_pages_each_job_once(jobs):
+    opened = [a_job(created=i) for i in range(7)]
+    for job in opened:
+        jobs.put_new_job(job)
+    for job in opened[:3]:
+        jobs.update_job(job.id, status=JobStatus.FAILED)  # ended, its end not announced yet
+    page, token = jobs.open_job_ids_page(2, None)
+    assert page == [opened[3].id, opened[4].id] and token
+    assert all_pages(jobs.open_job_ids_page, limit=2) == [job.id for job in opened[3:]]
+    assert all_pages(jobs.unannounced_job_ids_page, limit=2) == [job.id for job in opened[:3]]
+    assert jobs.open_job_ids_page(10, None) == ([job.id for job in opened[3:]], None)
+    # a job that ends between two pages is not listed again, and the pages after it still come
+    page, token = jobs.open_job_ids_page(2, None)
+    jobs.update_job(opened[5].id, status=JobStatus.FINISHED)
+    rest = all_pages(lambda limit, _: jobs.open_job_ids_page(limit, token), limit=10)
+    assert rest == [opened[6].id]
+
+
+def test_an_open_jobs_token_made_up_or_from_another_listing_is_refused(jobs):
+    for job in (a_job(created=1), a_job(created=2)):
+        jobs.put_new_job(job)
+    jobs.update_job(job.id, status=JobStatus.FAILED)
+    jobs.put_new_job(a_job(created=3))
+    _, listed = jobs.list_jobs("alice", limit=1)
+    for bad in ("not-a-token", "e30=", "bm90IGpzb24=", listed):
+        with pytest.raises(InvalidRequestError):
+            jobs.open_job_ids_page(1, bad)
+    _, open_token = jobs.open_job_ids_page(1, None)
+    assert open_token
+    with pytest.raises(InvalidRequestError):
+        jobs.unannounced_job_ids_page(1, open_token)
 
 
 def test_a_callers_jobs_are_listed_newest_first_in_pages_and_filtered_by_status(jobs):
@@ -225,6 +291,22 @@ def test_a_callers_jobs_are_listed_newest_first_in_pages_and_filtered_by_status(
         if not token:
             break
     assert finished == [mine[1].id]
+
+
+def test_a_callers_jobs_are_listed_from_just_after_one_of_them(jobs):
+    """``start_after``: the page begins with the next older job (an OpenAI door's ``after`` cursor), the index read
+    from that job's own key, and pages on with tokens; another caller's job is refused like another's token."""
+    mine = [a_job(owner="gina", created=i) for i in range(5)]
+    for job in mine:
+        jobs.put_new_job(job)
+    jobs.put_new_job(theirs := a_job(owner="hal", created=2))
+    page, token = jobs.list_jobs("gina", limit=2, start_after=mine[3])
+    assert [j.id for j in page] == [mine[2].id, mine[1].id] and token
+    page, token = jobs.list_jobs("gina", limit=2, next_token=token)
+    assert [j.id for j in page] == [mine[0].id] and token is None
+    assert jobs.list_jobs("gina", limit=2, start_after=mine[0]) == ([], None)
+    with pytest.raises(InvalidRequestError):
+        jobs.list_jobs("gina", start_after=theirs)
 
 
 def test_a_list_token_another_caller_got_or_made_up_is_refused(jobs):

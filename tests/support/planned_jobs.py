@@ -11,7 +11,7 @@ from batch_gateway.service.keys import requests_key
 from batch_gateway.service.plan import plan_job
 from batch_gateway.service.state import WorkflowState
 
-MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-20250514"}
+MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-20250514", "google": "gemini-2.5-flash"}
 
 
 def neutral_line(caller_id: str, text: str = "q") -> bytes:

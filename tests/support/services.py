@@ -12,6 +12,7 @@ from batch_gateway.service.context import Services
 from batch_gateway.settings import Settings
 from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
 from batch_gateway.store.memory_budgets import MemoryBudgetStore
+from batch_gateway.store.memory_quotas import MemoryQuotaStore
 
 
 def unexpected(what: str) -> Callable[..., Any]:
@@ -47,4 +48,5 @@ def memory_services(
         prices=prices or file_table,  # pure: the file's table unless a test gives overrides
         budgets=MemoryBudgetStore(),  # no budgets unless a test sets one
         resume_workflow=resume_workflow or unexpected("resume_workflow"),
+        quotas=MemoryQuotaStore(),  # nothing in flight; the deployment's limits come from the settings
     )

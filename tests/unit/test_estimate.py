@@ -112,4 +112,4 @@ def test_the_estimate_matches_its_documented_shape_and_keeps_nothing():
         estimate = estimate_job(services, "owner", body)
         assert Estimate.model_validate(estimate).model_dump(exclude_unset=True) == estimate
     assert services.payloads.list_keys("") == []
-    assert services.jobs.open_job_ids() == []
+    assert services.jobs.open_job_ids_page(100, None)[0] == []

@@ -174,6 +174,7 @@ def test_request_and_byte_limits_together_whichever_is_reached_first_closes_the_
 )
 def test_provider_request_limit_splits_only_past_the_limit(svc, provider, requests, expected):
     svc.settings.max_chunk_requests = 10 * requests  # an operator limit above the provider's does not raise it
+    svc.settings.quotas = {"openai": {MODELS["openai"]: {"enqueued_tokens": None}}}  # 50,000 requests: ~2.1M tokens
     ids = [f"r{i}" for i in range(requests)]
     job_id = plan(svc, ids, provider)
     assert chunk_sizes(svc, job_id) == expected

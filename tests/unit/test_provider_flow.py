@@ -196,6 +196,18 @@ def test_after_a_lost_answer_the_first_batch_proven_ours_is_adopted_and_running_
     assert adapter.canceled == ["late"]  # an ended duplicate costs nothing more
 
 
+def test_after_a_lost_answer_the_chunks_batch_refused_for_quota_is_never_adopted_and_the_one_sent_again_kept():
+    """The chunk was sent, refused for quota (failed, no results) and sent again; that create's answer was lost. The
+    lookup finds both (same metadata or name): the one sent again is adopted, whatever each adapter's window."""
+    adapter = FakeAdapter()
+    adapter.found = Found(
+        ours=(batch("refused", ended=True, created=1), batch("again", created=9)), pending=("refused",)
+    )
+    ref = ChunkRef(job_id="job_1", index=0, request_count=2, model="m", refused=("refused",))
+    found = adapter.reconcile(ref)
+    assert (found.adopted, found.pending, adapter.canceled) == ("again", (), [])
+
+
 def test_after_a_lost_answer_batches_that_may_be_ours_stay_pending_and_are_never_canceled():
     adapter = FakeAdapter()
     adapter.found = Found(pending=("maybe",))

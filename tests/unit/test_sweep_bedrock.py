@@ -34,3 +34,27 @@ def test_the_sweeper_stops_an_orphaned_bedrock_job():
 def test_without_a_bedrock_role_the_sweeper_does_not_ask_bedrock():
     services = memory_services(settings=Settings(table="jobs", bucket="payloads"))  # provider_for: not expected
     assert sweep(services).orphans_canceled == []
+
+
+def test_a_cancel_that_fails_does_not_stop_the_orphan_pass_at_that_batch():
+    # Review R4: an already-stopping job whose cancel raises aborted the pass there at every sweep, until it ended.
+    from batch_gateway.contract.errors import ProviderError
+
+    stopping, other = ORPHAN, ORPHAN.replace("abcdefghijkl", "mnopqrstuvwx")
+
+    class StoppingBedrock(FakeBedrock):
+        def owned_open_batches(self) -> list[tuple[str, str, int]]:
+            return [(stopping, "job_gone", 0), (other, "job_gone", 1)]
+
+        def cancel(self, batch_id: str) -> None:
+            if batch_id == stopping:
+                raise ProviderError("the job is already stopping")
+            super().cancel(batch_id)
+
+    bedrock = StoppingBedrock()
+    services = memory_services(
+        settings=Settings(table="jobs", bucket="payloads", bedrock=BedrockSettings(role_arn="arn:aws:iam::1:role/b")),
+        provider_for=lambda name: {"bedrock": bedrock}[name],  # type: ignore[return-value]
+    )
+    report = sweep(services)
+    assert report.orphans_canceled == [other] and bedrock.canceled == [other]

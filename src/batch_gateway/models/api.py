@@ -26,6 +26,12 @@ class ChunkView(BaseModel):
     request_counts: RequestCountsView
     error: str | None
     attempt: int = Field(1, description="1: planned from the requests; n > 1: a retry round's chunk (attempt n)")
+    waiting_for_quota: str | None = Field(
+        None,
+        description="why this pending chunk is not sent yet: the provider's quota for the model is in use (the "
+        "amounts), another owner's turn, or the provider refused it for quota; null once sent or settled "
+        "(decision 0081)",
+    )
 
 
 class RetryView(BaseModel):
@@ -78,6 +84,12 @@ class JobView(BaseModel):
     endpoint: Literal["chat", "responses", "embeddings"] | None
     request_counts: RequestCountsView
     chunks: list[ChunkView]
+    waiting_for_quota: str | None = Field(
+        None,
+        description="the first waiting chunk's reason while the job waits for provider quota (its status stays "
+        "queued or in_progress), the same in a list of batches as in the batch's own view; null when nothing of "
+        "the job waits and once the job has ended",
+    )
     usage: UsageView
     cost_usd: float | None = Field(
         description="cost.total: at batch prices (requests run on demand, Bedrock small jobs: on-demand prices); "

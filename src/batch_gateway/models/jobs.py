@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from enum import Enum, StrEnum
 from functools import cache
@@ -133,6 +134,9 @@ class ChunkState(StrEnum):
     FAILED = "failed"  # the provider refused it (validation); its items are recorded as errored
 
 
+UNSENT_STATES = (ChunkState.PENDING, ChunkState.SUBMITTING, ChunkState.RECONCILING)  # no provider batch recorded yet
+
+
 @dataclasses.dataclass(kw_only=True)
 class RequestCounts(Record):
     total: int = 0
@@ -197,10 +201,22 @@ class Chunk(Record):
     progress_samples: list[list[int]] = dataclasses.field(default_factory=list)
     ended_seen_at: datetime | None = None
     provider_ended_at: datetime | None = None
+    # Quotas (decision 0081): why a pending chunk is not sent yet (the admission's reason, or the provider's refusal
+    # for quota); None once it is admitted. How many times the provider refused its batch for quota while nothing
+    # else was in flight on the model (the third such refusal fails it: it would never fit). The batches the provider
+    # failed for quota, forgotten when the chunk went back to pending: a reconcile never adopts them again.
+    waiting_for_quota: str | None = None
+    quota_refusals: int = 0
+    refused_batches: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def open(self) -> bool:
         return not self.collected
+
+    @property
+    def waits(self) -> bool:
+        """It waits for quota: unsent, not settled (a canceled one no longer waits), and says why."""
+        return self.waiting_for_quota is not None and self.state in UNSENT_STATES and not self.collected
 
     def public(self) -> dict[str, Any]:
         return {
@@ -210,7 +226,13 @@ class Chunk(Record):
             "request_counts": self.request_counts.to_dict(),
             "error": self.error,
             "attempt": self.attempt,
+            "waiting_for_quota": self.waiting_for_quota if self.waits else None,
         }
+
+
+def quota_wait(chunks: Iterable[Chunk]) -> str | None:
+    """The job's ``waiting_for_quota``: the first waiting chunk's reason (the later ones wait behind it), or None."""
+    return next((c.waiting_for_quota for c in chunks if c.waits), None)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -281,6 +303,9 @@ class Job(Record):
     # When the Park state that stored the newest token was entered (epoch microseconds): a Park whose Lambda runs
     # late never stores an older token over a newer one (JobStore.store_park_token).
     park_entered: int = 0
+    # Quotas (decision 0081): the first waiting chunk's reason (``quota_wait``), written by Submit's and Poll's own job
+    # writes, so the list of jobs, which reads no chunks, shows it; None once nothing of the job waits.
+    waiting_for_quota: str | None = None
 
     def public(self, chunks: list[Chunk] | None = None) -> dict[str, Any]:
         return {
@@ -291,6 +316,8 @@ class Job(Record):
             "endpoint": self.endpoint,
             "request_counts": self.request_counts.to_dict(),
             "chunks": [c.public() for c in chunks or []],
+            # kept on the job by the steps (decision 0081), so a list, which reads no chunks, shows it too
+            "waiting_for_quota": None if self.status.terminal else self.waiting_for_quota,
             "usage": self.usage.to_dict(),
             "cost_usd": self.cost_usd,
             "cost": self.cost,

@@ -40,6 +40,7 @@ class ChunkRef:
     claimed_at: datetime | None = None
     id_marker: str | None = None  # every custom_id of the chunk starts with ``<id_marker>-``
     candidates: tuple[str, ...] = ()  # batches an earlier reconcile could not yet prove ours or not
+    refused: tuple[str, ...] = ()  # the chunk's earlier batches the provider failed for quota: never adopted again
 
 
 @dataclass(frozen=True)
@@ -183,12 +184,18 @@ class BatchProvider(abc.ABC):
 
     def reconcile(self, ref: ChunkRef) -> Reconciliation:
         """After an ambiguous create: adopt the first batch proven ours (canceling running duplicates), or say which
-        may be ours and cannot be proven yet. Neither: nothing of ours was accepted, send again."""
+        may be ours and cannot be proven yet. Neither: nothing of ours was accepted, send again.
+
+        The chunk's earlier batches that the provider failed for quota (``ref.refused``) are found too (same metadata,
+        same name, maybe within the lookup's window) and are never adopted, nor counted as duplicates: the chunk was
+        sent again after them."""
         with self._errors():
             found = self._reconcile(ref)
-        if not found.ours:
-            return Reconciliation(pending=found.pending)
-        adopted, *duplicates = sorted(found.ours, key=lambda b: (b.created_at or UTC_MIN, b.id))
+        ours = [batch for batch in found.ours if batch.id not in ref.refused]
+        pending = tuple(batch_id for batch_id in found.pending if batch_id not in ref.refused)
+        if not ours:
+            return Reconciliation(pending=pending)
+        adopted, *duplicates = sorted(ours, key=lambda b: (b.created_at or UTC_MIN, b.id))
         for extra in duplicates:
             if extra.ended:
                 continue  # costs nothing more

@@ -121,8 +121,7 @@ def list_batches(
     if after_id and before_id:
         raise InvalidRequestError("give after_id or before_id, not both")
     cursor = after_id or before_id
-    if cursor:
-        door_job(services, cursor, owner)
+    start = door_job(services, cursor, owner) if cursor else None
     if before_id:
         newer: list[Job] = []
         for job in _door_jobs(services, owner):
@@ -130,13 +129,9 @@ def list_batches(
                 break
             newer.append(job)
         page, has_more = newer[-size:], len(newer) > size
-    else:
+    else:  # after_id: the index is read from just past that batch's own key, not paged down to it (decision 0082)
         page, has_more = [], False
-        seen_cursor = after_id is None
-        for job in _door_jobs(services, owner):
-            if not seen_cursor:
-                seen_cursor = job.id == after_id
-                continue
+        for job in _door_jobs(services, owner, start_after=start):
             if len(page) == size:
                 has_more = True
                 break
@@ -149,10 +144,11 @@ def list_batches(
     }
 
 
-def _door_jobs(services: Services, owner: str) -> Iterator[Job]:
+def _door_jobs(services: Services, owner: str, *, start_after: Job | None = None) -> Iterator[Job]:
     token: str | None = None
     while True:
-        jobs, token = services.jobs.list_jobs(owner, limit=_PAGE, next_token=token)
+        jobs, token = services.jobs.list_jobs(owner, limit=_PAGE, next_token=token, start_after=start_after)
+        start_after = None
         for job in jobs:
             if job.door == DOOR and not job.door_fields.get("deleted_at"):
                 yield job

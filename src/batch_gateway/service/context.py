@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from batch_gateway.models.pricing import PriceTable
-from batch_gateway.ports import BudgetStore, JobStore, PayloadStore
+from batch_gateway.ports import BudgetStore, JobStore, PayloadStore, QuotaStore
 from batch_gateway.settings import Settings
 
 if TYPE_CHECKING:  # the API functions never build a provider
@@ -31,3 +31,4 @@ class Services:
     # A parked workflow's task token -> resumed now (SendTaskSuccess); False when that task has already moved on
     # (timed out or resumed before: service/wake.py, decision 0072)
     resume_workflow: Callable[[str], bool]
+    quotas: QuotaStore  # what is in flight per provider and model, and who waits (decisions 0080, 0081)

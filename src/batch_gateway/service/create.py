@@ -39,6 +39,24 @@ from batch_gateway.service.webhooks import job_webhook
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
+try:  # in every Lambda bundle; several times faster than the standard library's encoder
+    import orjson
+except ImportError:
+    orjson = None  # type: ignore[assignment]
+
+
+def _request_line(item: dict[str, Any]) -> bytes:
+    """A normalised request as one compact JSON line. orjson where it can (Plan reads either the same); what it
+    refuses (an integer beyond 64 bits, a lone surrogate) is the standard library's, which raises
+    ``UnicodeEncodeError`` for a lone surrogate."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(item)
+        except TypeError:
+            pass
+    return _dumps(item).encode()
+
+
 logger = Logger(child=True)
 
 _dry_run: ContextVar[DryRun | None] = ContextVar("batch_gateway_dry_run", default=None)
@@ -250,7 +268,7 @@ def write_requests(
     with writer:  # aborted (nothing stored) on any problem
         for item in iter_normalized(requests, params, provider, endpoint, problems, model):
             try:
-                line = _dumps(item).encode()
+                line = _request_line(item)
             except UnicodeEncodeError:
                 raise InvalidRequestError(
                     f"request '{item['id'][:100]}' holds invalid Unicode (a lone surrogate escape such as \\ud800)",

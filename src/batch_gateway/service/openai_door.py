@@ -41,6 +41,8 @@ UPLOAD_TTL = 3600
 READ_PIECE = 1024 * 1024  # a part is read (and the joined file written) in pieces of this size
 PRESIGN_SECONDS = 3600
 LIST_MAX = 100
+LIST_PAGE = 100  # the owner's jobs read per by-owner index Query of a batch list
+LIST_PAGES_READ = 5  # a batch list that has found a batch reads at most this many index pages
 BATCH_FIELDS = frozenset({"input_file_id", "endpoint", "completion_window", "metadata", "output_expires_after"})
 
 
@@ -417,28 +419,48 @@ def _door_job(services: Services, owner: str, batch_id: str) -> Job:
 
 
 def list_batches(services: Services, owner: str, *, after: str | None, limit: str | None) -> dict[str, Any]:
-    """The owner's OpenAI-door batches, newest first, ``after`` a batch id (OpenAI's cursor)."""
+    """The owner's OpenAI-door batches, newest first, ``after`` a batch id (OpenAI's cursor).
+
+    The by-owner index is read from just past the ``after`` batch's own key (one GetItem for it), never paged down
+    to it, so a deep cursor costs what a shallow one does (decision 0082). ``after`` that is not one of the
+    caller's door batches lists nothing, as before. Jobs of other doors are skipped: once a batch is found, at
+    most ``LIST_PAGES_READ`` index pages are read and a short page answers with ``has_more`` (the OpenAI SDK pages
+    on from its last id; it stops only at ``has_more: false`` or an empty page, so an empty page never says more)."""
     size = _limit(limit, default=20)
+    start: Job | None = None
+    if after is not None:
+        start = _cursor_job(services, owner, after)
+        if start is None:
+            return _batch_list([], has_more=False)
     found: list[dict[str, Any]] = []
-    passed = after is None
     token: str | None = None
+    pages = 0
     while True:
-        jobs, token = services.jobs.list_jobs(owner, limit=100, next_token=token)
-        for job in jobs:
-            if not passed:
-                passed = job.id == after
-                continue
-            if job.door == DOOR:
-                found.append(batch_object(job))
-        if len(found) > size or token is None:
+        jobs, token = services.jobs.list_jobs(
+            owner, limit=LIST_PAGE, next_token=token, start_after=start if pages == 0 else None
+        )
+        pages += 1
+        found += [batch_object(job) for job in jobs if job.door == DOOR]
+        if len(found) > size or token is None or (found and pages >= LIST_PAGES_READ):
             break
-    page = found[:size]
+    return _batch_list(found[:size], has_more=len(found) > size or token is not None)
+
+
+def _cursor_job(services: Services, owner: str, after: str) -> Job | None:
+    try:
+        job = _door_job(services, owner, after)
+    except NotFoundError:
+        return None
+    return job
+
+
+def _batch_list(page: list[dict[str, Any]], *, has_more: bool) -> dict[str, Any]:
     return {
         "object": "list",
         "data": page,
         "first_id": page[0]["id"] if page else None,
         "last_id": page[-1]["id"] if page else None,
-        "has_more": len(found) > size,
+        "has_more": has_more,
     }
 
 

@@ -1,4 +1,5 @@
-"""Plan: cut a job into chunks that fit the provider's limits (and any lower limits the operator set).
+"""Plan: cut a job into chunks that fit the provider's limits (and any lower limits the operator set), and the
+model's enqueued-token quota.
 
 A job created from an input file too large to check at create has its file read, checked and normalised here first
 (``service.input_files.read_input_file``, decision 0054); a bad line fails the job before any chunk exists.
@@ -16,6 +17,7 @@ from typing import Any
 from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.ids import custom_id_for, id_hash, is_mapped, marked_custom_id, new_id_marker, unmarked
 from batch_gateway.models.jobs import Chunk, Job
+from batch_gateway.models.quotas import BYTES_PER_TOKEN, scopes_for
 from batch_gateway.ports import PayloadWriter
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.budgets import reserve_after_plan_read
@@ -31,13 +33,24 @@ from batch_gateway.service.keys import (
 from batch_gateway.service.state import WorkflowState
 
 ENVELOPE_BYTES = 64  # '{"requests":[' ... ']}' and commas, with room to spare
+TOKEN_LIMIT_SHARE = 0.9  # of a model's enqueued-token limit one chunk may take (decision 0087)
 
 
 def chunk_limits(provider: BatchProvider, services: Services, model: str = "") -> tuple[int, int]:
-    """(requests, bytes) per chunk: the provider's limits for the model, and any lower ones the operator set."""
+    """(requests, bytes) per chunk: the provider's limits for the model, any lower ones the operator set, and the
+    model's enqueued-token limit (decision 0087): a chunk's estimated tokens (bytes / ``BYTES_PER_TOKEN``, as its
+    admission counts them) stay within ``TOKEN_LIMIT_SHARE`` of it, since a batch over the whole limit is refused
+    every time (OpenAI's ``token_limit_exceeded``)."""
     provider_requests, provider_bytes = provider.limits(model)
     max_requests = min(provider_requests, services.settings.max_chunk_requests or provider_requests)
     max_bytes = min(provider_bytes, services.settings.max_chunk_bytes or provider_bytes) - ENVELOPE_BYTES
+    token_limits = [
+        scope.limits.enqueued_tokens
+        for scope in scopes_for(provider.name, model, services.settings.quotas)
+        if scope.limits.enqueued_tokens is not None
+    ]
+    if token_limits:
+        max_bytes = min(max_bytes, int(min(token_limits) * TOKEN_LIMIT_SHARE) * BYTES_PER_TOKEN)
     return max_requests, max_bytes
 
 

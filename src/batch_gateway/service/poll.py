@@ -9,27 +9,38 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway import constants, metrics
 from batch_gateway.contract import errors
-from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, RequestCounts, utcnow
+from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, RequestCounts, quota_wait, utcnow
 from batch_gateway.models.pricing import chunks_cost_detail
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.collect import collect_chunk, summarize
 from batch_gateway.service.context import Services
 from batch_gateway.service.poll_schedule import Sample, next_wait, record
+from batch_gateway.service.quota_gate import forget_waiting, holds_quota, quota_failure, release_chunk, requeue_refused
 from batch_gateway.service.state import WorkflowState
-from batch_gateway.service.submit import submit_chunk
+from batch_gateway.service.submit import submit_chunk, waiting
 
 logger = Logger(child=True)
 
 
 def _refresh(
-    services: Services, job: Job, chunk: Chunk, provider: BatchProvider, canceling: bool, budget: StepBudget
+    services: Services,
+    job: Job,
+    chunk: Chunk,
+    provider: BatchProvider,
+    canceling: bool,
+    blocked: bool = False,
+    budget: StepBudget | None = None,
 ) -> Chunk:
+    """``blocked``: an earlier chunk of the job waits for quota, so this one is not sent either (decision 0081)."""
     if chunk.state is ChunkState.FAILED:  # refused at submit: record why for each of its requests
         return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.ERRORED, reason=chunk.error)
     if chunk.state in (ChunkState.PENDING, ChunkState.SUBMITTING, ChunkState.RECONCILING):
-        chunk = submit_chunk(services, job, chunk, provider, send=not canceling, budget=budget)
+        chunk = submit_chunk(services, job, chunk, provider, send=not canceling and not blocked, budget=budget)
         if canceling and _never_sent(chunk):  # its requests are canceled (fenced: a claim made meanwhile wins)
+            if chunk.waiting_for_quota:  # it waits no more: its owner's wait must not hold the others back
+                forget_waiting(services, job)
+            release_chunk(services, job, chunk)  # a hold left by a crash or a lost create that came to nothing
             return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.CANCELED)
         if chunk.state is not ChunkState.SUBMITTED:
             return chunk
@@ -39,12 +50,21 @@ def _refresh(
         logger.info("canceling provider batch", extra={"job_id": job.id, "chunk": chunk.index})
         batch = provider.cancel(chunk.provider_batch_id)
         chunk = services.jobs.update_chunk(chunk, cancel_requested_at=utcnow())
-    if batch.failed_reason:
+    failed_reason = batch.failed_reason
+    if failed_reason and quota_failure(failed_reason) and not canceling:  # no results: send again later (0081)
+        requeued = requeue_refused(services, job, chunk, batch)
+        if isinstance(requeued, Chunk):
+            provider.cleanup(batch)
+            return requeued
+        failed_reason = requeued  # refused alone too often: it will never fit
+    if batch.ended:  # its capacity is free at the provider (decision 0081)
+        release_chunk(services, job, chunk)
+    if failed_reason:
         chunk = services.jobs.update_chunk(
-            chunk, state=ChunkState.FAILED, error=batch.failed_reason, provider_status=batch.status
+            chunk, state=ChunkState.FAILED, error=failed_reason, provider_status=batch.status
         )
         chunk = collect_chunk(
-            services, job, chunk, provider, batch, unanswered=ItemStatus.ERRORED, reason=batch.failed_reason
+            services, job, chunk, provider, batch, unanswered=ItemStatus.ERRORED, reason=failed_reason
         )
     elif batch.ended:
         if chunk.ended_seen_at is None:  # the first poll to see it ended (a collect that fails is retried later)
@@ -90,7 +110,13 @@ def _never_sent(chunk: Chunk) -> bool:
 
 
 def _refresh_in_time(
-    services: Services, job: Job, chunk: Chunk, provider: BatchProvider, canceling: bool, budget: StepBudget
+    services: Services,
+    job: Job,
+    chunk: Chunk,
+    provider: BatchProvider,
+    canceling: bool,
+    budget: StepBudget,
+    blocked: bool = False,
 ) -> Chunk:
     if not budget.another():
         logger.info(
@@ -99,12 +125,21 @@ def _refresh_in_time(
         )
         return chunk
     try:
-        return _refresh(services, job, chunk, provider, canceling, budget)
+        return _refresh(services, job, chunk, provider, canceling, blocked, budget)
     except (errors.TransientError, errors.ConflictError):  # a write lost a race: look again next poll
         logger.warning(
             "chunk refresh failed; retrying at the next poll", extra={"job_id": job.id, "chunk": chunk.index}
         )
         return services.jobs.get_chunk(job.id, chunk.index) or chunk
+
+
+def _admitted_already(services: Services, job: Job, chunk: Chunk) -> bool:
+    """A chunk behind a waiting one goes on all the same when it was admitted already: claimed (its create sent or
+    being sent), or holding quota (a claim cut off by a crash, a create whose answer was lost). Held back, its hold
+    would stay unsent and uncounted as free, which could keep the owner next in turn waiting forever (review R4)."""
+    if chunk.state in (ChunkState.SUBMITTING, ChunkState.RECONCILING):
+        return True
+    return chunk.state is ChunkState.PENDING and holds_quota(services, job, chunk)
 
 
 def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None = None) -> WorkflowState:
@@ -115,12 +150,16 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
     provider = services.provider_for(job.provider)
     canceling = job.status is JobStatus.CANCELING
     chunks = []
+    blocked = False  # a chunk waits for quota: the job's later chunks wait behind it (decision 0081)
     for chunk in services.jobs.get_chunks(job.id):
         if chunk.open and not budget.stopped:
-            chunk = _refresh_in_time(services, job, chunk, provider, canceling, budget)
+            held_back = blocked and not _admitted_already(services, job, chunk)
+            chunk = _refresh_in_time(services, job, chunk, provider, canceling, budget, held_back)
+        blocked = blocked or waiting(chunk)
         chunks.append(chunk)
     counts, usage = summarize(chunks)
-    fields: dict[str, Any] = {"request_counts": counts, "usage": usage}
+    # what the job waits for now (decision 0081): in the write Poll makes anyway, so it costs no write of its own
+    fields: dict[str, Any] = {"request_counts": counts, "usage": usage, "waiting_for_quota": quota_wait(chunks)}
     collected = [c for c in chunks if c.collected]
     if collected:  # the running cost of what is collected so far (decision 0060)
         fields["cost"] = chunks_cost_detail(job.provider, job.model, collected, table=services.prices())

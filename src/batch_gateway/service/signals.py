@@ -170,8 +170,15 @@ class SignallingJobStore(JobStore):
         self.inner.put_new_job(job)
         self._unstarted.add(job.id)
 
-    def update_job(self, job_id: str, *, expect: Iterable[JobStatus] | None = None, **fields: Any) -> Job:
-        after = self.inner.update_job(job_id, expect=expect, **fields)
+    def update_job(
+        self,
+        job_id: str,
+        *,
+        expect: Iterable[JobStatus] | None = None,
+        unchanged: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> Job:
+        after = self.inner.update_job(job_id, expect=expect, unchanged=unchanged, **fields)
         created = job_id in self._unstarted
         self._unstarted.discard(job_id)
         status_written = fields.get("status") is not None
@@ -189,6 +196,9 @@ class SignallingJobStore(JobStore):
     def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None:
         return self.inner.get_job(job_id, consistent=consistent)
 
+    def get_jobs(self, job_ids: list[str]) -> list[Job]:
+        return self.inner.get_jobs(job_ids)
+
     def delete_job(self, job_id: str) -> None:
         self._unstarted.discard(job_id)
         self.inner.delete_job(job_id)
@@ -197,15 +207,21 @@ class SignallingJobStore(JobStore):
         return self.inner.store_park_token(job_id, token, entered_at)
 
     def list_jobs(
-        self, owner: str, *, status: JobStatus | None = None, limit: int = 50, next_token: str | None = None
+        self,
+        owner: str,
+        *,
+        status: JobStatus | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+        start_after: Job | None = None,
     ) -> tuple[list[Job], str | None]:
-        return self.inner.list_jobs(owner, status=status, limit=limit, next_token=next_token)
+        return self.inner.list_jobs(owner, status=status, limit=limit, next_token=next_token, start_after=start_after)
 
-    def open_job_ids(self) -> list[str]:
-        return self.inner.open_job_ids()
+    def open_job_ids_page(self, limit: int, next_token: str | None) -> tuple[list[str], str | None]:
+        return self.inner.open_job_ids_page(limit, next_token)
 
-    def unannounced_job_ids(self) -> list[str]:
-        return self.inner.unannounced_job_ids()
+    def unannounced_job_ids_page(self, limit: int, next_token: str | None) -> tuple[list[str], str | None]:
+        return self.inner.unannounced_job_ids_page(limit, next_token)
 
     def claim_marker(
         self, marker: str, attributes: dict[str, Any], *, token: str, job_id: str, now: datetime, lease_until: datetime

@@ -2,7 +2,9 @@
 
 1. Claim the chunk before calling out: one transaction that needs the chunk as read (``pending``, or
    ``reconciling`` with its claim token) and the job still sending (``queued`` / ``in_progress``). The claim is a
-   random token plus a lease longer than any Lambda runs; a live claim is never taken over.
+   random token plus a lease longer than any Lambda runs; a live claim is never taken over. Before the claim the
+   chunk is admitted against its provider's quota (``service.quota_gate``, decision 0081): one that does not fit
+   stays ``pending`` with the reason, and its hold is given back whenever no create can have been accepted.
 2. Create the provider batch with SDK retries off; record its id at once, guarded by the claim token and state.
 3. A refusal before acceptance (429, 5xx, a connection that was never made) releases the claim. A lost answer
    (bytes sent, no answer) or a crash moves the chunk to ``reconciling``; an expired claim is taken to mean the same.
@@ -20,16 +22,19 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway import constants
 from batch_gateway.contract import errors
-from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, utcnow
+from batch_gateway.models.jobs import UNSENT_STATES, Chunk, ChunkState, Job, JobStatus, utcnow
 from batch_gateway.providers.base import BatchProvider, ChunkRef
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.context import Services
 from batch_gateway.service.keys import chunk_input_key
+from batch_gateway.service.quota import Wait
+from batch_gateway.service.quota_gate import REFUSED, Reserved, admit_chunk, release_chunk, wait_chunk
 from batch_gateway.service.state import WorkflowState
 
 logger = Logger(child=True)
 SENDING_STATUSES = (JobStatus.QUEUED, JobStatus.IN_PROGRESS)  # a chunk is claimed for sending only then
-UNSENT = (ChunkState.PENDING, ChunkState.SUBMITTING, ChunkState.RECONCILING)  # no provider batch recorded yet
+UNSENT = UNSENT_STATES  # no provider batch recorded yet
+DONE = (ChunkState.COLLECTED, ChunkState.FAILED)  # never sent again: it holds nothing
 
 
 def chunk_ref(job: Job, chunk: Chunk) -> ChunkRef:
@@ -42,6 +47,7 @@ def chunk_ref(job: Job, chunk: Chunk) -> ChunkRef:
         claimed_at=chunk.claimed_at,
         id_marker=chunk.id_marker,
         candidates=tuple(chunk.candidates),
+        refused=tuple(chunk.refused_batches),
     )
 
 
@@ -67,6 +73,7 @@ def submit_chunk(
     """Send the chunk once. With ``send=False`` (the job is canceling) only resolve what an earlier attempt may
     have got accepted; never send a new batch. ``budget`` carries the invocation's clock, which ends the claim's
     lease (``claim_lease``)."""
+    reserved: Reserved | None = None
     try:
         if chunk.state is ChunkState.SUBMITTING:
             if chunk.lease_until is not None and chunk.lease_until > utcnow():
@@ -79,6 +86,10 @@ def submit_chunk(
                 return chunk
         elif chunk.state is not ChunkState.PENDING or not send:
             return chunk
+        decision = admit_chunk(services, job, chunk)
+        if isinstance(decision, Wait):
+            return wait_chunk(services, job, chunk, decision.reason, decision.ledger)
+        reserved = decision
         token = secrets.token_hex(8)
         now = utcnow()
         chunk = services.jobs.claim_chunk(
@@ -89,12 +100,18 @@ def submit_chunk(
             claimed_at=now,
             lease_until=now + claim_lease(services, budget),
             candidates=[],
+            waiting_for_quota=None,
         )
     except errors.ConflictError:
         logger.info(
             "chunk changed elsewhere (claimed, canceled or collected)", extra={"job_id": job.id, "chunk": chunk.index}
         )
-        return services.jobs.get_chunk(job.id, chunk.index) or chunk
+        now_is = services.jobs.get_chunk(job.id, chunk.index)
+        # Not claimed by us; but another submitter may have found our fresh hold and sent on it (decision 0081):
+        # the hold goes back only once the chunk can never send (a pending chunk's next admission reuses it).
+        if reserved is not None and reserved.fresh and (now_is is None or now_is.collected or now_is.state in DONE):
+            release_chunk(services, job, chunk, wake=False)
+        return now_is or chunk
     return _send(services, job, chunk, provider)
 
 
@@ -135,16 +152,32 @@ def _send(services: Services, job: Job, chunk: Chunk, provider: BatchProvider) -
         )
         _unsure(services, chunk)
         raise
+    except errors.ProviderRateLimitedError as exc:  # a rate limit or quota (decision 0038): wait, never fail
+        logger.info("the provider refused the create for quota", extra={"job_id": job.id, "chunk": chunk.index})
+        chunk = services.jobs.update_chunk(
+            chunk,
+            fenced=True,
+            state=ChunkState.PENDING,
+            claim_token=None,
+            claimed_at=None,
+            lease_until=None,
+            waiting_for_quota=REFUSED + exc.message,
+        )
+        release_chunk(services, job, chunk, wake=False)  # others would only be refused too
+        return wait_chunk(services, job, chunk, REFUSED + exc.message)
     except errors.TransientError:  # refused, or never sent: nothing was accepted
         services.jobs.update_chunk(
             chunk, fenced=True, state=ChunkState.PENDING, claim_token=None, claimed_at=None, lease_until=None
         )
+        release_chunk(services, job, chunk)
         raise
     except errors.ProviderRequestError as exc:
         logger.warning("provider refused chunk", extra={"job_id": job.id, "chunk": chunk.index})
-        return services.jobs.update_chunk(
+        chunk = services.jobs.update_chunk(
             chunk, fenced=True, state=ChunkState.FAILED, lease_until=None, provider_status="rejected", error=exc.message
         )
+        release_chunk(services, job, chunk)
+        return chunk
     except BaseException:
         _unsure(services, chunk)
         raise
@@ -189,6 +222,11 @@ def _record_refused(
     return current
 
 
+def waiting(chunk: Chunk) -> bool:
+    """The chunk waits for quota: it is unsent and says why."""
+    return chunk.waits
+
+
 def submit_job(services: Services, state: WorkflowState, budget: StepBudget | None = None) -> WorkflowState:
     """Send the job's chunks while the budget lasts; Poll sends the ones left ``pending`` (it sends pending chunks
     anyway), so a large job never depends on one invocation reaching every chunk."""
@@ -196,6 +234,7 @@ def submit_job(services: Services, state: WorkflowState, budget: StepBudget | No
     job = services.jobs.require_job(state.job_id)
     if job.status is JobStatus.QUEUED:
         provider = services.provider_for(job.provider)
+        waits: str | None = None  # the job's waiting_for_quota (decision 0081), written with its status
         for chunk in services.jobs.get_chunks(job.id):
             if chunk.collected or chunk.state not in UNSENT:
                 continue
@@ -205,19 +244,18 @@ def submit_job(services: Services, state: WorkflowState, budget: StepBudget | No
                     extra={"job_id": job.id, "chunk": chunk.index},
                 )
                 break
-            try:
-                submit_chunk(services, job, chunk, provider, budget=budget)
-            except errors.ProviderRateLimitedError:
-                # A rate limit or quota (Bedrock's concurrent jobs per model) means wait, not fail: the chunk is
-                # pending again and Poll sends it, and the ones after it, when a later poll finds room. Retrying
-                # here would only fail the job once the state machine's retries ran out.
-                logger.info(
-                    "provider rate limit or quota: the remaining chunks wait for Poll",
-                    extra={"job_id": job.id, "chunk": chunk.index},
-                )
+            chunk = submit_chunk(services, job, chunk, provider, budget=budget)
+            if waiting(chunk):
+                waits = chunk.waiting_for_quota
+                # Over the quota (ours, decision 0081, or the provider's refusal: decision 0038) means wait, not
+                # fail: the chunk stays pending, and the ones after it wait behind it (no leapfrogging within a
+                # job); Poll sends them when a later poll finds room, or at once when a release wakes the job.
+                logger.info("quota: the remaining chunks wait for Poll", extra={"job_id": job.id, "chunk": chunk.index})
                 break
         try:
-            services.jobs.update_job(job.id, expect=[JobStatus.QUEUED], status=JobStatus.IN_PROGRESS)
+            services.jobs.update_job(
+                job.id, expect=[JobStatus.QUEUED], status=JobStatus.IN_PROGRESS, waiting_for_quota=waits
+            )
         except errors.ConflictError:
             pass  # canceled meanwhile: Poll takes it from here
     wait = 0 if budget.stopped else services.settings.wait_after(0)  # out of time: Poll sends the rest at once

@@ -1,10 +1,11 @@
 """On the way to ``failed``: stop paying for the job and keep what it already paid for.
 
 Each open chunk is settled on its own, best effort: nothing is sent any more (the job is ``failed``, so no claim can
-be made); a claim whose lease ran out or a lost create is reconciled first, so a batch that was accepted is known;
-a provider batch still running is canceled; one that has ended is collected as Poll would. Whatever has no result
-then (never sent, still canceling, or not reachable) is recorded ``errored`` with code ``job_failed`` and the job's
-reason. A provider error never escapes: it is logged with keys and the chunk's items are recorded as errored.
+be made); a claim whose lease ran out or a lost create is reconciled first, so a batch that was accepted is known; a
+provider batch still running is canceled; one that has ended is collected as Poll would. Whatever has no result then
+(never sent, still canceling, or not reachable) is recorded ``errored`` with code ``job_failed`` and the job's
+reason. Whatever a chunk held is given back, and a chunk that waited for quota takes its job out of its owner's
+wait. A provider error never escapes: it is logged with keys and the chunk's items are recorded as errored.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from batch_gateway.providers.base import BatchProvider, ProviderBatch
 from batch_gateway.service.budget import StepBudget
 from batch_gateway.service.collect import collect_chunk
 from batch_gateway.service.context import Services
+from batch_gateway.service.quota_gate import forget_waiting, release_chunk
 from batch_gateway.service.submit import UNSENT, submit_chunk
 
 logger = Logger(child=True)
@@ -32,8 +34,11 @@ def wind_down(services: Services, job: Job, reason: str, budget: StepBudget) -> 
             continue
         if not budget.another():
             return False
+        if chunk.waiting_for_quota:  # it will never be sent: its owner's wait must not hold the others back
+            forget_waiting(services, job)
         try:
-            _settle(services, job, chunk, provider, reason)
+            chunk = _settle(services, job, chunk, provider, reason)
+            release_chunk(services, job, chunk)  # settled: whatever it held is given back (decision 0081)
         except errors.BatchGatewayError as exc:  # a lost race or a provider error: Finalize's join covers its items
             logger.warning(
                 "could not settle a chunk of a failed job",

@@ -12,10 +12,11 @@ from botocore.config import Config
 if TYPE_CHECKING:  # the boto3-stubs service packages are a dev dependency: types only
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_stepfunctions import SFNClient
 
-Service = Literal["dynamodb", "events", "s3", "stepfunctions"]
+Service = Literal["dynamodb", "events", "lambda", "s3", "stepfunctions"]
 
 _CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=60)
 
@@ -34,15 +35,17 @@ def client(service: Literal["dynamodb"]) -> DynamoDBClient: ...
 @overload
 def client(service: Literal["events"]) -> EventBridgeClient: ...
 @overload
+def client(service: Literal["lambda"]) -> LambdaClient: ...
+@overload
 def client(service: Literal["s3"]) -> S3Client: ...
 @overload
 def client(service: Literal["stepfunctions"]) -> SFNClient: ...
-def client(service: Service) -> DynamoDBClient | EventBridgeClient | S3Client | SFNClient:
+def client(service: Service) -> DynamoDBClient | EventBridgeClient | LambdaClient | S3Client | SFNClient:
     return _client(service)
 
 
 @cache
-def _client(service: Service) -> DynamoDBClient | EventBridgeClient | S3Client | SFNClient:
+def _client(service: Service) -> DynamoDBClient | EventBridgeClient | LambdaClient | S3Client | SFNClient:
     return _session().client(service, config=_S3_CONFIG if service == "s3" else _CONFIG)
 
 
@@ -65,6 +68,12 @@ def put_event(bus: str, source: str, detail_type: str, detail: dict[str, Any]) -
     if response.get("FailedEntryCount"):
         entry = response["Entries"][0]
         raise RuntimeError(f"EventBridge refused the event: {entry.get('ErrorCode')} {entry.get('ErrorMessage', '')}")
+
+
+def invoke_async(function_name: str, payload: dict[str, Any]) -> None:
+    """Queue one asynchronous invocation of a Lambda function (``InvocationType=Event``): Lambda accepts it (202)
+    and runs it later, retrying it twice if it fails."""
+    client("lambda").invoke(FunctionName=function_name, InvocationType="Event", Payload=json.dumps(payload).encode())
 
 
 def stop_execution(execution_arn: str) -> None:

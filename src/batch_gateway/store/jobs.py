@@ -9,13 +9,14 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import time
 from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from batch_gateway.constants import OPEN_INDEX, OPEN_INDEX_PK, OWNER_INDEX
-from batch_gateway.contract.errors import ConflictError, InvalidRequestError
+from batch_gateway.constants import OPEN_INDEX, OPEN_INDEX_PK, OWNER_INDEX, OWNER_INDEX_PK, OWNER_INDEX_SK
+from batch_gateway.contract.errors import ConflictError, InvalidRequestError, TransientError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, epoch_micros, iso, statuses_before, utcnow
 from batch_gateway.ports import JobStore
 
@@ -27,6 +28,10 @@ JOB_SK = "JOB"
 # The sparse open-jobs index has two partitions: "open" (every job that has not ended) and this one, an ended job
 # whose end status event has not gone out yet (service.signals records ``signalled_status``; the sweeper resends).
 UNANNOUNCED = "unannounced"
+MAX_BATCH_GET = 100  # keys in one BatchGetItem
+BATCH_GET_ATTEMPTS = 5  # asks for the same page of jobs, the first included
+BATCH_GET_BACKOFF_SECONDS = 0.05  # before the second ask; doubled for each one after
+_sleep = time.sleep
 MAX_ADDED_CHUNKS = 99  # and the job item: DynamoDB's 100 items per transaction
 
 
@@ -137,12 +142,41 @@ class DynamoDBJobStore(JobStore):
         ).get("Item")
         return Job.from_dict(_from_item(item)) if item else None
 
+    def get_jobs(self, job_ids: list[str]) -> list[Job]:
+        """One BatchGetItem (strongly consistent) for up to 100 ids, again for any keys it left unprocessed."""
+        if len(job_ids) > MAX_BATCH_GET:
+            raise ValueError(f"at most {MAX_BATCH_GET} jobs at once")
+        found: dict[str, Job] = {}
+        keys = [_values({"pk": _pk(job_id), "sk": JOB_SK}) for job_id in dict.fromkeys(job_ids)]
+        for attempt in range(BATCH_GET_ATTEMPTS):
+            if not keys:
+                return [found[job_id] for job_id in job_ids if job_id in found]
+            if attempt:  # keys left unprocessed (throttling): ask again after a growing wait, as AWS advises
+                _sleep(BATCH_GET_BACKOFF_SECONDS * 2 ** (attempt - 1))
+            response = self._db.batch_get_item(RequestItems={self.table: {"Keys": keys, "ConsistentRead": True}})
+            for item in response.get("Responses", {}).get(self.table, []):
+                job = Job.from_dict(_from_item(item))
+                found[job.id] = job
+            unprocessed = response.get("UnprocessedKeys") or {}
+            keys = list(unprocessed[self.table]["Keys"]) if self.table in unprocessed else []
+        if not keys:
+            return [found[job_id] for job_id in job_ids if job_id in found]
+        raise TransientError(f"DynamoDB left {len(keys)} job keys unprocessed after {BATCH_GET_ATTEMPTS} attempts")
+
     def delete_job(self, job_id: str) -> None:
         self._db.delete_item(TableName=self.table, Key=_values({"pk": _pk(job_id), "sk": JOB_SK}))
 
-    def update_job(self, job_id: str, *, expect: Iterable[JobStatus] | None = None, **fields: Any) -> Job:
-        """Set fields (None removes one); with ``expect``, only while the job is in one of those statuses. A new
-        status is written only from a status it may follow (``JOB_TRANSITIONS``)."""
+    def update_job(
+        self,
+        job_id: str,
+        *,
+        expect: Iterable[JobStatus] | None = None,
+        unchanged: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> Job:
+        """Set fields (None removes one); with ``expect``, only while the job is in one of those statuses; with
+        ``unchanged``, only while those attributes still hold those values (None: absent). A new status is written
+        only from a status it may follow (``JOB_TRANSITIONS``)."""
         fields["updated_at"] = iso(utcnow())
         status = fields.get("status")
         if status is not None and JobStatus(status).terminal:
@@ -166,6 +200,13 @@ class DynamoDBJobStore(JobStore):
                 values[f":e{i}"] = status
                 placeholders.append(f":e{i}")
             condition += f" AND #status IN ({', '.join(placeholders)})"
+        for i, (name, value) in enumerate((unchanged or {}).items()):
+            names[f"#u{i}"] = name
+            if value is None:
+                condition += f" AND attribute_not_exists(#u{i})"
+            else:
+                values[f":u{i}"] = value
+                condition += f" AND #u{i} = :u{i}"
         try:
             response = self._db.update_item(
                 TableName=self.table,
@@ -198,7 +239,13 @@ class DynamoDBJobStore(JobStore):
         return Job.from_dict(_from_item(response["Attributes"]))
 
     def list_jobs(
-        self, owner: str, *, status: JobStatus | None = None, limit: int = 50, next_token: str | None = None
+        self,
+        owner: str,
+        *,
+        status: JobStatus | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+        start_after: Job | None = None,
     ) -> tuple[list[Job], str | None]:
         kwargs: dict[str, Any] = {
             "TableName": self.table,
@@ -213,36 +260,44 @@ class DynamoDBJobStore(JobStore):
             kwargs["FilterExpression"] = "#status = :status"
             kwargs["ExpressionAttributeNames"]["#status"] = "status"
             kwargs["ExpressionAttributeValues"].update(_values({":status": status.value}))
-        if next_token:
+        if start_after is not None:  # the job's own key on the index: the Query starts just past it
+            if start_after.owner != owner:
+                raise InvalidRequestError("the job to list after is not one of yours")
+            created = _dump(start_after)["created_at"]
+            kwargs["ExclusiveStartKey"] = _values(
+                {"pk": _pk(start_after.id), "sk": JOB_SK, OWNER_INDEX_PK: owner, OWNER_INDEX_SK: created}
+            )
+        elif next_token:
             kwargs["ExclusiveStartKey"] = _decode_token(next_token, owner)
         response = self._db.query(**kwargs)
         jobs = [Job.from_dict(_from_item(item)) for item in response.get("Items", [])]
         last = response.get("LastEvaluatedKey")
         return jobs, (_encode_token(last) if last else None)
 
-    def open_job_ids(self) -> list[str]:
-        """Jobs that have not ended, oldest first (the sparse ``open-jobs`` index's ``open`` partition)."""
-        return self._index_ids("open")
+    def open_job_ids_page(self, limit: int, next_token: str | None) -> tuple[list[str], str | None]:
+        """Jobs that have not ended, oldest first (the sparse ``open-jobs`` index's ``open`` partition): one Query
+        of at most ``limit`` keys."""
+        return self._index_page("open", limit, next_token)
 
-    def unannounced_job_ids(self) -> list[str]:
+    def unannounced_job_ids_page(self, limit: int, next_token: str | None) -> tuple[list[str], str | None]:
         """Ended jobs whose end was not announced yet, oldest first (the index's ``unannounced`` partition)."""
-        return self._index_ids(UNANNOUNCED)
+        return self._index_page(UNANNOUNCED, limit, next_token)
 
-    def _index_ids(self, partition: str) -> list[str]:
-        ids: list[str] = []
+    def _index_page(self, partition: str, limit: int, next_token: str | None) -> tuple[list[str], str | None]:
         kwargs: dict[str, Any] = {
             "TableName": self.table,
             "IndexName": OPEN_INDEX,
             "KeyConditionExpression": "#open = :open",
             "ExpressionAttributeNames": {"#open": OPEN_INDEX_PK},
             "ExpressionAttributeValues": _values({":open": partition}),
+            "Limit": limit,
         }
-        while True:
-            response = self._db.query(**kwargs)
-            ids.extend(item["pk"]["S"].removeprefix("JOB#") for item in response.get("Items", []))
-            if "LastEvaluatedKey" not in response:
-                return ids
-            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        if next_token:
+            kwargs["ExclusiveStartKey"] = _decode_index_token(next_token, partition)
+        response = self._db.query(**kwargs)
+        ids = [item["pk"]["S"].removeprefix("JOB#") for item in response.get("Items", [])]
+        last = response.get("LastEvaluatedKey")
+        return ids, (_encode_token(last) if last else None)
 
     # --- markers (at-least-once deliveries) ----------------------------------------------------------------------
 
@@ -458,15 +513,24 @@ def _encode_token(key: dict[str, Any]) -> str:
 
 def _decode_token(token: str, owner: str) -> dict[str, Any]:
     """The by-owner index key we gave out, exactly: its four string attributes, the caller's own, nothing else."""
+    return _decoded_key(token, OWNER_INDEX_PK, owner)
+
+
+def _decode_index_token(token: str, partition: str) -> dict[str, Any]:
+    """The open-jobs index key we gave out for that partition ("open" or "unannounced"), exactly."""
+    return _decoded_key(token, OPEN_INDEX_PK, partition)
+
+
+def _decoded_key(token: str, index_pk: str, index_value: str) -> dict[str, Any]:
     try:
         key = json.loads(base64.urlsafe_b64decode(token.encode()))
     except ValueError:  # not base64, not UTF-8, not JSON
         key = None
     if (
         not isinstance(key, dict)
-        or set(key) != {"pk", "sk", "owner", "created_at"}
+        or set(key) != {"pk", "sk", index_pk, "created_at"}
         or not all(isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str) for v in key.values())
-        or key["owner"]["S"] != owner
+        or key[index_pk]["S"] != index_value
         or key["sk"]["S"] != JOB_SK
         or not key["pk"]["S"].startswith("JOB#")
     ):

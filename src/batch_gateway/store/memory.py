@@ -17,7 +17,7 @@ import hashlib
 import io
 import json
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from decimal import Decimal
 from enum import Enum
@@ -77,11 +77,24 @@ class MemoryJobStore(JobStore):
             item = self._jobs.get(job_id)
             return Job.from_dict(copy.deepcopy(item)) if item is not None else None
 
+    def get_jobs(self, job_ids: list[str]) -> list[Job]:
+        if len(job_ids) > 100:  # DynamoDB's BatchGetItem takes at most 100 keys
+            raise ValueError("at most 100 jobs at once")
+        jobs = [self.get_job(job_id) for job_id in job_ids]
+        return [job for job in jobs if job is not None]
+
     def delete_job(self, job_id: str) -> None:
         with self._lock:
             self._jobs.pop(job_id, None)
 
-    def update_job(self, job_id: str, *, expect: Iterable[JobStatus] | None = None, **fields: Any) -> Job:
+    def update_job(
+        self,
+        job_id: str,
+        *,
+        expect: Iterable[JobStatus] | None = None,
+        unchanged: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> Job:
         fields["updated_at"] = utcnow()
         if fields.get("status") is not None:  # a new status only from one it may follow, like the DynamoDB store
             allowed = statuses_before(fields["status"])
@@ -90,6 +103,8 @@ class MemoryJobStore(JobStore):
             item = self._jobs.get(job_id)
             if item is None or (expect is not None and item["status"] not in {JobStatus(s).value for s in expect}):
                 raise ConflictError(f"job {job_id} is not in an expected status for this change")
+            if any(item.get(name) != value for name, value in (unchanged or {}).items()):
+                raise ConflictError(f"job {job_id} changed meanwhile")
             if fields.get("status") is not None:  # the status this write replaced, like the DynamoDB store
                 item["previous_status"] = item["status"]
             _set(item, fields)
@@ -105,8 +120,16 @@ class MemoryJobStore(JobStore):
             return Job.from_dict(copy.deepcopy(item))
 
     def list_jobs(
-        self, owner: str, *, status: JobStatus | None = None, limit: int = 50, next_token: str | None = None
+        self,
+        owner: str,
+        *,
+        status: JobStatus | None = None,
+        limit: int = 50,
+        next_token: str | None = None,
+        start_after: Job | None = None,
     ) -> tuple[list[Job], str | None]:
+        if start_after is not None:
+            next_token = _encode_token(owner, _start_key(owner, start_after))
         with self._lock:
             owned = sorted(
                 (item for item in self._jobs.values() if item["owner"] == owner),
@@ -125,19 +148,31 @@ class MemoryJobStore(JobStore):
         more = len(owned) > limit
         return page, (_encode_token(owner, evaluated[-1]) if more else None)
 
-    def open_job_ids(self) -> list[str]:
-        with self._lock:
-            open_jobs = [item for item in self._jobs.values() if not JobStatus(item["status"]).terminal]
-        return [item["id"] for item in sorted(open_jobs, key=lambda item: (item["created_at"], item["id"]))]
+    def open_job_ids_page(self, limit: int, next_token: str | None) -> tuple[list[str], str | None]:
+        return self._index_page("open", lambda item: not JobStatus(item["status"]).terminal, limit, next_token)
 
-    def unannounced_job_ids(self) -> list[str]:
+    def unannounced_job_ids_page(self, limit: int, next_token: str | None) -> tuple[list[str], str | None]:
+        def unannounced(item: dict[str, Any]) -> bool:
+            return JobStatus(item["status"]).terminal and item.get("signalled_status") != item["status"]
+
+        return self._index_page("unannounced", unannounced, limit, next_token)
+
+    def _index_page(
+        self, partition: str, listed: Callable[[dict[str, Any]], bool], limit: int, next_token: str | None
+    ) -> tuple[list[str], str | None]:
+        """Like a Query on the sparse open-jobs index's partition: oldest first, at most ``limit``, and a token
+        while more follow (DynamoDB may also give one after a full last page: the page after it is empty)."""
         with self._lock:
-            ended = [
-                item
-                for item in self._jobs.values()
-                if JobStatus(item["status"]).terminal and item.get("signalled_status") != item["status"]
-            ]
-        return [item["id"] for item in sorted(ended, key=lambda item: (item["created_at"], item["id"]))]
+            items = sorted(
+                (item for item in self._jobs.values() if listed(item)),
+                key=lambda item: (item["created_at"], item["id"]),
+            )
+            if next_token:
+                after = _decode_token(next_token, f"{_INDEX}{partition}")
+                items = [item for item in items if (item["created_at"], item["id"]) > after]
+            page = items[:limit]
+        more = len(items) > limit
+        return [item["id"] for item in page], (_encode_token(f"{_INDEX}{partition}", page[-1]) if more else None)
 
     # --- markers ------------------------------------------------------------------------------------------------
 
@@ -260,6 +295,17 @@ def _holds(
     if expect_state is not None and item.get("state") != expect_state.value:
         return False
     return expect_claim is None or item.get("claim_token") == expect_claim
+
+
+_INDEX = "open-jobs:"  # the "owner" a token of the open-jobs index names: no caller's ARN starts like this
+
+
+def _start_key(owner: str, job: Job) -> dict[str, Any]:
+    """The listing position of one of the owner's jobs, as the DynamoDB store refuses another owner's."""
+    if job.owner != owner:
+        raise InvalidRequestError("the job to list after is not one of yours")
+    data = job.to_dict()
+    return {"created_at": data["created_at"], "id": data["id"]}
 
 
 def _encode_token(owner: str, item: dict[str, Any]) -> str:

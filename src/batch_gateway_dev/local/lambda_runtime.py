@@ -14,7 +14,8 @@ A function's worker gets exactly what the deployed function gets and nothing mor
   local stand-ins for DNS and the deployment package (``LOCAL_ONLY_VARIABLES``).
 
 The function's timeout is enforced (the worker is killed, ``Sandbox.Timedout``), as are Lambda's 6 MB payload
-limits for synchronous invocations. A worker that dies reports ``Runtime.ExitError``. Memory is not limited.
+limits for synchronous invocations and its 256 KB limit for asynchronous ones, which run on their own after a 202.
+A worker that dies reports ``Runtime.ExitError``. Memory is not limited.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +34,8 @@ from typing import IO, Any
 from batch_gateway_dev.local.lambda_worker import read_frame, write_frame
 
 SYNC_PAYLOAD_LIMIT = 6 * 1024 * 1024
+ASYNC_PAYLOAD_LIMIT = 256 * 1024  # an InvocationType=Event invoke's event
+ASYNC_RETRY_DELAYS = (1.0, 2.0)  # seconds before Lambda's two retries of a failed asynchronous invoke (AWS: ~1, ~2 min)
 MAX_WORKERS_PER_FUNCTION = 6
 ENVIRONMENTS_FILE = "environments.jsonl"
 INIT_TIMEOUT_SECONDS = 60.0  # Lambda allows 10 s; imports on a busy two-core machine can take longer
@@ -273,17 +277,52 @@ _installed: dict[str, Any] = {}
 
 
 def install(runtime: LambdaRuntime) -> None:
-    """Route every moto Lambda invocation in this process to ``runtime``."""
+    """Route every moto Lambda invocation in this process to ``runtime``. An asynchronous invoke
+    (``InvocationType=Event``), which moto would run in line, is answered at once and run on a thread of its own,
+    retried after a failure as the function's event invoke config says (twice by default), as Lambda does; its
+    event may be at most 256 KB (a 413 otherwise)."""
     from moto.awslambda.models import LambdaFunction
 
     if "original" not in _installed:
         _installed["original"] = LambdaFunction._invoke_lambda
+        _installed["original_invoke"] = LambdaFunction.invoke
 
     def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
         body, errored = runtime.invoke(self, event)
         return body, errored, ""
 
+    def invoke(self: Any, body: Any, request_headers: Any, response_headers: Any) -> Any:
+        if (request_headers.get("x-amz-invocation-type") or request_headers.get("X-Amz-Invocation-Type")) != "Event":
+            return _installed["original_invoke"](self, body, request_headers, response_headers)
+        raw = body.encode() if isinstance(body, str) else bytes(body or b"")
+        if len(raw) > ASYNC_PAYLOAD_LIMIT:
+            from moto.core.exceptions import JsonRESTError
+
+            refused = JsonRESTError(
+                "RequestEntityTooLargeException",
+                f"Request must be smaller than {ASYNC_PAYLOAD_LIMIT} bytes for the InvokeAsync operation",
+            )
+            refused.code = 413
+            raise refused
+        event = json.loads(raw or b"{}")
+        threading.Thread(target=_run_async, args=(runtime, self, event), daemon=True).start()
+        return ""
+
     LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]  # patching moto
+    LambdaFunction.invoke = invoke  # type: ignore[method-assign]  # patching moto
+
+
+def _run_async(runtime: LambdaRuntime, function: Any, event: Any) -> None:
+    """One asynchronous invocation: the first attempt and Lambda's retries after a function error (two, or the
+    function's event invoke config's ``MaximumRetryAttempts``)."""
+    configs = getattr(function, "event_invoke_config", None) or []
+    retries = int(configs[-1].config.get("MaximumRetryAttempts", 2)) if configs else 2
+    for delay in (0.0, *ASYNC_RETRY_DELAYS[:retries]):
+        if delay:
+            time.sleep(delay)
+        _body, errored = runtime.invoke(function, event)
+        if not errored:
+            return
 
 
 def uninstall() -> None:
@@ -291,3 +330,4 @@ def uninstall() -> None:
 
     if "original" in _installed:
         LambdaFunction._invoke_lambda = _installed.pop("original")  # type: ignore[method-assign]  # patching moto
+        LambdaFunction.invoke = _installed.pop("original_invoke")  # type: ignore[method-assign]  # patching moto

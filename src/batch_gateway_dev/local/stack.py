@@ -568,6 +568,11 @@ class LocalStack:
                 Environment={"Variables": {k: str(res(v)) for k, v in function.environment.items()}},
             )
             self.functions[function.logical_id] = function.handler
+        # How often Lambda retries a failed asynchronous invoke (local/lambda_runtime.py reads it).
+        for config in template.of_type("AWS::Lambda::EventInvokeConfig").values():
+            props = res(config["Properties"])
+            settings = {k: props[k] for k in ("MaximumRetryAttempts", "MaximumEventAgeInSeconds") if k in props}
+            lam.put_function_event_invoke_config(FunctionName=str(props["FunctionName"]), **settings)
         # SQS event sources run as Lambda's pollers do (receive with the function's role, invoke, delete; the queue's
         # redrive policy dead-letters): local/sqs_poller.py, started with the stack.
         for mapping in template.of_type("AWS::Lambda::EventSourceMapping").values():
