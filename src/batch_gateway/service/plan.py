@@ -15,7 +15,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from batch_gateway.jsonlines import dumps, loads
-from batch_gateway.models.ids import custom_id_for, id_hash, is_mapped, marked_custom_id, new_id_marker, unmarked
+from batch_gateway.models.ids import (
+    RESERVED_PREFIX,
+    custom_id_for,
+    id_hash,
+    is_mapped,
+    marked_custom_id,
+    new_id_marker,
+    unmarked,
+)
 from batch_gateway.models.jobs import Chunk, Job
 from batch_gateway.models.quotas import BYTES_PER_TOKEN, scopes_for
 from batch_gateway.ports import PayloadWriter
@@ -115,7 +123,7 @@ class _ChunkWriter:
         self.inputs.write_line(line)
         self.ids.write_line(custom_id.encode())
         self.hashes.append(id_hash(custom_id))
-        if is_mapped(unmarked(custom_id, self.marker)):
+        if RESERVED_PREFIX in custom_id and is_mapped(unmarked(custom_id, self.marker)):  # `in`: most ids are not
             self.idmap[custom_id] = caller_id
         self.count += 1
         self.bytes += len(line) + 1
