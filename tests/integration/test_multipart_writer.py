@@ -95,3 +95,32 @@ def test_a_part_that_fails_after_the_last_line_fails_the_close_and_leaves_nothin
         writer.close()
     assert not store.exists("jobs/d/results.jsonl")
     assert open_uploads(store) == []
+
+
+def test_the_callers_abort_after_a_failed_close_keeps_the_closes_error(store, monkeypatch):
+    """Plan and Retry abort their writers when a close fails: that abort must not replace the close's error (a
+    permanent one would be retried as transient) nor fail on the upload the close already aborted."""
+    from botocore.exceptions import ClientError
+
+    def refused(**kwargs):
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "CompleteMultipartUpload")
+
+    monkeypatch.setattr(store._s3, "complete_multipart_upload", refused)
+    writer = store.writer("jobs/e/results.jsonl")
+    for line in lines(PART_SIZE // 1000 + 10):
+        writer.write_line(line)
+    with pytest.raises(ClientError, match="AccessDenied"):
+        try:
+            writer.close()
+        except BaseException:
+            writer.abort()  # what a caller does on any error
+            raise
+    assert open_uploads(store) == []
+
+
+def test_an_abort_after_a_close_that_completed_changes_nothing(store):
+    with store.writer("jobs/f/results.jsonl") as writer:
+        for line in lines(PART_SIZE // 1000 + 10):
+            writer.write_line(line)
+    writer.abort()  # a caller aborting every writer of a chunk after a later one failed
+    assert store.get_bytes("jobs/f/results.jsonl").count(b"\n") == PART_SIZE // 1000 + 10

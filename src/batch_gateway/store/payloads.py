@@ -292,6 +292,7 @@ class MultipartWriter:
         except BaseException:  # a part that failed in the background, or a crash while closing
             self._abort_after_failure()
             raise
+        self._upload_id = None  # complete: nothing left to abort
         self.etag = response.get("ETag")
 
     def _abort_after_failure(self) -> None:
@@ -309,9 +310,10 @@ class MultipartWriter:
             except Exception:  # the upload is aborted all the same
                 pass
         self._stop_uploader()
-        if self._upload_id is not None:
+        upload_id, self._upload_id = self._upload_id, None  # once: a second abort (or one after close) does nothing
+        if upload_id is not None:
             try:
-                self._s3.abort_multipart_upload(Bucket=self._bucket, Key=self.key, UploadId=self._upload_id)
+                self._s3.abort_multipart_upload(Bucket=self._bucket, Key=self.key, UploadId=upload_id)
             except Exception as exc:  # the bucket's lifecycle rule cleans up what we could not
                 raise TransientError(f"could not abort upload of {self.key}") from exc
 
