@@ -1,7 +1,7 @@
-"""The S3 writer of large objects (``store.payloads.MultipartWriter``): parts of ``PART_SIZE`` go up while the
-writer keeps writing (one part at a time in the background), and the object appears whole at close or not at all.
-What a user would notice: the bytes read back are the bytes written, and a failed part or a crash mid-write leaves
-neither the object nor an open multipart upload behind."""
+"""The S3 writer of large objects (``store.payloads.MultipartWriter``): parts of ``PART_SIZE`` go up as they fill;
+with ``background`` (Plan's and Retry's chunk files, decision 0088) a full part goes up on a thread while the writer
+fills the next. What a user would notice: the bytes read back are the bytes written, and a failed part or a crash
+mid-write leaves neither the object nor an open multipart upload behind."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def open_uploads(store: S3PayloadStore) -> list[str]:
 
 def test_an_object_of_several_parts_reads_back_byte_for_byte(store):
     written = lines(3 * PART_SIZE // 1000 + 77)  # three full parts and a short last one
-    with store.writer("jobs/a/results.jsonl") as writer:
+    with store.writer(background=True, key="jobs/a/results.jsonl") as writer:
         for line in written:
             writer.write_line(line)
         assert not store.exists("jobs/a/results.jsonl")
@@ -52,7 +52,7 @@ def test_a_part_that_fails_in_the_background_fails_the_write_and_leaves_nothing(
         return real(**kwargs)
 
     monkeypatch.setattr(store._s3, "upload_part", upload_part)
-    with pytest.raises(ConnectionError), store.writer("jobs/b/results.jsonl") as writer:
+    with pytest.raises(ConnectionError), store.writer(background=True, key="jobs/b/results.jsonl") as writer:
         for line in lines(4 * PART_SIZE // 1000):
             writer.write_line(line)
     assert 2 in calls and not store.exists("jobs/b/results.jsonl")
@@ -69,7 +69,7 @@ def test_a_crash_while_a_part_is_still_going_up_leaves_nothing(store, monkeypatc
         return real(**kwargs)
 
     monkeypatch.setattr(store._s3, "upload_part", slow_upload_part)
-    with pytest.raises(RuntimeError), store.writer("jobs/c/results.jsonl") as writer:
+    with pytest.raises(RuntimeError), store.writer(background=True, key="jobs/c/results.jsonl") as writer:
         for line in lines(PART_SIZE // 1000 + 10):
             writer.write_line(line)
         assert started.wait(30)  # the first part is on its way
@@ -88,7 +88,7 @@ def test_a_part_that_fails_after_the_last_line_fails_the_close_and_leaves_nothin
         return real(**kwargs)
 
     monkeypatch.setattr(store._s3, "upload_part", upload_part)
-    writer = store.writer("jobs/d/results.jsonl")
+    writer = store.writer(background=True, key="jobs/d/results.jsonl")
     for line in lines(PART_SIZE // 1000 + 10):  # one part in the background, the rest goes up at close
         writer.write_line(line)
     with pytest.raises(ConnectionError):
@@ -106,7 +106,7 @@ def test_the_callers_abort_after_a_failed_close_keeps_the_closes_error(store, mo
         raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "CompleteMultipartUpload")
 
     monkeypatch.setattr(store._s3, "complete_multipart_upload", refused)
-    writer = store.writer("jobs/e/results.jsonl")
+    writer = store.writer(background=True, key="jobs/e/results.jsonl")
     for line in lines(PART_SIZE // 1000 + 10):
         writer.write_line(line)
     with pytest.raises(ClientError, match="AccessDenied"):
@@ -119,8 +119,26 @@ def test_the_callers_abort_after_a_failed_close_keeps_the_closes_error(store, mo
 
 
 def test_an_abort_after_a_close_that_completed_changes_nothing(store):
-    with store.writer("jobs/f/results.jsonl") as writer:
+    with store.writer(background=True, key="jobs/f/results.jsonl") as writer:
         for line in lines(PART_SIZE // 1000 + 10):
             writer.write_line(line)
     writer.abort()  # a caller aborting every writer of a chunk after a later one failed
     assert store.get_bytes("jobs/f/results.jsonl").count(b"\n") == PART_SIZE // 1000 + 10
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_only_a_background_writer_sends_parts_from_another_thread(store, monkeypatch, background):
+    """The API functions' writes are held to a memory target (``make bench``: one part at a time); Plan's chunk
+    files go up in the background (decision 0088)."""
+    real, senders = store._s3.upload_part, []
+
+    def upload_part(**kwargs):
+        senders.append(threading.current_thread() is threading.main_thread())
+        return real(**kwargs)
+
+    monkeypatch.setattr(store._s3, "upload_part", upload_part)
+    with store.writer("jobs/g/results.jsonl", background=background) as writer:
+        for line in lines(2 * PART_SIZE // 1000 + 10):
+            writer.write_line(line)
+    assert len(senders) == 3 and senders[-1]  # the last part goes up at close, from the caller's thread
+    assert all(senders) is not background

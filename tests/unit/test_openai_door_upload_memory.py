@@ -6,9 +6,9 @@ written object in memory too, so either would put the file in the traced peak wh
 is the in-memory store except for the file's bytes: its parts are generated on read (``open_object`` yields 1 MiB
 pieces of a file that exists nowhere whole; ``get_bytes`` makes a whole part, as the old code asked for) and its
 writer (and ``put_bytes`` of the content) only hashes what it is given. So the traced peak is what the door's code
-path holds, plus one generated piece. The S3 store's writer adds its own buffers, bounded by two S3 parts
-(``store.payloads.PART_SIZE``, 5 MiB: the one filling and the one going up, decision 0088) by construction, not
-measured here."""
+path holds, plus one generated piece. The S3 store's writer adds its own buffer, bounded by one S3 part
+(``store.payloads.PART_SIZE``, 5 MiB; the door's writes are not background writes, decision 0088) by construction,
+not measured here."""
 
 from __future__ import annotations
 

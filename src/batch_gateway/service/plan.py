@@ -113,7 +113,8 @@ class _ChunkWriter:
     def __init__(self, services: Services, job: Job, index: int, marker: str | None) -> None:
         self.index = index
         self.marker = marker
-        self.inputs: PayloadWriter = services.payloads.writer(chunk_input_key(job.id, index))
+        # the provider lines go up a part at a time while the next fills (decision 0088)
+        self.inputs: PayloadWriter = services.payloads.writer(chunk_input_key(job.id, index), background=True)
         self.ids: PayloadWriter = services.payloads.writer(chunk_ids_key(job.id, index), "text/plain")
         self.pending_ids: list[str] = []  # written and hashed IDS_BATCH at a time: few calls, little memory
         self.hashes = array("Q")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from batch_gateway.contract.errors import TransientError
@@ -12,6 +11,8 @@ from batch_gateway.models.jsonl import split_lines
 from batch_gateway.ports import OffsetOutOfRangeError, PayloadStore, WriteConflictError
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import (
         CompletedPartTypeDef,
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PART_SIZE", "MultipartWriter", "OffsetOutOfRangeError", "S3PayloadStore", "WriteConflictError"]
 
-PART_SIZE = 5 * 1024 * 1024  # S3's smallest part (all but the last): a streamed write holds about two of them
+PART_SIZE = 5 * 1024 * 1024  # S3's smallest part (all but the last): a streamed write holds one (two in background)
 
 
 class S3PayloadStore(PayloadStore):
@@ -103,10 +104,14 @@ class S3PayloadStore(PayloadStore):
         *,
         replaces: str | None = None,
         new_only: bool = False,
+        background: bool = False,
     ) -> MultipartWriter:
         """``replaces``: the object is written only if it still has this ETag; ``new_only``: only if there is none.
-        Otherwise the write fails with ``WriteConflictError`` and nothing changes."""
-        return MultipartWriter(self._s3, self.bucket, key, content_type, replaces=replaces, new_only=new_only)
+        Otherwise the write fails with ``WriteConflictError`` and nothing changes. ``background``: parts go up
+        while the next fills (decision 0088)."""
+        return MultipartWriter(
+            self._s3, self.bucket, key, content_type, replaces=replaces, new_only=new_only, background=background
+        )
 
     def presign_get(self, key: str, expires_in: int) -> str:
         return self._s3.generate_presigned_url(
@@ -145,8 +150,10 @@ _CONFLICT_CODES = ("PreconditionFailed", "ConditionalRequestConflict", "412", "4
 
 class MultipartWriter:
     """Write an object as a stream of lines: parts of ``PART_SIZE`` go up as they fill; nothing is visible until
-    close. A full part goes up in the background while the writer fills the next (one part in flight at a time, so
-    the caller's work and S3's overlap); its failure is raised by the next part or by close.
+    close. With ``background`` a full part goes up on a thread while the writer fills the next (one part in flight,
+    so the caller's work and S3's overlap, for one more part of memory); its failure is raised by the next part or by
+    close (decision 0088). Plan's and Retry's chunk files use it; the API functions' writes, held to a memory
+    target, send each part where it fills.
 
     On an exception inside the ``with`` block the upload is aborted, so a failed write leaves no object behind.
     """
@@ -160,8 +167,10 @@ class MultipartWriter:
         *,
         replaces: str | None = None,
         new_only: bool = False,
+        background: bool = False,
     ) -> None:
         self._s3, self._bucket, self.key, self._content_type = s3, bucket, key, content_type
+        self._background = background
         self._condition: dict[str, Any] = (  # IfMatch / IfNoneMatch, or nothing: keyword arguments of the write
             {"IfMatch": replaces} if replaces else ({"IfNoneMatch": "*"} if new_only else {})
         )
@@ -235,10 +244,12 @@ class MultipartWriter:
         body, self._buffer = self._buffer, io.BytesIO()
         body.seek(0)  # the buffer itself, not a copy of it
         number = len(self._parts) + 1
-        if last:
+        if last or not self._background:
             self._parts.append(self._upload_part(upload_id, number, body))
             return
         if self._uploader is None:
+            from concurrent.futures import ThreadPoolExecutor  # only where a write asks for it (import time)
+
             self._uploader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="s3-part")
         self._uploading = self._uploader.submit(self._upload_part, upload_id, number, body)
 
