@@ -215,8 +215,10 @@ class PayloadStore(Protocol):
         *,
         replaces: str | None = None,
         new_only: bool = False,
+        background: bool = False,
     ) -> PayloadWriter:
-        """``replaces``: written only if the object still has this ETag; ``new_only``: only if there is none."""
+        """``replaces``: written only if the object still has this ETag; ``new_only``: only if there is none.
+        ``background``: a full part goes up while the next fills (decision 0088; about one more part of memory)."""
         ...
 
     def presign_get(self, key: str, expires_in: int) -> str: ...

@@ -16,9 +16,7 @@ import pytest
 from batch_gateway.contract.errors import ConflictError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.quotas import ChunkKey, OwnerUsage, QuotaCost, epoch_minute
-from batch_gateway.ports import QuotaStore
 from batch_gateway.service.quota_repair import repair_quotas
-from batch_gateway.store.memory_quotas import MemoryQuotaStore
 from batch_gateway.store.quotas import WAITING_JOBS_KEPT, DynamoDBQuotaStore, _pk
 from batch_gateway_dev.local.resources import create_table
 from tests.support.concurrency import Threads, serialise_moto_dynamodb
@@ -36,16 +34,6 @@ def dynamodb(moto_account, monkeypatch) -> tuple[Any, str]:
     table = f"quotas-{uuid.uuid4().hex[:8]}"
     create_table(moto_account["dynamodb"], table)
     return moto_account["dynamodb"], table
-
-
-@pytest.fixture(params=["memory", "dynamodb"])
-def quotas(request, moto_account, monkeypatch) -> QuotaStore:
-    if request.param == "memory":
-        return MemoryQuotaStore()
-    serialise_moto_dynamodb(monkeypatch)
-    table = f"quotas-{uuid.uuid4().hex[:8]}"
-    create_table(moto_account["dynamodb"], table)
-    return DynamoDBQuotaStore(moto_account["dynamodb"], table)
 
 
 class ItemsRead:

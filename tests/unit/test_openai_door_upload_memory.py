@@ -7,7 +7,8 @@ is the in-memory store except for the file's bytes: its parts are generated on r
 pieces of a file that exists nowhere whole; ``get_bytes`` makes a whole part, as the old code asked for) and its
 writer (and ``put_bytes`` of the content) only hashes what it is given. So the traced peak is what the door's code
 path holds, plus one generated piece. The S3 store's writer adds its own buffer, bounded by one S3 part
-(``store.payloads.PART_SIZE``, 5 MiB) by construction, not measured here."""
+(``store.payloads.PART_SIZE``, 5 MiB; the door's writes are not background writes, decision 0088) by construction,
+not measured here."""
 
 from __future__ import annotations
 

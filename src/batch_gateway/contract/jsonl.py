@@ -16,7 +16,6 @@ so a user fixes a file in one pass. Pure Python: no AWS imports.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -103,14 +102,16 @@ def _load_line(text: str) -> Any:
 def _holds_huge_whole_float(value: Any) -> bool:
     """Whether a parsed value holds, anywhere, a whole float of magnitude 2**63 or more (walked without recursion)."""
     stack = [value]
+    pop, extend = stack.pop, stack.extend
     while stack:
-        item = stack.pop()
-        if isinstance(item, float) and abs(item) >= _TWO_TO_63 and item.is_integer():
+        item = pop()
+        kind = type(item)  # parsed JSON: exactly dict, list, str, int, float, bool or None
+        if kind is dict:
+            extend(item.values())
+        elif kind is list:
+            extend(item)
+        elif kind is float and abs(item) >= _TWO_TO_63 and item.is_integer():
             return True
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
     return False
 
 
@@ -145,9 +146,15 @@ def _check_header(header: Any, line_no: int, problems: _Problems) -> dict[str, A
     return header if ok else None
 
 
+_REQUEST_TYPES = (str, list, dict)
+
+
 def _check_request_line(obj: dict[str, Any], line_no: int, problems: _Problems) -> tuple[str, Any] | None:
-    ok = True
     caller_id = obj.get("id")
+    request = obj.get("request")
+    if len(obj) == 2 and type(caller_id) is str and type(request) in _REQUEST_TYPES and caller_id.strip():
+        return caller_id, request  # the usual line: {"id", "request"} and nothing else (both present: not None)
+    ok = True
     if "id" not in obj:
         hint = ' (this looks like a provider batch line; use {"id": ..., "request": ...})' if "custom_id" in obj else ""
         problems.add(line_no, f'missing "id"{hint}')
@@ -159,7 +166,6 @@ def _check_request_line(obj: dict[str, Any], line_no: int, problems: _Problems) 
         problems.add(line_no, '"id" must not be empty')
         ok = False
 
-    request = obj.get("request")
     if request is None:
         problems.add(line_no, 'missing "request"')
         ok = False
@@ -292,7 +298,7 @@ def dump_jsonl(requests: Mapping[str, Any], header: Mapping[str, Any] | None = N
 
 class RequestFile:
     """An input file read as a stream, for the drop folder: the header first, then ``(id, request, line)`` for each
-    good request line, one at a time, so a file of any size is never held in memory (only an 8-byte digest per id,
+    good request line, one at a time, so a file of any size is never held in memory (only a 64-bit hash per id,
     to find duplicates). Problems go to ``problems`` as ``{"line", "message"}``; the caller raises them at the end.
     """
 
@@ -348,7 +354,7 @@ class RequestFile:
             self._first = first
 
     def requests(self) -> Iterator[tuple[str, Any, int]]:
-        first_line_of: dict[bytes, int] = {}
+        first_line_of: dict[int, int] = {}  # by the id's 64-bit hash: its 8 bytes, not the id
         pending = self._first
         while True:
             current = pending or self._next_object()
@@ -364,11 +370,10 @@ class RequestFile:
             if parsed is None:
                 continue
             caller_id, request = parsed
-            digest = hashlib.blake2b(caller_id.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-            if digest in first_line_of:
-                self._problems.add(line_no, f'duplicate id "{caller_id[:100]}" (first on line {first_line_of[digest]})')
+            first = first_line_of.setdefault(hash(caller_id), line_no)
+            if first != line_no:
+                self._problems.add(line_no, f'duplicate id "{caller_id[:100]}" (first on line {first})')
                 continue
-            first_line_of[digest] = line_no
             yield caller_id, request, line_no
         if self._request_lines == 0:
             self._problems.add(1, "the file has no requests")

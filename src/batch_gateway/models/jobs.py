@@ -164,8 +164,25 @@ class Usage(Record):
     cache_read_input_tokens: int = 0
     reasoning_tokens: int = 0
 
+    # Collect builds, adds and writes one of these per result line: the fields by name, not Record's generic walk
+    # (tests/unit/test_usage_fast_paths.py holds both to Record's answers).
     def add(self, other: Usage) -> Usage:
-        return Usage(**{k: getattr(self, k) + getattr(other, k) for k in _field_names(Usage)})
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+        }
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -1,4 +1,4 @@
-"""Per-request tools, tool choice, structured output and provider options (``models.requests.EXTRA_KEYS``) rendered
+"""Per-request tools, tool choice, structured output and provider options (``EXTRA_KEYS``) rendered
 in each provider's own body: one place, so both compatible doors and every adapter agree (decision 0048).
 
 Anthropic (and Claude on Bedrock) has no ``response_format``: a JSON schema becomes one forced tool,
@@ -12,8 +12,13 @@ from typing import Any
 JSON_TOOL = "bgw_json_output"
 
 
+EXTRA_KEYS = ("tools", "tool_choice", "response_format", "provider_options")  # a request's optional extras
+
+
 def anthropic_extras(request: dict[str, Any]) -> dict[str, Any]:
     """Fields to add to an Anthropic Messages body (also Claude's body on Bedrock)."""
+    if request.keys().isdisjoint(EXTRA_KEYS):  # most requests: nothing to add
+        return {}
     out: dict[str, Any] = {}
     tools = [dict(t) for t in request.get("tools") or []]
     choice = request.get("tool_choice")

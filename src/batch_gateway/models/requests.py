@@ -15,7 +15,7 @@ from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.provider_options import ALLOWED as ALLOWED_OPTIONS
-from batch_gateway.models.request_extras import extras_the_model_drops
+from batch_gateway.models.request_extras import EXTRA_KEYS, extras_the_model_drops
 from batch_gateway.models.retry import parse_retry
 
 PROVIDERS = ("anthropic", "openai", "bedrock", "google")
@@ -48,7 +48,6 @@ DEFAULT_MAX_TOKENS = 1024
 # Per-request fields both compatible doors translate into (decision 0048), rendered by each provider adapter:
 # tools [{name, description?, input_schema}], tool_choice {type: auto|none|any|tool, name?}, response_format
 # {name, schema} (a JSON schema the answer must follow), provider_options (as the job-wide ones, for this request).
-EXTRA_KEYS = ("tools", "tool_choice", "response_format", "provider_options")
 REQUEST_KEYS = frozenset({"messages", "prompt", "system", *HYPERPARAMETERS, *EXTRA_KEYS})
 
 

@@ -105,14 +105,15 @@ def collect_chunk(
             for result in provider.results(batch):
                 if not answered.first_time(result.custom_id):  # not ours, or a repeat
                     continue
+                result_usage = result.usage  # built once a line (a new Usage each time it is asked for)
                 out.write_line(
                     dumps(
                         result_item(
                             idmap.get(result.custom_id) or unmarked(result.custom_id, chunk.id_marker),
                             result.status,
                             outputs=result.outputs,
-                            usage=result.usage,
-                            cost=item_cost(price, result.usage, on_demand=on_demand)
+                            usage=result_usage,
+                            cost=item_cost(price, result_usage, on_demand=on_demand)
                             if result.status is ItemStatus.SUCCEEDED
                             else unbilled,
                             finish_type=result.finish_type,
@@ -124,7 +125,7 @@ def collect_chunk(
                 )
                 tally[result.status.value] += 1
                 if result.status is ItemStatus.SUCCEEDED:
-                    usage = usage.add(result.usage)
+                    usage = usage.add(result_usage)
         status = unanswered or _UNANSWERED.get(batch.status if batch else "", ItemStatus.ERRORED)
         fallback = "batch_failed" if reason else "missing_result"
         code = (code or fallback) if status is ItemStatus.ERRORED else None

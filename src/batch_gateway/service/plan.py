@@ -15,7 +15,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from batch_gateway.jsonlines import dumps, loads
-from batch_gateway.models.ids import custom_id_for, id_hash, is_mapped, marked_custom_id, new_id_marker, unmarked
+from batch_gateway.models.ids import (
+    RESERVED_PREFIX,
+    custom_id_for,
+    id_hash,
+    is_mapped,
+    marked_custom_id,
+    new_id_marker,
+    unmarked,
+)
 from batch_gateway.models.jobs import Chunk, Job
 from batch_gateway.models.quotas import BYTES_PER_TOKEN, scopes_for
 from batch_gateway.ports import PayloadWriter
@@ -33,6 +41,7 @@ from batch_gateway.service.keys import (
 from batch_gateway.service.state import WorkflowState
 
 ENVELOPE_BYTES = 64  # '{"requests":[' ... ']}' and commas, with room to spare
+IDS_BATCH = 4096  # custom_ids a chunk writer holds before it writes them and their hashes
 TOKEN_LIMIT_SHARE = 0.9  # of a model's enqueued-token limit one chunk may take (decision 0087)
 
 
@@ -104,24 +113,35 @@ class _ChunkWriter:
     def __init__(self, services: Services, job: Job, index: int, marker: str | None) -> None:
         self.index = index
         self.marker = marker
-        self.inputs: PayloadWriter = services.payloads.writer(chunk_input_key(job.id, index))
+        # the provider lines go up a part at a time while the next fills (decision 0088)
+        self.inputs: PayloadWriter = services.payloads.writer(chunk_input_key(job.id, index), background=True)
         self.ids: PayloadWriter = services.payloads.writer(chunk_ids_key(job.id, index), "text/plain")
-        self.idmap: dict[str, str] = {}
+        self.pending_ids: list[str] = []  # written and hashed IDS_BATCH at a time: few calls, little memory
         self.hashes = array("Q")
+        self.idmap: dict[str, str] = {}
         self.count = 0
         self.bytes = 0
 
     def add(self, custom_id: str, caller_id: str, line: bytes) -> None:
         self.inputs.write_line(line)
-        self.ids.write_line(custom_id.encode())
-        self.hashes.append(id_hash(custom_id))
-        if is_mapped(unmarked(custom_id, self.marker)):
+        self.pending_ids.append(custom_id)
+        if len(self.pending_ids) >= IDS_BATCH:
+            self._write_ids()
+        if RESERVED_PREFIX in custom_id and is_mapped(unmarked(custom_id, self.marker)):  # `in`: most ids are not
             self.idmap[custom_id] = caller_id
         self.count += 1
         self.bytes += len(line) + 1
 
+    def _write_ids(self) -> None:
+        """The pending custom_ids, one line each in input order, and their hashes."""
+        self.ids.write("\n".join(self.pending_ids).encode() + b"\n")
+        self.hashes.extend(map(id_hash, self.pending_ids))
+        self.pending_ids = []
+
     def close(self, services: Services, job: Job) -> Chunk:
         self.inputs.close()
+        if self.pending_ids:
+            self._write_ids()
         self.ids.close()
         services.payloads.put_bytes(
             chunk_id_hashes_key(job.id, self.index),

@@ -419,6 +419,7 @@ class MemoryPayloadStore(PayloadStore):
         *,
         replaces: str | None = None,
         new_only: bool = False,
+        background: bool = False,  # no parts here
     ) -> MemoryWriter:
         return MemoryWriter(self, key, replaces=replaces, new_only=new_only)
 

@@ -11,6 +11,8 @@ from batch_gateway.models.jsonl import split_lines
 from batch_gateway.ports import OffsetOutOfRangeError, PayloadStore, WriteConflictError
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import (
         CompletedPartTypeDef,
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PART_SIZE", "MultipartWriter", "OffsetOutOfRangeError", "S3PayloadStore", "WriteConflictError"]
 
-PART_SIZE = 5 * 1024 * 1024  # S3's smallest part (all but the last): the least memory a streamed write can hold
+PART_SIZE = 5 * 1024 * 1024  # S3's smallest part (all but the last): a streamed write holds one (two in background)
 
 
 class S3PayloadStore(PayloadStore):
@@ -102,10 +104,14 @@ class S3PayloadStore(PayloadStore):
         *,
         replaces: str | None = None,
         new_only: bool = False,
+        background: bool = False,
     ) -> MultipartWriter:
         """``replaces``: the object is written only if it still has this ETag; ``new_only``: only if there is none.
-        Otherwise the write fails with ``WriteConflictError`` and nothing changes."""
-        return MultipartWriter(self._s3, self.bucket, key, content_type, replaces=replaces, new_only=new_only)
+        Otherwise the write fails with ``WriteConflictError`` and nothing changes. ``background``: parts go up
+        while the next fills (decision 0088)."""
+        return MultipartWriter(
+            self._s3, self.bucket, key, content_type, replaces=replaces, new_only=new_only, background=background
+        )
 
     def presign_get(self, key: str, expires_in: int) -> str:
         return self._s3.generate_presigned_url(
@@ -143,7 +149,11 @@ _CONFLICT_CODES = ("PreconditionFailed", "ConditionalRequestConflict", "412", "4
 
 
 class MultipartWriter:
-    """Write an object as a stream of lines: parts of 8 MiB go up as they fill; nothing is visible until close.
+    """Write an object as a stream of lines: parts of ``PART_SIZE`` go up as they fill; nothing is visible until
+    close. With ``background`` a full part goes up on a thread while the writer fills the next (one part in flight,
+    so the caller's work and S3's overlap, for one more part of memory); its failure is raised by the next part or by
+    close (decision 0088). Plan's and Retry's chunk files use it; the API functions' writes, held to a memory
+    target, send each part where it fills.
 
     On an exception inside the ``with`` block the upload is aborted, so a failed write leaves no object behind.
     """
@@ -157,8 +167,10 @@ class MultipartWriter:
         *,
         replaces: str | None = None,
         new_only: bool = False,
+        background: bool = False,
     ) -> None:
         self._s3, self._bucket, self.key, self._content_type = s3, bucket, key, content_type
+        self._background = background
         self._condition: dict[str, Any] = (  # IfMatch / IfNoneMatch, or nothing: keyword arguments of the write
             {"IfMatch": replaces} if replaces else ({"IfNoneMatch": "*"} if new_only else {})
         )
@@ -166,6 +178,8 @@ class MultipartWriter:
         self._buffer = io.BytesIO()
         self._upload_id: str | None = None
         self._parts: list[CompletedPartTypeDef] = []
+        self._uploading: Future[CompletedPartTypeDef] | None = None  # the part going up in the background
+        self._uploader: ThreadPoolExecutor | None = None
         self.bytes_written = 0
         self.lines_written = 0
 
@@ -199,7 +213,7 @@ class MultipartWriter:
             pieces = -(-size // COPY_PART_MAX)
             step = -(-size // pieces)  # equal pieces: none falls under S3's smallest part
             for start in range(0, size, step):
-                number = len(self._parts) + 1
+                number = len(self._parts) + 1  # nothing else was written: no part is going up
                 response = self._s3.upload_part_copy(
                     Bucket=self._bucket,
                     Key=self.key,
@@ -223,19 +237,38 @@ class MultipartWriter:
             )["UploadId"]
         return self._upload_id
 
-    def _flush_part(self) -> None:
+    def _flush_part(self, *, last: bool = False) -> None:
+        """Send the buffer as the next part: in the background, or (``last``) here, once the one before is up."""
         upload_id = self._start_upload()
+        self._wait_for_part()
+        body, self._buffer = self._buffer, io.BytesIO()
+        body.seek(0)  # the buffer itself, not a copy of it
         number = len(self._parts) + 1
-        self._buffer.seek(0)  # the buffer itself, not a copy of it
+        if last or not self._background:
+            self._parts.append(self._upload_part(upload_id, number, body))
+            return
+        if self._uploader is None:
+            from concurrent.futures import ThreadPoolExecutor  # only where a write asks for it (import time)
+
+            self._uploader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="s3-part")
+        self._uploading = self._uploader.submit(self._upload_part, upload_id, number, body)
+
+    def _upload_part(self, upload_id: str, number: int, body: io.BytesIO) -> CompletedPartTypeDef:
         response = self._s3.upload_part(
-            Bucket=self._bucket,
-            Key=self.key,
-            UploadId=upload_id,
-            PartNumber=number,
-            Body=self._buffer,
+            Bucket=self._bucket, Key=self.key, UploadId=upload_id, PartNumber=number, Body=body
         )
-        self._parts.append({"ETag": response["ETag"], "PartNumber": number})
-        self._buffer = io.BytesIO()
+        return {"ETag": response["ETag"], "PartNumber": number}
+
+    def _wait_for_part(self) -> None:
+        """The part going up, once it is up (its error raised here)."""
+        if self._uploading is not None:
+            uploading, self._uploading = self._uploading, None
+            self._parts.append(uploading.result())
+
+    def _stop_uploader(self) -> None:
+        if self._uploader is not None:
+            self._uploader.shutdown(wait=True)  # idle by now (or finishing the one part abort waited for)
+            self._uploader = None
 
     def close(self) -> None:
         response: PutObjectOutputTypeDef | CompleteMultipartUploadOutputTypeDef
@@ -251,7 +284,9 @@ class MultipartWriter:
                 )
             else:
                 if self._buffer.tell():
-                    self._flush_part()
+                    self._flush_part(last=True)
+                self._wait_for_part()
+                self._stop_uploader()
                 response = self._s3.complete_multipart_upload(
                     Bucket=self._bucket,
                     Key=self.key,
@@ -263,13 +298,33 @@ class MultipartWriter:
             if self._condition and exc.response.get("Error", {}).get("Code") in _CONFLICT_CODES:
                 self.abort()
                 raise WriteConflictError(f"{self.key} was changed by someone else meanwhile") from exc
+            self._abort_after_failure()
             raise
+        except BaseException:  # a part that failed in the background, or a crash while closing
+            self._abort_after_failure()
+            raise
+        self._upload_id = None  # complete: nothing left to abort
         self.etag = response.get("ETag")
 
+    def _abort_after_failure(self) -> None:
+        """A write that failed at close leaves no upload open (the error raised is the write's, not this one's)."""
+        try:
+            self.abort()
+        except Exception:  # the bucket's lifecycle rule cleans up what we could not
+            pass
+
     def abort(self) -> None:
-        if self._upload_id is not None:
+        if self._uploading is not None:  # a part still going up would land after the abort: let it finish first
+            uploading, self._uploading = self._uploading, None
             try:
-                self._s3.abort_multipart_upload(Bucket=self._bucket, Key=self.key, UploadId=self._upload_id)
+                uploading.result()
+            except Exception:  # the upload is aborted all the same
+                pass
+        self._stop_uploader()
+        upload_id, self._upload_id = self._upload_id, None  # once: a second abort (or one after close) does nothing
+        if upload_id is not None:
+            try:
+                self._s3.abort_multipart_upload(Bucket=self._bucket, Key=self.key, UploadId=upload_id)
             except Exception as exc:  # the bucket's lifecycle rule cleans up what we could not
                 raise TransientError(f"could not abort upload of {self.key}") from exc
 
