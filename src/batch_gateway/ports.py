@@ -11,14 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, BinaryIO, Protocol, Self
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, Self
 
 from batch_gateway.contract.errors import NotFoundError, TransientError
-from batch_gateway.models.api_keys import ApiKey
-from batch_gateway.models.budgets import Budget, MonthUsage
-from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus
-from batch_gateway.models.quotas import ChunkKey, Hold, Ledger, OwnerUsage, QuotaCost
-from batch_gateway.models.webhooks import Subscription
+
+if TYPE_CHECKING:  # annotations only: a function loads the models its stores and use cases need, not every port's
+    from batch_gateway.models.api_keys import ApiKey
+    from batch_gateway.models.budgets import Budget, MonthUsage
+    from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus
+    from batch_gateway.models.quotas import ChunkKey, Hold, Ledger, OwnerUsage, QuotaCost
+    from batch_gateway.models.webhooks import Subscription
 
 
 class OffsetOutOfRangeError(LookupError):

@@ -10,30 +10,28 @@ import json
 import os
 from collections.abc import Callable
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools import Logger
 
 from batch_gateway import constants
 from batch_gateway.contract.errors import ProviderAuthError
 from batch_gateway.models.pricing import PriceTable, file_table
-from batch_gateway.service.api_keys import ApiKeys
 from batch_gateway.service.context import Services
 from batch_gateway.service.signals import signalling
-from batch_gateway.service.webhooks import Deliverer
 from batch_gateway.settings import Settings
 from batch_gateway.store import aws
-from batch_gateway.store.api_keys import DynamoDBKeyStore
 from batch_gateway.store.budgets import DynamoDBBudgetStore
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.payloads import S3PayloadStore
-from batch_gateway.store.provider_batches import ProviderBatchIndex
-from batch_gateway.store.quotas import DynamoDBQuotaStore
-from batch_gateway.store.webhook_queue import WebhookQueue
-from batch_gateway.store.webhooks import DynamoDBWebhookStore
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # built on first use below: an API function that needs none of them never imports them
+    from batch_gateway.ports import QuotaStore
     from batch_gateway.providers.base import BatchProvider
+    from batch_gateway.service.api_keys import ApiKeys
+    from batch_gateway.service.webhooks import Deliverer
+    from batch_gateway.store.provider_batches import ProviderBatchIndex
+    from batch_gateway.store.webhooks import DynamoDBWebhookStore
 
 logger = Logger(child=True)
 
@@ -110,12 +108,33 @@ def services() -> Services:
         prices=prices,
         budgets=DynamoDBBudgetStore(aws.client("dynamodb"), s.table),
         resume_workflow=aws.resume_task,
-        quotas=DynamoDBQuotaStore(aws.client("dynamodb"), s.table),
+        quotas=cast("QuotaStore", _OnFirstUse(lambda: _quota_store(s.table))),
     )
     # Every job change is announced on the bus (service.signals, decision 0068) by the functions that have it. One
     # without it (Park, Plan, Retry, the OpenAI webhook receiver) announces nothing and so records nothing as
     # announced: a status whose event failed stays unannounced for the next writer with the bus, or the sweeper.
     return signalling(built) if s.event_bus else built
+
+
+def _quota_store(table: str) -> QuotaStore:
+    from batch_gateway.store.quotas import DynamoDBQuotaStore
+
+    return DynamoDBQuotaStore(aws.client("dynamodb"), table)
+
+
+class _OnFirstUse:
+    """A store built, and its module imported, when first used. Only the workflow's Submit, Poll and sweep touch the
+    quota ledgers; the API functions never do, and the quota models were a noticeable part of their cold import
+    (``make bench``: import_ratio_to_floor). Building twice under a race is harmless: a store holds no state."""
+
+    def __init__(self, build: Callable[[], object]) -> None:
+        self._build = build
+        self._built: object | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._built is None:
+            self._built = self._build()
+        return getattr(self._built, name)
 
 
 def sweep_again(event: dict[str, Any]) -> None:
@@ -163,6 +182,9 @@ def _pepper() -> str:
 @cache
 def api_keys() -> ApiKeys:
     """Gateway API keys (the Keys function and the key authorizer); the authorizer's answers are cached 30 s."""
+    from batch_gateway.service.api_keys import ApiKeys
+    from batch_gateway.store.api_keys import DynamoDBKeyStore
+
     s = settings()
     rate = int(os.environ.get(constants.ENV_KEY_RATE_LIMIT) or constants.DEFAULT_KEY_RATE_LIMIT)
     return ApiKeys(store=DynamoDBKeyStore(aws.client("dynamodb"), s.table), pepper=_pepper, rate_limit=rate)
@@ -171,6 +193,8 @@ def api_keys() -> ApiKeys:
 @cache
 def webhooks() -> DynamoDBWebhookStore:
     """Owners' webhook subscriptions (decision 0070)."""
+    from batch_gateway.store.webhooks import DynamoDBWebhookStore
+
     return DynamoDBWebhookStore(aws.client("dynamodb"), settings().table)
 
 
@@ -181,6 +205,9 @@ def webhook_deliverer(counted: Callable[[str, int], None]) -> Deliverer:
 
 @cache
 def _deliverer(counted: Callable[[str, int], None]) -> Deliverer:
+    from batch_gateway.service.webhooks import Deliverer
+    from batch_gateway.store.webhook_queue import WebhookQueue
+
     s = settings()
     if not s.webhook_queue_url:
         raise RuntimeError(f"{constants.ENV_WEBHOOK_QUEUE_URL} is not set")
@@ -216,6 +243,8 @@ def _secret(arn_variable: str) -> object:
 @cache
 def provider_batches() -> ProviderBatchIndex:
     """Which job holds a provider batch: the table's by-provider-batch index (decision 0073)."""
+    from batch_gateway.store.provider_batches import ProviderBatchIndex
+
     return ProviderBatchIndex(aws.client("dynamodb"), settings().table)
 
 

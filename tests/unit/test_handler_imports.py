@@ -1,5 +1,7 @@
 """The API functions' bundle carries no provider SDK: their handlers must not import them (a Lambda
-would fail at its first cold start), nor pydantic or the X-Ray SDK, which would double their cold-start import."""
+would fail at its first cold start), nor pydantic or the X-Ray SDK, which would double their cold-start import. Nor
+does an API function load what only other functions use: ``make bench`` holds its cold import to 1.5x the floor of
+Powertools + boto3 (import_ratio_to_floor)."""
 
 import json
 import subprocess
@@ -19,6 +21,23 @@ API_BUNDLE_HANDLERS = [
 ]
 NOT_IN_API_BUNDLE = {"anthropic", "openai", "httpx2"}
 NOT_ON_API_PATH = {"pydantic", "aws_xray_sdk"}
+# module -> the API functions that may load it when imported; every other API function must not
+ONLY_WHERE_USED = {
+    "batch_gateway.store.quotas": set(),  # the quota ledgers: Submit, Poll and the sweeper
+    "batch_gateway.models.quotas": set(),
+    "batch_gateway.service.api_keys": set(),  # the Keys function and the authorizer build it on first use
+    "batch_gateway.store.api_keys": set(),
+    "batch_gateway.store.webhooks": set(),  # subscriptions: built on first use by the Webhooks function
+    "batch_gateway.store.provider_batches": set(),  # the OpenAI webhook receiver, on first use
+    "batch_gateway.service.webhooks": {  # a job's own webhook is checked at create; subscriptions
+        "Create",
+        "AnthropicCompat",
+        "OpenAICompat",
+        "Uploads",
+        "Webhooks",
+    },
+    "email.policy": set(),  # the OpenAI door's multipart upload loads it when one arrives
+}
 
 
 @pytest.mark.parametrize("handler", API_BUNDLE_HANDLERS)
@@ -32,3 +51,18 @@ def test_api_bundle_handlers_import_only_what_their_bundle_carries(handler):
     assert not loaded & NOT_IN_API_BUNDLE
     if handler in (*constants.API_HANDLERS.values(), constants.OPENAI_WEBHOOK_HANDLER):
         assert not loaded & NOT_ON_API_PATH
+
+
+def _loaded(module: str) -> set[str]:
+    code = f"import sys, json, {module}; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60, check=True
+    )
+    return set(json.loads(done.stdout))
+
+
+@pytest.mark.parametrize("name", sorted(constants.API_HANDLERS))
+def test_an_api_function_loads_only_what_it_uses(name):
+    loaded = _loaded(constants.API_HANDLERS[name].rsplit(".", 1)[0])
+    unneeded = {module for module, users in ONLY_WHERE_USED.items() if name not in users} & loaded
+    assert unneeded == set()

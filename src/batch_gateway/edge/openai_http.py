@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-from email.parser import BytesParser
-from email.policy import HTTP
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
@@ -71,6 +69,9 @@ def multipart_form(event: APIGatewayProxyEvent) -> dict[str, tuple[str | None, b
     content_type = headers.get("content-type", "")
     if not content_type.lower().startswith("multipart/form-data"):
         raise UnsupportedMediaTypeError("send the file as multipart/form-data (as the openai SDK does)")
+    from email.parser import BytesParser  # only a file upload needs it: the door's other routes skip its import
+    from email.policy import HTTP
+
     message = BytesParser(policy=HTTP).parsebytes(
         b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw_body(event)
     )
