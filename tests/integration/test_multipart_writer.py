@@ -118,6 +118,27 @@ def test_the_callers_abort_after_a_failed_close_keeps_the_closes_error(store, mo
     assert open_uploads(store) == []
 
 
+def test_a_conflict_at_close_stays_a_conflict_when_its_abort_fails_too(store, monkeypatch):
+    """A conditional write that lost the race raises WriteConflictError (the caller re-reads and decides); an abort
+    that fails after it must not turn it into the TransientError of the abort."""
+    from botocore.exceptions import ClientError
+
+    from batch_gateway.ports import WriteConflictError
+
+    store.put_bytes("jobs/g/results.jsonl", b"someone else's\n")
+
+    def refused(**kwargs):
+        raise ClientError({"Error": {"Code": "ServiceUnavailable", "Message": "slow down"}}, "AbortMultipartUpload")
+
+    monkeypatch.setattr(store._s3, "abort_multipart_upload", refused)
+    writer = store.writer(new_only=True, background=True, key="jobs/g/results.jsonl")
+    for line in lines(PART_SIZE // 1000 + 10):
+        writer.write_line(line)
+    with pytest.raises(WriteConflictError):
+        writer.close()
+    assert store.get_bytes("jobs/g/results.jsonl") == b"someone else's\n"
+
+
 def test_an_abort_after_a_close_that_completed_changes_nothing(store):
     with store.writer(background=True, key="jobs/f/results.jsonl") as writer:
         for line in lines(PART_SIZE // 1000 + 10):

@@ -296,7 +296,7 @@ class MultipartWriter:
                 )
         except self._s3.exceptions.ClientError as exc:
             if self._condition and exc.response.get("Error", {}).get("Code") in _CONFLICT_CODES:
-                self.abort()
+                self._abort_after_failure()
                 raise WriteConflictError(f"{self.key} was changed by someone else meanwhile") from exc
             self._abort_after_failure()
             raise
