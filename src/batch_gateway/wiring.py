@@ -131,7 +131,9 @@ class _OnFirstUse:
         self._build = build
         self._built: object | None = None
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # only for names the proxy itself lacks
+        if name.startswith("__") or name in ("_build", "_built"):  # copy's hooks, or a copy not yet __init__-ed
+            raise AttributeError(name)
         if self._built is None:
             self._built = self._build()
         return getattr(self._built, name)

@@ -69,7 +69,7 @@ def multipart_form(event: APIGatewayProxyEvent) -> dict[str, tuple[str | None, b
     content_type = headers.get("content-type", "")
     if not content_type.lower().startswith("multipart/form-data"):
         raise UnsupportedMediaTypeError("send the file as multipart/form-data (as the openai SDK does)")
-    from email.parser import BytesParser  # only a file upload needs it: the door's other routes skip its import
+    from email.parser import BytesParser  # email.policy is loaded only here: a file upload is the one route using it
     from email.policy import HTTP
 
     message = BytesParser(policy=HTTP).parsebytes(
