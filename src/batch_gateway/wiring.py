@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # built on first use below: an API function that needs none o
     from batch_gateway.ports import QuotaStore
     from batch_gateway.providers.base import BatchProvider
     from batch_gateway.service.api_keys import ApiKeys
-    from batch_gateway.service.webhooks import Deliverer
+    from batch_gateway.service.webhook_delivery import Deliverer
     from batch_gateway.store.provider_batches import ProviderBatchIndex
     from batch_gateway.store.webhooks import DynamoDBWebhookStore
 
@@ -207,7 +207,7 @@ def webhook_deliverer(counted: Callable[[str, int], None]) -> Deliverer:
 
 @cache
 def _deliverer(counted: Callable[[str, int], None]) -> Deliverer:
-    from batch_gateway.service.webhooks import Deliverer
+    from batch_gateway.service.webhook_delivery import Deliverer
     from batch_gateway.store.webhook_queue import WebhookQueue
 
     s = settings()

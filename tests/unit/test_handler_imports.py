@@ -37,6 +37,8 @@ ONLY_WHERE_USED = {
         "Uploads",
         "Webhooks",
     },
+    "batch_gateway.service.webhook_delivery": set(),  # fan-out, signing and sending: the webhook functions only
+    "batch_gateway.service.webhook_send": set(),
     "email.policy": set(),  # the OpenAI door's multipart upload loads it when one arrives
 }
 

@@ -14,7 +14,7 @@ import pytest
 
 from batch_gateway import wiring
 from batch_gateway.models.webhooks import Subscription, new_secret, new_subscription_id
-from batch_gateway.service import webhook_send, webhooks
+from batch_gateway.service import webhook_delivery, webhook_send
 from batch_gateway.service.webhook_urls import check_url, resolve_checked
 from batch_gateway.store.memory import MemoryJobStore
 from batch_gateway.store.memory_webhooks import MemoryWebhookStore
@@ -59,7 +59,7 @@ def test_a_receiver_dripping_its_answer_fails_the_delivery_within_the_deadline(s
     assert took < TOTAL + 1.0, f"the attempt took {took:.1f} s, over its {TOTAL} s deadline"
 
 
-def _deliverer(**overrides: object) -> tuple[webhooks.Deliverer, list[tuple[str, int]], list[str]]:
+def _deliverer(**overrides: object) -> tuple[webhook_delivery.Deliverer, list[tuple[str, int]], list[str]]:
     later: list[tuple[str, int]] = []
     counted: list[str] = []
     fields: dict = {
@@ -72,10 +72,10 @@ def _deliverer(**overrides: object) -> tuple[webhooks.Deliverer, list[tuple[str,
         "counted": lambda name, value: counted.append(name),
         **overrides,
     }
-    return webhooks.Deliverer(**fields), later, counted
+    return webhook_delivery.Deliverer(**fields), later, counted
 
 
-def _subscribe(deliverer: webhooks.Deliverer, url: str) -> str:
+def _subscribe(deliverer: webhook_delivery.Deliverer, url: str) -> str:
     subscription = Subscription(
         id=new_subscription_id(), owner=ALICE, url=url, events=["batch.status_changed"], secret=new_secret()
     )
@@ -84,7 +84,7 @@ def _subscribe(deliverer: webhooks.Deliverer, url: str) -> str:
 
 
 def _message(target: str, msg_id: str) -> str:
-    return webhooks.Delivery(msg_id, ALICE, "job_1", target, {"type": "batch.finished", "data": {}}).message()
+    return webhook_delivery.Delivery(msg_id, ALICE, "job_1", target, {"type": "batch.finished", "data": {}}).message()
 
 
 def test_a_resolver_that_hangs_fails_the_delivery_within_the_deadline(short_deadline):
@@ -98,8 +98,8 @@ def test_a_resolver_that_hangs_fails_the_delivery_within_the_deadline(short_dead
     target = _subscribe(deliverer, "https://hangs.example.com/h")
     started = time.monotonic()
     try:
-        with pytest.raises(webhooks.DeliveryFailedError, match="does not resolve"):
-            webhooks.handle_message(deliverer, _message(target, "msg_dns"), "rh-1", 1)
+        with pytest.raises(webhook_delivery.DeliveryFailedError, match="does not resolve"):
+            webhook_delivery.handle_message(deliverer, _message(target, "msg_dns"), "rh-1", 1)
     finally:
         release.set()
     took = time.monotonic() - started
@@ -176,7 +176,7 @@ def test_a_dual_stack_receiver_reachable_over_ipv4_only_is_delivered(receiver):
     port, hooks = receiver  # listens on 127.0.0.1 only: ::1 is refused (or unreachable)
     deliverer, later, _ = _deliverer(resolver=_v6_and_v4, send=webhook_send.send)
     target = _subscribe(deliverer, f"http://hook.localhost:{port}/h")
-    webhooks.handle_message(deliverer, _message(target, "msg_dual"), "rh-1", 1)
+    webhook_delivery.handle_message(deliverer, _message(target, "msg_dual"), "rh-1", 1)
     assert _ids(hooks) == ["msg_dual"] and later == []
 
 
@@ -199,7 +199,7 @@ def test_a_bus_event_from_another_source_is_not_fanned_out():
         "time": "2026-12-01T10:00:00Z",
         "detail": {"event_id": "evt_1", "job_id": "job_1", "owner": ALICE, "status": "finished"},
     }
-    webhooks.handle_message(deliverer, json.dumps(event), "rh-1", 1)
+    webhook_delivery.handle_message(deliverer, json.dumps(event), "rh-1", 1)
     assert queued == []
-    webhooks.handle_message(deliverer, json.dumps({**event, "source": "batch-gateway"}), "rh-2", 1)
+    webhook_delivery.handle_message(deliverer, json.dumps({**event, "source": "batch-gateway"}), "rh-2", 1)
     assert len(queued) == 1

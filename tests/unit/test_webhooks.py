@@ -10,7 +10,7 @@ import pytest
 from batch_gateway.client import WebhookVerificationError, verify_webhook
 from batch_gateway.contract.errors import InvalidRequestError, NotFoundError
 from batch_gateway.models.jobs import Job, utcnow
-from batch_gateway.service import webhook_send, webhooks
+from batch_gateway.service import webhook_delivery, webhook_send, webhooks
 from batch_gateway.service.webhook_urls import check_url
 from batch_gateway.store.memory import MemoryJobStore
 from batch_gateway.store.memory_webhooks import MemoryWebhookStore
@@ -37,7 +37,7 @@ class Fakes:
         self.later: list[tuple[str, int]] = []
         self.sent: list[tuple[str, str, bytes, dict]] = []
         self.answers = [webhook_send.Outcome(True, 200, "200")]
-        self.deliverer = webhooks.Deliverer(
+        self.deliverer = webhook_delivery.Deliverer(
             store=self.store,
             jobs=self.jobs,
             allow_loopback_http=False,
@@ -102,11 +102,12 @@ def test_fan_out_makes_one_delivery_per_target_that_wants_the_event():
     hook = webhooks.job_webhook({"url": "https://d.example.com/"}, allow_loopback_http=False)
     fakes.jobs.put_new_job(Job(id="job_1", owner=ALICE, provider="anthropic", model="m", webhook=hook))
 
-    made = webhooks.fan_out(fakes.deliverer, _event())
+    made = webhook_delivery.fan_out(fakes.deliverer, _event())
     assert sorted(d.target for d in made) == sorted(["job", ended["id"]])
     assert {d.id for d in made} == {"msg_evt_job_1_finished_job", f"msg_evt_job_1_finished_{ended['id']}"}
     assert len(fakes.queue) == 2 and all(d.payload["type"] == "batch.finished" for d in made)
-    assert webhooks.fan_out(fakes.deliverer, _event(status="in_progress"))[0].target == "job"  # status_changed only
+    in_progress = _event(status="in_progress")
+    assert webhook_delivery.fan_out(fakes.deliverer, in_progress)[0].target == "job"  # status_changed only
 
 
 def test_a_delivery_is_signed_for_the_subscriptions_secret_and_verifies_with_the_sdk():
@@ -114,8 +115,8 @@ def test_a_delivery_is_signed_for_the_subscriptions_secret_and_verifies_with_the
     sub = webhooks.create_subscription(
         fakes.store, ALICE, {"url": "https://a.example.com/x?y=1", "events": ["batch.ended"]}, allow_loopback_http=False
     )
-    webhooks.fan_out(fakes.deliverer, _event())
-    webhooks.handle_message(fakes.deliverer, fakes.queue[0], "receipt-1", 1)
+    webhook_delivery.fan_out(fakes.deliverer, _event())
+    webhook_delivery.handle_message(fakes.deliverer, fakes.queue[0], "receipt-1", 1)
     [(url, address, body, headers)] = fakes.sent
     assert (url, address) == ("https://a.example.com/x?y=1", "93.184.216.34")
     event = verify_webhook(body, headers, sub["secret"])
@@ -130,10 +131,10 @@ def test_a_failed_attempt_waits_the_next_step_and_after_the_last_goes_to_the_dea
     webhooks.create_subscription(
         fakes.store, ALICE, {"url": "https://a.example.com/", "events": ["batch.ended"]}, allow_loopback_http=False
     )
-    webhooks.fan_out(fakes.deliverer, _event())
+    webhook_delivery.fan_out(fakes.deliverer, _event())
     for receive in (1, 2, 3):
-        with pytest.raises(webhooks.DeliveryFailedError):
-            webhooks.handle_message(fakes.deliverer, fakes.queue[0], f"r{receive}", receive)
+        with pytest.raises(webhook_delivery.DeliveryFailedError):
+            webhook_delivery.handle_message(fakes.deliverer, fakes.queue[0], f"r{receive}", receive)
     assert fakes.later == [("r1", 5), ("r2", 300), ("r3", 0)]  # then maxReceiveCount (3) dead-letters it
     assert len({h["webhook-id"] for _, _, _, h in fakes.sent}) == 1
 
@@ -144,9 +145,9 @@ def test_a_hostname_that_resolves_to_a_private_address_is_not_delivered_to():
     webhooks.create_subscription(
         fakes.store, ALICE, {"url": "https://rebind.example.com/", "events": ["batch.ended"]}, allow_loopback_http=False
     )
-    webhooks.fan_out(fakes.deliverer, _event())
-    with pytest.raises(webhooks.DeliveryFailedError, match="private"):
-        webhooks.handle_message(fakes.deliverer, fakes.queue[0], "r1", 1)
+    webhook_delivery.fan_out(fakes.deliverer, _event())
+    with pytest.raises(webhook_delivery.DeliveryFailedError, match="private"):
+        webhook_delivery.handle_message(fakes.deliverer, fakes.queue[0], "r1", 1)
     assert fakes.sent == []
 
 
@@ -155,9 +156,9 @@ def test_a_deleted_subscriptions_queued_delivery_is_dropped():
     sub = webhooks.create_subscription(
         fakes.store, ALICE, {"url": "https://a.example.com/", "events": ["batch.ended"]}, allow_loopback_http=False
     )
-    webhooks.fan_out(fakes.deliverer, _event())
+    webhook_delivery.fan_out(fakes.deliverer, _event())
     webhooks.delete_subscription(fakes.store, ALICE, sub["id"])
-    webhooks.handle_message(fakes.deliverer, fakes.queue[0], "r1", 1)
+    webhook_delivery.handle_message(fakes.deliverer, fakes.queue[0], "r1", 1)
     assert fakes.sent == []
 
 
@@ -167,8 +168,8 @@ def test_a_rotated_secret_signs_with_both_during_the_grace_and_only_the_new_one_
         fakes.store, ALICE, {"url": "https://a.example.com/", "events": ["batch.ended"]}, allow_loopback_http=False
     )
     rotated = webhooks.rotate_secret(fakes.store, ALICE, sub["id"])
-    webhooks.fan_out(fakes.deliverer, _event())
-    webhooks.handle_message(fakes.deliverer, fakes.queue[0], "r1", 1)
+    webhook_delivery.fan_out(fakes.deliverer, _event())
+    webhook_delivery.handle_message(fakes.deliverer, fakes.queue[0], "r1", 1)
     _, _, body, headers = fakes.sent[-1]
     assert verify_webhook(body, headers, rotated["secret"]) and verify_webhook(body, headers, sub["secret"])
     fakes.deliverer.clock = lambda: utcnow() + timedelta(days=2)
@@ -222,5 +223,5 @@ def test_a_receiver_that_does_not_answer_in_time_is_a_timeout(monkeypatch):
 
 
 def test_delivery_messages_round_trip_as_json():
-    delivery = webhooks.Delivery("msg_1", ALICE, "job_1", "job", {"type": "batch.finished", "data": {}})
-    assert json.loads(delivery.message())[webhooks.DELIVERY_KEY]["id"] == "msg_1"
+    delivery = webhook_delivery.Delivery("msg_1", ALICE, "job_1", "job", {"type": "batch.finished", "data": {}})
+    assert json.loads(delivery.message())[webhook_delivery.DELIVERY_KEY]["id"] == "msg_1"
