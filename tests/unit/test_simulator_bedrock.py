@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import boto3
@@ -539,3 +540,36 @@ def test_converse_answer_matches_the_service_model(runtime):
     body = raw_answer(runtime, "Converse", modelId=NOVA, messages=[{"role": "user", "content": [{"text": "Hi"}]}])
 
     check_against_model("bedrock-runtime", "Converse", body)
+
+
+def test_a_poll_while_the_input_is_being_read_sees_the_job_validating_not_failed(bedrock, s3, sim, monkeypatch):
+    """A poll does not wait for a load under way and shows the job as it stands. It must never show an ended status
+    there: the bench saw Failed, then InProgress, and a gateway's Poll would have failed a job that went on."""
+    from batch_gateway_dev.simulators import bedrock as simulator
+
+    in_load, polled = threading.Event(), threading.Event()
+    real_plan = simulator.Plan
+
+    def plan_after_a_poll(**kwargs):  # the load has read the input and is about to schedule the records
+        in_load.set()
+        assert polled.wait(10), "the poll never came"
+        return real_plan(**kwargs)
+
+    monkeypatch.setattr(simulator, "Plan", plan_after_a_poll)
+    arn = create(bedrock, put_input(s3, [claude_record(f"r{i}") for i in range(3)]))
+
+    def poll_until_loading():  # the load starts on a poll's thread or the job's own timer, whichever comes first
+        while not in_load.wait(0.02) and not polled.is_set():
+            bedrock.get_model_invocation_job(jobIdentifier=arn)
+
+    poller = threading.Thread(target=poll_until_loading, daemon=True)
+    poller.start()
+    try:
+        assert in_load.wait(10), "the load never started"
+        status = bedrock.get_model_invocation_job(jobIdentifier=arn)["status"]  # while the load holds the job
+    finally:
+        polled.set()
+        poller.join(10)
+
+    assert status == "Validating"
+    assert wait_ended(bedrock, arn)["status"] == "Completed"

@@ -687,13 +687,14 @@ class BedrockJobs:
                 job.final = (status, since, 0)
 
     def _load(self, job: _Job) -> None:
+        """Read and check the input, then schedule the records. A poll reads the job without its lock while this
+        runs, so ``loaded`` is set last: until then the poll shows Validating, never a job without its plan (which
+        it would show as Failed)."""
         try:
             job.failure = self._read_input(job)
         except AccessDenied as exc:
             job.failure = str(exc)
-        now = time.time()
-        job.loaded = True
-        job.validated_at = max(job.validated_at, now)
+        job.validated_at = max(job.validated_at, time.time())
         if job.failure is None:
             config = job.config
             wanted = config["item_outcomes"]
@@ -707,6 +708,7 @@ class BedrockJobs:
                 expire=config["batch_outcome"] == "expire",
             )
             job.error_indices = [i for i in range(len(job.records)) if job.outcome(i)[0] != SUCCEEDED]
+        job.loaded = True
 
     def _read_input(self, job: _Job) -> str | None:
         """Read and check every input file as the service role: the failure message, or None when valid."""
