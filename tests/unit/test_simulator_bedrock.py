@@ -573,3 +573,45 @@ def test_a_poll_while_the_input_is_being_read_sees_the_job_validating_not_failed
 
     assert status == "Validating"
     assert wait_ended(bedrock, arn)["status"] == "Completed"
+
+
+def test_a_poll_paused_between_its_reads_of_the_loaded_job_does_not_see_it_failed():
+    """``_load`` publishes the plan, then ``loaded``. A poll reads the job without its lock, so it must read them in
+    the other order: a poll that read the plan before the load ended and ``loaded`` after it held a loaded job with
+    no plan, which it shows as Failed (a review found this window left by the fix above)."""
+    from batch_gateway_dev.simulators import bedrock as simulator
+    from batch_gateway_dev.simulators.schedule import Plan
+
+    now = time.time()
+    plan = Plan(created=now + 60, seconds=60, n=3, forced={}, error_every=0, expire=False)
+
+    class LoadEndsAfterTheFirstRead(simulator._Job):
+        """Before the load until the poll's first read of ``plan`` or ``loaded``, after it from then on."""
+
+        def __init__(self, *args, **kwargs):
+            self.ended = False
+            super().__init__(*args, **kwargs)
+
+        def _read(self, before, after):
+            value = after if self.ended else before
+            self.ended = True
+            return value
+
+        plan = property(lambda self: self._read(None, plan), lambda self, value: None)
+        loaded = property(lambda self: self._read(False, True), lambda self, value: None)
+
+    body = {
+        "jobName": "j",
+        "modelId": CLAUDE,
+        "roleArn": role(),
+        "clientRequestToken": "t",
+        "inputDataConfig": {"s3InputDataConfig": {"s3Uri": f"s3://{BUCKET}/input/x.jsonl"}},
+        "outputDataConfig": {"s3OutputDataConfig": {"s3Uri": f"s3://{BUCKET}/output/"}},
+    }
+    config = {"processing_seconds": 1.0, "bedrock_hour_seconds": 3600.0}
+    arn = f"arn:aws:bedrock:{REGION}:{ACCOUNT}:model-invocation-job/x"
+    job = LoadEndsAfterTheFirstRead(body, arn, "f", config, now)
+    job.submitted = now - 10  # submitted a while ago; the load ran past the end of validation, as a short
+    job.validated_at = now - 1  # processing time makes it
+
+    assert job.schedule(now)[0] != "Failed"

@@ -349,6 +349,7 @@ class _Job:
 
     def schedule(self, now: float) -> tuple[str, float, int]:
         """(status, when it began, records processed) that the timeline reaches at `now`, output written or not."""
+        loaded = self.loaded  # before the plan: `_load` publishes the plan first and `loaded` last, without our lock
         plan = self.plan
         if self.stop_at is not None:
             started = plan is not None and self.stop_at >= plan.created
@@ -357,7 +358,7 @@ class _Job:
             return (STOPPED, end, cutoff) if now >= end else (STOPPING, self.stop_at, cutoff)
         if now < self.load_at:
             return SUBMITTED, self.submitted, 0
-        if not self.loaded or now < self.validated_at:
+        if not loaded or now < self.validated_at:
             return VALIDATING, self.load_at, 0
         if self.failure is not None or plan is None:
             return FAILED, self.validated_at, 0
