@@ -123,9 +123,10 @@ def _quota_store(table: str) -> QuotaStore:
 
 
 class _OnFirstUse:
-    """A store built, and its module imported, when first used. Only the workflow's Submit, Poll and sweep touch the
-    quota ledgers; the API functions never do, and the quota models were a noticeable part of their cold import
-    (``make bench``: import_ratio_to_floor). Building twice under a race is harmless: a store holds no state."""
+    """A store built, and its module imported, when first used. Only the workflow's Submit, Poll, Finalize and
+    MarkFailed (a chunk's holds given back) and the sweeper touch the quota ledgers; the API functions never do, and
+    the quota models were a noticeable part of their cold import (``make bench``: import_ratio_to_floor). Building
+    twice under a race is harmless: a store holds no state."""
 
     def __init__(self, build: Callable[[], object]) -> None:
         self._build = build

@@ -24,7 +24,7 @@ NOT_IN_API_BUNDLE = {"anthropic", "openai", "httpx2"}
 NOT_ON_API_PATH = {"pydantic", "aws_xray_sdk"}
 # module -> the API functions that may load it when imported; every other API function must not
 ONLY_WHERE_USED = {
-    "batch_gateway.store.quotas": set(),  # the quota ledgers: Submit, Poll and the sweeper
+    "batch_gateway.store.quotas": set(),  # the quota ledgers: workflow steps and the sweeper
     "batch_gateway.models.quotas": set(),
     "batch_gateway.service.api_keys": set(),  # the Keys function and the authorizer build it on first use
     "batch_gateway.store.api_keys": set(),
