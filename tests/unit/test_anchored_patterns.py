@@ -3,7 +3,7 @@
 import pytest
 
 from batch_gateway.client import transport
-from batch_gateway.models import api_keys
+from batch_gateway.models import principals
 from batch_gateway.models.ids import CUSTOM_ID_RE
 from batch_gateway.models.requests import MODEL_RE
 from batch_gateway_dev import sigv4
@@ -18,7 +18,7 @@ SIGNATURE = (
 CASES = [
     ("custom_id", CUSTOM_ID_RE, "request_A"),
     ("model", MODEL_RE, "claude-sonnet-4-20250514"),
-    ("assumed role", api_keys._ASSUMED_ROLE, "arn:aws:sts::123456789012:assumed-role/svc/session"),
+    ("assumed role", principals._ASSUMED_ROLE, "arn:aws:sts::123456789012:assumed-role/svc/session"),
     ("execute-api host", transport._EXECUTE_API_HOST, "abc123.execute-api.eu-west-1.amazonaws.com"),
     ("sigv4 authorization header", sigv4._AUTHORIZATION, SIGNATURE),
     ("simulator route", wire._compiled("/v1/batches"), "/v1/batches"),

@@ -21,7 +21,7 @@ from batch_gateway.contract.errors import (
     UnsupportedMediaTypeError,
 )
 from batch_gateway.edge.observability import logger
-from batch_gateway.models.api_keys import principal_name
+from batch_gateway.models.principals import principal_name
 
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's own limit; the drop folder takes larger inputs
 

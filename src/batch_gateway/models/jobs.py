@@ -36,7 +36,24 @@ def epoch_micros(ts: datetime) -> int:
 
 class Record:
     """``from_dict`` / ``to_dict`` for the dataclasses below, driven by their type hints; unknown keys are ignored
-    (stored items carry table keys too)."""
+    (stored items carry table keys too).
+
+    The mutable records (``@dataclasses.dataclass(kw_only=True, eq=False, repr=False)``) take ``__eq__`` and
+    ``__repr__`` from here, field by field as a dataclass's own would: Python 3.11 compiles every generated method at
+    import, and every API function imports these (decision 0090). A record with ``eq`` left on keeps its own, and a
+    frozen one its hash."""
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        record_class: type = type(self)  # as in to_dict: the caches key on the class
+        names = _compared_names(record_class)  # tuples, as a generated __eq__ compares (an item is equal to itself)
+        return tuple(getattr(self, name) for name in names) == tuple(getattr(other, name) for name in names)
+
+    def __repr__(self) -> str:
+        record_class: type = type(self)
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _shown_names(record_class))
+        return f"{type(self).__qualname__}({shown})"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> typing.Self:
@@ -58,6 +75,16 @@ def _hints(cls: type) -> dict[str, Any]:
 @cache
 def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
+
+
+@cache
+def _compared_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.compare)
+
+
+@cache
+def _shown_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.repr)
 
 
 def _convert(hint: Any, value: Any) -> Any:
@@ -137,7 +164,7 @@ class ChunkState(StrEnum):
 UNSENT_STATES = (ChunkState.PENDING, ChunkState.SUBMITTING, ChunkState.RECONCILING)  # no provider batch recorded yet
 
 
-@dataclasses.dataclass(kw_only=True)
+@dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class RequestCounts(Record):
     total: int = 0
     processing: int = 0
@@ -153,7 +180,7 @@ class RequestCounts(Record):
         return RequestCounts(**{k: getattr(self, k) - getattr(other, k) for k in _field_names(RequestCounts)})
 
 
-@dataclasses.dataclass(kw_only=True)
+@dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class Usage(Record):
     """Tokens by how they are billed: ``input_tokens`` at the plain input rate (OpenAI: prompt tokens less cached
     ones), cache writes and reads apart; ``output_tokens`` includes ``reasoning_tokens`` (informational)."""
@@ -185,7 +212,7 @@ class Usage(Record):
         }
 
 
-@dataclasses.dataclass(kw_only=True)
+@dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class Chunk(Record):
     job_id: str
     index: int
@@ -252,7 +279,7 @@ def quota_wait(chunks: Iterable[Chunk]) -> str | None:
     return next((c.waiting_for_quota for c in chunks if c.waits), None)
 
 
-@dataclasses.dataclass(kw_only=True)
+@dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class Job(Record):
     id: str
     owner: str

@@ -101,7 +101,7 @@ def webhook_id(event_id: str, target: str) -> str:
     return f"msg_{event_id}_{target}"
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, eq=False, repr=False)
 class Subscription(Record):
     """An owner's standing subscription. ``secret`` signs deliveries; after a rotation ``previous_secret`` signs them
     too until ``previous_secret_until`` (so receivers can switch without losing a delivery)."""

@@ -18,7 +18,6 @@ from batch_gateway.contract.errors import NotFoundError
 from batch_gateway.models.api_keys import (
     ApiKey,
     checked_name,
-    checked_owner,
     is_key_id,
     key_hash,
     looks_like_key,
@@ -26,6 +25,7 @@ from batch_gateway.models.api_keys import (
     new_key_id,
 )
 from batch_gateway.models.jobs import utcnow
+from batch_gateway.models.principals import checked_owner
 from batch_gateway.ports import KeyStore
 
 CACHE_SECONDS = 30.0

@@ -25,9 +25,9 @@ from batch_gateway import metrics
 from batch_gateway.constants import METRIC_BUDGET_ABOVE_80
 from batch_gateway.contract.errors import BudgetExceededError, InvalidRequestError, NotFoundError
 from batch_gateway.jsonlines import loads
-from batch_gateway.models.api_keys import checked_owner
 from batch_gateway.models.budgets import Budget, checked_monthly_usd, micros, micros_up, month_of, usd
 from batch_gateway.models.jobs import Job, iso, utcnow
+from batch_gateway.models.principals import checked_owner
 from batch_gateway.service.context import Services
 from batch_gateway.service.estimate import RequestStats, job_high_estimate
 from batch_gateway.service.keys import requests_key

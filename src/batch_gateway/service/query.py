@@ -11,7 +11,6 @@ from batch_gateway.models.jobs import Chunk, Job, JobStatus
 from batch_gateway.models.pricing import zero_cost
 from batch_gateway.ports import OffsetOutOfRangeError
 from batch_gateway.service.context import Services
-from batch_gateway.service.join import joined
 from batch_gateway.service.keys import results_key
 
 MAX_PAGE = 1000
@@ -118,6 +117,8 @@ def _failed_job_has_results(services: Services, job: Job) -> bool:
     (decision 0019); a part-joined one is not. Jobs from before ``results_joined`` was recorded: if the file exists."""
     if job.results_joined is None:
         return services.payloads.exists(results_key(job.id))
+    from batch_gateway.service.join import joined  # a failed job's results only: List and Status never load it
+
     return joined(services, job) is not None
 
 
