@@ -115,7 +115,7 @@ def measure(runs: int = 5) -> dict[str, Any]:
     except RuntimeError:
         pass  # a module that does not import is reported below
     paired: dict[str, list[float]] = {m: [] for m in modules}
-    paired_user: dict[str, list[float]] = {m: [] for m in modules}  # the method before decision 0090, for comparison
+    paired_user: dict[str, list[float]] = {m: [] for m in modules}  # their user time (the figure before decision 0090)
     for round_ in range(runs):
         for key, code in codes.items():
             if key in errors:

@@ -41,7 +41,7 @@ ONLY_WHERE_USED = {
     "batch_gateway.service.webhook_send": set(),
     "email.policy": set(),  # the OpenAI door's multipart upload loads it when one arrives
     "batch_gateway.models.api_keys": set(),  # callers are named by models.principals; the key model is Keys' own
-    "batch_gateway.service.join": set(),  # Retrieve of a failed job loads it; the workflow's Finalize and MarkFailed
+    "batch_gateway.service.join": set(),  # loaded for a failed job's results; Finalize and MarkFailed join
 }
 
 

@@ -39,7 +39,7 @@ class Record:
     (stored items carry table keys too).
 
     The mutable records (``@dataclasses.dataclass(kw_only=True, eq=False, repr=False)``) take ``__eq__`` and
-    ``__repr__`` from here, field by field as a dataclass's own would: Python 3.11 compiles every generated method at
+    ``__repr__`` from here, field by field as Python 3.11's generated ones do: 3.11 compiles every generated method at
     import, and every API function imports these (decision 0090). A record with ``eq`` left on keeps its own, and a
     frozen one its hash."""
 

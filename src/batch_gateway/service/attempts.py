@@ -29,7 +29,7 @@ def last_attempts(services: Services, job: Job, chunks: list[Chunk]) -> dict[byt
     holds its last attempt. Items never retried are not in it."""
     import hashlib
 
-    from batch_gateway.jsonlines import loads  # orjson: in the worker bundle only (Status imports service.join)
+    from batch_gateway.jsonlines import loads  # orjson: worker bundle only (the API joins for failed jobs)
 
     last: dict[bytes, int] = {}
     for chunk in sorted(chunks, key=lambda c: c.index):
@@ -50,7 +50,7 @@ class AttemptBook:
 
     def __init__(self, services: Services, job: Job, chunk: Chunk, *, record: bool = True) -> None:
         """``record=False``: decorate only (the lines of a failed job's unfinished chunk: nothing runs again)."""
-        from batch_gateway.jsonlines import loads  # orjson: in the worker bundle only (Status imports service.join)
+        from batch_gateway.jsonlines import loads  # orjson: worker bundle only (the API joins for failed jobs)
 
         self.services, self.job, self.chunk, self.record = services, job, chunk, record
         self.active = retries(job.retry) or chunk.attempt > 1
