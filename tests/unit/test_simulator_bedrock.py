@@ -615,3 +615,45 @@ def test_a_poll_paused_between_its_reads_of_the_loaded_job_does_not_see_it_faile
     job.validated_at = now - 1  # processing time makes it
 
     assert job.schedule(now)[0] != "Failed"
+
+
+def test_an_input_read_that_fails_part_way_is_read_again_whole(bedrock, s3, sim, monkeypatch):
+    """Reading a folder of inputs can fail on a later file with an error that is not access denied (S3 answers 500
+    once). The next advance reads the input again: the job must hold each record once, not the first file's twice."""
+    from botocore.exceptions import ClientError
+
+    from batch_gateway_dev.simulators import bedrock as simulator
+
+    first = put_input(s3, [claude_record("a1"), claude_record("a2")], name="one.jsonl")
+    folder = first.rsplit("/", 1)[0] + "/"
+    s3.put_object(
+        Bucket=BUCKET,
+        Key=folder.split(f"{BUCKET}/", 1)[1] + "two.jsonl",
+        Body=(json.dumps(claude_record("b1")) + "\n").encode(),
+    )
+    failed_once = threading.Event()
+    real_s3 = simulator.AwsAccess.s3
+
+    def s3_failing_once_on_the_second_file(self, credentials):
+        client = real_s3(self, credentials)
+        real_get = client.get_object
+
+        def get_object(**params):
+            if params["Key"].endswith("two.jsonl") and not failed_once.is_set():
+                failed_once.set()
+                raise ClientError({"Error": {"Code": "InternalError", "Message": "try again"}}, "GetObject")
+            return real_get(**params)
+
+        client.get_object = get_object
+        return client
+
+    monkeypatch.setattr(simulator.AwsAccess, "s3", s3_failing_once_on_the_second_file)
+    arn = create(bedrock, folder)
+
+    job = wait_ended(bedrock, arn)
+
+    assert failed_once.is_set()
+    assert job["status"] == "Completed"
+    assert [line["recordId"] for line in output_lines(s3, arn, "one.jsonl")] == ["a1", "a2"]
+    assert [line["recordId"] for line in output_lines(s3, arn, "two.jsonl")] == ["b1"]
+    assert manifest(s3, arn)["totalRecordCount"] == 3

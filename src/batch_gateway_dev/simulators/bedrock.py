@@ -712,7 +712,9 @@ class BedrockJobs:
         job.loaded = True
 
     def _read_input(self, job: _Job) -> str | None:
-        """Read and check every input file as the service role: the failure message, or None when valid."""
+        """Read and check every input file as the service role: the failure message, or None when valid. A read that
+        failed part way (an error other than access denied) left some files' records behind: start again from none."""
+        job.records, job.files = [], []
         if self.aws is None:
             return "The Bedrock simulator has no AWS endpoint to read the input from (aws_endpoint_url)."
         account = job.arn.split(":")[4]
