@@ -75,11 +75,13 @@ class JobStore(Protocol):
         limit: int = 50,
         next_token: str | None = None,
         start_after: Job | None = None,
+        oldest_first: bool = False,
     ) -> tuple[list[Job], str | None]:
-        """The owner's jobs, newest first; a page holds at most ``limit`` (fewer with a status filter). A token this
-        store did not give this owner is ``InvalidRequestError``. ``start_after`` (instead of a token): the page
-        begins with the job just older than that one of the owner's jobs, read from its own key on the index, not
-        by paging down to it; another owner's job is ``InvalidRequestError``."""
+        """The owner's jobs, newest first (``oldest_first``: the other way); a page holds at most ``limit`` (fewer
+        with a status filter). A token this store did not give this owner is ``InvalidRequestError``; a token
+        continues in the order it was given in. ``start_after`` (instead of a token): the page begins with the job
+        just past that one of the owner's jobs in that order, read from its own key on the index, not by paging to
+        it; another owner's job is ``InvalidRequestError``."""
         ...
 
     def open_job_ids_page(self, limit: int, next_token: str | None) -> tuple[list[str], str | None]:

@@ -179,3 +179,25 @@ def test_the_anthropic_doors_page_after_a_deep_after_id_reads_what_a_shallow_one
         seen[depth] = (sum(scanned), calls)
     assert seen[2_000] == seen[10]
     assert seen[10] == (100, Counter({"GetItem": 1, "Query": 1}))
+
+
+def test_the_anthropic_doors_page_before_a_deep_before_id_reads_what_a_shallow_one_reads(store):
+    """``GET /anthropic/v1/messages/batches?before_id=<id>``: the page of batches just newer than the cursor, newest
+    first, from one Query read upward from its key; the 2,000th newest batch costs what the 300th does (before: every
+    batch newer than the cursor, 2,000 items read at the 2,000th)."""
+    services = memory_services()
+    services.jobs = store
+    ids = _bulk(store, OWNER, 2_500, door="anthropic")
+    reads = Reads(store._db)
+    seen = {}
+    for depth in (300, 2_000):
+        body, calls, scanned = reads.of(
+            anthropic_door.list_batches, services, OWNER, lambda job_id: job_id, before_id=ids[depth - 1], limit="20"
+        )
+        assert [batch["id"] for batch in body["data"]] == ids[depth - 21 : depth - 1] and body["has_more"]
+        assert body["first_id"] == ids[depth - 21] and body["last_id"] == ids[depth - 2]
+        seen[depth] = (sum(scanned), calls)
+    assert seen[2_000] == seen[300]
+    assert seen[300] == (100, Counter({"GetItem": 1, "Query": 1}))
+    body = anthropic_door.list_batches(services, OWNER, lambda job_id: job_id, before_id=ids[20], limit="20")
+    assert [batch["id"] for batch in body["data"]] == ids[:20] and not body["has_more"]

@@ -309,6 +309,22 @@ def test_a_callers_jobs_are_listed_from_just_after_one_of_them(jobs):
         jobs.list_jobs("gina", start_after=theirs)
 
 
+def test_a_callers_jobs_are_listed_oldest_first_from_just_after_one_of_them(jobs):
+    """``oldest_first`` with ``start_after``: the page begins with the next newer job (the Anthropic door's
+    ``before_id``), read from that job's own key, and its token pages on upward; another caller's jobs never show."""
+    mine = [a_job(owner="ivy", created=i) for i in range(5)]
+    for job in mine:
+        jobs.put_new_job(job)
+    jobs.put_new_job(a_job(owner="jay", created=2))
+    page, token = jobs.list_jobs("ivy", limit=2, start_after=mine[1], oldest_first=True)
+    assert [j.id for j in page] == [mine[2].id, mine[3].id] and token
+    page, token = jobs.list_jobs("ivy", limit=2, next_token=token, oldest_first=True)
+    assert [j.id for j in page] == [mine[4].id] and token is None
+    page, _ = jobs.list_jobs("ivy", limit=10, oldest_first=True)
+    assert [j.id for j in page] == [j.id for j in mine]
+    assert jobs.list_jobs("ivy", limit=2, start_after=mine[4], oldest_first=True) == ([], None)
+
+
 def test_a_list_token_another_caller_got_or_made_up_is_refused(jobs):
     for i in range(3):
         jobs.put_new_job(a_job(owner="erin", created=i))

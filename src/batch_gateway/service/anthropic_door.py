@@ -122,20 +122,17 @@ def list_batches(
         raise InvalidRequestError("give after_id or before_id, not both")
     cursor = after_id or before_id
     start = door_job(services, cursor, owner) if cursor else None
+    # The index is read from just past the cursor's own key, not paged to it (decision 0082): down for after_id, up
+    # (oldest first, then turned round) for before_id.
+    page: list[Job] = []
+    has_more = False
+    for job in _door_jobs(services, owner, start_after=start, oldest_first=bool(before_id)):
+        if len(page) == size:
+            has_more = True
+            break
+        page.append(job)
     if before_id:
-        newer: list[Job] = []
-        for job in _door_jobs(services, owner):
-            if job.id == before_id:
-                break
-            newer.append(job)
-        page, has_more = newer[-size:], len(newer) > size
-    else:  # after_id: the index is read from just past that batch's own key, not paged down to it (decision 0082)
-        page, has_more = [], False
-        for job in _door_jobs(services, owner, start_after=start):
-            if len(page) == size:
-                has_more = True
-                break
-            page.append(job)
+        page.reverse()
     return {
         "data": [fmt.message_batch(job, results_url(job.id)) for job in page],
         "has_more": has_more,
@@ -144,10 +141,14 @@ def list_batches(
     }
 
 
-def _door_jobs(services: Services, owner: str, *, start_after: Job | None = None) -> Iterator[Job]:
+def _door_jobs(
+    services: Services, owner: str, *, start_after: Job | None = None, oldest_first: bool = False
+) -> Iterator[Job]:
     token: str | None = None
     while True:
-        jobs, token = services.jobs.list_jobs(owner, limit=_PAGE, next_token=token, start_after=start_after)
+        jobs, token = services.jobs.list_jobs(
+            owner, limit=_PAGE, next_token=token, start_after=start_after, oldest_first=oldest_first
+        )
         start_after = None
         for job in jobs:
             if job.door == DOOR and not job.door_fields.get("deleted_at"):

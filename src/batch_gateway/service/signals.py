@@ -214,8 +214,11 @@ class SignallingJobStore(JobStore):
         limit: int = 50,
         next_token: str | None = None,
         start_after: Job | None = None,
+        oldest_first: bool = False,
     ) -> tuple[list[Job], str | None]:
-        return self.inner.list_jobs(owner, status=status, limit=limit, next_token=next_token, start_after=start_after)
+        return self.inner.list_jobs(
+            owner, status=status, limit=limit, next_token=next_token, start_after=start_after, oldest_first=oldest_first
+        )
 
     def open_job_ids_page(self, limit: int, next_token: str | None) -> tuple[list[str], str | None]:
         return self.inner.open_job_ids_page(limit, next_token)

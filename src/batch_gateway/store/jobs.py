@@ -246,6 +246,7 @@ class DynamoDBJobStore(JobStore):
         limit: int = 50,
         next_token: str | None = None,
         start_after: Job | None = None,
+        oldest_first: bool = False,
     ) -> tuple[list[Job], str | None]:
         kwargs: dict[str, Any] = {
             "TableName": self.table,
@@ -253,7 +254,7 @@ class DynamoDBJobStore(JobStore):
             "KeyConditionExpression": "#owner = :owner",
             "ExpressionAttributeNames": {"#owner": "owner"},
             "ExpressionAttributeValues": _values({":owner": owner}),
-            "ScanIndexForward": False,
+            "ScanIndexForward": oldest_first,
             "Limit": limit,
         }
         if status is not None:

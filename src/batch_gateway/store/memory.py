@@ -127,6 +127,7 @@ class MemoryJobStore(JobStore):
         limit: int = 50,
         next_token: str | None = None,
         start_after: Job | None = None,
+        oldest_first: bool = False,
     ) -> tuple[list[Job], str | None]:
         if start_after is not None:
             next_token = _encode_token(owner, _start_key(owner, start_after))
@@ -134,11 +135,19 @@ class MemoryJobStore(JobStore):
             owned = sorted(
                 (item for item in self._jobs.values() if item["owner"] == owner),
                 key=lambda item: (item["created_at"], item["id"]),
-                reverse=True,
+                reverse=not oldest_first,
             )
             if next_token:
                 after = _decode_token(next_token, owner)
-                owned = [item for item in owned if (item["created_at"], item["id"]) < after]
+                owned = [
+                    item
+                    for item in owned
+                    if (
+                        (item["created_at"], item["id"]) > after
+                        if oldest_first
+                        else (item["created_at"], item["id"]) < after
+                    )
+                ]
             evaluated = owned[:limit]  # like a DynamoDB query: the limit counts items read, before the filter
             page = [
                 Job.from_dict(copy.deepcopy(item))
