@@ -389,3 +389,20 @@ def test_googles_per_line_error_statuses_are_retried_like_the_other_providers(co
     from batch_gateway.models.retry import outcome_of
 
     assert outcome_of("errored", code) == outcome
+
+
+def test_the_orphan_listing_stops_at_the_callers_budget_between_pages(sim):
+    """The sweeper's orphan pass lists every batch the key can see, 100 a page: with 150 batches of another
+    deployment, the listing asks the sweep's budget before each further page and stops when it says no, rather than
+    reading every page in one invocation (the next sweep looks again)."""
+    sim.configure(processing_seconds=3_600, google_max_concurrent_batches=1_000)
+    theirs = make_provider("google", api_key="sim-key", base_url=sim.gemini_base_url, deployment_id="dep-2")
+    for i in range(150):
+        submit(theirs, [request("a")], job=f"job_{i:06d}")
+    ours = make_provider("google", api_key="sim-key", base_url=sim.gemini_base_url, deployment_id="dep-1")
+    listed = sim.stats()["requests"].get("GET /v1beta/batches", 0)
+
+    assert ours.owned_open_batches(lambda: False) == []
+    assert sim.stats()["requests"]["GET /v1beta/batches"] == listed + 1
+    assert ours.owned_open_batches() == []  # no budget: every page
+    assert sim.stats()["requests"]["GET /v1beta/batches"] == listed + 1 + 2

@@ -544,3 +544,25 @@ def test_error_lines_map_to_errored_with_code_and_message():
     assert (result.status, result.code, result.message) == (ItemStatus.ERRORED, "rate_limit_exceeded", "slow down")
     result = _to_result({"custom_id": "x", "response": None, "error": {"code": "server_error", "message": "boom"}})
     assert (result.status, result.code) == (ItemStatus.ERRORED, "server_error")
+
+
+def test_the_orphan_listing_stops_at_the_callers_budget_between_pages(sim, sdk):
+    """The sweeper's orphan pass lists a shared key's batches of the last two days, 100 a page: with 250 batches of
+    another deployment, the listing asks the sweep's budget before each further page and stops when it says no,
+    rather than reading every page in one invocation (the next sweep looks again)."""
+    sim.configure(processing_seconds=3_600)
+    line = {"custom_id": "a", "method": "POST", "url": "/v1/chat/completions", "body": {"model": MODEL, "messages": []}}
+    uploaded = sdk.files.create(file=("in.jsonl", (json.dumps(line) + "\n").encode()), purpose="batch")
+    for _ in range(250):
+        sdk.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h", metadata={"x": "y"}
+        )
+    ours = make_provider("openai", api_key="sim-key", base_url=sim.openai_base_url, deployment_id="dep-1")
+    answers = iter([True, False])
+
+    assert ours.owned_open_batches(lambda: False) == []
+    assert sim.stats()["requests"]["GET /v1/batches"] == 1
+    assert ours.owned_open_batches(lambda: next(answers)) == []  # one page more
+    assert sim.stats()["requests"]["GET /v1/batches"] == 1 + 2
+    assert ours.owned_open_batches() == []  # no budget: every page of the last two days
+    assert sim.stats()["requests"]["GET /v1/batches"] == 1 + 2 + 3

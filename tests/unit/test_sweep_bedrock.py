@@ -14,7 +14,7 @@ class FakeBedrock:
     def __init__(self) -> None:
         self.canceled: list[str] = []
 
-    def owned_open_batches(self) -> list[tuple[str, str, int]]:
+    def owned_open_batches(self, go_on=lambda: True) -> list[tuple[str, str, int]]:
         return [(ORPHAN, "job_gone", 0)]  # its job no longer exists: nothing owns the Bedrock job
 
     def cancel(self, batch_id: str) -> None:
@@ -43,7 +43,7 @@ def test_a_cancel_that_fails_does_not_stop_the_orphan_pass_at_that_batch():
     stopping, other = ORPHAN, ORPHAN.replace("abcdefghijkl", "mnopqrstuvwx")
 
     class StoppingBedrock(FakeBedrock):
-        def owned_open_batches(self) -> list[tuple[str, str, int]]:
+        def owned_open_batches(self, go_on=lambda: True) -> list[tuple[str, str, int]]:
             return [(stopping, "job_gone", 0), (other, "job_gone", 1)]
 
         def cancel(self, batch_id: str) -> None:
@@ -58,3 +58,29 @@ def test_a_cancel_that_fails_does_not_stop_the_orphan_pass_at_that_batch():
     )
     report = sweep(services)
     assert report.orphans_canceled == [other] and bedrock.canceled == [other]
+
+
+def test_the_orphan_listing_stops_before_the_invocations_time_runs_out():
+    """A provider's listing of its open batches can run to many pages (a shared key's): the pass hands the sweep's
+    budget to it, so one invocation lists only while its time lasts (the next sweep looks again)."""
+    from batch_gateway.service.budget import StepBudget
+
+    left = {"ms": 60_000}
+
+    class ListingBedrock(FakeBedrock):
+        pages = 0
+
+        def owned_open_batches(self, go_on=lambda: True) -> list[tuple[str, str, int]]:
+            while self.pages < 1_000 and go_on():  # a page of someone else's jobs a second
+                self.pages += 1
+                left["ms"] -= 1_000
+            return []
+
+    bedrock = ListingBedrock()
+    services = memory_services(
+        settings=Settings(table="jobs", bucket="payloads", bedrock=BedrockSettings(role_arn="arn:aws:iam::1:role/b")),
+        provider_for=lambda name: {"bedrock": bedrock}[name],  # type: ignore[return-value]
+    )
+    report = sweep(services, budget=StepBudget(lambda: left["ms"], margin_ms=5_000))
+    assert report.orphans_canceled == []
+    assert 1 <= bedrock.pages <= 55 and left["ms"] > 0

@@ -23,7 +23,7 @@ class Anthropic:
         self.canceled: list[str] = []
         self.unavailable = 0  # the next cancels that fail as a provider outage
 
-    def owned_open_batches(self) -> list[tuple[str, str, int]]:
+    def owned_open_batches(self, go_on=lambda: True) -> list[tuple[str, str, int]]:
         return []  # Anthropic batches carry no metadata: the orphan pass finds none
 
     def cancel(self, batch_id: str) -> None:

@@ -11,7 +11,7 @@ not override the public methods: that is checked when its class is defined. Reci
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -24,6 +24,12 @@ from batch_gateway.models.jobs import ItemStatus, RequestCounts, Usage
 from batch_gateway.providers.sdk_errors import mapped_errors
 
 logger = Logger(child=True)
+
+
+def every_page() -> bool:
+    """``go_on`` for a listing without a budget: it reads every page."""
+    return True
+
 
 UTC_MIN = datetime.min.replace(tzinfo=UTC)
 
@@ -216,11 +222,13 @@ class BatchProvider(abc.ABC):
         """After an ambiguous create: the batch the provider accepted for this chunk, if proven."""
         return self.reconcile(ref).adopted
 
-    def owned_open_batches(self) -> list[tuple[str, str, int]]:
+    def owned_open_batches(self, go_on: Callable[[], bool] = every_page) -> list[tuple[str, str, int]]:
         """(batch id, job id, chunk index) of unfinished batches this deployment stamped with its ids; providers
-        that carry no metadata (Anthropic) cannot say, and answer nothing."""
+        that carry no metadata (Anthropic) cannot say, and answer nothing. A listing of many pages asks ``go_on``
+        before each further page and, once it says no, answers what it found so far (the sweeper's time budget:
+        the next sweep looks again)."""
         with self._errors():
-            return self._owned_open_batches()
+            return self._owned_open_batches(go_on)
 
     def cleanup(self, batch: ProviderBatch) -> None:
         """Delete provider-side copies once results are safe with us. Best effort: never fails a poll."""
@@ -277,7 +285,7 @@ class BatchProvider(abc.ABC):
         """The batches created for this chunk that are provably ours, and those that may be and cannot be proven yet.
         Never return another deployment's or tenant's batch in ``ours``: it would be adopted, duplicates canceled."""
 
-    def _owned_open_batches(self) -> list[tuple[str, str, int]]:
+    def _owned_open_batches(self, go_on: Callable[[], bool]) -> list[tuple[str, str, int]]:
         return []
 
     def _cleanup(self, batch: ProviderBatch) -> None:  # noqa: B027 - optional hook

@@ -17,7 +17,7 @@ import io
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
@@ -31,7 +31,14 @@ from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.models.request_extras import anthropic_extras, plain_extras
 from batch_gateway.providers.anthropic import claude_output
-from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
+from batch_gateway.providers.base import (
+    BatchProvider,
+    ChunkRef,
+    Found,
+    ProviderBatch,
+    ProviderResult,
+    every_page,
+)
 from batch_gateway.settings import BedrockSettings
 
 logger = Logger(child=True)
@@ -274,23 +281,28 @@ class BedrockBatchProvider(BatchProvider):
         ours = [_to_batch(summary) for summary in self._list_jobs(nameContains=name) if summary.get("jobName") == name]
         return Found(ours=tuple(ours))
 
-    def _owned_open_batches(self) -> list[tuple[str, str, int]]:
+    def _owned_open_batches(self, go_on: Callable[[], bool]) -> list[tuple[str, str, int]]:
         """Unfinished jobs named with this deployment's id (without one, nothing is provably ours)."""
         if not self._deployment_id:
             return []
         prefix = f"bg-{_NAME_SAFE.sub('', self._deployment_id)[:8]}-"
         owned = []
-        for status in OPEN_STATUSES:
-            for summary in self._list_jobs(nameContains=prefix, statusEquals=status):
+        for n, status in enumerate(OPEN_STATUSES):  # a listing a status
+            if n and not go_on():
+                break
+            for summary in self._list_jobs(go_on, nameContains=prefix, statusEquals=status):
                 name = str(summary.get("jobName", ""))
                 job, _, index = name.removeprefix(prefix).rpartition("-")
                 if name.startswith(prefix) and job and index.isdigit():
                     owned.append((str(summary["jobArn"]), f"job_{job}", int(index)))
         return owned
 
-    def _list_jobs(self, **filters: Any) -> Iterator[dict[str, Any]]:
+    def _list_jobs(self, go_on: Callable[[], bool] = every_page, **filters: Any) -> Iterator[dict[str, Any]]:
+        """The jobs the filters match, page by page: ``go_on`` is asked before each further page."""
         for page in self._client.get_paginator("list_model_invocation_jobs").paginate(**filters):
             yield from page.get("invocationJobSummaries") or []
+            if not page.get("nextToken") or not go_on():
+                return
 
     def _keys(self, prefix: str) -> Iterator[str]:
         for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self._bucket, Prefix=prefix):

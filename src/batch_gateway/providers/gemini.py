@@ -23,7 +23,7 @@ import queue
 import re
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
@@ -35,7 +35,14 @@ from batch_gateway.contract.jsonl import split_lines
 from batch_gateway.jsonlines import loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.models.provider_options import GOOGLE_GENERATION_OPTIONS
-from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
+from batch_gateway.providers.base import (
+    BatchProvider,
+    ChunkRef,
+    Found,
+    ProviderBatch,
+    ProviderResult,
+    every_page,
+)
 
 logger = Logger(child=True)
 
@@ -164,14 +171,14 @@ class GeminiBatchProvider(BatchProvider):
         name = display_name(ref, self._deployment_id)
         return Found(ours=tuple(to_batch(op) for op in self._list() if _metadata(op).get("displayName") == name))
 
-    def _owned_open_batches(self) -> list[tuple[str, str, int]]:
+    def _owned_open_batches(self, go_on: Callable[[], bool]) -> list[tuple[str, str, int]]:
         """Unfinished batches named with this deployment's id (without one, nothing is provably ours)."""
         if not self._deployment_id:
             return []
         prefix = _deployment_prefix(self._deployment_id)
         earliest = datetime.now(UTC) - ORPHAN_LOOKBACK
         owned = []
-        for op in self._list():
+        for op in self._list(go_on):
             batch = to_batch(op)
             name = str(_metadata(op).get("displayName") or "")
             job, _, index = name.removeprefix(prefix).rpartition("-")
@@ -199,7 +206,8 @@ class GeminiBatchProvider(BatchProvider):
         answer = self._client._api_client.request("get", batch_id, {}, None)
         return dict(json.loads(answer.body or "{}"))
 
-    def _list(self) -> Iterator[dict[str, Any]]:
+    def _list(self, go_on: Callable[[], bool] = every_page) -> Iterator[dict[str, Any]]:
+        """Every batch the key can see, page by page: ``go_on`` is asked before each further page."""
         token = ""
         while True:
             query = {"pageSize": LIST_PAGE_SIZE, **({"pageToken": token} if token else {})}
@@ -207,7 +215,7 @@ class GeminiBatchProvider(BatchProvider):
             page = json.loads(answer.body or "{}")
             yield from page.get("operations") or []
             token = page.get("nextPageToken") or ""
-            if not token:
+            if not token or not go_on():
                 return
 
     def _download_lines(self, file_name: str) -> Iterator[bytes]:

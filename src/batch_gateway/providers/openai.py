@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -144,25 +144,28 @@ class OpenAIBatchProvider(BatchProvider):
                 ours.append(_to_batch(batch))
         return Found(ours=tuple(ours))
 
-    def _owned_open_batches(self) -> list[tuple[str, str, int]]:
+    def _owned_open_batches(self, go_on: Callable[[], bool]) -> list[tuple[str, str, int]]:
         """Unfinished batches created in the last two days that carry this deployment's id and our job and chunk
         ids. Without a deployment id nothing is provably ours (another stack may share the key): none."""
         if not self._deployment_id:
             return []
         earliest = datetime.now(UTC) - ORPHAN_LOOKBACK
-        owned = []
-        for batch in self._client.batches.list(limit=100):
-            created = _timestamp(batch.created_at)
-            if created is not None and created < earliest:
+        owned: list[tuple[str, str, int]] = []
+        for page in self._client.batches.list(limit=100).iter_pages():  # the next page is read on the next turn
+            for batch in page.data:
+                created = _timestamp(batch.created_at)
+                if created is not None and created < earliest:
+                    return owned
+                metadata = batch.metadata or {}
+                if (
+                    batch.status in OPEN_STATUSES
+                    and self._ours(metadata)
+                    and META_JOB in metadata
+                    and metadata.get(META_CHUNK, "").isdigit()
+                ):
+                    owned.append((batch.id, metadata[META_JOB], int(metadata[META_CHUNK])))
+            if not page.has_next_page() or not go_on():
                 break
-            metadata = batch.metadata or {}
-            if (
-                batch.status in OPEN_STATUSES
-                and self._ours(metadata)
-                and META_JOB in metadata
-                and metadata.get(META_CHUNK, "").isdigit()
-            ):
-                owned.append((batch.id, metadata[META_JOB], int(metadata[META_CHUNK])))
         return owned
 
     def _cleanup(self, batch: ProviderBatch) -> None:

@@ -370,7 +370,7 @@ def _cancel_orphans(services: Services, budget: StepBudget) -> list[str]:
     enabled = [*services.settings.secret_arns, *(["bedrock"] if services.settings.bedrock.role_arn else [])]
     for provider_name in enabled:
         provider = services.provider_for(provider_name)
-        for batch_id, job_id, index in provider.owned_open_batches():
+        for batch_id, job_id, index in provider.owned_open_batches(budget.another):
             if not budget.another():
                 return canceled  # the next scheduled sweep goes on
             job = services.jobs.get_job(job_id)
