@@ -260,6 +260,10 @@ WEBHOOK_URLS = [
     "https://example.com:99999/",
     "https://0x7f.1/",
     "https://example.com/\x00",
+    "https://" + ".".join(["a" * 63] * 3 + ["a" * 61]) + "/",  # 253 characters: DNS's longest name
+    "https://" + ".".join(["a" * 63] * 3 + ["a" * 61]) + "./",  # the same, with the root's dot
+    "https://" + ".".join(["a" * 63] * 3 + ["a" * 62]) + "/",  # 254: a character too long (hypothesis found it)
+    "https://" + ".".join(["a" * 63] * 3 + ["a" * 62]) + ".:8443/",
 ]
 
 

@@ -39,7 +39,10 @@ REFUSED = [
     ("https:///hook", "must name a host"),
     ("", "must be an https URL"),
     (None, "must be an https URL"),
+    ("https://" + ".".join(["a" * 63] * 4) + "/", "not a valid DNS name"),  # 255 characters: over DNS's 253
+    ("https://" + ".".join(["a" * 63] * 4) + "./", "not a valid DNS name"),
 ]
+LONGEST_NAME = ".".join(["a" * 63] * 3 + ["a" * 61])  # 253 characters: DNS's longest, written without its root dot
 
 
 @pytest.mark.parametrize(("url", "why"), REFUSED)
@@ -57,6 +60,8 @@ def test_unsafe_urls_are_refused_with_the_reason(url, why):
         "https://hooks.example.com:8443/a/b?c=d",
         "https://93.184.216.34/x",
         "https://[2606:4700::1]/",
+        f"https://{LONGEST_NAME}/",
+        f"https://{LONGEST_NAME}./",  # the same name, fully qualified: the root's dot is no character of the name
     ],
 )
 def test_public_https_urls_are_allowed(url):

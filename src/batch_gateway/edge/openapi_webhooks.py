@@ -44,15 +44,17 @@ _ROTATED = {
 }
 
 
-# A webhook's URL as the service takes it (service/webhook_urls.check_url, decision 0071): https, a DNS name of
-# letters, digits and hyphens (not localhost or *.localhost; its last label starts with a letter, so no numeric host),
-# an optional port, then printable characters without spaces. The address checks (no private, link-local, loopback
-# or metadata address behind the name) happen at every delivery: no pattern can say them. The service also takes a
-# public IP literal, which the pattern leaves out; the local stack also takes plain http to loopback.
+# A webhook's URL as the service takes it (service/webhook_urls.check_url, decision 0071): https, a DNS name of at
+# most 253 characters of letters, digits and hyphens (not localhost or *.localhost; its last label starts with a
+# letter, so no numeric host), an optional port, then printable characters without spaces. The address checks (no
+# private, link-local, loopback or metadata address behind the name) happen at every delivery: no pattern can say
+# them. The service also takes a public IP literal, which the pattern leaves out; the local stack also takes plain
+# http to loopback.
 _LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _NOT_LOCALHOST = "(?!localhost\\.?(?:[:/?#]|$))"
+_AT_MOST_253 = "(?=(?:[^.:/?#]|\\.(?![:/?#]|$)){1,253}\\.?(?:[:/?#]|$))"  # DNS's limit, not counting a root dot
 WEBHOOK_URL_PATTERN = (
-    f"^https://{_NOT_LOCALHOST}(?:{_LABEL}\\.)*{_NOT_LOCALHOST}[A-Za-z](?:[A-Za-z0-9-]{{0,61}}[A-Za-z0-9])?\\.?"
+    f"^https://{_AT_MOST_253}{_NOT_LOCALHOST}(?:{_LABEL}\\.)*{_NOT_LOCALHOST}[A-Za-z](?:[A-Za-z0-9-]{{0,61}}[A-Za-z0-9])?\\.?"
     "(?::[0-9]{1,4})?(?:[/?#][!-~]*)?$"
 )
 WEBHOOK_URL: dict[str, Any] = {

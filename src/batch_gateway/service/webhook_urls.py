@@ -135,8 +135,8 @@ def check_url(url: object, *, allow_loopback_http: bool, field: str = "url") -> 
     else:
         if _NUMERIC_HOST.match(host):
             raise _refuse(url, f"host {host} is not a canonical IP address or a DNS name", field)
-        labels = host.rstrip(".").split(".")
-        if len(host) > 253 or not all(_HOST_LABEL.match(label) for label in labels):
+        name = host.removesuffix(".")  # a fully qualified name's root dot is no character of the name
+        if len(name) > 253 or not all(_HOST_LABEL.match(label) for label in name.split(".")):
             raise _refuse(url, f"host {host[:100]} is not a valid DNS name", field)
     if scheme == "http" and not (allow_loopback_http and loopback):
         raise _refuse(url, "must use https", field)
