@@ -78,10 +78,10 @@ class JobStore(Protocol):
         oldest_first: bool = False,
     ) -> tuple[list[Job], str | None]:
         """The owner's jobs, newest first (``oldest_first``: the other way); a page holds at most ``limit`` (fewer
-        with a status filter). A token this store did not give this owner is ``InvalidRequestError``; a token
-        continues in the order it was given in. ``start_after`` (instead of a token): the page begins with the job
-        just past that one of the owner's jobs in that order, read from its own key on the index, not by paging to
-        it; another owner's job is ``InvalidRequestError``."""
+        with a status filter). A token this store did not give this owner is ``InvalidRequestError``; pass a token
+        back with the ``oldest_first`` it was given with (it does not record the order). ``start_after`` (instead of
+        a token): the page begins with the job just past that one of the owner's jobs in that order, read from its
+        own key on the index, not by paging to it; another owner's job is ``InvalidRequestError``."""
         ...
 
     def open_job_ids_page(self, limit: int, next_token: str | None) -> tuple[list[str], str | None]:

@@ -372,7 +372,7 @@ def test_owned_open_batches_are_this_deployments_unfinished_ones(provider, sim):
     batch_id = submit(provider, [request("a")], job="job_owned1", index=2)
     stranger = make_provider("google", api_key="sim-key", base_url=sim.gemini_base_url, deployment_id="other")
     submit(stranger, [request("b")], job="job_theirs", index=0)
-    assert provider.owned_open_batches() == [(batch_id, "job_owned1", 2)]
+    assert list(provider.owned_open_batches()) == [(batch_id, "job_owned1", 2)]
 
 
 @pytest.mark.parametrize(
@@ -402,7 +402,7 @@ def test_the_orphan_listing_stops_at_the_callers_budget_between_pages(sim):
     ours = make_provider("google", api_key="sim-key", base_url=sim.gemini_base_url, deployment_id="dep-1")
     listed = sim.stats()["requests"].get("GET /v1beta/batches", 0)
 
-    assert ours.owned_open_batches(lambda: False) == []
+    assert list(ours.owned_open_batches(lambda: False)) == []
     assert sim.stats()["requests"]["GET /v1beta/batches"] == listed + 1
-    assert ours.owned_open_batches() == []  # no budget: every page
+    assert list(ours.owned_open_batches()) == []  # no budget: every page
     assert sim.stats()["requests"]["GET /v1beta/batches"] == listed + 1 + 2

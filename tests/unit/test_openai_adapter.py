@@ -560,9 +560,35 @@ def test_the_orphan_listing_stops_at_the_callers_budget_between_pages(sim, sdk):
     ours = make_provider("openai", api_key="sim-key", base_url=sim.openai_base_url, deployment_id="dep-1")
     answers = iter([True, False])
 
-    assert ours.owned_open_batches(lambda: False) == []
+    assert list(ours.owned_open_batches(lambda: False)) == []
     assert sim.stats()["requests"]["GET /v1/batches"] == 1
-    assert ours.owned_open_batches(lambda: next(answers)) == []  # one page more
+    assert list(ours.owned_open_batches(lambda: next(answers))) == []  # one page more
     assert sim.stats()["requests"]["GET /v1/batches"] == 1 + 2
-    assert ours.owned_open_batches() == []  # no budget: every page of the last two days
+    assert list(ours.owned_open_batches()) == []  # no budget: every page of the last two days
     assert sim.stats()["requests"]["GET /v1/batches"] == 1 + 2 + 3
+
+
+def test_the_orphan_listing_hands_over_each_page_before_reading_the_next(sim, sdk):
+    """The sweeper cancels an orphan as soon as its page is read: a listing stopped by the budget must not have kept
+    the first pages' finds back (the pass would cancel nothing, and start again from the first page next time)."""
+    sim.configure(processing_seconds=3_600)
+    line = {"custom_id": "a", "method": "POST", "url": "/v1/chat/completions", "body": {"model": MODEL, "messages": []}}
+    uploaded = sdk.files.create(file=("in.jsonl", (json.dumps(line) + "\n").encode()), purpose="batch")
+    for _ in range(150):
+        sdk.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h", metadata={"x": "y"}
+        )
+    orphan = sdk.batches.create(  # the newest: on the first page
+        input_file_id=uploaded.id,
+        endpoint="/v1/chat/completions",
+        completion_window="24h",
+        metadata={"batch_gateway_job": "job_gone", "batch_gateway_chunk": "3", "batch_gateway_deployment": "dep-1"},
+    )
+    ours = make_provider("openai", api_key="sim-key", base_url=sim.openai_base_url, deployment_id="dep-1")
+
+    listing = iter(ours.owned_open_batches())
+
+    assert next(listing) == (orphan.id, "job_gone", 3)
+    assert sim.stats()["requests"]["GET /v1/batches"] == 1
+    assert list(listing) == []
+    assert sim.stats()["requests"]["GET /v1/batches"] == 2

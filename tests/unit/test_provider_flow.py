@@ -221,7 +221,7 @@ def test_cleanup_never_fails_the_caller():
 
 
 def test_an_adapter_without_metadata_owns_no_open_batches():
-    assert FakeAdapter().owned_open_batches() == []
+    assert list(FakeAdapter().owned_open_batches()) == []
 
 
 def test_the_client_is_built_on_first_use_once():

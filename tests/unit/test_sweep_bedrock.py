@@ -84,3 +84,29 @@ def test_the_orphan_listing_stops_before_the_invocations_time_runs_out():
     report = sweep(services, budget=StepBudget(lambda: left["ms"], margin_ms=5_000))
     assert report.orphans_canceled == []
     assert 1 <= bedrock.pages <= 55 and left["ms"] > 0
+
+
+def test_an_orphan_on_the_first_page_is_canceled_though_the_listing_then_runs_out_of_time():
+    """Each orphan is canceled as its page is read: a listing stopped by the budget has not kept its finds back (the
+    pass would cancel nothing, and the next sweep would start again from the first page)."""
+    from batch_gateway.service.budget import StepBudget
+
+    left = {"ms": 60_000}
+
+    class LongListing(FakeBedrock):
+        pages = 0
+
+        def owned_open_batches(self, go_on=lambda: True):
+            yield ORPHAN, "job_gone", 0  # on the first page
+            while self.pages < 1_000 and go_on():  # then a page of someone else's jobs a second
+                self.pages += 1
+                left["ms"] -= 1_000
+
+    bedrock = LongListing()
+    services = memory_services(
+        settings=Settings(table="jobs", bucket="payloads", bedrock=BedrockSettings(role_arn="arn:aws:iam::1:role/b")),
+        provider_for=lambda name: {"bedrock": bedrock}[name],  # type: ignore[return-value]
+    )
+    report = sweep(services, budget=StepBudget(lambda: left["ms"], margin_ms=5_000))
+    assert report.orphans_canceled == [ORPHAN] and bedrock.canceled == [ORPHAN]
+    assert bedrock.pages <= 55

@@ -222,13 +222,14 @@ class BatchProvider(abc.ABC):
         """After an ambiguous create: the batch the provider accepted for this chunk, if proven."""
         return self.reconcile(ref).adopted
 
-    def owned_open_batches(self, go_on: Callable[[], bool] = every_page) -> list[tuple[str, str, int]]:
-        """(batch id, job id, chunk index) of unfinished batches this deployment stamped with its ids; providers
-        that carry no metadata (Anthropic) cannot say, and answer nothing. A listing of many pages asks ``go_on``
-        before each further page and, once it says no, answers what it found so far (the sweeper's time budget:
-        the next sweep looks again)."""
+    def owned_open_batches(self, go_on: Callable[[], bool] = every_page) -> Iterator[tuple[str, str, int]]:
+        """(batch id, job id, chunk index) of unfinished batches this deployment stamped with its ids, as the
+        listing reads them: each page's before the next page is read, so the sweeper cancels what it finds as it
+        goes. Providers that carry no metadata (Anthropic) cannot say, and answer nothing. A listing asks ``go_on``
+        before each further page and stops once it says no (the sweeper's time budget: the next sweep looks
+        again)."""
         with self._errors():
-            return self._owned_open_batches(go_on)
+            yield from self._owned_open_batches(go_on)
 
     def cleanup(self, batch: ProviderBatch) -> None:
         """Delete provider-side copies once results are safe with us. Best effort: never fails a poll."""
@@ -285,8 +286,8 @@ class BatchProvider(abc.ABC):
         """The batches created for this chunk that are provably ours, and those that may be and cannot be proven yet.
         Never return another deployment's or tenant's batch in ``ours``: it would be adopted, duplicates canceled."""
 
-    def _owned_open_batches(self, go_on: Callable[[], bool]) -> list[tuple[str, str, int]]:
-        return []
+    def _owned_open_batches(self, go_on: Callable[[], bool]) -> Iterator[tuple[str, str, int]]:
+        return iter(())
 
     def _cleanup(self, batch: ProviderBatch) -> None:  # noqa: B027 - optional hook
         """Delete provider-side copies of an ended batch (OpenAI files)."""

@@ -281,12 +281,11 @@ class BedrockBatchProvider(BatchProvider):
         ours = [_to_batch(summary) for summary in self._list_jobs(nameContains=name) if summary.get("jobName") == name]
         return Found(ours=tuple(ours))
 
-    def _owned_open_batches(self, go_on: Callable[[], bool]) -> list[tuple[str, str, int]]:
+    def _owned_open_batches(self, go_on: Callable[[], bool]) -> Iterator[tuple[str, str, int]]:
         """Unfinished jobs named with this deployment's id (without one, nothing is provably ours)."""
         if not self._deployment_id:
-            return []
+            return
         prefix = f"bg-{_NAME_SAFE.sub('', self._deployment_id)[:8]}-"
-        owned = []
         for n, status in enumerate(OPEN_STATUSES):  # a listing a status
             if n and not go_on():
                 break
@@ -294,8 +293,7 @@ class BedrockBatchProvider(BatchProvider):
                 name = str(summary.get("jobName", ""))
                 job, _, index = name.removeprefix(prefix).rpartition("-")
                 if name.startswith(prefix) and job and index.isdigit():
-                    owned.append((str(summary["jobArn"]), f"job_{job}", int(index)))
-        return owned
+                    yield str(summary["jobArn"]), f"job_{job}", int(index)
 
     def _list_jobs(self, go_on: Callable[[], bool] = every_page, **filters: Any) -> Iterator[dict[str, Any]]:
         """The jobs the filters match, page by page: ``go_on`` is asked before each further page."""

@@ -171,13 +171,12 @@ class GeminiBatchProvider(BatchProvider):
         name = display_name(ref, self._deployment_id)
         return Found(ours=tuple(to_batch(op) for op in self._list() if _metadata(op).get("displayName") == name))
 
-    def _owned_open_batches(self, go_on: Callable[[], bool]) -> list[tuple[str, str, int]]:
+    def _owned_open_batches(self, go_on: Callable[[], bool]) -> Iterator[tuple[str, str, int]]:
         """Unfinished batches named with this deployment's id (without one, nothing is provably ours)."""
         if not self._deployment_id:
-            return []
+            return
         prefix = _deployment_prefix(self._deployment_id)
         earliest = datetime.now(UTC) - ORPHAN_LOOKBACK
-        owned = []
         for op in self._list(go_on):
             batch = to_batch(op)
             name = str(_metadata(op).get("displayName") or "")
@@ -189,8 +188,7 @@ class GeminiBatchProvider(BatchProvider):
                 and index.isdigit()
                 and (batch.created_at is None or batch.created_at >= earliest)
             ):
-                owned.append((batch.id, f"job_{job}", int(index)))
-        return owned
+                yield batch.id, f"job_{job}", int(index)
 
     def _cleanup(self, batch: ProviderBatch) -> None:
         """Delete the batch's input and output files at Google, each on its own."""

@@ -144,18 +144,17 @@ class OpenAIBatchProvider(BatchProvider):
                 ours.append(_to_batch(batch))
         return Found(ours=tuple(ours))
 
-    def _owned_open_batches(self, go_on: Callable[[], bool]) -> list[tuple[str, str, int]]:
+    def _owned_open_batches(self, go_on: Callable[[], bool]) -> Iterator[tuple[str, str, int]]:
         """Unfinished batches created in the last two days that carry this deployment's id and our job and chunk
         ids. Without a deployment id nothing is provably ours (another stack may share the key): none."""
         if not self._deployment_id:
-            return []
+            return
         earliest = datetime.now(UTC) - ORPHAN_LOOKBACK
-        owned: list[tuple[str, str, int]] = []
         for page in self._client.batches.list(limit=100).iter_pages():  # the next page is read on the next turn
             for batch in page.data:
                 created = _timestamp(batch.created_at)
                 if created is not None and created < earliest:
-                    return owned
+                    return
                 metadata = batch.metadata or {}
                 if (
                     batch.status in OPEN_STATUSES
@@ -163,10 +162,9 @@ class OpenAIBatchProvider(BatchProvider):
                     and META_JOB in metadata
                     and metadata.get(META_CHUNK, "").isdigit()
                 ):
-                    owned.append((batch.id, metadata[META_JOB], int(metadata[META_CHUNK])))
+                    yield batch.id, metadata[META_JOB], int(metadata[META_CHUNK])
             if not page.has_next_page() or not go_on():
-                break
-        return owned
+                return
 
     def _cleanup(self, batch: ProviderBatch) -> None:
         """Delete the batch's files at OpenAI, each on its own: one that fails does not keep the others."""

@@ -369,7 +369,10 @@ def _cancel_orphans(services: Services, budget: StepBudget) -> list[str]:
     # The enabled providers: those with a key, and Bedrock when the deployment has its service role (it has no key).
     enabled = [*services.settings.secret_arns, *(["bedrock"] if services.settings.bedrock.role_arn else [])]
     for provider_name in enabled:
+        if not budget.another():  # a listing reads its first page unasked
+            return canceled
         provider = services.provider_for(provider_name)
+        # Found a page at a time and canceled as found: a listing the budget stops has still canceled its first finds.
         for batch_id, job_id, index in provider.owned_open_batches(budget.another):
             if not budget.another():
                 return canceled  # the next scheduled sweep goes on
