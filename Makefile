@@ -18,10 +18,10 @@ LINT_TEMPLATE := BatchGatewayStack.template.json
 CHECKOV := BC_SKIP_MAPPING=TRUE CKV_SKIP_PACKAGE_UPDATE_CHECK=true $(LINT_VENV)/bin/checkov --framework cloudformation \
 	--skip-download --quiet --compact
 
-.PHONY: help install demo local test test-unit test-integration test-infra test-e2e test-gllm synth lint bench clean
+.PHONY: help install demo local test test-all test-unit test-integration test-infra test-e2e test-gllm synth lint bench clean
 
 help:
-	@echo "make demo | local | test (test-unit | test-integration | test-infra | test-e2e | test-gllm) | synth | lint | bench | clean"
+	@echo "make demo | local | test (test-unit | test-integration | test-infra) | test-e2e | test-all | test-gllm | synth | lint | bench | clean"
 
 $(VENV_STAMP): pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -44,8 +44,12 @@ demo: $(VENV_STAMP)
 local: $(VENV_STAMP)
 	$(UV) run --frozen batch-gateway local
 
+# The suite a change is checked with, in about 5 minutes on 2 cores: unit, integration and infra. The local stack end
+# to end (about 9 minutes more) is its own layer, test-e2e; CI (.ci/run) runs both (decision 0091).
 test: $(VENV_STAMP) $(LINT_STAMP)
-	$(UV) run --frozen pytest -n 2 -q
+	$(UV) run --frozen pytest -n 2 -q tests/unit tests/integration tests/infra
+
+test-all: test test-e2e
 
 # One layer at a time, cheapest first: unit (no network, no AWS), integration (handlers against moto in-process and
 # the simulators), infra (the synthesized template, cdk-nag, cfn-lint, checkov), e2e (the local stack end to end).
