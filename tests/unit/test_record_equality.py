@@ -63,3 +63,20 @@ def test_a_mutable_record_is_not_hashable_and_its_methods_are_records(record):
         hash(record)
     for name in ("__eq__", "__repr__"):
         assert name not in type(record).__dict__, f"{type(record).__name__} generates its own {name}"
+
+
+def test_a_record_never_prints_a_signing_secret():
+    """A repr can reach a log (an exception's message, a debug line): a subscription's secrets and a job's webhook,
+    which holds its secret, are left out of it."""
+    subscription = Subscription(
+        id="wh_1",
+        owner="o",
+        url="https://example.com/h",
+        secret="whsec_current",
+        previous_secret="whsec_before",
+        created_at=NOW,
+    )
+    job = a_job(webhook={"url": "https://example.com/h", "events": [], "secret": "whsec_job"})
+    for shown in (repr(subscription), repr(job), str(subscription), str(job)):
+        assert "whsec_" not in shown
+    assert "url='https://example.com/h'" in repr(subscription)

@@ -111,8 +111,8 @@ class Subscription(Record):
     url: str
     events: list[str] = field(default_factory=list)
     description: str | None = None
-    secret: str
-    previous_secret: str | None = None
+    secret: str = field(repr=False)  # never in a repr, which can reach a log
+    previous_secret: str | None = field(default=None, repr=False)
     previous_secret_until: datetime | None = None
     created_at: datetime = field(default_factory=utcnow)
     secret_rotated_at: datetime | None = None
