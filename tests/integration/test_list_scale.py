@@ -163,41 +163,39 @@ def test_the_openai_doors_page_stops_reading_among_other_doors_jobs_and_the_sdk_
     assert listed == batches and len(batches) == 10
 
 
-def test_the_anthropic_doors_page_after_a_deep_after_id_reads_what_a_shallow_one_reads(store):
-    """``GET /anthropic/v1/messages/batches?after_id=<id>``: the cursor's job (read anyway, a 404 if not the
-    caller's) and one Query from just past its key; the 2,000th newest batch costs what the 10th does."""
+@pytest.mark.parametrize(
+    ("cursor", "depths", "page_of"),
+    [
+        ("after_id", (10, 2_000), lambda ids, depth: ids[depth : depth + 20]),  # the 20 just older
+        ("before_id", (300, 2_000), lambda ids, depth: ids[depth - 21 : depth - 1]),  # the 20 just newer
+    ],
+)
+def test_the_anthropic_doors_page_at_a_deep_cursor_reads_what_a_shallow_one_reads(store, cursor, depths, page_of):
+    """``GET /anthropic/v1/messages/batches?after_id=<id>`` or ``?before_id=<id>``: the cursor's job (read anyway, a
+    404 if not the caller's) and one Query from just past its key, down for ``after_id`` and up for ``before_id``
+    (the page still newest first); the 2,000th newest batch costs what a shallow one does (``before_id`` read every
+    batch newer than the cursor before: 2,000 items at the 2,000th)."""
     services = memory_services()
     services.jobs = store
     ids = _bulk(store, OWNER, 2_500, door="anthropic")
     reads = Reads(store._db)
     seen = {}
-    for depth in (10, 2_000):
+    for depth in depths:
         body, calls, scanned = reads.of(
-            anthropic_door.list_batches, services, OWNER, lambda job_id: job_id, after_id=ids[depth - 1], limit="20"
+            anthropic_door.list_batches, services, OWNER, lambda job_id: job_id, limit="20", **{cursor: ids[depth - 1]}
         )
-        assert [batch["id"] for batch in body["data"]] == ids[depth : depth + 20] and body["has_more"]
+        page = page_of(ids, depth)
+        assert [batch["id"] for batch in body["data"]] == page and body["has_more"]
+        assert (body["first_id"], body["last_id"]) == (page[0], page[-1])
         seen[depth] = (sum(scanned), calls)
-    assert seen[2_000] == seen[10]
-    assert seen[10] == (100, Counter({"GetItem": 1, "Query": 1}))
+    assert seen[depths[1]] == seen[depths[0]] == (100, Counter({"GetItem": 1, "Query": 1}))
 
 
-def test_the_anthropic_doors_page_before_a_deep_before_id_reads_what_a_shallow_one_reads(store):
-    """``GET /anthropic/v1/messages/batches?before_id=<id>``: the page of batches just newer than the cursor, newest
-    first, from one Query read upward from its key; the 2,000th newest batch costs what the 300th does (before: every
-    batch newer than the cursor, 2,000 items read at the 2,000th)."""
+def test_the_anthropic_doors_page_before_one_of_the_newest_batches_says_there_is_no_more(store):
     services = memory_services()
     services.jobs = store
-    ids = _bulk(store, OWNER, 2_500, door="anthropic")
-    reads = Reads(store._db)
-    seen = {}
-    for depth in (300, 2_000):
-        body, calls, scanned = reads.of(
-            anthropic_door.list_batches, services, OWNER, lambda job_id: job_id, before_id=ids[depth - 1], limit="20"
-        )
-        assert [batch["id"] for batch in body["data"]] == ids[depth - 21 : depth - 1] and body["has_more"]
-        assert body["first_id"] == ids[depth - 21] and body["last_id"] == ids[depth - 2]
-        seen[depth] = (sum(scanned), calls)
-    assert seen[2_000] == seen[300]
-    assert seen[300] == (100, Counter({"GetItem": 1, "Query": 1}))
+    ids = _bulk(store, OWNER, 30, door="anthropic")
     body = anthropic_door.list_batches(services, OWNER, lambda job_id: job_id, before_id=ids[20], limit="20")
     assert [batch["id"] for batch in body["data"]] == ids[:20] and not body["has_more"]
+    body = anthropic_door.list_batches(services, OWNER, lambda job_id: job_id, before_id=ids[0], limit="20")
+    assert body == {"data": [], "has_more": False, "first_id": None, "last_id": None}

@@ -546,17 +546,27 @@ def test_error_lines_map_to_errored_with_code_and_message():
     assert (result.status, result.code) == (ItemStatus.ERRORED, "server_error")
 
 
+def running_batches(sdk, count: int, **metadata: str) -> list:
+    """``count`` batches on the same one-line file, each with ``metadata`` (another deployment's by default)."""
+    line = {"custom_id": "a", "method": "POST", "url": "/v1/chat/completions", "body": {"model": MODEL, "messages": []}}
+    uploaded = sdk.files.create(file=("in.jsonl", (json.dumps(line) + "\n").encode()), purpose="batch")
+    return [
+        sdk.batches.create(
+            input_file_id=uploaded.id,
+            endpoint="/v1/chat/completions",
+            completion_window="24h",
+            metadata=metadata or {"x": "y"},
+        )
+        for _ in range(count)
+    ]
+
+
 def test_the_orphan_listing_stops_at_the_callers_budget_between_pages(sim, sdk):
     """The sweeper's orphan pass lists a shared key's batches of the last two days, 100 a page: with 250 batches of
     another deployment, the listing asks the sweep's budget before each further page and stops when it says no,
     rather than reading every page in one invocation (the next sweep looks again)."""
     sim.configure(processing_seconds=3_600)
-    line = {"custom_id": "a", "method": "POST", "url": "/v1/chat/completions", "body": {"model": MODEL, "messages": []}}
-    uploaded = sdk.files.create(file=("in.jsonl", (json.dumps(line) + "\n").encode()), purpose="batch")
-    for _ in range(250):
-        sdk.batches.create(
-            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h", metadata={"x": "y"}
-        )
+    running_batches(sdk, 250)
     ours = make_provider("openai", api_key="sim-key", base_url=sim.openai_base_url, deployment_id="dep-1")
     answers = iter([True, False])
 
@@ -572,17 +582,9 @@ def test_the_orphan_listing_hands_over_each_page_before_reading_the_next(sim, sd
     """The sweeper cancels an orphan as soon as its page is read: a listing stopped by the budget must not have kept
     the first pages' finds back (the pass would cancel nothing, and start again from the first page next time)."""
     sim.configure(processing_seconds=3_600)
-    line = {"custom_id": "a", "method": "POST", "url": "/v1/chat/completions", "body": {"model": MODEL, "messages": []}}
-    uploaded = sdk.files.create(file=("in.jsonl", (json.dumps(line) + "\n").encode()), purpose="batch")
-    for _ in range(150):
-        sdk.batches.create(
-            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h", metadata={"x": "y"}
-        )
-    orphan = sdk.batches.create(  # the newest: on the first page
-        input_file_id=uploaded.id,
-        endpoint="/v1/chat/completions",
-        completion_window="24h",
-        metadata={"batch_gateway_job": "job_gone", "batch_gateway_chunk": "3", "batch_gateway_deployment": "dep-1"},
+    running_batches(sdk, 150)
+    [orphan] = running_batches(  # the newest: on the first page
+        sdk, 1, batch_gateway_job="job_gone", batch_gateway_chunk="3", batch_gateway_deployment="dep-1"
     )
     ours = make_provider("openai", api_key="sim-key", base_url=sim.openai_base_url, deployment_id="dep-1")
 

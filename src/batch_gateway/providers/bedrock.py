@@ -31,14 +31,7 @@ from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.models.request_extras import anthropic_extras, plain_extras
 from batch_gateway.providers.anthropic import claude_output
-from batch_gateway.providers.base import (
-    BatchProvider,
-    ChunkRef,
-    Found,
-    ProviderBatch,
-    ProviderResult,
-    every_page,
-)
+from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult, every_page
 from batch_gateway.settings import BedrockSettings
 
 logger = Logger(child=True)

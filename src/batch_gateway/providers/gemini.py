@@ -35,14 +35,7 @@ from batch_gateway.contract.jsonl import split_lines
 from batch_gateway.jsonlines import loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.models.provider_options import GOOGLE_GENERATION_OPTIONS
-from batch_gateway.providers.base import (
-    BatchProvider,
-    ChunkRef,
-    Found,
-    ProviderBatch,
-    ProviderResult,
-    every_page,
-)
+from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult, every_page
 
 logger = Logger(child=True)
 
