@@ -163,6 +163,41 @@ def test_the_openai_doors_page_stops_reading_among_other_doors_jobs_and_the_sdk_
     assert listed == batches and len(batches) == 10
 
 
+def test_the_anthropic_doors_page_stops_reading_among_other_jobs_and_the_sdk_pages_on(store):
+    """Between an owner's Anthropic-door batches may lie many other jobs: a page stops after five index pages once
+    it has a batch, with ``has_more``, and the Anthropic SDK's way of paging (``after_id`` = the last id while
+    ``has_more``; back up with ``before_id`` = the first id) still lists every batch once, newest first."""
+    services = memory_services()
+    services.jobs = store
+    ids = _bulk(store, OWNER, 1_500, door="anthropic", door_every=150)  # one batch in 150 jobs: 10 batches
+    batches = ids[149::150]  # the 1st, 151st, ... job created, newest first
+    reads = Reads(store._db)
+    pages: list[list[str]] = []
+    cursor: dict[str, str] = {}
+    while True:
+        body, calls, scanned = reads.of(
+            anthropic_door.list_batches, services, OWNER, lambda job_id: job_id, limit="20", **cursor
+        )
+        assert calls["Query"] <= 5 and sum(scanned) <= 500, (calls, scanned)
+        pages.append([batch["id"] for batch in body["data"]])
+        if not (body["has_more"] and body["data"]):
+            break
+        cursor = {"after_id": body["last_id"]}
+    assert [batch for page in pages for batch in page] == batches and len(batches) == 10
+    listed: list[str] = []
+    cursor = {"before_id": batches[-1]}
+    while True:
+        body, calls, scanned = reads.of(
+            anthropic_door.list_batches, services, OWNER, lambda job_id: job_id, limit="20", **cursor
+        )
+        assert calls["Query"] <= 5 and sum(scanned) <= 500, (calls, scanned)
+        listed = [batch["id"] for batch in body["data"]] + listed
+        if not (body["has_more"] and body["data"]):
+            break
+        cursor = {"before_id": body["first_id"]}
+    assert listed == batches[:-1]
+
+
 @pytest.mark.parametrize(
     ("cursor", "depths", "page_of"),
     [

@@ -17,6 +17,7 @@ from batch_gateway.service.create import create_door_job
 
 DOOR = "anthropic"
 _PAGE = 100  # jobs read per store page while looking for the door's batches
+_PAGES_READ = 5  # a list that has found a batch reads at most this many store pages (as the OpenAI door)
 
 
 def anthropic_results_key(job_id: str) -> str:
@@ -116,7 +117,9 @@ def list_batches(
     before_id: str | None = None,
 ) -> dict[str, Any]:
     """Newest first, like Anthropic's list. ``after_id``: the page of batches older than that one; ``before_id``:
-    the page of batches newer than that one. The cursor must be one of the caller's batches (else 404)."""
+    the page of batches newer than that one. The cursor must be one of the caller's batches (else 404). Other jobs
+    of the owner's are skipped: once a batch is found, at most ``_PAGES_READ`` store pages are read and a short
+    page answers with ``has_more`` (the SDK pages on from its last or first id; an empty page never says more)."""
     size = _limit(limit)
     if after_id and before_id:
         raise InvalidRequestError("give after_id or before_id, not both")
@@ -126,11 +129,17 @@ def list_batches(
     # (oldest first, then turned round) for before_id.
     page: list[Job] = []
     has_more = False
-    for job in _door_jobs(services, owner, start_after=start, oldest_first=bool(before_id)):
-        if len(page) == size:
+    for pages_read, jobs, more in _door_pages(services, owner, start_after=start, oldest_first=bool(before_id)):
+        for job in jobs:
+            if len(page) == size:
+                has_more = True
+                break
+            page.append(job)
+        if has_more or not more:
+            break
+        if page and pages_read >= _PAGES_READ:  # the rest of the batches are for the next page
             has_more = True
             break
-        page.append(job)
     if before_id:
         page.reverse()
     return {
@@ -141,18 +150,23 @@ def list_batches(
     }
 
 
-def _door_jobs(
+def _door_pages(
     services: Services, owner: str, *, start_after: Job | None = None, oldest_first: bool = False
-) -> Iterator[Job]:
+) -> Iterator[tuple[int, list[Job], bool]]:
+    """(store pages read so far, this page's door batches that are not deleted, whether the store has more)."""
     token: str | None = None
+    pages_read = 0
     while True:
         jobs, token = services.jobs.list_jobs(
             owner, limit=_PAGE, next_token=token, start_after=start_after, oldest_first=oldest_first
         )
         start_after = None
-        for job in jobs:
-            if job.door == DOOR and not job.door_fields.get("deleted_at"):
-                yield job
+        pages_read += 1
+        yield (
+            pages_read,
+            [job for job in jobs if job.door == DOOR and not job.door_fields.get("deleted_at")],
+            bool(token),
+        )
         if not token:
             return
 
