@@ -78,7 +78,9 @@ def test_creates_stop_at_the_budget_cancel_gives_back_and_the_end_charges_the_ac
     assert canceled["status"] == "canceled"
     canceled_cost = (canceled["cost"] or {}).get("total") or 0
     after_cancel = _own(tenant)
-    assert tenant.request("GET", f"/batches/{first['id']}").json()["status"] == "in_progress"
+    # Not ended, so its reservation still holds: running, or still queued on a machine slow enough that its Submit
+    # has not run yet (seen once in a full e2e run on 2 workers).
+    assert tenant.request("GET", f"/batches/{first['id']}").json()["status"] in ("queued", "in_progress")
     assert after_cancel["reserved_usd"] == pytest.approx(needed, abs=1e-6)  # only the running job's
     assert after_cancel["spent_usd"] == pytest.approx(canceled_cost, abs=1e-6)
 
