@@ -129,7 +129,8 @@ def list_batches(
     # (oldest first, then turned round) for before_id.
     page: list[Job] = []
     has_more = False
-    for pages_read, jobs, more in _door_pages(services, owner, start_after=start, oldest_first=bool(before_id)):
+    pages = _door_pages(services, owner, start_after=start, oldest_first=bool(before_id))
+    for pages_read, (jobs, more) in enumerate(pages, start=1):
         for job in jobs:
             if len(page) == size:
                 has_more = True
@@ -152,21 +153,15 @@ def list_batches(
 
 def _door_pages(
     services: Services, owner: str, *, start_after: Job | None = None, oldest_first: bool = False
-) -> Iterator[tuple[int, list[Job], bool]]:
-    """(store pages read so far, this page's door batches that are not deleted, whether the store has more)."""
+) -> Iterator[tuple[list[Job], bool]]:
+    """Page by page: (the page's door batches that are not deleted, whether the store has more)."""
     token: str | None = None
-    pages_read = 0
     while True:
         jobs, token = services.jobs.list_jobs(
             owner, limit=_PAGE, next_token=token, start_after=start_after, oldest_first=oldest_first
         )
         start_after = None
-        pages_read += 1
-        yield (
-            pages_read,
-            [job for job in jobs if job.door == DOOR and not job.door_fields.get("deleted_at")],
-            bool(token),
-        )
+        yield [job for job in jobs if job.door == DOOR and not job.door_fields.get("deleted_at")], bool(token)
         if not token:
             return
 

@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import operator
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
@@ -139,15 +140,8 @@ class MemoryJobStore(JobStore):
             )
             if next_token:
                 after = _decode_token(next_token, owner)
-                owned = [
-                    item
-                    for item in owned
-                    if (
-                        (item["created_at"], item["id"]) > after
-                        if oldest_first
-                        else (item["created_at"], item["id"]) < after
-                    )
-                ]
+                past = operator.gt if oldest_first else operator.lt  # strictly past the cursor, in listing order
+                owned = [item for item in owned if past((item["created_at"], item["id"]), after)]
             evaluated = owned[:limit]  # like a DynamoDB query: the limit counts items read, before the filter
             page = [
                 Job.from_dict(copy.deepcopy(item))
