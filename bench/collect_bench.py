@@ -68,10 +68,10 @@ def _services(moto: str, sim: str, provider_name: str = "anthropic") -> tuple[An
 
 
 def setup(n: int, moto: str, sim: str, provider_name: str = "anthropic") -> dict[str, Any]:
-    from batch_gateway.service.create import create_job
-    from batch_gateway.service.plan import plan_job
-    from batch_gateway.service.state import WorkflowState
-    from batch_gateway.service.submit import submit_job
+    from batch_gateway.service.api.batches import create_job
+    from batch_gateway.service.workflow.plan import plan_job
+    from batch_gateway.service.workflow.state import WorkflowState
+    from batch_gateway.service.workflow.submit import submit_job
 
     services, provider = _services(moto, sim, provider_name)
     started = time.perf_counter()
@@ -150,7 +150,7 @@ def bedrock_floor(batch: Any, key: str) -> tuple[float, int]:
 def measure(
     job_id: str, moto: str, sim: str, reps: int, profile: str | None, trace: bool, provider_name: str = "anthropic"
 ) -> dict[str, Any]:
-    from batch_gateway.service.collect import collect_chunk
+    from batch_gateway.service.workflow.collect import collect_chunk
 
     services, provider = _services(moto, sim, provider_name)
     job = services.jobs.require_job(job_id)

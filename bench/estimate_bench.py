@@ -47,7 +47,7 @@ def upload_file(n: int) -> bytes:
 def _put_upload(n: int, upload_id: str) -> int:
     import boto3
 
-    from batch_gateway.service.keys import upload_key
+    from batch_gateway.service.layout import upload_key
 
     data = upload_file(n)
     boto3.client("s3").put_object(Bucket=BUCKET, Key=upload_key(OWNER, upload_id), Body=data)

@@ -145,14 +145,14 @@ def _run_job(n: int, sim_url: str, calls: Calls) -> dict[str, Any]:
 
     from batch_gateway import wiring
     from batch_gateway.providers import make_provider
-    from batch_gateway.service.create import create_job
-    from batch_gateway.service.finalize import finalize_job
-    from batch_gateway.service.plan import plan_job
-    from batch_gateway.service.poll import poll_job
-    from batch_gateway.service.query import get_job, get_results
-    from batch_gateway.service.retry import retry_job
-    from batch_gateway.service.state import WorkflowState
-    from batch_gateway.service.submit import submit_job
+    from batch_gateway.service.api.batches import create_job
+    from batch_gateway.service.api.query import get_job, get_results
+    from batch_gateway.service.workflow.finalize import finalize_job
+    from batch_gateway.service.workflow.plan import plan_job
+    from batch_gateway.service.workflow.poll import poll_job
+    from batch_gateway.service.workflow.retry import retry_job
+    from batch_gateway.service.workflow.state import WorkflowState
+    from batch_gateway.service.workflow.submit import submit_job
 
     wiring.reset()
     provider = make_provider("anthropic", api_key="x", base_url=sim_url)

@@ -153,7 +153,7 @@ def _percentile(values: Sequence[float], q: float) -> float:
 def scenario(
     batches: list[Batch], schedule: Sequence[int], transitions: dict[str, int], push: bool, rng: random.Random
 ) -> dict[str, Any]:
-    from batch_gateway.service.poll_schedule import Sample, next_wait, record
+    from batch_gateway.service.workflow.poll_schedule import Sample, next_wait, record
 
     runs = []
     for batch in batches:

@@ -161,7 +161,7 @@ def make_workload(n_jobs: int = N_JOBS, seed: int = SEED, equal_jobs_each: int =
 def plan_chunks(job: Job, adapters: dict[str, Any]) -> list[tuple[int, int]]:
     """(requests, bytes) per chunk as Plan cuts a job of equal lines: the real limits and boundary rule, walked a
     chunk at a time (each cut checked with ``ChunkBoundaries.full``), not a line at a time."""
-    from batch_gateway.service.plan import boundaries_for
+    from batch_gateway.service.planning.chunks import boundaries_for
 
     services = SimpleNamespace(
         settings=SimpleNamespace(max_chunk_requests=None, max_chunk_bytes=None, quotas=QUOTA_OVERRIDES)
@@ -255,7 +255,7 @@ def simulate(jobs: list[Job], seed: int = SEED) -> dict[str, Any]:
     from batch_gateway.providers.anthropic import AnthropicBatchProvider
     from batch_gateway.providers.bedrock import BedrockBatchProvider
     from batch_gateway.providers.openai import OpenAIBatchProvider
-    from batch_gateway.service.quota import Admitted, LedgerView, admit_all
+    from batch_gateway.service.quotas.rule import Admitted, LedgerView, admit_all
     from batch_gateway.store.memory_quotas import MemoryQuotaStore
 
     rng = random.Random(seed + 1)

@@ -154,7 +154,7 @@ def _matches(rule: dict[str, Any], state: dict[str, Any]) -> bool:
 
 def task_model(schedule: str, batch_seconds: int) -> Callable[[str, dict[str, Any], float], dict[str, Any]]:
     """What each workflow Lambda returns, given the fast-forwarded clock."""
-    from batch_gateway.service.state import WorkflowState
+    from batch_gateway.service.workflow.state import WorkflowState
     from batch_gateway.settings import Settings
 
     settings = Settings(table="t", bucket="b", poll_schedule=[int(v) for v in schedule.split(",")])

@@ -11,7 +11,7 @@ from batch_gateway.edge.anthropic_http import (
     results_url_for,
 )
 from batch_gateway.edge.http import caller, json_body, query
-from batch_gateway.service import anthropic_door
+from batch_gateway.service.doors.anthropic import door as anthropic_door
 
 app = make_anthropic_resolver()
 BATCHES = f"{PREFIX}/messages/batches"

@@ -4,7 +4,7 @@
 from batch_gateway import wiring
 from batch_gateway.edge.entry import api_handler
 from batch_gateway.edge.http import caller, json_body, json_response, make_resolver, query
-from batch_gateway.service import budgets
+from batch_gateway.service.api import budgets
 
 app = make_resolver()
 

@@ -3,7 +3,7 @@
 from batch_gateway import wiring
 from batch_gateway.edge.entry import api_handler
 from batch_gateway.edge.http import caller, json_response, make_resolver
-from batch_gateway.service.cancel import cancel_job
+from batch_gateway.service.api.cancel import cancel_job
 
 app = make_resolver()
 

@@ -8,9 +8,8 @@ from batch_gateway.edge.entry import api_handler
 from batch_gateway.edge.http import caller, json_body, json_response, make_resolver
 from batch_gateway.edge.idempotency import idempotency_key, run_once
 from batch_gateway.edge.observability import metrics
-from batch_gateway.service.create import create_job, is_dry_run
-from batch_gateway.service.estimate import estimate_job
-from batch_gateway.service.query import job_view
+from batch_gateway.service.api.batches import create_job, estimate_job, is_dry_run
+from batch_gateway.service.api.query import job_view
 
 app = make_resolver()
 

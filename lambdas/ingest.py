@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from batch_gateway import wiring
 from batch_gateway.edge.entry import workflow_handler
-from batch_gateway.service.ingest import ingest_object
+from batch_gateway.service.inbound.drop_folder import ingest_object
 
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)  # report, not raise
 

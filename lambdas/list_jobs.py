@@ -3,7 +3,7 @@
 from batch_gateway import wiring
 from batch_gateway.edge.entry import api_handler
 from batch_gateway.edge.http import caller, json_response, make_resolver, query
-from batch_gateway.service.query import list_jobs
+from batch_gateway.service.api.query import list_jobs
 
 app = make_resolver()
 

@@ -2,9 +2,9 @@
 
 from batch_gateway import wiring
 from batch_gateway.edge.entry import workflow_handler
-from batch_gateway.service.budget import StepBudget
-from batch_gateway.service.finalize import mark_failed
-from batch_gateway.service.state import FailureState
+from batch_gateway.service.step_budget import StepBudget
+from batch_gateway.service.workflow.finalize import mark_failed
+from batch_gateway.service.workflow.state import FailureState
 
 
 def _step(event: dict, budget: StepBudget) -> dict:

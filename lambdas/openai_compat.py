@@ -7,7 +7,7 @@ from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.edge.entry import api_handler
 from batch_gateway.edge.http import caller, json_body, query
 from batch_gateway.edge.openai_http import PREFIX, make_openai_resolver, multipart_form, openai_response
-from batch_gateway.service import openai_door
+from batch_gateway.service.doors.openai import door as openai_door
 
 app = make_openai_resolver()
 

@@ -7,7 +7,7 @@ from batch_gateway import constants, wiring
 from batch_gateway.contract.errors import PayloadTooLargeError
 from batch_gateway.edge.entry import api_handler
 from batch_gateway.edge.http import json_response, make_resolver
-from batch_gateway.service.provider_push import receive_openai_event
+from batch_gateway.service.inbound.provider_push import receive_openai_event
 
 app = make_resolver()
 

@@ -1,4 +1,4 @@
-"""Workflow step Park: store the task token the workflow waits on until the next poll (``service/wake.py``)."""
+"""Workflow step Park: store the task token the workflow waits on until the next poll (``service/workflow/wake.py``)."""
 
 from datetime import datetime
 from typing import Any
@@ -6,7 +6,7 @@ from typing import Any
 from batch_gateway import wiring
 from batch_gateway.edge.entry import workflow_handler
 from batch_gateway.models.jobs import utcnow
-from batch_gateway.service.wake import park_job
+from batch_gateway.service.workflow.wake import park_job
 
 
 def _park(event: dict[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from batch_gateway import wiring
 from batch_gateway.edge.entry import workflow_handler
-from batch_gateway.service.plan import plan_job
-from batch_gateway.service.state import WorkflowState
+from batch_gateway.service.workflow.plan import plan_job
+from batch_gateway.service.workflow.state import WorkflowState
 
 handler = workflow_handler(lambda event: plan_job(wiring.services(), WorkflowState.model_validate(event)).out())

@@ -2,8 +2,8 @@
 
 from batch_gateway import wiring
 from batch_gateway.edge.entry import workflow_handler
-from batch_gateway.service.poll import poll_job
-from batch_gateway.service.state import WorkflowState
+from batch_gateway.service.workflow.poll import poll_job
+from batch_gateway.service.workflow.state import WorkflowState
 
 handler = workflow_handler(
     lambda event, budget: poll_job(wiring.services(), WorkflowState.model_validate(event), budget).out(),

@@ -2,8 +2,8 @@
 
 from batch_gateway import wiring
 from batch_gateway.edge.entry import workflow_handler
-from batch_gateway.service.state import WorkflowState
-from batch_gateway.service.submit import submit_job
+from batch_gateway.service.workflow.state import WorkflowState
+from batch_gateway.service.workflow.submit import submit_job
 
 handler = workflow_handler(
     lambda event, budget: submit_job(wiring.services(), WorkflowState.model_validate(event), budget).out(),

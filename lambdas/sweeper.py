@@ -6,8 +6,8 @@ from typing import Any
 
 from batch_gateway import wiring
 from batch_gateway.edge.entry import workflow_handler
-from batch_gateway.service.budget import StepBudget
-from batch_gateway.service.sweep import sweep
+from batch_gateway.service.step_budget import StepBudget
+from batch_gateway.service.workflow.sweep import sweep
 
 
 def _sweep(event: dict[str, Any], budget: StepBudget) -> dict[str, Any]:

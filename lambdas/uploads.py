@@ -3,7 +3,7 @@
 from batch_gateway import wiring
 from batch_gateway.edge.entry import api_handler
 from batch_gateway.edge.http import caller, json_body, json_response, make_resolver
-from batch_gateway.service.uploads import create_upload
+from batch_gateway.service.api.uploads import create_upload
 
 app = make_resolver()
 

@@ -16,8 +16,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from batch_gateway import wiring
 from batch_gateway.edge.entry import workflow_handler
 from batch_gateway.edge.observability import logger, metrics
-from batch_gateway.service.budget import StepBudget
-from batch_gateway.service.webhook_delivery import DeliveryFailedError, handle_message
+from batch_gateway.service.events.webhook_delivery import DeliveryFailedError, handle_message
+from batch_gateway.service.step_budget import StepBudget
 
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)  # report, not raise
 

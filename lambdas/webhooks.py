@@ -4,7 +4,7 @@ POST /webhooks/{id}/rotate-secret, each the caller's own. A secret is answered b
 from batch_gateway import wiring
 from batch_gateway.edge.entry import api_handler
 from batch_gateway.edge.http import caller, json_body, json_response, make_resolver
-from batch_gateway.service import webhooks
+from batch_gateway.service.api import webhooks
 
 app = make_resolver()
 NO_STORE = {"Cache-Control": "no-store"}

@@ -2,7 +2,7 @@
 signs with, and the receiver function. Made only when the openai provider is enabled.
 
 The route has no IAM or authorizer: OpenAI cannot sign with SigV4 or send a gateway key. The Standard Webhooks
-signature with the project webhook's secret is its authentication (``service/provider_push.py``), and a verified
+signature with the project webhook's secret is its authentication (``service/inbound/provider_push.py``), and a verified
 event can do one thing only: make a job's next poll run now.
 """
 
@@ -20,7 +20,10 @@ from batch_gateway import constants
 from stacks import grants, nag
 from stacks.functions import API_SIZING, FunctionFactory
 
-JOB_ITEM_ACTIONS = ["dynamodb:GetItem", "dynamodb:UpdateItem"]  # read the job, set its wake flag (service/wake.py)
+JOB_ITEM_ACTIONS = [
+    "dynamodb:GetItem",
+    "dynamodb:UpdateItem",
+]  # read the job, set its wake flag (service/workflow/wake.py)
 
 
 class OpenAIPushConstruct(Construct):

@@ -30,7 +30,7 @@ from stacks.config import GatewayConfig
 from stacks.functions import FunctionFactory, Sizing
 from stacks.storage import StorageConstruct
 
-# Five deliveries of at most 10 s each (service/webhook_send.py's deadline, DNS included) per invocation, one after
+# Five deliveries of at most 10 s each (events/webhook_send.py's deadline, DNS included) per invocation, one after
 # another; none is started with less than 13 s left (webhook_delivery.DELIVERY_NEEDS_MS), so the timeout never
 # fails a batch whose deliveries went out.
 DELIVERY_SIZING = Sizing(memory_mb=256, timeout=Duration.seconds(60))

@@ -194,7 +194,7 @@ class WorkflowConstruct(Construct):
                 [f"{constants.DOORS_PREFIX}*"],
                 [*grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
                 "a door job's output files (OpenAI output/error files, Anthropic results) are written from its "
-                "results; an empty OpenAI file is deleted again (service/door_output.py).",
+                "results; an empty OpenAI file is deleted again (service/outputs/doors.py).",
             )
         for function_id in ("Submit", "Poll", "MarkFailed"):
             secrets.grant_read(self.functions[function_id])
@@ -254,7 +254,7 @@ class WorkflowConstruct(Construct):
             task.add_catch(mark_failed, errors=["States.ALL"], result_path="$.error")
 
         # Between polls the workflow parks (decision 0072): a waitForTaskToken task whose Lambda stores the token on
-        # the job; a wake (cancel, a provider's push: service/wake.py) resumes it at once, else it times out after
+        # the job; a wake (cancel, a provider's push: workflow/wake.py) resumes it at once, else it times out after
         # $.wait_seconds. Either way Poll comes next, with the state as it was (the task's result is discarded).
         park = tasks.LambdaInvoke(
             self,

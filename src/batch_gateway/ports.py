@@ -157,6 +157,18 @@ class JobStore(Protocol):
         return job
 
 
+class LineWriter(Protocol):
+    """What a create's request sink hands out: lines in, nothing kept when the ``with`` block raises."""
+
+    def write_line(self, line: bytes) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+
 class PayloadWriter(Protocol):
     """An object written as a stream; nothing is visible until ``close``, and an exception inside ``with`` leaves
     nothing behind. Conditional writers raise ``WriteConflictError`` on close when the object changed meanwhile."""

@@ -18,7 +18,7 @@ from batch_gateway import constants
 from batch_gateway.contract.errors import ProviderAuthError
 from batch_gateway.models.pricing import PriceTable, file_table
 from batch_gateway.service.context import Services
-from batch_gateway.service.signals import signalling
+from batch_gateway.service.events.signals import signalling
 from batch_gateway.settings import Settings
 from batch_gateway.store import aws
 from batch_gateway.store.budgets import DynamoDBBudgetStore
@@ -28,8 +28,8 @@ from batch_gateway.store.payloads import S3PayloadStore
 if TYPE_CHECKING:  # built on first use below: an API function that needs none of them never imports them
     from batch_gateway.ports import QuotaStore
     from batch_gateway.providers.base import BatchProvider
-    from batch_gateway.service.api_keys import ApiKeys
-    from batch_gateway.service.webhook_delivery import Deliverer
+    from batch_gateway.service.api.keys import ApiKeys
+    from batch_gateway.service.events.webhook_delivery import Deliverer
     from batch_gateway.store.provider_batches import ProviderBatchIndex
     from batch_gateway.store.webhooks import DynamoDBWebhookStore
 
@@ -185,7 +185,7 @@ def _pepper() -> str:
 @cache
 def api_keys() -> ApiKeys:
     """Gateway API keys (the Keys function and the key authorizer); the authorizer's answers are cached 30 s."""
-    from batch_gateway.service.api_keys import ApiKeys
+    from batch_gateway.service.api.keys import ApiKeys
     from batch_gateway.store.api_keys import DynamoDBKeyStore
 
     s = settings()
@@ -208,7 +208,7 @@ def webhook_deliverer(counted: Callable[[str, int], None]) -> Deliverer:
 
 @cache
 def _deliverer(counted: Callable[[str, int], None]) -> Deliverer:
-    from batch_gateway.service.webhook_delivery import Deliverer
+    from batch_gateway.service.events.webhook_delivery import Deliverer
     from batch_gateway.store.webhook_queue import WebhookQueue
 
     s = settings()

@@ -15,7 +15,7 @@ from tests.support.api_caller import seed_body
 pytestmark = pytest.mark.e2e
 
 CHUNKS = 20
-# What Submit and Poll log when their budget stops them before their timeout (service/submit.py, service/poll.py).
+# What Submit and Poll log when their budget stops them before their timeout (workflow/submit.py, workflow/poll.py).
 STOPPED_IN_TIME = ("Submit leaves the remaining chunks to Poll", "Poll stops before its time runs out")
 TIMEOUT_SECONDS = 20  # a loaded 2-core machine (two local stacks in CI) must still fit one chunk in it
 CREATE_SECONDS = 2.0  # each create is held this long at the simulator: one pass over 20 chunks takes 40 s or more

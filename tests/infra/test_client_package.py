@@ -79,7 +79,7 @@ def test_the_client_and_the_cli_import_and_run_without_the_server_dependencies(c
 
 def test_the_server_code_does_not_run_without_the_server_extra(client_venv):
     done = subprocess.run(
-        [str(client_venv), "-c", "import batch_gateway.service.create"], capture_output=True, text=True, timeout=60
+        [str(client_venv), "-c", "import batch_gateway.service.api.create"], capture_output=True, text=True, timeout=60
     )
     assert done.returncode != 0 and "ModuleNotFoundError" in done.stderr
 

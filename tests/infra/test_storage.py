@@ -5,7 +5,8 @@ from __future__ import annotations
 from aws_cdk.assertions import Match
 
 from batch_gateway import constants
-from batch_gateway.service import anthropic_door, openai_door
+from batch_gateway.service.doors.anthropic import door as anthropic_door
+from batch_gateway.service.doors.openai import door as openai_door
 
 
 def test_jobs_table_has_the_key_schema_and_owner_index_the_store_uses(synthesized):

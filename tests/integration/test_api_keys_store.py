@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from batch_gateway.contract.errors import InvalidRequestError, NotFoundError
-from batch_gateway.service.api_keys import ApiKeys
+from batch_gateway.service.api.keys import ApiKeys
 from batch_gateway.store.api_keys import DynamoDBKeyStore
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.memory_keys import MemoryKeyStore

@@ -10,9 +10,9 @@ import pytest
 
 from batch_gateway import wiring
 from batch_gateway.models.pricing import price_for
-from batch_gateway.service.keys import upload_key
-from batch_gateway.service.plan import plan_job
-from batch_gateway.service.state import WorkflowState
+from batch_gateway.service.layout import upload_key
+from batch_gateway.service.workflow.plan import plan_job
+from batch_gateway.service.workflow.state import WorkflowState
 from lambdas import create
 from tests.support.events import ALICE, call, executions, load_event
 

@@ -22,7 +22,7 @@ import pytest
 
 from batch_gateway.contract import errors
 from batch_gateway.models.jobs import ChunkState
-from batch_gateway.service.keys import results_key
+from batch_gateway.service.layout import results_key
 from lambdas import cancel, create, finalize, plan, poll, submit
 from tests.support.bedrock_account import CLAUDE
 from tests.support.concurrency import Threads

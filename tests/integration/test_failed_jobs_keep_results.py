@@ -9,7 +9,7 @@ import time
 import pytest
 
 from batch_gateway import wiring
-from batch_gateway.service.submit import submit_chunk
+from batch_gateway.service.workflow.submit import submit_chunk
 from lambdas import create, mark_failed, plan, retrieve, status
 from tests.support.events import call, load_event
 

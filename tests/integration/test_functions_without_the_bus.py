@@ -9,7 +9,7 @@ import pytest
 from batch_gateway import constants, wiring
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Job, JobStatus, utcnow
-from batch_gateway.service.wake import park_job, wake_job
+from batch_gateway.service.workflow.wake import park_job, wake_job
 from batch_gateway.store.jobs import DynamoDBJobStore
 from tests.support.fixtures import TABLE
 

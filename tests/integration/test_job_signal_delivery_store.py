@@ -16,8 +16,8 @@ from batch_gateway.contract.errors import ConflictError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Job, JobStatus, RequestCounts
 from batch_gateway.ports import JobStore
-from batch_gateway.service.signals import signalling
-from batch_gateway.service.sweep import sweep
+from batch_gateway.service.events.signals import signalling
+from batch_gateway.service.workflow.sweep import sweep
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.memory import MemoryJobStore
 from batch_gateway_dev.local.resources import create_table

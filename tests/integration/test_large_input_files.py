@@ -10,13 +10,13 @@ import pytest
 
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.jobs import JobStatus
-from batch_gateway.service import openai_door
-from batch_gateway.service.create import create_job
-from batch_gateway.service.finalize import mark_failed
-from batch_gateway.service.input_files import InputFileError
-from batch_gateway.service.keys import requests_key, upload_key
-from batch_gateway.service.plan import plan_job
-from batch_gateway.service.state import WorkflowState
+from batch_gateway.service.api.batches import create_job
+from batch_gateway.service.doors.openai import door as openai_door
+from batch_gateway.service.intake.files import InputFileError
+from batch_gateway.service.layout import requests_key, upload_key
+from batch_gateway.service.workflow.finalize import mark_failed
+from batch_gateway.service.workflow.plan import plan_job
+from batch_gateway.service.workflow.state import WorkflowState
 from lambdas import plan
 from tests.support.workflow_driver import run_workflow
 
@@ -107,7 +107,7 @@ def test_a_retried_plan_after_the_file_was_read_plans_without_reading_it_again(s
     aws = small_bound
     _native_file(aws, _requests(60))
     job = create_job(aws, owner=OWNER, body={"input_file": UPLOAD, **MODEL})
-    from batch_gateway.service.input_files import read_input_file
+    from batch_gateway.service.intake.files import read_input_file
 
     read_input_file(aws, aws.jobs.require_job(job.id))  # a first Plan that died after reading the file
     aws.payloads.put_bytes(upload_key(OWNER, UPLOAD), b"gone")  # a second reading would now fail

@@ -15,8 +15,9 @@ import pytest
 
 from batch_gateway.constants import OPEN_INDEX_PK
 from batch_gateway.models.jobs import Job, JobStatus, RequestCounts, utcnow
-from batch_gateway.service import anthropic_door, openai_door
-from batch_gateway.service.query import list_jobs
+from batch_gateway.service.api.query import list_jobs
+from batch_gateway.service.doors.anthropic import door as anthropic_door
+from batch_gateway.service.doors.openai import door as openai_door
 from batch_gateway.store.jobs import JOB_SK, DynamoDBJobStore, _to_item
 from batch_gateway_dev.local.resources import create_table
 from tests.support.services import memory_services

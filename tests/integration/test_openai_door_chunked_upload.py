@@ -10,7 +10,7 @@ import json
 import pytest
 from openai.types import Batch, Upload
 
-from batch_gateway.service.input_files import InputFileError
+from batch_gateway.service.intake.files import InputFileError
 from lambdas import mark_failed
 from tests.support.doors import BOUNDARY
 from tests.support.doors import create_openai_batch as _create_batch

@@ -11,8 +11,8 @@ import uuid
 
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Chunk, Job, RequestCounts
-from batch_gateway.service.quota import Wait
-from batch_gateway.service.quota_gate import Reserved, admit_chunk, release_chunk
+from batch_gateway.service.quotas.rule import Wait
+from batch_gateway.service.workflow.quota_gate import Reserved, admit_chunk, release_chunk
 from batch_gateway.settings import Settings
 from batch_gateway.store.quotas import DynamoDBQuotaStore
 from batch_gateway_dev.local.resources import create_table

@@ -16,7 +16,7 @@ import pytest
 from batch_gateway.contract.errors import ConflictError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.quotas import ChunkKey, OwnerUsage, QuotaCost, epoch_minute
-from batch_gateway.service.quota_repair import repair_quotas
+from batch_gateway.service.quotas.repair import repair_quotas
 from batch_gateway.store.quotas import WAITING_JOBS_KEPT, DynamoDBQuotaStore, _pk
 from batch_gateway_dev.local.resources import create_table
 from tests.support.concurrency import Threads, serialise_moto_dynamodb

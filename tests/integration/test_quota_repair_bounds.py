@@ -15,7 +15,7 @@ import pytest
 from batch_gateway.constants import OPEN_INDEX_PK
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, RequestCounts
 from batch_gateway.models.quotas import ChunkKey, QuotaCost
-from batch_gateway.service.quota_repair import repair_quotas
+from batch_gateway.service.quotas.repair import repair_quotas
 from batch_gateway.store.jobs import JOB_SK, DynamoDBJobStore, _to_item
 from batch_gateway.store.quotas import DynamoDBQuotaStore
 from batch_gateway_dev.local.resources import create_table

@@ -9,8 +9,8 @@ import pytest
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import ItemStatus, Job, JobStatus
 from batch_gateway.models.results import result_item
-from batch_gateway.service import query
-from batch_gateway.service.keys import results_key
+from batch_gateway.service.api import query
+from batch_gateway.service.layout import results_key
 from lambdas import create, list_jobs, retrieve
 from tests.support.events import ALICE, call, load_event
 

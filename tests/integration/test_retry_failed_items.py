@@ -7,8 +7,7 @@ import json
 import threading
 
 from batch_gateway.models.jobs import ChunkState
-from batch_gateway.service.attempts import retryable_key
-from batch_gateway.service.keys import chunk_ids_key, results_key
+from batch_gateway.service.layout import chunk_ids_key, results_key, retryable_key
 from lambdas import cancel, create, finalize, plan, poll, retry, submit
 from tests.support.events import call, load_event
 from tests.support.workflow_driver import run_workflow

@@ -9,8 +9,8 @@ import json
 import threading
 
 from batch_gateway.models.ids import id_hash
-from batch_gateway.service import retry as retry_service
-from batch_gateway.service.keys import chunk_id_hashes_key, chunk_ids_key, chunk_input_key, results_key
+from batch_gateway.service.layout import chunk_id_hashes_key, chunk_ids_key, chunk_input_key, results_key
+from batch_gateway.service.workflow import retry as retry_service
 from lambdas import create, plan, poll, retry, submit
 from tests.support.events import call, load_event
 from tests.support.workflow_driver import run_workflow

@@ -21,13 +21,13 @@ import pytest
 
 from batch_gateway.providers import make_provider
 from batch_gateway.providers.base import ChunkRef
+from batch_gateway.service.api.batches import create_job
 from batch_gateway.service.context import Services
-from batch_gateway.service.create import create_job
-from batch_gateway.service.keys import chunk_input_key
-from batch_gateway.service.plan import plan_job
-from batch_gateway.service.state import WorkflowState
-from batch_gateway.service.submit import submit_job
-from batch_gateway.service.sweep import sweep
+from batch_gateway.service.layout import chunk_input_key
+from batch_gateway.service.workflow.plan import plan_job
+from batch_gateway.service.workflow.state import WorkflowState
+from batch_gateway.service.workflow.submit import submit_job
+from batch_gateway.service.workflow.sweep import sweep
 from batch_gateway.settings import BedrockLimits, BedrockSettings
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway_dev.local.resources import create_table

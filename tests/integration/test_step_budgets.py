@@ -10,7 +10,7 @@ import pytest
 
 from batch_gateway import wiring
 from batch_gateway.contract.errors import TransientError
-from batch_gateway.service.keys import results_key
+from batch_gateway.service.layout import results_key
 from lambdas import create, finalize, plan, poll, submit
 from tests.support.events import call, load_event
 from tests.support.lambda_context import FakeLambdaContext
@@ -146,7 +146,7 @@ def test_mark_failed_on_a_large_job_goes_on_across_invocations_and_keeps_one_lin
 def test_a_claim_ends_a_minute_after_the_deadline_of_the_invocation_that_took_it(big_job, simulator, monkeypatch, step):
     """A sender cut off by its timeout sends nothing more, so its chunk is reconciled a minute after that deadline,
     not after the 16-minute lease a call without a clock gets."""
-    from batch_gateway.service import submit as submit_service
+    from batch_gateway.service.workflow import submit as submit_service
 
     job_id, state = big_job
     leases = []

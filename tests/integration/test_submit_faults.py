@@ -237,7 +237,7 @@ def test_poll_survives_a_transient_provider_error_and_collects_later(services, c
 
 
 def test_anthropic_custom_ids_carry_the_chunk_marker_and_caller_ids_come_back_unchanged(aws, ctx, simulator):
-    from batch_gateway.service.keys import chunk_ids_key, results_key
+    from batch_gateway.service.layout import chunk_ids_key, results_key
     from tests.support.workflow_driver import run_workflow
 
     ids = ["q1", "x" * 55, "y" * 56, "z" * 64, "with space", "bgw-0"]

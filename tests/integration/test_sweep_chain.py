@@ -16,7 +16,7 @@ from botocore.stub import Stubber
 
 from batch_gateway.constants import OPEN_INDEX_PK
 from batch_gateway.models.jobs import Job, JobStatus, RequestCounts, utcnow
-from batch_gateway.service.sweep import sweep
+from batch_gateway.service.workflow.sweep import sweep
 from batch_gateway.store import aws as aws_clients
 from batch_gateway.store.jobs import JOB_SK, DynamoDBJobStore, _to_item
 from batch_gateway_dev.local.resources import create_table

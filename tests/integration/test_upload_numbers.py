@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from batch_gateway.contract.errors import InvalidRequestError
-from batch_gateway.service import uploads
+from batch_gateway.service.api import uploads
 
 OWNER = "arn:aws:iam::123456789012:user/alice"
 

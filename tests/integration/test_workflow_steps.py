@@ -5,8 +5,8 @@ import json
 import pytest
 
 from batch_gateway.contract.errors import IntegrityError
-from batch_gateway.service.collect import collect_chunk
-from batch_gateway.service.keys import chunk_results_key, results_key
+from batch_gateway.service.layout import chunk_results_key, results_key
+from batch_gateway.service.workflow.collect import collect_chunk
 from lambdas import create, finalize, mark_failed, plan, poll, submit
 from tests.support.events import call, load_event
 from tests.support.workflow_driver import run_workflow

@@ -7,9 +7,9 @@ import json
 
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Job, RequestCounts
-from batch_gateway.service.keys import requests_key
-from batch_gateway.service.plan import plan_job
-from batch_gateway.service.state import WorkflowState
+from batch_gateway.service.layout import requests_key
+from batch_gateway.service.workflow.plan import plan_job
+from batch_gateway.service.workflow.state import WorkflowState
 
 MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-20250514", "google": "gemini-2.5-flash"}
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from batch_gateway.providers import make_provider
 from batch_gateway.providers.base import ChunkRef, ProviderBatch, ProviderResult, Reconciliation
-from batch_gateway.service.state import WorkflowState
+from batch_gateway.service.workflow.state import WorkflowState
 from batch_gateway.settings import Settings
 from tests.support.planned_jobs import neutral_line, new_job
 from tests.support.services import memory_services
@@ -73,7 +73,7 @@ def batches_limit(n: int) -> dict[str, Any]:
 
 
 def planned(services, texts: list[str], owner: str = "alice") -> str:
-    from batch_gateway.service.plan import plan_job
+    from batch_gateway.service.workflow.plan import plan_job
 
     job_id = new_job(services, [neutral_line(f"r{i}", text) for i, text in enumerate(texts)])
     services.jobs.update_job(job_id, owner=owner)

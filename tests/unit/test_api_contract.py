@@ -6,7 +6,7 @@ from batch_gateway.edge.openapi import render
 from batch_gateway.models.api import JobView, ResultItem
 from batch_gateway.models.jobs import Chunk, ItemStatus, Job
 from batch_gateway.models.results import result_item
-from batch_gateway.service.query import job_view
+from batch_gateway.service.api.query import job_view
 from tests.support.services import memory_services
 
 OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"

@@ -25,7 +25,7 @@ from batch_gateway.models.requests import check_model_for_provider
 from batch_gateway.providers import bedrock as adapter
 from batch_gateway.providers import make_provider
 from batch_gateway.providers.base import ChunkRef
-from batch_gateway.service.keys import chunk_prefix
+from batch_gateway.service.layout import chunk_prefix
 from batch_gateway.settings import BedrockLimits, BedrockSettings
 
 BUCKET = "payloads"

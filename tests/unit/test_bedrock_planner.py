@@ -20,11 +20,11 @@ from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import ChunkState, Job, JobStatus, RequestCounts
 from batch_gateway.providers import make_provider
 from batch_gateway.service.context import Services
-from batch_gateway.service.keys import requests_key
-from batch_gateway.service.plan import plan_job
-from batch_gateway.service.poll import poll_job
-from batch_gateway.service.state import WorkflowState
-from batch_gateway.service.submit import submit_job
+from batch_gateway.service.layout import requests_key
+from batch_gateway.service.workflow.plan import plan_job
+from batch_gateway.service.workflow.poll import poll_job
+from batch_gateway.service.workflow.state import WorkflowState
+from batch_gateway.service.workflow.submit import submit_job
 from batch_gateway.settings import BedrockLimits, BedrockSettings, Settings
 from tests.support.services import memory_services
 

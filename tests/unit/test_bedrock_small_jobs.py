@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from batch_gateway.contract import errors
+from batch_gateway.service.api.batches import create_job
 from batch_gateway.service.context import Services
-from batch_gateway.service.create import create_job
 from batch_gateway.settings import BedrockLimits, BedrockSettings, Settings
 from tests.support.services import memory_services
 

@@ -12,8 +12,8 @@ import pytest
 from batch_gateway.contract.errors import BudgetExceededError
 from batch_gateway.models.budgets import Budget, MonthUsage, month_of
 from batch_gateway.models.jobs import Job, JobStatus, RequestCounts, utcnow
-from batch_gateway.service.create import create_job
-from batch_gateway.service.sweep import MAX_RESTARTS, sweep
+from batch_gateway.service.api.batches import create_job
+from batch_gateway.service.workflow.sweep import MAX_RESTARTS, sweep
 from tests.support.services import memory_services
 
 OWNER = "arn:aws:iam::123456789012:user/alice"

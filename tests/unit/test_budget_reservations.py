@@ -12,9 +12,9 @@ import pytest
 from batch_gateway.contract.errors import BudgetExceededError
 from batch_gateway.models.budgets import Budget, MonthUsage, month_of
 from batch_gateway.models.jobs import Job, JobStatus, RequestCounts, utcnow
-from batch_gateway.service.budgets import reserve_after_plan_read, reserve_retry_round, settle_job
-from batch_gateway.service.finalize import mark_failed
-from batch_gateway.service.keys import requests_key
+from batch_gateway.service.layout import requests_key
+from batch_gateway.service.money.ledger import reserve_after_plan_read, reserve_retry_round, settle_job
+from batch_gateway.service.workflow.finalize import mark_failed
 from tests.support.services import memory_services
 
 OWNER = "arn:aws:iam::123456789012:user/alice"

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from batch_gateway.service.create import _request_line
+from batch_gateway.service.intake.requests import request_line
 
 ITEMS = [
     {"id": "a", "messages": [{"role": "user", "content": "Hi"}], "params": {"max_tokens": 64}},
@@ -19,11 +19,11 @@ ITEMS = [
 
 @pytest.mark.parametrize("item", ITEMS, ids=lambda item: item["id"])
 def test_a_request_line_reads_back_as_the_request(item):
-    line = _request_line(item)
+    line = request_line(item)
     assert b"\n" not in line
     assert repr(json.loads(line)) == repr(item)
 
 
 def test_a_lone_surrogate_is_still_refused():
     with pytest.raises(UnicodeEncodeError):
-        _request_line({"id": "e", "text": "bad \ud800 escape"})
+        request_line({"id": "e", "text": "bad \ud800 escape"})

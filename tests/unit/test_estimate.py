@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 
 from batch_gateway.models.pricing import price_for
-from batch_gateway.service.estimate import (
+from batch_gateway.service.money.estimate import (
     TOOL_PROMPT_TOKENS,
     TOOL_PROMPT_TOKENS_MAX,
     RequestStats,
     cost_range,
     high_estimate_usd,
 )
-from batch_gateway.service.plan import ChunkBoundaries
+from batch_gateway.service.planning.chunks import ChunkBoundaries
 
 MODEL = "claude-sonnet-4-20250514"
 
@@ -104,7 +104,7 @@ def _memory_services():
 
 def test_the_estimate_matches_its_documented_shape_and_keeps_nothing():
     from batch_gateway.models.api import Estimate
-    from batch_gateway.service.estimate import estimate_job
+    from batch_gateway.service.api.batches import estimate_job
 
     services = _memory_services()
     for model in (MODEL, "claude-unreleased-9"):

@@ -26,22 +26,22 @@ NOT_ON_API_PATH = {"pydantic", "aws_xray_sdk"}
 ONLY_WHERE_USED = {
     "batch_gateway.store.quotas": set(),  # the quota ledgers: workflow steps and the sweeper
     "batch_gateway.models.quotas": set(),
-    "batch_gateway.service.api_keys": set(),  # the Keys function and the authorizer build it on first use
+    "batch_gateway.service.api.keys": set(),  # the Keys function and the authorizer build it on first use
     "batch_gateway.store.api_keys": set(),
     "batch_gateway.store.webhooks": set(),  # subscriptions: built on first use by the Webhooks function
     "batch_gateway.store.provider_batches": set(),  # the OpenAI webhook receiver, on first use
-    "batch_gateway.service.webhooks": {  # a job's own webhook is checked at create; subscriptions
+    "batch_gateway.service.api.webhooks": {  # a job's own webhook is checked at create; subscriptions
         "Create",
         "AnthropicCompat",
         "OpenAICompat",
         "Uploads",
         "Webhooks",
     },
-    "batch_gateway.service.webhook_delivery": set(),  # fan-out, signing and sending: the webhook functions only
-    "batch_gateway.service.webhook_send": set(),
+    "batch_gateway.service.events.webhook_delivery": set(),  # fan-out, signing and sending: the webhook functions only
+    "batch_gateway.service.events.webhook_send": set(),
     "email.policy": set(),  # the OpenAI door's multipart upload loads it when one arrives
     "batch_gateway.models.api_keys": set(),  # callers are named by models.principals; the key model is Keys' own
-    "batch_gateway.service.join": set(),  # loaded for a failed job's results; Finalize and MarkFailed join
+    "batch_gateway.service.workflow.join": set(),  # loaded for a failed job's results; Finalize and MarkFailed join
 }
 
 

@@ -16,10 +16,10 @@ from batch_gateway.contract.errors import TransientError
 from batch_gateway.models.jobs import JOB_TRANSITIONS, Job, JobStatus, RequestCounts
 from batch_gateway.models.signals import JobSignal
 from batch_gateway.ports import JobStore
-from batch_gateway.service.cancel import cancel_job
-from batch_gateway.service.create import create_job
-from batch_gateway.service.finalize import mark_failed
-from batch_gateway.service.signals import SignallingJobStore, event_id, signalling
+from batch_gateway.service.api.batches import create_job
+from batch_gateway.service.api.cancel import cancel_job
+from batch_gateway.service.events.signals import SignallingJobStore, event_id, signalling
+from batch_gateway.service.workflow.finalize import mark_failed
 from tests.support.services import memory_services
 
 PROMPT = "PROMPT-TEXT-THAT-MUST-NEVER-LEAVE-THE-PAYLOAD-BUCKET"

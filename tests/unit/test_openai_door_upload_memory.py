@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from batch_gateway.service import openai_door
+from batch_gateway.service.doors.openai import door as openai_door
 from batch_gateway.store.memory import MemoryPayloadStore
 from tests.support.services import memory_services
 

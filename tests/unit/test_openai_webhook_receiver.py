@@ -1,4 +1,4 @@
-"""The OpenAI webhook receiver (service/provider_push.py, decision 0073): a verified batch-end event wakes the job
+"""The OpenAI webhook receiver (inbound/provider_push.py, decision 0073): a verified batch-end event wakes the job
 whose chunk holds the batch; a forged or stale signature is refused (400) and wakes nothing; an unknown batch, an
 ended job and other event types are acknowledged and ignored. Events are made by the OpenAI simulator's own signer
 (the one the SDK's ``webhooks.unwrap`` accepts: tests/unit/test_simulator_openai_webhooks.py)."""
@@ -14,8 +14,8 @@ import pytest
 from batch_gateway.contract.errors import InvalidRequestError, PayloadTooLargeError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Job, JobStatus, utcnow
-from batch_gateway.service.provider_push import receive_openai_event
-from batch_gateway.service.wake import park_job
+from batch_gateway.service.inbound.provider_push import receive_openai_event
+from batch_gateway.service.workflow.wake import park_job
 from batch_gateway_dev.simulators.openai_push import sign
 from tests.support.parked_tasks import Tasks
 from tests.support.services import memory_services

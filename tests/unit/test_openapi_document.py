@@ -20,11 +20,11 @@ from openapi_spec_validator import validate
 
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.jobs import JobStatus
+from batch_gateway.service.api.batches import create_job
+from batch_gateway.service.api.query import get_results, list_jobs
 from batch_gateway.service.context import Services
-from batch_gateway.service.create import create_job
-from batch_gateway.service.keys import requests_key, results_key
-from batch_gateway.service.query import get_results, list_jobs
-from batch_gateway.service.webhook_urls import check_url
+from batch_gateway.service.events.webhook_urls import check_url
+from batch_gateway.service.layout import requests_key, results_key
 from batch_gateway.settings import Settings
 from tests.support.services import memory_services
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from batch_gateway.providers import make_provider
-from batch_gateway.service.estimate import estimate_job
-from batch_gateway.service.plan import TOKEN_LIMIT_SHARE
-from batch_gateway.service.quota_gate import cost_of
+from batch_gateway.service.api.batches import estimate_job
+from batch_gateway.service.planning.chunks import TOKEN_LIMIT_SHARE
+from batch_gateway.service.workflow.quota_gate import cost_of
 from batch_gateway.settings import Settings
 from tests.support.planned_jobs import plan
 from tests.support.services import memory_services

@@ -18,12 +18,13 @@ from batch_gateway.models.ids import CUSTOM_ID_RE
 from batch_gateway.models.jobs import JobStatus
 from batch_gateway.providers import make_provider
 from batch_gateway.service.context import Services
-from batch_gateway.service.finalize import finalize_job
-from batch_gateway.service.keys import chunk_idmap_key, chunk_ids_key, chunk_input_key, results_key
-from batch_gateway.service.plan import ENVELOPE_BYTES, plan_job
-from batch_gateway.service.poll import poll_job
-from batch_gateway.service.state import WorkflowState
-from batch_gateway.service.submit import submit_job
+from batch_gateway.service.layout import chunk_idmap_key, chunk_ids_key, chunk_input_key, results_key
+from batch_gateway.service.planning.chunks import ENVELOPE_BYTES
+from batch_gateway.service.workflow.finalize import finalize_job
+from batch_gateway.service.workflow.plan import plan_job
+from batch_gateway.service.workflow.poll import poll_job
+from batch_gateway.service.workflow.state import WorkflowState
+from batch_gateway.service.workflow.submit import submit_job
 from batch_gateway.settings import Settings
 from tests.support.planned_jobs import MODELS, neutral_line, plan
 from tests.support.services import memory_services

@@ -14,9 +14,9 @@ import pytest
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, RequestCounts
 from batch_gateway.providers.base import ProviderBatch
-from batch_gateway.service.poll import notice_lag_seconds, poll_job
-from batch_gateway.service.poll_schedule import FLOOR_SECONDS, MAX_SAMPLES, Sample, next_wait, record
-from batch_gateway.service.state import WorkflowState
+from batch_gateway.service.workflow.poll import notice_lag_seconds, poll_job
+from batch_gateway.service.workflow.poll_schedule import FLOOR_SECONDS, MAX_SAMPLES, Sample, next_wait, record
+from batch_gateway.service.workflow.state import WorkflowState
 from batch_gateway.settings import Settings
 from tests.support.services import memory_services
 
@@ -147,7 +147,7 @@ def test_poll_records_the_progress_samples_and_waits_by_them(monkeypatch):
     )
     clock = [1_700_000_000.0]
     monkeypatch.setattr(
-        "batch_gateway.service.poll.utcnow", lambda: datetime.fromtimestamp(clock[0], UTC), raising=True
+        "batch_gateway.service.workflow.poll.utcnow", lambda: datetime.fromtimestamp(clock[0], UTC), raising=True
     )
     state = WorkflowState(job_id=job_id, polls=20)  # past the schedule's short steps: the backoff is 900 s
     waits = []
@@ -178,7 +178,7 @@ def test_notice_lag_counts_from_the_providers_end_or_from_the_first_poll_that_sa
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_poll_records_when_the_provider_ended_and_the_notice_lag(simulator, provider, capsys):
     from batch_gateway.providers import make_provider
-    from batch_gateway.service.submit import submit_job
+    from batch_gateway.service.workflow.submit import submit_job
     from tests.support.planned_jobs import plan
 
     simulator.reset()

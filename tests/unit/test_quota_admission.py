@@ -24,8 +24,8 @@ from batch_gateway.models.quotas import (
     scopes_for,
 )
 from batch_gateway.models.requests import PROVIDERS
-from batch_gateway.service.estimate import RequestStats
-from batch_gateway.service.quota import Admitted, LedgerView, Wait, admit, admit_all
+from batch_gateway.service.money.estimate import RequestStats
+from batch_gateway.service.quotas.rule import Admitted, LedgerView, Wait, admit, admit_all
 
 NOW = datetime(2026, 12, 1, 12, 0, 30, tzinfo=UTC)
 MODEL = "gpt-4o-mini"

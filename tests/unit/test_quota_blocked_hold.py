@@ -9,11 +9,11 @@ import pytest
 
 from batch_gateway.contract import errors
 from batch_gateway.models.jobs import ChunkState
-from batch_gateway.service.poll import poll_job
-from batch_gateway.service.quota_gate import cost_of
-from batch_gateway.service.quota_repair import repair_quotas
-from batch_gateway.service.state import WorkflowState
-from batch_gateway.service.submit import submit_job
+from batch_gateway.service.quotas.repair import repair_quotas
+from batch_gateway.service.workflow.poll import poll_job
+from batch_gateway.service.workflow.quota_gate import cost_of
+from batch_gateway.service.workflow.state import WorkflowState
+from batch_gateway.service.workflow.submit import submit_job
 from tests.support.quota_workflow import TOKEN_LIMIT, M, P, chunk, planned, services_with
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from batch_gateway.models.jobs import ChunkState
 from batch_gateway.providers import make_provider
-from batch_gateway.service.plan import plan_job
-from batch_gateway.service.poll import poll_job
-from batch_gateway.service.quota_repair import repair_quotas
-from batch_gateway.service.state import WorkflowState
-from batch_gateway.service.submit import submit_job
+from batch_gateway.service.quotas.repair import repair_quotas
+from batch_gateway.service.workflow.plan import plan_job
+from batch_gateway.service.workflow.poll import poll_job
+from batch_gateway.service.workflow.state import WorkflowState
+from batch_gateway.service.workflow.submit import submit_job
 from batch_gateway.settings import Settings
 from tests.support.planned_jobs import neutral_line, new_job
 from tests.support.quota_workflow import QuotaProvider, chunk

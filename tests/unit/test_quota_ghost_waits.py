@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from batch_gateway.models.jobs import ChunkState, JobStatus
 from batch_gateway.models.quotas import OwnerUsage
-from batch_gateway.service.budget import StepBudget
-from batch_gateway.service.cancel import cancel_job
-from batch_gateway.service.poll import poll_job
-from batch_gateway.service.state import WorkflowState
-from batch_gateway.service.submit import submit_job
-from batch_gateway.service.wind_down import wind_down
+from batch_gateway.service.api.cancel import cancel_job
+from batch_gateway.service.step_budget import StepBudget
+from batch_gateway.service.workflow.poll import poll_job
+from batch_gateway.service.workflow.state import WorkflowState
+from batch_gateway.service.workflow.submit import submit_job
+from batch_gateway.service.workflow.wind_down import wind_down
 from tests.support.quota_workflow import M, P, batches_limit, chunk, planned, services_with
 
 
@@ -47,7 +47,9 @@ def test_the_release_after_a_cancel_wakes_the_next_owner_not_the_canceled_job(mo
     cancel_job(services, alice, "alice")
     poll_job(services, alice_state)
     woken: list[str] = []
-    monkeypatch.setattr("batch_gateway.service.quota_gate.wake_job", lambda services, job_id: woken.append(job_id))
+    monkeypatch.setattr(
+        "batch_gateway.service.workflow.quota_gate.wake_job", lambda services, job_id: woken.append(job_id)
+    )
 
     provider.end("batch_0")
     poll_job(services, state)

@@ -11,13 +11,13 @@ import pytest
 from batch_gateway.contract import errors
 from batch_gateway.models.jobs import ChunkState, JobStatus
 from batch_gateway.models.quotas import ChunkKey, Hold, OwnerUsage, QuotaCost
-from batch_gateway.service.budget import StepBudget
-from batch_gateway.service.poll import poll_job
-from batch_gateway.service.query import get_job
-from batch_gateway.service.quota_repair import repair_quotas
-from batch_gateway.service.state import WorkflowState
-from batch_gateway.service.submit import submit_job
-from batch_gateway.service.wind_down import wind_down
+from batch_gateway.service.api.query import get_job
+from batch_gateway.service.quotas.repair import repair_quotas
+from batch_gateway.service.step_budget import StepBudget
+from batch_gateway.service.workflow.poll import poll_job
+from batch_gateway.service.workflow.state import WorkflowState
+from batch_gateway.service.workflow.submit import submit_job
+from batch_gateway.service.workflow.wind_down import wind_down
 from batch_gateway.settings import Settings
 from tests.support.quota_workflow import (  # noqa: F401
     NOW,
@@ -134,7 +134,7 @@ def test_a_submitter_whose_claim_lost_keeps_the_hold_the_winner_sends_on():
     would leave the chunk in flight without one, and the repair (which reads holds, not chunks) never restores it."""
     import threading
 
-    from batch_gateway.service.submit import submit_chunk
+    from batch_gateway.service.workflow.submit import submit_chunk
 
     services, provider = services_with(batches_limit(5))
     job_id = planned(services, ["one"])
@@ -372,7 +372,7 @@ def test_repair_ends_the_wait_of_an_owner_with_nothing_waiting_any_more():
 
 
 def test_a_sweep_repairs_the_quota_ledgers():
-    from batch_gateway.service.sweep import sweep
+    from batch_gateway.service.workflow.sweep import sweep
 
     services, provider = services_with(batches_limit(5))
     services.describe_workflow = lambda arn: "RUNNING"
@@ -388,8 +388,8 @@ def test_a_sweep_repairs_the_quota_ledgers():
 
 
 def test_a_sweep_hands_a_long_quota_repair_to_invocations_of_its_own_each_bounded(monkeypatch):
-    from batch_gateway.service import quota_repair
-    from batch_gateway.service import sweep as sweep_module
+    from batch_gateway.service.quotas import repair as quota_repair
+    from batch_gateway.service.workflow import sweep as sweep_module
 
     services, provider = services_with({P: {M: {"batches_in_flight": None, "enqueued_tokens": None}}})
     job_id = planned(services, ["r"] * 250)

@@ -14,7 +14,7 @@ from pathlib import Path
 import requests
 
 from batch_gateway.models.webhooks import new_secret
-from batch_gateway.service.webhook_delivery import signature_headers
+from batch_gateway.service.events.webhook_delivery import signature_headers
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

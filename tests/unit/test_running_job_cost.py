@@ -4,9 +4,9 @@ reason - so null means "no price", never "not yet"."""
 
 from __future__ import annotations
 
-from batch_gateway.service.cancel import cancel_job
-from batch_gateway.service.create import create_job
-from batch_gateway.service.query import get_job, list_jobs
+from batch_gateway.service.api.batches import create_job
+from batch_gateway.service.api.cancel import cancel_job
+from batch_gateway.service.api.query import get_job, list_jobs
 from tests.support.services import memory_services
 
 PARTS = ("input", "output", "cache_write", "cache_read", "total", "sync_total", "saving")

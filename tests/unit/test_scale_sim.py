@@ -9,7 +9,7 @@ import pytest
 
 from batch_gateway.providers.anthropic import AnthropicBatchProvider
 from batch_gateway.providers.bedrock import BedrockBatchProvider
-from batch_gateway.service.plan import boundaries_for
+from batch_gateway.service.planning.chunks import boundaries_for
 from bench import scale_sim
 
 

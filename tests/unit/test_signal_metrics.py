@@ -14,7 +14,7 @@ from batch_gateway.contract import errors
 from batch_gateway.models.budgets import Budget, month_of
 from batch_gateway.models.jobs import Job, RequestCounts, utcnow
 from batch_gateway.providers.sdk_errors import mapped_errors
-from batch_gateway.service.budgets import reserve_after_plan_read
+from batch_gateway.service.money.ledger import reserve_after_plan_read
 from tests.support.services import memory_services
 
 OWNER = "arn:aws:iam::123456789012:user/alice"

@@ -3,7 +3,7 @@ so it is enabled by its service role (``BEDROCK_ROLE_ARN``), not by a secret."""
 
 from __future__ import annotations
 
-from batch_gateway.service.sweep import sweep
+from batch_gateway.service.workflow.sweep import sweep
 from batch_gateway.settings import BedrockSettings, Settings
 from tests.support.services import memory_services
 
@@ -63,7 +63,7 @@ def test_a_cancel_that_fails_does_not_stop_the_orphan_pass_at_that_batch():
 def test_the_orphan_listing_stops_before_the_invocations_time_runs_out():
     """A provider's listing of its open batches can run to many pages (a shared key's): the pass hands the sweep's
     budget to it, so one invocation lists only while its time lasts (the next sweep looks again)."""
-    from batch_gateway.service.budget import StepBudget
+    from batch_gateway.service.step_budget import StepBudget
 
     left = {"ms": 60_000}
 
@@ -89,7 +89,7 @@ def test_the_orphan_listing_stops_before_the_invocations_time_runs_out():
 def test_an_orphan_on_the_first_page_is_canceled_though_the_listing_then_runs_out_of_time():
     """Each orphan is canceled as its page is read: a listing stopped by the budget has not kept its finds back (the
     pass would cancel nothing, and the next sweep would start again from the first page)."""
-    from batch_gateway.service.budget import StepBudget
+    from batch_gateway.service.step_budget import StepBudget
 
     left = {"ms": 60_000}
 

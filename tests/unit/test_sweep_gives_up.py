@@ -10,8 +10,8 @@ from datetime import timedelta
 
 from batch_gateway.contract.errors import ProviderUnavailableError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, RequestCounts, utcnow
-from batch_gateway.service.budget import StepBudget
-from batch_gateway.service.sweep import sweep
+from batch_gateway.service.step_budget import StepBudget
+from batch_gateway.service.workflow.sweep import sweep
 from tests.support.services import memory_services
 
 SCHEDULED = {"source": "aws.events", "detail-type": "Scheduled Event"}

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from batch_gateway.contract.errors import TransientError
-from batch_gateway.service import sweep as sweep_module
+from batch_gateway.service.workflow import sweep as sweep_module
 from batch_gateway.store import jobs as jobs_store
 from batch_gateway.store.jobs import DynamoDBJobStore
 

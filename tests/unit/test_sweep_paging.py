@@ -9,8 +9,8 @@ from datetime import timedelta
 from typing import Any
 
 from batch_gateway.models.jobs import Job, JobStatus, RequestCounts, utcnow
-from batch_gateway.service.budget import StepBudget
-from batch_gateway.service.sweep import sweep
+from batch_gateway.service.step_budget import StepBudget
+from batch_gateway.service.workflow.sweep import sweep
 from tests.support.services import memory_services
 
 SCHEDULED = {"source": "aws.events", "detail-type": "Scheduled Event"}

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from batch_gateway.models.jobs import Job, JobStatus, RequestCounts, utcnow
-from batch_gateway.service.sweep import MAX_RESTARTS, sweep
+from batch_gateway.service.workflow.sweep import MAX_RESTARTS, sweep
 from tests.support.services import memory_services
 
 SCHEDULED = {"source": "aws.events", "detail-type": "Scheduled Event"}

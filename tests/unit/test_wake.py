@@ -1,4 +1,4 @@
-"""The wake-up (service/wake.py, decision 0072): a wake resumes the parked workflow at once, and one that comes
+"""The wake-up (service/workflow/wake.py, decision 0072): a wake resumes the parked workflow at once, and one that comes
 before the workflow parks is not lost: Park, seeing it pending, resumes itself. A cancel wakes instead of stopping
 and restarting the execution."""
 
@@ -10,8 +10,8 @@ import pytest
 
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Job, JobStatus
-from batch_gateway.service.cancel import cancel_job
-from batch_gateway.service.wake import park_job, wake_job
+from batch_gateway.service.api.cancel import cancel_job
+from batch_gateway.service.workflow.wake import park_job, wake_job
 from tests.support.parked_tasks import Tasks
 from tests.support.services import memory_services
 

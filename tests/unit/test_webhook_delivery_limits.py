@@ -14,8 +14,8 @@ import pytest
 
 from batch_gateway import wiring
 from batch_gateway.models.webhooks import Subscription, new_secret, new_subscription_id
-from batch_gateway.service import webhook_delivery, webhook_send
-from batch_gateway.service.webhook_urls import check_url, resolve_checked
+from batch_gateway.service.events import webhook_delivery, webhook_send
+from batch_gateway.service.events.webhook_urls import check_url, resolve_checked
 from batch_gateway.store.memory import MemoryJobStore
 from batch_gateway.store.memory_webhooks import MemoryWebhookStore
 from tests.support.lambda_context import FakeLambdaContext

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from batch_gateway.service.webhook_urls import UnsafeWebhookUrlError, check_url, resolve_checked
+from batch_gateway.service.events.webhook_urls import UnsafeWebhookUrlError, check_url, resolve_checked
 
 REFUSED = [
     ("http://example.com/hook", "must use https"),

@@ -10,8 +10,9 @@ import pytest
 from batch_gateway.client import WebhookVerificationError, verify_webhook
 from batch_gateway.contract.errors import InvalidRequestError, NotFoundError
 from batch_gateway.models.jobs import Job, utcnow
-from batch_gateway.service import webhook_delivery, webhook_send, webhooks
-from batch_gateway.service.webhook_urls import check_url
+from batch_gateway.service.api import webhooks
+from batch_gateway.service.events import webhook_delivery, webhook_send
+from batch_gateway.service.events.webhook_urls import check_url
 from batch_gateway.store.memory import MemoryJobStore
 from batch_gateway.store.memory_webhooks import MemoryWebhookStore
 from tests.support.webhook_receiver import WebhookReceiver

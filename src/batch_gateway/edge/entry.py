@@ -12,7 +12,7 @@ from botocore.exceptions import ConnectionError as AwsConnectionError
 
 from batch_gateway.contract.errors import ProviderKeyRejectedError, TransientError
 from batch_gateway.edge.observability import logger, metrics, tracer
-from batch_gateway.service.budget import StepBudget
+from batch_gateway.service.step_budget import StepBudget
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import APIGatewayRestResolver

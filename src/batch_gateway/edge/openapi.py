@@ -20,8 +20,8 @@ from batch_gateway.edge.idempotency import MAX_KEY_CHARS
 from batch_gateway.models import api, openai_format
 from batch_gateway.models.jobs import JobStatus
 from batch_gateway.models.requests import PROVIDERS
-from batch_gateway.service import uploads
-from batch_gateway.service.query import DEFAULT_PAGE, LIST_DEFAULT_PAGE, LIST_MAX_PAGE, MAX_PAGE
+from batch_gateway.service.api import uploads
+from batch_gateway.service.api.query import DEFAULT_PAGE, LIST_DEFAULT_PAGE, LIST_MAX_PAGE, MAX_PAGE
 
 _MODELS: list[type[BaseModel]] = [
     api.JobView,

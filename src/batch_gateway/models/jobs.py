@@ -339,7 +339,7 @@ class Job(Record):
     # The job's own webhook (service.webhooks, decision 0070): {"url", "events", "secret"}; the secret is answered by
     # create only, never by a job view, an event or a log (nor a repr).
     webhook: dict[str, Any] | None = dataclasses.field(default=None, repr=False)
-    # The wake-up (service/wake.py, decision 0072): the task token of the workflow's Park state while it waits for
+    # The wake-up (workflow/wake.py, decision 0072): the task token of the workflow's Park state while it waits for
     # the next poll (never shown or logged: it resumes the execution), and a wake asked for and not yet served by a
     # poll (a cancel, the provider's push).
     park_token: str | None = None

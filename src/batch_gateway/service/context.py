@@ -29,6 +29,6 @@ class Services:
     prices: Callable[[], PriceTable]  # the price table with the deployment's overrides (cached 5 minutes)
     budgets: BudgetStore  # monthly budgets per owner and their reservations (decision 0064)
     # A parked workflow's task token -> resumed now (SendTaskSuccess); False when that task has already moved on
-    # (timed out or resumed before: service/wake.py, decision 0072)
+    # (timed out or resumed before: service/workflow/wake.py, decision 0072)
     resume_workflow: Callable[[str], bool]
     quotas: QuotaStore  # what is in flight per provider and model, and who waits (decisions 0080, 0081)

@@ -1,0 +1,243 @@
+"""Create a job, as one pipeline: parse -> check -> write the requests to a sink -> reserve -> record -> start.
+
+Every way in (``POST /batches``, an upload, a dropped file, the compatible doors) turns its input into a
+:class:`JobDraft` (the checked settings) and an iterable of requests, and calls :func:`create`. The sink is passed
+explicitly: ``intake.requests.STORED`` writes the job's ``requests.jsonl`` and the job is then reserved against its
+budget, recorded and started; a dry run's ``money.estimate.DryRun`` only measures, and nothing is recorded or started
+(``sink.keeps``). A rejected body stores nothing and starts nothing; a failure after the first write undoes what was
+written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from batch_gateway.contract.errors import BatchGatewayError, InvalidRequestError, TransientError
+from batch_gateway.models.ids import new_job_id
+from batch_gateway.models.jobs import Job, RequestCounts
+from batch_gateway.models.provider_options import check_provider_options
+from batch_gateway.models.requests import (
+    CreateJobInput,
+    check_endpoint_for_provider,
+    check_model_for_provider,
+    check_storable,
+    job_hyperparameters,
+)
+from batch_gateway.models.retry import job_retry
+from batch_gateway.service.api.webhooks import job_webhook
+from batch_gateway.service.context import Services
+from batch_gateway.service.intake.requests import STORED, RequestSink, write_requests
+from batch_gateway.service.layout import requests_key
+from batch_gateway.service.money.estimate import job_high_estimate
+from batch_gateway.service.money.ledger import release_new_job, reserve_for_new_job
+
+logger = Logger(child=True)
+
+# The envelope of a create whose requests come from elsewhere (a file, a door): checked without its requests.
+_NO_REQUESTS = {"-": None}
+
+
+@dataclass(frozen=True)
+class JobDraft:
+    """A create's checked settings: everything its job records but what the requests tell."""
+
+    owner: str
+    spec: CreateJobInput
+    params: dict[str, Any]  # the job's hyperparameters
+    webhook: dict[str, Any] | None
+    retry: dict[str, Any] | None
+    source: str
+    job_id: str
+    door: str | None = None
+    door_fields: dict[str, Any] = field(default_factory=dict)
+    drop_name: str | None = None
+
+    def job(self, **recorded: Any) -> Job:
+        """The one place a job is built: the draft's settings, plus what the requests (or the input file) tell."""
+        spec = self.spec
+        return Job(
+            id=self.job_id,
+            owner=self.owner,
+            provider=spec.provider,
+            model=spec.model,
+            endpoint=spec.endpoint if spec.provider == "openai" else None,
+            metadata=spec.metadata,
+            hyperparameters=self.params,
+            provider_options=spec.provider_options,
+            source=self.source,
+            drop_name=self.drop_name,
+            door=self.door,
+            door_fields=self.door_fields,
+            retry=self.retry,
+            webhook=self.webhook,
+            **recorded,
+        )
+
+
+def draft(
+    services: Services,
+    *,
+    owner: str,
+    spec: CreateJobInput,
+    source: str,
+    door: str | None = None,
+    door_fields: dict[str, Any] | None = None,
+    drop_name: str | None = None,
+    job_id: str | None = None,
+) -> JobDraft:
+    """Check a create's settings (its requests are checked as they are written): ``InvalidRequestError`` (400)
+    names every problem found, before anything is stored."""
+    enabled = services.settings.secret_arns
+    if enabled and spec.provider not in enabled:
+        raise InvalidRequestError(
+            f"provider '{spec.provider}' is not enabled in this deployment (enabled: {', '.join(sorted(enabled))})",
+            details=[{"field": "provider", "message": "not enabled"}],
+        )
+    check_model_for_provider(spec.provider, spec.model)
+    check_endpoint_for_provider(spec.provider, spec.endpoint)
+    check_provider_options(spec.provider, spec.endpoint, spec.provider_options)
+    params = job_hyperparameters(spec.hyperparameters, spec.provider)
+    check_storable({"hyperparameters": params, "metadata": spec.metadata, "provider_options": spec.provider_options})
+    return JobDraft(
+        owner=owner,
+        spec=spec,
+        params=params,
+        webhook=job_webhook(spec.webhook, allow_loopback_http=services.settings.webhook_loopback_http),
+        retry=job_retry(spec.retry, services.settings.retry_default, door),
+        source=source,
+        job_id=job_id or new_job_id(),
+        door=door,
+        door_fields=door_fields or {},
+        drop_name=drop_name,
+    )
+
+
+def settings_only(settings: dict[str, Any]) -> CreateJobInput:
+    """A create's envelope parsed without its requests (they come from a file or a door, checked as written)."""
+    return CreateJobInput.parse({**settings, "requests": _NO_REQUESTS})
+
+
+def create(
+    services: Services,
+    job_draft: JobDraft,
+    requests: Iterable[tuple[str, Any, int | None]],
+    sink: RequestSink = STORED,
+    *,
+    problems: list[dict[str, Any]] | None = None,
+) -> Job:
+    """Write the requests to ``sink``, then (if the sink keeps them) reserve, record and start the job."""
+    template = job_draft.job()
+    stats = write_requests(
+        services, template, endpoint=job_draft.spec.endpoint, requests=requests, sink=sink, problems=problems
+    )
+    job = job_draft.job(
+        request_counts=RequestCounts(total=stats.requests, processing=stats.requests),
+        estimate_usd=job_high_estimate(services, template.provider, template.model, stats),
+    )
+    sink.written(job, stats)
+    if not sink.keeps:  # a dry run: nothing was written, nothing to record or start
+        return job
+    return start(services, job)
+
+
+def create_job_from_file(
+    services: Services,
+    *,
+    owner: str,
+    settings: dict[str, Any],
+    requests: Iterable[tuple[str, Any, int | None]],
+    problems: list[dict[str, Any]],
+    sink: RequestSink = STORED,
+    drop_name: str | None = None,
+    job_id: str | None = None,
+    source: str = "drop-folder",
+) -> Job:
+    """A job from a JSONL file (the drop folder's, or an upload), streamed: ``settings`` are the body's fields but
+    requests, ``requests`` come from the file reader, which records its own problems in ``problems`` as it goes.
+    ``job_id`` is the one the file's claim fixed, so a redelivery after a crash finds the job a dead attempt
+    started."""
+    job_draft = draft(
+        services, owner=owner, spec=settings_only(settings), source=source, drop_name=drop_name, job_id=job_id
+    )
+    return create(services, job_draft, requests, sink, problems=problems)
+
+
+def create_door_job(
+    services: Services,
+    *,
+    owner: str,
+    settings: dict[str, Any],
+    requests: Iterable[tuple[str, Any, int | None]],
+    problems: list[dict[str, Any]],
+    door: str,
+    door_fields: dict[str, Any],
+) -> Job:
+    """A job from a compatible front door's translated requests (decision 0045): a normal job that remembers its
+    door and the door's own fields, checked and stored like a drop-folder file."""
+    job_draft = draft(
+        services, owner=owner, spec=settings_only(settings), source=door, door=door, door_fields=door_fields
+    )
+    return create(services, job_draft, requests, problems=problems)
+
+
+def create_deferred_job(
+    services: Services,
+    *,
+    owner: str,
+    settings: dict[str, Any],
+    input_file: dict[str, Any],
+    source: str,
+    sink: RequestSink = STORED,
+    door: str | None = None,
+    door_fields: dict[str, Any] | None = None,
+) -> Job:
+    """A job whose input file is too large to check while the caller waits (decision 0054): its settings are
+    checked now, its requests are read, checked and normalised by the workflow's Plan (``intake.files``).
+    It is stored with the file's reference and no requests (``request_counts.total`` is 0 until Plan has read
+    them); a bad line fails the job with line-numbered problems, and nothing is ever sent. A dry run is refused
+    after the settings' checks: it reads input files only up to the synchronous bound."""
+    spec = settings_only(settings)
+    job_draft = draft(services, owner=owner, spec=spec, source=source, door=door, door_fields=door_fields)
+    if not sink.keeps:
+        limit = services.settings.sync_input_max_bytes
+        raise InvalidRequestError(
+            f"a dry run reads input files of up to {limit:,} bytes; this one is larger (its requests are read when "
+            "the batch is planned, after create)",
+            details=[{"field": "input_file", "message": f"larger than {limit} bytes: no dry run"}],
+        )
+    return start(services, job_draft.job(input_file={**input_file, "endpoint": spec.endpoint}))
+
+
+def start(services: Services, job: Job) -> Job:
+    """Reserve the job's budget, record it and start its workflow; on any failure nothing is left that can run."""
+    try:
+        job = reserve_for_new_job(services, job)  # the owner's budget (decision 0064)
+    except Exception:  # refused (402) or not reserved: nothing was reserved, the requests written go too
+        _undo(services, job.id)
+        raise
+    try:
+        services.jobs.put_new_job(job)
+        arn = services.start_workflow(job.id, {"job_id": job.id})
+    except BatchGatewayError:
+        _undo(services, job.id)
+        release_new_job(services, job)
+        raise
+    except Exception as exc:
+        _undo(services, job.id)
+        release_new_job(services, job)
+        raise TransientError("could not start the batch; nothing was kept, try again") from exc
+    return services.jobs.update_job(job.id, execution_arn=arn)
+
+
+def _undo(services: Services, job_id: str) -> None:
+    """Leave nothing that can run: the job item first (the sweeper starts any open job it finds), then the one
+    object this create wrote (no listing: the create functions may not list the bucket)."""
+    services.jobs.delete_job(job_id)
+    try:
+        services.payloads.delete(requests_key(job_id))
+    except Exception:  # nothing can run it any more; the caller still hears that nothing was started
+        logger.warning("could not delete the requests of a job that did not start", extra={"job_id": job_id})

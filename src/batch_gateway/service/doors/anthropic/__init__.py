@@ -1,0 +1,1 @@
+"""The Anthropic Message Batches door (decision 0051)."""

@@ -1,0 +1,1 @@
+"""Signals: job events and metrics, and webhook deliveries (URL policy and delivery)."""

@@ -1,0 +1,191 @@
+"""One webhook delivery over HTTP(S) (decision 0071): to the checked addresses, never to a fresh DNS answer.
+
+The connection goes to an address ``webhook_urls.resolve_checked`` approved (IPv4 first; the next one when one does
+not connect); the hostname travels only in the ``Host`` header and as TLS SNI, and the server's certificate is checked
+against the hostname (so TLS still proves the receiver). One deadline covers the whole attempt: DNS (bounded by the
+caller with the time left), connect (at most 3 s an address), TLS, the request and the answer, 10 s in all; every
+socket operation waits at most the time left, so a receiver that drips its answer a byte at a time fails at the
+deadline. At most 64 KiB of the answer read, no redirect followed: only a 2xx answer is a delivery; a 3xx, 4xx or
+5xx, a timeout or a refused connection is a failure to retry.
+"""
+
+from __future__ import annotations
+
+import http.client
+import io
+import socket
+import ssl
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from batch_gateway.service.events.webhook_urls import Address, WebhookUrl
+
+CONNECT_TIMEOUT_SECONDS = 3.0
+TOTAL_TIMEOUT_SECONDS = 10.0
+MAX_RESPONSE_BYTES = 64 * 1024
+USER_AGENT = "batch-gateway-webhooks/1"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    delivered: bool
+    status: int | None  # the receiver's HTTP status, None when no answer came
+    reason: str  # short, no body: e.g. "200", "HTTP 500", "redirect 302 not followed", "timeout"
+
+
+def deadline() -> float:
+    """A new attempt's deadline on ``time.monotonic``'s clock."""
+    return time.monotonic() + TOTAL_TIMEOUT_SECONDS
+
+
+def _left(until: float) -> float:
+    """Seconds left before ``until``; ``TimeoutError`` when none."""
+    left = until - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the delivery's deadline passed")
+    return left
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The answer's bytes from the socket, each read waiting at most the time left before the deadline."""
+
+    def __init__(self, sock: socket.socket, until: float) -> None:
+        super().__init__()
+        self._sock = sock
+        self._until = until
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        self._sock.settimeout(_left(self._until))
+        return self._sock.recv_into(buffer)
+
+
+class _DeadlineSocket:
+    """What ``HTTPResponse`` reads the answer through: ``makefile`` gives a ``_DeadlineReader``."""
+
+    def __init__(self, sock: socket.socket, until: float) -> None:
+        self._sock = sock
+        self._until = until
+
+    def makefile(self, mode: str, *args: Any, **kwargs: Any) -> io.BufferedReader:
+        return io.BufferedReader(_DeadlineReader(self._sock, self._until))
+
+
+def _response_class(until: float) -> type[http.client.HTTPResponse]:
+    class _Response(http.client.HTTPResponse):
+        def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
+            super().__init__(_DeadlineSocket(sock, until), *args, **kwargs)  # type: ignore[arg-type]
+
+    return _Response
+
+
+class _PinnedConnection(http.client.HTTPConnection):
+    """HTTP to a fixed address, connect and everything after it bounded by the deadline."""
+
+    def __init__(self, address: str, port: int, until: float) -> None:
+        super().__init__(address, port, timeout=CONNECT_TIMEOUT_SECONDS)
+        self._until = until
+        self.response_class = _response_class(until)
+
+    def _open(self) -> socket.socket:
+        sock = socket.create_connection((self.host, self.port), min(CONNECT_TIMEOUT_SECONDS, _left(self._until)))
+        sock.settimeout(_left(self._until))  # TLS handshake and sending: the time left
+        return sock
+
+    def connect(self) -> None:
+        self.sock = self._open()
+
+
+class _PinnedHTTPSConnection(_PinnedConnection):
+    """HTTPS to a fixed address with the URL's hostname for SNI and the certificate check."""
+
+    def __init__(self, host_name: str, address: str, port: int, context: ssl.SSLContext, until: float) -> None:
+        super().__init__(address, port, until)
+        self._host_name = host_name
+        self._tls = context
+
+    def connect(self) -> None:
+        self.sock = self._tls.wrap_socket(self._open(), server_hostname=self._host_name)
+
+
+def send(
+    url: WebhookUrl,
+    addresses: Sequence[Address],
+    body: bytes,
+    headers: dict[str, str],
+    *,
+    tls_context: ssl.SSLContext | None = None,
+    until: float | None = None,
+) -> Outcome:
+    """POST ``body`` to ``url`` at the first of ``addresses`` that connects, by ``until`` (``time.monotonic``; a new
+    ``deadline()`` unless given); what came of it (never raises for a network problem)."""
+    until = deadline() if until is None else until
+    tls = (tls_context or ssl.create_default_context()) if url.scheme == "https" else None
+    failed = Outcome(False, None, "no address to connect to")
+    for address in addresses:
+        connection = (
+            _PinnedHTTPSConnection(url.host, str(address), url.port, tls, until)
+            if tls is not None
+            else _PinnedConnection(str(address), url.port, until)
+        )
+        try:
+            connection.connect()
+        except TimeoutError:
+            connection.close()
+            if time.monotonic() >= until:
+                return Outcome(False, None, "timeout")
+            failed = Outcome(False, None, "timeout")
+            continue  # this address did not answer in its connect time: the next one
+        except ssl.SSLError as exc:
+            connection.close()
+            return Outcome(False, None, f"TLS error ({type(exc).__name__})")
+        except OSError as exc:
+            connection.close()
+            failed = Outcome(False, None, f"connection failed ({type(exc).__name__})")
+            continue  # refused or unreachable (an IPv6 address without IPv6 egress): the next one
+        return _exchange(connection, url, body, headers, until)
+    return failed
+
+
+def _exchange(
+    connection: http.client.HTTPConnection, url: WebhookUrl, body: bytes, headers: dict[str, str], until: float
+) -> Outcome:
+    """The request on a connected ``connection`` and its answer, by ``until``."""
+    try:
+        connection.putrequest("POST", url.target, skip_host=True, skip_accept_encoding=True)
+        for name, value in {
+            "Host": url.host_header,
+            "Content-Type": "application/json",
+            "Content-Length": str(len(body)),
+            "User-Agent": USER_AGENT,
+            **headers,
+        }.items():
+            connection.putheader(name, value)
+        if connection.sock is not None:
+            connection.sock.settimeout(_left(until))  # sendall: the whole request within the time left
+        connection.endheaders(body)
+        response = connection.getresponse()
+        remaining = MAX_RESPONSE_BYTES
+        while remaining > 0:
+            chunk = response.read(min(remaining, 16 * 1024))
+            if not chunk:
+                break
+            remaining -= len(chunk)
+        status = response.status
+    except TimeoutError:
+        return Outcome(False, None, "timeout")
+    except ssl.SSLError as exc:
+        return Outcome(False, None, f"TLS error ({type(exc).__name__})")
+    except (OSError, http.client.HTTPException) as exc:
+        return Outcome(False, None, f"connection failed ({type(exc).__name__})")
+    finally:
+        connection.close()
+    if 200 <= status < 300:
+        return Outcome(True, status, str(status))
+    if 300 <= status < 400:
+        return Outcome(False, status, f"redirect {status} not followed")
+    return Outcome(False, status, f"HTTP {status}")

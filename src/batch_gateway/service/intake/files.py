@@ -1,0 +1,89 @@
+"""A job's large input file read by Plan (decision 0054), and the line-numbered problems every file reader reports.
+
+The object is streamed once, line by line (memory stays flat whatever its size); every problem is reported with its
+line number, and a file with any problem sends nothing. Files read while the caller waits are ``api.files``'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from batch_gateway.contract.errors import InvalidRequestError
+from batch_gateway.models.jobs import Job, RequestCounts
+from batch_gateway.models.jsonl import RequestFile, iter_jsonl_lines
+from batch_gateway.models.requests import MAX_ERROR_DETAILS
+from batch_gateway.service.context import Services
+from batch_gateway.service.intake.openai_file import translated_requests
+from batch_gateway.service.intake.requests import write_requests
+from batch_gateway.service.money.estimate import job_high_estimate
+
+SUMMARY_LINES = 3  # problems a failed job's error names (all of them, up to MAX_ERROR_DETAILS, are kept on the job)
+
+
+class InputFileError(InvalidRequestError):
+    """A job's input file, read by Plan (decision 0054), has bad lines: the job fails (the state machine's catch
+    records ``InputFileError: <message>``) and nothing is sent. Not retried: the file will not change."""
+
+
+def by_line(detail: dict[str, Any]) -> dict[str, Any]:
+    """Errors about a file name lines: problems with the job's settings belong to the header line (line 1)."""
+    message = f"{detail['field']}: {detail['message']}" if detail.get("field") else detail["message"]
+    return {"line": detail.get("line", 1), "message": message}
+
+
+def read_input_file(services: Services, job: Job) -> Job:
+    """Plan's first step for a job created from a large input file (``job.input_file``, decision 0054): stream the
+    file through the reader its format has on the synchronous path, write the normalised requests where create
+    would have (``requests.jsonl``) and set the job's request count. Memory stays flat in the file's size.
+
+    Any bad line: the problems (line-numbered, at most ``MAX_ERROR_DETAILS``) are kept on the job and
+    ``InputFileError`` is raised, naming how many and the first lines. Idempotent: a retried Plan finds the file
+    read (and goes on planning) or its problems recorded (and raises the same error) without reading it again; one
+    that died while writing starts again from the first line (an unfinished write leaves no object)."""
+    ref = job.input_file
+    if ref is None or ref.get("read"):
+        return job
+    if ref.get("problems"):
+        raise InputFileError(_summary(ref["problems"], ref.get("problem_count")), details=ref["problems"])
+    problems: list[dict[str, Any]] = []
+    requests: Iterable[tuple[str, Any, int | None]]
+    if ref["format"] == "openai":
+        requests = translated_requests(
+            services, ref["key"], job.door_fields["endpoint"], job.model, job.provider, problems
+        )
+    else:
+        requests = RequestFile(iter_jsonl_lines(services.payloads.open_object(ref["key"])), problems).requests()
+    try:
+        stats = write_requests(services, job, endpoint=ref.get("endpoint"), requests=requests, problems=problems)
+    except InvalidRequestError as error:
+        found = error.details or [{"message": error.message}]
+        kept = [_line_problem(d, ref["format"]) for d in found[:MAX_ERROR_DETAILS]]
+        count = max(len(problems), len(found))
+        services.jobs.update_job(job.id, input_file={**ref, "problems": kept, "problem_count": count})
+        raise InputFileError(_summary(kept, count), details=kept) from None
+    total = stats.requests
+    return services.jobs.update_job(
+        job.id,
+        request_counts=RequestCounts(total=total, processing=total),
+        input_file={**ref, "read": True},
+        estimate_usd=job_high_estimate(services, job.provider, job.model, stats),
+    )
+
+
+def _line_problem(detail: dict[str, Any], file_format: str) -> dict[str, Any]:
+    """``{"line", "message"}`` as the synchronous path answers for the file's format (the OpenAI door keeps the
+    field apart, as OpenAI's batch errors carry it in ``param``)."""
+    if file_format == "openai":
+        kept = {"line": detail.get("line", 1), "message": str(detail.get("message", ""))}
+        return {**kept, "field": detail["field"]} if detail.get("field") else kept
+    return by_line(detail)
+
+
+def _summary(problems: list[dict[str, Any]], count: int | None) -> str:
+    count = count or len(problems)
+    lines = "; ".join(
+        f"line {p['line']}: " + (f"{p['field']}: " if p.get("field") else "") + str(p["message"])[:120]
+        for p in problems[:SUMMARY_LINES]
+    )
+    return f"{count} problem{'s' if count != 1 else ''}: {lines}"

@@ -1,0 +1,246 @@
+"""What a job will cost before it runs: ``POST /batches {"dry_run": true}`` (decision 0062).
+
+A dry run goes through the real create (``api.create``: the same checks, so a bad body gets the same 4xx) with
+a :class:`DryRun` as the requests' sink: nothing is stored, no job is recorded, no workflow starts. Each
+normalised request is turned into its provider line as Plan would write it, and the chunk boundaries come from the
+one function Plan uses (``planning.chunks.ChunkBoundaries``), so the plan a dry run shows is the plan a create gets.
+
+Tokens: input is estimated from the normalised requests' bytes (``bytes/4``); a byte-level tokenizer never makes
+more tokens than bytes, so the byte count (plus the tool-use system prompt a provider adds) is a ceiling. Output's
+ceiling is the sum of each request's ``max_tokens``. Cost: low is the input estimate alone, high the input ceiling
+plus every request reaching ``max_tokens``, both at batch prices and at the synchronous prices beside them.
+
+A real create keeps the same pass's high estimate in USD (``RequestStats``, ``Job.estimate_usd``): budgets reserve it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from array import array
+from typing import TYPE_CHECKING, Any
+
+from batch_gateway.contract.errors import InvalidRequestError
+from batch_gateway.models.jobs import Usage
+from batch_gateway.models.pricing import PriceTable, cost_of
+from batch_gateway.models.requests import DEFAULT_MAX_TOKENS
+
+if TYPE_CHECKING:
+    from batch_gateway.models.jobs import Job
+    from batch_gateway.providers.base import BatchProvider
+    from batch_gateway.service.context import Services
+
+BYTES_PER_TOKEN = 4  # the estimate: English prose and JSON run 3.5-4.5 bytes a token
+# The system prompt Anthropic adds to a request with tools (264-530 tokens by model, its tool-use docs); OpenAI's is
+# smaller. The estimate adds the typical figure, the ceiling a figure above the largest.
+TOOL_PROMPT_TOKENS = 350
+TOOL_PROMPT_TOKENS_MAX = 600
+ESTIMATE_METHOD = "bytes/4"
+ESTIMATE_ERROR_BOUND = (
+    "the estimate is the normalised requests' UTF-8 bytes divided by 4 (typical for English prose and JSON, within "
+    "about 25%); code, digits and non-Latin scripts take fewer bytes per token, so it may be low, but never above "
+    "`ceiling`: a token is at least one byte"
+)
+
+
+@dataclasses.dataclass
+class RequestStats:
+    """What one pass over a job's normalised requests learns about its size: enough for the high estimate."""
+
+    embeddings: bool = False  # an embeddings job has no output tokens
+    requests: int = 0
+    input_bytes: int = 0  # of the normalised request lines, UTF-8
+    tool_requests: int = 0
+    max_output_tokens: int = 0  # the sum of every request's max_tokens
+
+    def add(self, item: dict[str, Any], line_bytes: int) -> None:
+        self.requests += 1
+        self.input_bytes += line_bytes
+        if item.get("tools"):
+            self.tool_requests += 1
+        if not self.embeddings:
+            self.max_output_tokens += int(item["params"].get("max_tokens", DEFAULT_MAX_TOKENS))
+
+    @property
+    def input_tokens_estimate(self) -> int:
+        return -(-self.input_bytes // BYTES_PER_TOKEN) + TOOL_PROMPT_TOKENS * self.tool_requests
+
+    @property
+    def input_tokens_ceiling(self) -> int:
+        return self.input_bytes + TOOL_PROMPT_TOKENS_MAX * self.tool_requests
+
+
+def cost_range(
+    provider: str,
+    model: str,
+    input_tokens: int,
+    input_ceiling: int,
+    output_ceiling: int,
+    *,
+    on_demand: bool = False,
+    table: PriceTable | None = None,
+) -> dict[str, Any]:
+    """``{"currency", "low", "high", "sync_low", "sync_high", "saving_low", "saving_high", "price_version"}`` in USD:
+    low = ``input_tokens`` alone, high = ``input_ceiling`` plus ``output_ceiling``, at batch prices (``on_demand``:
+    at the synchronous prices, no saving). Unknown model: ``low`` and ``high`` None and a ``reason``, never 0."""
+    low = cost_of(provider, model, Usage(input_tokens=input_tokens), on_demand=on_demand, table=table)
+    if low.get("total") is None:
+        return {"currency": low["currency"], "low": None, "high": None, "reason": low.get("reason")}
+    high = cost_of(
+        provider,
+        model,
+        Usage(input_tokens=input_ceiling, output_tokens=output_ceiling),
+        on_demand=on_demand,
+        table=table,
+    )
+    return {
+        "currency": low["currency"],
+        "low": low["total"],
+        "high": high["total"],
+        "sync_low": low["sync_total"],
+        "sync_high": high["sync_total"],
+        "saving_low": low["saving"],
+        "saving_high": high["saving"],
+        "price_version": low["price_version"],
+    }
+
+
+def high_estimate_usd(
+    provider: str, model: str, stats: RequestStats, *, on_demand: bool = False, table: PriceTable | None = None
+) -> float | None:
+    """The most the job's requests can cost (USD): input ceiling plus every request reaching ``max_tokens``; None
+    for a model without a price."""
+    cost = cost_of(
+        provider,
+        model,
+        Usage(input_tokens=stats.input_tokens_ceiling, output_tokens=stats.max_output_tokens),
+        on_demand=on_demand,
+        table=table,
+    )
+    total = cost.get("total")
+    return None if total is None else float(total)
+
+
+def job_high_estimate(services: Services, provider: str, model: str, stats: RequestStats) -> float | None:
+    """``high_estimate_usd`` with this deployment's prices, and on-demand prices for a job run request by request."""
+    on_demand = runs_on_demand(services, provider, model, stats.requests)
+    return high_estimate_usd(provider, model, stats, on_demand=on_demand, table=services.prices())
+
+
+def runs_on_demand(services: Services, provider: str, model: str, total: int) -> bool:
+    """A Bedrock job too small for a batch that this deployment runs request by request (decision 0039): it costs
+    the on-demand prices."""
+    bedrock = services.settings.bedrock
+    return provider == "bedrock" and bedrock.small_jobs == "on_demand" and total < bedrock.limits_for(model).min_records
+
+
+def check_small_job(services: Services, provider: str, model: str, total: int) -> None:
+    """Bedrock refuses batch jobs below the model's minimum records; under ``bedrock_small_jobs = reject`` so do
+    we (under ``on_demand`` the adapter runs them through Converse, decision 0039)."""
+    bedrock = services.settings.bedrock
+    if provider != "bedrock" or bedrock.small_jobs != "reject":
+        return
+    minimum = bedrock.limits_for(model).min_records
+    if total < minimum:
+        raise InvalidRequestError(
+            f"a Bedrock batch job needs at least {minimum} requests for model '{model}'; this one has {total}. "
+            "Send more requests in one job, or use another provider (this deployment does not run small Bedrock "
+            "jobs on demand)",
+            details=[{"field": "requests", "message": f"at least {minimum} requests for Bedrock"}],
+        )
+
+
+class _Discard:
+    """A dry run's line writer: keeps nothing."""
+
+    def __enter__(self) -> _Discard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def write_line(self, line: bytes) -> None:
+        return None
+
+
+# COLD_START: the dry run's chunk planner (planning.chunks) and id helpers load the quota model (models.quotas), which
+# no API function needs but for a dry run: imported where a dry run uses them, so that every create's cold start
+# stays without them (tests/unit/test_handler_imports.py holds the API functions to that; ``make bench`` measures).
+
+
+class DryRun:
+    """A dry run's request sink (``intake.requests.RequestSink``): measures each request's provider line (as Plan
+    writes it) instead of storing it; ``keeps`` is False, so the create pipeline records and starts nothing."""
+
+    keeps = False
+
+    def __init__(self) -> None:
+        self.line_lengths = array("I")
+        self.stats: RequestStats | None = None
+        self.job: Job | None = None
+        self._planner: BatchProvider | None = None
+        self._template: Job | None = None
+        self._marker: str | None = None
+
+    def open(self, services: Services, job: Job) -> _Discard:
+        """Before the requests: the job as it would be recorded (its provider, model, endpoint and options)."""
+        from batch_gateway.models.ids import new_id_marker  # noqa: PLC0415 (cold start: see COLD_START)
+
+        self._planner = services.planner_for(job.provider)
+        self._template = job
+        self._marker = new_id_marker() if self._planner.marks_custom_ids else None
+        return _Discard()
+
+    def add(self, item: dict[str, Any]) -> None:
+        from batch_gateway.service.planning.chunks import provider_line  # noqa: PLC0415 (cold start: see COLD_START)
+
+        assert self._planner is not None and self._template is not None
+        _, line = provider_line(self._planner, self._template, item, len(self.line_lengths), self._marker)
+        self.line_lengths.append(len(line))
+
+    def written(self, job: Job, stats: RequestStats) -> None:
+        self.job, self.stats = job, stats
+
+    def report(self, services: Services) -> dict[str, Any]:
+        from batch_gateway.service.planning.chunks import (  # noqa: PLC0415 (cold start: see COLD_START)
+            boundaries_for,
+            chunk_limits,
+        )
+
+        assert self._planner is not None and self.job is not None and self.stats is not None
+        job, stats = self.job, self.stats
+        max_requests, max_bytes = chunk_limits(self._planner, services, job.model)
+        boundaries = boundaries_for(self._planner, services, job.model, stats.requests)
+        chunks = boundaries.cut(self.line_lengths)
+        on_demand = runs_on_demand(services, job.provider, job.model, stats.requests)
+        input_tokens = stats.input_tokens_estimate
+        return {
+            "dry_run": True,
+            "provider": job.provider,
+            "model": job.model,
+            "endpoint": job.endpoint,
+            "request_count": stats.requests,
+            "plan": {
+                "chunk_count": len(chunks),
+                "chunks": [
+                    {"index": index, "requests": count, "bytes": size} for index, (count, size) in enumerate(chunks)
+                ],
+                "limits": {"requests": max_requests, "bytes": max_bytes},
+                "runs_on_demand": on_demand,
+            },
+            "input_tokens": {
+                "estimate": input_tokens,
+                "ceiling": stats.input_tokens_ceiling,
+                "method": ESTIMATE_METHOD,
+                "error_bound": ESTIMATE_ERROR_BOUND,
+            },
+            "output_tokens": {"ceiling": stats.max_output_tokens},
+            "cost": cost_range(
+                job.provider,
+                job.model,
+                input_tokens,
+                stats.input_tokens_ceiling,
+                stats.max_output_tokens,
+                on_demand=on_demand,
+                table=services.prices(),
+            ),
+        }

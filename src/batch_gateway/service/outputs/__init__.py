@@ -1,0 +1,1 @@
+"""What Finalize writes besides ``results.jsonl``: the compatible doors' own output files."""

@@ -1,0 +1,109 @@
+"""Join the chunks' results into ``results.jsonl`` across as many invocations as it takes.
+
+Each invocation starts from what the last one wrote (copied inside S3, never read back through the Lambda), adds
+whole chunks while its budget lasts, and rewrites the object conditionally on the ETag it started from; the job item
+records how many chunks the object holds under which ETag. A collected chunk's results never change, so every
+version of the object is a prefix of the same final file, and a resumed or repeated join still writes each request's
+line exactly once. A write that finds the object changed by someone else raises ``WriteConflictError`` (retried), and an
+object that is not the recorded one is joined again from the first chunk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from aws_lambda_powertools import Logger
+
+from batch_gateway.contract.errors import IntegrityError
+from batch_gateway.models.jobs import Chunk, Job, JobStatus
+from batch_gateway.service.context import Services
+from batch_gateway.service.layout import chunk_results_key, results_key
+from batch_gateway.service.step_budget import StepBudget
+from batch_gateway.service.workflow.attempts import last_attempts
+
+logger = Logger(child=True)
+OPEN_STATUSES = (JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING)
+
+
+@dataclass(frozen=True)
+class Joined:
+    lines: int
+    ids: int
+
+
+def joined(services: Services, job: Job) -> Joined | None:
+    """The job's complete results.jsonl, if one is written and still the object it was written as."""
+    progress = job.results_joined or {}
+    if progress.get("chunks") != job.chunk_count or not progress.get("etag"):
+        return None
+    head = services.payloads.head(results_key(job.id))
+    if head is None or head[0] != progress["etag"]:
+        return None
+    return Joined(lines=int(progress["lines"]), ids=int(progress["ids"]))
+
+
+def join_results(
+    services: Services,
+    job: Job,
+    chunks: list[Chunk],
+    budget: StepBudget,
+    *,
+    expect: Iterable[JobStatus] = OPEN_STATUSES,
+    lines_of: Callable[[Chunk], Iterable[bytes]] | None = None,
+) -> Joined | None:
+    """Add chunks to results.jsonl while the budget lasts: the totals once every chunk is in, else None (call
+    again). ``lines_of`` gives a chunk's result lines (default: its collected results). Raises IntegrityError when
+    the job's requests and lines disagree; nothing is written then."""
+    from batch_gateway.jsonlines import loads  # orjson: in the worker bundle only (Retrieve imports this module)
+
+    done = joined(services, job)
+    if done is not None:
+        return done
+    key = results_key(job.id)
+    progress = job.results_joined or {}
+    head = services.payloads.head(key)
+    start = int(progress.get("chunks") or 0)
+    lines, ids = int(progress.get("lines") or 0), int(progress.get("ids") or 0)
+    if start and (head is None or head[0] != progress.get("etag")):
+        logger.warning(
+            "results.jsonl is not the one recorded; joining again from the first chunk", extra={"job_id": job.id}
+        )
+        start, lines, ids = 0, 0, 0
+    read = lines_of or (lambda chunk: services.payloads.iter_lines(chunk_results_key(job.id, chunk.index)))
+    chunks = sorted(chunks, key=lambda c: c.index)
+    last = last_attempts(services, job, chunks)  # a retried item's line is its last attempt's (decision 0066)
+    end = start
+    writer = services.payloads.writer(key, replaces=head[0] if head else None, new_only=head is None)
+    with writer:
+        if start:
+            assert head is not None
+            writer.start_with(key, head[0], head[1])
+        for chunk in chunks[start:]:
+            if not budget.another():
+                break
+            seen: set[bytes] = set()
+            for line in read(chunk):
+                if line:
+                    digest = hashlib.blake2b(loads(line)["id"].encode(), digest_size=12).digest()
+                    if last.get(digest, chunk.index) != chunk.index:
+                        continue  # retried in a later chunk
+                    seen.add(digest)
+                    writer.write_line(line)
+                    lines += 1
+            ids += len(seen)
+            end += 1
+        complete = end == len(chunks)
+        if complete and (lines != job.request_counts.total or ids != lines):
+            raise IntegrityError(
+                f"results of {job.id} have {lines} lines for {ids} ids; the job has {job.request_counts.total} requests"
+            )
+    services.jobs.update_job(
+        job.id, expect=expect, results_joined={"chunks": end, "lines": lines, "ids": ids, "etag": writer.etag}
+    )
+    logger.info(
+        "results joined" if complete else "results joined in part; the next invocation goes on",
+        extra={"job_id": job.id, "chunks_joined": end, "chunks": len(chunks)},
+    )
+    return Joined(lines=lines, ids=ids) if complete else None

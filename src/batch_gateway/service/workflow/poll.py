@@ -1,0 +1,189 @@
+"""Poll: refresh every open chunk in one call, collect the ones that ended, pass cancels on, and say how long to
+wait before the next poll (short at first, longer later, so a 24 h batch stays cheap)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from batch_gateway import constants, metrics
+from batch_gateway.contract import errors
+from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, RequestCounts, quota_wait, utcnow
+from batch_gateway.models.pricing import chunks_cost_detail
+from batch_gateway.providers.base import BatchProvider
+from batch_gateway.service.context import Services
+from batch_gateway.service.step_budget import StepBudget
+from batch_gateway.service.workflow.collect import collect_chunk, summarize
+from batch_gateway.service.workflow.poll_schedule import Sample, next_wait, record
+from batch_gateway.service.workflow.quota_gate import (
+    forget_waiting,
+    holds_quota,
+    quota_failure,
+    release_chunk,
+    requeue_refused,
+)
+from batch_gateway.service.workflow.state import WorkflowState
+from batch_gateway.service.workflow.submit import submit_chunk, waiting
+
+logger = Logger(child=True)
+
+
+def _refresh(
+    services: Services,
+    job: Job,
+    chunk: Chunk,
+    provider: BatchProvider,
+    canceling: bool,
+    blocked: bool = False,
+    budget: StepBudget | None = None,
+) -> Chunk:
+    """``blocked``: an earlier chunk of the job waits for quota, so this one is not sent either (decision 0081)."""
+    if chunk.state is ChunkState.FAILED:  # refused at submit: record why for each of its requests
+        return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.ERRORED, reason=chunk.error)
+    if chunk.state in (ChunkState.PENDING, ChunkState.SUBMITTING, ChunkState.RECONCILING):
+        chunk = submit_chunk(services, job, chunk, provider, send=not canceling and not blocked, budget=budget)
+        if canceling and _never_sent(chunk):  # its requests are canceled (fenced: a claim made meanwhile wins)
+            if chunk.waiting_for_quota:  # it waits no more: its owner's wait must not hold the others back
+                forget_waiting(services, job)
+            release_chunk(services, job, chunk)  # a hold left by a crash or a lost create that came to nothing
+            return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.CANCELED)
+        if chunk.state is not ChunkState.SUBMITTED:
+            return chunk
+    assert chunk.provider_batch_id is not None
+    batch = provider.status(chunk.provider_batch_id)
+    if canceling and not batch.ended and chunk.cancel_requested_at is None:
+        logger.info("canceling provider batch", extra={"job_id": job.id, "chunk": chunk.index})
+        batch = provider.cancel(chunk.provider_batch_id)
+        chunk = services.jobs.update_chunk(chunk, cancel_requested_at=utcnow())
+    failed_reason = batch.failed_reason
+    if failed_reason and quota_failure(failed_reason) and not canceling:  # no results: send again later (0081)
+        requeued = requeue_refused(services, job, chunk, batch)
+        if isinstance(requeued, Chunk):
+            provider.cleanup(batch)
+            return requeued
+        failed_reason = requeued  # refused alone too often: it will never fit
+    if batch.ended:  # its capacity is free at the provider (decision 0081)
+        release_chunk(services, job, chunk)
+    if failed_reason:
+        chunk = services.jobs.update_chunk(
+            chunk, state=ChunkState.FAILED, error=failed_reason, provider_status=batch.status
+        )
+        chunk = collect_chunk(
+            services, job, chunk, provider, batch, unanswered=ItemStatus.ERRORED, reason=failed_reason
+        )
+    elif batch.ended:
+        if chunk.ended_seen_at is None:  # the first poll to see it ended (a collect that fails is retried later)
+            chunk = services.jobs.update_chunk(chunk, ended_seen_at=utcnow(), provider_ended_at=batch.ended_at)
+        chunk = collect_chunk(services, job, chunk, provider, batch)
+        lag = notice_lag_seconds(chunk)
+        logger.info("chunk noticed", extra={"job_id": job.id, "chunk": chunk.index, "notice_lag_s": lag})
+        if lag is not None:  # the dashboard's notice lag (decision 0075)
+            metrics.record(constants.METRIC_NOTICE_LAG, lag, metrics.SECONDS, provider=job.provider)
+    else:
+        sample = Sample(utcnow().timestamp(), *_progress(chunk, batch.counts))
+        return services.jobs.update_chunk(
+            chunk,
+            provider_status=batch.status,
+            request_counts=batch.counts,
+            progress_samples=record(chunk.progress_samples, sample),
+        )
+    provider.cleanup(batch)
+    return chunk
+
+
+def _progress(chunk: Chunk, counts: RequestCounts) -> tuple[int, int]:
+    """(requests done, requests in all) by the provider's counts (its total is 0 while it validates)."""
+    done = counts.succeeded + counts.errored + counts.canceled + counts.expired
+    return done, max(counts.total, chunk.request_count, done)
+
+
+def notice_lag_seconds(chunk: Chunk) -> float | None:
+    """Seconds from the provider's end (its own end time when the adapter reports one, else the first poll that saw
+    it ended) to the chunk's results collected; None for a chunk not collected from an ended provider batch."""
+    start = chunk.provider_ended_at or chunk.ended_seen_at
+    if not chunk.collected or start is None or chunk.ended_at is None:
+        return None
+    return max(0.0, round((chunk.ended_at - start).total_seconds(), 3))
+
+
+def _never_sent(chunk: Chunk) -> bool:
+    """Nothing of this chunk is, or can still become, a provider batch: never claimed, or reconciled to nothing.
+    A live claim (its owner may be sending) and unproven candidates are neither."""
+    if chunk.collected:
+        return False
+    return chunk.state is ChunkState.PENDING or (chunk.state is ChunkState.RECONCILING and not chunk.candidates)
+
+
+def _refresh_in_time(
+    services: Services,
+    job: Job,
+    chunk: Chunk,
+    provider: BatchProvider,
+    canceling: bool,
+    budget: StepBudget,
+    blocked: bool = False,
+) -> Chunk:
+    if not budget.another():
+        logger.info(
+            "Poll stops before its time runs out; the next poll goes on at once",
+            extra={"job_id": job.id, "chunk": chunk.index},
+        )
+        return chunk
+    try:
+        return _refresh(services, job, chunk, provider, canceling, blocked, budget)
+    except (errors.TransientError, errors.ConflictError):  # a write lost a race: look again next poll
+        logger.warning(
+            "chunk refresh failed; retrying at the next poll", extra={"job_id": job.id, "chunk": chunk.index}
+        )
+        return services.jobs.get_chunk(job.id, chunk.index) or chunk
+
+
+def _admitted_already(services: Services, job: Job, chunk: Chunk) -> bool:
+    """A chunk behind a waiting one goes on all the same when it was admitted already: claimed (its create sent or
+    being sent), or holding quota (a claim cut off by a crash, a create whose answer was lost). Held back, its hold
+    would stay unsent and uncounted as free, which could keep the owner next in turn waiting forever (review R4)."""
+    if chunk.state in (ChunkState.SUBMITTING, ChunkState.RECONCILING):
+        return True
+    return chunk.state is ChunkState.PENDING and holds_quota(services, job, chunk)
+
+
+def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None = None) -> WorkflowState:
+    """Refresh open chunks while the budget lasts. Stopped early, it asks for no wait, so the next invocation goes
+    on with the chunks this one did not reach, and the poll schedule does not move on."""
+    budget = budget or StepBudget()
+    job = services.jobs.require_job(state.job_id)
+    provider = services.provider_for(job.provider)
+    canceling = job.status is JobStatus.CANCELING
+    chunks = []
+    blocked = False  # a chunk waits for quota: the job's later chunks wait behind it (decision 0081)
+    for chunk in services.jobs.get_chunks(job.id):
+        if chunk.open and not budget.stopped:
+            held_back = blocked and not _admitted_already(services, job, chunk)
+            chunk = _refresh_in_time(services, job, chunk, provider, canceling, budget, held_back)
+        blocked = blocked or waiting(chunk)
+        chunks.append(chunk)
+    counts, usage = summarize(chunks)
+    # what the job waits for now (decision 0081): in the write Poll makes anyway, so it costs no write of its own
+    fields: dict[str, Any] = {"request_counts": counts, "usage": usage, "waiting_for_quota": quota_wait(chunks)}
+    collected = [c for c in chunks if c.collected]
+    if collected:  # the running cost of what is collected so far (decision 0060)
+        fields["cost"] = chunks_cost_detail(job.provider, job.model, collected, table=services.prices())
+        fields["cost_usd"] = fields["cost"]["total"]
+    if job.status is JobStatus.QUEUED and any(c.state is ChunkState.SUBMITTED for c in chunks):
+        fields["status"] = JobStatus.IN_PROGRESS
+    try:
+        services.jobs.update_job(
+            job.id, expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING], **fields
+        )
+    except errors.ConflictError:
+        fields.pop("status", None)  # canceled between our read and write: keep its status
+        services.jobs.update_job(job.id, **fields)
+    done = not any(c.open for c in chunks)
+    if budget.stopped and not done:
+        return WorkflowState(job_id=job.id, polls=state.polls, wait_seconds=0, done=False)
+    polls = state.polls + 1
+    wait = next_wait(
+        [c.progress_samples for c in chunks if c.open], polls, services.settings.poll_schedule, utcnow().timestamp()
+    )
+    return WorkflowState(job_id=job.id, polls=polls, wait_seconds=wait, done=done)
