@@ -16,8 +16,7 @@ from batch_gateway.models.jobs import Job
 from batch_gateway.models.jsonl import RequestFile, iter_jsonl_lines
 from batch_gateway.service.api.create import create_job_from_file
 from batch_gateway.service.context import Services
-from batch_gateway.service.intake.files import by_line
-from batch_gateway.service.intake.requests import STORED, RequestSink
+from batch_gateway.service.intake.requests import STORED, RequestSink, by_line
 
 
 def job_from_file(

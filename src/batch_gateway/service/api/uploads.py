@@ -20,8 +20,7 @@ from batch_gateway.models.jsonl import RequestFile, iter_jsonl_lines
 from batch_gateway.service.api.create import create_deferred_job
 from batch_gateway.service.api.files import job_from_file
 from batch_gateway.service.context import Services
-from batch_gateway.service.intake.files import by_line
-from batch_gateway.service.intake.requests import STORED, RequestSink
+from batch_gateway.service.intake.requests import STORED, RequestSink, by_line
 from batch_gateway.service.layout import upload_key
 
 UPLOAD_ID_RE = re.compile(r"upl_[0-9a-f]{32}")

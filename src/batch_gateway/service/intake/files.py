@@ -15,7 +15,7 @@ from batch_gateway.models.jsonl import RequestFile, iter_jsonl_lines
 from batch_gateway.models.requests import MAX_ERROR_DETAILS
 from batch_gateway.service.context import Services
 from batch_gateway.service.intake.openai_file import translated_requests
-from batch_gateway.service.intake.requests import write_requests
+from batch_gateway.service.intake.requests import by_line, write_requests
 from batch_gateway.service.money.estimate import job_high_estimate
 
 SUMMARY_LINES = 3  # problems a failed job's error names (all of them, up to MAX_ERROR_DETAILS, are kept on the job)
@@ -24,12 +24,6 @@ SUMMARY_LINES = 3  # problems a failed job's error names (all of them, up to MAX
 class InputFileError(InvalidRequestError):
     """A job's input file, read by Plan (decision 0054), has bad lines: the job fails (the state machine's catch
     records ``InputFileError: <message>``) and nothing is sent. Not retried: the file will not change."""
-
-
-def by_line(detail: dict[str, Any]) -> dict[str, Any]:
-    """Errors about a file name lines: problems with the job's settings belong to the header line (line 1)."""
-    message = f"{detail['field']}: {detail['message']}" if detail.get("field") else detail["message"]
-    return {"line": detail.get("line", 1), "message": message}
 
 
 def read_input_file(services: Services, job: Job) -> Job:

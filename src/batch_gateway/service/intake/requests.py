@@ -77,6 +77,12 @@ def request_line(item: dict[str, Any]) -> bytes:
     return _dumps(item).encode()
 
 
+def by_line(detail: dict[str, Any]) -> dict[str, Any]:
+    """Errors about a file name lines: problems with the job's settings belong to the header line (line 1)."""
+    message = f"{detail['field']}: {detail['message']}" if detail.get("field") else detail["message"]
+    return {"line": detail.get("line", 1), "message": message}
+
+
 def write_requests(
     services: Services,
     job: Job,
