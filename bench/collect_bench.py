@@ -7,8 +7,8 @@ measured process's memory. Two worker steps, each in a fresh interpreter::
     python -m bench.collect_bench setup   --n N --moto URL --sim URL --out job.json
     python -m bench.collect_bench measure --job-id ID --moto URL --sim URL --reps 2 --out result.json
 
-``setup`` creates a job of N short requests (``service.create.create_job``), plans it (``service.plan.plan_job``),
-submits it (``service.submit.submit_job``, provider from ``providers.make_provider("anthropic", api_key="x",
+``setup`` creates a job of N short requests (``api.batches.create_job``), plans it (``workflow.plan.plan_job``),
+submits it (``workflow.submit.submit_job``, provider from ``providers.make_provider("anthropic", api_key="x",
 base_url=sim)``) and waits until the simulator's batch has ended.
 
 ``measure`` loads the job and its chunk, asks the provider for the batch's status (as Poll does; this also loads the

@@ -4,8 +4,8 @@
 service code of each step runs in process against moto (``mock_aws``: S3, DynamoDB, Step Functions, EventBridge) and
 the Anthropic simulator (in-process ``SimulatorServer``), with a ``before-call`` event hook on every boto3 client
 that counts each AWS operation per step. The steps, as the workflow runs them: the API create
-(``service.create.create_job``), Plan, Submit, one Poll while the batch runs, the Poll that sees it ended and
-collects it, Retry (nothing to retry), Finalize, one status read (``service.query.get_job``) and the results request
+(``api.batches.create_job``), Plan, Submit, one Poll while the batch runs, the Poll that sees it ended and
+collects it, Retry (nothing to retry), Finalize, one status read (``api.query.get_job``) and the results request
 (``get_results`` with ``format=jsonl``: one presigned GET of the results file). DynamoDB units are counted from the
 operations: a write of an item <= 1 KB is 1 WRU (a TransactWriteItems item 2), a read 0.5 RCU eventually or 1 strongly
 consistent per 4 KB, a Query or BatchGet by items returned (upper bound: 1 RCU per item, items are small).
@@ -320,7 +320,7 @@ def assumptions() -> list[str]:
         "DynamoDB on-demand: 1 WRU per written item (2 in a transaction), 0.5 RRU per eventually consistent read, 1 "
         "per strongly consistent one, 1 per Query or BatchGet call (items are small)",
         "no webhook subscription (no SQS), EventBridge PutEvents as counted",
-        "both jobs are created as one inline body (service.create.create_job); a 100,000-request job really comes as "
+        "both jobs are created as one inline body (api.batches.create_job); a 100,000-request job really comes as "
         "an upload (POST /uploads, its parts PUT to presigned URLs, then POST /batches with input_file, read by the "
         "workflow): that API call, the part PUTs and the upload's 7 days in S3 are not counted (cents at most: one "
         "request and a few dozen PUTs)",

@@ -2,7 +2,7 @@
 
 Discrete events in this process, no sleeps, no AWS: each batch's provider counts follow a progress curve; Poll is
 modelled by what it does (one ``(observed_at, done, total)`` sample per poll while the batch runs, kept with
-``service.poll_schedule.record``, and the next wait from the REAL ``service.poll_schedule.next_wait`` with the
+``workflow.poll_schedule.record``, and the next wait from the REAL ``workflow.poll_schedule.next_wait`` with the
 deployed schedule); a poll that sees the batch ended collects it. Reported per scenario: the lag from the provider's
 end to the results available (p50, p95, max) and the state transitions per job.
 

@@ -1,9 +1,9 @@
 """Scale under quotas (issue 15, decision 0084): 1,000 jobs from 20 owners over a simulated week, in this process.
 
-Discrete events, no sleeps, no AWS. What is REAL code: the chunk plan (``service.plan.chunk_limits`` and
+Discrete events, no sleeps, no AWS. What is REAL code: the chunk plan (``planning.chunks.chunk_limits`` and
 ``ChunkBoundaries``, the rule Plan and the estimate share, with each provider adapter's own limits), the chunk's cost
 (``models.quotas.QuotaCost.for_chunk``), the limits (``models.quotas.limits_for``, the defaults), the admission
-decision (``service.quota.admit``) and the ledger (``store.memory_quotas.MemoryQuotaStore``: read, conditional
+decision (``quotas.rule.admit``) and the ledger (``store.memory_quotas.MemoryQuotaStore``: read, conditional
 reserve, release, mark_waiting, clear_waiting). What is MODELLED: the workflow around them and the providers.
 
 **The workload** (``make_workload``; seeded, so every run draws the same 1,000 jobs):

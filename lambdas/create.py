@@ -28,7 +28,7 @@ def create():
 
     def _create() -> dict:
         job = create_job(services, owner=owner, body=body)
-        # JobsCreated and RequestsAccepted: counted for every creator by the job store's signals (service.signals)
+        # JobsCreated and RequestsAccepted: counted for every creator by the job store's signals (events.signals)
         view = job_view(services, job)
         if job.webhook:  # the job's webhook secret: answered here only (decision 0070)
             view["webhook"] = {**view["webhook"], "secret": job.webhook["secret"]}

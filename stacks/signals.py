@@ -13,7 +13,7 @@ from constructs import Construct
 
 from batch_gateway import constants
 
-# The functions that create a job or change its status or done counts, so emit (service.signals.job_changed): the
+# The functions that create a job or change its status or done counts, so emit (events.signals.job_changed): the
 # API's create and cancel, the compatible doors (they create and cancel), the drop folder's Ingest, the workflow steps
 # that move a job (Submit, Poll, Finalize, MarkFailed) and the sweeper (it fails a job whose workflow keeps
 # stopping). Plan and Retry change no status and count no item done: no grant.

@@ -2,7 +2,7 @@
 fallback for what orjson refuses (lone surrogates that a provider may send back escaped).
 
 ``make bench`` showed JSON decode and encode as a third of collect's time; orjson cuts that several-fold. Every
-Lambda bundle carries it: a dry run's chunk plan builds provider lines in the Create function (``service.estimate``)
+Lambda bundle carries it: a dry run's chunk plan builds provider lines in the Create function (``money.estimate``)
 and must count the bytes Plan writes. Where orjson is absent (the SDK alone), the standard library writes the same
 bytes except for floats in exponent form (``1e-07`` there, ``1e-7`` from orjson).
 """

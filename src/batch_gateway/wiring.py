@@ -110,7 +110,7 @@ def services() -> Services:
         resume_workflow=aws.resume_task,
         quotas=cast("QuotaStore", _OnFirstUse(lambda: _quota_store(s.table))),
     )
-    # Every job change is announced on the bus (service.signals, decision 0068) by the functions that have it. One
+    # Every job change is announced on the bus (events.signals, decision 0068) by the functions that have it. One
     # without it (Park, Plan, Retry, the OpenAI webhook receiver) announces nothing and so records nothing as
     # announced: a status whose event failed stays unannounced for the next writer with the bus, or the sweeper.
     return signalling(built) if s.event_bus else built

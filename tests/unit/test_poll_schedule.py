@@ -1,4 +1,4 @@
-"""Poll's next wait (service.poll_schedule, decision 0074): the end predicted from the provider's progress counts,
+"""Poll's next wait (workflow.poll_schedule, decision 0074): the end predicted from the provider's progress counts,
 the schedule's backoff without progress, a short wait at 100 % not yet ended, always within [floor, cap]; Poll
 records the samples (at most 4 per chunk) and its wait comes from them; notice lag (decision 0075)."""
 

@@ -239,7 +239,7 @@ class Chunk(Record):
     attempt: int = 1
     replaces: RequestCounts | None = None
     retryable: int = 0
-    # Poll's prediction of the provider's end (service.poll_schedule, decision 0074): the last few
+    # Poll's prediction of the provider's end (workflow.poll_schedule, decision 0074): the last few
     # [epoch seconds, requests done, requests in all] of the provider's counts, newest last. Notice lag (decision
     # 0075): when a poll first saw the batch ended, and the provider's own end time when its adapter reports one.
     progress_samples: list[list[int]] = dataclasses.field(default_factory=list)
@@ -292,7 +292,7 @@ class Job(Record):
     cost_usd: float | None = None  # cost["total"], kept for callers from before the cost object
     # models.pricing.cost_of's object for the usage so far (Poll updates it as chunks are collected, Finalize writes
     # the final one); None before any chunk is collected (decision 0060), which the job view shows as the model's
-    # zero cost (service.query.job_view).
+    # zero cost (api.query.job_view).
     cost: dict[str, Any] | None = None
     metadata: dict[str, str] = dataclasses.field(default_factory=dict)
     hyperparameters: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -307,7 +307,7 @@ class Job(Record):
     source: str = "api"
     drop_name: str | None = None  # drop-folder jobs: where results go under outbox/
     error: str | None = None
-    # How far results.jsonl is joined: {"chunks", "lines", "ids", "etag"} (service.join); complete once "chunks"
+    # How far results.jsonl is joined: {"chunks", "lines", "ids", "etag"} (workflow.join); complete once "chunks"
     # is the job's chunk count and the object still has that ETag.
     results_joined: dict[str, Any] | None = None
     # Jobs created through a compatible front door (decision 0045): which door, and the door's own fields (OpenAI:
@@ -324,11 +324,11 @@ class Job(Record):
     # bytes as tokens plus every request reaching max_tokens; None for a model without a price (and for a job whose
     # input file Plan reads, until then). Budgets reserve it.
     estimate_usd: float | None = None
-    # The job's reservation against its owner's monthly budget (service.budgets, decision 0064): {"month",
+    # The job's reservation against its owner's monthly budget (api.budgets, decision 0064): {"month",
     # "reserved" (micro-USD, the high estimate plus retry rounds'), "rounds" (the retry rounds reserved),
     # "settled" (micro-USD charged at the end)}; None when the owner had no budget at create.
     budget: dict[str, Any] | None = None
-    # The highest progress mark (25, 50, 75 % of items done) announced on the bus (service.signals, decision 0068).
+    # The highest progress mark (25, 50, 75 % of items done) announced on the bus (events.signals, decision 0068).
     progress_signalled: int = 0
     # At-least-once status events (decision 0068): the last status whose event went out (recorded after it did,
     # only while it is the job's status, so it never moves backwards) and the status the last status write replaced
@@ -336,7 +336,7 @@ class Job(Record):
     # an ended one by the sweeper.
     signalled_status: JobStatus | None = None
     previous_status: JobStatus | None = None
-    # The job's own webhook (service.webhooks, decision 0070): {"url", "events", "secret"}; the secret is answered by
+    # The job's own webhook (api.webhooks, decision 0070): {"url", "events", "secret"}; the secret is answered by
     # create only, never by a job view, an event or a log (nor a repr).
     webhook: dict[str, Any] | None = dataclasses.field(default=None, repr=False)
     # The wake-up (workflow/wake.py, decision 0072): the task token of the workflow's Park state while it waits for

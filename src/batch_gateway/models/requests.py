@@ -84,7 +84,7 @@ class CreateJobInput:
     endpoint: str | None = None
     provider_options: dict[str, Any] = field(default_factory=dict)
     retry: dict[str, Any] | None = None  # models.retry.parse_retry's form; None: the deployment's default
-    webhook: Any = None  # the job's own webhook as given; service.webhooks.job_webhook checks it (decision 0070)
+    webhook: Any = None  # the job's own webhook as given; api.webhooks.job_webhook checks it (decision 0070)
 
     @classmethod
     def parse(cls, body: Any) -> CreateJobInput:

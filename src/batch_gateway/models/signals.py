@@ -4,7 +4,7 @@
   to its end (``finished``, ``canceled``, ``expired`` or ``failed``).
 - ``Batch Job Progress``: a job passed 25, 50 or 75 % of its items done (``progress``), once per mark.
 
-``service.signals`` builds these details as plain dicts (the API functions import no pydantic, decision 0007); this
+``events.signals`` builds these details as plain dicts (the API functions import no pydantic, decision 0007); this
 model is their documented schema, for consumers (the webhook deliveries, tests) and ``docs``. Never any prompt or
 completion text: ids, counts, cost, timestamps and names only.
 """

@@ -67,7 +67,7 @@ def model_family(model: str) -> str | None:
     return next((family for marker, family in FAMILIES if marker in lowered), None)
 
 
-# --- where a chunk's Bedrock files live (under service.keys.chunk_prefix; the providers layer cannot import it) -----
+# --- where a chunk's Bedrock files live (under layout.chunk_prefix; the providers layer cannot import it) -----
 
 
 def chunk_dir(job_id: str, index: int) -> str:

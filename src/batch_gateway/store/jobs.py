@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 JOB_SK = "JOB"
 # The sparse open-jobs index has two partitions: "open" (every job that has not ended) and this one, an ended job
-# whose end status event has not gone out yet (service.signals records ``signalled_status``; the sweeper resends).
+# whose end status event has not gone out yet (events.signals records ``signalled_status``; the sweeper resends).
 UNANNOUNCED = "unannounced"
 MAX_BATCH_GET = 100  # keys in one BatchGetItem
 BATCH_GET_ATTEMPTS = 5  # asks for the same page of jobs, the first included

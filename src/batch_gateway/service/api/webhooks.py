@@ -2,7 +2,7 @@
 
 Routes: ``POST /webhooks`` (answers the signing secret once), ``GET /webhooks``, ``GET/DELETE /webhooks/{id}``,
 ``POST /webhooks/{id}/rotate-secret``. Every one is the caller's own: another owner's subscription is not found.
-Deliveries (fan-out, signing, sending, retries) are ``service.webhook_delivery``: create loads this module for a
+Deliveries (fan-out, signing, sending, retries) are ``events.webhook_delivery``: create loads this module for a
 job's webhook and never delivers (decision 0089).
 """
 

@@ -6,7 +6,7 @@ target's URL is checked again, its host resolved and every address checked (``we
 the target's current secret(s) (Standard Webhooks, ``standardwebhooks``) and posted to the checked address
 (``webhook_send``). A failure leaves the message on the queue, invisible for the next step of the retry schedule
 (``Settings.webhook_retry_schedule``); after the last step SQS moves it to the dead-letter queue (``maxReceiveCount`` =
-steps + 1). Subscriptions and a job's own webhook are checked in ``service.webhooks``; only the webhook functions
+steps + 1). Subscriptions and a job's own webhook are checked in ``api.webhooks``; only the webhook functions
 load this module (decision 0089).
 """
 

@@ -52,7 +52,7 @@ def chunk_sizes(total: int, max_requests: int, even: bool) -> Callable[[int], in
 
 
 class ChunkBoundaries:
-    """Where one chunk ends and the next begins: the one decision Plan and the estimate (``service.estimate``) share,
+    """Where one chunk ends and the next begins: the one decision Plan and the estimate (``money.estimate``) share,
     so a dry run's chunk plan is the plan a real create gets. Fed the byte length of each provider line in order (a
     line's length does not depend on its chunk's id marker: all markers have one length)."""
 

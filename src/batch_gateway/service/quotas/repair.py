@@ -11,7 +11,7 @@ reserve and claim: its next admission reuses it; one holding in some of its ledg
 admission by the rule, decision 0081, so it is not freed here: freeing it could race the admission that completes it
 and leave the chunk sent without a hold in one ledger). A repair never drops the hold of a chunk that may be in
 flight, and it never adds one: no path leaves a chunk in flight without a hold (a submitter whose claim lost keeps
-its fresh hold, ``service.submit``). When a ledger's holds were all read in one invocation and none was released,
+its fresh hold, ``workflow.submit``). When a ledger's holds were all read in one invocation and none was released,
 sums that drifted from the holds (a hand edit) are set to theirs, conditional on the version read before the holds.
 
 An owner marked waiting is still waiting while one of the jobs that marked it (``OwnerUsage.waiting_jobs``) is

@@ -1,6 +1,6 @@
 """Attempts of a retrying job's items (decision 0066), as collect writes them: each result line gets
 ``attempt_count`` and ``attempts`` (the earlier attempts' outcomes), and the items that may run again go to the
-chunk's ``retryable.jsonl``, which the Retry step reads (``service.retry``)."""
+chunk's ``retryable.jsonl``, which the Retry step reads (``workflow.retry``)."""
 
 from __future__ import annotations
 

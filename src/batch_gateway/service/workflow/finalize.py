@@ -1,5 +1,5 @@
 """Finalize: join the chunks' results into ``results.jsonl``, prove one line per request id, total usage and cost,
-set the terminal status (the job store's signals announce it: service.signals)."""
+set the terminal status (the job store's signals announce it: events.signals)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def _terminal_status(job: Job, chunks: list[Chunk]) -> JobStatus:
 
 def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | None = None) -> dict[str, str]:
     """Resumable: an invocation whose budget runs out before every chunk is joined raises ``TransientError``, the
-    state machine's retry goes on from the chunks already in results.jsonl (``service.join``)."""
+    state machine's retry goes on from the chunks already in results.jsonl (``workflow.join``)."""
     job = services.jobs.require_job(state.job_id)
     if job.status.terminal:
         settle_job(services, job)  # a retried Finalize that ended the job before settling its budget

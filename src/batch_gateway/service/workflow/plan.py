@@ -2,7 +2,7 @@
 model's enqueued-token quota.
 
 A job created from an input file too large to check at create has its file read, checked and normalised here first
-(``service.input_files.read_input_file``, decision 0054); a bad line fails the job before any chunk exists.
+(``intake.files.read_input_file``, decision 0054); a bad line fails the job before any chunk exists.
 
 Reads the normalised requests line by line and writes each chunk's provider lines, its custom_id list and (only
 when some caller ids had to be replaced) its id map, so memory stays flat whatever the job's size.

@@ -1,13 +1,13 @@
 """The quota scheduler in the workflow (decision 0081; the ledger and the rule are decision 0080's).
 
 - ``admit_chunk``: before a chunk is claimed for sending (Submit, and Poll's sending of pending chunks): read the
-  ledger, decide (``service.quota.admit``), reserve; a reservation that meets a concurrent one reads and decides
+  ledger, decide (``quotas.rule.admit``), reserve; a reservation that meets a concurrent one reads and decides
   again. A chunk that already holds (a lost create being sent again, or a crash between reserve and claim) goes on;
   one that holds in some of its ledgers only takes the others by the same rule.
 - ``wait_chunk``: the chunk stays ``pending`` with the reason on it, and its owner is marked waiting with the job.
 - ``release_chunk``: when the chunk's batch ended or the chunk is abandoned: every ledger of the chunk in one write
   (it holds in all or none); idempotent (the store's release is). A release that freed capacity wakes the waiting
-  jobs of the owner next in turn (``service.wake.wake_job``).
+  jobs of the owner next in turn (``workflow.wake.wake_job``).
 - ``forget_waiting``: a job canceled or failed while it waited leaves its owner's wait, so it holds no one back.
 - ``requeue_refused``: OpenAI's batch failed with ``token_limit_exceeded`` had no results: the chunk goes back to
   ``pending`` to be sent again later, unless the provider refused it that way three times with nothing else of ours

@@ -3,7 +3,7 @@
 1. Claim the chunk before calling out: one transaction that needs the chunk as read (``pending``, or
    ``reconciling`` with its claim token) and the job still sending (``queued`` / ``in_progress``). The claim is a
    random token plus a lease longer than any Lambda runs; a live claim is never taken over. Before the claim the
-   chunk is admitted against its provider's quota (``service.quota_gate``, decision 0081): one that does not fit
+   chunk is admitted against its provider's quota (``workflow.quota_gate``, decision 0081): one that does not fit
    stays ``pending`` with the reason, and its hold is given back whenever no create can have been accepted.
 2. Create the provider batch with SDK retries off; record its id at once, guarded by the claim token and state.
 3. A refusal before acceptance (429, 5xx, a connection that was never made) releases the claim. A lost answer

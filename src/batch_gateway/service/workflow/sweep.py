@@ -9,7 +9,7 @@ retries, or the sweeper's own settle failed) is settled by a later sweep once it
 for such jobs only where an owner's month holds more reserved than its open jobs do. An ended job whose end event did
 not go out (``signalled_status`` behind its status) gets it sent again (decision 0068). Provider batches that no chunk
 owns (an ambiguous create that was re-sent), or whose job has ended, are canceled where the provider lets us find them.
-The quota ledgers are repaired from their holds (``service.quota_repair``, decision 0081), in a chain of their own when
+The quota ledgers are repaired from their holds (``quotas.repair``, decision 0081), in a chain of their own when
 they hold more than one invocation reads.
 """
 
