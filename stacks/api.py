@@ -18,7 +18,7 @@ from constructs import Construct
 from batch_gateway import constants
 from stacks import grants, nag
 from stacks.config import GatewayConfig
-from stacks.functions import API_SIZING, FunctionFactory, quota_limits_environment
+from stacks.functions import API_SIZING, FunctionFactory, enabled_providers_environment, quota_limits_environment
 from stacks.storage import JOBS_PREFIX, StorageConstruct
 from stacks.webhooks import loopback_environment
 
@@ -114,6 +114,7 @@ class ApiConstruct(Construct):
                 "Create",
                 {
                     constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
+                    **enabled_providers_environment(config),
                     **loopback_environment(config),
                     **quota_limits_environment(config),  # a dry run's plan is cut as Plan cuts (decision 0087)
                 },
@@ -129,11 +130,16 @@ class ApiConstruct(Construct):
                 {
                     constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
                     constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY),
+                    **enabled_providers_environment(config),
                 },
             ),
             # Keeps the caller's files under doors/openai/, creates and cancels door jobs, signs file content URLs.
             "OpenAICompat": api_function(
-                "OpenAICompat", {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn}
+                "OpenAICompat",
+                {
+                    constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
+                    **enabled_providers_environment(config),
+                },
             ),
             # Signs upload URLs with its own role: they allow what that role may do (write under uploads/), no more.
             "Uploads": api_function("Uploads", {constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY)}),

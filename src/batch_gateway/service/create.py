@@ -25,6 +25,7 @@ from batch_gateway.models.requests import (
     CreateJobInput,
     check_endpoint_for_provider,
     check_model_for_provider,
+    check_provider_enabled,
     check_storable,
     consume,
     iter_normalized,
@@ -234,12 +235,7 @@ def create_deferred_job(
 
 def _checked(services: Services, spec: CreateJobInput) -> dict[str, Any]:
     """The job's settings checked (its requests are not): the job's hyperparameters."""
-    enabled = services.settings.secret_arns
-    if enabled and spec.provider not in enabled:
-        raise InvalidRequestError(
-            f"provider '{spec.provider}' is not enabled in this deployment (enabled: {', '.join(sorted(enabled))})",
-            details=[{"field": "provider", "message": "not enabled"}],
-        )
+    check_provider_enabled(spec.provider, services.settings.enabled_providers)
     check_model_for_provider(spec.provider, spec.model)
     check_endpoint_for_provider(spec.provider, spec.endpoint)
     check_provider_options(spec.provider, spec.endpoint, spec.provider_options)
