@@ -81,6 +81,15 @@ KEY_AUTHORIZED_PREFIXES = ("/openai/", "/anthropic/")
 _ERROR_TEMPLATE = (
     '{"error": {"type": "$context.error.responseType", "message": $context.error.messageString, "details": []}}'
 )
+# The doors' key authorizer failed (it raised: Secrets Manager or the table unreachable; it timed out; its answer was
+# unusable): API Gateway's default is a bare 500 {"message": null}. A 503 instead, which both SDKs retry, in one body
+# that is an Anthropic error and an OpenAI one at once (a gateway response is per API, and its template substitutes
+# variables only, so it cannot tell the doors apart). Decision 0102.
+AUTHORIZER_FAILURES = (apigw.ResponseType.AUTHORIZER_CONFIGURATION_ERROR, apigw.ResponseType.AUTHORIZER_FAILURE)
+_KEY_UNCHECKED_TEMPLATE = (
+    '{"type": "error", "error": {"type": "api_error", "message": "the gateway API key could not be checked just '
+    'now; retry (request $context.requestId)", "param": null, "code": "transient_error"}}'
+)
 
 
 class ApiConstruct(Construct):
@@ -378,6 +387,13 @@ class ApiConstruct(Construct):
                 f"Gateway{response_type.response_type}",
                 type=response_type,
                 templates={"application/json": _ERROR_TEMPLATE},
+            )
+        for response_type in AUTHORIZER_FAILURES:
+            api.add_gateway_response(
+                f"Gateway{response_type.response_type}",
+                type=response_type,
+                status_code="503",
+                templates={"application/json": _KEY_UNCHECKED_TEMPLATE},
             )
 
         for http_method, path, function_id, parameters in ROUTES:
