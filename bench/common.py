@@ -324,4 +324,5 @@ def _handler_env(state_machine_arn: str) -> dict[str, str]:
         "POLL_SCHEDULE_SECONDS": "0",
         "EVENT_BUS_NAME": "",
         "BEDROCK_ROLE_ARN": f"arn:aws:iam::123456789012:role/{BEDROCK_ROLE}",
+        "ENABLED_PROVIDERS": "anthropic,openai,bedrock,google",  # a deployment of every provider (decision 0102)
     }

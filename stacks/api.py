@@ -18,7 +18,7 @@ from constructs import Construct
 from batch_gateway import constants
 from stacks import grants, nag
 from stacks.config import GatewayConfig
-from stacks.functions import API_SIZING, FunctionFactory, quota_limits_environment
+from stacks.functions import API_SIZING, FunctionFactory, enabled_providers_environment, quota_limits_environment
 from stacks.storage import JOBS_PREFIX, StorageConstruct
 from stacks.webhooks import loopback_environment
 
@@ -81,6 +81,15 @@ KEY_AUTHORIZED_PREFIXES = ("/openai/", "/anthropic/")
 _ERROR_TEMPLATE = (
     '{"error": {"type": "$context.error.responseType", "message": $context.error.messageString, "details": []}}'
 )
+# The doors' key authorizer failed (it raised: Secrets Manager or the table unreachable; it timed out; its answer was
+# unusable): API Gateway's default is a bare 500 {"message": null}. A 503 instead, which both SDKs retry, in one body
+# that is an Anthropic error and an OpenAI one at once (a gateway response is per API, and its template substitutes
+# variables only, so it cannot tell the doors apart). Decision 0102.
+AUTHORIZER_FAILURES = (apigw.ResponseType.AUTHORIZER_CONFIGURATION_ERROR, apigw.ResponseType.AUTHORIZER_FAILURE)
+_KEY_UNCHECKED_TEMPLATE = (
+    '{"type": "error", "error": {"type": "api_error", "message": "the gateway API key could not be checked just '
+    'now; retry (request $context.requestId)", "param": null, "code": "transient_error"}}'
+)
 
 
 class ApiConstruct(Construct):
@@ -114,6 +123,7 @@ class ApiConstruct(Construct):
                 "Create",
                 {
                     constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
+                    **enabled_providers_environment(config),
                     **loopback_environment(config),
                     **quota_limits_environment(config),  # a dry run's plan is cut as Plan cuts (decision 0087)
                 },
@@ -129,11 +139,16 @@ class ApiConstruct(Construct):
                 {
                     constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
                     constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY),
+                    **enabled_providers_environment(config),
                 },
             ),
             # Keeps the caller's files under doors/openai/, creates and cancels door jobs, signs file content URLs.
             "OpenAICompat": api_function(
-                "OpenAICompat", {constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn}
+                "OpenAICompat",
+                {
+                    constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
+                    **enabled_providers_environment(config),
+                },
             ),
             # Signs upload URLs with its own role: they allow what that role may do (write under uploads/), no more.
             "Uploads": api_function("Uploads", {constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY)}),
@@ -372,6 +387,13 @@ class ApiConstruct(Construct):
                 f"Gateway{response_type.response_type}",
                 type=response_type,
                 templates={"application/json": _ERROR_TEMPLATE},
+            )
+        for response_type in AUTHORIZER_FAILURES:
+            api.add_gateway_response(
+                f"Gateway{response_type.response_type}",
+                type=response_type,
+                status_code="503",
+                templates={"application/json": _KEY_UNCHECKED_TEMPLATE},
             )
 
         for http_method, path, function_id, parameters in ROUTES:

@@ -7,6 +7,8 @@ Context keys:
     Google Gemini batch mode (its key in the ``batch-gateway/google-api-key`` secret). One Secrets
     Manager secret is created per enabled provider that takes an API key (Bedrock takes none: the functions' roles
     call it, and a Bedrock service role reads each job's input and writes its output, see ``stacks/bedrock.py``).
+    The functions that create jobs get the list as ``ENABLED_PROVIDERS`` and refuse a job for any other provider at
+    create (decision 0102).
 ``architecture``
     Lambda architecture, ``"arm64"`` (default) or ``"x86_64"``; the pip platform of the bundles follows it.
 ``log_retention_days``
@@ -75,7 +77,7 @@ from aws_cdk import aws_logs as logs
 from batch_gateway import constants
 from batch_gateway.models.quotas import parse_overrides  # the one check of a quota document (decision 0081)
 
-KNOWN_PROVIDERS = ("anthropic", "openai", "bedrock", "google")
+KNOWN_PROVIDERS = constants.PROVIDERS
 KEYED_PROVIDERS = ("anthropic", "openai", "google")  # providers with an API key in Secrets Manager (Bedrock has none)
 
 DEFAULTS: dict[str, Any] = {

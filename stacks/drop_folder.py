@@ -18,7 +18,7 @@ from constructs import Construct
 from batch_gateway import constants
 from stacks import grants, nag
 from stacks.config import GatewayConfig
-from stacks.functions import WORKFLOW_SIZING, FunctionFactory
+from stacks.functions import WORKFLOW_SIZING, FunctionFactory, enabled_providers_environment
 from stacks.storage import JOBS_PREFIX, StorageConstruct
 
 
@@ -79,6 +79,7 @@ class DropFolderConstruct(Construct):
                 constants.ENV_DROP_PREFIX: config.drop_folder_prefix,
                 constants.ENV_DROP_OWNER: owner,
                 constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
+                **enabled_providers_environment(config),
             },
             description="Batch Gateway: drop-folder ingest (S3 -> SQS -> job)",
         )

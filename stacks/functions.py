@@ -40,6 +40,12 @@ def deployment_environment() -> dict[str, str]:
     return {constants.ENV_DEPLOYMENT_ID: Fn.select(2, Fn.split("/", Aws.STACK_ID))}
 
 
+def enabled_providers_environment(config: GatewayConfig) -> dict[str, str]:
+    """The providers this deployment runs (context ``providers``), for every function that creates jobs: they hold
+    no provider key, so only this tells them a job for another provider must be refused at create (decision 0102)."""
+    return {constants.ENV_ENABLED_PROVIDERS: ",".join(config.providers)}
+
+
 def quota_limits_environment(config: GatewayConfig) -> dict[str, str]:
     """The quota overrides alone, for the functions that cut chunks to a model's enqueued-token limit (decision
     0087): Plan, Retry (its new chunks) and Create (a dry run's plan is Plan's)."""

@@ -35,6 +35,10 @@ ENV_STATE_MACHINE_ARN = "STATE_MACHINE_ARN"
 ENV_ANTHROPIC_SECRET_ARN = "ANTHROPIC_SECRET_ARN"
 ENV_OPENAI_SECRET_ARN = "OPENAI_SECRET_ARN"
 ENV_GOOGLE_SECRET_ARN = "GOOGLE_SECRET_ARN"  # the Gemini API key
+# The providers this deployment runs (context `providers`, comma separated), on every function that creates jobs: a job
+# for another provider is refused at create (decision 0102).
+ENV_ENABLED_PROVIDERS = "ENABLED_PROVIDERS"
+PROVIDERS = ("anthropic", "openai", "bedrock", "google")  # every provider the gateway has an adapter for
 ENV_POLL_SCHEDULE = "POLL_SCHEDULE_SECONDS"  # comma separated, e.g. "30,60,120,300,600"
 ENV_PRESIGN_EXPIRY = "PRESIGN_EXPIRY_SECONDS"
 ENV_DROP_PREFIX = "DROP_FOLDER_PREFIX"

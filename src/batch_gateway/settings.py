@@ -78,6 +78,9 @@ class Settings:
     bucket: str
     state_machine_arn: str | None = None
     secret_arns: dict[str, str] = field(default_factory=dict)  # provider -> Secrets Manager ARN
+    # The providers jobs may name (decision 0102): ENABLED_PROVIDERS, from the context `providers`, on every function
+    # that creates jobs. Built in code without an environment: every provider.
+    enabled_providers: tuple[str, ...] = c.PROVIDERS
     poll_schedule: list[int] = field(default_factory=lambda: _schedule(c.DEFAULT_POLL_SCHEDULE))
     presign_expiry: int = c.DEFAULT_PRESIGN_EXPIRY
     max_chunk_requests: int | None = None
@@ -111,11 +114,13 @@ class Settings:
             )
             if env.get(var)
         }
+        bedrock = BedrockSettings.from_env(env)
         return cls(
             table=env.get(c.ENV_JOBS_TABLE, ""),
             bucket=env.get(c.ENV_PAYLOAD_BUCKET, ""),
             state_machine_arn=env.get(c.ENV_STATE_MACHINE_ARN) or None,
             secret_arns=secrets,
+            enabled_providers=_enabled_providers(env.get(c.ENV_ENABLED_PROVIDERS), secrets, bedrock),
             poll_schedule=_schedule(env.get(c.ENV_POLL_SCHEDULE) or c.DEFAULT_POLL_SCHEDULE),
             presign_expiry=int(env.get(c.ENV_PRESIGN_EXPIRY) or c.DEFAULT_PRESIGN_EXPIRY),
             max_chunk_requests=int(env[c.ENV_MAX_CHUNK_REQUESTS]) if env.get(c.ENV_MAX_CHUNK_REQUESTS) else None,
@@ -125,7 +130,7 @@ class Settings:
             drop_owner=env.get(c.ENV_DROP_OWNER) or None,
             event_bus=env.get(c.ENV_EVENT_BUS_NAME) or None,
             deployment_id=env.get(c.ENV_DEPLOYMENT_ID) or None,
-            bedrock=BedrockSettings.from_env(env),
+            bedrock=bedrock,
             retry_default=_retry_default(env.get(c.ENV_RETRY_DEFAULT)),
             webhook_loopback_http=(env.get(c.ENV_WEBHOOK_LOOPBACK_HTTP) or "").lower() == "true",
             webhook_retry_schedule=_schedule(env.get(c.ENV_WEBHOOK_RETRY_SCHEDULE) or c.DEFAULT_WEBHOOK_RETRY_SCHEDULE),
@@ -143,6 +148,20 @@ class Settings:
     def wait_after(self, polls: int) -> int:
         """Seconds to wait before poll number ``polls + 1``: short at first, longer later."""
         return self.poll_schedule[min(polls, len(self.poll_schedule) - 1)]
+
+
+def _enabled_providers(text: str | None, secrets: Mapping[str, str], bedrock: BedrockSettings) -> tuple[str, ...]:
+    """``ENABLED_PROVIDERS`` (``anthropic,openai``: the CDK app writes it from the checked context). A function not
+    told (one that creates no jobs, or a template from before decision 0102) enables only what it can reach: the
+    providers whose key it holds, and Bedrock when it has Bedrock's service role; never more."""
+    if text is None:
+        return (*secrets, *(("bedrock",) if bedrock.role_arn else ()))
+    names = tuple(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+    unknown = [name for name in names if name not in c.PROVIDERS]
+    if unknown:
+        known = ", ".join(c.PROVIDERS)
+        raise ValueError(f"{c.ENV_ENABLED_PROVIDERS}: unknown provider {unknown[0]!r} (one of {known})")
+    return names
 
 
 def _retry_default(text: str | None) -> dict[str, Any] | None:

@@ -1,18 +1,22 @@
 """Gateway API keys through the local stack (decision 0045): an admin (IAM allowed on /keys) creates keys, a tenant
 cannot manage them (403 from IAM, as API Gateway answers); a key works on both doors with either header; no key is a
 401 and an unknown key a 403 from the authorizer; a revoked key is refused within the authorizer's cache time; the
-listing shows no key material; a key's requests are its owner's (tenant isolation of the SigV4 API); and no key
-appears in any function's log."""
+listing shows no key material; a key's requests are its owner's (tenant isolation of the SigV4 API); a key that
+cannot be checked (Secrets Manager unreachable) is a 503 both SDKs read and retry; and no key appears in any function's
+log."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import anthropic
+import openai
 import pytest
 import requests
 
@@ -65,6 +69,34 @@ def test_no_key_is_401_and_an_unknown_key_is_403(stack, alice):
     assert (missing.status_code, missing.json()) == (401, {"message": "Unauthorized"})
     unknown = door_get(alice, path, "bgk_" + "x" * 43)
     assert (unknown.status_code, unknown.json()) == (403, DENIED)
+
+
+def test_a_key_that_cannot_be_checked_is_a_503_in_each_doors_error_shape_that_the_sdks_retry(stack, alice):
+    """Secrets Manager unreachable from the authorizer (the pepper its key hashes are keyed with cannot be read): the
+    authorizer raises, and API Gateway answers the template's gateway response for it (decision 0102), not a bare
+    500. Each door's SDK reads it as a server error (503, which both retry) with the gateway's message."""
+    info, key = stack.info(), stack.api_key(alice)
+    openai_door = openai.OpenAI(base_url=info["openai_base_url"], api_key=key, max_retries=0)
+    anthropic_door = anthropic.Anthropic(base_url=info["anthropic_base_url"], api_key=key, max_retries=0)
+    authorizer = stack.function("authorizer")
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound and never listening: every connection to it is refused
+        endpoint = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        stack.set_function_environment(authorizer, {"AWS_ENDPOINT_URL_SECRETS_MANAGER": endpoint})  # fresh instances
+        try:
+            with pytest.raises(openai.InternalServerError) as openai_refused:
+                openai_door.batches.list()
+            with pytest.raises(anthropic.InternalServerError) as anthropic_refused:
+                anthropic_door.messages.batches.list()
+        finally:
+            stack.set_function_environment(authorizer, {"AWS_ENDPOINT_URL_SECRETS_MANAGER": None})
+    from_openai, from_anthropic = openai_refused.value, anthropic_refused.value
+    assert from_openai.status_code == 503, from_openai.body
+    assert from_openai.code == "transient_error" and "retry" in from_openai.body["message"]  # OpenAI's error object
+    assert from_anthropic.status_code == 503, from_anthropic.body
+    assert from_anthropic.body["type"] == "error" and from_anthropic.body["error"]["type"] == "api_error"
+    assert "retry" in from_anthropic.body["error"]["message"]
+    assert door_get(alice, DOOR_LISTS["openai"], key).status_code == 200  # reachable again: the key works
 
 
 def test_a_revoked_key_is_refused_within_the_cache_time(stack, admin, alice):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from aws_cdk.assertions import Match
 
 from batch_gateway import constants
@@ -135,12 +136,35 @@ def test_access_log_is_json_request_metadata_without_the_body(synthesized):
     assert "body" not in stage["Properties"]["AccessLogSetting"]["Format"].lower()
 
 
-def test_api_gateway_errors_use_the_service_error_shape(synthesized):
+def _gateway_responses(synthesized) -> dict[str, dict]:
     responses = synthesized.of_type("AWS::ApiGateway::GatewayResponse").values()
-    assert {r["Properties"]["ResponseType"] for r in responses} == {"DEFAULT_4XX", "DEFAULT_5XX"}
-    for response in responses:
-        template = response["Properties"]["ResponseTemplates"]["application/json"]
+    return {r["Properties"]["ResponseType"]: r["Properties"] for r in responses}
+
+
+def test_api_gateway_errors_use_the_service_error_shape(synthesized):
+    responses = _gateway_responses(synthesized)
+    assert set(responses) == {"DEFAULT_4XX", "DEFAULT_5XX", *AUTHORIZER_FAILURES}
+    for response_type in ("DEFAULT_4XX", "DEFAULT_5XX"):
+        template = responses[response_type]["ResponseTemplates"]["application/json"]
         assert template.startswith('{"error": {"type": ')
+
+
+AUTHORIZER_FAILURES = ("AUTHORIZER_CONFIGURATION_ERROR", "AUTHORIZER_FAILURE")
+
+
+@pytest.mark.parametrize("response_type", AUTHORIZER_FAILURES)
+def test_a_key_authorizer_that_fails_is_a_503_in_a_body_both_doors_sdks_read(synthesized, response_type):
+    """Only the doors have the key authorizer. One that raises (Secrets Manager or the table unreachable), times out or
+    answers nothing usable is API Gateway's bare 500 ``{"message": null}`` by default (decision 0102): a 503 instead,
+    which both SDKs retry, in one body (gateway responses are per API and substitute variables only) that is an
+    Anthropic error (``type``, ``error.type``, ``error.message``) and an OpenAI one (``error.message``, ``type``,
+    ``param``, ``code``) at once."""
+    response = _gateway_responses(synthesized)[response_type]
+    assert response["StatusCode"] == "503"
+    body = json.loads(response["ResponseTemplates"]["application/json"].replace("$context.requestId", "req-1"))
+    assert body["type"] == "error" and body["error"]["type"] == "api_error"  # Anthropic's server error type
+    assert body["error"]["code"] == "transient_error" and body["error"]["param"] is None  # the OpenAI door's code
+    assert "retry" in body["error"]["message"] and "req-1" in body["error"]["message"]
 
 
 def test_stack_outputs_api_url_bucket_table_state_machine_and_alarm_topic(synthesized):

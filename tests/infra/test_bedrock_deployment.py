@@ -233,6 +233,13 @@ def test_every_function_that_reads_bedrock_settings_gets_them(bedrock, service_r
             assert env == {}, function_id
 
 
+def test_every_function_that_creates_jobs_is_told_bedrock_is_enabled(bedrock):
+    """Bedrock has no key, so only the context says it runs (decision 0102): the ways in accept its jobs."""
+    for function_id in ("Create", "AnthropicCompat", "OpenAICompat", "Ingest"):
+        env = bedrock.environment(function_id)
+        assert env.get(constants.ENV_ENABLED_PROVIDERS) == "anthropic,openai,bedrock", function_id
+
+
 def test_without_bedrock_in_the_context_nothing_of_bedrock_is_deployed(synthesized):
     assert not [k for k in synthesized.resources if k.startswith("Bedrock")]
     for function_id in SCOPES:

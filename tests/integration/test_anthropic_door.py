@@ -151,9 +151,10 @@ def test_another_tenants_batch_is_404_everywhere(aws, ctx):
 
 
 def test_a_bedrock_claude_model_runs_the_batch_on_bedrock(aws, ctx, monkeypatch):
+    # as the door's function has it in a deployment with Bedrock (decision 0102): it holds no key, the context says
     monkeypatch.setattr(
-        aws, "settings", dataclasses.replace(aws.settings, secret_arns={})
-    )  # as the door's function has it: Bedrock needs no secret
+        aws, "settings", dataclasses.replace(aws.settings, secret_arns={}, enabled_providers=("anthropic", "bedrock"))
+    )
     code, body, _ = send(ctx, "POST", BATCHES, batch_body(2, model="anthropic.claude-3-5-haiku-20241022-v1:0"))
     assert code == 200, body
     assert aws.jobs.require_job(body["id"]).provider == "bedrock"

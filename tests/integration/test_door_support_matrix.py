@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from batch_gateway.constants import PROVIDERS
 from tests.support.doors import ANTHROPIC_BATCHES as BATCHES
 from tests.support.doors import anthropic_send as send
 from tests.support.doors import create_openai_batch as _create_batch
@@ -27,8 +28,8 @@ MODELS = {
 
 @pytest.fixture
 def every_provider(aws, monkeypatch):
-    """Every provider enabled, as a deployment with Bedrock has it (no provider secret restricts the list)."""
-    monkeypatch.setattr(aws, "settings", dataclasses.replace(aws.settings, secret_arns={}))
+    """Every provider enabled, as the doors' functions have it in a deployment of all four (decision 0102)."""
+    monkeypatch.setattr(aws, "settings", dataclasses.replace(aws.settings, secret_arns={}, enabled_providers=PROVIDERS))
     return aws
 
 

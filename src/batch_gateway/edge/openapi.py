@@ -250,7 +250,8 @@ def _door_paths() -> dict[str, Any]:
                 "security": key,
                 "summary": summary,
                 "description": f"The {door} API's own request and answer (its SDK's types); errors in its "
-                "error shape. API Gateway answers 401 without a key and 403 for an unknown or revoked one."
+                "error shape. API Gateway answers 401 without a key, 403 for an unknown or revoked one and 503 when "
+                "the key cannot be checked."
                 + (" " + _DOOR_LIMITS[operation_id] if operation_id in _DOOR_LIMITS else ""),
                 "parameters": params,
                 "responses": {
@@ -260,6 +261,11 @@ def _door_paths() -> dict[str, Any]:
                     "403": {"description": "an unknown or revoked key"},
                     "404": {"description": "not the key owner's"},
                     "429": {"description": "over the key's rate limit"},
+                    "503": {
+                        "description": "the key could not be checked just now (the key authorizer failed; retry): "
+                        '{"type": "error", "error": {"type": "api_error", "message", "param": null, "code": '
+                        '"transient_error"}}, read by both SDKs (decision 0102)'
+                    },
                     **(
                         {"402": {"description": "over the key owner's monthly budget (decision 0064), nothing kept"}}
                         if operation_id in _DOOR_CREATES

@@ -29,9 +29,7 @@ from typing import NamedTuple
 from batch_gateway.models.requests import PROVIDERS
 
 ANY_MODEL = "*"
-BYTES_PER_TOKEN = (
-    4  # as money.estimate's input estimate (bytes/4); tests/unit/test_quota_admission.py holds them equal
-)
+BYTES_PER_TOKEN = 4  # as money.estimate's input estimate (bytes/4); tests/unit/test_quota_admission.py holds them equal
 LIMIT_FIELDS = ("enqueued_tokens", "batches_in_flight", "creates_per_minute", "requests_in_flight")
 
 

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from batch_gateway import constants
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.provider_options import ALLOWED as ALLOWED_OPTIONS
 from batch_gateway.models.request_extras import EXTRA_KEYS, extras_the_model_drops
 from batch_gateway.models.retry import parse_retry
 
-PROVIDERS = ("anthropic", "openai", "bedrock", "google")
+PROVIDERS = constants.PROVIDERS
 ENDPOINTS = ("chat", "responses", "embeddings")
 MAX_ID_CHARS = 256
 MAX_REQUEST_CHARS = 1_000_000  # text of one request; far above any model's context window in characters
@@ -250,6 +251,17 @@ def _significant_digits(number: int | float) -> int | None:
         mantissa = repr(magnitude).split("e")[0].replace(".", "").strip("0")
         digits = len(mantissa) or 1
     return digits if digits <= 38 else None
+
+
+def check_provider_enabled(provider: str, enabled: Collection[str]) -> None:
+    """A job may name only a provider this deployment runs (``Settings.enabled_providers``, decision 0102): every way
+    in (``POST /batches`` and its dry run, both doors, the drop folder) checks it at create, before anything is kept."""
+    if provider not in enabled:
+        names = ", ".join(sorted(enabled)) or "none"
+        raise InvalidRequestError(
+            f"provider '{provider}' is not enabled in this deployment (enabled: {names})",
+            details=[_detail("provider", "not enabled")],
+        )
 
 
 def check_model_for_provider(provider: str, model: str) -> None:

@@ -5,7 +5,10 @@ signed with an unknown access key or a wrong signature; the caller is the IAM us
 policies must allow ``execute-api:Invoke`` on the method's ARN (``arn:aws:execute-api:<region>:<account>:<api>/<stage>/
 <METHOD>/<path>``), else 403. A ``CUSTOM`` method runs its Lambda REQUEST authorizer through the Lambda API first
 (decision 0045): ``Unauthorized`` raised -> 401, a policy that does not allow the method ARN -> 403, else the request
-goes on with the authorizer's principal and context in ``requestContext.authorizer``. Routes match like API Gateway's
+goes on with the authorizer's principal and context in ``requestContext.authorizer``; an authorizer that fails otherwise
+is API Gateway's ``AUTHORIZER_CONFIGURATION_ERROR``, answered as the template's gateway response for that type says
+(decision 0102; the ``DEFAULT_4XX``/``DEFAULT_5XX`` responses, which only reshape bodies, are not applied). Routes match
+like API Gateway's
 (literal before ``{param}`` before greedy ``{proxy+}``; ``ANY`` after an exact method). The function is invoked
 through the Lambda API (so it runs with its own environment and role), and a function error or an oversized response
 becomes API Gateway's ``502 Internal server error``.
@@ -27,7 +30,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from batch_gateway_dev.http_server import LoopbackServer, QuietHandler
-from batch_gateway_dev.local.template import Route
+from batch_gateway_dev.local.template import GatewayResponse, Route
 from batch_gateway_dev.sigv4 import parse_authorization
 
 STAGE = "v1"
@@ -119,13 +122,16 @@ class ApiFront:
         identify: Callable[[str], Principal | None],
         authorize: Invoke | None = None,
         iam_allows: Callable[[Principal, str], bool] | None = None,
+        gateway_responses: dict[str, GatewayResponse] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
         """``invoke``: an API function -> (its response, its error type). ``authorize``: an authorizer function ->
         (its answer, its error message). ``iam_allows``: whether a principal's IAM policies allow
-        ``execute-api:Invoke`` on a method ARN (None: every signed caller may call every method)."""
+        ``execute-api:Invoke`` on a method ARN (None: every signed caller may call every method).
+        ``gateway_responses``: the template's, by response type."""
         self.routes = routes
+        self._gateway_responses = gateway_responses or {}
         self._invoke = invoke
         self._identify = identify
         self._authorize = authorize
@@ -216,8 +222,9 @@ class ApiFront:
     def _run_authorizer(self, route: Route, event: dict[str, Any], method_arn: str) -> Response | None:
         """Run the method's REQUEST authorizer as API Gateway does (no result cache: the stack's TTL is 0). None
         when the request may go on; ``event`` then carries the authorizer's principal and context."""
+        request_id = str(event["requestContext"]["requestId"])
         if self._authorize is None or route.authorizer is None:
-            return _json(500, {"message": None}, "AuthorizerConfigurationException")
+            return self._authorizer_failed(request_id)
         request = {
             "type": "REQUEST",
             "methodArn": method_arn,
@@ -230,12 +237,30 @@ class ApiFront:
         if error == "Unauthorized":
             return _json(401, UNAUTHORIZED, "UnauthorizedException")
         if error or not isinstance(answer, dict) or not answer.get("principalId"):
-            return _json(500, {"message": None}, "AuthorizerConfigurationException")
+            return self._authorizer_failed(request_id)
         if not _policy_allows(answer.get("policyDocument"), method_arn):
             return _json(403, NOT_AUTHORIZED, "AccessDeniedException")
         context = {str(k): v for k, v in (answer.get("context") or {}).items()}
         event["requestContext"]["authorizer"] = {**context, "principalId": str(answer["principalId"])}
         return None
+
+    def _authorizer_failed(self, request_id: str) -> Response:
+        """API Gateway's answer when the authorizer raised (not ``Unauthorized``), timed out or answered nothing usable:
+        500 ``{"message": null}``, unless the API has a gateway response for ``AUTHORIZER_CONFIGURATION_ERROR``."""
+        status, headers, body = _json(500, {"message": None}, "AuthorizerConfigurationException")
+        custom = self._gateway_responses.get("AUTHORIZER_CONFIGURATION_ERROR")
+        if custom is None:
+            return status, headers, body
+        if custom.template is not None:
+            variables = {
+                "$context.requestId": request_id,
+                "$context.error.responseType": "AUTHORIZER_CONFIGURATION_ERROR",
+            }
+            text = custom.template
+            for name, value in variables.items():
+                text = text.replace(name, value)
+            body = text.encode()
+        return custom.status or status, headers, body
 
     @staticmethod
     def _event(

@@ -166,6 +166,7 @@ class LocalStack:
             identify=self._identify,
             authorize=self._invoke_authorizer,
             iam_allows=self._iam_allows,
+            gateway_responses=template.gateway_responses(),
             host=self.host,
             port=self.port,
         ).start()

@@ -62,6 +62,16 @@ class Function:
     environment: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class GatewayResponse:
+    """An ``AWS::ApiGateway::GatewayResponse``: what API Gateway answers instead of its default for one kind of its
+    own errors (``status``: None keeps the default code; ``template``: the ``application/json`` body, None keeps
+    the default body)."""
+
+    status: int | None
+    template: str | None
+
+
 @dataclass
 class Route:
     method: str  # or ANY
@@ -107,6 +117,16 @@ class Template:
         props = resource["Properties"]
         definition: str = props.get("DefinitionString") or json.dumps(props["Definition"])
         return logical_id, definition
+
+    def gateway_responses(self) -> dict[str, GatewayResponse]:
+        """Response type (``AUTHORIZER_CONFIGURATION_ERROR``, ``DEFAULT_4XX``, ...) -> the API's gateway response."""
+        responses = {}
+        for resource in self.of_type("AWS::ApiGateway::GatewayResponse").values():
+            props = resource["Properties"]
+            status = props.get("StatusCode")
+            template = (props.get("ResponseTemplates") or {}).get("application/json")
+            responses[str(props["ResponseType"])] = GatewayResponse(int(status) if status else None, template)
+        return responses
 
     def routes(self) -> list[Route]:
         api_resources = self.of_type("AWS::ApiGateway::Resource")

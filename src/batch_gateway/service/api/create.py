@@ -24,6 +24,7 @@ from batch_gateway.models.requests import (
     CreateJobInput,
     check_endpoint_for_provider,
     check_model_for_provider,
+    check_provider_enabled,
     check_storable,
     job_hyperparameters,
 )
@@ -91,12 +92,7 @@ def draft(
 ) -> JobDraft:
     """Check a create's settings (its requests are checked as they are written): ``InvalidRequestError`` (400)
     names every problem found, before anything is stored."""
-    enabled = services.settings.secret_arns
-    if enabled and spec.provider not in enabled:
-        raise InvalidRequestError(
-            f"provider '{spec.provider}' is not enabled in this deployment (enabled: {', '.join(sorted(enabled))})",
-            details=[{"field": "provider", "message": "not enabled"}],
-        )
+    check_provider_enabled(spec.provider, services.settings.enabled_providers)
     check_model_for_provider(spec.provider, spec.model)
     check_endpoint_for_provider(spec.provider, spec.endpoint)
     check_provider_options(spec.provider, spec.endpoint, spec.provider_options)
