@@ -122,7 +122,7 @@ def test_the_bad_file_corpus_has_at_least_ten_cases():
 
 
 def test_a_transient_failure_is_reported_for_retry_and_the_file_is_not_marked_done(aws, ctx, monkeypatch):
-    from batch_gateway.service.intake import files as input_files_service
+    from batch_gateway.service.api import files as input_files_service
 
     event = _drop("inbox/retry.jsonl", (HEADER + '\n{"id": "a", "request": "hi"}\n').encode())
     calls = []

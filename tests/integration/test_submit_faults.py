@@ -115,8 +115,11 @@ def test_answer_lost_after_acceptance_is_reconciled_not_resubmitted(services, ct
     [accepted] = simulator.stats()[provider]["batches"]
     state = submit.handler(state, ctx)  # the state machine's retry
     [chunk] = services.jobs.get_chunks(state["job_id"])
-    if provider == "anthropic":  # no metadata: the batch is a candidate until its results prove it ours
-        assert chunk.state is ChunkState.RECONCILING and chunk.candidates == [accepted]
+    if provider == "anthropic":
+        # No metadata: the batch is a candidate until its results prove it ours. The simulated batch ends 0.5 s after
+        # its create; on a busy machine it has ended by this retry, whose reconcile then reads its results at once.
+        proven = chunk.state is ChunkState.SUBMITTED and chunk.provider_batch_id.rsplit("/", 1)[-1] == accepted
+        assert proven or (chunk.state is ChunkState.RECONCILING and chunk.candidates == [accepted]), chunk
     else:  # the job named after the chunk is ours at once
         assert chunk.state is ChunkState.SUBMITTED and chunk.provider_batch_id.endswith("/" + accepted)
     assert _finish(state, ctx)["status"] == "finished"
