@@ -8,12 +8,14 @@ from typing import Any
 
 
 class Threads:
-    """Start callables in threads; ``join`` re-raises the first failure in the test thread."""
+    """Start callables in threads; ``join`` re-raises the first failure in the test thread, and fails the test when a
+    thread is still running or a race it set up never happened."""
 
     def __init__(self) -> None:
         self.threads: list[threading.Thread] = []
         self.failures: list[BaseException] = []
         self.answers: dict[str, Any] = {}
+        self.missed: list[str] = []
 
     def start(self, name: str, fn: Callable[[], Any]) -> None:
         def run() -> None:
@@ -26,12 +28,25 @@ class Threads:
         self.threads.append(thread)
         thread.start()
 
+    def wait(self, event: threading.Event, what: str, timeout: float = 20.0) -> bool:
+        """Wait for ``event`` in a hook the code under test calls (it might catch an ``AssertionError``, so the hook
+        does not assert): when it never comes, note that the race ``what`` never happened, which ``join`` reports
+        as the test's failure, and go on."""
+        if event.wait(timeout):
+            return True
+        self.missed.append(what)
+        return False
+
     def join(self, timeout: float = 120.0) -> dict[str, Any]:
         for thread in self.threads:
             thread.join(timeout)
             assert not thread.is_alive(), f"{thread.name} is still running"
+        missed = f"the race never happened: {'; '.join(self.missed)}" if self.missed else ""
         if self.failures:
+            if missed:
+                self.failures[0].add_note(missed)
             raise self.failures[0]
+        assert not missed, missed
         return self.answers
 
 
