@@ -17,6 +17,7 @@ from batch_gateway_dev.simulators import SimulatorServer
 from tests.support.bedrock_account import ACCOUNT, bedrock_service_role, bedrock_stand_in, bedrock_trust
 from tests.support.concurrency import Threads
 from tests.support.local_aws import ALLOW_ALL, start_local_aws, user_with_policy
+from tests.support.waiting import wait_for
 
 REGION = "us-east-1"
 BUCKET = "bedrock-io"
@@ -325,10 +326,7 @@ def test_a_stopped_job_keeps_the_records_finished_before_the_stop(bedrock, s3, s
     sim.configure(processing_seconds=2.0, cancel_seconds=0.2)
     arn = create(bedrock, put_input(s3, [claude_record(f"r{i}") for i in range(20)]))
     job_id = arn.rsplit("/", 1)[-1]
-    deadline = time.monotonic() + 5
-    while sim.stats()["items_finished"].get(job_id, 0) < 5:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    wait_for(lambda: sim.stats()["items_finished"].get(job_id, 0) >= 5, timeout=5, what="5 records to finish")
 
     bedrock.stop_model_invocation_job(jobIdentifier=arn)
     stopping = bedrock.get_model_invocation_job(jobIdentifier=arn)["status"]
