@@ -8,8 +8,8 @@ import json
 import os
 import subprocess
 import sys
-import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 import requests
@@ -17,6 +17,7 @@ import requests
 from batch_gateway.client import BatchGatewayClient
 from tests.support.api_caller import Caller
 from tests.support.uploads import jsonl, put_file, start_upload
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -84,14 +85,20 @@ def test_another_caller_cannot_use_an_upload_id(stack, sim, alice):
     assert alice.request("POST", "/batches", {"input_file": upload["id"], **MODEL}).status_code == 202
 
 
+def _url_expiry(url: str) -> datetime:
+    """When S3 stops honouring a presigned URL: its signature's date (whole seconds) plus its X-Amz-Expires."""
+    query = parse_qs(urlparse(url).query)
+    signed_at = datetime.strptime(query["X-Amz-Date"][0], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    return signed_at + timedelta(seconds=int(query["X-Amz-Expires"][0]))
+
+
 def test_a_presigned_upload_url_stops_working_when_it_expires(alice):
     data = jsonl([{"id": "a", "request": "Hi"}])
     upload = start_upload(alice, len(data), expires_in=2)
     assert requests.put(upload["url"], data=data, timeout=30).status_code == 200  # valid while fresh
-    expires_at = datetime.fromisoformat(upload["expires_at"])
-    while datetime.now(UTC) <= expires_at:
-        time.sleep(0.2)
-    time.sleep(1.1)  # the signature's date has whole seconds
+    expiry = _url_expiry(upload["url"])
+    assert abs(expiry - datetime.fromisoformat(upload["expires_at"])) <= timedelta(seconds=1)  # as the answer says
+    wait_for(lambda: datetime.now(UTC) > expiry, timeout=10, what="the URL's expiry to pass")
     late = requests.put(upload["url"], data=data, timeout=30)
     assert late.status_code == 403 and b"expired" in late.content, late.text
 

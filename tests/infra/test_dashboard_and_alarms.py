@@ -111,8 +111,7 @@ def test_the_webhook_dead_letter_queue_is_alarmed(synthesized):
         for k, v in synthesized.resources.items()
         if v["Metadata"]["aws:cdk:path"].endswith("Webhooks/DeadLetters/Resource")
     ]
-    if not queues:
-        pytest.skip("this template has no webhook queue yet")
+    assert queues, "the template has no webhook dead-letter queue (Webhooks/DeadLetters)"
     alarm = _alarm(synthesized, "WebhookDeadLetters")
     assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queues[0], "QueueName"]}}]
     assert alarm["AlarmActions"] == [_topic(synthesized)]

@@ -101,9 +101,8 @@ def test_revoking_an_unknown_key_is_not_found(keys):
         keys.revoke_key("../../etc")
 
 
+@pytest.mark.parametrize("table", ["dynamodb"], indirect=True)  # the DynamoDB layout only
 def test_the_table_holds_no_key_and_key_items_are_not_jobs(table, keys, moto_account):
-    if table is None:
-        pytest.skip("the DynamoDB layout only")
     created = keys.create_key(OWNER, "ci")
     items = moto_account["dynamodb"].scan(TableName=table)["Items"]
     assert created["key"] not in json.dumps(items)

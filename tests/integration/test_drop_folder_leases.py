@@ -21,7 +21,7 @@ from batch_gateway.service.inbound import drop_folder as ingest_service
 from batch_gateway.service.api import files as input_files_service
 from batch_gateway.store.payloads import S3PayloadStore
 from lambdas import ingest
-from tests.support.concurrency import serialise_moto_dynamodb
+from tests.support.concurrency import Threads, serialise_moto_dynamodb
 from tests.support.events import load_event
 
 HEADER = '{"batch_gateway": {"provider": "anthropic", "model": "claude-sonnet-4-20250514"}}'
@@ -168,12 +168,11 @@ def _deliver_concurrently(records: list[tuple[int, SQSRecord]]) -> list[tuple[in
         with lock:
             outcomes.append((file, outcome))
 
-    threads = [threading.Thread(target=deliver, args=pair) for pair in records]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert len(outcomes) == len(records), "a delivery hung"
+    threads = Threads()
+    for n, (file, record) in enumerate(records):
+        threads.start(f"delivery{n}", lambda file=file, record=record: deliver(file, record))
+    threads.join(timeout=60)
+    assert len(outcomes) == len(records)
     return outcomes
 
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -27,6 +25,7 @@ from lambdas import cancel, create, finalize, plan, poll, submit
 from tests.support.bedrock_account import CLAUDE
 from tests.support.concurrency import Threads
 from tests.support.events import as_caller, call, load_event
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("atomic_dynamodb")  # DynamoDB's per-item atomicity in moto
 
@@ -48,16 +47,6 @@ def provider(request):
 def services(request, provider):
     """The handlers' services: moto in-process (``aws``), or for Bedrock moto's server (Bedrock reads S3 over HTTP)."""
     return request.getfixturevalue("bedrock_aws" if provider == "bedrock" else "aws")
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def new_job(ctx, caller: str, provider: str = "anthropic", n: int = 5, tag: str | None = None) -> str:

@@ -12,6 +12,7 @@ import pytest
 
 from batch_gateway.store.payloads import PART_SIZE, S3PayloadStore
 from batch_gateway_dev.local.resources import create_bucket
+from tests.support.concurrency import Rendezvous
 
 REGION = "us-east-1"
 
@@ -62,19 +63,21 @@ def test_a_part_that_fails_in_the_background_fails_the_write_and_leaves_nothing(
 def test_a_crash_while_a_part_is_still_going_up_leaves_nothing(store, monkeypatch):
     real = store._s3.upload_part
     started, release = threading.Event(), threading.Event()
+    race = Rendezvous()  # the part goes up on the writer's own thread
 
     def slow_upload_part(**kwargs):
         started.set()
-        assert release.wait(10), "the writer waited for its part instead of writing on"
+        race.wait(release, "the writer waited for its part instead of writing on", timeout=10)
         return real(**kwargs)
 
     monkeypatch.setattr(store._s3, "upload_part", slow_upload_part)
     with pytest.raises(RuntimeError), store.writer(background=True, key="jobs/c/results.jsonl") as writer:
         for line in lines(PART_SIZE // 1000 + 10):
             writer.write_line(line)
-        assert started.wait(30)  # the first part is on its way
+        assert started.wait(30), "the first part never went up"
         release.set()
         raise RuntimeError("the function crashed")
+    race.check()
     assert not store.exists("jobs/c/results.jsonl")
     assert open_uploads(store) == []
 

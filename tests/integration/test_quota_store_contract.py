@@ -18,6 +18,7 @@ from batch_gateway.ports import QuotaStore
 from batch_gateway.service.quotas.rule import Admitted, Wait, admit
 from batch_gateway.store.memory_quotas import MemoryQuotaStore
 from batch_gateway.store.quotas import DynamoDBQuotaStore
+from tests.support.concurrency import Threads
 from tests.support.quota_store import JOB, NOW, M, P, cost, key, sums
 
 
@@ -219,11 +220,10 @@ def test_eight_concurrent_reservations_against_room_for_three_admit_exactly_thre
             return
         outcomes[owner] = "gave up"
 
-    threads = [threading.Thread(target=submit, args=(f"owner{i}",)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    threads = Threads()
+    for i in range(8):
+        threads.start(f"owner{i}", lambda owner=f"owner{i}": submit(owner))
+    threads.join(timeout=60)
     assert sorted(outcomes.values()) == ["reserved"] * 3 + ["wait"] * 5
     ledger, owners = quotas.read(P, M)
     holds = quotas.holds(P, M)

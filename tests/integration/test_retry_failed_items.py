@@ -9,6 +9,7 @@ import threading
 from batch_gateway.models.jobs import ChunkState
 from batch_gateway.service.layout import chunk_ids_key, results_key, retryable_key
 from lambdas import cancel, create, finalize, plan, poll, retry, submit
+from tests.support.concurrency import Threads
 from tests.support.events import call, load_event
 from tests.support.workflow_driver import run_workflow
 
@@ -143,23 +144,20 @@ def test_a_cancel_racing_the_retry_step_either_wins_whole_or_cancels_the_new_chu
     state = submit.handler(plan.handler({"job_id": job_id}, ctx), ctx)
     while not state["done"]:
         state = poll.handler(state, ctx)
-    barrier = threading.Barrier(2)
-    outcome: dict = {}
+    barrier = threading.Barrier(2, timeout=20)
+    threads = Threads()
 
     def do_retry():
         barrier.wait()
-        outcome["retry"] = retry.handler(state, ctx)
+        return retry.handler(state, ctx)
 
     def do_cancel():
         barrier.wait()
-        outcome["cancel"] = call(cancel.handler, load_event("api_cancel.json", job_id), ctx)[0]
+        return call(cancel.handler, load_event("api_cancel.json", job_id), ctx)[0]
 
-    threads = [threading.Thread(target=do_retry), threading.Thread(target=do_cancel)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert outcome["cancel"] == 202
+    threads.start("retry", do_retry)
+    threads.start("cancel", do_cancel)
+    assert threads.join(timeout=60)["cancel"] == 202
     assert run_workflow(job_id, ctx)["status"] == "canceled"
     chunks = aws.jobs.get_chunks(job_id)
     assert all(c.provider_batch_id is None for c in chunks[1:])

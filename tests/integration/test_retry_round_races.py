@@ -12,6 +12,7 @@ from batch_gateway.models.ids import id_hash
 from batch_gateway.service.layout import chunk_id_hashes_key, chunk_ids_key, chunk_input_key, results_key
 from batch_gateway.service.workflow import retry as retry_service
 from lambdas import create, plan, poll, retry, submit
+from tests.support.concurrency import Threads
 from tests.support.events import call, load_event
 from tests.support.workflow_driver import run_workflow
 
@@ -77,23 +78,16 @@ def test_the_losing_invocation_leaves_the_winners_chunk_files_as_recorded(aws, c
 
 def test_two_retry_invocations_at_once_end_with_one_round_whose_files_match_it(aws, ctx, simulator, atomic_dynamodb):
     job_id, state = _retrying_job(ctx, simulator)
-    barrier = threading.Barrier(2)
-    answers: list[dict] = []
-    errors: list[BaseException] = []
+    barrier = threading.Barrier(2, timeout=20)
+    threads = Threads()
 
-    def invoke() -> None:
+    def invoke() -> dict:
         barrier.wait()
-        try:
-            answers.append(retry.handler(state, ctx))
-        except BaseException as exc:
-            errors.append(exc)
+        return retry.handler(state, ctx)
 
-    threads = [threading.Thread(target=invoke) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
-    assert [a["done"] for a in answers] == [False, False]
+    threads.start("first", invoke)
+    threads.start("second", invoke)
+    answers = threads.join(timeout=60)
+    assert [a["done"] for a in answers.values()] == [False, False]
     _assert_the_round_matches_its_record(aws, job_id)
     _assert_the_job_ends_with_the_retried_item_answered(aws, ctx, job_id)

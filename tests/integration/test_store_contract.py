@@ -21,7 +21,7 @@ from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
 from batch_gateway.store.payloads import S3PayloadStore
 from batch_gateway_dev.local.resources import create_bucket, create_table
-from tests.support.concurrency import serialise_moto_dynamodb
+from tests.support.concurrency import Threads, serialise_moto_dynamodb
 
 REGION = "us-east-1"
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -407,11 +407,10 @@ def test_two_claims_of_the_same_chunk_at_once_grant_exactly_one(jobs):
         except ConflictError:
             refused.append(token)
 
-    threads = [threading.Thread(target=claim, args=(f"t{i}",)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    threads = Threads()
+    for i in range(8):
+        threads.start(f"t{i}", lambda token=f"t{i}": claim(token))
+    threads.join(timeout=30)
     assert len(granted) == 1 and len(refused) == 7
     assert jobs.get_chunk(job.id, 0).claim_token == granted[0]
 

@@ -7,10 +7,34 @@ from collections.abc import Callable
 from typing import Any
 
 
-class Threads:
-    """Start callables in threads; ``join`` re-raises the first failure in the test thread."""
+class Rendezvous:
+    """Waits that a hook inside the code under test makes (the code might catch an ``AssertionError``, or run the hook
+    on a thread of its own, so the hook does not assert): a race that never came is noted, and ``check`` fails the
+    test in the test thread with "the race never happened"."""
 
     def __init__(self) -> None:
+        self.missed: list[str] = []
+
+    def wait(self, event: threading.Event, what: str, timeout: float = 20.0) -> bool:
+        """Wait for ``event``; when it never comes, note that ``what`` never happened and go on."""
+        if event.wait(timeout):
+            return True
+        self.missed.append(what)
+        return False
+
+    def missed_message(self) -> str:
+        return f"the race never happened: {'; '.join(self.missed)}" if self.missed else ""
+
+    def check(self) -> None:
+        assert not self.missed, self.missed_message()
+
+
+class Threads(Rendezvous):
+    """Start callables in threads; ``join`` re-raises the first failure in the test thread, and fails the test when a
+    thread is still running or a race it set up (``wait``) never happened."""
+
+    def __init__(self) -> None:
+        super().__init__()
         self.threads: list[threading.Thread] = []
         self.failures: list[BaseException] = []
         self.answers: dict[str, Any] = {}
@@ -31,7 +55,10 @@ class Threads:
             thread.join(timeout)
             assert not thread.is_alive(), f"{thread.name} is still running"
         if self.failures:
+            if self.missed:
+                self.failures[0].add_note(self.missed_message())
             raise self.failures[0]
+        self.check()
         return self.answers
 
 

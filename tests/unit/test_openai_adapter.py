@@ -16,6 +16,7 @@ from batch_gateway.models.jobs import ItemStatus
 from batch_gateway.providers import make_provider
 from batch_gateway.providers.base import ChunkRef, ProviderBatch
 from batch_gateway.providers.openai import OpenAIBatchProvider, _to_result
+from tests.support.waiting import wait_for
 
 MODEL = "gpt-4o-mini"
 EMBEDDING_MODEL = "text-embedding-3-small"
@@ -400,10 +401,8 @@ def test_find_submitted_adopts_the_first_of_two_accepted_batches_and_cancels_the
     chunk = ref(job="job_twice", index=0)
     first = provider.submit(iter(lines_for(provider, [request("a")])), chunk)
     first_created = sdk.batches.retrieve(first).created_at
-    deadline = time.monotonic() + 5
-    while int(time.time()) <= first_created:  # created_at has one-second resolution: the second batch is later
-        assert time.monotonic() < deadline, "the clock did not reach the next second"
-        time.sleep(0.01)
+    # created_at has one-second resolution: the second batch is later
+    wait_for(lambda: int(time.time()) > first_created, timeout=5, what="the clock to reach the next second")
     second = provider.submit(iter(lines_for(provider, [request("a")])), chunk)
     assert sdk.batches.retrieve(second).created_at > first_created
     assert provider.find_submitted(chunk) == first

@@ -19,6 +19,7 @@ from batch_gateway.service.workflow.state import WorkflowState
 from batch_gateway.service.workflow.submit import submit_job
 from batch_gateway.service.workflow.wind_down import wind_down
 from batch_gateway.settings import Settings
+from tests.support.concurrency import Threads
 from tests.support.quota_workflow import (  # noqa: F401
     NOW,
     TOKEN_LIMIT,
@@ -140,29 +141,25 @@ def test_a_submitter_whose_claim_lost_keeps_the_hold_the_winner_sends_on():
     job_id = planned(services, ["one"])
     job, stale = services.jobs.require_job(job_id), chunk(services, job_id, 0)
     first_reserved, second_sent = threading.Event(), threading.Event()
-    reserve = services.quotas.reserve
+    reserve_in = services.quotas.reserve_in  # what admission calls (one write for all the chunk's ledgers)
+    threads = Threads()
 
     def reserve_then_let_the_second_go(*args, **kwargs):
-        reserve(*args, **kwargs)
+        reserve_in(*args, **kwargs)
         if threading.current_thread().name == "first":
             first_reserved.set()
-            assert second_sent.wait(timeout=10)
+            threads.wait(second_sent, "the second submitter never sent while the first held its reservation")
 
-    services.quotas.reserve = reserve_then_let_the_second_go  # type: ignore[method-assign]
+    services.quotas.reserve_in = reserve_then_let_the_second_go  # type: ignore[method-assign]
 
     def second() -> None:
-        assert first_reserved.wait(timeout=10)
+        assert first_reserved.wait(timeout=20), "the first submitter never reserved"
         submit_chunk(services, job, stale, provider)
         second_sent.set()
 
-    threads = [
-        threading.Thread(target=submit_chunk, args=(services, job, stale, provider), name="first"),
-        threading.Thread(target=second, name="second"),
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=20)
+    threads.start("first", lambda: submit_chunk(services, job, stale, provider))
+    threads.start("second", second)
+    threads.join(timeout=60)
 
     assert provider.created == [(job_id, 0)] and chunk(services, job_id, 0).state is ChunkState.SUBMITTED
     assert services.quotas.held(P, M, ChunkKey(job_id, 0)) is not None, "a chunk in flight lost its hold"
@@ -324,32 +321,27 @@ def test_a_repair_racing_a_reservation_and_a_release_keeps_both_and_the_sums_tho
     provider.end("batch_1")  # running's batch ends: its Poll releases while the repair works
     raced, other_done = threading.Event(), threading.Event()
     get_chunk = services.jobs.get_chunk
+    threads = Threads()
 
     def get_chunk_while_others_write(job_id, index):
         if threading.current_thread().name == "repair" and not raced.is_set():
             raced.set()
-            assert other_done.wait(timeout=10)
+            threads.wait(other_done, "the workflow never reserved and released while the repair read its chunks")
         return get_chunk(job_id, index)
 
     services.jobs.get_chunk = get_chunk_while_others_write  # type: ignore[method-assign]
 
     def workflow() -> None:
-        assert raced.wait(timeout=10)
+        assert raced.wait(timeout=20), "the repair never read a chunk"
         submit_job(services, WorkflowState(job_id=late))  # a reservation
         poll_job(services, running_state)  # a release
         other_done.set()
 
-    reports = []
-    threads = [
-        threading.Thread(target=lambda: reports.append(repair_quotas(services)), name="repair"),
-        threading.Thread(target=workflow, name="workflow"),
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=20)
+    threads.start("repair", lambda: repair_quotas(services))
+    threads.start("workflow", workflow)
+    report = threads.join(timeout=60)["repair"]
 
-    assert reports and reports[0].released == 1
+    assert report.released == 1
     holds = services.quotas.holds(P, M)
     assert [(h.job_id, h.chunk_index) for h in holds] == [(late, 0)]
     assert in_flight(services) == (holds[0].cost.tokens, 1, 1)

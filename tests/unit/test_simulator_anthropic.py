@@ -10,6 +10,8 @@ import anthropic
 import pytest
 import requests
 
+from tests.support.waiting import wait_for
+
 MODEL = "claude-sonnet-4-20250514"
 
 
@@ -133,10 +135,8 @@ def test_list_is_newest_first_and_paginates_with_after_id_and_before_id(client):
 def test_cancel_keeps_items_finished_before_the_cancel_and_cancels_the_rest(sim, client):
     sim.configure(processing_seconds=2.0)  # item i finishes at 0.2 s * (i + 1)
     batch = client.messages.batches.create(requests=[req(f"r{i}") for i in range(10)])
-    deadline = time.monotonic() + 5
-    while sim.stats()["items_finished"][batch.id] < 1:  # the API shows all 10 processing until the batch ends
-        assert time.monotonic() < deadline, "no item finished"
-        time.sleep(0.01)
+    # the API shows all 10 processing until the batch ends
+    wait_for(lambda: sim.stats()["items_finished"][batch.id] >= 1, timeout=5, what="an item to finish")
     canceling = client.messages.batches.cancel(batch.id)
     assert canceling.processing_status == "canceling" and canceling.cancel_initiated_at is not None
 

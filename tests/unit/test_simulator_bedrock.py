@@ -15,7 +15,9 @@ from botocore.config import Config
 
 from batch_gateway_dev.simulators import SimulatorServer
 from tests.support.bedrock_account import ACCOUNT, bedrock_service_role, bedrock_stand_in, bedrock_trust
+from tests.support.concurrency import Threads
 from tests.support.local_aws import ALLOW_ALL, start_local_aws, user_with_policy
+from tests.support.waiting import wait_for
 
 REGION = "us-east-1"
 BUCKET = "bedrock-io"
@@ -324,10 +326,7 @@ def test_a_stopped_job_keeps_the_records_finished_before_the_stop(bedrock, s3, s
     sim.configure(processing_seconds=2.0, cancel_seconds=0.2)
     arn = create(bedrock, put_input(s3, [claude_record(f"r{i}") for i in range(20)]))
     job_id = arn.rsplit("/", 1)[-1]
-    deadline = time.monotonic() + 5
-    while sim.stats()["items_finished"].get(job_id, 0) < 5:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    wait_for(lambda: sim.stats()["items_finished"].get(job_id, 0) >= 5, timeout=5, what="5 records to finish")
 
     bedrock.stop_model_invocation_job(jobIdentifier=arn)
     stopping = bedrock.get_model_invocation_job(jobIdentifier=arn)["status"]
@@ -549,10 +548,11 @@ def test_a_poll_while_the_input_is_being_read_sees_the_job_validating_not_failed
 
     in_load, polled = threading.Event(), threading.Event()
     real_plan = simulator.Plan
+    poller = Threads()
 
     def plan_after_a_poll(**kwargs):  # the load has read the input and is about to schedule the records
         in_load.set()
-        assert polled.wait(10), "the poll never came"
+        poller.wait(polled, "no poll came while the load held the job")
         return real_plan(**kwargs)
 
     monkeypatch.setattr(simulator, "Plan", plan_after_a_poll)
@@ -562,14 +562,13 @@ def test_a_poll_while_the_input_is_being_read_sees_the_job_validating_not_failed
         while not in_load.wait(0.02) and not polled.is_set():
             bedrock.get_model_invocation_job(jobIdentifier=arn)
 
-    poller = threading.Thread(target=poll_until_loading, daemon=True)
-    poller.start()
+    poller.start("poller", poll_until_loading)
     try:
         assert in_load.wait(10), "the load never started"
         status = bedrock.get_model_invocation_job(jobIdentifier=arn)["status"]  # while the load holds the job
     finally:
         polled.set()
-        poller.join(10)
+        poller.join(timeout=10)
 
     assert status == "Validating"
     assert wait_ended(bedrock, arn)["status"] == "Completed"

@@ -4,11 +4,11 @@ it, later ones read it; input_tokens is what is not cached."""
 
 from __future__ import annotations
 
-import time
-
 import anthropic
 import pytest
 from anthropic.types import Usage
+
+from tests.support.waiting import wait_for
 
 MODEL = "claude-sonnet-4-20250514"
 SYSTEM = "You are a careful assistant. " * 40  # 1160 characters: 290 tokens in the simulator's count
@@ -32,10 +32,7 @@ def _request(custom_id: str, question: str, *, block_cache: bool = False, auto_c
 
 def _usages(client, requests_: list[dict]) -> dict[str, Usage]:
     batch = client.messages.batches.create(requests=requests_)
-    deadline = time.monotonic() + 5
-    while client.messages.batches.retrieve(batch.id).processing_status != "ended":
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    wait_for(lambda: client.messages.batches.retrieve(batch.id).processing_status == "ended", 5, "the batch's end")
     return {line.custom_id: line.result.message.usage for line in client.messages.batches.results(batch.id)}
 
 

@@ -14,6 +14,7 @@ import pytest
 from batch_gateway.models.retry import outcome_of
 from batch_gateway.providers.anthropic import _to_result as anthropic_result
 from batch_gateway.providers.openai import _to_result as openai_result
+from tests.support.waiting import wait_for
 
 MODEL = "claude-sonnet-4-20250514"
 
@@ -40,10 +41,7 @@ def _claude_batch(client, ids: list[str]) -> dict:
             for cid in ids
         ]
     )
-    deadline = time.monotonic() + 5
-    while client.messages.batches.retrieve(batch.id).processing_status != "ended":
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    wait_for(lambda: client.messages.batches.retrieve(batch.id).processing_status == "ended", 5, "the batch's end")
     return {line.custom_id: line.model_dump(mode="json") for line in client.messages.batches.results(batch.id)}
 
 

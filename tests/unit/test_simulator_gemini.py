@@ -13,6 +13,8 @@ import requests
 from google import genai
 from google.genai import errors, types
 
+from tests.support.waiting import wait_for
+
 MODEL = "gemini-2.5-flash"
 
 
@@ -74,14 +76,6 @@ def raw_operation(sim, name: str) -> dict:
     answer = requests.get(f"{sim.gemini_base_url}/v1beta/{name}", headers={"x-goog-api-key": "sim-key"}, timeout=5)
     assert answer.status_code == 200, answer.text
     return answer.json()
-
-
-def wait_for(condition, timeout: float = 5.0):
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        assert time.monotonic() < deadline, "condition never held"
-        time.sleep(0.01)
-    return value
 
 
 def test_a_round_trip_upload_create_get_download_keeps_the_keys(client, sim):
@@ -174,7 +168,7 @@ def test_an_input_file_that_is_not_jsonl_fails_the_batch(client, sim):
 def test_cancel_keeps_the_lines_finished_before_it(client, sim):
     sim.configure(processing_seconds=2.0)
     job = submit(client, [line(f"k{i}") for i in range(20)])
-    finished = wait_for(lambda: (n := sim.stats()["items_finished"].get(job.name, 0)) >= 3 and n)
+    finished = wait_for(lambda: (n := sim.stats()["items_finished"].get(job.name, 0)) >= 3 and n, 5, "3 lines done")
     client.batches.cancel(name=job.name)
     job = wait_done(client, job.name)
     assert job.state == types.JobState.JOB_STATE_CANCELLED

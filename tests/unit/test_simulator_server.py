@@ -6,12 +6,13 @@ import http.client
 import json
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
 from batch_gateway_dev.simulators import SimulatorServer
+from tests.support.concurrency import Threads
+from tests.support.waiting import wait_for
 
 
 def test_keep_alive_serves_several_requests_on_one_connection_with_content_length():
@@ -34,25 +35,20 @@ def test_stop_returns_promptly_with_idle_connections_and_a_connection_held_by_a_
     sim.add_fault("openai", "list_batches", "timeout_after_accept", seconds=30)
     held = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=10)
 
-    outcome = []
-
-    def call():
+    def call() -> str:
         held.request("GET", "/v1/batches", headers={"Authorization": "Bearer k"})
         try:
             held.getresponse()
-            outcome.append("answered")
+            return "answered"
         except (ConnectionError, http.client.RemoteDisconnected):
-            outcome.append("dropped")
+            return "dropped"
 
-    waiter = threading.Thread(target=call)
-    waiter.start()
-    deadline = time.monotonic() + 5
-    while sim.stats()["faults_pending"]:  # the call has reached the server and taken its timeout fault
-        assert time.monotonic() < deadline, "the held call never reached the simulator"
-        time.sleep(0.01)
+    waiter = Threads()
+    waiter.start("held", call)
+    # the call has reached the server and taken its timeout fault
+    wait_for(lambda: not sim.stats()["faults_pending"], timeout=5, what="the held call to reach the simulator")
     sim.stop()
-    waiter.join(5)
-    assert not waiter.is_alive() and outcome == ["dropped"]  # stop() did not wait for the held call
+    assert waiter.join(timeout=5) == {"held": "dropped"}  # stop() did not wait for the held call
 
 
 def test_configure_and_add_fault_reject_unknown_or_malformed_values():
@@ -144,10 +140,9 @@ def test_admin_state_reports_the_items_each_batch_has_finished_so_far_which_anth
         batch = _call(sim, "POST", "/v1/messages/batches", {"requests": requests}, anthropic_key)
         assert set(_admin_state(sim)["items_finished"]) == {batch["id"]}
 
-        deadline = time.monotonic() + 5
-        while (finished := _admin_state(sim)["items_finished"][batch["id"]]) < 1:
-            assert time.monotonic() < deadline, "no item finished"
-            time.sleep(0.01)
+        finished = wait_for(
+            lambda: _admin_state(sim)["items_finished"][batch["id"]], timeout=5, what="an item to finish"
+        )
         assert 1 <= finished < 10
         view = _call(sim, "GET", f"/v1/messages/batches/{batch['id']}", headers=anthropic_key)
         assert view["processing_status"] == "in_progress" and view["request_counts"]["processing"] == 10
