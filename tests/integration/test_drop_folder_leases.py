@@ -17,8 +17,8 @@ import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from batch_gateway.models.jobs import utcnow
-from batch_gateway.service.inbound import drop_folder as ingest_service
 from batch_gateway.service.api import files as input_files_service
+from batch_gateway.service.inbound import drop_folder as ingest_service
 from batch_gateway.store.payloads import S3PayloadStore
 from lambdas import ingest
 from tests.support.concurrency import Threads, serialise_moto_dynamodb
