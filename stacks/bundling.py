@@ -2,11 +2,14 @@
 
 Two bundles, both holding ``batch_gateway`` (without the parts that never run in Lambda) and ``lambdas``:
 
-- ``api``: ``stacks/requirements-api.txt`` (Powertools + pydantic); the API Lambdas never load a provider SDK.
-- ``worker``: ``stacks/requirements-worker.txt`` (the same plus ``anthropic`` and ``openai``).
+- ``api``: ``stacks/requirements-api.txt`` (boto3, Powertools, pydantic, orjson); the API Lambdas never load a
+  provider SDK.
+- ``worker``: ``stacks/requirements-worker.txt`` (the same plus ``anthropic``, ``openai`` and ``google-genai``).
 
 The requirements files pin every package of the closure (from ``uv.lock``) and are installed with ``--no-deps``,
-so the bundle holds exactly what they list; boto3 and botocore come from the Lambda runtime. The bundle is
+so the bundle holds exactly what they list. That includes boto3 and botocore at the project's versions: the Lambda
+runtime's own copy comes after the function's folder on ``sys.path`` and may be older than the code needs (S3
+conditional writes, Bedrock batch inference; decision 0101), so it must never be the one loaded. The bundle is
 byte-compiled with a Python of the runtime's minor version (the Lambda code folder is read-only, so pycs that
 are missing or stale would be recompiled on every cold start).
 
@@ -45,8 +48,8 @@ SOURCES = {"src/batch_gateway": "batch_gateway", "lambdas": "lambdas"}
 # Parts of batch_gateway that run on a workstation, never in Lambda (relative to src/batch_gateway); the dev
 # tooling (local stack, simulators) lives in src/batch_gateway_dev and is never copied.
 NOT_FOR_LAMBDA = ("client", "cli.py")
-# Supplied by the Lambda runtime; a requirements file that lists them is a mistake.
-RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer")
+# The runtime has its own, possibly older, copies; a requirements file without them would load those (decision 0101).
+BUNDLED_AWS_SDK = ("boto3", "botocore", "s3transfer")
 
 
 def requirements_file(bundle: str) -> Path:
@@ -191,9 +194,12 @@ class PipBundler:
             for line in self.requirements.read_text().splitlines()
             if line.strip() and not line.lstrip().startswith("#")
         }
-        bundled_runtime = sorted(names & set(RUNTIME_PROVIDED))
-        if bundled_runtime:
-            raise RuntimeError(f"{self.requirements.name} lists {bundled_runtime}: the Lambda runtime provides them")
+        missing = sorted(set(BUNDLED_AWS_SDK) - names)
+        if missing:
+            raise RuntimeError(
+                f"{self.requirements.name} does not list {missing}: the function would run on the Lambda runtime's "
+                "copy, which may be older than the code needs"
+            )
 
     def _pip_install(self, target: Path, python: str | None) -> None:
         if python and _has_pip(python):

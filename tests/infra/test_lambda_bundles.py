@@ -1,23 +1,32 @@
-"""Lambda bundles: pinned to uv.lock, no boto3 and no provider SDK in the API bundle, exactly the sources."""
+"""Lambda bundles: pinned to uv.lock, no provider SDK in the API bundle, the AWS SDK in every bundle, exactly the
+sources."""
 
 from __future__ import annotations
 
 import shutil
-import tomllib
 from pathlib import Path
 
 import pytest
 from aws_cdk import FileSystem, IgnoreMode
-from packaging.markers import Marker
 
 from stacks import bundling
+from tests.support import uv_lock
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# boto3 in both: the code needs a newer botocore than the Lambda runtime may ship (S3 conditional writes, Bedrock
+# batch inference), so the bundles carry the project's and never load the runtime's (decision 0101).
 TOP_LEVEL = {
     # standardwebhooks: the OpenAI webhook receiver verifies signatures with it (decision 0073)
-    "api": [("aws-lambda-powertools", ("tracer",)), ("pydantic", ()), ("orjson", ()), ("standardwebhooks", ())],
+    "api": [
+        ("aws-lambda-powertools", ("tracer",)),
+        ("boto3", ()),
+        ("pydantic", ()),
+        ("orjson", ()),
+        ("standardwebhooks", ()),
+    ],
     "worker": [
         ("aws-lambda-powertools", ("tracer",)),
+        ("boto3", ()),
         ("pydantic", ()),
         ("anthropic", ()),
         ("openai", ()),
@@ -26,18 +35,8 @@ TOP_LEVEL = {
         ("standardwebhooks", ()),  # webhook deliveries sign with it (decision 0071)
     ],
 }
-# The Lambda runtime's boto3 brings these; the bundle must not shadow them.
-RUNTIME_CLOSURE = {"boto3", "botocore", "s3transfer", "urllib3", "python-dateutil", "six"}
-# uv.lock markers as the Lambda platform sees them (uv writes "the project is installed" as an extra: its
-# conflicting lint group resolves in a fork of its own).
-_LAMBDA_MARKER_ENV = {
-    "sys_platform": "linux",
-    "platform_system": "Linux",
-    "python_version": "3.13",
-    "python_full_version": "3.13.0",
-    "implementation_name": "cpython",
-    "extra": "project-13-batch-gateway",
-}
+# boto3 and what it imports: the runtime has its own copies, which must never be the ones loaded.
+AWS_SDK_CLOSURE = {"boto3", "botocore", "s3transfer", "jmespath", "urllib3", "python-dateutil", "six"}
 
 
 def _pins(bundle: str) -> dict[str, str]:
@@ -46,34 +45,29 @@ def _pins(bundle: str) -> dict[str, str]:
     return {name.strip().lower(): version.strip() for name, version in pairs}
 
 
-def _lock_closure(top_level) -> dict[str, str]:
-    lock = {p["name"]: p for p in tomllib.loads((REPO_ROOT / "uv.lock").read_text())["package"]}
-    closure: dict[str, str] = {}
-    pending = list(top_level)
-    while pending:
-        name, extras = pending.pop()
-        package = lock[name]
-        closure[name] = package["version"]
-        deps = list(package.get("dependencies", []))
-        for extra in extras:
-            deps += package.get("optional-dependencies", {}).get(extra, [])
-        for dep in deps:
-            if "marker" in dep and not Marker(dep["marker"]).evaluate(_LAMBDA_MARKER_ENV):
-                continue  # e.g. browser-only, or only in the conflicting lint group's fork
-            if dep["name"] not in closure and dep["name"] not in RUNTIME_CLOSURE:
-                pending.append((dep["name"], tuple(dep.get("extra", ()))))
-    return closure
-
-
 @pytest.mark.parametrize("bundle", bundling.BUNDLES)
 def test_bundle_requirements_pin_the_whole_closure_at_uv_lock_versions(bundle):
-    assert _pins(bundle) == _lock_closure(TOP_LEVEL[bundle])
+    assert _pins(bundle) == uv_lock.closure(TOP_LEVEL[bundle])
 
 
-def test_api_bundle_has_no_provider_sdk_and_no_bundle_ships_boto():
+def test_api_bundle_has_no_provider_sdk_and_every_bundle_carries_the_projects_aws_sdk():
     assert not {"anthropic", "openai", "google-genai"} & set(_pins("api"))
     for bundle in bundling.BUNDLES:
-        assert not RUNTIME_CLOSURE & set(_pins(bundle))
+        pins = _pins(bundle)
+        assert AWS_SDK_CLOSURE - set(pins) == set()
+        assert (pins["boto3"], pins["botocore"]) == (
+            uv_lock.project_version("boto3"),
+            uv_lock.project_version("botocore"),
+        )
+
+
+def test_bundling_refuses_a_requirements_file_without_the_aws_sdk(tmp_path):
+    requirements = tmp_path / "requirements-api.txt"
+    requirements.write_text("# no boto3\npydantic==2.14.4\n")
+    bundler = bundling.PipBundler("api", "arm64")
+    bundler.requirements = requirements
+    with pytest.raises(RuntimeError, match="boto3"):
+        bundler.try_bundle(str(tmp_path / "out"), image=None)
 
 
 @pytest.mark.parametrize(
