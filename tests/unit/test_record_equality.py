@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from batch_gateway.models.jobs import Chunk, Job, RequestCounts, Usage
+from batch_gateway.models.jobs import Chunk, Job, JobWebhook, RequestCounts, Usage
 from batch_gateway.models.webhooks import Subscription
 
 NOW = datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
@@ -76,7 +76,7 @@ def test_a_record_never_prints_a_signing_secret():
         previous_secret="whsec_before",
         created_at=NOW,
     )
-    job = a_job(webhook={"url": "https://example.com/h", "events": [], "secret": "whsec_job"})
+    job = a_job(webhook=JobWebhook(url="https://example.com/h", events=[], secret="whsec_job"))
     for shown in (repr(subscription), repr(job), str(subscription), str(job)):
         assert "whsec_" not in shown
     assert "url='https://example.com/h'" in repr(subscription)

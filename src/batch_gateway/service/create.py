@@ -9,6 +9,7 @@ functions): every check runs, nothing is written, recorded or started.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway.contract.errors import BatchGatewayError, InvalidRequestError, TransientError
 from batch_gateway.models.ids import new_job_id
-from batch_gateway.models.jobs import Job, RequestCounts
+from batch_gateway.models.jobs import DoorFields, InputFile, Job, RequestCounts
 from batch_gateway.models.provider_options import check_provider_options
 from batch_gateway.models.requests import (
     CreateJobInput,
@@ -135,7 +136,7 @@ def _create(
     problems: list[dict[str, Any]] | None = None,
     job_id: str | None = None,
     door: str | None = None,
-    door_fields: dict[str, Any] | None = None,
+    door_fields: DoorFields | None = None,
 ) -> Job:
     params = _checked(services, spec)
     webhook = job_webhook(spec.webhook, allow_loopback_http=services.settings.webhook_loopback_http)
@@ -177,7 +178,7 @@ def _create(
         source=source,
         drop_name=drop_name,
         door=door,
-        door_fields=door_fields or {},
+        door_fields=door_fields or DoorFields(),
         retry=job_retry(spec.retry, services.settings.retry_default, door),
         estimate_usd=job_high_estimate(services, spec.provider, spec.model, stats),
         webhook=webhook,
@@ -193,10 +194,10 @@ def create_deferred_job(
     *,
     owner: str,
     settings: dict[str, Any],
-    input_file: dict[str, Any],
+    input_file: InputFile,
     source: str,
     door: str | None = None,
-    door_fields: dict[str, Any] | None = None,
+    door_fields: DoorFields | None = None,
 ) -> Job:
     """A job whose input file is too large to check while the caller waits (decision 0054): its settings are
     checked now, its requests are read, checked and normalised by the workflow's Plan (``service.input_files``).
@@ -224,9 +225,9 @@ def create_deferred_job(
         provider_options=spec.provider_options,
         source=source,
         door=door,
-        door_fields=door_fields or {},
+        door_fields=door_fields or DoorFields(),
         retry=job_retry(spec.retry, services.settings.retry_default, door),
-        input_file={**input_file, "endpoint": spec.endpoint},
+        input_file=dataclasses.replace(input_file, endpoint=spec.endpoint),
         webhook=webhook,
     )
     return _start(services, job)
@@ -323,7 +324,7 @@ def create_door_job(
     requests: Iterable[tuple[str, Any, int | None]],
     problems: list[dict[str, Any]],
     door: str,
-    door_fields: dict[str, Any],
+    door_fields: DoorFields,
 ) -> Job:
     """A job from a compatible front door's translated requests (decision 0045): a normal job that remembers its
     door and the door's own fields, checked and stored like a drop-folder file."""

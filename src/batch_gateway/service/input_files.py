@@ -7,6 +7,7 @@ line number, and a file with any problem stores nothing and starts nothing.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -86,42 +87,42 @@ def read_input_file(services: Services, job: Job) -> Job:
     read (and goes on planning) or its problems recorded (and raises the same error) without reading it again; one
     that died while writing starts again from the first line (an unfinished write leaves no object)."""
     ref = job.input_file
-    if ref is None or ref.get("read"):
+    if ref is None or ref.read:
         return job
-    if ref.get("problems"):
-        raise InputFileError(_summary(ref["problems"], ref.get("problem_count")), details=ref["problems"])
+    if ref.problems:
+        raise InputFileError(_summary(ref.problems, ref.problem_count), details=ref.problems)
     problems: list[dict[str, Any]] = []
     requests: Iterable[tuple[str, Any, int | None]]
-    if ref["format"] == "openai":
+    if ref.format == "openai":
         from batch_gateway.service.openai_door import translated_requests  # only door jobs need the translation
 
-        requests = translated_requests(
-            services, ref["key"], job.door_fields["endpoint"], job.model, job.provider, problems
-        )
+        endpoint = job.door_fields.endpoint
+        assert endpoint is not None  # the OpenAI door records its batch's endpoint at create
+        requests = translated_requests(services, ref.key, endpoint, job.model, job.provider, problems)
     else:
-        requests = RequestFile(iter_jsonl_lines(services.payloads.open_object(ref["key"])), problems).requests()
+        requests = RequestFile(iter_jsonl_lines(services.payloads.open_object(ref.key)), problems).requests()
     try:
         stats = write_requests(
             services,
             job.id,
             provider=job.provider,
             model=job.model,
-            endpoint=ref.get("endpoint"),
+            endpoint=ref.endpoint,
             params=job.hyperparameters,
             requests=requests,
             problems=problems,
         )
     except InvalidRequestError as error:
         found = error.details or [{"message": error.message}]
-        kept = [_line_problem(d, ref["format"]) for d in found[:MAX_ERROR_DETAILS]]
+        kept = [_line_problem(d, ref.format) for d in found[:MAX_ERROR_DETAILS]]
         count = max(len(problems), len(found))
-        services.jobs.update_job(job.id, input_file={**ref, "problems": kept, "problem_count": count})
+        services.jobs.update_job(job.id, input_file=dataclasses.replace(ref, problems=kept, problem_count=count))
         raise InputFileError(_summary(kept, count), details=kept) from None
     total = stats.requests
     return services.jobs.update_job(
         job.id,
         request_counts=RequestCounts(total=total, processing=total),
-        input_file={**ref, "read": True},
+        input_file=dataclasses.replace(ref, read=True),
         estimate_usd=job_high_estimate(services, job.provider, job.model, stats),
     )
 

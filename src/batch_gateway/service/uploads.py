@@ -15,7 +15,7 @@ from itertools import islice
 from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError
-from batch_gateway.models.jobs import Job, iso, utcnow
+from batch_gateway.models.jobs import InputFile, Job, iso, utcnow
 from batch_gateway.models.jsonl import RequestFile, iter_jsonl_lines
 from batch_gateway.service.context import Services
 from batch_gateway.service.create import create_deferred_job
@@ -151,7 +151,7 @@ def _deferred_job(
             services,
             owner=owner,
             settings=settings,
-            input_file={"key": key, "format": "gateway", "bytes": size},
+            input_file=InputFile(key=key, format="gateway", bytes=size),
             source="upload",
         )
     except InvalidRequestError as error:
