@@ -16,9 +16,6 @@ from enum import Enum, StrEnum
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-# The stored cost is the contract's cost object, as shown (a type hint Record.from_dict reads: imported at run time)
-from batch_gateway.contract.jobs import CostView
-
 # The statuses are part of the API contract, shared with the SDK; the server imports them from here too.
 from batch_gateway.contract.statuses import TERMINAL_JOB_STATUSES as TERMINAL_JOB_STATUSES
 from batch_gateway.contract.statuses import ItemStatus as ItemStatus
@@ -27,12 +24,17 @@ from batch_gateway.contract.statuses import JobStatus as JobStatus
 if TYPE_CHECKING:
     from batch_gateway.contract.jobs import (
         ChunkView,
+        CostView,
         JobView,
         JobWebhookView,
         RequestCountsView,
         RetryView,
         UsageView,
     )
+else:
+    # The view's shapes are TypedDicts: plain dicts at run time, so no API function loads them (decision 0105). The
+    # stored cost is one, and Record.from_dict reads the field's type hint: a dict, kept as it is.
+    CostView = dict
 
 
 def utcnow() -> datetime:

@@ -43,6 +43,8 @@ class Rates:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ModelPrice:
+    """One row of the table: a provider's model prefix, its batch and synchronous rates, and when they were read."""
+
     provider: str
     model: str  # a prefix of the model id (Bedrock: without inference-profile geography or ARN)
     batch: Rates
@@ -105,6 +107,8 @@ def _bedrock_model(model: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class PriceTable:
+    """The rows in force and their version (the file's, with any override's label)."""
+
     version: str
     rows: tuple[ModelPrice, ...]
 
