@@ -31,7 +31,7 @@ def create():
         # JobsCreated and RequestsAccepted: counted for every creator by the job store's signals (events.signals)
         view = job_view(services, job)
         if job.webhook:  # the job's webhook secret: answered here only (decision 0070)
-            view["webhook"] = {**view["webhook"], "secret": job.webhook["secret"]}
+            view["webhook"] = {**view["webhook"], "secret": job.webhook.secret}
         return view
 
     view = (

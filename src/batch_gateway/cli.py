@@ -94,8 +94,7 @@ def _format_detail(detail: dict[str, Any]) -> str:
 
 def _report_error(error: BatchGatewayError, as_json: bool) -> None:
     if as_json:
-        body = error.to_body()
-        body["error"]["status_code"] = error.status_code
+        body = {"error": {**error.to_body()["error"], "status_code": error.status_code}}
         _err(json.dumps(body, ensure_ascii=False))
         return
     _err(f"error: {error.type}: {error.message}")

@@ -22,6 +22,8 @@ class BedrockLimits:
 
 @dataclass(frozen=True, kw_only=True)
 class BedrockSettings:
+    """The deployment's Bedrock settings (decision 0043)."""
+
     role_arn: str | None = None  # None: Bedrock is not enabled in this deployment
     timeout_hours: int = c.BEDROCK_TIMEOUT_HOURS
     small_jobs: str = "on_demand"
@@ -74,6 +76,8 @@ class BedrockSettings:
 
 @dataclass(kw_only=True)
 class Settings:
+    """What the environment configures, read once per cold start (``from_env``)."""
+
     table: str
     bucket: str
     state_machine_arn: str | None = None

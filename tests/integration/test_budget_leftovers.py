@@ -92,4 +92,4 @@ def test_an_ended_job_nothing_settled_is_settled_by_the_next_sweep_once(aws, ctx
     second = sweeper.handler(load_event("scheduled_sweeper.json"), ctx)
     assert (first["settled"], second["settled"]) == ([job["id"]], [])
     assert aws.budgets.month_usage(OWNER, _month()) == MonthUsage(spent_micros=0, reserved_micros=0)
-    assert aws.jobs.require_job(job["id"]).budget["settled"] == 0
+    assert aws.jobs.require_job(job["id"]).budget.settled == 0

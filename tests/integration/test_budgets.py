@@ -130,8 +130,8 @@ def _needed(aws, ctx) -> int:
     status, job = call(create.handler, _create_event("probe"), ctx)
     assert status == 202, job
     stored = aws.jobs.require_job(job["id"])
-    assert stored.budget is not None and stored.budget["reserved"] > 0
-    return int(stored.budget["reserved"])
+    assert stored.budget is not None and stored.budget.reserved > 0
+    return int(stored.budget.reserved)
 
 
 @pytest.mark.usefixtures("atomic_dynamodb")
@@ -157,7 +157,7 @@ def test_concurrent_creates_never_reserve_past_the_budget(aws, ctx):
     assert (len(accepted), len(refused)) == (fits, callers - fits), answers
     usage = aws.budgets.month_usage(OWNER, datetime.now(UTC).strftime("%Y-%m"))
     assert usage.reserved_micros == fits * needed <= fits * needed + needed // 2
-    assert sum(aws.jobs.require_job(j["id"]).budget["reserved"] for j in accepted) == usage.reserved_micros
+    assert sum(aws.jobs.require_job(j["id"]).budget.reserved for j in accepted) == usage.reserved_micros
     detail = refused[0]["error"]["details"][0]
     assert refused[0]["error"]["type"] == "budget_exceeded"
     assert detail["monthly_usd"] == (fits * needed + needed // 2) / 1e6

@@ -53,7 +53,7 @@ def test_a_large_native_upload_is_accepted_at_once_and_plan_reads_it_to_a_finish
     _native_file(aws, [json.dumps({"batch_gateway": MODEL}).encode(), *_requests(60)])
     job = create_job(aws, owner=OWNER, body={"input_file": UPLOAD, "metadata": {"team": "a"}})
     assert job.status is JobStatus.QUEUED and job.request_counts.total == 0  # unknown until Plan has read the file
-    assert job.input_file is not None and job.input_file["format"] == "gateway"
+    assert job.input_file is not None and job.input_file.format == "gateway"
     assert not aws.payloads.exists(requests_key(job.id))  # nothing read yet
 
     run_workflow(job.id, ctx)
@@ -87,7 +87,7 @@ def test_a_bad_line_7_fails_the_job_naming_line_7_with_no_chunk_and_a_rerun_chan
     failed = aws.jobs.require_job(job.id)
     assert failed.status is JobStatus.FAILED
     assert failed.error is not None and failed.error.startswith("InputFileError: 2 problems: line 7: ")
-    assert failed.input_file is not None and [p["line"] for p in failed.input_file["problems"]] == [7, 10]
+    assert failed.input_file is not None and [p["line"] for p in failed.input_file.problems] == [7, 10]
 
 
 def test_plan_run_twice_on_a_large_upload_keeps_one_set_of_requests_and_chunks(small_bound, ctx):

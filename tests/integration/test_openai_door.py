@@ -12,7 +12,7 @@ from openai.types.chat import ChatCompletion
 from openai.types.uploads import UploadPart
 
 from batch_gateway.models.ids import new_job_id
-from batch_gateway.models.jobs import utcnow
+from batch_gateway.models.jobs import DoorFields, utcnow
 from lambdas import status
 from tests.support.doors import BOUNDARY
 from tests.support.doors import create_openai_batch as _create_batch
@@ -219,7 +219,7 @@ def test_an_after_cursor_that_is_not_one_of_the_callers_batches_lists_nothing(aw
     job of the native API lists nothing (has_more false, so the SDK stops), never a page from somewhere else."""
     _, file, _ = _upload_file(ctx, _lines(1))
     mine = aws.jobs.require_job(_create_batch(ctx, file["id"])[1]["id"])
-    native = dataclasses.replace(mine, id=new_job_id(), door=None, door_fields={}, created_at=utcnow())
+    native = dataclasses.replace(mine, id=new_job_id(), door=None, door_fields=DoorFields(), created_at=utcnow())
     aws.jobs.put_new_job(native)
     _, theirs_file, _ = _upload_file(ctx, _lines(1), user="mallory")
     theirs = _create_batch(ctx, theirs_file["id"], user="mallory")[1]["id"]

@@ -11,7 +11,7 @@ import pytest
 
 from batch_gateway.contract.errors import BudgetExceededError
 from batch_gateway.models.budgets import Budget, MonthUsage, month_of
-from batch_gateway.models.jobs import Job, JobStatus, RequestCounts, utcnow
+from batch_gateway.models.jobs import Job, JobStatus, RequestCounts, Reservation, utcnow
 from batch_gateway.service.api.batches import create_job
 from batch_gateway.service.workflow.sweep import MAX_RESTARTS, sweep
 from tests.support.services import memory_services
@@ -38,7 +38,7 @@ def _reserved_job(services, suffix: str = "a", **changes) -> Job:
         request_counts=RequestCounts(total=2, processing=2),
         created_at=utcnow() - timedelta(hours=1),
         execution_arn=f"arn:exec:{suffix}",
-        budget={"month": MONTH, "reserved": RESERVED, "rounds": []},
+        budget=Reservation(month=MONTH, reserved=RESERVED),
         **changes,
     )
     services.jobs.put_new_job(job)
@@ -62,7 +62,7 @@ def test_a_job_the_sweeper_fails_is_charged_what_it_collected():
     sweep(services)
     sweep(services)  # the next sweep changes nothing
     assert services.budgets.month_usage(OWNER, MONTH) == MonthUsage(spent_micros=1_250_000, reserved_micros=0)
-    assert services.jobs.require_job(job.id).budget["settled"] == 1_250_000
+    assert services.jobs.require_job(job.id).budget.settled == 1_250_000
 
 
 def test_an_ended_job_nothing_settled_is_settled_by_the_next_sweep_once():

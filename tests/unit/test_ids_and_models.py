@@ -41,7 +41,7 @@ def test_public_job_has_the_documented_shape():
     chunk = Chunk(
         job_id="job_1", index=0, request_count=3, provider_batch_id="msgbatch_1", provider_status="in_progress"
     )
-    view = job.public([chunk])
+    view = job.public([chunk], zero_cost={"currency": "USD", "total": None, "reason": "no price"})
     assert set(view) >= {
         "id",
         "status",

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from batch_gateway.constants import EVENT_STATUS_CHANGED
-from batch_gateway.models.jobs import Job, JobStatus, RequestCounts
+from batch_gateway.models.jobs import Job, JobStatus, JoinProgress, RequestCounts
 from batch_gateway.service.events.signals import event_id, signalling
 from batch_gateway.service.workflow.sweep import sweep
 from batch_gateway.store.memory import MemoryJobStore
@@ -126,7 +126,7 @@ def test_nothing_is_sent_twice_when_nothing_failed():
     services.jobs.update_job(job.id, request_counts=RequestCounts(total=4, succeeded=1, processing=3))
     services.jobs.update_job(job.id, park_token="token")
     _finish(services, job.id)
-    services.jobs.update_job(job.id, results_joined={"chunks": 1})
+    services.jobs.update_job(job.id, results_joined=JoinProgress(chunks=1))
     sweep(services)
     assert bus.statuses(job.id) == [(None, "queued"), ("queued", "in_progress"), ("in_progress", "finished")]
 
@@ -139,7 +139,7 @@ def test_a_slower_writer_cannot_move_the_announced_status_backwards():
     services.jobs.update_job(job.id, status=JobStatus.IN_PROGRESS)
     assert services.jobs.require_job(job.id).signalled_status is JobStatus.FINISHED
     sweep(services)
-    services.jobs.update_job(job.id, results_joined={"chunks": 1})
+    services.jobs.update_job(job.id, results_joined=JoinProgress(chunks=1))
     assert bus.statuses(job.id) == [(None, "queued"), ("in_progress", "finished"), ("queued", "in_progress")]
 
 

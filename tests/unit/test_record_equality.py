@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from batch_gateway.models.jobs import Chunk, Job, RequestCounts, Usage
+from batch_gateway.models.jobs import Chunk, Job, JobWebhook, RequestCounts, Reservation, Usage
 from batch_gateway.models.webhooks import Subscription
 
 NOW = datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
@@ -27,6 +27,8 @@ RECORDS = [
     Usage(input_tokens=3, output_tokens=4),
     RequestCounts(total=2, succeeded=1),
     Subscription(id="wh_1", owner="o", url="https://example.com/h", secret="s", created_at=NOW),
+    Reservation(month="2026-12", reserved=5, rounds=["r1"]),  # a SubRecord: no @dataclass of its own (decision 0105)
+    JobWebhook(url="https://example.com/h", events=["batch.ended"], secret="whsec_x"),
 ]
 
 
@@ -76,7 +78,7 @@ def test_a_record_never_prints_a_signing_secret():
         previous_secret="whsec_before",
         created_at=NOW,
     )
-    job = a_job(webhook={"url": "https://example.com/h", "events": [], "secret": "whsec_job"})
+    job = a_job(webhook=JobWebhook(url="https://example.com/h", events=[], secret="whsec_job"))
     for shown in (repr(subscription), repr(job), str(subscription), str(job)):
         assert "whsec_" not in shown
     assert "url='https://example.com/h'" in repr(subscription)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from batch_gateway.contract.errors import InvalidRequestError
+from batch_gateway.models.jobs import Retry
 from batch_gateway.models.requests import CreateJobInput
 from batch_gateway.models.retry import job_retry, outcome_of, parse_retry, retryable
 
@@ -70,7 +71,7 @@ def test_outcomes_from_the_adapters_codes(status, code, outcome):
 
 
 def test_attempts_left_and_the_outcomes_named_decide():
-    policy = parse_retry({"max_attempts": 3, "on": ["expired"]})
+    policy = Retry(max_attempts=3, on=["expired"])
     assert retryable(policy, 1, "expired", None) and retryable(policy, 2, "expired", None)
     assert not retryable(policy, 3, "expired", None)  # attempts used up
     assert not retryable(policy, 1, "errored", "overloaded_error")  # not named in `on`
@@ -79,7 +80,7 @@ def test_attempts_left_and_the_outcomes_named_decide():
 
 def test_the_deployment_default_applies_to_jobs_that_give_none_but_not_to_door_jobs():
     default = {"max_attempts": 2}
-    assert job_retry(None, default) == parse_retry(default)
+    assert job_retry(None, default) == Retry(**parse_retry(default))
     assert job_retry(None, default, door="openai") is None
     assert job_retry(parse_retry({"max_attempts": 1}), default) is None  # the job turned it off
     assert job_retry(None, None) is None

@@ -12,7 +12,7 @@ import pytest
 
 from batch_gateway.contract import errors
 from batch_gateway.models.budgets import Budget, month_of
-from batch_gateway.models.jobs import Job, RequestCounts, utcnow
+from batch_gateway.models.jobs import InputFile, Job, RequestCounts, utcnow
 from batch_gateway.providers.sdk_errors import mapped_errors
 from batch_gateway.service.money.ledger import reserve_after_plan_read
 from tests.support.services import memory_services
@@ -65,7 +65,7 @@ def _planned_job(services, estimate: float) -> Job:
         provider="anthropic",
         model="claude-sonnet-4-20250514",
         request_counts=RequestCounts(total=2, processing=2),
-        input_file={"key": "uploads/x", "format": "gateway", "read": True},
+        input_file=InputFile(key="uploads/x", format="gateway", bytes=10, read=True),
         estimate_usd=estimate,
     )
     services.jobs.put_new_job(job)

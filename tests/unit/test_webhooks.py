@@ -187,7 +187,7 @@ def test_a_jobs_webhook_is_checked_at_create():
     with pytest.raises(InvalidRequestError):
         webhooks.job_webhook("https://example.com/", allow_loopback_http=False)
     hook = webhooks.job_webhook({"url": "https://example.com/"}, allow_loopback_http=False)
-    assert hook["events"] == ["batch.status_changed"] and hook["secret"].startswith("whsec_")
+    assert hook is not None and hook.events == ["batch.status_changed"] and hook.secret.startswith("whsec_")
 
 
 @pytest.mark.parametrize(("status", "delivered"), [(200, True), (204, True), (302, False), (500, False)])

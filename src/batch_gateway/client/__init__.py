@@ -30,6 +30,7 @@ from batch_gateway.client.errors import (
 from batch_gateway.client.inputs import LMInput, to_api_request, to_api_requests
 from batch_gateway.client.invoker import GatewayLMInvoker
 from batch_gateway.client.models import (
+    Attempt,
     BatchStatus,
     ChunkInfo,
     EmbeddingOutput,
@@ -42,6 +43,7 @@ from batch_gateway.client.models import (
     ResultItem,
     ResultsDownload,
     ResultsPage,
+    Retry,
     TextOutput,
     TokenUsage,
     Usage,
@@ -52,6 +54,7 @@ from batch_gateway.client.webhooks import WebhookVerificationError, verify_webho
 __all__ = [
     "ENDPOINT_ENV",
     "AsyncBatch",
+    "Attempt",
     "AsyncBatchGatewayClient",
     "Batch",
     "BatchGatewayClient",
@@ -76,6 +79,7 @@ __all__ = [
     "ResultItem",
     "ResultsDownload",
     "ResultsPage",
+    "Retry",
     "TextOutput",
     "TokenUsage",
     "TransientError",

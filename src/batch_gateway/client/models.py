@@ -75,9 +75,22 @@ class Usage(_Response):
 
 
 class ChunkInfo(_Response):
+    index: int
     provider_batch_id: str | None = None
     status: str
     request_counts: RequestCounts = Field(default_factory=RequestCounts)
+    error: str | None = None
+    attempt: int = 1  # 1: planned from the requests; n > 1: a retry round's chunk (decision 0066)
+    # why this pending chunk is not sent yet (the provider's quota for the model is in use, another owner's turn, or
+    # the provider refused it for quota); None once sent or settled (decision 0081)
+    waiting_for_quota: str | None = None
+
+
+class Retry(_Response):
+    """The job's automatic retry of failed items (decision 0066)."""
+
+    max_attempts: int  # attempts an item may have in all
+    on: list[str]  # the outcomes that are retried: expired, rate_limited, overloaded, server_error
 
 
 class Job(_Response):
@@ -90,6 +103,9 @@ class Job(_Response):
     endpoint: str | None = None
     request_counts: RequestCounts = Field(default_factory=RequestCounts)
     chunks: list[ChunkInfo] = Field(default_factory=list)
+    # the first waiting chunk's reason while the job waits for provider quota (its status stays queued or
+    # in_progress); None when nothing of the job waits and once it has ended
+    waiting_for_quota: str | None = None
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float | None = None
     # {"currency", "input", "output", "cache_write", "cache_read", "total", "sync_total", "saving", "price_version"}
@@ -97,6 +113,7 @@ class Job(_Response):
     # without a price
     cost: dict[str, Any] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    retry: Retry | None = None  # None: failed items are not retried
     created_at: datetime | None = None
     updated_at: datetime | None = None
     ended_at: datetime | None = None
@@ -118,6 +135,15 @@ class JobsPage(_Response):
     next_token: str | None = None
 
 
+class Attempt(_Response):
+    """An earlier attempt of a retried item."""
+
+    attempt: int
+    status: str  # errored | expired
+    finish_details: dict[str, Any] = Field(default_factory=dict)
+    token_usage: Usage = Field(default_factory=Usage)
+
+
 class ResultItem(_Response):
     """One result as the service stores it (``GET /batches/{id}/results``), keyed by the caller's id."""
 
@@ -128,6 +154,9 @@ class ResultItem(_Response):
     token_usage: Usage | None = None
     finish_details: dict[str, Any] | None = None
     cost: float | None = None  # USD; 0 for an item the provider does not bill
+    mode: str | None = None  # "on_demand": it ran on its own, not in a batch (Bedrock small jobs); None: in a batch
+    attempt_count: int | None = None  # jobs with `retry`: how many attempts it had; this result is the last one's
+    attempts: list[Attempt] | None = None  # jobs with `retry`: the earlier attempts' outcomes, oldest first
 
 
 class ResultsPage(_Response):

@@ -9,7 +9,19 @@ classes from ``type`` (``batch_gateway.client.errors``), filling in what it know
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
+
+
+class ErrorDetail(TypedDict):
+    type: str  # a key of ERROR_TYPES
+    message: str
+    details: list[dict[str, Any]]
+
+
+class ErrorBody(TypedDict):
+    """An error answer's body, as every native route answers it (the doors answer in their API's own shape)."""
+
+    error: ErrorDetail
 
 
 class BatchGatewayError(Exception):
@@ -43,7 +55,7 @@ class BatchGatewayError(Exception):
         self.request_id = request_id
         self.batch_id = batch_id
 
-    def to_body(self) -> dict[str, Any]:
+    def to_body(self) -> ErrorBody:
         return {"error": {"type": self.type, "message": self.message, "details": self.details}}
 
 

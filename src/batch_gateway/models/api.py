@@ -144,6 +144,11 @@ class ResultItem(BaseModel):
         description="USD at the price it ran at; 0 for errored, canceled and expired items (not billed); "
         "null for a model without a known price",
     )
+    mode: Literal["on_demand"] | None = Field(
+        None,
+        description="on_demand: the request ran on its own at the on-demand price, not in a batch (Bedrock small "
+        "jobs, docs/providers.md); absent for an item that ran in a batch",
+    )
     attempt_count: int | None = Field(
         None, description="jobs with `retry`: how many attempts the item had; this result is the last one's"
     )

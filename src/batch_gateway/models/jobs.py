@@ -2,7 +2,8 @@
 
 Plain dataclasses rather than pydantic: every API function loads these, and pydantic's import and schema building
 would double their cold-start import time. They are our own records (written by us, read back by us); input from
-callers is validated at the edge (``models.requests``).
+callers is validated at the edge (``models.requests``). The view they show is the contract's
+(``batch_gateway.contract.jobs``): ``public()`` builds it, and mypy checks every key (decision 0105).
 """
 
 from __future__ import annotations
@@ -13,18 +14,39 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from enum import Enum, StrEnum
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # The statuses are part of the API contract, shared with the SDK; the server imports them from here too.
 from batch_gateway.contract.statuses import TERMINAL_JOB_STATUSES as TERMINAL_JOB_STATUSES
 from batch_gateway.contract.statuses import ItemStatus as ItemStatus
 from batch_gateway.contract.statuses import JobStatus as JobStatus
 
+if TYPE_CHECKING:
+    from batch_gateway.contract.jobs import (
+        ChunkView,
+        CostView,
+        JobView,
+        JobWebhookView,
+        RequestCountsView,
+        RetryView,
+        UsageView,
+    )
+else:
+    # The view's shapes are TypedDicts: plain dicts at run time, so no API function loads them (decision 0105). The
+    # stored cost is one, and Record.from_dict reads the field's type hint: a dict, kept as it is.
+    CostView = dict
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+@typing.overload
+def iso(ts: datetime) -> str: ...
+@typing.overload
+def iso(ts: None) -> None: ...
+@typing.overload
+def iso(ts: datetime | None) -> str | None: ...
 def iso(ts: datetime | None) -> str | None:
     return ts.astimezone(UTC).isoformat().replace("+00:00", "Z") if ts else None
 
@@ -122,6 +144,42 @@ def _plain(value: Any) -> Any:
     return value
 
 
+@typing.dataclass_transform(kw_only_default=True, eq_default=False, field_specifiers=(dataclasses.field,))
+class SubRecord(Record):
+    """A record kept in a field of another (a job's budget reservation, its retry option, ...), declared by its
+    annotations alone, without ``@dataclass``: type checkers give it a keyword ``__init__`` of its fields, and at run
+    time this one ``__init__`` serves every such class. A dataclass's generated ``__init__`` is compiled at import,
+    about 0.15 ms a class on Python 3.11, and every API function imports these (decisions 0090 and 0105)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclasses.dataclass(init=False, eq=False, repr=False, kw_only=True)(cls)
+
+    def __init__(self, **values: Any) -> None:
+        record_class: type = type(self)  # as in to_dict: the caches key on the class
+        for name, default, factory in _init_fields(record_class):
+            if name in values:
+                value = values.pop(name)
+            elif factory is not None:
+                value = factory()
+            elif default is not dataclasses.MISSING:
+                value = default
+            else:
+                raise TypeError(f"{type(self).__name__}() missing keyword argument {name!r}")
+            setattr(self, name, value)
+        if values:
+            raise TypeError(f"{type(self).__name__}() got unexpected keyword arguments {sorted(values)}")
+
+
+@cache
+def _init_fields(cls: type) -> tuple[tuple[str, Any, Any], ...]:
+    """(name, default, default factory or None) of each field."""
+    return tuple(
+        (f.name, f.default, None if f.default_factory is dataclasses.MISSING else f.default_factory)
+        for f in dataclasses.fields(cls)
+    )
+
+
 # Which status may follow which. A job only moves forward (queued -> in_progress -> canceling -> an end) and an ended
 # job keeps its end; Finalize may end a queued job, or one canceled while it wrote the results (every chunk had
 # ended: it finished). The job stores refuse any other status change with ConflictError, whatever the write's
@@ -166,6 +224,8 @@ UNSENT_STATES = (ChunkState.PENDING, ChunkState.SUBMITTING, ChunkState.RECONCILI
 
 @dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class RequestCounts(Record):
+    """How many of a job's (or a chunk's) requests are in each state."""
+
     total: int = 0
     processing: int = 0
     succeeded: int = 0
@@ -178,6 +238,16 @@ class RequestCounts(Record):
 
     def subtract(self, other: RequestCounts) -> RequestCounts:
         return RequestCounts(**{k: getattr(self, k) - getattr(other, k) for k in _field_names(RequestCounts)})
+
+    def public(self) -> RequestCountsView:
+        return {
+            "total": self.total,
+            "processing": self.processing,
+            "succeeded": self.succeeded,
+            "errored": self.errored,
+            "canceled": self.canceled,
+            "expired": self.expired,
+        }
 
 
 @dataclasses.dataclass(kw_only=True, eq=False, repr=False)
@@ -211,9 +281,21 @@ class Usage(Record):
             "reasoning_tokens": self.reasoning_tokens,
         }
 
+    def public(self) -> UsageView:
+        """The view's and a result item's ``token_usage`` (what ``to_dict`` stores, typed as the contract's)."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+        }
+
 
 @dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class Chunk(Record):
+    """A part of a job sent to the provider as one batch (or, on Bedrock, run request by request)."""
+
     job_id: str
     index: int
     state: ChunkState = ChunkState.PENDING
@@ -262,12 +344,12 @@ class Chunk(Record):
         """It waits for quota: unsent, not settled (a canceled one no longer waits), and says why."""
         return self.waiting_for_quota is not None and self.state in UNSENT_STATES and not self.collected
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> ChunkView:
         return {
             "index": self.index,
             "provider_batch_id": self.provider_batch_id,
             "status": self.provider_status or self.state.value,
-            "request_counts": self.request_counts.to_dict(),
+            "request_counts": self.request_counts.public(),
             "error": self.error,
             "attempt": self.attempt,
             "waiting_for_quota": self.waiting_for_quota if self.waits else None,
@@ -279,8 +361,83 @@ def quota_wait(chunks: Iterable[Chunk]) -> str | None:
     return next((c.waiting_for_quota for c in chunks if c.waits), None)
 
 
+class JoinProgress(SubRecord):
+    """How far results.jsonl is joined (service.join): complete once ``chunks`` is the job's chunk count and the
+    object still has this ETag."""
+
+    chunks: int = 0
+    lines: int = 0
+    ids: int = 0
+    etag: str | None = None
+
+
+class DoorFields(SubRecord):
+    """A compatible front door's own fields (decision 0045); every one is None for a job of no door. OpenAI: the
+    batch's endpoint, completion_window, metadata and input_file_id, and its output and error files once
+    Finalize wrote them. Anthropic: when the batch was deleted from the door (the job is kept)."""
+
+    endpoint: str | None = None
+    completion_window: str | None = None
+    metadata: dict[str, str] | None = None
+    input_file_id: str | None = None
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    deleted_at: str | None = None
+
+
+class InputFile(SubRecord):
+    """An input file larger than create checks while the caller waits, read by the workflow's Plan (decision
+    0054). Plan sets ``read`` once the normalised requests are written, or keeps the ``problems`` (``{"line",
+    "message", "field"?}``, at most ``MAX_ERROR_DETAILS``) and their ``problem_count`` when a line is bad (the job
+    fails)."""
+
+    key: str
+    format: str  # "gateway" (the drop folder's JSONL) | "openai" (the OpenAI door's batch input file)
+    bytes: int
+    endpoint: str | None = None
+    read: bool = False
+    problems: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    problem_count: int | None = None
+
+
+class Retry(SubRecord):
+    """Automatic retry of failed items (models.retry, decision 0066): an item whose latest outcome is one of ``on``
+    runs again until it has had ``max_attempts`` attempts."""
+
+    max_attempts: int
+    on: list[str]
+
+    def public(self) -> RetryView:
+        return {"max_attempts": self.max_attempts, "on": list(self.on)}
+
+
+class Reservation(SubRecord):
+    """The job's reservation against its owner's monthly budget (service.budgets, decision 0064): micro-USD
+    ``reserved`` in ``month`` (the high estimate plus the retry ``rounds`` reserved), and ``settled``, what the
+    job was charged once it ended."""
+
+    month: str
+    reserved: int
+    rounds: list[str] = dataclasses.field(default_factory=list)
+    settled: int | None = None
+
+
+class JobWebhook(SubRecord):
+    """The job's own webhook (service.webhooks, decision 0070). Its secret is answered by create only, never by a
+    job view, an event or a log (nor a repr)."""
+
+    url: str
+    events: list[str]
+    secret: str = dataclasses.field(repr=False)
+
+    def public(self) -> JobWebhookView:
+        return {"url": self.url, "events": list(self.events)}
+
+
 @dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class Job(Record):
+    """A batch job as it is stored; ``public()`` is what its owner sees."""
+
     id: str
     owner: str
     provider: str
@@ -292,8 +449,8 @@ class Job(Record):
     cost_usd: float | None = None  # cost["total"], kept for callers from before the cost object
     # models.pricing.cost_of's object for the usage so far (Poll updates it as chunks are collected, Finalize writes
     # the final one); None before any chunk is collected (decision 0060), which the job view shows as the model's
-    # zero cost (api.query.job_view).
-    cost: dict[str, Any] | None = None
+    # zero cost (service.query.job_view).
+    cost: CostView | None = None
     metadata: dict[str, str] = dataclasses.field(default_factory=dict)
     hyperparameters: dict[str, Any] = dataclasses.field(default_factory=dict)
     provider_options: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -307,28 +464,18 @@ class Job(Record):
     source: str = "api"
     drop_name: str | None = None  # drop-folder jobs: where results go under outbox/
     error: str | None = None
-    # How far results.jsonl is joined: {"chunks", "lines", "ids", "etag"} (workflow.join); complete once "chunks"
-    # is the job's chunk count and the object still has that ETag.
-    results_joined: dict[str, Any] | None = None
-    # Jobs created through a compatible front door (decision 0045): which door, and the door's own fields (OpenAI:
-    # endpoint, completion_window, metadata, input_file_id and, once written, output_file_id / error_file_id).
+    results_joined: JoinProgress | None = None  # None: nothing joined yet
+    # Jobs created through a compatible front door (decision 0045): which door, and the door's own fields.
     door: str | None = None
-    door_fields: dict[str, Any] = dataclasses.field(default_factory=dict)
-    # An input file larger than create checks while the caller waits, read by the workflow's Plan (decision 0054):
-    # {"key", "format": "gateway" | "openai", "bytes", "endpoint"}; Plan adds "read": true once the normalised
-    # requests are written, or "problems": [{"line", "message", "field"?}, ...] when a line is bad (the job fails).
-    input_file: dict[str, Any] | None = None
-    # Automatic retry of failed items (models.retry, decision 0066): {"max_attempts", "on"}; None: no retries.
-    retry: dict[str, Any] | None = None
+    door_fields: DoorFields = dataclasses.field(default_factory=DoorFields)
+    input_file: InputFile | None = None  # None: the requests came with the create
+    retry: Retry | None = None  # None: no retries
     # The most the job can cost (USD, decision 0062), from the create pass that normalised its requests: input
     # bytes as tokens plus every request reaching max_tokens; None for a model without a price (and for a job whose
     # input file Plan reads, until then). Budgets reserve it.
     estimate_usd: float | None = None
-    # The job's reservation against its owner's monthly budget (api.budgets, decision 0064): {"month",
-    # "reserved" (micro-USD, the high estimate plus retry rounds'), "rounds" (the retry rounds reserved),
-    # "settled" (micro-USD charged at the end)}; None when the owner had no budget at create.
-    budget: dict[str, Any] | None = None
-    # The highest progress mark (25, 50, 75 % of items done) announced on the bus (events.signals, decision 0068).
+    budget: Reservation | None = None  # None: the owner had no budget at create
+    # The highest progress mark (25, 50, 75 % of items done) announced on the bus (service.signals, decision 0068).
     progress_signalled: int = 0
     # At-least-once status events (decision 0068): the last status whose event went out (recorded after it did,
     # only while it is the job's status, so it never moves backwards) and the status the last status write replaced
@@ -336,9 +483,7 @@ class Job(Record):
     # an ended one by the sweeper.
     signalled_status: JobStatus | None = None
     previous_status: JobStatus | None = None
-    # The job's own webhook (api.webhooks, decision 0070): {"url", "events", "secret"}; the secret is answered by
-    # create only, never by a job view, an event or a log (nor a repr).
-    webhook: dict[str, Any] | None = dataclasses.field(default=None, repr=False)
+    webhook: JobWebhook | None = dataclasses.field(default=None, repr=False)
     # The wake-up (workflow/wake.py, decision 0072): the task token of the workflow's Park state while it waits for
     # the next poll (never shown or logged: it resumes the execution), and a wake asked for and not yet served by a
     # poll (a cancel, the provider's push).
@@ -351,23 +496,31 @@ class Job(Record):
     # writes, so the list of jobs, which reads no chunks, shows it; None once nothing of the job waits.
     waiting_for_quota: str | None = None
 
-    def public(self, chunks: list[Chunk] | None = None) -> dict[str, Any]:
+    def public(self, chunks: list[Chunk] | None = None, *, zero_cost: CostView | None = None) -> JobView:
+        """The job view. ``zero_cost``: what nothing costs at the job's model's price, shown until a chunk is
+        collected (``service.query.job_view``; decision 0060); needed only then."""
+        if self.cost is not None:
+            cost, cost_usd = self.cost, self.cost_usd
+        elif zero_cost is not None:
+            cost, cost_usd = zero_cost, zero_cost["total"]
+        else:
+            raise ValueError(f"job {self.id} has no cost yet: its view needs its model's zero cost")
         return {
             "id": self.id,
             "status": self.status.value,
             "provider": self.provider,
             "model": self.model,
             "endpoint": self.endpoint,
-            "request_counts": self.request_counts.to_dict(),
+            "request_counts": self.request_counts.public(),
             "chunks": [c.public() for c in chunks or []],
             # kept on the job by the steps (decision 0081), so a list, which reads no chunks, shows it too
             "waiting_for_quota": None if self.status.terminal else self.waiting_for_quota,
-            "usage": self.usage.to_dict(),
-            "cost_usd": self.cost_usd,
-            "cost": self.cost,
+            "usage": self.usage.public(),
+            "cost_usd": cost_usd,
+            "cost": cost,
             "metadata": self.metadata,
-            "retry": self.retry,
-            "webhook": {"url": self.webhook["url"], "events": self.webhook["events"]} if self.webhook else None,
+            "retry": self.retry.public() if self.retry else None,
+            "webhook": self.webhook.public() if self.webhook else None,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
             "ended_at": iso(self.ended_at),

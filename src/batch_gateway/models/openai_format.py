@@ -434,14 +434,14 @@ def batch_object(job: Job) -> dict[str, Any]:
     view: dict[str, Any] = {
         "id": job.id,
         "object": "batch",
-        "endpoint": fields.get("endpoint", "/v1/chat/completions"),
+        "endpoint": fields.endpoint or "/v1/chat/completions",
         "model": job.model,
         "errors": None,
-        "input_file_id": fields.get("input_file_id", ""),
-        "completion_window": fields.get("completion_window", "24h"),
+        "input_file_id": fields.input_file_id or "",
+        "completion_window": fields.completion_window or "24h",
         "status": status,
-        "output_file_id": fields.get("output_file_id"),
-        "error_file_id": fields.get("error_file_id"),
+        "output_file_id": fields.output_file_id,
+        "error_file_id": fields.error_file_id,
         "created_at": created,
         "in_progress_at": created if job.status is not JobStatus.QUEUED else None,
         "expires_at": created + 24 * 3600,
@@ -459,9 +459,9 @@ def batch_object(job: Job) -> dict[str, Any]:
             "input_tokens_details": {"cached_tokens": 0},
             "output_tokens_details": {"reasoning_tokens": 0},
         },
-        "metadata": fields.get("metadata") or None,
+        "metadata": fields.metadata or None,
     }
-    problems = (job.input_file or {}).get("problems")
+    problems = job.input_file.problems if job.input_file is not None else None
     if job.status is JobStatus.FAILED and problems:  # bad lines of a file Plan read (decision 0054)
         view["errors"] = {
             "object": "list",

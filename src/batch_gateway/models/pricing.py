@@ -17,10 +17,13 @@ import json
 from collections.abc import Iterable, Mapping
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from batch_gateway.constants import ON_DEMAND_BATCH_PREFIX
 from batch_gateway.models.jobs import Chunk, Usage
+
+if TYPE_CHECKING:
+    from batch_gateway.contract.jobs import CostView
 
 CURRENCY = "USD"
 PARTS = ("input", "output", "cache_write", "cache_read")  # priced parts of a Usage, in the cost object's order
@@ -40,6 +43,8 @@ class Rates:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ModelPrice:
+    """One row of the table: a provider's model prefix, its batch and synchronous rates, and when they were read."""
+
     provider: str
     model: str  # a prefix of the model id (Bedrock: without inference-profile geography or ARN)
     batch: Rates
@@ -102,6 +107,8 @@ def _bedrock_model(model: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class PriceTable:
+    """The rows in force and their version (the file's, with any override's label)."""
+
     version: str
     rows: tuple[ModelPrice, ...]
 
@@ -163,13 +170,13 @@ def _parts(usage: Usage) -> dict[str, int]:
     }
 
 
-def unknown_cost(provider: str, model: str) -> dict[str, Any]:
+def unknown_cost(provider: str, model: str) -> CostView:
     return {"currency": CURRENCY, "total": None, "reason": f"no price is known for {provider} model {model!r}"}
 
 
 def cost_of(
     provider: str, model: str, usage: Usage, *, on_demand: bool = False, table: PriceTable | None = None
-) -> dict[str, Any]:
+) -> CostView:
     """``{"currency", "input", "output", "cache_write", "cache_read", "total", "sync_total", "saving",
     "price_version"}`` in USD: ``usage`` at batch prices (``on_demand``: at the synchronous prices, no saving);
     ``sync_total`` is what the same tokens cost synchronously. Unknown model: ``total`` None and a ``reason``."""
@@ -184,7 +191,10 @@ def cost_of(
     total = sum(parts.values())
     return {
         "currency": CURRENCY,
-        **{part: round(value, 6) for part, value in parts.items()},
+        "input": round(parts["input"], 6),
+        "output": round(parts["output"], 6),
+        "cache_write": round(parts["cache_write"], 6),
+        "cache_read": round(parts["cache_read"], 6),
         "total": round(total, 6),
         "sync_total": round(sync_total, 6),
         "saving": round(sync_total - total, 6),
@@ -192,19 +202,18 @@ def cost_of(
     }
 
 
-def add_costs(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
+def add_costs(first: CostView, second: CostView) -> CostView:
     """The sum of two cost objects; unknown (``total`` None) wins: a partial sum would read as the whole cost."""
     if first.get("total") is None:
-        return dict(first)
+        return first.copy()
     if second.get("total") is None:
-        return dict(second)
-    summed = {
-        key: round(first[key] + second[key], 6) for key in (*PARTS, "total", "sync_total", "saving") if key in first
-    }
-    return {"currency": CURRENCY, **summed, "price_version": first.get("price_version")}
+        return second.copy()
+    one, other = cast("Mapping[str, Any]", first), cast("Mapping[str, Any]", second)  # summed key by key
+    summed = {key: round(one[key] + other[key], 6) for key in (*PARTS, "total", "sync_total", "saving") if key in one}
+    return cast("CostView", {"currency": CURRENCY, **summed, "price_version": first.get("price_version")})
 
 
-def zero_cost(provider: str, model: str, *, table: PriceTable | None = None) -> dict[str, Any]:
+def zero_cost(provider: str, model: str, *, table: PriceTable | None = None) -> CostView:
     """What nothing costs for this model (an unknown model: ``total`` None and the reason)."""
     return cost_of(provider, model, Usage(), table=table)
 
@@ -230,7 +239,7 @@ def ran_on_demand(chunk: Chunk) -> bool:
 
 def chunks_cost_detail(
     provider: str, model: str, chunks: Iterable[Chunk], *, table: PriceTable | None = None
-) -> dict[str, Any]:
+) -> CostView:
     """The cost object for these chunks' usage: each chunk at the price of the way it ran."""
     batch, on_demand = Usage(), Usage()
     for chunk in chunks:

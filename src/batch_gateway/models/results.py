@@ -1,10 +1,14 @@
-"""The result item (docs/api.md, results): one per request id, keyed by the caller's id."""
+"""The result item (docs/api.md, results): one per request id, keyed by the caller's id. Its shape is the contract's
+(``batch_gateway.contract.results.ResultItem``, decision 0105)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from batch_gateway.models.jobs import ItemStatus, Usage
+
+if TYPE_CHECKING:
+    from batch_gateway.contract.results import ResultItem
 
 
 def result_item(
@@ -20,7 +24,7 @@ def result_item(
     code: str | None = None,
     message: str | None = None,
     mode: str | None = None,
-) -> dict[str, Any]:
+) -> ResultItem:
     """Build a result item as a plain dict (collect writes 100,000 of these; no model object per line)."""
     outputs = outputs or []
     text = next((o["text"] for o in outputs if o.get("type") == "text"), None)
@@ -28,12 +32,12 @@ def result_item(
         finish: dict[str, Any] = {"type": finish_type or "stop"}
     else:
         finish = {"type": "error", "code": code or status.value, "message": message or _DEFAULT_MESSAGES[status]}
-    item = {
+    item: ResultItem = {
         "id": caller_id,
         "status": status.value,
         "text": text,
         "outputs": outputs,
-        "token_usage": (usage or Usage(input_tokens=input_tokens, output_tokens=output_tokens)).to_dict(),
+        "token_usage": (usage or Usage(input_tokens=input_tokens, output_tokens=output_tokens)).public(),
         "finish_details": finish,
         "cost": cost,  # USD at the price it ran at (models.pricing); 0 for an item not billed, None without a price
     }

@@ -12,6 +12,7 @@ from typing import Any
 
 from batch_gateway.constants import RETRY_MAX_ATTEMPTS, RETRY_OUTCOMES
 from batch_gateway.contract.errors import InvalidRequestError
+from batch_gateway.models.jobs import Retry
 
 OUTCOMES = RETRY_OUTCOMES
 DEFAULT_MAX_ATTEMPTS = 2
@@ -89,24 +90,25 @@ def parse_retry(value: Any, field: str = "retry") -> dict[str, Any]:
     return {"max_attempts": attempts, "on": [o for o in OUTCOMES if o in on]}
 
 
-def job_retry(given: dict[str, Any] | None, default: Any, door: str | None = None) -> dict[str, Any] | None:
-    """The option a new job stores: its own, else the deployment's default (``RETRY_DEFAULT``; not for the doors'
-    jobs, whose APIs have no such option); None when nothing is retried."""
+def job_retry(given: dict[str, Any] | None, default: Any, door: str | None = None) -> Retry | None:
+    """The option a new job stores (``given`` is ``parse_retry``'s): its own, else the deployment's default
+    (``RETRY_DEFAULT``; not for the doors' jobs, whose APIs have no such option); None when nothing is retried."""
     if given is None and default is not None and door is None:
         given = parse_retry(default, "RETRY_DEFAULT")
-    return given if retries(given) else None
+    policy = Retry(max_attempts=given["max_attempts"], on=given["on"]) if given is not None else None
+    return policy if retries(policy) else None
 
 
-def retries(policy: dict[str, Any] | None) -> bool:
+def retries(policy: Retry | None) -> bool:
     """Whether a job with this stored option retries anything at all."""
-    return policy is not None and int(policy.get("max_attempts", 1)) > 1 and bool(policy.get("on"))
+    return policy is not None and policy.max_attempts > 1 and bool(policy.on)
 
 
-def retryable(policy: dict[str, Any] | None, attempt: int, status: str, code: str | None) -> bool:
+def retryable(policy: Retry | None, attempt: int, status: str, code: str | None) -> bool:
     """An item of attempt ``attempt`` with this result runs again under ``policy``."""
-    if policy is None or not retries(policy) or attempt >= int(policy["max_attempts"]):
+    if policy is None or not retries(policy) or attempt >= policy.max_attempts:
         return False
-    return outcome_of(status, code) in policy["on"]
+    return outcome_of(status, code) in policy.on
 
 
 def _bad(field: str, message: str) -> InvalidRequestError:

@@ -17,6 +17,8 @@ if TYPE_CHECKING:  # the API functions never build a provider
 
 @dataclass
 class Services:
+    """The collaborators, one of each (the module's docstring says why)."""
+
     settings: Settings
     jobs: JobStore
     payloads: PayloadStore

@@ -5,7 +5,7 @@ has ended, so items that finished before the cancel are kept."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
@@ -15,10 +15,13 @@ from batch_gateway.service.api.query import job_view
 from batch_gateway.service.context import Services
 from batch_gateway.service.workflow.wake import wake_job
 
+if TYPE_CHECKING:
+    from batch_gateway.contract.jobs import JobView
+
 logger = Logger(child=True)
 
 
-def cancel_job(services: Services, job_id: str, owner: str) -> dict[str, Any]:
+def cancel_job(services: Services, job_id: str, owner: str) -> JobView:
     job = services.jobs.get_owned_job(job_id, owner)
     if job.status is JobStatus.CANCELING:
         return job_view(services, job, services.jobs.get_chunks(job_id))

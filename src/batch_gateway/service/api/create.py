@@ -10,6 +10,7 @@ written.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,7 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway.contract.errors import BatchGatewayError, InvalidRequestError, TransientError
 from batch_gateway.models.ids import new_job_id
-from batch_gateway.models.jobs import Job, RequestCounts
+from batch_gateway.models.jobs import DoorFields, InputFile, Job, JobWebhook, RequestCounts, Retry
 from batch_gateway.models.provider_options import check_provider_options
 from batch_gateway.models.requests import (
     CreateJobInput,
@@ -49,12 +50,12 @@ class JobDraft:
     owner: str
     spec: CreateJobInput
     params: dict[str, Any]  # the job's hyperparameters
-    webhook: dict[str, Any] | None
-    retry: dict[str, Any] | None
+    webhook: JobWebhook | None
+    retry: Retry | None
     source: str
     job_id: str
     door: str | None = None
-    door_fields: dict[str, Any] = field(default_factory=dict)
+    door_fields: DoorFields = field(default_factory=DoorFields)
     drop_name: str | None = None
 
     def job(self, **recorded: Any) -> Job:
@@ -86,7 +87,7 @@ def draft(
     spec: CreateJobInput,
     source: str,
     door: str | None = None,
-    door_fields: dict[str, Any] | None = None,
+    door_fields: DoorFields | None = None,
     drop_name: str | None = None,
     job_id: str | None = None,
 ) -> JobDraft:
@@ -107,7 +108,7 @@ def draft(
         source=source,
         job_id=job_id or new_job_id(),
         door=door,
-        door_fields=door_fields or {},
+        door_fields=door_fields or DoorFields(),
         drop_name=drop_name,
     )
 
@@ -170,7 +171,7 @@ def create_door_job(
     requests: Iterable[tuple[str, Any, int | None]],
     problems: list[dict[str, Any]],
     door: str,
-    door_fields: dict[str, Any],
+    door_fields: DoorFields,
 ) -> Job:
     """A job from a compatible front door's translated requests (decision 0045): a normal job that remembers its
     door and the door's own fields, checked and stored like a drop-folder file."""
@@ -185,11 +186,11 @@ def create_deferred_job(
     *,
     owner: str,
     settings: dict[str, Any],
-    input_file: dict[str, Any],
+    input_file: InputFile,
     source: str,
     sink: RequestSink = STORED,
     door: str | None = None,
-    door_fields: dict[str, Any] | None = None,
+    door_fields: DoorFields | None = None,
 ) -> Job:
     """A job whose input file is too large to check while the caller waits (decision 0054): its settings are
     checked now, its requests are read, checked and normalised by the workflow's Plan (``intake.files``).
@@ -205,7 +206,7 @@ def create_deferred_job(
             "the batch is planned, after create)",
             details=[{"field": "input_file", "message": f"larger than {limit} bytes: no dry run"}],
         )
-    return start(services, job_draft.job(input_file={**input_file, "endpoint": spec.endpoint}))
+    return start(services, job_draft.job(input_file=dataclasses.replace(input_file, endpoint=spec.endpoint)))
 
 
 def start(services: Services, job: Job) -> Job:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from batch_gateway.contract.errors import ConflictError, InvalidRequestError
 from batch_gateway.models.jobs import Chunk, Job, JobStatus
@@ -12,6 +12,9 @@ from batch_gateway.models.pricing import zero_cost
 from batch_gateway.ports import OffsetOutOfRangeError
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import results_key
+
+if TYPE_CHECKING:
+    from batch_gateway.contract.jobs import JobsPage, JobView
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
@@ -22,18 +25,15 @@ LIST_DEFAULT_PAGE = 50
 PAGE_BYTES = 4 * 1024 * 1024
 
 
-def job_view(services: Services, job: Job, chunks: list[Chunk] | None = None) -> dict[str, Any]:
+def job_view(services: Services, job: Job, chunks: list[Chunk] | None = None) -> JobView:
     """The job as callers see it. Before any chunk is collected its cost is what nothing costs at its model's price
     (every part 0), or ``total`` None with the reason for a model without a price: ``null`` never reads "not yet"
     (decision 0060). The stored ``Job.cost`` stays None until then (budgets tell "never collected" by it)."""
-    view = job.public(chunks)
-    if view["cost"] is None:
-        cost = zero_cost(job.provider, job.model, table=services.prices())
-        view["cost"], view["cost_usd"] = cost, cost["total"]
-    return view
+    zero = zero_cost(job.provider, job.model, table=services.prices()) if job.cost is None else None
+    return job.public(chunks, zero_cost=zero)
 
 
-def get_job(services: Services, job_id: str, owner: str) -> dict[str, Any]:
+def get_job(services: Services, job_id: str, owner: str) -> JobView:
     job = services.jobs.get_owned_job(job_id, owner)
     return job_view(services, job, services.jobs.get_chunks(job_id))
 
@@ -45,7 +45,7 @@ def list_jobs(
     status: str | None = None,
     limit: str | int | None = None,
     next_token: str | None = None,
-) -> dict[str, Any]:
+) -> JobsPage:
     wanted = None
     if status is not None:  # present but empty (`?status=`) is no status at all: refused like any unknown one
         try:

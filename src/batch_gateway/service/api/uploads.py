@@ -15,7 +15,7 @@ from itertools import islice
 from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError
-from batch_gateway.models.jobs import Job, iso, utcnow
+from batch_gateway.models.jobs import InputFile, Job, iso, utcnow
 from batch_gateway.models.jsonl import RequestFile, iter_jsonl_lines
 from batch_gateway.service.api.create import create_deferred_job
 from batch_gateway.service.api.files import job_from_file
@@ -163,7 +163,7 @@ def _deferred_job(
             services,
             owner=owner,
             settings=settings,
-            input_file={"key": key, "format": "gateway", "bytes": size},
+            input_file=InputFile(key=key, format="gateway", bytes=size),
             source="upload",
             sink=sink,
         )

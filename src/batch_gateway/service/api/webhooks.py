@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError, NotFoundError
-from batch_gateway.models.jobs import iso, utcnow
+from batch_gateway.models.jobs import JobWebhook, iso, utcnow
 from batch_gateway.models.webhooks import (
     DEFAULT_JOB_EVENTS,
     MAX_DESCRIPTION_CHARS,
@@ -121,7 +121,7 @@ def rotate_secret(
 # --- a job's own webhook (create) -----------------------------------------------------------------------------
 
 
-def job_webhook(value: Any, *, allow_loopback_http: bool) -> dict[str, Any] | None:
+def job_webhook(value: Any, *, allow_loopback_http: bool) -> JobWebhook | None:
     """A create body's ``webhook`` checked: ``{"url", "events", "secret"}`` (a fresh secret, answered once by
     create), or None when there is none; a bad one is ``InvalidRequestError`` (400) before anything is stored."""
     if value is None:
@@ -134,4 +134,4 @@ def job_webhook(value: Any, *, allow_loopback_http: bool) -> dict[str, Any] | No
     _unknown_fields(value, JOB_WEBHOOK_FIELDS, prefix="webhook.")
     url = check_url(value.get("url"), allow_loopback_http=allow_loopback_http, field="webhook.url")
     events = checked_events(value.get("events"), field_name="webhook.events", default=DEFAULT_JOB_EVENTS)
-    return {"url": url.url, "events": events, "secret": new_secret()}
+    return JobWebhook(url=url.url, events=events, secret=new_secret())

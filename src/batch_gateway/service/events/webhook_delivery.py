@@ -105,7 +105,7 @@ def fan_out(deliverer: Deliverer, event: dict[str, Any]) -> list[Delivery]:
     deliveries = []
     job = deliverer.jobs.get_job(str(job_id))
     hook = job.webhook if job is not None else None
-    if hook and wants(hook.get("events") or [], kind):
+    if hook and wants(hook.events, kind):
         deliveries.append(Delivery(webhook_id(str(event_id), JOB_TARGET), str(owner), str(job_id), JOB_TARGET, payload))
     for subscription in deliverer.store.list_subscriptions(str(owner)):
         if wants(subscription.events, kind):
@@ -123,7 +123,7 @@ def _target(deliverer: Deliverer, delivery: dict[str, Any], now: datetime) -> tu
     if delivery["target"] == JOB_TARGET:
         job = deliverer.jobs.get_job(str(delivery["job_id"]))
         hook = job.webhook if job is not None else None
-        return (str(hook["url"]), [str(hook["secret"])]) if hook else None
+        return (hook.url, [hook.secret]) if hook else None
     subscription = deliverer.store.get_subscription(str(delivery["owner"]), str(delivery["target"]))
     return (subscription.url, subscription.signing_secrets(now)) if subscription else None
 

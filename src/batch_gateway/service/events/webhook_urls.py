@@ -40,6 +40,8 @@ class UnsafeWebhookUrlError(InvalidRequestError):
 
 @dataclass(frozen=True)
 class WebhookUrl:
+    """A checked webhook URL, split into what a delivery connects to and sends."""
+
     url: str
     scheme: str  # https, or http (loopback in a deployment that allows it)
     host: str  # lower case, IPv6 literals without brackets

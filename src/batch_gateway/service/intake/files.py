@@ -6,6 +6,7 @@ line number, and a file with any problem sends nothing. Files read while the cal
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,31 +37,31 @@ def read_input_file(services: Services, job: Job) -> Job:
     read (and goes on planning) or its problems recorded (and raises the same error) without reading it again; one
     that died while writing starts again from the first line (an unfinished write leaves no object)."""
     ref = job.input_file
-    if ref is None or ref.get("read"):
+    if ref is None or ref.read:
         return job
-    if ref.get("problems"):
-        raise InputFileError(_summary(ref["problems"], ref.get("problem_count")), details=ref["problems"])
+    if ref.problems:
+        raise InputFileError(_summary(ref.problems, ref.problem_count), details=ref.problems)
     problems: list[dict[str, Any]] = []
     requests: Iterable[tuple[str, Any, int | None]]
-    if ref["format"] == "openai":
-        requests = translated_requests(
-            services, ref["key"], job.door_fields["endpoint"], job.model, job.provider, problems
-        )
+    if ref.format == "openai":
+        endpoint = job.door_fields.endpoint
+        assert endpoint is not None  # the OpenAI door records its batch's endpoint at create
+        requests = translated_requests(services, ref.key, endpoint, job.model, job.provider, problems)
     else:
-        requests = RequestFile(iter_jsonl_lines(services.payloads.open_object(ref["key"])), problems).requests()
+        requests = RequestFile(iter_jsonl_lines(services.payloads.open_object(ref.key)), problems).requests()
     try:
-        stats = write_requests(services, job, endpoint=ref.get("endpoint"), requests=requests, problems=problems)
+        stats = write_requests(services, job, endpoint=ref.endpoint, requests=requests, problems=problems)
     except InvalidRequestError as error:
         found = error.details or [{"message": error.message}]
-        kept = [_line_problem(d, ref["format"]) for d in found[:MAX_ERROR_DETAILS]]
+        kept = [_line_problem(d, ref.format) for d in found[:MAX_ERROR_DETAILS]]
         count = max(len(problems), len(found))
-        services.jobs.update_job(job.id, input_file={**ref, "problems": kept, "problem_count": count})
+        services.jobs.update_job(job.id, input_file=dataclasses.replace(ref, problems=kept, problem_count=count))
         raise InputFileError(_summary(kept, count), details=kept) from None
     total = stats.requests
     return services.jobs.update_job(
         job.id,
         request_counts=RequestCounts(total=total, processing=total),
-        input_file={**ref, "read": True},
+        input_file=dataclasses.replace(ref, read=True),
         estimate_usd=job_high_estimate(services, job.provider, job.model, stats),
     )
 

@@ -26,7 +26,7 @@ from batch_gateway.constants import METRIC_BUDGET_ABOVE_80
 from batch_gateway.contract.errors import BudgetExceededError
 from batch_gateway.jsonlines import loads
 from batch_gateway.models.budgets import Budget, micros, micros_up, month_of, usd
-from batch_gateway.models.jobs import Job
+from batch_gateway.models.jobs import Job, Reservation
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import requests_key
 from batch_gateway.service.money.estimate import RequestStats, job_high_estimate
@@ -39,7 +39,7 @@ ALERT_SHARE = 0.8  # of the monthly budget, spent plus reserved
 def reserve_for_new_job(services: Services, job: Job) -> Job:
     """Create's hook, before the job is stored: the job with its reservation, unchanged when its owner has no
     budget (or when Plan will read its input file and reserve then); ``BudgetExceededError`` when it does not fit."""
-    if job.input_file is not None and not job.input_file.get("read"):
+    if job.input_file is not None and not job.input_file.read:
         return job  # its requests (and so its estimate) are known once Plan has read the file
     budget = services.budgets.get_budget(job.owner)
     if budget is None:
@@ -49,7 +49,7 @@ def reserve_for_new_job(services: Services, job: Job) -> Job:
     if not services.budgets.reserve(job.owner, month, needed, budget.limit_micros):
         raise _refusal(services, budget, month, needed)
     _watch(services, budget, month, job.id)
-    return _replace_budget(job, {"month": month, "reserved": needed, "rounds": []})
+    return dataclasses.replace(job, budget=Reservation(month=month, reserved=needed))
 
 
 def release_new_job(services: Services, job: Job) -> None:
@@ -57,7 +57,7 @@ def release_new_job(services: Services, job: Job) -> None:
     if job.budget is None:
         return
     try:
-        services.budgets.release(job.owner, job.budget["month"], int(job.budget["reserved"]))
+        services.budgets.release(job.owner, job.budget.month, job.budget.reserved)
     except Exception:  # the caller still hears why the create failed; the amount stays reserved this month
         logger.exception("could not release the reservation of a job that did not start", extra={"job_id": job.id})
 
@@ -75,7 +75,7 @@ def reserve_after_plan_read(services: Services, job: Job) -> Job:
     if not services.budgets.reserve(job.owner, month, needed, budget.limit_micros, once=f"{job.id}#plan"):
         raise _refusal(services, budget, month, needed)
     _watch(services, budget, month, job.id)
-    return services.jobs.update_job(job.id, budget={"month": month, "reserved": needed, "rounds": []})
+    return services.jobs.update_job(job.id, budget=Reservation(month=month, reserved=needed))
 
 
 def reserve_retry_round(services: Services, job: Job, items: list[str]) -> bool:
@@ -84,7 +84,7 @@ def reserve_retry_round(services: Services, job: Job, items: list[str]) -> bool:
     if job.budget is None:
         return True
     round_key = f"{job.id}#retry{job.chunk_count}"
-    if round_key in job.budget.get("rounds", []):
+    if round_key in job.budget.rounds:
         return True
     budget = services.budgets.get_budget(job.owner)
     if budget is None:
@@ -94,14 +94,14 @@ def reserve_retry_round(services: Services, job: Job, items: list[str]) -> bool:
         logger.info("retry round not run: the model has no price to reserve", extra={"job_id": job.id})
         return False
     needed = micros_up(estimate)
-    month = str(job.budget["month"])
+    month = job.budget.month
     if not services.budgets.reserve(job.owner, month, needed, budget.limit_micros, once=round_key):
         logger.info("retry round not run: over the owner's budget", extra={"job_id": job.id, "needed": usd(needed)})
         return False
     _watch(services, budget, month, job.id)
-    reserved = int(job.budget["reserved"]) + needed
+    reserved = job.budget.reserved + needed
     services.jobs.update_job(
-        job.id, budget={**job.budget, "reserved": reserved, "rounds": [*job.budget.get("rounds", []), round_key]}
+        job.id, budget=dataclasses.replace(job.budget, reserved=reserved, rounds=[*job.budget.rounds, round_key])
     )
     return True
 
@@ -110,19 +110,19 @@ def settle_job(services: Services, job: Job) -> None:
     """Finalize's and MarkFailed's hook once the job has ended: its reservation becomes its actual cost, once per
     job (a job that ended before any chunk was sent costs 0; one with chunks but no priced cost is charged its
     reservation)."""
-    if job.budget is None or job.budget.get("settled") is not None or not job.status.terminal:
+    if job.budget is None or job.budget.settled is not None or not job.status.terminal:
         return
-    cost = (job.cost or {}).get("total")
-    reserved = int(job.budget["reserved"])
+    cost = job.cost.get("total") if job.cost is not None else None
+    reserved = job.budget.reserved
     unpriced = reserved if job.chunk_count else 0  # no chunks: nothing was sent; else the most it may have cost
     spent = unpriced if cost is None else micros(float(cost))
-    month = str(job.budget["month"])
+    month = job.budget.month
     if services.budgets.settle(job.owner, month, reserved, spent, once=f"{job.id}#settle"):
         logger.info("budget settled", extra={"job_id": job.id, "reserved": usd(reserved), "spent": usd(spent)})
         budget = services.budgets.get_budget(job.owner)
         if budget is not None:
             _watch(services, budget, month, job.id)
-    services.jobs.update_job(job.id, budget={**job.budget, "settled": spent})
+    services.jobs.update_job(job.id, budget=dataclasses.replace(job.budget, settled=spent))
 
 
 def _watch(services: Services, budget: Budget, month: str, job_id: str) -> None:
@@ -178,10 +178,6 @@ def _amounts(budget: Budget, month: str, spent: int, reserved: int) -> dict[str,
         "spent_usd": usd(spent),
         "reserved_usd": usd(reserved),
     }
-
-
-def _replace_budget(job: Job, budget: dict[str, Any]) -> Job:
-    return dataclasses.replace(job, budget=budget)
 
 
 def _stats_of(services: Services, job: Job, items: set[str]) -> RequestStats:

@@ -6,13 +6,14 @@ the fields to record in the job's ``door_fields``. Idempotent: a retried Finaliz
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
 
 from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.anthropic_format import result_line
-from batch_gateway.models.jobs import Job
+from batch_gateway.models.jobs import DoorFields, Job
 from batch_gateway.models.openai_format import file_id, output_line
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import anthropic_results_key, file_content_key, file_meta_key, results_key
@@ -68,9 +69,9 @@ DOOR_OUTPUTS: dict[str, Callable[[Services, Job], dict[str, Any]]] = {
 }
 
 
-def write_door_outputs(services: Services, job: Job) -> dict[str, Any] | None:
+def write_door_outputs(services: Services, job: Job) -> DoorFields | None:
     """The door's ``door_fields`` with its output files recorded, or None for a job of no door (or no hook)."""
     hook = DOOR_OUTPUTS.get(job.door or "")
     if hook is None:
         return None
-    return {**job.door_fields, **hook(services, job)}
+    return dataclasses.replace(job.door_fields, **hook(services, job))

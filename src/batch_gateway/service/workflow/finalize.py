@@ -65,7 +65,7 @@ def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | 
         cost_usd=cost["total"],
         ended_at=utcnow(),
         error=error,
-        **({"door_fields": door} if door is not None else {}),
+        **({"door_fields": door.to_dict()} if door is not None else {}),
     )
     settle_job(services, job)  # the budget's reservation becomes the actual cost (decision 0064)
     if job.drop_name:
@@ -155,7 +155,7 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> Non
         usage=usage,
         cost=cost,
         cost_usd=cost["total"],
-        **({"door_fields": door} if door is not None else {}),
+        **({"door_fields": door.to_dict()} if door is not None else {}),
     )
     if job.drop_name:
         services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from aws_lambda_powertools import Logger
 
 from batch_gateway.contract.errors import IntegrityError
-from batch_gateway.models.jobs import Chunk, Job, JobStatus
+from batch_gateway.models.jobs import Chunk, Job, JobStatus, JoinProgress
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import chunk_results_key, results_key
 from batch_gateway.service.step_budget import StepBudget
@@ -35,13 +35,13 @@ class Joined:
 
 def joined(services: Services, job: Job) -> Joined | None:
     """The job's complete results.jsonl, if one is written and still the object it was written as."""
-    progress = job.results_joined or {}
-    if progress.get("chunks") != job.chunk_count or not progress.get("etag"):
+    progress = job.results_joined or JoinProgress()
+    if progress.chunks != job.chunk_count or not progress.etag:
         return None
     head = services.payloads.head(results_key(job.id))
-    if head is None or head[0] != progress["etag"]:
+    if head is None or head[0] != progress.etag:
         return None
-    return Joined(lines=int(progress["lines"]), ids=int(progress["ids"]))
+    return Joined(lines=progress.lines, ids=progress.ids)
 
 
 def join_results(
@@ -62,11 +62,10 @@ def join_results(
     if done is not None:
         return done
     key = results_key(job.id)
-    progress = job.results_joined or {}
+    progress = job.results_joined or JoinProgress()
     head = services.payloads.head(key)
-    start = int(progress.get("chunks") or 0)
-    lines, ids = int(progress.get("lines") or 0), int(progress.get("ids") or 0)
-    if start and (head is None or head[0] != progress.get("etag")):
+    start, lines, ids = progress.chunks, progress.lines, progress.ids
+    if start and (head is None or head[0] != progress.etag):
         logger.warning(
             "results.jsonl is not the one recorded; joining again from the first chunk", extra={"job_id": job.id}
         )
@@ -100,7 +99,7 @@ def join_results(
                 f"results of {job.id} have {lines} lines for {ids} ids; the job has {job.request_counts.total} requests"
             )
     services.jobs.update_job(
-        job.id, expect=expect, results_joined={"chunks": end, "lines": lines, "ids": ids, "etag": writer.etag}
+        job.id, expect=expect, results_joined=JoinProgress(chunks=end, lines=lines, ids=ids, etag=writer.etag)
     )
     logger.info(
         "results joined" if complete else "results joined in part; the next invocation goes on",

@@ -69,7 +69,7 @@ def retry_job(services: Services, state: WorkflowState, budget: StepBudget | Non
     round_ = max(c.attempt for c in chunks)
     sources = [c for c in chunks if c.attempt == round_ and c.retryable]
     assert job.retry is not None
-    if not sources or round_ >= int(job.retry["max_attempts"]):
+    if not sources or round_ >= job.retry.max_attempts:
         return _done(job, state)
     wanted: dict[str, dict[str, Any]] = {}
     for chunk in sources:

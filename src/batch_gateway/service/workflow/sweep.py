@@ -268,8 +268,8 @@ def _announce(services: Services, job: Job, announced: list[str]) -> None:
 
 def _hold(held: dict[tuple[str, str], int], job: Job) -> None:
     if job.budget is not None:
-        key = (job.owner, str(job.budget["month"]))
-        held[key] = held.get(key, 0) + int(job.budget["reserved"])
+        key = (job.owner, job.budget.month)
+        held[key] = held.get(key, 0) + job.budget.reserved
 
 
 def _settle(services: Services, job: Job) -> bool:
@@ -327,12 +327,7 @@ def _settle_owner_month(services: Services, owner: str, month: str, budget: Step
 
 
 def _unsettled(job: Job, month: str) -> bool:
-    return (
-        job.status.terminal
-        and job.budget is not None
-        and job.budget.get("month") == month
-        and job.budget.get("settled") is None
-    )
+    return job.status.terminal and job.budget is not None and job.budget.month == month and job.budget.settled is None
 
 
 def _cancel_running(services: Services, job: Job, budget: StepBudget) -> bool:

@@ -5,12 +5,13 @@ workflow, splitting, exactly-once submission, ownership) is the gateway's own.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError, NotFoundError
 from batch_gateway.models import anthropic_format as fmt
-from batch_gateway.models.jobs import Job, iso, utcnow
+from batch_gateway.models.jobs import DoorFields, Job, iso, utcnow
 from batch_gateway.service.api.cancel import cancel_job
 from batch_gateway.service.api.create import create_door_job
 from batch_gateway.service.context import Services
@@ -33,7 +34,7 @@ def create_batch(services: Services, *, owner: str, body: Any, results_url: Call
             requests=((custom_id, requests.pop(custom_id), None) for custom_id in ids),
             problems=[],
             door=DOOR,
-            door_fields={},
+            door_fields=DoorFields(),
         )
     except InvalidRequestError as error:  # the gateway's own checks name requests by custom_id: name the index
         raise _in_door_words(error, index_of) from None
@@ -55,7 +56,7 @@ def _in_door_words(error: InvalidRequestError, index_of: dict[str, int]) -> Inva
 def door_job(services: Services, job_id: str, owner: str) -> Job:
     """The caller's batch made through this door and not deleted; anything else is 404, like a missing one."""
     job = services.jobs.get_owned_job(job_id, owner)
-    if job.door != DOOR or job.door_fields.get("deleted_at"):
+    if job.door != DOOR or job.door_fields.deleted_at:
         raise NotFoundError(f"no message batch {job_id}")
     return job
 
@@ -98,7 +99,7 @@ def delete_batch(services: Services, job_id: str, owner: str) -> dict[str, Any]:
             f"message batch {job_id} is {fmt.processing_status(job.status)}; only ended batches can be deleted "
             "(cancel it first)"
         )
-    services.jobs.update_job(job_id, door_fields={**job.door_fields, "deleted_at": iso(utcnow())})
+    services.jobs.update_job(job_id, door_fields=dataclasses.replace(job.door_fields, deleted_at=iso(utcnow())))
     return {"id": job_id, "type": "message_batch_deleted"}
 
 
@@ -156,7 +157,7 @@ def _door_pages(
             owner, limit=_PAGE, next_token=token, start_after=start_after, oldest_first=oldest_first
         )
         start_after = None
-        yield [job for job in jobs if job.door == DOOR and not job.door_fields.get("deleted_at")], bool(token)
+        yield [job for job in jobs if job.door == DOOR and not job.door_fields.deleted_at], bool(token)
         if not token:
             return
 

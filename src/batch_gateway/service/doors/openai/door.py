@@ -14,7 +14,7 @@ from typing import Any
 
 from batch_gateway import constants
 from batch_gateway.contract.errors import ConflictError, InvalidRequestError, NotFoundError
-from batch_gateway.models.jobs import Job, JobStatus
+from batch_gateway.models.jobs import DoorFields, InputFile, Job, JobStatus
 from batch_gateway.models.jsonl import split_lines
 from batch_gateway.models.openai_format import (
     COMPLETION_WINDOWS,
@@ -319,14 +319,9 @@ def create_batch(services: Services, owner: str, body: Any) -> dict[str, Any]:
     key = file_content_key(owner, file_id)
     model, provider = _batch_model(services, key, endpoint)
     problems: list[dict[str, Any]] = []
-    door_fields = {
-        "endpoint": endpoint,
-        "completion_window": window,
-        "metadata": metadata,
-        "input_file_id": file_id,
-    }
+    door_fields = DoorFields(endpoint=endpoint, completion_window=window, metadata=metadata, input_file_id=file_id)
     settings = {"provider": provider, "model": model, "endpoint": ENDPOINTS[endpoint], "metadata": metadata}
-    check_storable({"door_fields": door_fields})
+    check_storable({"door_fields": door_fields.to_dict()})
     if meta["bytes"] > services.settings.sync_input_max_bytes:
         # Too large to translate while the caller waits: the workflow's Plan reads it; the batch is `validating`
         # until then, and `failed` with line-numbered errors if a line is bad (decision 0054).
@@ -334,7 +329,7 @@ def create_batch(services: Services, owner: str, body: Any) -> dict[str, Any]:
             services,
             owner=owner,
             settings=settings,
-            input_file={"key": key, "format": "openai", "bytes": meta["bytes"]},
+            input_file=InputFile(key=key, format="openai", bytes=meta["bytes"]),
             source=DOOR,
             door=DOOR,
             door_fields=door_fields,

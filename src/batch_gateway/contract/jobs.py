@@ -1,0 +1,92 @@
+"""The job view: what ``POST /batches``, ``GET /batches/{id}``, its cancel and ``GET /batches`` answer for a job.
+
+Field names and wire types, once. ``models.jobs.Job.public()`` builds exactly this (mypy checks the literal); the
+documented schema (``models.api.JobView``, behind ``docs/openapi.json``) and the SDK's ``client.models.Job`` are held
+to it by ``tests/unit/test_api_contract.py``. Plain ``TypedDict``: no validation, no import cost worth naming, so the
+API functions and the SDK both build on it (decisions 0007 and 0105).
+"""
+
+# No `from __future__ import annotations`: Python 3.11 sees NotRequired only in evaluated annotations.
+from typing import NotRequired, TypedDict
+
+
+class RequestCountsView(TypedDict):
+    total: int
+    processing: int
+    succeeded: int
+    errored: int
+    canceled: int
+    expired: int
+
+
+class UsageView(TypedDict):
+    """Tokens by how they are billed (a result item's ``token_usage`` too)."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+    reasoning_tokens: int
+
+
+class CostView(TypedDict):
+    """USD (``models.pricing.cost_of``): every part for a priced model, ``total`` None and a ``reason`` without a
+    price. The job stores this object as it is shown."""
+
+    currency: str
+    total: float | None
+    input: NotRequired[float]
+    output: NotRequired[float]
+    cache_write: NotRequired[float]
+    cache_read: NotRequired[float]
+    sync_total: NotRequired[float]
+    saving: NotRequired[float]
+    price_version: NotRequired[str | None]
+    reason: NotRequired[str]
+
+
+class ChunkView(TypedDict):
+    index: int
+    provider_batch_id: str | None
+    status: str  # the provider's own word, or a ChunkState value before the provider has the chunk
+    request_counts: RequestCountsView
+    error: str | None
+    attempt: int
+    waiting_for_quota: str | None
+
+
+class RetryView(TypedDict):
+    max_attempts: int
+    on: list[str]
+
+
+class JobWebhookView(TypedDict):
+    url: str
+    events: list[str]
+    secret: NotRequired[str]  # in create's answer only
+
+
+class JobView(TypedDict):
+    id: str
+    status: str  # a contract.statuses.JobStatus value
+    provider: str
+    model: str
+    endpoint: str | None
+    request_counts: RequestCountsView
+    chunks: list[ChunkView]
+    waiting_for_quota: str | None
+    usage: UsageView
+    cost_usd: float | None
+    cost: CostView
+    metadata: dict[str, str]
+    retry: RetryView | None
+    webhook: JobWebhookView | None
+    created_at: str
+    updated_at: str
+    ended_at: str | None
+    error: str | None
+
+
+class JobsPage(TypedDict):
+    batches: list[JobView]
+    next_token: str | None
