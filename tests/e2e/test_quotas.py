@@ -133,7 +133,9 @@ def test_a_provider_refusal_for_quota_waits_and_the_job_finishes_but_a_bad_file_
     # The deployment's ledger is told the tier's 2,000,000 enqueued tokens; the account has far fewer, so only the
     # provider's own check refuses (as when another user of the key holds the rest).
     operator({constants.ENV_QUOTAS_JSON: json.dumps({"openai": {REFUSED_MODEL: {"enqueued_tokens": 2_000_000}}})})
-    sim.configure(processing_seconds=6, enqueued_token_limit=400)
+    # The first batch must still be running when the second job is sent (else nothing refuses it): 20 s leaves that
+    # room on a busy machine (6 s did not, under a load of 15 on 2 cores).
+    sim.configure(processing_seconds=20, enqueued_token_limit=400)
     first = create(alice, REFUSED_MODEL, text="x" * 400)  # ~100 tokens a request: one job's three fit, not two
     sent(alice, first)
     second = create(bob, REFUSED_MODEL, text="y" * 400)
