@@ -1,8 +1,8 @@
 """What the service needs from storage: two small interfaces, jobs and payloads.
 
 The service depends on these, never on the DynamoDB and S3 classes. Implementations: ``store.jobs`` (DynamoDB),
-``store.payloads`` (S3) and ``store.memory`` (in memory, for unit tests; the same conditional-write semantics,
-checked against the DynamoDB store by ``tests/integration/test_store_contract.py``). The provider port is
+``store.payloads`` (S3) and ``batch_gateway_dev.fakes.memory`` (in memory, for tests; the same conditional-write
+semantics, checked against the DynamoDB store by ``tests/integration/test_store_contract.py``). The provider port is
 ``providers.base.BatchProvider``.
 """
 

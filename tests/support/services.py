@@ -10,9 +10,9 @@ from batch_gateway.models.pricing import PriceTable, file_table
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
 from batch_gateway.settings import Settings
-from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
-from batch_gateway.store.memory_budgets import MemoryBudgetStore
-from batch_gateway.store.memory_quotas import MemoryQuotaStore
+from batch_gateway_dev.fakes.budgets import MemoryBudgetStore
+from batch_gateway_dev.fakes.memory import MemoryJobStore, MemoryPayloadStore
+from batch_gateway_dev.fakes.quotas import MemoryQuotaStore
 
 
 def unexpected(what: str) -> Callable[..., Any]:

@@ -8,8 +8,8 @@ import copy
 
 import pytest
 
-from batch_gateway.store.memory_quotas import MemoryQuotaStore
 from batch_gateway.wiring import _OnFirstUse
+from batch_gateway_dev.fakes.quotas import MemoryQuotaStore
 
 
 def test_it_builds_on_first_use_once_and_answers_as_the_store():

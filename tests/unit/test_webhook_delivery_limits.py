@@ -16,8 +16,8 @@ from batch_gateway import wiring
 from batch_gateway.models.webhooks import Subscription, new_secret, new_subscription_id
 from batch_gateway.service.events import webhook_delivery, webhook_send
 from batch_gateway.service.events.webhook_urls import check_url, resolve_checked
-from batch_gateway.store.memory import MemoryJobStore
-from batch_gateway.store.memory_webhooks import MemoryWebhookStore
+from batch_gateway_dev.fakes.memory import MemoryJobStore
+from batch_gateway_dev.fakes.webhooks import MemoryWebhookStore
 from tests.support.lambda_context import FakeLambdaContext
 from tests.support.webhook_receiver import WebhookReceiver
 

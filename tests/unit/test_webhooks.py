@@ -13,8 +13,8 @@ from batch_gateway.models.jobs import Job, utcnow
 from batch_gateway.service.api import webhooks
 from batch_gateway.service.events import webhook_delivery, webhook_send
 from batch_gateway.service.events.webhook_urls import check_url
-from batch_gateway.store.memory import MemoryJobStore
-from batch_gateway.store.memory_webhooks import MemoryWebhookStore
+from batch_gateway_dev.fakes.memory import MemoryJobStore
+from batch_gateway_dev.fakes.webhooks import MemoryWebhookStore
 from tests.support.webhook_receiver import WebhookReceiver
 
 ALICE = "arn:aws:iam::123456789012:user/alice"
