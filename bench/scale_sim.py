@@ -4,7 +4,8 @@ Discrete events, no sleeps, no AWS. What is REAL code: the chunk plan (``service
 ``ChunkBoundaries``, the rule Plan and the estimate share, with each provider adapter's own limits), the chunk's cost
 (``models.quotas.QuotaCost.for_chunk``), the limits (``models.quotas.limits_for``, the defaults), the admission
 decision (``service.quota.admit``) and the ledger (``batch_gateway_dev.fakes.quotas.MemoryQuotaStore``: read,
-conditional reserve, release, mark_waiting, clear_waiting). What is MODELLED: the workflow around them and the providers.
+conditional reserve, release, mark_waiting, clear_waiting). What is MODELLED: the workflow around them and the
+providers.
 
 **The workload** (``make_workload``; seeded, so every run draws the same 1,000 jobs):
 
