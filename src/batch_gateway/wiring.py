@@ -4,6 +4,18 @@ Provider API keys come from Secrets Manager through Powertools' cached parameter
 environment variables or the workflow state.
 """
 
+# COLD_START (decision 0107): every function imports this module, so what only some functions use is imported where it
+# is first used. Beyond what lambdas.list_jobs loads (python -X importtime, sum of cumulative us, median of 9):
+#   Powertools parameters (secrets, SSM)            2.9 ms  workflow steps, Keys, the authorizer, the OpenAI receiver
+#   batch_gateway.providers (the adapters)          9.9 ms  workflow steps, a dry run (measured beyond lambdas.create)
+#   store.quotas (with models.quotas)              21.7 ms  Submit, Poll, Finalize, MarkFailed, the sweeper
+#   service.api.keys and store.api_keys             4.9 ms  Keys, the authorizer
+#   store.webhooks                                  4.5 ms  Webhooks, the webhook deliveries
+#   store.webhook_http (with its Outcome model)     6.5 ms  the webhook deliveries
+#   store.dns 0.7 ms, store.webhook_queue 0.4 ms            the webhook deliveries
+#   store.provider_batches                          0.4 ms  the OpenAI webhook receiver
+# tests/unit/test_handler_imports.py holds every API function to loading none of them at import or with services().
+
 from __future__ import annotations
 
 import json
@@ -54,12 +66,10 @@ def settings() -> Settings:
 
 
 def _api_key(provider: str) -> str:
-    from aws_lambda_powertools.utilities import parameters
-
     arn = settings().secret_arns.get(provider)
     if not arn:
         raise ProviderAuthError(f"provider '{provider}' is not enabled in this deployment")
-    value = parameters.get_secret(arn, max_age=SECRET_MAX_AGE)
+    value = _read_secret(arn)
     if not isinstance(value, str) or not value.strip():
         raise ProviderAuthError(f"the {provider} API key secret is empty; set it in Secrets Manager")
     return value.strip()
@@ -67,7 +77,7 @@ def _api_key(provider: str) -> str:
 
 @cache
 def _provider_with_key(name: str, api_key: str) -> BatchProvider:
-    from batch_gateway.providers import make_provider  # workflow functions only
+    from batch_gateway.providers import make_provider  # noqa: PLC0415 (cold start: COLD_START)
 
     s = settings()
     return make_provider(name, api_key=api_key, deployment_id=s.deployment_id, options=s.provider_options(name))
@@ -76,7 +86,7 @@ def _provider_with_key(name: str, api_key: str) -> BatchProvider:
 @cache
 def _planner(name: str) -> BatchProvider:
     """The adapter's planning side (limits, request lines): needs no key, so Plan reads no secret."""
-    from batch_gateway.providers import make_provider
+    from batch_gateway.providers import make_provider  # noqa: PLC0415 (cold start: COLD_START)
 
     s = settings()
     return make_provider(name, api_key="", deployment_id=s.deployment_id, options=s.provider_options(name))
@@ -85,7 +95,7 @@ def _planner(name: str) -> BatchProvider:
 def _provider(name: str) -> BatchProvider:
     """One adapter per provider and key: a rotated key (seen within SECRET_MAX_AGE) gets a fresh client. Bedrock
     has no key (the function's role calls it)."""
-    from batch_gateway.providers import KEYLESS
+    from batch_gateway.providers import KEYLESS  # noqa: PLC0415 (cold start: COLD_START)
 
     return _provider_with_key(name, "" if name in KEYLESS else _api_key(name))
 
@@ -238,7 +248,7 @@ def prices() -> PriceTable:
     name = os.environ.get(constants.ENV_PRICE_OVERRIDES_PARAMETER)
     if not name:
         return table
-    from aws_lambda_powertools.utilities import parameters
+    from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415 (cold start: COLD_START)
 
     try:
         value = parameters.get_parameter(name, max_age=PRICE_OVERRIDES_MAX_AGE)
@@ -285,21 +295,31 @@ def openai_webhook_secret() -> str:
 
 
 def _secret(arn_variable: str) -> object:
-    """The secret whose ARN the environment variable holds, cached ``SECRET_MAX_AGE`` (Powertools parameters)."""
-    from aws_lambda_powertools.utilities import parameters
-
+    """The secret whose ARN the environment variable holds."""
     arn = os.environ.get(arn_variable)
     if not arn:
         raise RuntimeError(f"{arn_variable} is not set")
+    return _read_secret(arn)
+
+
+def _read_secret(arn: str) -> object:
+    """A Secrets Manager secret through Powertools parameters, cached ``SECRET_MAX_AGE``."""
+    from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415 (cold start: COLD_START)
+
     return parameters.get_secret(arn, max_age=SECRET_MAX_AGE)
+
+
+def _forget_parameters() -> None:
+    """Read secrets and parameters again on next use (Powertools' cache)."""
+    from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415 (cold start: COLD_START)
+
+    parameters.clear_caches()
 
 
 def forget_provider_keys() -> None:
     """Read provider keys from Secrets Manager again on next use (after the provider refused one)."""
-    from aws_lambda_powertools.utilities import parameters
-
     _provider_with_key.cache_clear()
-    parameters.clear_caches()
+    _forget_parameters()
 
 
 def reset() -> None:
@@ -310,6 +330,4 @@ def reset() -> None:
     _provider_with_key.cache_clear()
     _planner.cache_clear()
     aws.forget_clients()
-    from aws_lambda_powertools.utilities import parameters
-
-    parameters.clear_caches()
+    _forget_parameters()
