@@ -3,8 +3,9 @@
 Discrete events, no sleeps, no AWS. What is REAL code: the chunk plan (``planning.chunks.chunk_limits`` and
 ``ChunkBoundaries``, the rule Plan and the estimate share, with each provider adapter's own limits), the chunk's cost
 (``models.quotas.QuotaCost.for_chunk``), the limits (``models.quotas.limits_for``, the defaults), the admission
-decision (``quotas.rule.admit``) and the ledger (``store.memory_quotas.MemoryQuotaStore``: read, conditional
-reserve, release, mark_waiting, clear_waiting). What is MODELLED: the workflow around them and the providers.
+decision (``quotas.rule.admit``) and the ledger (``batch_gateway_dev.fakes.quotas.MemoryQuotaStore``: read,
+conditional reserve, release, mark_waiting, clear_waiting). What is MODELLED: the workflow around them and the
+providers.
 
 **The workload** (``make_workload``; seeded, so every run draws the same 1,000 jobs):
 
@@ -256,7 +257,7 @@ def simulate(jobs: list[Job], seed: int = SEED) -> dict[str, Any]:
     from batch_gateway.providers.bedrock import BedrockBatchProvider
     from batch_gateway.providers.openai import OpenAIBatchProvider
     from batch_gateway.service.quotas.rule import Admitted, LedgerView, admit_all
-    from batch_gateway.store.memory_quotas import MemoryQuotaStore
+    from batch_gateway_dev.fakes.quotas import MemoryQuotaStore
 
     rng = random.Random(seed + 1)
     adapters = {

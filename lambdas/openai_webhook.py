@@ -19,14 +19,7 @@ def openai_webhook():
     if len(raw) > 2 * constants.OPENAI_WEBHOOK_MAX_BYTES:  # refused before decoding anything
         raise PayloadTooLargeError(f"a webhook body is at most {constants.OPENAI_WEBHOOK_MAX_BYTES} bytes")
     body = base64.b64decode(raw) if event.is_base64_encoded else raw.encode("utf-8", "surrogatepass")
-    answer = receive_openai_event(
-        wiring.services(),
-        body,
-        event.headers or {},
-        wiring.openai_webhook_secret(),
-        wiring.provider_batches().job_for,
-    )
-    return json_response(200, answer)
+    return json_response(200, receive_openai_event(wiring.services(), body, event.headers or {}))
 
 
 handler = api_handler(app)

@@ -30,10 +30,11 @@ def _record(record: SQSRecord, budget: StepBudget) -> None:
     receives = int(record.attributes.approximate_receive_count or 1)
     try:
         handle_message(
-            wiring.webhook_deliverer(_count),
+            wiring.services(),
             record.body,
             record.receipt_handle,
             receives,
+            counted=_count,
             time_left_ms=budget.time_left_ms,
         )
     except DeliveryFailedError:

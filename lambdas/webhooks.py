@@ -14,33 +14,30 @@ NO_STORE = {"Cache-Control": "no-store"}
 def create_subscription():
     owner = caller(app.current_event)
     body = json_body(app.current_event)
-    loopback = wiring.settings().webhook_loopback_http
-    return json_response(
-        201, webhooks.create_subscription(wiring.webhooks(), owner, body, allow_loopback_http=loopback), NO_STORE
-    )
+    return json_response(201, webhooks.create_subscription(wiring.services(), owner, body), NO_STORE)
 
 
 @app.get("/webhooks")
 def list_subscriptions():
-    return json_response(200, webhooks.list_subscriptions(wiring.webhooks(), caller(app.current_event)))
+    return json_response(200, webhooks.list_subscriptions(wiring.services(), caller(app.current_event)))
 
 
 @app.get("/webhooks/<subscription_id>")
 def get_subscription(subscription_id: str):
     owner = caller(app.current_event)
-    return json_response(200, webhooks.get_subscription(wiring.webhooks(), owner, subscription_id))
+    return json_response(200, webhooks.get_subscription(wiring.services(), owner, subscription_id))
 
 
 @app.delete("/webhooks/<subscription_id>")
 def delete_subscription(subscription_id: str):
     owner = caller(app.current_event)
-    return json_response(200, webhooks.delete_subscription(wiring.webhooks(), owner, subscription_id))
+    return json_response(200, webhooks.delete_subscription(wiring.services(), owner, subscription_id))
 
 
 @app.post("/webhooks/<subscription_id>/rotate-secret")
 def rotate_secret(subscription_id: str):
     owner = caller(app.current_event)
-    return json_response(200, webhooks.rotate_secret(wiring.webhooks(), owner, subscription_id), NO_STORE)
+    return json_response(200, webhooks.rotate_secret(wiring.services(), owner, subscription_id), NO_STORE)
 
 
 handler = api_handler(app)

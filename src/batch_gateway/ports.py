@@ -1,9 +1,10 @@
-"""What the service needs from storage: two small interfaces, jobs and payloads.
+"""What the service needs from the world outside it: one small interface per store and client.
 
-The service depends on these, never on the DynamoDB and S3 classes. Implementations: ``store.jobs`` (DynamoDB),
-``store.payloads`` (S3) and ``store.memory`` (in memory, for unit tests; the same conditional-write semantics,
-checked against the DynamoDB store by ``tests/integration/test_store_contract.py``). The provider port is
-``providers.base.BatchProvider``.
+The service depends on these, never on the DynamoDB, S3, SQS, DNS or HTTP classes: ``store/`` holds the adapters
+(``store.jobs`` DynamoDB, ``store.payloads`` S3, ``store.webhook_http``, ``store.dns``, ...), ``wiring`` builds one of
+each and ``service.context.Services`` carries them to every use case. The in-memory fakes for tests are
+``batch_gateway_dev.fakes`` (the same conditional-write semantics, checked against the DynamoDB and S3 stores by
+``tests/integration/test_store_contract.py``). The provider port is ``providers.base.BatchProvider``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ if TYPE_CHECKING:  # annotations only: a function loads the models its stores an
     from batch_gateway.models.budgets import Budget, MonthUsage
     from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus
     from batch_gateway.models.quotas import ChunkKey, Hold, Ledger, OwnerUsage, QuotaCost
-    from batch_gateway.models.webhooks import Subscription
+    from batch_gateway.models.webhook_attempts import Outcome
+    from batch_gateway.models.webhooks import Address, Subscription, WebhookUrl
 
 
 class OffsetOutOfRangeError(LookupError):
@@ -432,4 +434,45 @@ class WebhookStore(Protocol):
     def replace_secret(self, subscription: Subscription) -> Subscription:
         """Write the subscription's secret fields (``secret``, ``previous_secret``, ``previous_secret_until``,
         ``secret_rotated_at``) while it exists, else ``NotFoundError``; the subscription as written."""
+        ...
+
+
+class ProviderBatchIndex(Protocol):
+    """Which job holds a provider batch (decision 0073)."""
+
+    def job_for(self, batch_id: str) -> str | None:
+        """The id of the job whose chunk holds ``batch_id``, or None (eventually consistent: a batch recorded a
+        moment ago may not show yet)."""
+        ...
+
+
+class WebhookQueue(Protocol):
+    """The webhook queue (decision 0071): delivery messages onto it, and a failed one's next attempt later."""
+
+    def enqueue(self, bodies: list[str]) -> None:
+        """Every body onto the queue."""
+
+    def retry_later(self, receipt_handle: str, seconds: int) -> None:
+        """The received message comes back (is received again) after ``seconds``."""
+
+
+class Resolver(Protocol):
+    """DNS (decision 0071): what a webhook's host name resolves to, in bounded time."""
+
+    def resolve(self, host: str, port: int, timeout: float | None) -> list[str]:
+        """The host's addresses as text, in the order the system answers them, each once. ``TimeoutError`` when no
+        answer came within ``timeout`` seconds (None: no bound); ``OSError`` or ``UnicodeError`` when the name does
+        not resolve."""
+        ...
+
+
+class WebhookSender(Protocol):
+    """One webhook POST over HTTP(S) to addresses already checked (decision 0071)."""
+
+    def send(
+        self, url: WebhookUrl, addresses: Sequence[Address], body: bytes, headers: dict[str, str], *, until: float
+    ) -> Outcome:
+        """POST ``body`` to ``url`` at the first of ``addresses`` that connects (the hostname only in ``Host`` and as
+        TLS SNI, the certificate checked against it), everything done by ``until`` (``time.monotonic``'s clock); what
+        came of it. Never raises for a network problem."""
         ...

@@ -4,19 +4,43 @@ Provider API keys come from Secrets Manager through Powertools' cached parameter
 environment variables or the workflow state.
 """
 
+# COLD_START (decision 0107): every function imports this module, so what only some functions use is imported where it
+# is first used. Beyond what lambdas.list_jobs loads (python -X importtime, sum of cumulative us, median of 9):
+#   Powertools parameters (secrets, SSM)            2.9 ms  workflow steps, Keys, the authorizer, the OpenAI receiver
+#   batch_gateway.providers (the adapters)          9.9 ms  workflow steps, a dry run (measured beyond lambdas.create)
+#   store.quotas (with models.quotas)              21.7 ms  Submit, Poll, Finalize, MarkFailed, the sweeper
+#   service.api.keys and store.api_keys             4.9 ms  Keys, the authorizer
+#   store.webhooks                                  4.5 ms  Webhooks, the webhook deliveries
+#   store.webhook_http (with its Outcome model)     6.5 ms  the webhook deliveries
+#   store.dns 0.7 ms, store.webhook_queue 0.4 ms            the webhook deliveries
+#   store.provider_batches                          0.4 ms  the OpenAI webhook receiver
+# tests/unit/test_handler_imports.py holds every API function to loading none of them at import or with services().
+
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Callable
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from aws_lambda_powertools import Logger
 
 from batch_gateway import constants
 from batch_gateway.contract.errors import ProviderAuthError
 from batch_gateway.models.pricing import PriceTable, file_table
+from batch_gateway.ports import (
+    BudgetStore,
+    JobStore,
+    KeyStore,
+    PayloadStore,
+    ProviderBatchIndex,
+    QuotaStore,
+    Resolver,
+    WebhookQueue,
+    WebhookSender,
+    WebhookStore,
+)
 from batch_gateway.service.context import Services
 from batch_gateway.service.events.signals import signalling
 from batch_gateway.settings import Settings
@@ -26,14 +50,11 @@ from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.payloads import S3PayloadStore
 
 if TYPE_CHECKING:  # built on first use below: an API function that needs none of them never imports them
-    from batch_gateway.ports import QuotaStore
     from batch_gateway.providers.base import BatchProvider
     from batch_gateway.service.api.keys import ApiKeys
-    from batch_gateway.service.events.webhook_delivery import Deliverer
-    from batch_gateway.store.provider_batches import ProviderBatchIndex
-    from batch_gateway.store.webhooks import DynamoDBWebhookStore
 
 logger = Logger(child=True)
+Port = TypeVar("Port")
 
 SECRET_MAX_AGE = 300
 PRICE_OVERRIDES_MAX_AGE = 300  # a changed override prices the next job within 5 minutes (decision 0060)
@@ -45,12 +66,10 @@ def settings() -> Settings:
 
 
 def _api_key(provider: str) -> str:
-    from aws_lambda_powertools.utilities import parameters
-
     arn = settings().secret_arns.get(provider)
     if not arn:
         raise ProviderAuthError(f"provider '{provider}' is not enabled in this deployment")
-    value = parameters.get_secret(arn, max_age=SECRET_MAX_AGE)
+    value = _read_secret(arn)
     if not isinstance(value, str) or not value.strip():
         raise ProviderAuthError(f"the {provider} API key secret is empty; set it in Secrets Manager")
     return value.strip()
@@ -58,7 +77,7 @@ def _api_key(provider: str) -> str:
 
 @cache
 def _provider_with_key(name: str, api_key: str) -> BatchProvider:
-    from batch_gateway.providers import make_provider  # workflow functions only
+    from batch_gateway.providers import make_provider  # noqa: PLC0415 (cold start: COLD_START)
 
     s = settings()
     return make_provider(name, api_key=api_key, deployment_id=s.deployment_id, options=s.provider_options(name))
@@ -67,7 +86,7 @@ def _provider_with_key(name: str, api_key: str) -> BatchProvider:
 @cache
 def _planner(name: str) -> BatchProvider:
     """The adapter's planning side (limits, request lines): needs no key, so Plan reads no secret."""
-    from batch_gateway.providers import make_provider
+    from batch_gateway.providers import make_provider  # noqa: PLC0415 (cold start: COLD_START)
 
     s = settings()
     return make_provider(name, api_key="", deployment_id=s.deployment_id, options=s.provider_options(name))
@@ -76,13 +95,15 @@ def _planner(name: str) -> BatchProvider:
 def _provider(name: str) -> BatchProvider:
     """One adapter per provider and key: a rotated key (seen within SECRET_MAX_AGE) gets a fresh client. Bedrock
     has no key (the function's role calls it)."""
-    from batch_gateway.providers import KEYLESS
+    from batch_gateway.providers import KEYLESS  # noqa: PLC0415 (cold start: COLD_START)
 
     return _provider_with_key(name, "" if name in KEYLESS else _api_key(name))
 
 
 @cache
 def services() -> Services:
+    """Every port of the function's ``Services``; each is built, and its client made, when first used (``_OnFirstUse``):
+    a function pays only for what it calls (the authorizer never makes an S3 client, Status never a quota store)."""
     s = settings()
 
     def start(name: str, payload: dict[str, Any]) -> str:
@@ -97,8 +118,8 @@ def services() -> Services:
 
     built = Services(
         settings=s,
-        jobs=DynamoDBJobStore(aws.client("dynamodb"), s.table),
-        payloads=S3PayloadStore(aws.client("s3"), s.bucket),
+        jobs=_on_first_use(_job_store, s),
+        payloads=_on_first_use(_payload_store, s),
         start_workflow=start,
         provider_for=_provider,
         planner_for=_planner,
@@ -106,9 +127,17 @@ def services() -> Services:
         describe_workflow=aws.execution_status,
         stop_workflow=aws.stop_execution,
         prices=prices,
-        budgets=DynamoDBBudgetStore(aws.client("dynamodb"), s.table),
+        budgets=_on_first_use(_budget_store, s),
         resume_workflow=aws.resume_task,
-        quotas=cast("QuotaStore", _OnFirstUse(lambda: _quota_store(s.table))),
+        quotas=_on_first_use(_quota_store, s),
+        keys=_on_first_use(_key_store, s),
+        key_pepper=_pepper,
+        webhooks=_on_first_use(_webhook_store, s),
+        webhook_queue=_on_first_use(_webhook_queue, s),
+        resolver=_on_first_use(_resolver, s),
+        webhook_sender=_on_first_use(_webhook_sender, s),
+        provider_batches=_on_first_use(_provider_batches, s),
+        openai_webhook_secret=openai_webhook_secret,
     )
     # Every job change is announced on the bus (events.signals, decision 0068) by the functions that have it. One
     # without it (Park, Plan, Retry, the OpenAI webhook receiver) announces nothing and so records nothing as
@@ -116,17 +145,82 @@ def services() -> Services:
     return signalling(built) if s.event_bus else built
 
 
-def _quota_store(table: str) -> QuotaStore:
-    from batch_gateway.store.quotas import DynamoDBQuotaStore
+# The ports' builders: one adapter each, on the settings of the cold start. Those of the ports only some functions
+# use import their adapter's module when called (COLD_START).
 
-    return DynamoDBQuotaStore(aws.client("dynamodb"), table)
+
+def _job_store(s: Settings) -> JobStore:
+    return DynamoDBJobStore(aws.client("dynamodb"), s.table)
+
+
+def _payload_store(s: Settings) -> PayloadStore:
+    return S3PayloadStore(aws.client("s3"), s.bucket)
+
+
+def _budget_store(s: Settings) -> BudgetStore:
+    return DynamoDBBudgetStore(aws.client("dynamodb"), s.table)
+
+
+def _quota_store(s: Settings) -> QuotaStore:
+    """The quota ledgers: Submit, Poll, Finalize, MarkFailed and the sweeper."""
+    from batch_gateway.store.quotas import DynamoDBQuotaStore  # noqa: PLC0415 (cold start: COLD_START)
+
+    return DynamoDBQuotaStore(aws.client("dynamodb"), s.table)
+
+
+def _key_store(s: Settings) -> KeyStore:
+    """Gateway API keys: the Keys function and the authorizer."""
+    from batch_gateway.store.api_keys import DynamoDBKeyStore  # noqa: PLC0415 (cold start: COLD_START)
+
+    return DynamoDBKeyStore(aws.client("dynamodb"), s.table)
+
+
+def _webhook_store(s: Settings) -> WebhookStore:
+    """Owners' webhook subscriptions: the Webhooks function and the webhook deliveries."""
+    from batch_gateway.store.webhooks import DynamoDBWebhookStore  # noqa: PLC0415 (cold start: COLD_START)
+
+    return DynamoDBWebhookStore(aws.client("dynamodb"), s.table)
+
+
+def _webhook_queue(s: Settings) -> WebhookQueue:
+    """The webhook queue: the webhook deliveries (fan-out and retries)."""
+    from batch_gateway.store.webhook_queue import SqsWebhookQueue  # noqa: PLC0415 (cold start: COLD_START)
+
+    if not s.webhook_queue_url:
+        raise RuntimeError(f"{constants.ENV_WEBHOOK_QUEUE_URL} is not set")
+    return SqsWebhookQueue(aws.client("sqs"), s.webhook_queue_url)
+
+
+def _resolver(s: Settings) -> Resolver:
+    """DNS in bounded time: the webhook deliveries."""
+    from batch_gateway.store.dns import SystemResolver  # noqa: PLC0415 (cold start: COLD_START)
+
+    return SystemResolver()
+
+
+def _webhook_sender(s: Settings) -> WebhookSender:
+    """HTTP(S) to a checked address: the webhook deliveries."""
+    from batch_gateway.store.webhook_http import HttpWebhookSender  # noqa: PLC0415 (cold start: COLD_START)
+
+    return HttpWebhookSender()
+
+
+def _provider_batches(s: Settings) -> ProviderBatchIndex:
+    """The by-provider-batch index: the OpenAI webhook receiver."""
+    from batch_gateway.store.provider_batches import DynamoDBProviderBatchIndex  # noqa: PLC0415 (cold start: COLD_START)
+
+    return DynamoDBProviderBatchIndex(aws.client("dynamodb"), s.table)
+
+
+def _on_first_use(build: Callable[[Settings], Port], s: Settings) -> Port:
+    """The port ``build`` makes from ``s``, built when first used."""
+    return cast(Port, _OnFirstUse(lambda: build(s)))
 
 
 class _OnFirstUse:
-    """A store built, and its module imported, when first used. Only the workflow's Submit, Poll, Finalize and
-    MarkFailed (a chunk's holds given back) and the sweeper touch the quota ledgers; the API functions never do, and
-    the quota models were a noticeable part of their cold import (``make bench``: import_ratio_to_floor). Building
-    twice under a race is harmless: a store holds no state."""
+    """A port built, and its module imported, when first used (decisions 0089, 0107): a function pays for the clients
+    and modules it calls and no others. The proxy forwards attribute reads to the built port; a build that raises is
+    tried again at the next use. Building twice under a race is harmless: a port holds no state but its client."""
 
     def __init__(self, build: Callable[[], object]) -> None:
         self._build = build
@@ -154,7 +248,7 @@ def prices() -> PriceTable:
     name = os.environ.get(constants.ENV_PRICE_OVERRIDES_PARAMETER)
     if not name:
         return table
-    from aws_lambda_powertools.utilities import parameters
+    from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415 (cold start: COLD_START)
 
     try:
         value = parameters.get_parameter(name, max_age=PRICE_OVERRIDES_MAX_AGE)
@@ -184,46 +278,13 @@ def _pepper() -> str:
 
 @cache
 def api_keys() -> ApiKeys:
-    """Gateway API keys (the Keys function and the key authorizer); the authorizer's answers are cached 30 s."""
-    from batch_gateway.service.api.keys import ApiKeys
-    from batch_gateway.store.api_keys import DynamoDBKeyStore
+    """The key service of the Keys function and the authorizer, on the ``Services``' key store and pepper; held once
+    per process for its answer cache (30 s)."""
+    from batch_gateway.service.api.keys import ApiKeys  # noqa: PLC0415 (cold start: COLD_START)
 
-    s = settings()
+    built = services()
     rate = int(os.environ.get(constants.ENV_KEY_RATE_LIMIT) or constants.DEFAULT_KEY_RATE_LIMIT)
-    return ApiKeys(store=DynamoDBKeyStore(aws.client("dynamodb"), s.table), pepper=_pepper, rate_limit=rate)
-
-
-@cache
-def webhooks() -> DynamoDBWebhookStore:
-    """Owners' webhook subscriptions (decision 0070)."""
-    from batch_gateway.store.webhooks import DynamoDBWebhookStore
-
-    return DynamoDBWebhookStore(aws.client("dynamodb"), settings().table)
-
-
-def webhook_deliverer(counted: Callable[[str, int], None]) -> Deliverer:
-    """The webhook queue's consumer (decision 0071): the subscriptions, the jobs (their own webhooks), the queue."""
-    return _deliverer(counted)
-
-
-@cache
-def _deliverer(counted: Callable[[str, int], None]) -> Deliverer:
-    from batch_gateway.service.events.webhook_delivery import Deliverer
-    from batch_gateway.store.webhook_queue import WebhookQueue
-
-    s = settings()
-    if not s.webhook_queue_url:
-        raise RuntimeError(f"{constants.ENV_WEBHOOK_QUEUE_URL} is not set")
-    queue = WebhookQueue(s.webhook_queue_url)
-    return Deliverer(
-        store=webhooks(),
-        jobs=DynamoDBJobStore(aws.client("dynamodb"), s.table),
-        allow_loopback_http=s.webhook_loopback_http,
-        retry_schedule=s.webhook_retry_schedule,
-        enqueue=queue.enqueue,
-        retry_later=queue.retry_later,
-        counted=counted,
-    )
+    return ApiKeys(store=built.keys, pepper=built.key_pepper, rate_limit=rate)
 
 
 def openai_webhook_secret() -> str:
@@ -234,29 +295,31 @@ def openai_webhook_secret() -> str:
 
 
 def _secret(arn_variable: str) -> object:
-    """The secret whose ARN the environment variable holds, cached ``SECRET_MAX_AGE`` (Powertools parameters)."""
-    from aws_lambda_powertools.utilities import parameters
-
+    """The secret whose ARN the environment variable holds."""
     arn = os.environ.get(arn_variable)
     if not arn:
         raise RuntimeError(f"{arn_variable} is not set")
+    return _read_secret(arn)
+
+
+def _read_secret(arn: str) -> object:
+    """A Secrets Manager secret through Powertools parameters, cached ``SECRET_MAX_AGE``."""
+    from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415 (cold start: COLD_START)
+
     return parameters.get_secret(arn, max_age=SECRET_MAX_AGE)
 
 
-@cache
-def provider_batches() -> ProviderBatchIndex:
-    """Which job holds a provider batch: the table's by-provider-batch index (decision 0073)."""
-    from batch_gateway.store.provider_batches import ProviderBatchIndex
+def _forget_parameters() -> None:
+    """Read secrets and parameters again on next use (Powertools' cache)."""
+    from aws_lambda_powertools.utilities import parameters  # noqa: PLC0415 (cold start: COLD_START)
 
-    return ProviderBatchIndex(aws.client("dynamodb"), settings().table)
+    parameters.clear_caches()
 
 
 def forget_provider_keys() -> None:
     """Read provider keys from Secrets Manager again on next use (after the provider refused one)."""
-    from aws_lambda_powertools.utilities import parameters
-
     _provider_with_key.cache_clear()
-    parameters.clear_caches()
+    _forget_parameters()
 
 
 def reset() -> None:
@@ -264,12 +327,7 @@ def reset() -> None:
     settings.cache_clear()
     services.cache_clear()
     api_keys.cache_clear()
-    provider_batches.cache_clear()
-    webhooks.cache_clear()
-    _deliverer.cache_clear()
     _provider_with_key.cache_clear()
     _planner.cache_clear()
     aws.forget_clients()
-    from aws_lambda_powertools.utilities import parameters
-
-    parameters.clear_caches()
+    _forget_parameters()

@@ -112,6 +112,17 @@ def test_the_wheel_contains_no_simulator_or_local_stack_code(wheel):
     assert "batch_gateway/cli.py" in names and "batch_gateway/client/__init__.py" in names
 
 
+def test_the_wheel_carries_no_in_memory_fake_of_the_stores(wheel):
+    """The fakes are test support (``batch_gateway_dev.fakes``): no module of the wheel defines a ``Memory*`` store."""
+    with zipfile.ZipFile(wheel) as archive:
+        fakes = [
+            name
+            for name in archive.namelist()
+            if name.endswith(".py") and "\nclass Memory" in archive.read(name).decode("utf-8")
+        ]
+    assert fakes == []
+
+
 def test_the_local_command_explains_itself_without_the_dev_tooling(client_venv):
     done = subprocess.run(
         [str(client_venv), "-m", "batch_gateway.cli", "local"],

@@ -89,6 +89,13 @@ def test_bundle_copies_lambdas_and_domain_but_not_workstation_only_code(tmp_path
     assert not list(tmp_path.rglob("__pycache__"))
 
 
+def test_no_bundle_carries_an_in_memory_fake_of_the_stores(tmp_path):
+    """The fakes are test support (``batch_gateway_dev.fakes``), never Lambda code."""
+    bundling.PipBundler("worker", "arm64")._copy_sources(tmp_path)
+    fakes = [path.name for path in tmp_path.rglob("*.py") if "\nclass Memory" in path.read_text(encoding="utf-8")]
+    assert fakes == []
+
+
 def test_asset_fingerprint_covers_exactly_the_bundle_inputs(tmp_path):
     """CDK hashes only the bundle's inputs (never .venv, node_modules, cdk.out), so the asset changes with them."""
     expected = tmp_path / "expected"

@@ -13,8 +13,8 @@ import pytest
 
 from batch_gateway import wiring
 from batch_gateway.ports import QuotaStore
-from batch_gateway.store.memory_quotas import MemoryQuotaStore
 from batch_gateway.store.quotas import DynamoDBQuotaStore
+from batch_gateway_dev.fakes.quotas import MemoryQuotaStore
 from batch_gateway_dev.local.resources import create_table
 from tests.support.concurrency import serialise_moto_dynamodb
 from tests.support.fixtures import BUCKET, TABLE

@@ -13,7 +13,7 @@ from batch_gateway.contract.errors import InvalidRequestError, NotFoundError
 from batch_gateway.service.api.keys import ApiKeys
 from batch_gateway.store.api_keys import DynamoDBKeyStore
 from batch_gateway.store.jobs import DynamoDBJobStore
-from batch_gateway.store.memory_keys import MemoryKeyStore
+from batch_gateway_dev.fakes.keys import MemoryKeyStore
 from batch_gateway_dev.local.resources import create_table
 
 OWNER = "arn:aws:iam::123456789012:user/alice"

@@ -16,7 +16,7 @@ import pytest
 from batch_gateway.models.budgets import Budget, MonthUsage
 from batch_gateway.store.budgets import DynamoDBBudgetStore
 from batch_gateway.store.jobs import DynamoDBJobStore
-from batch_gateway.store.memory_budgets import MemoryBudgetStore
+from batch_gateway_dev.fakes.budgets import MemoryBudgetStore
 from batch_gateway_dev.local.resources import create_table
 from lambdas import budgets as budgets_handler
 from lambdas import create, ingest

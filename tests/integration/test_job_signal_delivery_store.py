@@ -19,7 +19,7 @@ from batch_gateway.ports import JobStore
 from batch_gateway.service.events.signals import signalling
 from batch_gateway.service.workflow.sweep import sweep
 from batch_gateway.store.jobs import DynamoDBJobStore
-from batch_gateway.store.memory import MemoryJobStore
+from batch_gateway_dev.fakes.memory import MemoryJobStore
 from batch_gateway_dev.local.resources import create_table
 from tests.support.concurrency import serialise_moto_dynamodb
 from tests.support.services import memory_services

@@ -16,8 +16,8 @@ from batch_gateway.contract.errors import ConflictError
 from batch_gateway.models.quotas import ChunkKey, Hold, Ledger, OwnerUsage, QuotaLimits, epoch_minute
 from batch_gateway.ports import QuotaStore
 from batch_gateway.service.quotas.rule import Admitted, Wait, admit
-from batch_gateway.store.memory_quotas import MemoryQuotaStore
 from batch_gateway.store.quotas import DynamoDBQuotaStore
+from batch_gateway_dev.fakes.quotas import MemoryQuotaStore
 from tests.support.concurrency import Threads
 from tests.support.quota_store import JOB, NOW, M, P, cost, key, sums
 

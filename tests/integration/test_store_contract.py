@@ -18,8 +18,8 @@ from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, RequestCounts
 from batch_gateway.ports import JobStore, OffsetOutOfRangeError, PayloadStore, WriteConflictError
 from batch_gateway.store.jobs import DynamoDBJobStore
-from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
 from batch_gateway.store.payloads import S3PayloadStore
+from batch_gateway_dev.fakes.memory import MemoryJobStore, MemoryPayloadStore
 from batch_gateway_dev.local.resources import create_bucket, create_table
 from tests.support.concurrency import Threads, serialise_moto_dynamodb
 

@@ -7,19 +7,34 @@ from collections.abc import Callable
 from typing import Any
 
 from batch_gateway.models.pricing import PriceTable, file_table
+from batch_gateway.ports import ProviderBatchIndex, Resolver, WebhookSender
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
 from batch_gateway.settings import Settings
-from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
-from batch_gateway.store.memory_budgets import MemoryBudgetStore
-from batch_gateway.store.memory_quotas import MemoryQuotaStore
+from batch_gateway_dev.fakes.budgets import MemoryBudgetStore
+from batch_gateway_dev.fakes.keys import MemoryKeyStore
+from batch_gateway_dev.fakes.memory import MemoryJobStore, MemoryPayloadStore, MemoryProviderBatchIndex
+from batch_gateway_dev.fakes.quotas import MemoryQuotaStore
+from batch_gateway_dev.fakes.webhooks import MemoryWebhookQueue, MemoryWebhookStore
 
 
 def unexpected(what: str) -> Callable[..., Any]:
-    def call(*args: Any) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError(f"this test does not expect {what} to be called (args {args!r})")
 
     return call
+
+
+class Unexpected:
+    """A port no call of which the test expects: every method raises ``AssertionError``."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return unexpected(f"{self._what}.{name}")
 
 
 def memory_services(
@@ -33,6 +48,10 @@ def memory_services(
     stop_workflow: Callable[[str], None] | None = None,
     prices: Callable[[], PriceTable] | None = None,
     resume_workflow: Callable[[str], bool] | None = None,
+    resolver: Resolver | None = None,
+    webhook_sender: WebhookSender | None = None,
+    provider_batches: ProviderBatchIndex | None = None,
+    openai_webhook_secret: Callable[[], str] | None = None,
 ) -> Services:
     """Fresh in-memory stores and the collaborators given; any other one raises ``AssertionError`` when called."""
     return Services(
@@ -49,4 +68,12 @@ def memory_services(
         budgets=MemoryBudgetStore(),  # no budgets unless a test sets one
         resume_workflow=resume_workflow or unexpected("resume_workflow"),
         quotas=MemoryQuotaStore(),  # nothing in flight; the deployment's limits come from the settings
+        keys=MemoryKeyStore(),  # no gateway key
+        key_pepper=unexpected("key_pepper"),
+        webhooks=MemoryWebhookStore(),  # no subscription
+        webhook_queue=MemoryWebhookQueue(),  # records what is enqueued and retried later
+        resolver=resolver or Unexpected("resolver"),
+        webhook_sender=webhook_sender or Unexpected("webhook_sender"),
+        provider_batches=provider_batches or MemoryProviderBatchIndex(),  # knows no provider batch
+        openai_webhook_secret=openai_webhook_secret or unexpected("openai_webhook_secret"),
     )

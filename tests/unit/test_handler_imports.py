@@ -38,7 +38,10 @@ ONLY_WHERE_USED = {
         "Webhooks",
     },
     "batch_gateway.service.events.webhook_delivery": set(),  # fan-out, signing and sending: the webhook functions only
-    "batch_gateway.service.events.webhook_send": set(),
+    "batch_gateway.store.webhook_http": set(),  # the sender, the resolver and the queue: built on first use by them
+    "batch_gateway.store.dns": set(),
+    "batch_gateway.store.webhook_queue": set(),
+    "batch_gateway.models.webhook_attempts": set(),
     "email.policy": set(),  # the OpenAI door's multipart upload loads it when one arrives
     "batch_gateway.models.api_keys": set(),  # callers are named by models.principals; the key model is Keys' own
     "batch_gateway.service.workflow.join": set(),  # loaded for a failed job's results; Finalize and MarkFailed join

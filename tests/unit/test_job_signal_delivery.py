@@ -14,7 +14,7 @@ from batch_gateway.constants import EVENT_STATUS_CHANGED
 from batch_gateway.models.jobs import Job, JobStatus, JoinProgress, RequestCounts
 from batch_gateway.service.events.signals import event_id, signalling
 from batch_gateway.service.workflow.sweep import sweep
-from batch_gateway.store.memory import MemoryJobStore
+from batch_gateway_dev.fakes.memory import MemoryJobStore
 from tests.support.services import memory_services
 
 

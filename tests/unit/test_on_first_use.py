@@ -1,6 +1,6 @@
-"""The quota store is built, and its module imported, on first use (``wiring._OnFirstUse``, decision 0089): what a
-caller of ``services().quotas`` sees must be the store itself: its answers, one store per process, a failed build
-that is tried again, and a proxy that copies like any object."""
+"""Every port of ``wiring.services()`` is built, and its module imported, on first use (``wiring._OnFirstUse``,
+decisions 0089 and 0107): what a caller of ``services().quotas`` sees must be the store itself: its answers, one store
+per process, a failed build that is tried again, and a proxy that copies like any object."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import copy
 
 import pytest
 
-from batch_gateway.store.memory_quotas import MemoryQuotaStore
 from batch_gateway.wiring import _OnFirstUse
+from batch_gateway_dev.fakes.quotas import MemoryQuotaStore
 
 
 def test_it_builds_on_first_use_once_and_answers_as_the_store():

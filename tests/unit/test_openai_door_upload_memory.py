@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from batch_gateway.service.doors.openai import door as openai_door
-from batch_gateway.store.memory import MemoryPayloadStore
+from batch_gateway_dev.fakes.memory import MemoryPayloadStore
 from tests.support.services import memory_services
 
 OWNER = "arn:aws:iam::123456789012:user/alice"

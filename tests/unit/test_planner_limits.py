@@ -2,7 +2,7 @@
 real request limits (OpenAI 50,000, Anthropic 100,000 per batch), order and completeness of the chunks, and caller
 ids that had to be replaced on the way to the provider and back.
 
-Runs ``plan_job`` on the in-memory stores (``store.memory``, held to DynamoDB's and S3's semantics by
+Runs ``plan_job`` on the in-memory stores (``batch_gateway_dev.fakes.memory``, held to DynamoDB's and S3's semantics by
 ``tests/integration/test_store_contract.py``): no AWS emulation, so the 100,000-request cases stay fast. The adapters
 are the real ones, calling the provider simulator.
 """

@@ -9,7 +9,7 @@ import pytest
 
 from batch_gateway.service.context import Services
 from batch_gateway.settings import Settings
-from batch_gateway.store.memory import MemoryJobStore, MemoryPayloadStore
+from batch_gateway_dev.fakes.memory import MemoryJobStore, MemoryPayloadStore
 
 
 def test_every_collaborator_is_required():

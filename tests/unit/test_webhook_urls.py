@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from batch_gateway.service.events.webhook_urls import UnsafeWebhookUrlError, check_url, resolve_checked
+from batch_gateway_dev.fakes.webhooks import FixedResolver
 
 REFUSED = [
     ("http://example.com/hook", "must use https"),
@@ -79,7 +80,7 @@ def test_plain_http_is_allowed_only_to_loopback_and_only_when_the_deployment_ena
 
 
 def _resolver(*answers):
-    return lambda host, port: list(answers)
+    return FixedResolver(*answers)
 
 
 @pytest.mark.parametrize(

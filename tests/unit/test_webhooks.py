@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import socket
+import time
 from datetime import timedelta
 
 import pytest
@@ -10,11 +13,15 @@ import pytest
 from batch_gateway.client import WebhookVerificationError, verify_webhook
 from batch_gateway.contract.errors import InvalidRequestError, NotFoundError
 from batch_gateway.models.jobs import Job, utcnow
+from batch_gateway.models.webhook_attempts import Outcome
 from batch_gateway.service.api import webhooks
-from batch_gateway.service.events import webhook_delivery, webhook_send
+from batch_gateway.service.events import webhook_delivery
 from batch_gateway.service.events.webhook_urls import check_url
-from batch_gateway.store.memory import MemoryJobStore
-from batch_gateway.store.memory_webhooks import MemoryWebhookStore
+from batch_gateway.settings import Settings
+from batch_gateway.store import webhook_http
+from batch_gateway.store.webhook_http import HttpWebhookSender
+from batch_gateway_dev.fakes.webhooks import FixedResolver
+from tests.support.services import memory_services
 from tests.support.webhook_receiver import WebhookReceiver
 
 ALICE = "arn:aws:iam::123456789012:user/alice"
@@ -31,44 +38,46 @@ def _event(job_id="job_1", status="finished", owner=ALICE):
 
 
 class Fakes:
-    def __init__(self, schedule=(5, 300)):
-        self.store = MemoryWebhookStore()
-        self.jobs = MemoryJobStore()
-        self.queue: list[str] = []
-        self.later: list[tuple[str, int]] = []
-        self.sent: list[tuple[str, str, bytes, dict]] = []
-        self.answers = [webhook_send.Outcome(True, 200, "200")]
-        self.deliverer = webhook_delivery.Deliverer(
-            store=self.store,
-            jobs=self.jobs,
-            allow_loopback_http=False,
-            retry_schedule=list(schedule),
-            enqueue=self.queue.extend,
-            retry_later=lambda handle, seconds: self.later.append((handle, seconds)),
-            resolver=lambda host, port: ["93.184.216.34"],
-            send=self._send,
-        )
+    """In-memory services whose DNS answers a public address and whose sender records what it was asked to send."""
 
-    def _send(self, url, addresses, body, headers, until):
+    def __init__(self, schedule=(5, 300)):
+        self.sent: list[tuple[str, str, bytes, dict]] = []
+        self.answers = [Outcome(True, 200, "200")]
+        self.resolver = FixedResolver("93.184.216.34")
+        self.services = memory_services(
+            settings=Settings(table="jobs", bucket="payloads", webhook_retry_schedule=list(schedule)),
+            resolver=self.resolver,
+            webhook_sender=self,
+        )
+        self.store = self.services.webhooks
+        self.jobs = self.services.jobs
+        self.queue = self.services.webhook_queue.messages
+        self.later = self.services.webhook_queue.later
+        self.counted: list[str] = []
+
+    def send(self, url, addresses, body, headers, *, until):
         self.sent.append((url.url, str(addresses[0]), body, headers))
         return self.answers[min(len(self.sent) - 1, len(self.answers) - 1)]
 
+    def handle(self, body: str, receipt_handle: str, receive_count: int) -> None:
+        webhook_delivery.handle_message(
+            self.services, body, receipt_handle, receive_count, counted=lambda name, n: self.counted.append(name)
+        )
+
 
 def test_a_subscription_answers_its_secret_once_and_lists_without_it():
-    store = MemoryWebhookStore()
-    created = webhooks.create_subscription(
-        store, ALICE, {"url": "https://example.com/h", "events": ["batch.ended"]}, allow_loopback_http=False
-    )
+    services = memory_services()
+    created = webhooks.create_subscription(services, ALICE, {"url": "https://example.com/h", "events": ["batch.ended"]})
     assert created["secret"].startswith("whsec_") and len(created["secret"]) > 40
-    assert "secret" not in webhooks.get_subscription(store, ALICE, created["id"])
-    assert webhooks.list_subscriptions(store, ALICE) == {
-        "webhooks": [webhooks.get_subscription(store, ALICE, created["id"])]
+    assert "secret" not in webhooks.get_subscription(services, ALICE, created["id"])
+    assert webhooks.list_subscriptions(services, ALICE) == {
+        "webhooks": [webhooks.get_subscription(services, ALICE, created["id"])]
     }
     with pytest.raises(NotFoundError):
-        webhooks.get_subscription(store, BOB, created["id"])  # another owner's
+        webhooks.get_subscription(services, BOB, created["id"])  # another owner's
     with pytest.raises(NotFoundError):
-        webhooks.delete_subscription(store, BOB, created["id"])
-    assert webhooks.delete_subscription(store, ALICE, created["id"]) == {"id": created["id"], "deleted": True}
+        webhooks.delete_subscription(services, BOB, created["id"])
+    assert webhooks.delete_subscription(services, ALICE, created["id"]) == {"id": created["id"], "deleted": True}
 
 
 @pytest.mark.parametrize(
@@ -82,42 +91,39 @@ def test_a_subscription_answers_its_secret_once_and_lists_without_it():
     ],
 )
 def test_bad_subscriptions_are_refused_and_nothing_is_stored(body):
-    store = MemoryWebhookStore()
+    services = memory_services()
     with pytest.raises(InvalidRequestError):
-        webhooks.create_subscription(store, ALICE, body, allow_loopback_http=False)
-    assert store.list_subscriptions(ALICE) == []
+        webhooks.create_subscription(services, ALICE, body)
+    assert services.webhooks.list_subscriptions(ALICE) == []
 
 
 def test_fan_out_makes_one_delivery_per_target_that_wants_the_event():
     fakes = Fakes()
-    store = fakes.store
     ended = webhooks.create_subscription(
-        store, ALICE, {"url": "https://a.example.com/", "events": ["batch.ended"]}, allow_loopback_http=False
+        fakes.services, ALICE, {"url": "https://a.example.com/", "events": ["batch.ended"]}
     )
+    webhooks.create_subscription(fakes.services, ALICE, {"url": "https://b.example.com/", "events": ["batch.progress"]})
     webhooks.create_subscription(
-        store, ALICE, {"url": "https://b.example.com/", "events": ["batch.progress"]}, allow_loopback_http=False
-    )
-    webhooks.create_subscription(
-        store, BOB, {"url": "https://c.example.com/", "events": ["batch.status_changed"]}, allow_loopback_http=False
+        fakes.services, BOB, {"url": "https://c.example.com/", "events": ["batch.status_changed"]}
     )
     hook = webhooks.job_webhook({"url": "https://d.example.com/"}, allow_loopback_http=False)
     fakes.jobs.put_new_job(Job(id="job_1", owner=ALICE, provider="anthropic", model="m", webhook=hook))
 
-    made = webhook_delivery.fan_out(fakes.deliverer, _event())
+    made = webhook_delivery.fan_out(fakes.services, _event())
     assert sorted(d.target for d in made) == sorted(["job", ended["id"]])
     assert {d.id for d in made} == {"msg_evt_job_1_finished_job", f"msg_evt_job_1_finished_{ended['id']}"}
     assert len(fakes.queue) == 2 and all(d.payload["type"] == "batch.finished" for d in made)
     in_progress = _event(status="in_progress")
-    assert webhook_delivery.fan_out(fakes.deliverer, in_progress)[0].target == "job"  # status_changed only
+    assert webhook_delivery.fan_out(fakes.services, in_progress)[0].target == "job"  # status_changed only
 
 
 def test_a_delivery_is_signed_for_the_subscriptions_secret_and_verifies_with_the_sdk():
     fakes = Fakes()
     sub = webhooks.create_subscription(
-        fakes.store, ALICE, {"url": "https://a.example.com/x?y=1", "events": ["batch.ended"]}, allow_loopback_http=False
+        fakes.services, ALICE, {"url": "https://a.example.com/x?y=1", "events": ["batch.ended"]}
     )
-    webhook_delivery.fan_out(fakes.deliverer, _event())
-    webhook_delivery.handle_message(fakes.deliverer, fakes.queue[0], "receipt-1", 1)
+    webhook_delivery.fan_out(fakes.services, _event())
+    fakes.handle(fakes.queue[0], "receipt-1", 1)
     [(url, address, body, headers)] = fakes.sent
     assert (url, address) == ("https://a.example.com/x?y=1", "93.184.216.34")
     event = verify_webhook(body, headers, sub["secret"])
@@ -128,52 +134,49 @@ def test_a_delivery_is_signed_for_the_subscriptions_secret_and_verifies_with_the
 
 def test_a_failed_attempt_waits_the_next_step_and_after_the_last_goes_to_the_dead_letter_queue():
     fakes = Fakes(schedule=(5, 300))
-    fakes.answers = [webhook_send.Outcome(False, 500, "HTTP 500")]
-    webhooks.create_subscription(
-        fakes.store, ALICE, {"url": "https://a.example.com/", "events": ["batch.ended"]}, allow_loopback_http=False
-    )
-    webhook_delivery.fan_out(fakes.deliverer, _event())
+    fakes.answers = [Outcome(False, 500, "HTTP 500")]
+    webhooks.create_subscription(fakes.services, ALICE, {"url": "https://a.example.com/", "events": ["batch.ended"]})
+    webhook_delivery.fan_out(fakes.services, _event())
     for receive in (1, 2, 3):
         with pytest.raises(webhook_delivery.DeliveryFailedError):
-            webhook_delivery.handle_message(fakes.deliverer, fakes.queue[0], f"r{receive}", receive)
+            fakes.handle(fakes.queue[0], f"r{receive}", receive)
     assert fakes.later == [("r1", 5), ("r2", 300), ("r3", 0)]  # then maxReceiveCount (3) dead-letters it
     assert len({h["webhook-id"] for _, _, _, h in fakes.sent}) == 1
 
 
 def test_a_hostname_that_resolves_to_a_private_address_is_not_delivered_to():
     fakes = Fakes()
-    fakes.deliverer.resolver = lambda host, port: ["10.0.0.7"]
+    fakes.resolver.answers = ["10.0.0.7"]
     webhooks.create_subscription(
-        fakes.store, ALICE, {"url": "https://rebind.example.com/", "events": ["batch.ended"]}, allow_loopback_http=False
+        fakes.services, ALICE, {"url": "https://rebind.example.com/", "events": ["batch.ended"]}
     )
-    webhook_delivery.fan_out(fakes.deliverer, _event())
+    webhook_delivery.fan_out(fakes.services, _event())
     with pytest.raises(webhook_delivery.DeliveryFailedError, match="private"):
-        webhook_delivery.handle_message(fakes.deliverer, fakes.queue[0], "r1", 1)
+        fakes.handle(fakes.queue[0], "r1", 1)
     assert fakes.sent == []
 
 
 def test_a_deleted_subscriptions_queued_delivery_is_dropped():
     fakes = Fakes()
     sub = webhooks.create_subscription(
-        fakes.store, ALICE, {"url": "https://a.example.com/", "events": ["batch.ended"]}, allow_loopback_http=False
+        fakes.services, ALICE, {"url": "https://a.example.com/", "events": ["batch.ended"]}
     )
-    webhook_delivery.fan_out(fakes.deliverer, _event())
-    webhooks.delete_subscription(fakes.store, ALICE, sub["id"])
-    webhook_delivery.handle_message(fakes.deliverer, fakes.queue[0], "r1", 1)
+    webhook_delivery.fan_out(fakes.services, _event())
+    webhooks.delete_subscription(fakes.services, ALICE, sub["id"])
+    fakes.handle(fakes.queue[0], "r1", 1)
     assert fakes.sent == []
 
 
 def test_a_rotated_secret_signs_with_both_during_the_grace_and_only_the_new_one_after():
     fakes = Fakes()
     sub = webhooks.create_subscription(
-        fakes.store, ALICE, {"url": "https://a.example.com/", "events": ["batch.ended"]}, allow_loopback_http=False
+        fakes.services, ALICE, {"url": "https://a.example.com/", "events": ["batch.ended"]}
     )
-    rotated = webhooks.rotate_secret(fakes.store, ALICE, sub["id"])
-    webhook_delivery.fan_out(fakes.deliverer, _event())
-    webhook_delivery.handle_message(fakes.deliverer, fakes.queue[0], "r1", 1)
+    rotated = webhooks.rotate_secret(fakes.services, ALICE, sub["id"])
+    webhook_delivery.fan_out(fakes.services, _event())
+    fakes.handle(fakes.queue[0], "r1", 1)
     _, _, body, headers = fakes.sent[-1]
     assert verify_webhook(body, headers, rotated["secret"]) and verify_webhook(body, headers, sub["secret"])
-    fakes.deliverer.clock = lambda: utcnow() + timedelta(days=2)
     stored = fakes.store.get_subscription(ALICE, sub["id"])
     assert stored.signing_secrets(utcnow() + timedelta(days=2)) == [rotated["secret"]]
 
@@ -195,9 +198,9 @@ def test_the_sender_follows_no_redirect_and_only_a_2xx_is_a_delivery(status, del
     with WebhookReceiver([status], location="http://127.0.0.1:9/elsewhere") as receiver:
         port = receiver.port
         url = check_url(f"http://localhost:{port}/hook?a=1", allow_loopback_http=True)
-        import ipaddress
-
-        outcome = webhook_send.send(url, [ipaddress.ip_address("127.0.0.1")], b'{"x":1}', {"webhook-id": "m"})
+        outcome = HttpWebhookSender().send(
+            url, [ipaddress.ip_address("127.0.0.1")], b'{"x":1}', {"webhook-id": "m"}, until=time.monotonic() + 10
+        )
     hits = [(r.path, r.headers["host"], r.body) for r in receiver.seen()]
     assert outcome.delivered is delivered and outcome.status == status
     assert hits == [("/hook?a=1", f"localhost:{port}", b'{"x":1}')]  # one request: the redirect was not followed
@@ -206,18 +209,15 @@ def test_the_sender_follows_no_redirect_and_only_a_2xx_is_a_delivery(status, del
 
 
 def test_a_receiver_that_does_not_answer_in_time_is_a_timeout(monkeypatch):
-    monkeypatch.setattr(webhook_send, "TOTAL_TIMEOUT_SECONDS", 0.5)
-    monkeypatch.setattr(webhook_send, "CONNECT_TIMEOUT_SECONDS", 0.5)
-    import socket
-
+    monkeypatch.setattr(webhook_http, "CONNECT_TIMEOUT_SECONDS", 0.5)
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)  # accepts, never answers
     try:
         url = check_url(f"http://127.0.0.1:{listener.getsockname()[1]}/", allow_loopback_http=True)
-        import ipaddress
-
-        outcome = webhook_send.send(url, [ipaddress.ip_address("127.0.0.1")], b"{}", {})
+        outcome = HttpWebhookSender().send(
+            url, [ipaddress.ip_address("127.0.0.1")], b"{}", {}, until=time.monotonic() + 0.5
+        )
     finally:
         listener.close()
     assert not outcome.delivered and outcome.reason == "timeout"

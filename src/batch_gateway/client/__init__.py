@@ -14,6 +14,7 @@ checks) is one too, and also a ``TimeoutError`` (its old name ``BatchWaitTimeout
 Defaults are in ``batch_gateway.client._constants``.
 """
 
+from batch_gateway.client import errors as _errors
 from batch_gateway.client._constants import ENDPOINT_ENV
 from batch_gateway.client.async_client import AsyncBatch, AsyncBatchGatewayClient
 from batch_gateway.client.errors import (
@@ -95,7 +96,5 @@ __all__ = [
 def __getattr__(name: str) -> type[BatchWaitTimeoutError]:
     """``BatchWaitTimeout``, the deprecated old name of ``BatchWaitTimeoutError`` (it warns)."""
     if name == "BatchWaitTimeout":
-        from batch_gateway.client import errors
-
-        return errors.__getattr__(name)
+        return _errors.__getattr__(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as AwsConnectionError
 
+from batch_gateway import wiring
 from batch_gateway.contract.errors import ProviderKeyRejectedError, TransientError
 from batch_gateway.edge.observability import logger, metrics, tracer
 from batch_gateway.service.step_budget import StepBudget
@@ -47,8 +48,6 @@ def workflow_handler(
                 return step(event, StepBudget(context.get_remaining_time_in_millis))
             return step(event)
         except ProviderKeyRejectedError:
-            from batch_gateway import wiring
-
             wiring.forget_provider_keys()  # the retry reads the (perhaps rotated) key again
             raise
         except (BotoCoreError, ClientError) as exc:

@@ -8,14 +8,10 @@ functions, where calls to providers are worth a trace, use it.
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger, Metrics, Tracer
 
 from batch_gateway.constants import METRICS_NAMESPACE, SERVICE_NAME
-
-if TYPE_CHECKING:
-    from aws_lambda_powertools import Tracer
 
 logger = Logger(service=SERVICE_NAME)
 metrics = Metrics(namespace=METRICS_NAMESPACE, service=SERVICE_NAME)
@@ -23,6 +19,4 @@ metrics = Metrics(namespace=METRICS_NAMESPACE, service=SERVICE_NAME)
 
 @cache
 def tracer() -> Tracer:
-    from aws_lambda_powertools import Tracer
-
     return Tracer(service=SERVICE_NAME)

@@ -9,11 +9,15 @@ Event names a subscription (or a job's ``webhook``) may ask for, and the bus eve
 - ``batch.progress``: every ``Batch Job Progress`` event (25, 50 and 75 % of the items done).
 
 A delivery's ``type`` is the specific name (``batch.finished``, ``batch.progress``), whichever name matched.
+
+Where a delivery goes: a ``WebhookUrl`` (checked by ``service.events.webhook_urls``) and the ``Address`` es its host
+resolved to, which the sender (``ports.WebhookSender``) connects to.
 """
 
 from __future__ import annotations
 
 import base64
+import ipaddress
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -42,6 +46,25 @@ MAX_DESCRIPTION_CHARS = 200
 MAX_SUBSCRIPTIONS = 20  # per owner
 JOB_TARGET = "job"  # the target id of a job's own webhook (a subscription's is its id)
 _SUBSCRIPTION_ID = re.compile(r"\Awhk_[0-9a-f]{16}\Z")
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+@dataclass(frozen=True)
+class WebhookUrl:
+    """A URL a webhook may name, parsed (``webhook_urls.check_url``)."""
+
+    url: str
+    scheme: str  # https, or http (loopback in a deployment that allows it)
+    host: str  # lower case, IPv6 literals without brackets
+    port: int
+    target: str  # path and query, as sent in the request line
+
+    @property
+    def host_header(self) -> str:
+        default = 443 if self.scheme == "https" else 80
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == default else f"{host}:{self.port}"
 
 
 def new_secret() -> str:

@@ -23,7 +23,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+import boto3
 from aws_lambda_powertools import Logger
+from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from batch_gateway.constants import ON_DEMAND_BATCH_PREFIX
 from batch_gateway.contract import errors
@@ -156,9 +159,6 @@ class BedrockBatchProvider(BatchProvider):
         return self._settings.limits_for(model).min_records
 
     def _boto(self, service: str, **config: Any) -> Any:
-        import boto3
-        from botocore.config import Config
-
         options: dict[str, Any] = {"retries": {"mode": "standard", "total_max_attempts": 3}, **config}
         make: Any = boto3.client  # one function for three services; the stubs type it per literal name
         return make(service, config=Config(**options))  # endpoints: AWS_ENDPOINT_URL_<SERVICE> honoured
@@ -350,8 +350,6 @@ class BedrockBatchProvider(BatchProvider):
 
     def _converse(self, model: str, record: dict[str, Any]) -> dict[str, Any] | None:
         """The record's answer as a batch output line (``modelOutput`` or ``error``), or None when worth retrying."""
-        from botocore.exceptions import ClientError
-
         record_id = record.get("recordId")
         try:
             response = self._runtime.converse(modelId=model, **converse_request(model, record["modelInput"]))

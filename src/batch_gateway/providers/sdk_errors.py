@@ -13,6 +13,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from botocore import exceptions as boto
+
 from batch_gateway import metrics
 from batch_gateway.constants import METRIC_PROVIDER_AUTH_ERRORS, METRIC_PROVIDER_ERRORS, METRIC_PROVIDER_THROTTLES
 from batch_gateway.contract import errors
@@ -144,8 +146,6 @@ _BOTO_NOT_FOUND = frozenset({"ResourceNotFoundException", "NoSuchKey", "NoSuchBu
 
 def _map_botocore(exc: BaseException, name: str, *, creating: bool) -> Literal[False]:
     """Raise ours for a botocore exception (keyed on the error code, never the message); False for anything else."""
-    from botocore import exceptions as boto
-
     if isinstance(exc, boto.ClientError):
         error = exc.response.get("Error") or {}
         code = str(error.get("Code") or "")

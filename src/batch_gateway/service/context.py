@@ -1,5 +1,7 @@
-"""The collaborators a use case needs, built once per cold start by ``batch_gateway.wiring``. Every one is required:
-no silent defaults (tests pass explicit fakes, ``tests/support/services.py``)."""
+"""The collaborators a use case needs, built once per cold start by ``batch_gateway.wiring``: every store and client
+(one ``ports`` interface each) reaches a use case here, and nowhere else. Every one is required: no silent defaults
+(tests pass explicit fakes, ``tests/support/services.py``). ``wiring`` builds the ones only some functions use when
+first used, so a function that never touches one never imports its module (decision 0089)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from batch_gateway.models.pricing import PriceTable
-from batch_gateway.ports import BudgetStore, JobStore, PayloadStore, QuotaStore
+from batch_gateway.ports import (
+    BudgetStore,
+    JobStore,
+    KeyStore,
+    PayloadStore,
+    ProviderBatchIndex,
+    QuotaStore,
+    Resolver,
+    WebhookQueue,
+    WebhookSender,
+    WebhookStore,
+)
 from batch_gateway.settings import Settings
 
 if TYPE_CHECKING:  # the API functions never build a provider
@@ -34,3 +47,11 @@ class Services:
     # (timed out or resumed before: service/workflow/wake.py, decision 0072)
     resume_workflow: Callable[[str], bool]
     quotas: QuotaStore  # what is in flight per provider and model, and who waits (decisions 0080, 0081)
+    keys: KeyStore  # gateway API keys, found by their keyed hash (decision 0045)
+    key_pepper: Callable[[], str]  # the secret those hashes are keyed with (Secrets Manager, cached 5 minutes)
+    webhooks: WebhookStore  # owners' webhook subscriptions (decision 0070)
+    webhook_queue: WebhookQueue  # delivery messages, and a failed one's next attempt (decision 0071)
+    resolver: Resolver  # DNS for a delivery, bounded in time (decision 0071)
+    webhook_sender: WebhookSender  # one POST to the checked addresses (decision 0071)
+    provider_batches: ProviderBatchIndex  # which job holds a provider batch (decision 0073)
+    openai_webhook_secret: Callable[[], str]  # what OpenAI signs the project's webhooks with (decision 0073)

@@ -14,14 +14,17 @@ if TYPE_CHECKING:  # the boto3-stubs service packages are a dev dependency: type
     from mypy_boto3_events import EventBridgeClient
     from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sqs import SQSClient
     from mypy_boto3_stepfunctions import SFNClient
 
-Service = Literal["dynamodb", "events", "lambda", "s3", "stepfunctions"]
+Service = Literal["dynamodb", "events", "lambda", "s3", "sqs", "stepfunctions"]
 
 _CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=60)
 
 
 _S3_CONFIG = _CONFIG.merge(Config(signature_version="s3v4"))  # presigned URLs signed with SigV4
+_SQS_CONFIG = _CONFIG.merge(Config(read_timeout=20))  # SendMessage, ChangeMessageVisibility: answered at once
+_CONFIGS = {"s3": _S3_CONFIG, "sqs": _SQS_CONFIG}
 
 
 @cache
@@ -39,14 +42,16 @@ def client(service: Literal["lambda"]) -> LambdaClient: ...
 @overload
 def client(service: Literal["s3"]) -> S3Client: ...
 @overload
+def client(service: Literal["sqs"]) -> SQSClient: ...
+@overload
 def client(service: Literal["stepfunctions"]) -> SFNClient: ...
-def client(service: Service) -> DynamoDBClient | EventBridgeClient | LambdaClient | S3Client | SFNClient:
+def client(service: Service) -> DynamoDBClient | EventBridgeClient | LambdaClient | S3Client | SQSClient | SFNClient:
     return _client(service)
 
 
 @cache
-def _client(service: Service) -> DynamoDBClient | EventBridgeClient | LambdaClient | S3Client | SFNClient:
-    return _session().client(service, config=_S3_CONFIG if service == "s3" else _CONFIG)
+def _client(service: Service) -> DynamoDBClient | EventBridgeClient | LambdaClient | S3Client | SQSClient | SFNClient:
+    return _session().client(service, config=_CONFIGS.get(service, _CONFIG))
 
 
 def forget_clients() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from batch_gateway.contract.errors import TransientError
@@ -11,8 +12,6 @@ from batch_gateway.models.jsonl import split_lines
 from batch_gateway.ports import OffsetOutOfRangeError, PayloadStore, WriteConflictError
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future, ThreadPoolExecutor
-
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import (
         CompletedPartTypeDef,
@@ -248,8 +247,6 @@ class MultipartWriter:
             self._parts.append(self._upload_part(upload_id, number, body))
             return
         if self._uploader is None:
-            from concurrent.futures import ThreadPoolExecutor  # only where a write asks for it (import time)
-
             self._uploader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="s3-part")
         self._uploading = self._uploader.submit(self._upload_part, upload_id, number, body)
 

@@ -1,6 +1,6 @@
-"""Which job holds a provider batch (decision 0073): a query of the table's sparse ``by-provider-batch`` index, keys
-only. Chunk items carry ``provider_batch_id`` once Submit recorded (or adopted) their batch, so the index needs no
-write of its own and has no window between a batch's creation and its pointer."""
+"""Which job holds a provider batch (decision 0073, ``ports.ProviderBatchIndex``): a query of the table's sparse
+``by-provider-batch`` index, keys only. Chunk items carry ``provider_batch_id`` once Submit recorded (or adopted) their
+batch, so the index needs no write of its own and has no window between a batch's creation and its pointer."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class ProviderBatchIndex:
+class DynamoDBProviderBatchIndex:
     def __init__(self, dynamodb_client: DynamoDBClient, table: str) -> None:
         self._db = dynamodb_client
         self.table = table

@@ -25,6 +25,7 @@ from batch_gateway.models.webhooks import (
     new_subscription_id,
 )
 from batch_gateway.ports import WebhookStore
+from batch_gateway.service.context import Services
 from batch_gateway.service.events.webhook_urls import check_url
 
 SUBSCRIPTION_FIELDS = ("url", "events", "description")
@@ -54,12 +55,13 @@ def _unknown_fields(body: dict[str, Any], allowed: tuple[str, ...], prefix: str 
         )
 
 
-def create_subscription(store: WebhookStore, owner: str, body: Any, *, allow_loopback_http: bool) -> dict[str, Any]:
+def create_subscription(services: Services, owner: str, body: Any) -> dict[str, Any]:
     """A new subscription; the answer holds its signing ``secret``, which nothing answers again."""
+    store = services.webhooks
     if not isinstance(body, dict):
         raise InvalidRequestError("the request body must be a JSON object with url and events")
     _unknown_fields(body, SUBSCRIPTION_FIELDS)
-    url = check_url(body.get("url"), allow_loopback_http=allow_loopback_http)
+    url = check_url(body.get("url"), allow_loopback_http=services.settings.webhook_loopback_http)
     events = checked_events(body.get("events"))
     description = body.get("description")
     if description is not None and (not isinstance(description, str) or len(description) > MAX_DESCRIPTION_CHARS):
@@ -79,28 +81,28 @@ def create_subscription(store: WebhookStore, owner: str, body: Any, *, allow_loo
     return {**subscription.public(), "secret": subscription.secret}
 
 
-def list_subscriptions(store: WebhookStore, owner: str) -> dict[str, Any]:
-    return {"webhooks": [s.public() for s in store.list_subscriptions(owner)]}
+def list_subscriptions(services: Services, owner: str) -> dict[str, Any]:
+    return {"webhooks": [s.public() for s in services.webhooks.list_subscriptions(owner)]}
 
 
-def get_subscription(store: WebhookStore, owner: str, subscription_id: str) -> dict[str, Any]:
-    return _own(store, owner, subscription_id).public()
+def get_subscription(services: Services, owner: str, subscription_id: str) -> dict[str, Any]:
+    return _own(services.webhooks, owner, subscription_id).public()
 
 
-def delete_subscription(store: WebhookStore, owner: str, subscription_id: str) -> dict[str, Any]:
-    if not is_subscription_id(subscription_id) or not store.delete_subscription(owner, subscription_id):
+def delete_subscription(services: Services, owner: str, subscription_id: str) -> dict[str, Any]:
+    if not is_subscription_id(subscription_id) or not services.webhooks.delete_subscription(owner, subscription_id):
         raise _not_found(subscription_id)
     return {"id": subscription_id, "deleted": True}
 
 
 def rotate_secret(
-    store: WebhookStore, owner: str, subscription_id: str, *, now: datetime | None = None
+    services: Services, owner: str, subscription_id: str, *, now: datetime | None = None
 ) -> dict[str, Any]:
     """A new signing secret, answered once. The one it replaces still signs deliveries (alongside the new one) for
     ``ROTATION_GRACE_SECONDS``, so a receiver that switches within a day loses nothing; a second rotation within
     that day ends the first one's grace."""
     now = now or utcnow()
-    current = _own(store, owner, subscription_id)
+    current = _own(services.webhooks, owner, subscription_id)
     rotated = Subscription.from_dict(
         {
             **current.to_dict(),
@@ -110,7 +112,7 @@ def rotate_secret(
             "secret_rotated_at": now,
         }
     )
-    written = store.replace_secret(rotated)
+    written = services.webhooks.replace_secret(rotated)
     return {
         **written.public(),
         "secret": written.secret,

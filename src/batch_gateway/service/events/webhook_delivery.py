@@ -2,12 +2,12 @@
 
 A bus event is *fanned out*: one delivery message per target that wants it (the job's own webhook, the owner's
 matching subscriptions), each carrying its fixed payload and ``webhook-id``. A delivery message is *delivered*: the
-target's URL is checked again, its host resolved and every address checked (``webhook_urls``), the payload signed with
-the target's current secret(s) (Standard Webhooks, ``standardwebhooks``) and posted to the checked address
-(``webhook_send``). A failure leaves the message on the queue, invisible for the next step of the retry schedule
-(``Settings.webhook_retry_schedule``); after the last step SQS moves it to the dead-letter queue (``maxReceiveCount`` =
-steps + 1). Subscriptions and a job's own webhook are checked in ``api.webhooks``; only the webhook functions
-load this module (decision 0089).
+target's URL is checked again, its host resolved (``Services.resolver``) and every address checked (``webhook_urls``),
+the payload signed with the target's current secret(s) (Standard Webhooks, ``standardwebhooks``) and posted to the
+checked address (``Services.webhook_sender``), all within one deadline. A failure leaves the message on the queue,
+invisible for the next step of the retry schedule (``Settings.webhook_retry_schedule``); after the last step SQS
+moves it to the dead-letter queue (``maxReceiveCount`` = steps + 1). Subscriptions and a job's own webhook are
+checked in ``api.webhooks``; only the webhook functions load this module (decision 0089).
 """
 
 from __future__ import annotations
@@ -15,30 +15,27 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger
+from standardwebhooks import Webhook
 
 from batch_gateway.constants import EVENT_SOURCE, METRIC_WEBHOOK_DELIVERIES, METRIC_WEBHOOK_FAILURES
 from batch_gateway.models.jobs import utcnow
+from batch_gateway.models.webhook_attempts import Outcome
 from batch_gateway.models.webhooks import JOB_TARGET, event_type, wants, webhook_id
-from batch_gateway.ports import JobStore, WebhookStore
-from batch_gateway.service.events import webhook_send
-from batch_gateway.service.events.webhook_urls import (
-    Resolver,
-    UnsafeWebhookUrlError,
-    check_url,
-    resolve_checked,
-    system_resolver,
-)
+from batch_gateway.service.context import Services
+from batch_gateway.service.events.webhook_urls import UnsafeWebhookUrlError, check_url, resolve_checked
 
 logger = Logger(child=True)
 DELIVERY_KEY = "webhook_delivery"  # a delivery message's one top-level key (a bus event has "detail-type")
+TOTAL_TIMEOUT_SECONDS = 10.0  # one attempt, all of it: DNS, connect, TLS, the request and the answer
 # An attempt's deadline plus a margin for signing, the reads before it and reporting the batch: a delivery the
 # invocation could not finish is not started (the Lambda's timeout would fail the whole batch, delivered ones too).
-DELIVERY_NEEDS_MS = int(webhook_send.TOTAL_TIMEOUT_SECONDS * 1000) + 3_000
+DELIVERY_NEEDS_MS = int(TOTAL_TIMEOUT_SECONDS * 1000) + 3_000
+Counter = Callable[[str, int], None]  # (metric name, count): the webhook function's metrics
 
 
 @dataclass(frozen=True)
@@ -67,20 +64,9 @@ class Delivery:
         )
 
 
-@dataclass
-class Deliverer:
-    """What the webhook function needs; built once per cold start by ``wiring.webhook_deliverer``."""
-
-    store: WebhookStore
-    jobs: JobStore
-    allow_loopback_http: bool
-    retry_schedule: list[int]
-    enqueue: Callable[[list[str]], None]  # delivery messages onto the webhook queue
-    retry_later: Callable[[str, int], None]  # (receipt handle, seconds): the message's next attempt
-    resolver: Resolver = system_resolver
-    send: Callable[..., webhook_send.Outcome] = webhook_send.send
-    counted: Callable[[str, int], None] = lambda name, value: None  # metric name, count
-    clock: Callable[[], datetime] = field(default=utcnow)
+def deadline() -> float:
+    """A new attempt's deadline on ``time.monotonic``'s clock."""
+    return time.monotonic() + TOTAL_TIMEOUT_SECONDS
 
 
 class DeliveryFailedError(Exception):
@@ -91,7 +77,7 @@ class NoTimeLeftError(DeliveryFailedError):
     """The invocation could not finish an attempt in the time it has left: the message comes back at once."""
 
 
-def fan_out(deliverer: Deliverer, event: dict[str, Any]) -> list[Delivery]:
+def fan_out(services: Services, event: dict[str, Any]) -> list[Delivery]:
     """The deliveries one bus event makes (enqueued): the job's webhook and the owner's subscriptions that want it."""
     if event.get("source") != EVENT_SOURCE:  # only the stack's own events (the rule matches them too)
         logger.warning("not a Batch Gateway event: ignored", extra={"source": str(event.get("source"))[:100]})
@@ -103,66 +89,63 @@ def fan_out(deliverer: Deliverer, event: dict[str, Any]) -> list[Delivery]:
         return []
     payload = {"type": kind, "timestamp": event.get("time") or detail.get("updated_at"), "data": detail}
     deliveries = []
-    job = deliverer.jobs.get_job(str(job_id))
+    job = services.jobs.get_job(str(job_id))
     hook = job.webhook if job is not None else None
     if hook and wants(hook.events, kind):
         deliveries.append(Delivery(webhook_id(str(event_id), JOB_TARGET), str(owner), str(job_id), JOB_TARGET, payload))
-    for subscription in deliverer.store.list_subscriptions(str(owner)):
+    for subscription in services.webhooks.list_subscriptions(str(owner)):
         if wants(subscription.events, kind):
             deliveries.append(
                 Delivery(webhook_id(str(event_id), subscription.id), str(owner), str(job_id), subscription.id, payload)
             )
     if deliveries:
-        deliverer.enqueue([d.message() for d in deliveries])
+        services.webhook_queue.enqueue([d.message() for d in deliveries])
     logger.info("webhook fan-out", extra={"job_id": job_id, "type": kind, "deliveries": len(deliveries)})
     return deliveries
 
 
-def _target(deliverer: Deliverer, delivery: dict[str, Any], now: datetime) -> tuple[str, list[str]] | None:
+def _target(services: Services, delivery: dict[str, Any], now: datetime) -> tuple[str, list[str]] | None:
     """(url, signing secrets) of the delivery's target as it stands now; None when it is gone (deleted)."""
     if delivery["target"] == JOB_TARGET:
-        job = deliverer.jobs.get_job(str(delivery["job_id"]))
+        job = services.jobs.get_job(str(delivery["job_id"]))
         hook = job.webhook if job is not None else None
         return (hook.url, [hook.secret]) if hook else None
-    subscription = deliverer.store.get_subscription(str(delivery["owner"]), str(delivery["target"]))
+    subscription = services.webhooks.get_subscription(str(delivery["owner"]), str(delivery["target"]))
     return (subscription.url, subscription.signing_secrets(now)) if subscription else None
 
 
 def signature_headers(msg_id: str, body: str, secrets: list[str], at: datetime) -> dict[str, str]:
     """The Standard Webhooks headers: one ``v1,`` signature per secret, space separated."""
-    from standardwebhooks import Webhook  # the delivering function only: create never signs
-
     signatures = " ".join(Webhook(secret).sign(msg_id, at, body) for secret in secrets)
     return {"webhook-id": msg_id, "webhook-timestamp": str(int(at.timestamp())), "webhook-signature": signatures}
 
 
-def deliver(deliverer: Deliverer, delivery: dict[str, Any]) -> webhook_send.Outcome | None:
+def deliver(services: Services, delivery: dict[str, Any]) -> Outcome | None:
     """One attempt: None when the target is gone (nothing to do), else the outcome (``UnsafeWebhookUrlError`` when
     the URL or an address it resolves to is refused)."""
-    now = deliverer.clock().astimezone(UTC)
-    target = _target(deliverer, delivery, now)
+    now = utcnow().astimezone(UTC)
+    target = _target(services, delivery, now)
     if target is None:
         return None
     url_text, secrets = target
-    until = webhook_send.deadline()  # one deadline for the whole attempt: DNS, connect, TLS, request, answer
-    url = check_url(url_text, allow_loopback_http=deliverer.allow_loopback_http)
+    until = deadline()  # one deadline for the whole attempt: DNS, connect, TLS, request, answer
+    loopback = services.settings.webhook_loopback_http
+    url = check_url(url_text, allow_loopback_http=loopback)
     addresses = resolve_checked(
-        url,
-        allow_loopback_http=deliverer.allow_loopback_http,
-        resolver=deliverer.resolver,
-        timeout=until - time.monotonic(),
+        url, allow_loopback_http=loopback, resolver=services.resolver, timeout=until - time.monotonic()
     )
     body = json.dumps(delivery["payload"], separators=(",", ":"), sort_keys=True)
     headers = signature_headers(str(delivery["id"]), body, secrets, now)
-    return deliverer.send(url, addresses, body.encode(), headers, until=until)
+    return services.webhook_sender.send(url, addresses, body.encode(), headers, until=until)
 
 
 def handle_message(
-    deliverer: Deliverer,
+    services: Services,
     body: str,
     receipt_handle: str,
     receive_count: int,
     *,
+    counted: Counter,
     time_left_ms: Callable[[], int | None] | None = None,
 ) -> None:
     """One message of the webhook queue: fan a bus event out, or make one delivery attempt. Raises
@@ -171,28 +154,28 @@ def handle_message(
     now but comes back at once for the next receive."""
     message = json.loads(body)
     if DELIVERY_KEY not in message:
-        fan_out(deliverer, message)
+        fan_out(services, message)
         return
     delivery = message[DELIVERY_KEY]
     left = time_left_ms() if time_left_ms is not None else None
     if left is not None and left < DELIVERY_NEEDS_MS:
         logger.info("webhook delivery left for the next receive", extra={"webhook_id": delivery.get("id"), "ms": left})
-        deliverer.retry_later(receipt_handle, 0)
+        services.webhook_queue.retry_later(receipt_handle, 0)
         raise NoTimeLeftError(f"{left} ms left, under the {DELIVERY_NEEDS_MS} ms an attempt may take")
     try:
-        outcome = deliver(deliverer, delivery)
+        outcome = deliver(services, delivery)
         reason = None if outcome is None or outcome.delivered else outcome.reason
     except UnsafeWebhookUrlError as exc:
         reason = f"refused: {exc}"
     where = {"job_id": delivery.get("job_id"), "webhook_id": delivery.get("id"), "attempt": receive_count}
     if reason is None:
-        deliverer.counted(METRIC_WEBHOOK_DELIVERIES, 1)
+        counted(METRIC_WEBHOOK_DELIVERIES, 1)
         logger.info("webhook delivered" if outcome else "webhook target gone", extra=where)
         return
     logger.warning("webhook delivery failed", extra={**where, "reason": reason[:300]})
-    deliverer.counted(METRIC_WEBHOOK_FAILURES, 1)
-    schedule = deliverer.retry_schedule
+    counted(METRIC_WEBHOOK_FAILURES, 1)
+    schedule = services.settings.webhook_retry_schedule
     # receive n failed: wait schedule[n-1] before receive n + 1; after the last step the next receive dead-letters it
     wait = schedule[receive_count - 1] if receive_count <= len(schedule) else 0
-    deliverer.retry_later(receipt_handle, wait)
+    services.webhook_queue.retry_later(receipt_handle, wait)
     raise DeliveryFailedError(f"attempt {receive_count} failed ({reason}); next in {wait} s")

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import socket
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from batch_gateway.contract.errors import InvalidRequestError
+from batch_gateway.models.webhooks import Address, WebhookUrl
+from batch_gateway.ports import Resolver
 
 MAX_URL_CHARS = 2048
 LOOPBACK_NAMES = ("localhost", "localhost.")
@@ -29,30 +27,9 @@ _HOST_LABEL = re.compile(r"\A(?!-)[a-z0-9-]{1,63}(?<!-)\Z")
 _NUMERIC_HOST = re.compile(r"\A(0x[0-9a-f]+|[0-9]+)(\.(0x[0-9a-f]+|[0-9]+))*\.?\Z")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-# host, port -> the addresses the host resolves to (socket.getaddrinfo's, in a test a fake)
-Resolver = Callable[[str, int], list[str]]
-
 
 class UnsafeWebhookUrlError(InvalidRequestError):
     """A webhook URL or the address it resolves to is not one a delivery may reach (400 at create)."""
-
-
-@dataclass(frozen=True)
-class WebhookUrl:
-    """A checked webhook URL, split into what a delivery connects to and sends."""
-
-    url: str
-    scheme: str  # https, or http (loopback in a deployment that allows it)
-    host: str  # lower case, IPv6 literals without brackets
-    port: int
-    target: str  # path and query, as sent in the request line
-
-    @property
-    def host_header(self) -> str:
-        default = 443 if self.scheme == "https" else 80
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return host if self.port == default else f"{host}:{self.port}"
 
 
 def _refuse(url: str, why: str, field: str) -> UnsafeWebhookUrlError:
@@ -146,37 +123,8 @@ def check_url(url: object, *, allow_loopback_http: bool, field: str = "url") -> 
     return WebhookUrl(url=url, scheme=scheme, host=host, port=port or (443 if scheme == "https" else 80), target=target)
 
 
-def system_resolver(host: str, port: int) -> list[str]:
-    """The host's addresses in the order ``getaddrinfo`` answers them (RFC 6724), each once."""
-    answers = (str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
-    return list(dict.fromkeys(answers))
-
-
-def _bounded(resolver: Resolver, host: str, port: int, timeout: float | None) -> list[str]:
-    """``resolver``'s answer within ``timeout`` seconds, else ``TimeoutError`` (``getaddrinfo`` has no timeout of its
-    own: it runs on a daemon thread that is abandoned if it hangs)."""
-    if timeout is None:
-        return resolver(host, port)
-    result: list[list[str] | BaseException] = []
-
-    def resolve() -> None:
-        try:
-            result.append(resolver(host, port))
-        except BaseException as exc:  # handed to the caller
-            result.append(exc)
-
-    worker = threading.Thread(target=resolve, name=f"resolve {host[:60]}", daemon=True)
-    worker.start()
-    worker.join(max(0.0, timeout))
-    if not result:
-        raise TimeoutError(f"no answer in {timeout:.1f} s")
-    if isinstance(result[0], BaseException):
-        raise result[0]
-    return result[0]
-
-
 def resolve_checked(
-    url: WebhookUrl, *, allow_loopback_http: bool, resolver: Resolver = system_resolver, timeout: float | None = None
+    url: WebhookUrl, *, allow_loopback_http: bool, resolver: Resolver, timeout: float | None = None
 ) -> list[Address]:
     """The addresses a delivery may connect to, IPv4 first (a Lambda outside a VPC has no IPv6 egress), each family
     in the resolver's order: every address the host resolves to must be allowed (one private answer among public
@@ -189,7 +137,7 @@ def resolve_checked(
         answers = [literal]
     else:
         try:
-            found = _bounded(resolver, url.host, url.port, timeout)
+            found = resolver.resolve(url.host, url.port, timeout)
             answers = [ipaddress.ip_address(a.split("%", 1)[0]) for a in found]
         except (OSError, UnicodeError, ValueError) as exc:
             raise _refuse(url.url, f"host {url.host} does not resolve ({type(exc).__name__})", "url") from None

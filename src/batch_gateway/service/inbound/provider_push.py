@@ -11,7 +11,7 @@ A batch no job of this deployment holds (another deployment's, or one whose id i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -34,17 +34,13 @@ def verifier(secret: str) -> Webhook:
     return Webhook(secret if secret.startswith("whsec_") else secret.encode())
 
 
-def receive_openai_event(
-    services: Services,
-    body: bytes,
-    headers: Mapping[str, str],
-    secret: str,
-    job_for_batch: Callable[[str], str | None],
-) -> dict[str, Any]:
-    """Verify one OpenAI webhook delivery and wake the job of the batch it says ended. Raises
-    ``InvalidRequestError`` (400) when the signature does not verify, ``PayloadTooLargeError`` over the bound."""
+def receive_openai_event(services: Services, body: bytes, headers: Mapping[str, str]) -> dict[str, Any]:
+    """Verify one OpenAI webhook delivery (with ``Services.openai_webhook_secret``) and wake the job of the batch it
+    says ended (found by ``Services.provider_batches``). Raises ``InvalidRequestError`` (400) when the signature does
+    not verify, ``PayloadTooLargeError`` over the bound."""
     if len(body) > OPENAI_WEBHOOK_MAX_BYTES:
         raise PayloadTooLargeError(f"a webhook body is at most {OPENAI_WEBHOOK_MAX_BYTES} bytes")
+    secret = services.openai_webhook_secret()
     try:
         event = verifier(secret).verify(body, dict(headers))
     except (WebhookVerificationError, ValueError, UnicodeDecodeError):
@@ -56,7 +52,7 @@ def receive_openai_event(
     if event_type not in BATCH_ENDED_EVENTS or not isinstance(batch_id, str) or not batch_id:
         logger.info("OpenAI webhook ignored: not a batch end", extra={"event_type": str(event_type)[:64]})
         return {"received": True}
-    job_id = job_for_batch(batch_id)
+    job_id = services.provider_batches.job_for(batch_id)
     job = services.jobs.get_job(job_id) if job_id else None
     if job is None or job.provider != "openai":
         logger.info("OpenAI webhook for a batch no job here holds", extra={"provider_batch_id": batch_id})

@@ -4,8 +4,10 @@ chunk's ``retryable.jsonl``, which the Retry step reads (``workflow.retry``)."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, cast
 
+from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.ids import unmarked
 from batch_gateway.models.jobs import Chunk, Job
 from batch_gateway.models.retry import retries, retryable
@@ -17,10 +19,6 @@ from batch_gateway.service.layout import attempts_key, chunk_idmap_key, chunk_id
 def last_attempts(services: Services, job: Job, chunks: list[Chunk]) -> dict[bytes, int]:
     """For each retried item (a 12-byte digest of its caller id, as join counts ids): the index of the chunk that
     holds its last attempt. Items never retried are not in it."""
-    import hashlib
-
-    from batch_gateway.jsonlines import loads  # orjson: worker bundle only (the API joins for failed jobs)
-
     last: dict[bytes, int] = {}
     for chunk in sorted(chunks, key=lambda c: c.index):
         if chunk.attempt <= 1:
@@ -40,8 +38,6 @@ class AttemptBook:
 
     def __init__(self, services: Services, job: Job, chunk: Chunk, *, record: bool = True) -> None:
         """``record=False``: decorate only (the lines of a failed job's unfinished chunk: nothing runs again)."""
-        from batch_gateway.jsonlines import loads  # orjson: worker bundle only (the API joins for failed jobs)
-
         self.services, self.job, self.chunk, self.record = services, job, chunk, record
         self.active = retries(job.retry) or chunk.attempt > 1
         self.earlier: dict[str, list[Any]] = {}
@@ -70,16 +66,12 @@ class AttemptBook:
                 "finish_details": finish,
                 "token_usage": item.get("token_usage"),
             }
-            from batch_gateway.jsonlines import dumps
-
             self._out.write_line(dumps({"id": item["id"], "status": item["status"], "attempts": [*earlier, outcome]}))
             self.retryable += 1
         return item
 
     def line(self, line: bytes) -> bytes:
         """A result line with its attempts (unchanged for a job that does not retry)."""
-        from batch_gateway.jsonlines import dumps, loads
-
         return dumps(self.note(loads(line))) if self.active else line
 
     def wrap(self, writer: PayloadWriter) -> PayloadWriter:

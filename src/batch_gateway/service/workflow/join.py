@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from aws_lambda_powertools import Logger
 
 from batch_gateway.contract.errors import IntegrityError
+from batch_gateway.jsonlines import loads
 from batch_gateway.models.jobs import Chunk, Job, JobStatus, JoinProgress
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import chunk_results_key, results_key
@@ -56,8 +57,6 @@ def join_results(
     """Add chunks to results.jsonl while the budget lasts: the totals once every chunk is in, else None (call
     again). ``lines_of`` gives a chunk's result lines (default: its collected results). Raises IntegrityError when
     the job's requests and lines disagree; nothing is written then."""
-    from batch_gateway.jsonlines import loads  # orjson: in the worker bundle only (Retrieve imports this module)
-
     done = joined(services, job)
     if done is not None:
         return done

@@ -1,4 +1,5 @@
-"""The WebhookStore port in memory, for unit tests (same semantics as ``store.webhooks``)."""
+"""The webhook ports in memory, for unit tests: the subscriptions (same semantics as ``store.webhooks``), the queue
+(what was enqueued, and when each message comes back) and a DNS that answers what the test says."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import threading
 
 from batch_gateway.contract.errors import ConflictError, NotFoundError
 from batch_gateway.models.webhooks import Subscription
-from batch_gateway.ports import WebhookStore
+from batch_gateway.ports import Resolver, WebhookQueue, WebhookStore
 
 
 class MemoryWebhookStore(WebhookStore):
@@ -48,3 +49,25 @@ class MemoryWebhookStore(WebhookStore):
             )
             self._items[(subscription.owner, subscription.id)] = written
             return written
+
+
+class MemoryWebhookQueue(WebhookQueue):
+    def __init__(self) -> None:
+        self.messages: list[str] = []  # enqueued, in order
+        self.later: list[tuple[str, int]] = []  # (receipt handle, seconds) of every retry_later
+
+    def enqueue(self, bodies: list[str]) -> None:
+        self.messages.extend(bodies)
+
+    def retry_later(self, receipt_handle: str, seconds: int) -> None:
+        self.later.append((receipt_handle, seconds))
+
+
+class FixedResolver(Resolver):
+    """Every host resolves to ``answers``, at once (a test's DNS)."""
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+
+    def resolve(self, host: str, port: int, timeout: float | None) -> list[str]:
+        return list(self.answers)

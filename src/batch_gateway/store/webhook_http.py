@@ -1,9 +1,10 @@
-"""One webhook delivery over HTTP(S) (decision 0071): to the checked addresses, never to a fresh DNS answer.
+"""One webhook delivery over HTTP(S) (decision 0071, ``ports.WebhookSender``): to the checked addresses, never to a
+fresh DNS answer.
 
 The connection goes to an address ``webhook_urls.resolve_checked`` approved (IPv4 first; the next one when one does
 not connect); the hostname travels only in the ``Host`` header and as TLS SNI, and the server's certificate is checked
-against the hostname (so TLS still proves the receiver). One deadline covers the whole attempt: DNS (bounded by the
-caller with the time left), connect (at most 3 s an address), TLS, the request and the answer, 10 s in all; every
+against the hostname (so TLS still proves the receiver). The caller's deadline covers the whole attempt (the delivery
+gives DNS, connect, TLS, the request and the answer 10 s in all): connect takes at most 3 s an address, and every
 socket operation waits at most the time left, so a receiver that drips its answer a byte at a time fails at the
 deadline. At most 64 KiB of the answer read, no redirect followed: only a 2xx answer is a delivery; a 3xx, 4xx or
 5xx, a timeout or a refused connection is a failure to retry.
@@ -17,27 +18,14 @@ import socket
 import ssl
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from batch_gateway.service.events.webhook_urls import Address, WebhookUrl
+from batch_gateway.models.webhook_attempts import Outcome
+from batch_gateway.models.webhooks import Address, WebhookUrl
 
 CONNECT_TIMEOUT_SECONDS = 3.0
-TOTAL_TIMEOUT_SECONDS = 10.0
 MAX_RESPONSE_BYTES = 64 * 1024
 USER_AGENT = "batch-gateway-webhooks/1"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    delivered: bool
-    status: int | None  # the receiver's HTTP status, None when no answer came
-    reason: str  # short, no body: e.g. "200", "HTTP 500", "redirect 302 not followed", "timeout"
-
-
-def deadline() -> float:
-    """A new attempt's deadline on ``time.monotonic``'s clock."""
-    return time.monotonic() + TOTAL_TIMEOUT_SECONDS
 
 
 def _left(until: float) -> float:
@@ -112,43 +100,43 @@ class _PinnedHTTPSConnection(_PinnedConnection):
         self.sock = self._tls.wrap_socket(self._open(), server_hostname=self._host_name)
 
 
-def send(
-    url: WebhookUrl,
-    addresses: Sequence[Address],
-    body: bytes,
-    headers: dict[str, str],
-    *,
-    tls_context: ssl.SSLContext | None = None,
-    until: float | None = None,
-) -> Outcome:
-    """POST ``body`` to ``url`` at the first of ``addresses`` that connects, by ``until`` (``time.monotonic``; a new
-    ``deadline()`` unless given); what came of it (never raises for a network problem)."""
-    until = deadline() if until is None else until
-    tls = (tls_context or ssl.create_default_context()) if url.scheme == "https" else None
-    failed = Outcome(False, None, "no address to connect to")
-    for address in addresses:
-        connection = (
-            _PinnedHTTPSConnection(url.host, str(address), url.port, tls, until)
-            if tls is not None
-            else _PinnedConnection(str(address), url.port, until)
-        )
-        try:
-            connection.connect()
-        except TimeoutError:
-            connection.close()
-            if time.monotonic() >= until:
-                return Outcome(False, None, "timeout")
-            failed = Outcome(False, None, "timeout")
-            continue  # this address did not answer in its connect time: the next one
-        except ssl.SSLError as exc:
-            connection.close()
-            return Outcome(False, None, f"TLS error ({type(exc).__name__})")
-        except OSError as exc:
-            connection.close()
-            failed = Outcome(False, None, f"connection failed ({type(exc).__name__})")
-            continue  # refused or unreachable (an IPv6 address without IPv6 egress): the next one
-        return _exchange(connection, url, body, headers, until)
-    return failed
+class HttpWebhookSender:
+    """``ports.WebhookSender`` over ``http.client``, connected to the given addresses (TLS with ``tls_context``,
+    the system's trust store unless given)."""
+
+    def __init__(self, tls_context: ssl.SSLContext | None = None) -> None:
+        self._tls_context = tls_context
+
+    def send(
+        self, url: WebhookUrl, addresses: Sequence[Address], body: bytes, headers: dict[str, str], *, until: float
+    ) -> Outcome:
+        """POST ``body`` to ``url`` at the first of ``addresses`` that connects, by ``until`` (``time.monotonic``);
+        what came of it (never raises for a network problem)."""
+        tls = (self._tls_context or ssl.create_default_context()) if url.scheme == "https" else None
+        failed = Outcome(False, None, "no address to connect to")
+        for address in addresses:
+            connection = (
+                _PinnedHTTPSConnection(url.host, str(address), url.port, tls, until)
+                if tls is not None
+                else _PinnedConnection(str(address), url.port, until)
+            )
+            try:
+                connection.connect()
+            except TimeoutError:
+                connection.close()
+                if time.monotonic() >= until:
+                    return Outcome(False, None, "timeout")
+                failed = Outcome(False, None, "timeout")
+                continue  # this address did not answer in its connect time: the next one
+            except ssl.SSLError as exc:
+                connection.close()
+                return Outcome(False, None, f"TLS error ({type(exc).__name__})")
+            except OSError as exc:
+                connection.close()
+                failed = Outcome(False, None, f"connection failed ({type(exc).__name__})")
+                continue  # refused or unreachable (an IPv6 address without IPv6 egress): the next one
+            return _exchange(connection, url, body, headers, until)
+        return failed
 
 
 def _exchange(

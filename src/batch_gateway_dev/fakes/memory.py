@@ -28,7 +28,7 @@ from typing import Any, Self
 from batch_gateway.contract.errors import ConflictError, InvalidRequestError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, epoch_micros, iso, statuses_before, utcnow
 from batch_gateway.models.jsonl import split_lines
-from batch_gateway.ports import JobStore, OffsetOutOfRangeError, PayloadStore, WriteConflictError
+from batch_gateway.ports import JobStore, OffsetOutOfRangeError, PayloadStore, ProviderBatchIndex, WriteConflictError
 
 
 def _plain(value: Any) -> Any:
@@ -499,3 +499,13 @@ class MemoryWriter:
             self.close()
         else:
             self.abort()
+
+
+class MemoryProviderBatchIndex(ProviderBatchIndex):
+    """Which job holds a provider batch: ``batches`` (provider batch id -> job id), as the test records them."""
+
+    def __init__(self, batches: dict[str, str] | None = None) -> None:
+        self.batches = dict(batches or {})
+
+    def job_for(self, batch_id: str) -> str | None:
+        return self.batches.get(batch_id)
