@@ -215,31 +215,25 @@ def test_the_documented_job_statuses_are_the_contracts():
 
 
 def test_the_drift_check_sees_a_missing_field_a_narrower_type_and_a_field_the_contract_lacks():
-    """The check itself: it fails on what drift looks like."""
+    """The check itself: it fails on what drift looks like (on a shape of its own, so that a field added to the job
+    view touches no line here)."""
+
+    class Shape(typing.TypedDict):
+        id: str
+        cost_usd: float | None
+        retry: contract_jobs.RetryView | None
+        webhook: contract_jobs.JobWebhookView | None
 
     class Drifted(BaseModel):
         id: str
-        status: str
-        provider: str
-        model: str
-        endpoint: str | None = None
-        request_counts: client_models.RequestCounts
-        chunks: list[dict[str, Any]]
-        waiting_for_quota: str | None = None
-        usage: dict[str, Any]
         cost_usd: int | None = None  # narrower than the contract's float
-        cost: dict[str, Any]
-        metadata: dict[str, Any]
         retry: dict[str, Any]  # required, and null not accepted
-        created_at: datetime
-        updated_at: datetime
-        ended_at: datetime | None
-        error: str | None  # no webhook at all
+        # no webhook at all
 
-    assert _drift_between(contract_jobs.JobView, Drifted, documented=False) == [
-        "JobView.cost_usd: number not accepted (it takes integer, null)",
-        "JobView.retry: null not accepted (it takes map)",
-        "JobView.webhook: missing",
+    assert _drift_between(Shape, Drifted, documented=False) == [
+        "Shape.cost_usd: number not accepted (it takes integer, null)",
+        "Shape.retry: null not accepted (it takes map)",
+        "Shape.webhook: missing",
     ]
 
     class DocumentedMore(api.RetryView):
