@@ -153,9 +153,27 @@ def chunk_batches(jobs: dict[str, dict[str, Any]]) -> list[str]:
 def assert_one_batch_per_chunk_and_none_running(sim, provider: str, ended: dict[str, dict[str, Any]]) -> None:
     recorded = chunk_batches(ended)
     assert None not in recorded, "a chunk ended without a provider batch"
-    assert sim.stats()[provider]["batches_created"] == len(recorded) == 2 * len(ended)
+    stray = [b for b in sim.stats()[provider]["batches"] if b not in recorded]
+    assert sim.stats()[provider]["batches_created"] == len(recorded) == 2 * len(ended), describe(sim, provider, stray)
     assert sorted(sim.stats()[provider]["batches"]) == sorted(recorded)  # nothing sent that no chunk records
     assert running_batches(sim, provider) == []
+
+
+def describe(sim, provider: str, batch_ids: list[str]) -> str:
+    """What a batch no chunk records is: its status, creation time and first custom_id (Anthropic's results name
+    the chunk's marker), so a duplicate says whose send it was."""
+    found = []
+    for batch_id in batch_ids:
+        line = f"{batch_id}: {provider_batch_status(sim, provider, batch_id)}"
+        if provider == "anthropic":
+            headers = {"x-api-key": "simulator-key", "anthropic-version": "2023-06-01"}
+            batch = requests.get(f"{sim.url}/v1/messages/batches/{batch_id}", timeout=10, headers=headers).json()
+            line += f" created {batch['created_at']}"
+            if batch["processing_status"] == "ended":
+                results = requests.get(batch["results_url"], timeout=10, headers=headers).text.splitlines()
+                line += f" first custom_id {json.loads(results[0])['custom_id'] if results else None}"
+        found.append(line)
+    return "batches no chunk records: " + "; ".join(found)
 
 
 def held(sim, count: int, created: int | None = None, provider: str = "anthropic") -> Callable[[], bool]:
