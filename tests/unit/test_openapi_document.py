@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from openapi_spec_validator import validate
 
@@ -276,10 +277,25 @@ def test_the_document_says_which_webhook_urls_the_service_takes(where, url):
     assert validator.is_valid(url) == _url_accepted(url)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+def _drawable(pattern: str) -> str:
+    """The pattern without its lookaheads and with its unbounded repeats bounded. Hypothesis cannot draw a
+    lookahead: it draws from the rest and throws away what the whole pattern refuses, and with an unbounded run of
+    63-character labels nearly every draw broke the 253-character limit (a seed that failed every one of 459 draws
+    ended the test as Unsatisfiable). What this admits is drawn, then held to the whole pattern."""
+    drawable = re.sub(r"\(\?[=!](?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)", "", pattern)
+    assert "(?=" not in drawable and "(?!" not in drawable, drawable
+    for unbounded, bounded in ((r"[A-Za-z0-9])?\.)*", r"[A-Za-z0-9])?\.){0,3}"), ("[!-~]*", "[!-~]{0,64}")):
+        assert unbounded in drawable, f"the webhook pattern changed: {unbounded} is gone from {pattern}"
+        drawable = drawable.replace(unbounded, bounded)
+    return drawable
+
+
+@settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_every_url_the_webhook_pattern_admits_is_taken(data):
     """What a generated client or a contract test draws from the pattern, the service takes."""
     for where, schema in _webhook_url_schemas().items():
-        url = data.draw(st.from_regex(schema["pattern"], fullmatch=True).filter(lambda u: len(u) <= 2048), label=where)
+        admitted = re.compile(schema["pattern"])
+        drawn = st.from_regex(_drawable(schema["pattern"]), fullmatch=True).filter(admitted.fullmatch)
+        url = data.draw(drawn, label=where)
         assert _url_accepted(url), url
