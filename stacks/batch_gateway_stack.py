@@ -6,6 +6,7 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from batch_gateway.provider_specs import OPENAI
 from stacks import checkov
 from stacks.alarms import AlarmsConstruct
 from stacks.api import ApiConstruct
@@ -89,7 +90,7 @@ class BatchGatewayStack(Stack):
                 key=key,
                 state_machine=self.workflow.state_machine,
             )
-            if "openai" in config.providers
+            if OPENAI.name in config.providers
             else None
         )
         self.pricing = PricingConstruct(self, "Pricing", overrides=config.price_overrides)

@@ -74,11 +74,11 @@ from typing import Any
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 
-from batch_gateway import constants
+from batch_gateway import constants, provider_specs
 from batch_gateway.models.quotas import parse_overrides  # the one check of a quota document (decision 0081)
 
-KNOWN_PROVIDERS = constants.PROVIDERS
-KEYED_PROVIDERS = ("anthropic", "openai", "google")  # providers with an API key in Secrets Manager (Bedrock has none)
+KNOWN_PROVIDERS = provider_specs.PROVIDERS
+KEYED_PROVIDERS = provider_specs.KEYED  # providers with an API key in Secrets Manager (Bedrock has none)
 
 DEFAULTS: dict[str, Any] = {
     "providers": "anthropic,openai",
@@ -261,7 +261,7 @@ class GatewayConfig:
 
     @property
     def bedrock_enabled(self) -> bool:
-        return "bedrock" in self.providers
+        return provider_specs.BEDROCK.name in self.providers
 
     @property
     def keyed_providers(self) -> tuple[str, ...]:

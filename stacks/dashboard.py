@@ -22,7 +22,7 @@ from batch_gateway import constants
 from stacks.config import KNOWN_PROVIDERS
 
 END_STATUSES = ("finished", "canceled", "expired", "failed")  # contract.statuses' terminal ones (an infra test checks)
-PROVIDERS = KNOWN_PROVIDERS  # every provider a deployment can enable = providers.ADAPTERS (an infra test checks)
+PROVIDERS = KNOWN_PROVIDERS  # every provider a deployment can enable: provider_specs.PROVIDERS (an infra test checks)
 PERIOD = Duration.minutes(5)
 WIDTH = 12  # two widgets a row (the grid is 24 wide)
 

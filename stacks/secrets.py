@@ -8,13 +8,15 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from batch_gateway import constants
+from batch_gateway.provider_specs import BY_NAME
 from stacks import nag
 
-_SECRET_ARN_ENV = {
-    "anthropic": constants.ENV_ANTHROPIC_SECRET_ARN,
-    "openai": constants.ENV_OPENAI_SECRET_ARN,
-    "google": constants.ENV_GOOGLE_SECRET_ARN,
-}
+
+def _secret_env(provider: str) -> str:
+    variable = BY_NAME[provider].secret_env
+    if variable is None:
+        raise ValueError(f"provider {provider!r} takes no API key")
+    return variable
 
 
 def secret_name(provider: str) -> str:
@@ -51,8 +53,8 @@ class SecretsConstruct(Construct):
             self.secrets[provider] = secret
 
     def environment(self) -> dict[str, str]:
-        """``ANTHROPIC_SECRET_ARN`` / ``OPENAI_SECRET_ARN`` for the enabled providers."""
-        return {_SECRET_ARN_ENV[provider]: secret.secret_arn for provider, secret in self.secrets.items()}
+        """Each enabled keyed provider's ``secret_env`` (``ANTHROPIC_SECRET_ARN``, ...): its secret's ARN."""
+        return {_secret_env(provider): secret.secret_arn for provider, secret in self.secrets.items()}
 
     def grant_read(self, grantee: iam.IGrantable) -> None:
         for secret in self.secrets.values():

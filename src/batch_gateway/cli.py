@@ -26,6 +26,7 @@ from batch_gateway.client.errors import BatchGatewayError, error_from_job
 from batch_gateway.client.models import Job, JobStatus
 from batch_gateway.client.sync_client import BatchGatewayClient
 from batch_gateway.contract.jsonl import HEADER_KEY, ParsedFile, dumps_line, iter_jsonl_lines, parse_jsonl
+from batch_gateway.provider_specs import ENDPOINTS, PROVIDERS
 
 EXIT_OK, EXIT_SERVICE_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 JOB_STATUSES = [status.value for status in JobStatus]
@@ -536,15 +537,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     submit = commands.add_parser("submit", parents=[common], help="submit a JSONL file of requests")
     submit.add_argument("file", metavar="FILE.jsonl", help="requests, one per line ('-' for stdin)")
-    submit.add_argument(
-        "--provider", choices=["anthropic", "openai", "bedrock", "google"], help="overrides the header's provider"
-    )
+    submit.add_argument("--provider", choices=list(PROVIDERS), help="overrides the header's provider")
     submit.add_argument("--model", help="overrides the header's model")
     submit.add_argument("--hyperparameters", metavar="JSON", help="merged over the header's hyperparameters")
     submit.add_argument("--metadata", metavar="JSON", help="merged over the header's metadata")
-    submit.add_argument(
-        "--api-endpoint", choices=["chat", "responses", "embeddings"], help="OpenAI endpoint (header: endpoint)"
-    )
+    submit.add_argument("--api-endpoint", choices=list(ENDPOINTS), help="OpenAI endpoint (header: endpoint)")
     submit.add_argument("--idempotency-key", help="resubmitting with the same key returns the first job")
     submit.add_argument(
         "--webhook-url", metavar="URL", help="the job's own webhook (https): signed deliveries of its status changes"

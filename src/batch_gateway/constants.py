@@ -1,7 +1,7 @@
 """Names shared by the runtime and the CDK app.
 
-This module is the only part of ``batch_gateway`` that ``stacks/`` may import: plain constants, no imports,
-no side effects.
+With ``provider_specs`` (each provider's description, which reads these), the only part of ``batch_gateway`` that
+``stacks/`` may import: plain constants, no imports, no side effects.
 """
 
 SERVICE_NAME = "batch-gateway"
@@ -32,13 +32,10 @@ STACK_NAME = "BatchGatewayStack"
 ENV_JOBS_TABLE = "JOBS_TABLE"
 ENV_PAYLOAD_BUCKET = "PAYLOAD_BUCKET"
 ENV_STATE_MACHINE_ARN = "STATE_MACHINE_ARN"
-ENV_ANTHROPIC_SECRET_ARN = "ANTHROPIC_SECRET_ARN"
-ENV_OPENAI_SECRET_ARN = "OPENAI_SECRET_ARN"
-ENV_GOOGLE_SECRET_ARN = "GOOGLE_SECRET_ARN"  # the Gemini API key
+# Each provider's API key secret: the variable is its spec's `secret_env` (batch_gateway.provider_specs).
 # The providers this deployment runs (context `providers`, comma separated), on every function that creates jobs: a job
-# for another provider is refused at create (decision 0102).
+# for another provider is refused at create (decision 0102). Every provider: provider_specs.PROVIDERS.
 ENV_ENABLED_PROVIDERS = "ENABLED_PROVIDERS"
-PROVIDERS = ("anthropic", "openai", "bedrock", "google")  # every provider the gateway has an adapter for
 ENV_POLL_SCHEDULE = "POLL_SCHEDULE_SECONDS"  # comma separated, e.g. "30,60,120,300,600"
 ENV_PRESIGN_EXPIRY = "PRESIGN_EXPIRY_SECONDS"
 ENV_DROP_PREFIX = "DROP_FOLDER_PREFIX"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batch_gateway import constants as c
+from batch_gateway.provider_specs import BEDROCK, PROVIDERS, SPECS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,7 +85,7 @@ class Settings:
     secret_arns: dict[str, str] = field(default_factory=dict)  # provider -> Secrets Manager ARN
     # The providers jobs may name (decision 0102): ENABLED_PROVIDERS, from the context `providers`, on every function
     # that creates jobs. Built in code without an environment: every provider.
-    enabled_providers: tuple[str, ...] = c.PROVIDERS
+    enabled_providers: tuple[str, ...] = PROVIDERS
     poll_schedule: list[int] = field(default_factory=lambda: _schedule(c.DEFAULT_POLL_SCHEDULE))
     presign_expiry: int = c.DEFAULT_PRESIGN_EXPIRY
     max_chunk_requests: int | None = None
@@ -109,15 +110,7 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
-        secrets = {
-            name: env[var]
-            for name, var in (
-                ("anthropic", c.ENV_ANTHROPIC_SECRET_ARN),
-                ("openai", c.ENV_OPENAI_SECRET_ARN),
-                ("google", c.ENV_GOOGLE_SECRET_ARN),
-            )
-            if env.get(var)
-        }
+        secrets = {spec.name: env[spec.secret_env] for spec in SPECS if spec.secret_env and env.get(spec.secret_env)}
         bedrock = BedrockSettings.from_env(env)
         return cls(
             table=env.get(c.ENV_JOBS_TABLE, ""),
@@ -143,9 +136,15 @@ class Settings:
             owner_weights=_weights(env.get(c.ENV_OWNER_WEIGHTS_JSON)),
         )
 
+    @property
+    def reachable_providers(self) -> tuple[str, ...]:
+        """The providers this function can call: those whose key it holds, and Bedrock when it has Bedrock's service
+        role (Bedrock has no key)."""
+        return _reachable(self.secret_arns, self.bedrock)
+
     def provider_options(self, provider: str) -> dict[str, Any]:
         """What an adapter needs besides a key: Bedrock keeps its jobs' files in the payload bucket."""
-        if provider == "bedrock":
+        if provider == BEDROCK.name:
             return {"bucket": self.bucket, "bedrock": self.bedrock}
         return {}
 
@@ -159,13 +158,17 @@ def _enabled_providers(text: str | None, secrets: Mapping[str, str], bedrock: Be
     told (one that creates no jobs, or a template from before decision 0102) enables only what it can reach: the
     providers whose key it holds, and Bedrock when it has Bedrock's service role; never more."""
     if text is None:
-        return (*secrets, *(("bedrock",) if bedrock.role_arn else ()))
+        return _reachable(secrets, bedrock)
     names = tuple(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
-    unknown = [name for name in names if name not in c.PROVIDERS]
+    unknown = [name for name in names if name not in PROVIDERS]
     if unknown:
-        known = ", ".join(c.PROVIDERS)
+        known = ", ".join(PROVIDERS)
         raise ValueError(f"{c.ENV_ENABLED_PROVIDERS}: unknown provider {unknown[0]!r} (one of {known})")
     return names
+
+
+def _reachable(secrets: Mapping[str, str], bedrock: BedrockSettings) -> tuple[str, ...]:
+    return (*secrets, *((BEDROCK.name,) if bedrock.role_arn else ()))
 
 
 def _retry_default(text: str | None) -> dict[str, Any] | None:

@@ -41,6 +41,7 @@ from batch_gateway.ports import (
     WebhookSender,
     WebhookStore,
 )
+from batch_gateway.provider_specs import BY_NAME
 from batch_gateway.service.context import Services
 from batch_gateway.service.events.signals import signalling
 from batch_gateway.settings import Settings
@@ -95,9 +96,8 @@ def _planner(name: str) -> BatchProvider:
 def _provider(name: str) -> BatchProvider:
     """One adapter per provider and key: a rotated key (seen within SECRET_MAX_AGE) gets a fresh client. Bedrock
     has no key (the function's role calls it)."""
-    from batch_gateway.providers import KEYLESS  # noqa: PLC0415 (cold start: COLD_START)
-
-    return _provider_with_key(name, "" if name in KEYLESS else _api_key(name))
+    spec = BY_NAME.get(name)
+    return _provider_with_key(name, "" if spec is not None and spec.keyless else _api_key(name))
 
 
 @cache

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from batch_gateway import constants
+from batch_gateway.provider_specs import OPENAI
 from stacks.app_factory import CDK_JSON, synth_template
 from stacks.config import DEFAULTS, ConfigError, GatewayConfig
 
@@ -59,7 +60,7 @@ def test_one_provider_on_x86_creates_one_secret_and_x86_lambdas():
     ]
     assert {tuple(f["Architectures"]) for f in functions} == {("x86_64",)}
     for function in functions:
-        assert constants.ENV_OPENAI_SECRET_ARN not in function["Environment"]["Variables"]
+        assert OPENAI.secret_env not in function["Environment"]["Variables"]
 
 
 def test_retry_default_is_checked_at_synth_and_reaches_the_functions_as_json():

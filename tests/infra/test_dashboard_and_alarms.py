@@ -11,7 +11,7 @@ import pytest
 
 from batch_gateway import constants
 from batch_gateway.contract.statuses import TERMINAL_JOB_STATUSES
-from batch_gateway.providers import ADAPTERS
+from batch_gateway.provider_specs import PROVIDERS
 from stacks import dashboard
 from tests.support.synthesized import resolve_join
 
@@ -38,7 +38,7 @@ def test_the_dashboard_name_is_an_output(synthesized):
 
 def test_the_dashboard_lists_what_the_issue_names_and_knows_every_status_and_provider(synthesized):
     assert set(dashboard.END_STATUSES) == {s.value for s in TERMINAL_JOB_STATUSES}
-    assert set(dashboard.PROVIDERS) == set(ADAPTERS)
+    assert set(dashboard.PROVIDERS) == set(PROVIDERS)
     jobs = _widget(synthesized, "Jobs created and ended")
     assert constants.METRIC_JOBS_CREATED in _metric_names(jobs)
     ended = [m for m in jobs["metrics"] if m[1] == constants.METRIC_JOBS_ENDED]
@@ -46,7 +46,7 @@ def test_the_dashboard_lists_what_the_issue_names_and_knows_every_status_and_pro
     assert {"RequestsAccepted", "RequestsFinished"} == set(_metric_names(_widget(synthesized, "Requests")))
     providers = _widget(synthesized, "Provider errors")
     assert {"ProviderErrors", "ProviderThrottles", "ProviderAuthErrors"} == set(_metric_names(providers))
-    assert {m[m.index("provider") + 1] for m in providers["metrics"]} == set(ADAPTERS)
+    assert {m[m.index("provider") + 1] for m in providers["metrics"]} == set(PROVIDERS)
     assert set(_metric_names(_widget(synthesized, "Notice lag"))) == {"NoticeLagSeconds"}
     assert set(_metric_names(_widget(synthesized, "Webhook"))) == {"WebhookDeliveries", "WebhookFailures"}
     cost = _widget(synthesized, "Cost of ended jobs per hour")
@@ -93,7 +93,7 @@ def test_the_provider_auth_alarm_sums_every_providers_auth_errors(synthesized):
     alarm = _alarm(synthesized, "ProviderAuthErrors")
     metrics = [m["MetricStat"]["Metric"] for m in alarm["Metrics"] if "MetricStat" in m]
     assert {m["MetricName"] for m in metrics} == {"ProviderAuthErrors"}
-    assert {d["Value"] for m in metrics for d in m["Dimensions"] if d["Name"] == "provider"} == set(ADAPTERS)
+    assert {d["Value"] for m in metrics for d in m["Dimensions"] if d["Name"] == "provider"} == set(PROVIDERS)
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from batch_gateway import constants
+from batch_gateway.provider_specs import ANTHROPIC, OPENAI
 from tests.support.synthesized import ALL_HANDLERS, Synthesized
 
 JOB_CREATORS = {"Create", "AnthropicCompat", "OpenAICompat", "Ingest"}
@@ -34,4 +35,4 @@ def test_every_function_that_creates_jobs_is_told_the_enabled_providers(synthesi
         env = environment(synthesized, function_id)
         assert env.get(constants.ENV_ENABLED_PROVIDERS) == "anthropic,openai", function_id
         # what the function could otherwise have told it from: it holds no provider key
-        assert not {constants.ENV_ANTHROPIC_SECRET_ARN, constants.ENV_OPENAI_SECRET_ARN} & set(env), function_id
+        assert not {ANTHROPIC.secret_env, OPENAI.secret_env} & set(env), function_id

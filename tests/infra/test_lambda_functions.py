@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from batch_gateway import constants
+from batch_gateway.provider_specs import ANTHROPIC, OPENAI
 from tests.support.synthesized import ALL_HANDLERS, FUNCTION_SCOPES
 
 
@@ -66,7 +67,7 @@ def test_workflow_and_api_lambdas_get_the_settings_their_services_read(synthesiz
     for function_id in constants.WORKFLOW_HANDLERS:
         assert env(function_id)[constants.ENV_POLL_SCHEDULE] == constants.DEFAULT_POLL_SCHEDULE
     for function_id in ("Submit", "Poll"):
-        assert {constants.ENV_ANTHROPIC_SECRET_ARN, constants.ENV_OPENAI_SECRET_ARN} <= set(env(function_id))
+        assert {ANTHROPIC.secret_env, OPENAI.secret_env} <= set(env(function_id))
     assert env("Finalize")[constants.ENV_EVENT_BUS_NAME] == {
         "Ref": synthesized.by_path("Signals/BatchGatewayBus/Resource")[0]
     }
@@ -74,4 +75,4 @@ def test_workflow_and_api_lambdas_get_the_settings_their_services_read(synthesiz
     assert env("Create")[constants.ENV_STATE_MACHINE_ARN] == {"Ref": state_machine_id}
     assert env("Retrieve")[constants.ENV_PRESIGN_EXPIRY] == str(constants.DEFAULT_PRESIGN_EXPIRY)
     for function_id in constants.API_HANDLERS:
-        assert not {constants.ENV_ANTHROPIC_SECRET_ARN, constants.ENV_OPENAI_SECRET_ARN} & set(env(function_id))
+        assert not {ANTHROPIC.secret_env, OPENAI.secret_env} & set(env(function_id))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from batch_gateway import constants
+from batch_gateway.provider_specs import OPENAI
 from stacks.app_factory import synth_template
 
 ROUTE = ("POST", constants.OPENAI_WEBHOOK_PATH)
@@ -26,7 +27,7 @@ def test_the_receiver_reads_only_the_webhook_secret_a_jobs_item_and_the_provider
     assert secret["Properties"]["Name"] == constants.OPENAI_WEBHOOK_SECRET_NAME
     env = synthesized.function("OpenAIWebhook")[1]["Properties"]["Environment"]["Variables"]
     assert constants.ENV_OPENAI_WEBHOOK_SECRET_ARN in env
-    assert constants.ENV_OPENAI_SECRET_ARN not in env and constants.ENV_STATE_MACHINE_ARN not in env
+    assert OPENAI.secret_env not in env and constants.ENV_STATE_MACHINE_ARN not in env
 
     table_id = next(iter(synthesized.of_type("AWS::DynamoDB::Table")))
     (machine,) = synthesized.of_type("AWS::StepFunctions::StateMachine")

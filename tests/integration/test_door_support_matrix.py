@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from batch_gateway.constants import PROVIDERS
+from batch_gateway.provider_specs import PROVIDERS
 from tests.support.doors import ANTHROPIC_BATCHES as BATCHES
 from tests.support.doors import anthropic_send as send
 from tests.support.doors import create_openai_batch as _create_batch

@@ -16,6 +16,7 @@ import boto3
 import pytest
 
 from batch_gateway import constants, wiring
+from batch_gateway.provider_specs import SPECS
 from batch_gateway_dev.local.template import Template, synthesized_template
 from lambdas import create, ingest
 from tests.support.doors import anthropic_send, create_openai_batch, upload_openai_file
@@ -24,9 +25,7 @@ from tests.support.events import call, executions, load_event
 # What a function may know about providers: which are enabled, the keys it holds, Bedrock's service role.
 PROVIDER_VARIABLES = (
     constants.ENV_ENABLED_PROVIDERS,
-    constants.ENV_ANTHROPIC_SECRET_ARN,
-    constants.ENV_OPENAI_SECRET_ARN,
-    constants.ENV_GOOGLE_SECRET_ARN,
+    *(spec.secret_env for spec in SPECS if spec.secret_env),
     constants.ENV_BEDROCK_ROLE_ARN,
 )
 HANDLERS = {

@@ -28,6 +28,7 @@ import boto3
 import pytest
 
 from batch_gateway import constants, wiring
+from batch_gateway.provider_specs import SPECS
 from batch_gateway.service.context import Services
 from batch_gateway.store import aws as aws_clients
 from batch_gateway_dev.local.resources import create_bucket, create_table
@@ -175,9 +176,4 @@ def _forget_sessions() -> None:
 
 
 # Set by ``moto_account`` for the keyed providers: a Bedrock test's deployment has none of them.
-_HANDLER_VARS = (
-    constants.ENV_ANTHROPIC_SECRET_ARN,
-    constants.ENV_OPENAI_SECRET_ARN,
-    constants.ENV_GOOGLE_SECRET_ARN,
-    "ANTHROPIC_BASE_URL",
-)
+_HANDLER_VARS = (*(spec.secret_env for spec in SPECS if spec.secret_env), "ANTHROPIC_BASE_URL")

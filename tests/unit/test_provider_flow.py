@@ -18,6 +18,7 @@ import pytest
 from batch_gateway import providers
 from batch_gateway.contract import errors
 from batch_gateway.models.requests import PROVIDERS
+from batch_gateway.provider_specs import SPECS
 from batch_gateway.providers.base import (
     BatchProvider,
     ChunkRef,
@@ -243,11 +244,13 @@ def test_an_adapter_that_overrides_the_shared_flow_is_refused_when_defined():
 # ---- registration
 
 
-def test_every_registered_provider_builds_its_adapter_and_the_table_is_the_one_list_of_providers():
-    assert tuple(providers.ADAPTERS) == PROVIDERS
-    for name in providers.ADAPTERS:
-        adapter = providers.make_provider(name, api_key="k", deployment_id="d1")
-        assert isinstance(adapter, BatchProvider) and adapter.name == name
+def test_every_provider_spec_builds_its_adapter_and_the_adapter_takes_its_name_and_limits_from_the_spec():
+    assert tuple(spec.name for spec in SPECS) == PROVIDERS
+    for spec in SPECS:
+        adapter = providers.make_provider(spec.name, api_key="k", deployment_id="d1")
+        assert isinstance(adapter, BatchProvider) and adapter.spec is spec
+        assert (adapter.name, adapter.label, adapter.sdk) == (spec.name, spec.label, spec.sdk)
+        assert (type(adapter).max_requests, type(adapter).max_bytes) == (spec.max_requests, spec.max_bytes)
 
 
 def test_an_unknown_provider_is_refused():

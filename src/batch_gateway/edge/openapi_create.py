@@ -22,31 +22,22 @@ from batch_gateway.models.requests import (
     MAX_METADATA_PAIRS,
     MAX_REQUEST_CHARS,
     PROVIDER_HYPERPARAMETER_LIMITS,
-    PROVIDERS,
 )
 from batch_gateway.models.webhooks import EVENT_TYPES as WEBHOOK_EVENT_TYPES
+from batch_gateway.provider_specs import SPECS
 
-# The model names each provider takes (models.requests.check_model_for_provider), as ECMA-262 patterns.
-_MODEL_CHARS = "[A-Za-z0-9._:@/-]"
-MODEL_PATTERNS = {
-    "anthropic": f"^claude{_MODEL_CHARS}{{0,194}}$",
-    "openai": f"^(?!claude)[A-Za-z0-9]{_MODEL_CHARS}{{0,199}}$",
-    # lower case only here; the service also takes other cases of the family names
-    "bedrock": f"^(?={_MODEL_CHARS}*(anthropic\\.claude|amazon\\.nova))[A-Za-z0-9]{_MODEL_CHARS}{{0,199}}$",
-    "google": f"^gemini{_MODEL_CHARS}{{0,194}}$",
-}
-_NAMES = {"anthropic": "Anthropic", "openai": "OpenAI", "bedrock": "Bedrock", "google": "Google"}
+# The model names each provider takes (models.requests.check_model_for_provider), as ECMA-262 patterns: its spec's.
+MODEL_PATTERNS = {spec.name: spec.models.schema for spec in SPECS}
 
 
 def variants() -> list[tuple[str, str, str | None]]:
     """The shapes a body may take: (schema name, provider, endpoint; None for chat, the default), one per provider
-    and endpoint it serves (``models.provider_options.ALLOWED``)."""
+    and endpoint it serves (its spec's ``endpoints``)."""
     found = []
-    for provider in PROVIDERS:
-        endpoints = sorted({e for p, e in ALLOWED if p == provider} | {"chat"})
-        for endpoint in endpoints:
-            name = f"{_NAMES.get(provider, provider.title())}{endpoint.title()}Batch"
-            found.append((name, provider, None if endpoint == "chat" else endpoint))
+    for spec in SPECS:
+        for endpoint in sorted(set(spec.endpoints)):
+            name = f"{spec.title}{endpoint.title()}Batch"
+            found.append((name, spec.name, None if endpoint == "chat" else endpoint))
     return found
 
 

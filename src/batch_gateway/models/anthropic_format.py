@@ -19,6 +19,7 @@ from batch_gateway.models.jobs import Job, JobStatus, iso
 # Structured output runs on Claude as one forced tool; its input is the answer, given back as the message's text.
 from batch_gateway.models.request_extras import JSON_TOOL, extras_the_model_drops
 from batch_gateway.models.routing import provider_for_model
+from batch_gateway.provider_specs import ANTHROPIC
 
 # A batch ends within 24 hours of its creation on Anthropic; the gateway reports the same window.
 EXPIRES_AFTER = timedelta(hours=24)
@@ -160,7 +161,7 @@ def _request(params: dict[str, Any], where: str, provider: str) -> dict[str, Any
         )
     options = {name: params[name] for name in _PASS_THROUGH if params.get(name) is not None}
     if options:
-        if provider != "anthropic":
+        if provider != ANTHROPIC.name:
             name = next(iter(options))
             raise _Refused(f"{where}.{name}", f"is supported for Anthropic models (claude-*) only, not on {provider}")
         request["provider_options"] = options

@@ -5,9 +5,16 @@ The request body's schema is built from the service's own checks instead (``edge
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
+
+from batch_gateway.provider_specs import PROVIDERS
+
+if TYPE_CHECKING:
+    ProviderName = str
+else:
+    ProviderName = Literal[PROVIDERS]  # every provider's name (provider_specs): the enum docs/openapi.json shows
 
 
 class RequestCountsView(BaseModel):
@@ -79,7 +86,7 @@ class CostView(BaseModel):
 class JobView(BaseModel):
     id: str
     status: Literal["queued", "in_progress", "canceling", "finished", "canceled", "expired", "failed"]
-    provider: Literal["anthropic", "openai", "bedrock", "google"]
+    provider: ProviderName
     model: str
     endpoint: Literal["chat", "responses", "embeddings"] | None
     request_counts: RequestCountsView
@@ -225,7 +232,7 @@ class Estimate(BaseModel):
     """The answer to ``POST /batches`` with ``"dry_run": true``: nothing was stored or started."""
 
     dry_run: Literal[True]
-    provider: Literal["anthropic", "openai", "bedrock", "google"]
+    provider: ProviderName
     model: str
     endpoint: Literal["chat", "responses", "embeddings"] | None
     request_count: int

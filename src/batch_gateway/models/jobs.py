@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from batch_gateway.contract.statuses import TERMINAL_JOB_STATUSES as TERMINAL_JOB_STATUSES
 from batch_gateway.contract.statuses import ItemStatus as ItemStatus
 from batch_gateway.contract.statuses import JobStatus as JobStatus
+from batch_gateway.provider_specs import ANTHROPIC, OPENAI
 
 if TYPE_CHECKING:
     from batch_gateway.contract.jobs import (
@@ -371,6 +372,12 @@ class JoinProgress(SubRecord):
     etag: str | None = None
 
 
+# The compatible doors (decision 0045), each named after the provider whose own API it speaks: a job's ``door`` and
+# ``source``, the OpenAI door's batch input file ``format``, the key of Finalize's output files for the door.
+OPENAI_DOOR = OPENAI.name
+ANTHROPIC_DOOR = ANTHROPIC.name
+
+
 class DoorFields(SubRecord):
     """A compatible front door's own fields (decision 0045); every one is None for a job of no door. OpenAI: the
     batch's endpoint, completion_window, metadata and input_file_id, and its output and error files once
@@ -392,7 +399,7 @@ class InputFile(SubRecord):
     fails)."""
 
     key: str
-    format: str  # "gateway" (the drop folder's JSONL) | "openai" (the OpenAI door's batch input file)
+    format: str  # "gateway" (the drop folder's JSONL) | OPENAI_DOOR (the OpenAI door's batch input file)
     bytes: int
     endpoint: str | None = None
     read: bool = False

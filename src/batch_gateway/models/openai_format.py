@@ -14,6 +14,7 @@ from batch_gateway.models.jobs import Job, JobStatus
 from batch_gateway.models.request_extras import JSON_TOOL, extras_the_model_drops
 from batch_gateway.models.requests import MAX_ERROR_DETAILS
 from batch_gateway.models.routing import provider_for_model
+from batch_gateway.provider_specs import BY_NAME, OPENAI, SPECS
 
 ENDPOINTS = {"/v1/chat/completions": "chat", "/v1/embeddings": "embeddings", "/v1/responses": "responses"}
 COMPLETION_WINDOWS = ("24h",)
@@ -226,10 +227,10 @@ def _messages(
 
 def chat_request(body: dict[str, Any], provider: str) -> dict[str, Any]:
     """An OpenAI chat completion body as a gateway request (``LineProblemError`` for what does not translate)."""
-    allowed = CHAT_TRANSLATED | (OPENAI_ONLY if provider == "openai" else frozenset())
+    allowed = CHAT_TRANSLATED | (OPENAI_ONLY if provider == OPENAI.name else frozenset())
     unknown = sorted(set(body) - allowed)
     if unknown:
-        where = "" if provider == "openai" else f" to {provider}"
+        where = "" if provider == OPENAI.name else f" to {provider}"
         raise LineProblemError(f"body.{unknown[0]}", f"cannot be translated{where}")
     messages, systems = _messages(body.get("messages"))
     request: dict[str, Any] = {"messages": messages}
@@ -296,8 +297,9 @@ def translate_line(line: dict[str, Any], endpoint_url: str, number: int) -> tupl
     body = line["body"]
     provider = provider_for_model(body["model"], where="body.model", line=number)
     kind = ENDPOINTS[endpoint_url]
-    if kind != "chat" and provider != "openai":
-        raise LineProblemError("url", f"{endpoint_url} is served by OpenAI models only")
+    if kind not in BY_NAME[provider].endpoints:
+        serving = " or ".join(spec.title for spec in SPECS if kind in spec.endpoints)
+        raise LineProblemError("url", f"{endpoint_url} is served by {serving} models only")
     if kind == "chat":
         request = chat_request(body, provider)
         for name in extras_the_model_drops(body["model"], request):

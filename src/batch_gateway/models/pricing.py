@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from batch_gateway.constants import ON_DEMAND_BATCH_PREFIX
 from batch_gateway.models.jobs import Chunk, Usage
+from batch_gateway.provider_specs import BY_NAME
 
 if TYPE_CHECKING:
     from batch_gateway.contract.jobs import CostView
 
 CURRENCY = "USD"
 PARTS = ("input", "output", "cache_write", "cache_read")  # priced parts of a Usage, in the cost object's order
-_BEDROCK_FAMILIES = ("anthropic.", "amazon.")
 MILLION = 1_000_000
 
 
@@ -98,13 +98,6 @@ def _rates(row: Mapping[str, Any], base: Rates | None, fallback: Rates | None) -
     return Rates(**values)
 
 
-def _bedrock_model(model: str) -> str:
-    """`anthropic.claude-...` for a model id, an inference profile id (`us.anthropic.claude-...`) or either's ARN."""
-    name = model.rsplit("/", 1)[-1]
-    starts = [name.find(family) for family in _BEDROCK_FAMILIES if family in name]
-    return name[min(starts) :] if starts else name
-
-
 @dataclasses.dataclass(frozen=True)
 class PriceTable:
     """The rows in force and their version (the file's, with any override's label)."""
@@ -113,9 +106,11 @@ class PriceTable:
     rows: tuple[ModelPrice, ...]
 
     def price_for(self, provider: str, model: str) -> ModelPrice | None:
-        """The row with the longest model prefix that starts ``model`` (Bedrock ids matched without geography/ARN)."""
-        if provider == "bedrock":
-            model = _bedrock_model(model)
+        """The row with the longest model prefix that starts ``model`` as the provider's spec keys it
+        (``price_key``: Bedrock ids matched without geography or ARN)."""
+        spec = BY_NAME.get(provider)
+        if spec is not None:
+            model = spec.price_key(model)
         matches = [row for row in self.rows if row.provider == provider and model.startswith(row.model)]
         return max(matches, key=lambda row: len(row.model), default=None)
 

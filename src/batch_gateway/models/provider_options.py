@@ -9,50 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError
+from batch_gateway.provider_specs import SPECS
 
-# Gemini's generationConfig fields a caller may set through provider_options (the rest of Gemini's allowed options
-# sit at the request's top).
-GOOGLE_GENERATION_OPTIONS = frozenset(
-    {
-        "thinkingConfig",
-        "seed",
-        "presencePenalty",
-        "frequencyPenalty",
-        "responseLogprobs",
-        "logprobs",
-        "candidateCount",
-        "responseModalities",
-        "mediaResolution",
-    }
-)
-
+# (provider, endpoint) -> the options it takes: each provider's spec's ``options``.
 ALLOWED: dict[tuple[str, str], frozenset[str]] = {
-    # cache_control: Anthropic's automatic prompt caching of the whole prompt (its cache writes and reads are priced)
-    ("anthropic", "chat"): frozenset({"metadata", "thinking", "tools", "tool_choice", "service_tier", "cache_control"}),
-    ("openai", "chat"): frozenset(
-        {
-            "response_format",
-            "seed",
-            "logprobs",
-            "top_logprobs",
-            "presence_penalty",
-            "frequency_penalty",
-            "tools",
-            "tool_choice",
-            "reasoning_effort",
-            "service_tier",
-            "user",
-            "logit_bias",
-            "parallel_tool_calls",
-            "metadata",  # with store: the chat completion kept in the OpenAI account, tagged
-            "store",
-        }
-    ),
-    ("openai", "responses"): frozenset({"reasoning", "text", "tools", "tool_choice", "store", "user", "truncation"}),
-    ("openai", "embeddings"): frozenset({"dimensions", "encoding_format", "user"}),
-    # Gemini GenerateContentRequest fields: the generation settings go into generationConfig, the others at the
-    # request's top (providers.gemini)
-    ("google", "chat"): GOOGLE_GENERATION_OPTIONS | frozenset({"safetySettings", "cachedContent", "labels"}),
+    (spec.name, endpoint): options for spec in SPECS for endpoint, options in spec.options.items()
 }
 
 

@@ -26,9 +26,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
-from batch_gateway.models.requests import PROVIDERS
+from batch_gateway import provider_specs
+from batch_gateway.provider_specs import PROVIDERS, SPECS
 
-ANY_MODEL = "*"
+ANY_MODEL = provider_specs.ANY_MODEL  # a ledger's model key for the limits a provider's models share
 BYTES_PER_TOKEN = 4  # as money.estimate's input estimate (bytes/4); tests/unit/test_quota_admission.py holds them equal
 LIMIT_FIELDS = ("enqueued_tokens", "batches_in_flight", "creates_per_minute", "requests_in_flight")
 
@@ -41,39 +42,16 @@ class QuotaLimits:
     requests_in_flight: int | None = None
 
 
-# Provider -> model -> limits. Figures as the providers published them for their first usage tier (late 2026).
+# Provider -> model -> limits: each provider's spec's ``quotas``, figures as the providers published them for their
+# first usage tier (late 2026), each with where it comes from.
 DEFAULT_LIMITS: dict[str, dict[str, QuotaLimits]] = {
-    # OpenAI, "Batch queue limit" per model (platform.openai.com/docs/guides/rate-limits and each model's page, tier 1):
-    # input tokens of the organisation's batches not yet ended, per model; a batch over it fails validation with
-    # `token_limit_exceeded`. No published limit on batches or creates. `*` is the smallest tier-1 figure (gpt-4o's).
-    "openai": {
-        ANY_MODEL: QuotaLimits(enqueued_tokens=90_000),
-        "gpt-4o": QuotaLimits(enqueued_tokens=90_000),
-        "gpt-4o-mini": QuotaLimits(enqueued_tokens=2_000_000),
-        "gpt-4.1": QuotaLimits(enqueued_tokens=900_000),
-        "gpt-4.1-mini": QuotaLimits(enqueued_tokens=2_000_000),
-        "gpt-4.1-nano": QuotaLimits(enqueued_tokens=2_000_000),
-    },
-    # Anthropic, Message Batches API rate limits, tier 1 (docs.claude.com/en/api/rate-limits): 100,000 batch requests
-    # in the processing queue and 50 requests a minute to the Message Batches API. Both are the organisation's across
-    # models: one ledger for all Anthropic models (ORGANISATION_LIMITS).
-    # The 50 a minute count polls and result reads too: creates get 20 of them.
-    "anthropic": {ANY_MODEL: QuotaLimits(requests_in_flight=100_000, creates_per_minute=20)},
-    # Bedrock, Service Quotas "Sum of in-progress and submitted batch inference jobs using a base model" (per model
-    # and Region; docs.aws.amazon.com/general/latest/gr/bedrock.html): 10 is the common default, some models have 20.
-    "bedrock": {ANY_MODEL: QuotaLimits(batches_in_flight=10)},
-    # Gemini API batch mode (ai.google.dev/gemini-api/docs/rate-limits, tier 1): 100 concurrent batch requests
-    # (batches), and enqueued tokens per model; `*` takes 3,000,000, the smallest tier-1 figure of the 2.5 models.
-    "google": {ANY_MODEL: QuotaLimits(batches_in_flight=100, enqueued_tokens=3_000_000)},
+    spec.name: {model: QuotaLimits(**limits) for model, limits in spec.quotas.items()} for spec in SPECS
 }
 
-# Limits that are the provider account's across its models, not each model's (decision 0087): Anthropic's Message
-# Batches limits are the organisation's (docs.claude.com/en/api/rate-limits: "the number of batch requests in the
-# processing queue" and requests a minute "to the Message Batches API", per organisation); Gemini's concurrent batch
-# requests are the project's, its enqueued tokens each model's (ai.google.dev/gemini-api/docs/rate-limits).
+# Limits that are the provider account's across its models, not each model's (decision 0087): each spec's
+# ``organisation_limits`` (Anthropic's Message Batches limits, Gemini's concurrent batch requests).
 ORGANISATION_LIMITS: dict[str, frozenset[str]] = {
-    "anthropic": frozenset({"requests_in_flight", "creates_per_minute"}),
-    "google": frozenset({"batches_in_flight"}),
+    spec.name: spec.organisation_limits for spec in SPECS if spec.organisation_limits
 }
 
 QuotaOverrides = Mapping[str, Mapping[str, Mapping[str, int | None]]]

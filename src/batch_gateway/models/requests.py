@@ -13,14 +13,15 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from batch_gateway import constants
+from batch_gateway import provider_specs
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.provider_options import ALLOWED as ALLOWED_OPTIONS
 from batch_gateway.models.request_extras import EXTRA_KEYS, extras_the_model_drops
 from batch_gateway.models.retry import parse_retry
+from batch_gateway.provider_specs import BY_NAME, SPECS
 
-PROVIDERS = constants.PROVIDERS
-ENDPOINTS = ("chat", "responses", "embeddings")
+PROVIDERS = provider_specs.PROVIDERS
+ENDPOINTS = provider_specs.ENDPOINTS  # every provider's, in the order the specs list them
 MAX_ID_CHARS = 256
 MAX_REQUEST_CHARS = 1_000_000  # text of one request; far above any model's context window in characters
 MAX_METADATA_PAIRS = 16
@@ -37,14 +38,11 @@ HYPERPARAMETERS: dict[str, tuple[tuple[type, ...], float | None, float | None]] 
     "top_k": ((int,), 1, 1_000_000),
     "stop": ((list, str), None, None),
 }
+# Each provider's bounds that differ from the above (its spec's ``hyperparameters``); None: not supported by it.
 PROVIDER_HYPERPARAMETER_LIMITS: dict[str, dict[str, tuple[float, float] | None]] = {
-    "anthropic": {"temperature": (0.0, 1.0)},
-    "openai": {"top_k": None},  # None: not supported by the provider
-    "bedrock": {"temperature": (0.0, 1.0)},  # Claude's and Nova's range
-    "google": {},  # Gemini takes temperature 0-2, top_p, top_k and up to 5 stop sequences
+    spec.name: dict(spec.hyperparameters) for spec in SPECS
 }
-# Bedrock model families whose batch body the adapter writes (providers.bedrock.FAMILIES): what the id contains.
-BEDROCK_FAMILIES = ("anthropic.claude", "amazon.nova")
+_MODEL_CHECKS = {spec.name: re.compile(spec.models.check) for spec in SPECS}  # the model names each provider serves
 DEFAULT_MAX_TOKENS = 1024
 # Per-request fields both compatible doors translate into (decision 0048), rendered by each provider adapter:
 # tools [{name, description?, input_schema}], tool_choice {type: auto|none|any|tool, name?}, response_format
@@ -265,34 +263,20 @@ def check_provider_enabled(provider: str, enabled: Collection[str]) -> None:
 
 
 def check_model_for_provider(provider: str, model: str) -> None:
-    if provider == "anthropic" and not model.startswith("claude"):
-        raise InvalidRequestError(
-            f"model '{model}' is not an Anthropic model name (they start with 'claude-')",
-            details=[_detail("model", "not an Anthropic model")],
-        )
-    if provider == "bedrock" and not any(family in model.lower() for family in BEDROCK_FAMILIES):
-        raise InvalidRequestError(
-            f"model '{model}' is not a Bedrock model this gateway supports: Anthropic Claude ('anthropic.claude-...') "
-            "and Amazon Nova ('amazon.nova-...') model ids, their inference profiles ('us.anthropic.claude-...') "
-            "or ARNs",
-            details=[_detail("model", "supported Bedrock families: anthropic.claude, amazon.nova")],
-        )
-    if provider == "google" and not model.startswith("gemini"):
-        raise InvalidRequestError(
-            f"model '{model}' is not a Gemini model name (they start with 'gemini-', such as 'gemini-2.5-flash')",
-            details=[_detail("model", "not a Gemini model")],
-        )
-    if provider == "openai" and model.startswith("claude"):
-        raise InvalidRequestError(
-            f"model '{model}' is an Anthropic model; use provider 'anthropic'",
-            details=[_detail("model", "not an OpenAI model")],
-        )
+    """A model the provider serves (its spec's ``models.check``), else a 400 in the spec's words."""
+    check = _MODEL_CHECKS.get(provider)
+    if check is not None and not check.search(model):
+        names = BY_NAME[provider].models
+        raise InvalidRequestError(names.refusal.format(model=model), details=[_detail("model", names.refusal_detail)])
 
 
 def check_endpoint_for_provider(provider: str, endpoint: str | None) -> None:
-    if provider in ("anthropic", "bedrock", "google") and endpoint not in (None, "chat"):
+    """An endpoint the provider serves (its spec's ``endpoints``; none given is chat)."""
+    spec = BY_NAME.get(provider)
+    if spec is not None and endpoint is not None and endpoint not in spec.endpoints:
+        serving = " or ".join(f"'{other.name}'" for other in SPECS if endpoint in other.endpoints)
         raise InvalidRequestError(
-            f"endpoint '{endpoint}' is only available with provider 'openai'",
+            f"endpoint '{endpoint}' is only available with provider {serving}",
             details=[_detail("endpoint", f"{provider} batches support messages only")],
         )
 

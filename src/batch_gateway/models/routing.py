@@ -8,31 +8,20 @@ import re
 from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError
+from batch_gateway.provider_specs import SPECS
 
-# Bedrock: foundation model ids, cross-region inference profiles (`us.`, `eu.`, `apac.`, `global.`, ...) and ARNs.
-_BEDROCK_RE = re.compile(r"\A(?:arn:aws[a-z-]*:bedrock:.+|(?:[a-z]{2,6}\.)?(?:anthropic\.claude|amazon\.nova)-.+)\Z")
-_ANTHROPIC_RE = re.compile(r"\Aclaude-.+\Z")
-_OPENAI_RE = re.compile(r"\A(?:ft:)?(?:gpt-|o1|o3|o4|text-embedding-|chatgpt-).*\Z")
-_GEMINI_RE = re.compile(r"\Agemini-.+\Z")
-
-SUPPORTED = (
-    "claude-* (Anthropic); anthropic.claude-*, amazon.nova-*, their inference profiles (us./eu./apac./global.) "
-    "and Bedrock ARNs (Bedrock); gpt-*, o1*, o3*, o4*, text-embedding-*, chatgpt-* (OpenAI); gemini-* (Google)"
-)
+# Each provider's routed model names (its spec's ``models.routes``); no name matches two.
+_ROUTES = tuple((spec.name, re.compile(spec.models.routes)) for spec in SPECS if spec.models.routes)
+SUPPORTED = "; ".join(f"{spec.models.routes_hint} ({spec.title})" for spec in SPECS if spec.models.routes)
 
 
 def provider_for_model(model: Any, *, where: str = "model", line: int | None = None) -> str:
-    """``anthropic``, ``bedrock``, ``openai`` or ``google`` for a model name; a 400 naming the line, the field and
-    the model when no provider serves it."""
+    """The provider whose routed names (``provider_specs``) take a model name; a 400 naming the line, the field
+    and the model when no provider serves it."""
     if isinstance(model, str):
-        if _BEDROCK_RE.fullmatch(model):
-            return "bedrock"
-        if _ANTHROPIC_RE.fullmatch(model):
-            return "anthropic"
-        if _OPENAI_RE.fullmatch(model):
-            return "openai"
-        if _GEMINI_RE.fullmatch(model):
-            return "google"
+        for name, routes in _ROUTES:
+            if routes.fullmatch(model):
+                return name
     at = f"line {line}: " if line is not None else ""
     message = f"model {str(model)[:200]!r} is not served by any provider of this gateway; supported: {SUPPORTED}"
     detail: dict[str, Any] = {"field": where, "message": message}

@@ -11,6 +11,7 @@ from batch_gateway.jsonlines import loads
 from batch_gateway.models.ids import carries_marker
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.models.request_extras import anthropic_extras
+from batch_gateway.provider_specs import ANTHROPIC
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
 
 CREATE_TIMEOUT_SECONDS = 120.0
@@ -20,11 +21,7 @@ RECONCILE_WINDOW = timedelta(minutes=15)
 
 
 class AnthropicBatchProvider(BatchProvider):
-    name = "anthropic"
-    sdk = "anthropic"
-    label = "Anthropic"
-    max_requests = 100_000
-    max_bytes = 256 * 1024 * 1024
+    spec = ANTHROPIC
     marks_custom_ids = True
 
     def _new_client(self) -> Any:

@@ -21,6 +21,7 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway.contract import errors
 from batch_gateway.models.jobs import ItemStatus, RequestCounts, Usage
+from batch_gateway.provider_specs import ProviderSpec
 from batch_gateway.providers.sdk_errors import mapped_errors
 
 logger = Logger(child=True)
@@ -113,7 +114,10 @@ class ProviderResult:
 class BatchProvider(abc.ABC):
     """One adapter per provider batch API. Callers see only ``batch_gateway.contract.errors`` types."""
 
-    name: ClassVar[str]  # the registration name (``providers.ADAPTERS``)
+    # The provider's one description (``provider_specs``); the class attributes below are copied from it when the
+    # adapter's class is defined, so an adapter sets ``spec`` and never repeats them.
+    spec: ClassVar[ProviderSpec]
+    name: ClassVar[str]  # the registration name (``spec.name``)
     sdk: ClassVar[str]  # the SDK module whose exceptions ``sdk_errors`` maps
     label: ClassVar[str]  # the provider's name in messages
     max_requests: ClassVar[int]
@@ -133,6 +137,10 @@ class BatchProvider(abc.ABC):
                 f"{cls.__name__} overrides {', '.join(overridden)}: the base class owns the shared flow; "
                 "implement the hooks (_create, _retrieve, _cancel, ...) instead"
             )
+        spec = vars(cls).get("spec")
+        if spec is not None:
+            cls.name, cls.sdk, cls.label = spec.name, spec.sdk, spec.label
+            cls.max_requests, cls.max_bytes = spec.max_requests, spec.max_bytes
 
     @cached_property
     def _client(self) -> Any:

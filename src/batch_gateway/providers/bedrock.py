@@ -33,6 +33,7 @@ from batch_gateway.contract import errors
 from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.models.request_extras import anthropic_extras, plain_extras
+from batch_gateway.provider_specs import BEDROCK
 from batch_gateway.providers.anthropic import claude_output
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult, every_page
 from batch_gateway.settings import BedrockSettings
@@ -132,11 +133,7 @@ class _LineReader(io.RawIOBase):
 
 
 class BedrockBatchProvider(BatchProvider):
-    name = "bedrock"
-    sdk = "botocore"
-    label = "Amazon Bedrock"
-    max_requests = 50_000
-    max_bytes = 1024**3
+    spec = BEDROCK
 
     def __init__(
         self,

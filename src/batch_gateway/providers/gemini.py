@@ -34,7 +34,7 @@ from batch_gateway.contract import errors
 from batch_gateway.contract.jsonl import split_lines
 from batch_gateway.jsonlines import loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
-from batch_gateway.models.provider_options import GOOGLE_GENERATION_OPTIONS
+from batch_gateway.provider_specs import GOOGLE, GOOGLE_GENERATION_OPTIONS
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult, every_page
 
 logger = Logger(child=True)
@@ -48,10 +48,6 @@ LIST_PAGE_SIZE = 100
 ORPHAN_LOOKBACK = timedelta(days=3)  # batches end within 24 h (then EXPIRED) plus the time they wait to start
 DISPLAY_NAME_MAX = 128
 MIME_TYPE = "application/jsonl"
-# Google's documented limits: an input file up to 2 GB and no fixed request count. Our chunk file is spooled to the
-# Submit function's /tmp (Lambda's default 512 MB), so a chunk holds at most 400 MB; requests: a large cap.
-MAX_REQUESTS = 100_000
-MAX_BYTES = 400 * 1024 * 1024
 
 OPEN_STATES = frozenset({"JOB_STATE_PENDING", "JOB_STATE_QUEUED", "JOB_STATE_RUNNING", "JOB_STATE_CANCELLING"})
 ENDED_STATES = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
@@ -72,11 +68,7 @@ def _deployment_prefix(deployment_id: str) -> str:
 
 
 class GeminiBatchProvider(BatchProvider):
-    name = "google"
-    sdk = "google.genai"
-    label = "Google Gemini"
-    max_requests = MAX_REQUESTS
-    max_bytes = MAX_BYTES
+    spec = GOOGLE
 
     def _new_client(self) -> Any:
         from google import genai  # noqa: PLC0415 (cold start: the SDK, 0.47 s; Plan and a dry run make no client)

@@ -20,6 +20,7 @@ from batch_gateway.contract import errors
 from batch_gateway.jsonlines import loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.models.request_extras import openai_chat_extras, plain_extras
+from batch_gateway.provider_specs import OPENAI
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
 
 logger = Logger(child=True)
@@ -43,11 +44,7 @@ def _url(endpoint: str | None) -> str:
 
 
 class OpenAIBatchProvider(BatchProvider):
-    name = "openai"
-    sdk = "openai"
-    label = "OpenAI"
-    max_requests = 50_000
-    max_bytes = 200 * 1024 * 1024
+    spec = OPENAI
 
     def _new_client(self) -> Any:
         import openai  # noqa: PLC0415 (cold start: the SDK, 0.49 s; Plan and a dry run make no client)

@@ -30,6 +30,7 @@ from batch_gateway.models.requests import (
     job_hyperparameters,
 )
 from batch_gateway.models.retry import job_retry
+from batch_gateway.provider_specs import BY_NAME
 from batch_gateway.service.api.webhooks import job_webhook
 from batch_gateway.service.context import Services
 from batch_gateway.service.intake.requests import STORED, RequestSink, write_requests
@@ -66,7 +67,7 @@ class JobDraft:
             owner=self.owner,
             provider=spec.provider,
             model=spec.model,
-            endpoint=spec.endpoint if spec.provider == "openai" else None,
+            endpoint=None if BY_NAME[spec.provider].chat_only else spec.endpoint,
             metadata=spec.metadata,
             hyperparameters=self.params,
             provider_options=spec.provider_options,

@@ -19,6 +19,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from batch_gateway.constants import OPENAI_WEBHOOK_MAX_BYTES
 from batch_gateway.contract.errors import InvalidRequestError, PayloadTooLargeError
+from batch_gateway.provider_specs import OPENAI
 from batch_gateway.service.context import Services
 from batch_gateway.service.workflow.wake import wake_job
 
@@ -54,7 +55,7 @@ def receive_openai_event(services: Services, body: bytes, headers: Mapping[str, 
         return {"received": True}
     job_id = services.provider_batches.job_for(batch_id)
     job = services.jobs.get_job(job_id) if job_id else None
-    if job is None or job.provider != "openai":
+    if job is None or job.provider != OPENAI.name:
         logger.info("OpenAI webhook for a batch no job here holds", extra={"provider_batch_id": batch_id})
         return {"received": True}
     if job.status.terminal:

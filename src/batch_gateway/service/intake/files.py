@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError
-from batch_gateway.models.jobs import Job, RequestCounts
+from batch_gateway.models.jobs import OPENAI_DOOR, Job, RequestCounts
 from batch_gateway.models.jsonl import RequestFile, iter_jsonl_lines
 from batch_gateway.models.requests import MAX_ERROR_DETAILS
 from batch_gateway.service.context import Services
@@ -43,7 +43,7 @@ def read_input_file(services: Services, job: Job) -> Job:
         raise InputFileError(_summary(ref.problems, ref.problem_count), details=ref.problems)
     problems: list[dict[str, Any]] = []
     requests: Iterable[tuple[str, Any, int | None]]
-    if ref.format == "openai":
+    if ref.format == OPENAI_DOOR:
         endpoint = job.door_fields.endpoint
         assert endpoint is not None  # the OpenAI door records its batch's endpoint at create
         requests = translated_requests(services, ref.key, endpoint, job.model, job.provider, problems)
@@ -69,7 +69,7 @@ def read_input_file(services: Services, job: Job) -> Job:
 def _line_problem(detail: dict[str, Any], file_format: str) -> dict[str, Any]:
     """``{"line", "message"}`` as the synchronous path answers for the file's format (the OpenAI door keeps the
     field apart, as OpenAI's batch errors carry it in ``param``)."""
-    if file_format == "openai":
+    if file_format == OPENAI_DOOR:
         kept = {"line": detail.get("line", 1), "message": str(detail.get("message", ""))}
         return {**kept, "field": detail["field"]} if detail.get("field") else kept
     return by_line(detail)

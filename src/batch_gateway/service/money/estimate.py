@@ -23,6 +23,7 @@ from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.jobs import Usage
 from batch_gateway.models.pricing import PriceTable, cost_of
 from batch_gateway.models.requests import DEFAULT_MAX_TOKENS
+from batch_gateway.provider_specs import BEDROCK
 
 if TYPE_CHECKING:
     from batch_gateway.models.jobs import Job
@@ -130,14 +131,16 @@ def runs_on_demand(services: Services, provider: str, model: str, total: int) ->
     """A Bedrock job too small for a batch that this deployment runs request by request (decision 0039): it costs
     the on-demand prices."""
     bedrock = services.settings.bedrock
-    return provider == "bedrock" and bedrock.small_jobs == "on_demand" and total < bedrock.limits_for(model).min_records
+    return (
+        provider == BEDROCK.name and bedrock.small_jobs == "on_demand" and total < bedrock.limits_for(model).min_records
+    )
 
 
 def check_small_job(services: Services, provider: str, model: str, total: int) -> None:
     """Bedrock refuses batch jobs below the model's minimum records; under ``bedrock_small_jobs = reject`` so do
     we (under ``on_demand`` the adapter runs them through Converse, decision 0039)."""
     bedrock = services.settings.bedrock
-    if provider != "bedrock" or bedrock.small_jobs != "reject":
+    if provider != BEDROCK.name or bedrock.small_jobs != "reject":
         return
     minimum = bedrock.limits_for(model).min_records
     if total < minimum:

@@ -13,7 +13,7 @@ from typing import Any
 
 from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.anthropic_format import result_line
-from batch_gateway.models.jobs import DoorFields, Job
+from batch_gateway.models.jobs import ANTHROPIC_DOOR, OPENAI_DOOR, DoorFields, Job
 from batch_gateway.models.openai_format import file_id, output_line
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import anthropic_results_key, file_content_key, file_meta_key, results_key
@@ -64,8 +64,8 @@ def anthropic_outputs(services: Services, job: Job) -> dict[str, Any]:
 
 
 DOOR_OUTPUTS: dict[str, Callable[[Services, Job], dict[str, Any]]] = {
-    "openai": openai_outputs,
-    "anthropic": anthropic_outputs,
+    OPENAI_DOOR: openai_outputs,
+    ANTHROPIC_DOOR: anthropic_outputs,
 }
 
 

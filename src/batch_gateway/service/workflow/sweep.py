@@ -361,9 +361,8 @@ def _cancel_running(services: Services, job: Job, budget: StepBudget) -> bool:
 
 def _cancel_orphans(services: Services, budget: StepBudget) -> list[str]:
     canceled: list[str] = []
-    # The enabled providers: those with a key, and Bedrock when the deployment has its service role (it has no key).
-    enabled = [*services.settings.secret_arns, *(["bedrock"] if services.settings.bedrock.role_arn else [])]
-    for provider_name in enabled:
+    # The providers this function can reach: those with a key, and Bedrock when the deployment has its service role.
+    for provider_name in services.settings.reachable_providers:
         if not budget.another():  # a listing reads its first page unasked
             return canceled
         provider = services.provider_for(provider_name)

@@ -11,13 +11,13 @@ from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError, NotFoundError
 from batch_gateway.models import anthropic_format as fmt
-from batch_gateway.models.jobs import DoorFields, Job, iso, utcnow
+from batch_gateway.models.jobs import ANTHROPIC_DOOR, DoorFields, Job, iso, utcnow
 from batch_gateway.service.api.cancel import cancel_job
 from batch_gateway.service.api.create import create_door_job
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import anthropic_results_key
 
-DOOR = "anthropic"
+DOOR = ANTHROPIC_DOOR
 _PAGE = 100  # jobs read per store page while looking for the door's batches
 _PAGES_READ = 5  # a list that has found a batch reads at most this many store pages (as the OpenAI door)
 

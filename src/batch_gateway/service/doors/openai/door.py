@@ -14,7 +14,7 @@ from typing import Any
 
 from batch_gateway import constants
 from batch_gateway.contract.errors import ConflictError, InvalidRequestError, NotFoundError
-from batch_gateway.models.jobs import DoorFields, InputFile, Job, JobStatus
+from batch_gateway.models.jobs import OPENAI_DOOR, DoorFields, InputFile, Job, JobStatus
 from batch_gateway.models.jsonl import split_lines
 from batch_gateway.models.openai_format import (
     COMPLETION_WINDOWS,
@@ -35,7 +35,7 @@ from batch_gateway.service.intake.openai_file import translated_requests
 from batch_gateway.service.layout import file_content_key, file_meta_key, owner_prefix
 
 PREFIX = constants.OPENAI_DOOR_PREFIX
-DOOR = "openai"
+DOOR = OPENAI_DOOR
 UPLOAD_MAX_BYTES = 200 * 1024**2  # OpenAI's batch input file limit; one complete joins it within 29 s
 UPLOAD_TTL = 3600
 READ_PIECE = 1024 * 1024  # a part is read (and the joined file written) in pieces of this size
@@ -329,7 +329,7 @@ def create_batch(services: Services, owner: str, body: Any) -> dict[str, Any]:
             services,
             owner=owner,
             settings=settings,
-            input_file=InputFile(key=key, format="openai", bytes=meta["bytes"]),
+            input_file=InputFile(key=key, format=DOOR, bytes=meta["bytes"]),
             source=DOOR,
             door=DOOR,
             door_fields=door_fields,
