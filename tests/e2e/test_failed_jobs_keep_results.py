@@ -13,6 +13,11 @@ from tests.support.api_caller import seed_body
 pytestmark = pytest.mark.e2e
 
 
+def anthropic_batches(sim) -> dict:
+    """The Anthropic simulator's batches (read and changed under ``sim.state.lock``)."""
+    return sim.state.simulators["anthropic"].batches
+
+
 def _until(condition, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -45,7 +50,7 @@ def test_a_job_that_fails_after_a_chunk_ended_cancels_the_rest_and_keeps_what_fi
 
     first = _until(submitted, 60, "all three chunks submitted")[0]["provider_batch_id"]
     with sim.state.lock:  # chunk 0's batch ends now; chunks 1 and 2 still run
-        sim.state.anthropic.batches[first].plan.seconds = 0
+        anthropic_batches(sim)[first].plan.seconds = 0
 
     def chunk_zero_collected():
         chunks = alice.request("GET", f"/batches/{job['id']}").json()["chunks"]
@@ -55,8 +60,8 @@ def test_a_job_that_fails_after_a_chunk_ended_cancels_the_rest_and_keeps_what_fi
     lost = chunks[2]["provider_batch_id"]
     with sim.state.lock:  # the provider no longer knows chunk 2's batch: its next status call is a 404
         # this job's custom ids (each carries its chunk's marker, so a second batch of a chunk would repeat them)
-        ours_ids = {item[0] for c in chunks for item in sim.state.anthropic.batches[c["provider_batch_id"]].items}
-        del sim.state.anthropic.batches[lost]
+        ours_ids = {item[0] for c in chunks for item in anthropic_batches(sim)[c["provider_batch_id"]].items}
+        del anthropic_batches(sim)[lost]
 
     done = alice.wait(job["id"], timeout=60)
     assert done["status"] == "failed"
@@ -66,7 +71,7 @@ def test_a_job_that_fails_after_a_chunk_ended_cancels_the_rest_and_keeps_what_fi
 
     assert done["error"].startswith("ProviderNotFoundError: ") and "Traceback" not in done["error"]
     ours = [c["provider_batch_id"] for c in chunks if c["provider_batch_id"] != lost]
-    states = {b: sim.state.anthropic.batches[b].timeline(time.time())[0] for b in ours}
+    states = {b: anthropic_batches(sim)[b].timeline(time.time())[0] for b in ours}
     assert "in_progress" not in states.values(), states  # canceled on the way to failed: nothing bills on
     results = alice.all_results(job["id"])
     assert sorted(results) == [f"request_{c}" for c in "ABCDE"]
@@ -77,5 +82,5 @@ def test_a_job_that_fails_after_a_chunk_ended_cancels_the_rest_and_keeps_what_fi
     # one provider batch per chunk, none sent twice (counted by this job's custom ids: other tests' jobs in the same
     # local stack may still be creating batches of their own)
     with sim.state.lock:
-        again = [b for b in sim.state.anthropic.batches.values() if {i[0] for i in b.items} & ours_ids]
+        again = [b for b in anthropic_batches(sim).values() if {i[0] for i in b.items} & ours_ids]
     assert sorted(b.id for b in again) == sorted(ours)

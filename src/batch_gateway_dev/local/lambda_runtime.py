@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from batch_gateway.provider_specs import SPECS
 from batch_gateway_dev.local.lambda_worker import read_frame, write_frame
 
 SYNC_PAYLOAD_LIMIT = 6 * 1024 * 1024
@@ -42,11 +43,7 @@ INIT_TIMEOUT_SECONDS = 60.0  # Lambda allows 10 s; imports on a busy two-core ma
 # Set by the local runtime only; everything else in a worker's environment is the template's or Lambda's own.
 LOCAL_ONLY_VARIABLES = (
     "AWS_ENDPOINT_URL",
-    "ANTHROPIC_BASE_URL",
-    "OPENAI_BASE_URL",
-    "GOOGLE_GEMINI_BASE_URL",
-    "AWS_ENDPOINT_URL_BEDROCK",
-    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    *(variable for spec in SPECS for variable in spec.base_url_env),  # each provider SDK's, at its simulator
     "PYTHONPATH",
     "POWERTOOLS_TRACE_DISABLED",
     "BGW_LOCAL_FUNCTION_ARN",

@@ -30,6 +30,7 @@ import boto3
 import requests
 
 from batch_gateway.constants import OPENAI_WEBHOOK_PATH, OPENAI_WEBHOOK_SECRET_NAME
+from batch_gateway.provider_specs import SPECS
 from batch_gateway_dev.local.front import ApiFront, Principal
 from batch_gateway_dev.local.lambda_runtime import ENVIRONMENTS_FILE
 from batch_gateway_dev.local.resources import create_table
@@ -53,7 +54,8 @@ BOOTSTRAP_CREDENTIALS: AccessKeys = {"aws_access_key_id": "bootstrap", "aws_secr
 DROP_FOLDER_USER = "drop-folder"
 DROP_FOLDER_OWNER = f"arn:aws:iam::{ACCOUNT}:user/{DROP_FOLDER_USER}"
 DEFAULT_CALLER = "local-caller"
-PROVIDER_KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "google": "GEMINI_API_KEY"}
+# provider -> the variable of a real key (its spec's key_env): with one set, the local stack calls the real API
+PROVIDER_KEY_VARS = {spec.name: spec.key_env for spec in SPECS if spec.key_env}
 TABLE_NAME = "batch-gateway-jobs"
 BUCKET_NAME = "batch-gateway-payloads"
 STATE_MACHINE_NAME = "batch-gateway-workflow"
@@ -135,12 +137,9 @@ class LocalStack:
             from batch_gateway_dev.simulators import SimulatorServer
 
             self.simulator = SimulatorServer(processing_seconds=self.processing_seconds).start()
+            # each provider SDK's own base URL variables (its spec's base_url_env), at its simulator
             local_env.update(
-                ANTHROPIC_BASE_URL=self.simulator.url,
-                OPENAI_BASE_URL=self.simulator.openai_base_url,
-                GOOGLE_GEMINI_BASE_URL=self.simulator.gemini_base_url,  # google-genai's own base URL variable
-                AWS_ENDPOINT_URL_BEDROCK=self.simulator.bedrock_endpoint_url,
-                AWS_ENDPOINT_URL_BEDROCK_RUNTIME=self.simulator.bedrock_endpoint_url,
+                {variable: self.simulator.base_url(spec.name) for spec in SPECS for variable in spec.base_url_env}
             )
         self._start_aws(local_env)
         self._create_resources(template)

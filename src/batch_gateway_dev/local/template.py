@@ -14,14 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from batch_gateway.provider_specs import PROVIDERS
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
 CACHE_DIR = REPO_ROOT / ".local"
-# The local stack enables every provider (stacks.config.KNOWN_PROVIDERS) unless its context says otherwise: Bedrock
-# needs no key, and the simulators stand in for all four.
+# The local stack enables every provider (provider_specs.PROVIDERS) unless its context says otherwise: Bedrock needs
+# no key, and the simulators stand in for all of them.
 # Webhook URLs may use plain http to loopback here (decision 0071): the test receivers listen on 127.0.0.1.
 LOCAL_CONTEXT: dict[str, Any] = {
     "nag": False,
-    "providers": "anthropic,openai,bedrock,google",
+    "providers": ",".join(PROVIDERS),
     "webhook_loopback_http": True,
 }
 
@@ -29,6 +31,7 @@ LOCAL_CONTEXT: dict[str, Any] = {
 def _fingerprint(context: dict[str, Any]) -> str:
     digest = hashlib.sha256(json.dumps(context, sort_keys=True).encode())
     sources = [REPO_ROOT / "cdk.json", REPO_ROOT / "src/batch_gateway/constants.py"]
+    sources += [REPO_ROOT / "src/batch_gateway/provider_specs.py"]  # the CDK app reads it too
     sources += sorted((REPO_ROOT / "stacks").glob("*.py"))
     for path in sources:
         digest.update(path.read_bytes())

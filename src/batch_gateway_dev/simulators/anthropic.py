@@ -15,8 +15,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from batch_gateway.provider_specs import ANTHROPIC
 from batch_gateway_dev.simulators import content, settings
 from batch_gateway_dev.simulators.errors import ApiError
+from batch_gateway_dev.simulators.faults import Fault
 from batch_gateway_dev.simulators.schedule import (
     CANCELED,
     ERROR_KINDS,
@@ -40,7 +42,10 @@ from batch_gateway_dev.simulators.wire import (
     quote,
 )
 
-PROVIDER = "anthropic"
+PROVIDER = ANTHROPIC.name
+REAL_LIMITS = {"max_requests": 100_000, "max_bytes": 256 * settings.MB}  # per batch (the `max_*` settings lower them)
+# An HTTP fault's status -> the error type Anthropic answers it with.
+_FAULT_TYPES = {429: "rate_limit_error", 500: "api_error", 503: "api_error", 529: "overloaded_error"}
 _CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}").fullmatch
 _ID_ALPHABET = string.ascii_letters + string.digits
 _DAY = 24 * 3600
@@ -242,6 +247,10 @@ class AnthropicBatches:
     """Batch store and endpoint handlers. `state` provides `lock` and the current `settings` dict."""
 
     provider = PROVIDER
+    base_path = ""  # the SDK's base URL is the simulator's origin
+    paths = ("/v1/messages",)  # what only this API serves: errors before any route ran are in its shape
+    error_types = ("api_error", "not_found_error")  # of a simulator bug (500), of an unknown URL (404)
+    real_limits = REAL_LIMITS
 
     def __init__(self, state: Any) -> None:
         self.state = state
@@ -263,6 +272,28 @@ class AnthropicBatches:
     def stats(self) -> dict[str, Any]:
         return {"batches_created": self.created, "batches": list(self.batches)}
 
+    def items_finished(self, now: float) -> dict[str, int]:
+        """Each batch's finished items so far: its timeline gives the final cutoff; until the end (or the cancel)
+        only the first ones are done."""
+        return {
+            batch_id: batch.plan.done_by(now if batch.cancel_at is None else min(now, batch.cancel_at))
+            for batch_id, batch in self.batches.items()
+        }
+
+    @staticmethod
+    def request_id() -> tuple[str, str]:
+        return "request-id", "req_sim_" + secrets.token_hex(12)
+
+    @staticmethod
+    def render(error: ApiError) -> Reply:
+        header, rid = AnthropicBatches.request_id()
+        body = {"type": "error", "error": {"type": error.type, "message": error.message}, "request_id": rid}
+        return json_reply(body, error.status, {header: rid, **error.headers})
+
+    @staticmethod
+    def fault_error(fault: Fault) -> ApiError:
+        return ApiError(fault.status, _FAULT_TYPES[fault.status], fault.message(), headers=fault.headers())
+
     @staticmethod
     def authorize(req: Request) -> None:
         key = req.header("x-api-key")
@@ -279,14 +310,14 @@ class AnthropicBatches:
 
     def create(self, req: Request) -> Reply:
         config = self.state.settings
-        max_bytes = settings.limit(config, PROVIDER, "max_bytes")
+        max_bytes = settings.limit(config, PROVIDER, "max_bytes", REAL_LIMITS)
         if len(req.body) > max_bytes:
             raise ApiError(413, "request_too_large", f"Request exceeds the maximum size of {max_bytes} bytes.")
         try:
             body = parse_json(req.body)
         except BadBody as exc:
             raise _invalid(str(exc)) from None
-        items = parse_requests(body, settings.limit(config, PROVIDER, "max_requests"))
+        items = parse_requests(body, settings.limit(config, PROVIDER, "max_requests", REAL_LIMITS))
         now = time.time()
         with self.state.lock:
             plan = Plan.from_settings(now, config, [item[0] for item in items], self.state.fired)

@@ -33,14 +33,24 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
 
+from batch_gateway.provider_specs import BEDROCK
 from batch_gateway_dev.sigv4 import parse_authorization
 from batch_gateway_dev.simulators import content
 from batch_gateway_dev.simulators.errors import ApiError
+from batch_gateway_dev.simulators.faults import Fault
 from batch_gateway_dev.simulators.schedule import ERRORED, EXPIRED, SUCCEEDED, Plan
 from batch_gateway_dev.simulators.wire import BadBody, Reply, Request, Route, dumps, json_reply, parse_json
 
-PROVIDER = "bedrock"
+PROVIDER = BEDROCK.name
 SERVICE_PRINCIPAL = "bedrock.amazonaws.com"
+SIGNING_NAME = "bedrock"  # AWS's SigV4 service name for both the control plane and the runtime
+# An HTTP fault's status -> (Bedrock status, error type): Bedrock has no 529, it answers an overload with 503.
+_FAULT_ERRORS = {
+    429: (429, "ThrottlingException"),
+    500: (500, "InternalServerException"),
+    503: (503, "ServiceUnavailableException"),
+    529: (503, "ServiceUnavailableException"),
+}
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ACCOUNT = "123456789012"
 ANTHROPIC_VERSION = "bedrock-2023-05-31"
@@ -95,7 +105,7 @@ def iso(t: float | None) -> str | None:
 
 
 def model_family(model_id: str) -> str | None:
-    """The family ("anthropic" or "nova") of a model id, inference profile id or their ARNs; None for anything else."""
+    """The family ("claude" or "nova") of a model id, inference profile id or their ARNs; None for anything else."""
     for pattern in (_FOUNDATION_ARN, _PROFILE_ARN):
         found = pattern(model_id)
         if found:
@@ -104,7 +114,7 @@ def model_family(model_id: str) -> str | None:
         if model_id.startswith(prefix) and model_id[len(prefix) :] in CLAUDE_MODELS + NOVA_MODELS:
             model_id = model_id[len(prefix) :]
     if model_id in CLAUDE_MODELS:
-        return "anthropic"
+        return "claude"
     if model_id in NOVA_MODELS:
         return "nova"
     return None
@@ -135,7 +145,7 @@ def check_model_input(family: str, converse: bool, body: Any) -> str | None:
     """Why a record's `modelInput` is malformed for the family's InvokeModel (or Converse) body; None when valid."""
     if not isinstance(body, dict):
         return _malformed("#: expected type: JSONObject")
-    if family == "anthropic" and not converse:
+    if family == "claude" and not converse:
         for key in ("anthropic_version", "max_tokens", "messages"):
             if key not in body:
                 return _malformed(f"#: required key [{key}] not found")
@@ -152,7 +162,7 @@ def check_model_input(family: str, converse: bool, body: Any) -> str | None:
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             return _malformed(f"#/messages/{index}/role: must be 'user' or 'assistant'")
-        allowed = (str, list) if family == "anthropic" and not converse else (list,)
+        allowed = (str, list) if family == "claude" and not converse else (list,)
         if not isinstance(message.get("content"), allowed):
             return _malformed(f"#/messages/{index}: required key [content] not found")
     return None
@@ -171,7 +181,7 @@ def _model_output(family: str, converse: bool, model_id: str, job_id: str, recor
     """The family's native InvokeModel response body (a Converse response for Converse jobs)."""
     text = content.reply_text(model_id, record.excerpt)
     out = content.output_tokens(model_id, record.excerpt)
-    if family == "anthropic" and not converse:
+    if family == "claude" and not converse:
         return {
             "id": "msg_bdrk_" + content.short_hash(job_id, record.record_id),
             "type": "message",
@@ -304,7 +314,7 @@ class _Job:
         self.id = arn.rsplit("/", 1)[-1]
         self.name: str = body["jobName"]
         self.model_id: str = body["modelId"]
-        self.family = model_family(self.model_id) or "anthropic"
+        self.family = model_family(self.model_id) or "claude"
         self.invocation_type: str | None = body.get("modelInvocationType")
         self.converse = self.invocation_type == "Converse"
         self.role_arn: str = body["roleArn"]
@@ -490,6 +500,10 @@ class BedrockJobs:
     """Model invocation jobs and Converse. `state` provides `lock` and the current `settings` dict."""
 
     provider = PROVIDER
+    base_path = ""  # boto3's endpoint_url is the simulator's origin
+    paths = ("/model-invocation-job", "/model/")  # what only this API serves: earlier errors are in its shape
+    error_types = ("InternalServerException", "UnknownOperationException")  # of a simulator bug, of an unknown URL
+    real_limits = None  # records per job: the `bedrock_*` settings
 
     def __init__(self, state: Any, aws: AwsAccess | None = None) -> None:
         self.state = state
@@ -517,6 +531,21 @@ class BedrockJobs:
         return {job.id: job.finished(now) for job in self.jobs.values()}
 
     @staticmethod
+    def request_id() -> tuple[str, str]:
+        return "x-amzn-RequestId", str(uuid.uuid4())
+
+    @staticmethod
+    def render(error: ApiError) -> Reply:
+        """REST-JSON: botocore reads the error code from x-amzn-ErrorType."""
+        header, rid = BedrockJobs.request_id()
+        return json_reply({"message": error.message}, error.status, {header: rid, "x-amzn-ErrorType": error.type})
+
+    @staticmethod
+    def fault_error(fault: Fault) -> ApiError:
+        status, type_ = _FAULT_ERRORS[fault.status]
+        return ApiError(status, type_, fault.message())
+
+    @staticmethod
     def authorize(req: Request) -> None:
         """SigV4 for the `bedrock` signing name (both clients use it), or a Bedrock API key as a bearer token."""
         value = req.header("authorization") or ""
@@ -527,8 +556,8 @@ class BedrockJobs:
         claims = parse_authorization(value)
         if claims is None or not req.header("x-amz-date"):
             raise ApiError(403, "IncompleteSignatureException", "Authorization header is not a valid SigV4 header.")
-        if claims.service != "bedrock":
-            message = f"Credential should be scoped to correct service: 'bedrock'. (got {claims.service!r})"
+        if claims.service != SIGNING_NAME:
+            message = f"Credential should be scoped to correct service: '{SIGNING_NAME}'. (got {claims.service!r})"
             raise ApiError(403, "InvalidSignatureException", message)
 
     # ---- control plane

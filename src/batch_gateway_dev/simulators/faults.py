@@ -15,9 +15,8 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from batch_gateway_dev.simulators.errors import ApiError
+from batch_gateway.provider_specs import PROVIDERS
 
-PROVIDERS = ("anthropic", "openai", "bedrock", "google")
 OPS = (
     "create_batch",
     "get_batch",
@@ -38,26 +37,13 @@ HOLD_KINDS = ("hold_before_accept", "hold_after_accept")
 KINDS = HTTP_KINDS + ACCEPT_KINDS + NO_ANSWER_KINDS + HOLD_KINDS
 _EXTRA_KEYS = {"seconds", "retry_after", "message"}
 
-# status -> (Anthropic error type, OpenAI error type, OpenAI code, message)
-_HTTP_ERRORS = {
-    429: ("rate_limit_error", "requests", "rate_limit_exceeded", "Rate limit exceeded (simulated)."),
-    500: ("api_error", "server_error", None, "Internal server error (simulated)."),
-    503: ("api_error", "server_error", "service_unavailable", "Service unavailable (simulated)."),
-    529: ("overloaded_error", "server_error", "overloaded", "Overloaded (simulated)."),
-}
-# status -> (Bedrock status, error type): Bedrock has no 529, it answers an overload with 503.
-_BEDROCK_ERRORS = {
-    429: (429, "ThrottlingException"),
-    500: (500, "InternalServerException"),
-    503: (503, "ServiceUnavailableException"),
-    529: (503, "ServiceUnavailableException"),
-}
-# status -> (Google status, google.rpc.Code name, message): Google has no 529 either.
-_GOOGLE_ERRORS = {
-    429: (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
-    500: (500, "INTERNAL", "An internal error has occurred. Please retry or report in the troubleshooting guide."),
-    503: (503, "UNAVAILABLE", "The service is currently unavailable."),
-    529: (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+# status -> an HTTP fault's message unless it gives its own (each API's status and error type: its simulator's
+# `fault_error`).
+FAULT_MESSAGES = {
+    429: "Rate limit exceeded (simulated).",
+    500: "Internal server error (simulated).",
+    503: "Service unavailable (simulated).",
+    529: "Overloaded (simulated).",
 }
 
 
@@ -83,23 +69,18 @@ class Fault:
         """How long `timeout_after_accept` holds the connection before closing it (a hold fault: at most)."""
         return float(self.extra.get("seconds", 30.0 if self.kind in HOLD_KINDS else 3.0))
 
-    def error(self) -> ApiError:
-        """The HTTP fault as an error answer for this fault's provider."""
-        status = int(self.kind.removeprefix("http_"))
-        anthropic_type, openai_type, code, message = _HTTP_ERRORS[status]
-        message = str(self.extra.get("message", message))
-        headers = {}
-        if status == 429:
-            headers["retry-after"] = str(self.extra.get("retry_after", 1))
-        if self.provider == "anthropic":
-            return ApiError(status, anthropic_type, message, headers=headers)
-        if self.provider == "google":
-            google_status, google_type, google_message = _GOOGLE_ERRORS[status]
-            return ApiError(google_status, google_type, str(self.extra.get("message", google_message)))
-        if self.provider == "bedrock":
-            bedrock_status, bedrock_type = _BEDROCK_ERRORS[status]
-            return ApiError(bedrock_status, bedrock_type, message)
-        return ApiError(status, openai_type, message, code=code, headers=headers)
+    @property
+    def status(self) -> int:
+        """An HTTP fault's status (429, 500, 503, 529): each simulator answers it in its API's own way."""
+        return int(self.kind.removeprefix("http_"))
+
+    def message(self, default: str | None = None) -> str:
+        """The fault's own message, else ``default``, else the status's generic one."""
+        return str(self.extra.get("message", default or FAULT_MESSAGES[self.status]))
+
+    def headers(self) -> dict[str, str]:
+        """``retry-after`` on a 429 (for the APIs whose errors carry it)."""
+        return {"retry-after": str(self.extra.get("retry_after", 1))} if self.status == 429 else {}
 
     def describe(self) -> dict[str, Any]:
         return asdict(self)

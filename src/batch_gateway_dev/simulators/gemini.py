@@ -41,8 +41,10 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote as url_quote
 
+from batch_gateway.provider_specs import GOOGLE
 from batch_gateway_dev.simulators import content, settings
 from batch_gateway_dev.simulators.errors import ApiError
+from batch_gateway_dev.simulators.faults import Fault
 from batch_gateway_dev.simulators.schedule import (
     CANCELED,
     ERRORED,
@@ -55,7 +57,17 @@ from batch_gateway_dev.simulators.schedule import (
 )
 from batch_gateway_dev.simulators.wire import BadBody, Reply, Request, Route, dumps, json_reply, parse_json
 
-PROVIDER = "google"
+PROVIDER = GOOGLE.name
+# Per batch, the `max_*` settings lower them: an input file of up to 2 GB (the Files API limit); no fixed request
+# count is documented.
+REAL_LIMITS = {"max_requests": 1_000_000, "max_bytes": 2048 * settings.MB}
+# An HTTP fault's status -> (Google status, google.rpc.Code name, message): Google has no 529.
+_FAULT_ERRORS = {
+    429: (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
+    500: (500, "INTERNAL", "An internal error has occurred. Please retry or report in the troubleshooting guide."),
+    503: (503, "UNAVAILABLE", "The service is currently unavailable."),
+    529: (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+}
 API_VERSION = "v1beta"  # what the wire contract pins (HttpOptions(api_version="v1beta")) and the URLs we hand out
 API_VERSIONS = ("v1beta", "v1")  # google-genai 3.x defaults to v1 for the Developer API; both are served
 ERROR_MARKER = "[[error]]"  # a request whose text carries it answers a per-line INVALID_ARGUMENT error
@@ -442,6 +454,10 @@ class GeminiBatches:
     """File and batch stores and endpoint handlers. `state` provides `lock` and the current `settings` dict."""
 
     provider = PROVIDER
+    base_path = ""  # the SDK's base URL (`HttpOptions(base_url=...)`) is the simulator's origin; it adds /v1beta
+    paths = ("/v1beta/", "/upload/", "/download/")  # what only this API serves: earlier errors are in its shape
+    error_types = ("INTERNAL", "NOT_FOUND")  # of a simulator bug (500), of an unknown URL (404)
+    real_limits = REAL_LIMITS
 
     def __init__(self, state: Any) -> None:
         self.state = state
@@ -484,6 +500,21 @@ class GeminiBatches:
 
     def items_finished(self, now: float) -> dict[str, int]:
         return {batch.name: batch.timeline(now)[1] for batch in self.batches.values()}
+
+    @staticmethod
+    def request_id() -> tuple[str, str]:
+        return "x-goog-request-id", secrets.token_hex(8)
+
+    @staticmethod
+    def render(error: ApiError) -> Reply:
+        header, rid = GeminiBatches.request_id()
+        body = {"error": {"code": error.status, "message": error.message, "status": error.type}}
+        return json_reply(body, error.status, {header: rid, **error.headers})
+
+    @staticmethod
+    def fault_error(fault: Fault) -> ApiError:
+        status, type_, message = _FAULT_ERRORS[fault.status]
+        return ApiError(status, type_, fault.message(message))
 
     def claims(self, req: Request) -> bool:
         """Whether a call is this API's: `/v1/files...` and `/v1/batches...` are OpenAI's too, told apart by the key
@@ -528,7 +559,7 @@ class GeminiBatches:
         data = bytes(session.received)
         if session.size is not None and len(data) != session.size:
             raise error(400, f"The upload has {len(data)} bytes; {session.size} were announced.")
-        limit = settings.limit(self.state.settings, PROVIDER, "max_bytes")
+        limit = settings.limit(self.state.settings, PROVIDER, "max_bytes", REAL_LIMITS)
         if len(data) > limit:
             raise error(400, f"File size {len(data)} exceeds the limit of {limit} bytes.")
         made = _File(session.display_name, session.mime_type, data)
@@ -552,7 +583,7 @@ class GeminiBatches:
             size = None if announced is None else int(announced)
         except ValueError:
             raise error(400, f"Invalid upload size {announced!r}.") from None
-        limit = settings.limit(self.state.settings, PROVIDER, "max_bytes")
+        limit = settings.limit(self.state.settings, PROVIDER, "max_bytes", REAL_LIMITS)
         if size is not None and size > limit:
             raise error(400, f"File size {size} exceeds the limit of {limit} bytes.")
         mime_type = (
@@ -679,7 +710,9 @@ class GeminiBatches:
             source = self.files.get(file_id)
         if source is None or source.data is None:
             raise error(400, f"File {file_name} not found or not an uploaded file.")
-        items, errored, failure = parse_input(source.data, settings.limit(config, PROVIDER, "max_requests"))
+        items, errored, failure = parse_input(
+            source.data, settings.limit(config, PROVIDER, "max_requests", REAL_LIMITS)
+        )
         failure = failure or config["google_batch_failure"]
         now = time.time()
         with self.state.lock:

@@ -24,8 +24,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from batch_gateway.provider_specs import OPENAI
 from batch_gateway_dev.simulators import content, settings
 from batch_gateway_dev.simulators.errors import ApiError
+from batch_gateway_dev.simulators.faults import Fault
 from batch_gateway_dev.simulators.openai_push import WebhookPusher
 from batch_gateway_dev.simulators.schedule import (
     CANCELED,
@@ -51,7 +53,15 @@ from batch_gateway_dev.simulators.wire import (
     quote,
 )
 
-PROVIDER = "openai"
+PROVIDER = OPENAI.name
+REAL_LIMITS = {"max_requests": 50_000, "max_bytes": 200 * settings.MB}  # per batch (the `max_*` settings lower them)
+# An HTTP fault's status -> the error type and code OpenAI answers it with.
+_FAULT_ERRORS = {
+    429: ("requests", "rate_limit_exceeded"),
+    500: ("server_error", None),
+    503: ("server_error", "service_unavailable"),
+    529: ("server_error", "overloaded"),
+}
 # simulated item error -> (HTTP status, OpenAI error type, code) of its line in the error file
 _ERRORS = {
     ERRORED: (400, "invalid_request_error", "simulated_error"),
@@ -525,6 +535,12 @@ class OpenAIBatches:
     """File and batch stores and endpoint handlers. `state` provides `lock` and the current `settings` dict."""
 
     provider = PROVIDER
+    base_path = "/v1"  # the SDK's base URL: the simulator's origin and /v1
+    # No path of its own: its /v1/files and /v1/batches are the generic ones (Gemini's v1 shares them), so errors
+    # before any route ran, on any path no other API owns, are in its shape.
+    paths: tuple[str, ...] = ()
+    error_types = ("server_error", "invalid_request_error")  # of a simulator bug (500), of an unknown URL (404)
+    real_limits = REAL_LIMITS
 
     def __init__(self, state: Any) -> None:
         self.state = state
@@ -560,6 +576,25 @@ class OpenAIBatches:
             "batches": list(self.batches),
             "webhooks": {**self.pusher.settings(), "deliveries": list(self.pusher.deliveries)},
         }
+
+    def items_finished(self, now: float) -> dict[str, int]:
+        """Each batch's finished items so far (its timeline's cutoff)."""
+        return {batch_id: batch.timeline(now)[2] for batch_id, batch in self.batches.items()}
+
+    @staticmethod
+    def request_id() -> tuple[str, str]:
+        return "x-request-id", "req_" + secrets.token_hex(16)
+
+    @staticmethod
+    def render(error: ApiError) -> Reply:
+        header, rid = OpenAIBatches.request_id()
+        body = {"error": {"message": error.message, "type": error.type, "param": error.param, "code": error.code}}
+        return json_reply(body, error.status, {header: rid, **error.headers})
+
+    @staticmethod
+    def fault_error(fault: Fault) -> ApiError:
+        type_, code = _FAULT_ERRORS[fault.status]
+        return ApiError(fault.status, type_, fault.message(), code=code, headers=fault.headers())
 
     def _ended(self, batch_id: str) -> tuple[str, float] | None:
         """(status, when it reached it) of a batch now, for the webhook pusher; None once forgotten."""
@@ -733,8 +768,8 @@ class OpenAIBatches:
         items, model, errors = parse_batch_file(
             source.data,
             endpoint,
-            settings.limit(config, PROVIDER, "max_requests"),
-            settings.limit(config, PROVIDER, "max_bytes"),
+            settings.limit(config, PROVIDER, "max_requests", REAL_LIMITS),
+            settings.limit(config, PROVIDER, "max_bytes", REAL_LIMITS),
         )
         now = time.time()
         with self.state.lock:

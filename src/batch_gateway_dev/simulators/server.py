@@ -15,8 +15,8 @@ import traceback
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from batch_gateway.provider_specs import BEDROCK, OPENAI
 from batch_gateway_dev.http_server import LoopbackServer, QuietHandler
-from batch_gateway_dev.simulators import errors
 from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators.faults import NO_ANSWER_KINDS, Fault
 from batch_gateway_dev.simulators.state import SimulatorState
@@ -57,8 +57,8 @@ class _Handler(QuietHandler):
         body = self.read_body(cap=_HARD_BODY_CAP)
         if body is None:
             self.close_connection = True
-            provider = errors.provider_of(split.path)
-            self._send(errors.render(provider, ApiError(413, "request_too_large", "Request body too large.")))
+            api = self.server.state.simulator_for_path(split.path)
+            self._send(api.render(ApiError(413, "request_too_large", "Request body too large.")))
             return
         request = Request(
             method=self.command,
@@ -88,7 +88,6 @@ class _Handler(QuietHandler):
 
     def _provider(self, req: Request) -> tuple[Reply, Fault | None]:
         state = self.server.state
-        provider_name = errors.provider_of(req.path)
         for provider in state.providers:
             claims = getattr(provider, "claims", None)  # a provider whose paths overlap another's says which are its
             if claims is not None and not claims(req):
@@ -98,7 +97,7 @@ class _Handler(QuietHandler):
                 if match is None or route.method != req.method:
                     continue
                 state.count(f"{req.method} {route.template}")
-                header, rid = errors.request_id(provider.provider)
+                header, rid = provider.request_id()
                 fault = None
                 try:
                     provider.authorize(req)
@@ -106,22 +105,22 @@ class _Handler(QuietHandler):
                     if fault is not None and fault.kind in NO_ANSWER_KINDS:
                         return Reply(200), fault  # never performed; serve drops the connection
                     if fault is not None and not fault.performs_call:
-                        return errors.render(provider.provider, fault.error()), None
+                        return provider.render(provider.fault_error(fault)), None
                     if fault is not None and fault.kind == "hold_before_accept":
                         state.hold(fault.seconds)
                     reply = route.handler(req, **match.groupdict())
                     if fault is not None and fault.kind == "hold_after_accept":
                         state.hold(fault.seconds)
                 except ApiError as exc:
-                    return errors.render(provider.provider, exc), fault
+                    return provider.render(exc), fault
                 except Exception as exc:  # a simulator bug: answer 500 and say so on stderr
                     traceback.print_exc(file=sys.stderr)
-                    failure = errors.internal(provider.provider, repr(exc))
-                    return errors.render(provider.provider, failure), fault
+                    return provider.render(ApiError(500, provider.error_types[0], repr(exc))), fault
                 reply.headers.setdefault(header, rid)
                 return reply, fault
         message = f"Unknown request URL: {req.method} {req.path}."
-        return errors.render(provider_name, errors.unknown_url(provider_name, message)), None
+        api = state.simulator_for_path(req.path)
+        return api.render(ApiError(404, api.error_types[1], message)), None
 
     def _admin(self, req: Request) -> Reply:
         state = self.server.state
@@ -143,8 +142,9 @@ class _Handler(QuietHandler):
                 spec = parse_json(req.body or b"{}")
                 if not isinstance(spec, dict):
                     raise ValueError("webhook settings must be a JSON object")
-                state.openai.pusher.configure(spec.get("url"), spec.get("secret"))
-                return json_reply(state.openai.pusher.settings())
+                pusher = state.simulators[OPENAI.name].pusher
+                pusher.configure(spec.get("url"), spec.get("secret"))
+                return json_reply(pusher.settings())
             if req.method == "POST" and route == "/release":
                 return json_reply({"released": state.release_held()})
             if req.method == "POST" and route == "/reset":
@@ -191,13 +191,13 @@ class SimulatorServer:
         in for bedrock.amazonaws.com there (it assumes each job's service role). Kept across `reset()`."""
         from batch_gateway_dev.simulators.bedrock import AwsAccess
 
-        self.state.bedrock.aws = AwsAccess(endpoint_url, aws_access_key_id, aws_secret_access_key)
+        self.state.simulators[BEDROCK.name].aws = AwsAccess(endpoint_url, aws_access_key_id, aws_secret_access_key)
 
     def push_openai_webhooks(self, url: str | None, secret: str | None = None) -> None:
         """Send OpenAI's signed ``batch.*`` webhook events to ``url`` when a batch ends, signed with ``secret``
         (``whsec_<base64>``, as OpenAI shows a project webhook's secret); None stops. Same as POST
         /_simulator/openai/webhook ``{"url", "secret"}``. Kept across ``reset()``: it is the deployment's wiring."""
-        self.state.openai.pusher.configure(url, secret)
+        self.state.simulators[OPENAI.name].pusher.configure(url, secret)
 
     def start(self) -> SimulatorServer:
         if self._httpd is not None:
@@ -234,6 +234,11 @@ class SimulatorServer:
     def gemini_base_url(self) -> str:
         """`base_url` for the `google-genai` SDK (`types.HttpOptions(base_url=...)`; the SDK adds `/v1beta`)."""
         return self.url
+
+    def base_url(self, provider: str) -> str:
+        """What ``provider``'s SDK takes as its base URL (its spec's ``base_url_env``) to call this simulator."""
+        base_path: str = self.state.simulators[provider].base_path
+        return self.url + base_path
 
     @property
     def bedrock_endpoint_url(self) -> str:

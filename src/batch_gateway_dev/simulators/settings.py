@@ -2,22 +2,18 @@
 
 Updates merge at the top level: each given key replaces its previous value (so `item_outcomes` replaces the whole
 map). Settings are read when a batch is created (timing and outcomes are fixed then), except `cancel_seconds`,
-which is read when the cancel arrives. `max_requests` / `max_bytes` take None (the real limits), one int for every
-provider, or {"anthropic": int, "openai": int, "google": int}.
+which is read when the cancel arrives. `max_requests` / `max_bytes` take None (the real limits: each simulator's
+`REAL_LIMITS`), one int for every provider, or {"anthropic": int, "openai": int, "google": int} (the providers whose
+simulator has such limits).
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Collection, Mapping
 from typing import Any
 
 MB = 1024 * 1024
-REAL_LIMITS = {
-    "anthropic": {"max_requests": 100_000, "max_bytes": 256 * MB},
-    "openai": {"max_requests": 50_000, "max_bytes": 200 * MB},
-    # Gemini batch mode: an input file of up to 2 GB (the Files API limit); no fixed request count is documented.
-    "google": {"max_requests": 1_000_000, "max_bytes": 2048 * MB},
-}
 BATCH_OUTCOMES = ("complete", "expire")
 ITEM_OUTCOMES = ("errored", "expired", "overloaded", "rate_limited", "server_error")
 ERRORED_ITEMS_FILES = ("error", "output")
@@ -61,20 +57,21 @@ def _count(key: str, value: Any, minimum: int = 0) -> int:
     return value
 
 
-def _limit(key: str, value: Any) -> Any:
-    """None (real limit), an int for both providers, or {"anthropic": int, "openai": int}."""
+def _limit(key: str, value: Any, limited: Collection[str]) -> Any:
+    """None (real limit), an int for every provider, or {provider: int} for some of ``limited``."""
     if value is None:
         return None
     if isinstance(value, dict):
-        unknown = set(value) - set(REAL_LIMITS)
+        unknown = set(value) - set(limited)
         if unknown:
             raise ValueError(f"{key}: unknown providers {sorted(unknown)}")
         return {p: (None if v is None else _count(f"{key}.{p}", v, 1)) for p, v in value.items()}
     return _count(key, value, 1)
 
 
-def validate(updates: dict[str, Any]) -> dict[str, Any]:
-    """Checked and normalised copy of `updates`; raises ValueError naming the bad key."""
+def validate(updates: dict[str, Any], limited: Collection[str]) -> dict[str, Any]:
+    """Checked and normalised copy of `updates`; raises ValueError naming the bad key. ``limited``: the providers
+    whose simulator has `max_requests` / `max_bytes` limits."""
     if not isinstance(updates, dict):
         raise ValueError("settings must be a JSON object")
     unknown = set(updates) - set(DEFAULTS)
@@ -102,7 +99,7 @@ def validate(updates: dict[str, Any]) -> dict[str, Any]:
         elif key == "enqueued_token_limit":
             clean[key] = None if value is None else _count(key, value)
         elif key in ("max_requests", "max_bytes"):
-            clean[key] = _limit(key, value)
+            clean[key] = _limit(key, value, limited)
         elif key == "batch_outcome":
             if value not in BATCH_OUTCOMES:
                 raise ValueError(f"batch_outcome must be one of {BATCH_OUTCOMES}, got {value!r}")
@@ -125,9 +122,9 @@ def defaults(processing_seconds: float | None = None) -> dict[str, Any]:
     return settings
 
 
-def limit(settings: dict[str, Any], provider: str, key: str) -> int:
-    """Effective `max_requests` / `max_bytes` for `provider`."""
+def limit(settings: dict[str, Any], provider: str, key: str, real: Mapping[str, int]) -> int:
+    """Effective `max_requests` / `max_bytes` for `provider`, whose simulator's real limits are ``real``."""
     value = settings.get(key)
     if isinstance(value, dict):
         value = value.get(provider)
-    return REAL_LIMITS[provider][key] if value is None else int(value)
+    return real[key] if value is None else int(value)

@@ -7,17 +7,21 @@ re-entrant lock guards it; expensive work (parsing a 100,000-request body, strea
 from __future__ import annotations
 
 import copy
+import importlib
 import threading
 import time
 from collections import Counter
 from typing import Any
 
+from batch_gateway.provider_specs import SPECS
 from batch_gateway_dev.simulators import settings
-from batch_gateway_dev.simulators.anthropic import AnthropicBatches
-from batch_gateway_dev.simulators.bedrock import BedrockJobs
 from batch_gateway_dev.simulators.faults import FaultQueue
-from batch_gateway_dev.simulators.gemini import GeminiBatches
-from batch_gateway_dev.simulators.openai import OpenAIBatches
+
+
+def _simulator(target: str) -> Any:
+    """The simulator class a provider's spec names (``module:class``)."""
+    module, _, cls = target.partition(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 class SimulatorState:
@@ -28,20 +32,21 @@ class SimulatorState:
         self.settings: dict[str, Any] = copy.deepcopy(self._defaults)
         self.faults = FaultQueue()
         self.fired: set[str] = set()  # first_attempt_outcomes keys already used (each fires in one batch only)
-        self.anthropic = AnthropicBatches(self)
-        self.openai = OpenAIBatches(self)
-        self.bedrock = BedrockJobs(self)
-        self.google = GeminiBatches(self)
-        # Gemini first: its `/v1/files...` and `/v1/batches...` (API version v1) overlap OpenAI's paths; it claims
-        # only calls that carry an `x-goog-api-key` (GeminiBatches.claims), which the OpenAI SDK never sends.
-        self.providers = (self.google, self.anthropic, self.openai, self.bedrock)
+        # One simulator per provider, as its spec names it (provider_specs), in the specs' order.
+        self.simulators: dict[str, Any] = {spec.name: _simulator(spec.simulator)(self) for spec in SPECS}
+        # Routing order: a simulator whose paths overlap another's first, and it says which calls are its own
+        # (`claims`): Gemini's `/v1/files...` and `/v1/batches...` (API version v1) overlap OpenAI's; it claims only
+        # calls that carry an `x-goog-api-key`, which the OpenAI SDK never sends.
+        claiming = [sim for sim in self.simulators.values() if hasattr(sim, "claims")]
+        self.providers = (*claiming, *(sim for sim in self.simulators.values() if sim not in claiming))
         self.requests: Counter[str] = Counter()
         self._release = threading.Event()  # replaced by release_held(): every call held until then goes on
         self.held = 0  # calls a hold fault is keeping on the wire right now
 
     def configure(self, updates: dict[str, Any]) -> dict[str, Any]:
         """Merge validated `updates` into the settings; returns the resulting settings."""
-        clean = settings.validate(updates)
+        limited = [name for name, sim in self.simulators.items() if sim.real_limits]
+        clean = settings.validate(updates, limited)
         with self.lock:
             self.settings = {**self.settings, **clean}
             return copy.deepcopy(self.settings)
@@ -79,6 +84,13 @@ class SimulatorState:
         release.set()
         return released
 
+    def simulator_for_path(self, path: str) -> Any:
+        """The simulator of the API a path belongs to (the paths never collide), for errors raised before any route
+        ran: the one whose own prefixes (`paths`) it starts with, else the one that has none (OpenAI's)."""
+        sims = self.simulators.values()
+        owner = next((sim for sim in sims if sim.paths and path.startswith(sim.paths)), None)
+        return owner or next(sim for sim in sims if not sim.paths)
+
     def count(self, key: str) -> None:
         with self.lock:
             self.requests[key] += 1
@@ -91,22 +103,15 @@ class SimulatorState:
         """
         with self.lock:
             now = time.time()
-            finished = {batch_id: batch.timeline(now)[2] for batch_id, batch in self.openai.batches.items()}
-            for batch_id, batch in self.anthropic.batches.items():
-                # its timeline gives the final cutoff; until the end (or the cancel) only the first ones are done
-                stop = now if batch.cancel_at is None else min(now, batch.cancel_at)
-                finished[batch_id] = batch.plan.done_by(stop)
-            finished.update(self.bedrock.items_finished(now))
-            finished.update(self.google.items_finished(now))
+            finished: dict[str, int] = {}
+            for sim in self.simulators.values():
+                finished.update(sim.items_finished(now))
             return finished
 
     def stats(self) -> dict[str, Any]:
         with self.lock:
             return {
-                "anthropic": self.anthropic.stats(),
-                "openai": self.openai.stats(),
-                "bedrock": self.bedrock.stats(),
-                "google": self.google.stats(),
+                **{name: sim.stats() for name, sim in self.simulators.items()},
                 "items_finished": self.items_finished(),
                 "requests": dict(self.requests),
                 "faults_pending": self.faults.pending(),
