@@ -143,9 +143,10 @@ class Settings:
         return _reachable(self.secret_arns, self.bedrock)
 
     def provider_options(self, provider: str) -> dict[str, Any]:
-        """What an adapter needs besides a key: Bedrock keeps its jobs' files in the payload bucket."""
+        """What an adapter needs besides a key, as its keyword arguments: Bedrock keeps its jobs' files in the payload
+        bucket."""
         if provider == BEDROCK.name:
-            return {"bucket": self.bucket, "bedrock": self.bedrock}
+            return dict(bucket=self.bucket, bedrock=self.bedrock)
         return {}
 
     def wait_after(self, polls: int) -> int:

@@ -1,9 +1,12 @@
 """The model decides the provider behind the compatible doors (models/routing.py)."""
 
+import re
+
 import pytest
 
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.routing import provider_for_model
+from batch_gateway.provider_specs import SPECS
 
 
 @pytest.mark.parametrize(
@@ -34,6 +37,8 @@ from batch_gateway.models.routing import provider_for_model
 )
 def test_the_model_name_decides_the_provider(model, provider):
     assert provider_for_model(model) == provider
+    # one provider's routes only: the order the specs are tried in does not matter
+    assert [spec.name for spec in SPECS if spec.models.routes and re.fullmatch(spec.models.routes, model)] == [provider]
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,13 @@ The adapter here is a fake over the Anthropic SDK's exception classes (the mappi
 
 from __future__ import annotations
 
+import configparser
+import json
+import subprocess
+import sys
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -26,7 +31,9 @@ from batch_gateway.providers.base import (
     ProviderBatch,
     ProviderResult,
 )
+from batch_gateway_dev.simulators.state import SimulatorState
 
+REPO = Path(__file__).resolve().parents[2]
 URL = "https://provider.invalid/v1/batches"
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -251,6 +258,36 @@ def test_every_provider_spec_builds_its_adapter_and_the_adapter_takes_its_name_a
         assert isinstance(adapter, BatchProvider) and adapter.spec is spec
         assert (adapter.name, adapter.label, adapter.sdk) == (spec.name, spec.label, spec.sdk)
         assert (type(adapter).max_requests, type(adapter).max_bytes) == (spec.max_requests, spec.max_bytes)
+
+
+def test_every_provider_spec_names_its_simulator_and_the_simulator_state_holds_one_per_spec():
+    state = SimulatorState()
+    assert list(state.simulators) == list(PROVIDERS)
+    for spec in SPECS:
+        module, _, cls = spec.simulator.partition(":")
+        assert module.startswith("batch_gateway_dev.simulators.")
+        simulator = state.simulators[spec.name]
+        assert type(simulator).__name__ == cls and simulator.provider == spec.name
+
+
+def test_the_provider_specs_load_nothing_heavy_and_each_sdk_is_forbidden_outside_its_adapter():
+    """The specs are on the API functions' cold path and in the CDK app: standard library and constants only. Each
+    SDK is one of the provider-sdks contract's forbidden modules (botocore: the service-no-aws-sdk contract's)."""
+    code = "import sys, json, batch_gateway.provider_specs; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    loaded = {name.split(".")[0] for name in json.loads(done.stdout)}
+    assert not loaded & {"anthropic", "openai", "google", "boto3", "botocore", "pydantic", "aws_lambda_powertools"}
+    assert {name for name in json.loads(done.stdout) if name.startswith("batch_gateway")} == {
+        "batch_gateway",
+        "batch_gateway.constants",
+        "batch_gateway.provider_specs",
+    }
+    contracts = configparser.ConfigParser()
+    contracts.read(REPO / ".importlinter")
+    forbidden = contracts["importlinter:contract:provider-sdks"]["forbidden_modules"].split()
+    service = contracts["importlinter:contract:service-no-aws-sdk"]["forbidden_modules"].split()
+    for spec in SPECS:
+        assert spec.sdk.split(".")[0] in (service if spec.sdk == "botocore" else forbidden), spec.name
 
 
 def test_an_unknown_provider_is_refused():
