@@ -18,19 +18,20 @@ It sits below ``models`` and ``settings`` (``.importlinter``), which read it, so
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final
+from typing import Final, NamedTuple
 
 from batch_gateway import constants
 
 CHAT = "chat"
 _MODEL_CHARS = "[A-Za-z0-9._:@/-]"  # models.requests.MODEL_RE's characters, for the ECMA-262 patterns below
 MiB = 1024 * 1024
+_NO_OPTIONS: MappingProxyType[str, frozenset[str]] = MappingProxyType({})
 
 
-@dataclass(frozen=True, kw_only=True)
-class ModelNames:
+# Named tuples, not dataclasses: immutable all the same, and about a seventh of a frozen dataclass's cost to build at
+# import (decision 0090: the API functions' cold import counts every exec'd method).
+class ModelNames(NamedTuple):
     """Which model names a provider serves, said the three ways the code needs it (they must agree; the tests of
     each use hold them to it)."""
 
@@ -42,9 +43,9 @@ class ModelNames:
     routes_hint: str = ""  # the routed names in words, for the doors' 400 on a model no provider serves
 
 
-@dataclass(frozen=True, kw_only=True)
-class ProviderSpec:
-    """One provider. Only ``name`` is a key anything is stored under; the rest may change with a release."""
+class ProviderSpec(NamedTuple):
+    """One provider. Only ``name`` is a key anything is stored under; the rest may change with a release. Built with
+    keywords only."""
 
     name: str  # the registration name: a job's ``provider``, metrics' dimension, prices.json's and quotas' key
     label: str  # the provider's name in messages ("Amazon Bedrock")
@@ -57,23 +58,22 @@ class ProviderSpec:
     # provider, ``batch-gateway/<name>-api-key``); None: keyless, the functions' own roles call it (Bedrock).
     secret_env: str | None
     models: ModelNames
+    # Development only: the simulator standing in for the provider ("module:class" in batch_gateway_dev, a string
+    # since the wheel never imports dev code); key_env and base_url_env below.
+    simulator: str
     endpoints: tuple[str, ...] = (CHAT,)  # what ``endpoint`` may name; a chat-only provider records none on a job
     # Hyperparameter bounds that differ from models.requests.HYPERPARAMETERS'; None: the provider does not take it.
-    hyperparameters: MappingProxyType[str, tuple[float, float] | None] = field(
-        default_factory=lambda: MappingProxyType({})
-    )
+    hyperparameters: MappingProxyType[str, tuple[float, float] | None] = MappingProxyType({})
     # endpoint -> the provider_options a caller may pass through (only what the provider documents for batches).
-    options: MappingProxyType[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
+    options: MappingProxyType[str, frozenset[str]] = _NO_OPTIONS
     # Default quotas (decision 0080): model or "*" -> {limit field of models.quotas.QuotaLimits: n}.
-    quotas: MappingProxyType[str, MappingProxyType[str, int]] = field(default_factory=lambda: MappingProxyType({}))
+    quotas: MappingProxyType[str, MappingProxyType[str, int]] = MappingProxyType({})
     organisation_limits: frozenset[str] = frozenset()  # quota fields that are the account's, across models (0087)
     # The price table (prices.json) keys a model by a prefix of its id. Non-empty: ids carry more than the model (an
     # inference profile's geography, an ARN), and the key starts at the first of these markers (Bedrock).
     price_key_starts: tuple[str, ...] = ()
-    # Development only: the simulator standing in for the provider ("module:class" in batch_gateway_dev, a string
-    # since the wheel never imports dev code), the SDK's own variables for a real key (the local stack uses the real
-    # API when one is set) and for its base URL (pointed at the simulator by the local stack and the test accounts).
-    simulator: str
+    # Development only: the SDK's own variables for a real key (the local stack calls the real API when one is set)
+    # and for its base URL (pointed at the simulator by the local stack and the test accounts).
     key_env: str | None = None
     base_url_env: tuple[str, ...] = ()
 

@@ -42,7 +42,6 @@ HYPERPARAMETERS: dict[str, tuple[tuple[type, ...], float | None, float | None]] 
 PROVIDER_HYPERPARAMETER_LIMITS: dict[str, dict[str, tuple[float, float] | None]] = {
     spec.name: dict(spec.hyperparameters) for spec in SPECS
 }
-_MODEL_CHECKS = {spec.name: re.compile(spec.models.check) for spec in SPECS}  # the model names each provider serves
 DEFAULT_MAX_TOKENS = 1024
 # Per-request fields both compatible doors translate into (decision 0048), rendered by each provider adapter:
 # tools [{name, description?, input_schema}], tool_choice {type: auto|none|any|tool, name?}, response_format
@@ -263,10 +262,11 @@ def check_provider_enabled(provider: str, enabled: Collection[str]) -> None:
 
 
 def check_model_for_provider(provider: str, model: str) -> None:
-    """A model the provider serves (its spec's ``models.check``), else a 400 in the spec's words."""
-    check = _MODEL_CHECKS.get(provider)
-    if check is not None and not check.search(model):
-        names = BY_NAME[provider].models
+    """A model the provider serves (its spec's ``models.check``, compiled on first use), else a 400 in the spec's
+    words."""
+    spec = BY_NAME.get(provider)
+    if spec is not None and not re.search(spec.models.check, model):
+        names = spec.models
         raise InvalidRequestError(names.refusal.format(model=model), details=[_detail("model", names.refusal_detail)])
 
 
