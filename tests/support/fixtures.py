@@ -12,6 +12,7 @@ import pytest
 from moto import mock_aws
 
 from batch_gateway import wiring
+from batch_gateway.provider_specs import SPECS
 from batch_gateway_dev.local.resources import create_bucket, create_table
 from batch_gateway_dev.simulators import SimulatorServer
 
@@ -43,16 +44,18 @@ def moto_account(simulator: SimulatorServer) -> Iterator[dict[str, Any]]:
     Module scope, not session: the mock must be gone before an e2e module starts the local stack in this process.
     """
     patch = pytest.MonkeyPatch()
-    patch.setenv("ANTHROPIC_BASE_URL", simulator.url)
-    patch.setenv("OPENAI_BASE_URL", simulator.openai_base_url)
-    patch.setenv("GOOGLE_GEMINI_BASE_URL", simulator.gemini_base_url)  # google-genai's own variable
+    keyed = [spec for spec in SPECS if not spec.keyless]  # Bedrock's endpoint: tests/support/bedrock_account.py's
+    for spec in keyed:
+        for variable in spec.base_url_env:  # each SDK's own variable (google-genai's too)
+            patch.setenv(variable, simulator.base_url(spec.name))
     with mock_aws():
         create_table(boto3.client("dynamodb", region_name=REGION), TABLE)
         create_bucket(boto3.client("s3", region_name=REGION), BUCKET, REGION)
         secrets = boto3.client("secretsmanager", region_name=REGION)
-        anthropic_arn = secrets.create_secret(Name="batch-gateway/anthropic-api-key", SecretString="sim-key")["ARN"]
-        openai_arn = secrets.create_secret(Name="batch-gateway/openai-api-key", SecretString="sim-key")["ARN"]
-        google_arn = secrets.create_secret(Name="batch-gateway/google-api-key", SecretString="sim-key")["ARN"]
+        secret_arns = {}  # each keyed provider's secret, as the CDK app names it
+        for spec in keyed:
+            name = f"batch-gateway/{spec.name}-api-key"
+            secret_arns[spec.secret_env] = secrets.create_secret(Name=name, SecretString="sim-key")["ARN"]
         sfn = boto3.client("stepfunctions", region_name=REGION)
         iam = boto3.client("iam", region_name=REGION)
         role = iam.create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
@@ -65,9 +68,7 @@ def moto_account(simulator: SimulatorServer) -> Iterator[dict[str, Any]]:
             "JOBS_TABLE": TABLE,
             "PAYLOAD_BUCKET": BUCKET,
             "STATE_MACHINE_ARN": machine,
-            "ANTHROPIC_SECRET_ARN": anthropic_arn,
-            "OPENAI_SECRET_ARN": openai_arn,
-            "GOOGLE_SECRET_ARN": google_arn,
+            **secret_arns,
             "POLL_SCHEDULE_SECONDS": "0",
             "EVENT_BUS_NAME": "default",
             "DEPLOYMENT_ID": "test",
