@@ -7,16 +7,12 @@ import pytest
 
 from batch_gateway.constants import RETRYABLE_ERRORS
 from batch_gateway.contract import errors
-from batch_gateway_dev.simulators import faults
+from batch_gateway_dev.simulators import openai as openai_simulator
 from lambdas import create, mark_failed, plan, poll, status, submit
 from tests.support.events import call, load_event
 
-OUT_OF_CREDIT = (
-    "rate_limit_error",
-    "insufficient_quota",
-    "insufficient_quota",
-    "You exceeded your current quota, please check your plan and billing details.",
-)
+OUT_OF_CREDIT = ("insufficient_quota", "insufficient_quota")  # OpenAI's error type and code of this 429
+OUT_OF_CREDIT_MESSAGE = "You exceeded your current quota, please check your plan and billing details."
 
 
 def _openai_job(ctx) -> dict:
@@ -35,10 +31,10 @@ def _as_the_state_machine_catches(state: dict, exc: Exception) -> dict:
 
 
 def test_out_of_credit_fails_the_job_with_a_clear_reason_instead_of_retrying(aws, ctx, simulator, monkeypatch):
-    monkeypatch.setitem(faults._HTTP_ERRORS, 429, OUT_OF_CREDIT)  # the simulator's 429 as OpenAI words this one
+    monkeypatch.setitem(openai_simulator._FAULT_ERRORS, 429, OUT_OF_CREDIT)  # the 429 as OpenAI words this one
     job = _openai_job(ctx)
     state = plan.handler({"job_id": job["id"]}, ctx)
-    simulator.add_fault("openai", "create_batch", "http_429", retry_after=0)
+    simulator.add_fault("openai", "create_batch", "http_429", retry_after=0, message=OUT_OF_CREDIT_MESSAGE)
     with pytest.raises(errors.BatchGatewayError) as refused:
         submit.handler(state, ctx)
     assert type(refused.value).__name__ not in RETRYABLE_ERRORS  # the state machine catches it instead of retrying
