@@ -87,20 +87,22 @@ def test_a_changed_configuration_gets_a_new_worker_with_the_new_environment(runt
 
 def test_a_worker_that_exits_is_reported_with_its_status_and_replaced(runtime):
     function = Function(f"{PROBE}.exit_with")
+    before, _ = invoke(runtime, function)
     answer, errored = invoke(runtime, function, {"status": 3})
     assert errored and answer["errorType"] == "Runtime.ExitError"
     assert answer["errorMessage"].endswith("Runtime exited with error: exit status 3")
-    function.handler = f"{PROBE}.echo"
-    assert invoke(runtime, function, {"after": 1}) == ({"after": 1}, False)
+    after, errored = invoke(runtime, function)  # the same configuration: a new worker in place of the one that died
+    assert not errored and after["pid"] != before["pid"]
 
 
 def test_a_worker_past_its_timeout_is_killed_and_the_next_invocation_starts_fresh(runtime):
     function = Function(f"{PROBE}.block", timeout=1)
-    answer, errored = invoke(runtime, function)
+    before, _ = invoke(runtime, function)
+    answer, errored = invoke(runtime, function, {"block": True})
     assert errored and answer["errorType"] == "Sandbox.Timedout"
     assert "Task timed out after 1.00 seconds" in answer["errorMessage"]
-    function.handler = f"{PROBE}.echo"
-    assert invoke(runtime, function, {"next": True}) == ({"next": True}, False)
+    after, errored = invoke(runtime, function)
+    assert not errored and after["pid"] != before["pid"]
 
 
 def test_a_handler_that_cannot_be_imported_fails_the_init_phase(runtime):
@@ -110,15 +112,16 @@ def test_a_handler_that_cannot_be_imported_fails_the_init_phase(runtime):
     assert errored and answer["errorType"] == "Runtime.ImportModuleError"
 
 
-def test_concurrent_invocations_each_get_a_worker_of_their_own(runtime):
-    function = Function(f"{PROBE}.observe")
+def test_concurrent_invocations_each_get_a_worker_of_their_own(runtime, tmp_path):
+    """Five invocations at once meet in a rendezvous that only five workers running together can reach."""
+    function = Function(f"{PROBE}.gather")
+    event = {"folder": str(tmp_path), "n": 5}
     calls = Threads()
     for i in range(5):
-        calls.start(f"call{i}", lambda: invoke(runtime, function))
-    answers = calls.join(timeout=120)
-    assert all(not errored for _, errored in answers.values())
-    assert len({seen["pid"] for seen, _ in answers.values()}) >= 1
-    assert all(seen["environment"] == runtime.environment(function) for seen, _ in answers.values())
+        calls.start(f"call{i}", lambda: invoke(runtime, function, event))
+    answers = [seen for seen, errored in calls.join(timeout=120).values() if not errored]
+    assert len(answers) == 5 and all(seen["met"] for seen in answers), answers
+    assert len({seen["pid"] for seen in answers}) == 5
 
 
 _SPY = """

@@ -193,8 +193,9 @@ class _Forked:
     def wait(self) -> int:
         code = self._zygote.wait(self.pid)
         for stream in (self.stdin, self.stdout):
-            with contextlib.suppress(OSError):
-                stream.close() if stream else None
+            if stream is not None:
+                with contextlib.suppress(OSError):  # a pipe whose reader is gone: nothing left to flush
+                    stream.close()
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None

@@ -21,6 +21,7 @@ what ``subprocess`` calls a return code (negative: killed by that signal). EOF o
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -35,7 +36,8 @@ import traceback
 from batch_gateway_dev.local.lambda_worker import main as run_worker
 
 # Imported once here instead of in every worker: each reads nothing at import that a function's environment sets
-# (the test above lists what each one reads). Not ours, not Powertools: those read their settings at import.
+# (tests/integration/test_local_lambda_runtime.py holds them to it). Not ours, not Powertools: those read their
+# settings at import.
 PRELOAD = (
     "boto3",
     "botocore.session",
@@ -48,10 +50,6 @@ PRELOAD = (
     "google.genai",
 )
 _MESSAGE_BYTES = 1 << 20
-
-
-def _status(wait_status: int) -> int:
-    return -os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) else os.WEXITSTATUS(wait_status)
 
 
 def _send(sock: socket.socket, message: dict[str, int]) -> None:
@@ -100,12 +98,8 @@ def serve(sock: socket.socket) -> None:
     while True:
         ready, _, _ = select.select([sock.fileno(), read_end], [], [])
         if read_end in ready:
-            while True:
-                try:
-                    if not os.read(read_end, 4096):
-                        break
-                except BlockingIOError:
-                    break
+            with contextlib.suppress(BlockingIOError):  # what is left wakes the next select, which finds nothing
+                os.read(read_end, 4096)
         while True:  # collect every ended worker, whatever woke us
             try:
                 pid, wait_status = os.waitpid(-1, os.WNOHANG)
@@ -113,7 +107,7 @@ def serve(sock: socket.socket) -> None:
                 break
             if pid == 0:
                 break
-            _send(sock, {"exited": pid, "status": _status(wait_status)})
+            _send(sock, {"exited": pid, "status": os.waitstatus_to_exitcode(wait_status)})
         if sock.fileno() not in ready:
             continue
         data, fds, _flags, _addr = socket.recv_fds(sock, _MESSAGE_BYTES, 3)
