@@ -38,3 +38,17 @@ def test_drop_before_accept_loses_the_answer_and_creates_nothing(sim):
     with pytest.raises(anthropic.APIConnectionError):
         _client(sim).messages.batches.create(requests=REQUEST)
     assert sim.stats()["anthropic"]["batches_created"] == 0
+
+
+def test_a_reset_refuses_the_calls_it_finds_held_before_accept(sim):
+    """A reset starts a test afresh: a create an earlier test left held before accept must not land after it (it
+    would be counted as this test's batch, a stray no chunk records). The held caller sees a lost connection, as
+    after drop_before_accept, and nothing is created."""
+    sim.add_fault("anthropic", "create_batch", "hold_before_accept")
+    create = Threads()
+    create.start("create", lambda: _client(sim).messages.batches.create(requests=REQUEST))
+    wait_for(lambda: sim.stats()["held"] == 1, timeout=10, what="the create to be held")
+    sim.reset()
+    with pytest.raises(anthropic.APIConnectionError):
+        create.join(timeout=10)
+    assert sim.stats()["anthropic"]["batches_created"] == 0 and sim.stats()["held"] == 0

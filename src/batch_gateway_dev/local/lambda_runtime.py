@@ -20,8 +20,11 @@ A worker that dies reports ``Runtime.ExitError``. Memory is not limited.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -40,6 +43,8 @@ ASYNC_RETRY_DELAYS = (1.0, 2.0)  # seconds before Lambda's two retries of a fail
 MAX_WORKERS_PER_FUNCTION = 6
 ENVIRONMENTS_FILE = "environments.jsonl"
 INIT_TIMEOUT_SECONDS = 60.0  # Lambda allows 10 s; imports on a busy two-core machine can take longer
+# What the zygote starts with besides TZ and LANG: the variables every worker gets that are not its function's own.
+ZYGOTE_VARIABLES = ("PATH", "PYTHONDONTWRITEBYTECODE")
 # Set by the local runtime only; everything else in a worker's environment is the template's or Lambda's own.
 LOCAL_ONLY_VARIABLES = (
     "AWS_ENDPOINT_URL",
@@ -81,19 +86,132 @@ def _configuration(function: Any, env: dict[str, str]) -> str:
     return json.dumps([env, function.description, function.handler, function.timeout], sort_keys=True)
 
 
-class _Worker:
-    def __init__(self, configuration: str, env: dict[str, str], log: IO[bytes], cwd: str) -> None:
-        self.configuration = configuration
-        self.ready = False
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "batch_gateway_dev.local.lambda_worker"],
+class _Zygote:
+    """The process every worker is forked from (``lambda_zygote``, decision 0108), and what it says about them: the
+    pid of each new worker and the status of each that ended (only the zygote, their parent, can collect it)."""
+
+    def __init__(self, cwd: str) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {name: os.environ[name] for name in ZYGOTE_VARIABLES if name in os.environ}
+        env.update(TZ=":UTC", LANG="en_US.UTF-8")  # as every worker has them (LambdaRuntime.environment)
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "batch_gateway_dev.local.lambda_zygote", str(theirs.fileno())],
             env=env,
             cwd=cwd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
+            stdin=subprocess.DEVNULL,
+            pass_fds=(theirs.fileno(),),
             start_new_session=True,
         )
+        theirs.close()
+        self._socket = ours
+        self._spawning = threading.Lock()
+        self._changed = threading.Condition()
+        self._pids: list[int] = []
+        self._exited: dict[int, int] = {}
+        self._closed = False
+        first = self._socket.recv(65536)
+        if not first:
+            raise RuntimeError("the Lambda worker zygote did not start (see its output above)")
+        threading.Thread(target=self._listen, name="lambda-zygote", daemon=True).start()
+
+    def _listen(self) -> None:
+        while True:
+            try:
+                data = self._socket.recv(65536)
+            except OSError:
+                data = b""
+            with self._changed:
+                if not data:
+                    self._closed = True
+                    self._changed.notify_all()
+                    return
+                message = json.loads(data)
+                if "exited" in message:
+                    self._exited[message["exited"]] = message["status"]
+                else:
+                    self._pids.append(message["pid"])
+                self._changed.notify_all()
+
+    def spawn(self, env: dict[str, str], cwd: str, fds: tuple[int, int, int]) -> int:
+        with self._spawning, self._changed:
+            socket.send_fds(self._socket, [json.dumps({"env": env, "cwd": cwd}).encode()], list(fds))
+            if not self._changed.wait_for(lambda: self._pids or self._closed, INIT_TIMEOUT_SECONDS) or not self._pids:
+                raise RuntimeError("the Lambda worker zygote did not fork a worker")
+            return self._pids.pop(0)
+
+    def returncode(self, pid: int) -> int | None:
+        with self._changed:
+            return self._exited.get(pid)
+
+    def wait(self, pid: int) -> int:
+        with self._changed:
+            self._changed.wait_for(lambda: pid in self._exited or self._closed)
+            return self._exited.get(pid, -signal.SIGKILL)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # shutdown, not only close: the listening thread's recv holds the socket
+            self._socket.shutdown(socket.SHUT_RDWR)
+        self._socket.close()  # the zygote ends at end of file
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+
+class _Forked:
+    """A worker forked by the zygote, seen through the parts of ``subprocess.Popen`` the runtime uses."""
+
+    def __init__(self, zygote: _Zygote, env: dict[str, str], log: IO[bytes], cwd: str) -> None:
+        requests_read, requests_write = os.pipe()
+        answers_read, answers_write = os.pipe()
+        try:
+            self.pid = zygote.spawn(env, cwd, (requests_read, answers_write, log.fileno()))
+        finally:
+            os.close(requests_read)
+            os.close(answers_write)
+        self._zygote = zygote
+        self._pidfd = _pidfd(self.pid)
+        self.stdin: IO[bytes] | None = os.fdopen(requests_write, "wb")
+        self.stdout: IO[bytes] | None = os.fdopen(answers_read, "rb")
+
+    @property
+    def returncode(self) -> int | None:
+        return self._zygote.returncode(self.pid)
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None and self._pidfd is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+
+    def wait(self) -> int:
+        code = self._zygote.wait(self.pid)
+        for stream in (self.stdin, self.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):  # a pipe whose reader is gone: nothing left to flush
+                    stream.close()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        return code
+
+
+def _pidfd(pid: int) -> int | None:
+    """A handle on exactly this process (a pid may be reused once the zygote has collected it); None if it ended."""
+    try:
+        return os.pidfd_open(pid)
+    except ProcessLookupError:
+        return None
+
+
+class _Worker:
+    def __init__(self, zygote: _Zygote, configuration: str, env: dict[str, str], log: IO[bytes], cwd: str) -> None:
+        self.configuration = configuration
+        self.ready = False
+        self.process = _Forked(zygote, env, log, cwd)
 
     def init(self) -> dict[str, Any] | None:
         """Wait for the init phase (importing the handler); None when it failed or took too long."""
@@ -155,6 +273,7 @@ class LambdaRuntime:
         self._busy: dict[str, int] = {}
         self._logs: dict[str, IO[bytes]] = {}
         self._all: list[_Worker] = []
+        self._zygote: _Zygote | None = None
 
     def environment(self, function: Any) -> dict[str, str]:
         name = function.function_name
@@ -242,7 +361,17 @@ class LambdaRuntime:
                 self._log_dir.mkdir(parents=True, exist_ok=True)
                 self._logs[name] = open(self._log_dir / f"{name}.log", "ab", buffering=0)  # noqa: SIM115
             log = self._logs[name]
-        worker = _Worker(configuration, env, log, str(self._task_root))
+        try:
+            with self._lock:
+                if self._zygote is None:
+                    self._zygote = _Zygote(str(self._task_root))
+                zygote = self._zygote
+            worker = _Worker(zygote, configuration, env, log, str(self._task_root))
+        except BaseException:
+            with self._lock:
+                self._busy[name] -= 1
+                self._lock.notify_all()
+            raise
         with self._lock:
             self._all.append(worker)
             with open(self._log_dir / ENVIRONMENTS_FILE, "a") as started:  # what each instance started with
@@ -262,6 +391,8 @@ class LambdaRuntime:
             self._idle.clear()
         for worker in workers:
             worker.kill()
+        if self._zygote is not None:
+            self._zygote.close()
         for log in self._logs.values():
             log.close()
 

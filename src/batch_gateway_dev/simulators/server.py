@@ -106,8 +106,9 @@ class _Handler(QuietHandler):
                         return Reply(200), fault  # never performed; serve drops the connection
                     if fault is not None and not fault.performs_call:
                         return provider.render(provider.fault_error(fault)), None
-                    if fault is not None and fault.kind == "hold_before_accept":
-                        state.hold(fault.seconds)
+                    if fault is not None and fault.kind == "hold_before_accept" and not state.hold(fault.seconds):
+                        # a reset let it go: performed now, it would be a stray in the fresh state; lost instead
+                        return Reply(200), Fault(provider.provider, route.op, "drop_before_accept")
                     reply = route.handler(req, **match.groupdict())
                     if fault is not None and fault.kind == "hold_after_accept":
                         state.hold(fault.seconds)

@@ -42,6 +42,7 @@ class SimulatorState:
         self.requests: Counter[str] = Counter()
         self._release = threading.Event()  # replaced by release_held(): every call held until then goes on
         self.held = 0  # calls a hold fault is keeping on the wire right now
+        self._resets = 0  # a held call that a reset let go belongs to the world before it (hold() says so)
 
     def configure(self, updates: dict[str, Any]) -> dict[str, Any]:
         """Merge validated `updates` into the settings; returns the resulting settings."""
@@ -57,6 +58,7 @@ class SimulatorState:
     def reset(self) -> None:
         """Forget all batches, files, faults and counts; restore the default settings."""
         with self.lock:
+            self._resets += 1
             self.settings = copy.deepcopy(self._defaults)
             self.fired.clear()
             self.faults.clear()
@@ -65,16 +67,19 @@ class SimulatorState:
             self.requests.clear()
         self.release_held()
 
-    def hold(self, seconds: float) -> None:
-        """Keep the calling request on the wire until ``release_held()`` or ``seconds`` pass."""
+    def hold(self, seconds: float) -> bool:
+        """Keep the calling request on the wire until ``release_held()`` or ``seconds`` pass. False when a reset let
+        it go: the call was made before the reset, and whatever it does would land in the state after it."""
         with self.lock:
-            release = self._release
+            release, resets = self._release, self._resets
             self.held += 1
         try:
             release.wait(seconds)
         finally:
             with self.lock:
                 self.held -= 1
+                still = self._resets == resets
+        return still
 
     def release_held(self) -> int:
         """Let every held call go on; later hold faults wait for the next release."""

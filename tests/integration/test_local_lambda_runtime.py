@@ -1,0 +1,162 @@
+"""The local stack's Lambda runtime gives a worker what Lambda gives a fresh execution environment, although its
+workers are forked from a zygote that imported the heavy libraries once (decision 0108): exactly the function's
+variables, seen already while the handler module is imported; the task root as working directory and first path
+entry; UTC; its own session. A worker that exits, times out or cannot import its handler is reported as Lambda
+reports it, and the next invocation gets a fresh worker. The preloaded libraries read no variable a function gets
+while they are imported, so loading them once changes nothing a function can observe."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from batch_gateway_dev.local import lambda_zygote
+from batch_gateway_dev.local.lambda_runtime import LOCAL_ONLY_VARIABLES, RUNTIME_VARIABLES, LambdaRuntime
+from batch_gateway_dev.local.template import REPO_ROOT, Template, synthesized_template
+from tests.support.concurrency import Threads
+
+PROBE = "tests.support.lambda_probe"
+
+
+@dataclass
+class Function:
+    """The attributes of moto's LambdaFunction the runtime reads."""
+
+    handler: str
+    function_name: str = field(default_factory=lambda: f"Probe{uuid.uuid4().hex[:8]}")
+    timeout: int = 30
+    environment_vars: dict[str, str] = field(default_factory=lambda: {"TABLE_NAME": "jobs", "STAGE": "local"})
+    role: str = "arn:aws:iam::123456789012:role/probe"
+    run_time: str = "python3.13"
+    region: str = "us-east-1"
+    memory_size: int = 256
+    description: str = ""
+
+    @property
+    def function_arn(self) -> str:
+        return f"arn:aws:lambda:{self.region}:123456789012:function:{self.function_name}"
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory):
+    """One runtime (one zygote) for the module; each test's functions have names of their own."""
+    credentials = {"AWS_ACCESS_KEY_ID": "ASIAPROBE", "AWS_SECRET_ACCESS_KEY": "s", "AWS_SESSION_TOKEN": "t"}
+    runtime = LambdaRuntime(
+        credentials_for=lambda role: credentials,
+        local_env={"AWS_ENDPOINT_URL": "http://127.0.0.1:1"},
+        log_dir=tmp_path_factory.mktemp("logs"),
+        task_root=REPO_ROOT,
+    )
+    yield runtime
+    runtime.close()
+
+
+def invoke(runtime: LambdaRuntime, function: Function, event: Any = None) -> tuple[Any, bool]:
+    payload, errored = runtime.invoke(function, event or {})
+    return json.loads(payload), errored
+
+
+def test_a_worker_sees_exactly_its_functions_environment_from_the_moment_its_handler_is_imported(runtime):
+    function = Function(f"{PROBE}.observe")
+    seen, errored = invoke(runtime, function)
+    assert not errored, seen
+    expected = runtime.environment(function)
+    assert seen["environment"] == expected  # nothing of the zygote's or the test runner's
+    assert seen["at_import"] == expected
+    assert seen["cwd"] == str(REPO_ROOT) and seen["first_path"] == str(REPO_ROOT)
+    assert seen["timezone"] == "UTC" and seen["own_session"]
+    assert 0 < seen["remaining_ms"] <= function.timeout * 1000
+
+
+def test_a_changed_configuration_gets_a_new_worker_with_the_new_environment(runtime):
+    function = Function(f"{PROBE}.observe")
+    first, _ = invoke(runtime, function)
+    again, _ = invoke(runtime, function)
+    assert again["pid"] == first["pid"]  # warm
+    function.environment_vars = {**function.environment_vars, "STAGE": "prod"}
+    changed, _ = invoke(runtime, function)
+    assert changed["pid"] != first["pid"] and changed["environment"]["STAGE"] == "prod"
+    assert changed["at_import"]["STAGE"] == "prod"
+
+
+def test_a_worker_that_exits_is_reported_with_its_status_and_replaced(runtime):
+    function = Function(f"{PROBE}.exit_with")
+    before, _ = invoke(runtime, function)
+    answer, errored = invoke(runtime, function, {"status": 3})
+    assert errored and answer["errorType"] == "Runtime.ExitError"
+    assert answer["errorMessage"].endswith("Runtime exited with error: exit status 3")
+    after, errored = invoke(runtime, function)  # the same configuration: a new worker in place of the one that died
+    assert not errored and after["pid"] != before["pid"]
+
+
+def test_a_worker_past_its_timeout_is_killed_and_the_next_invocation_starts_fresh(runtime):
+    function = Function(f"{PROBE}.block", timeout=1)
+    before, _ = invoke(runtime, function)
+    answer, errored = invoke(runtime, function, {"block": True})
+    assert errored and answer["errorType"] == "Sandbox.Timedout"
+    assert "Task timed out after 1.00 seconds" in answer["errorMessage"]
+    after, errored = invoke(runtime, function)
+    assert not errored and after["pid"] != before["pid"]
+
+
+def test_a_handler_that_cannot_be_imported_fails_the_init_phase(runtime):
+    answer, errored = invoke(runtime, Function(f"{PROBE}.missing_attribute"))
+    assert errored and answer["errorType"] == "Runtime.ImportModuleError"
+    answer, errored = invoke(runtime, Function("tests.support.no_such_module.handler"))
+    assert errored and answer["errorType"] == "Runtime.ImportModuleError"
+
+
+def test_concurrent_invocations_each_get_a_worker_of_their_own(runtime, tmp_path):
+    """Five invocations at once meet in a rendezvous that only five workers running together can reach."""
+    function = Function(f"{PROBE}.gather")
+    event = {"folder": str(tmp_path), "n": 5}
+    calls = Threads()
+    for i in range(5):
+        calls.start(f"call{i}", lambda: invoke(runtime, function, event))
+    answers = [seen for seen, errored in calls.join(timeout=120).values() if not errored]
+    assert len(answers) == 5 and all(seen["met"] for seen in answers), answers
+    assert len({seen["pid"] for seen in answers}) == 5
+
+
+_SPY = """
+import collections.abc, importlib, json, os, sys
+read = set()
+class Spy(collections.abc.MutableMapping):
+    def __init__(self, real): self.real = real
+    def __getitem__(self, key): read.add(key); return self.real[key]
+    def __setitem__(self, key, value): self.real[key] = value
+    def __delitem__(self, key): del self.real[key]
+    def __iter__(self): read.add("*"); return iter(self.real)
+    def __len__(self): return len(self.real)
+    def get(self, key, default=None): read.add(key); return self.real.get(key, default)
+    def __contains__(self, key): read.add(key); return key in self.real
+    def copy(self): read.add("*"); return self.real.copy()
+os.environ = Spy(os.environ)
+for module in json.loads(sys.argv[1]):
+    importlib.import_module(module)
+print(json.dumps(sorted(read)))
+"""
+
+
+def test_the_preloaded_libraries_read_no_variable_a_function_gets_while_they_are_imported():
+    template = Template(synthesized_template({}))
+    given = {name for function in template.functions() for name in function.environment}
+    given |= set(RUNTIME_VARIABLES) | set(LOCAL_ONLY_VARIABLES)
+    same_everywhere = {"TZ", "LANG", "PATH", "PYTHONDONTWRITEBYTECODE"}  # the zygote starts with the workers' values
+    done = subprocess.run(
+        [sys.executable, "-c", _SPY, json.dumps(lambda_zygote.PRELOAD)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    read = set(json.loads(done.stdout))
+    assert "*" not in read  # none lists the whole environment
+    assert read & given - same_everywhere == set()
