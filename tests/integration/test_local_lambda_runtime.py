@@ -138,8 +138,8 @@ class Spy(collections.abc.MutableMapping):
     def __contains__(self, key): read.add(key); return key in self.real
     def copy(self): read.add("*"); return self.real.copy()
 os.environ = Spy(os.environ)
-for module in json.loads(sys.argv[1]):
-    importlib.import_module(module)
+from batch_gateway_dev.local import lambda_zygote
+lambda_zygote.preload()
 print(json.dumps(sorted(read)))
 """
 
@@ -150,13 +150,40 @@ def test_the_preloaded_libraries_read_no_variable_a_function_gets_while_they_are
     given |= set(RUNTIME_VARIABLES) | set(LOCAL_ONLY_VARIABLES)
     same_everywhere = {"TZ", "LANG", "PATH", "PYTHONDONTWRITEBYTECODE"}  # the zygote starts with the workers' values
     done = subprocess.run(
-        [sys.executable, "-c", _SPY, json.dumps(lambda_zygote.PRELOAD)],
+        [sys.executable, "-c", _SPY],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
         env={"PATH": "/usr/bin:/bin"},
+        cwd=REPO_ROOT,
     )
     read = set(json.loads(done.stdout))
     assert "*" not in read  # none lists the whole environment
     assert read & given - same_everywhere == set()
+
+
+def test_a_workers_clients_use_the_models_the_zygote_parsed_and_other_services_load_as_ever(runtime):
+    """The services our functions call come with their botocore models already parsed (the zygote's shared loader);
+    a client of any other service still loads its own; either way a client has exactly the operations a fresh
+    interpreter's would."""
+    function = Function(f"{PROBE}.make_clients")
+    seen, errored = invoke(runtime, function, {"services": [*lambda_zygote.SHARED_MODELS, "kinesis"]})
+    assert not errored, seen
+    assert seen["parsed"] and all("/kinesis/" in path for path in seen["parsed"]), seen["parsed"]
+    fresh = subprocess.run(
+        [sys.executable, "-c", _OPERATIONS, json.dumps([*lambda_zygote.SHARED_MODELS, "kinesis"])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1"},
+    )
+    assert seen["operations"] == json.loads(fresh.stdout)
+
+
+_OPERATIONS = """
+import json, sys, boto3
+services = json.loads(sys.argv[1])
+print(json.dumps({s: list(boto3.client(s).meta.service_model.operation_names) for s in services}))
+"""

@@ -55,3 +55,27 @@ def gather(event: Any, context: Any) -> dict[str, Any]:
 
 def echo(event: Any, context: Any) -> Any:
     return event
+
+
+def make_clients(event: Any, context: Any) -> dict[str, Any]:
+    """Builds a boto3 client of each of ``event["services"]`` and says which botocore data files that parsed, and
+    each client's operations."""
+    import boto3
+    from botocore import loaders
+
+    parsed: list[str] = []
+    real = loaders.JSONFileLoader.load_file
+
+    def spy(self: Any, file_path: str) -> Any:
+        parsed.append(file_path)
+        return real(self, file_path)
+
+    loaders.JSONFileLoader.load_file = spy  # type: ignore[method-assign]
+    try:
+        clients = {service: boto3.client(service) for service in event["services"]}
+    finally:
+        loaders.JSONFileLoader.load_file = real  # type: ignore[method-assign]
+    return {
+        "parsed": parsed,
+        "operations": {service: list(client.meta.service_model.operation_names) for service, client in clients.items()},
+    }
