@@ -34,6 +34,9 @@ NOT_PROVIDER_NAMES = {
     ("src/batch_gateway_dev/simulators/bedrock.py", "SIGNING_NAME", "bedrock"): "AWS's SigV4 signing name of the "
     "Bedrock APIs, which the Bedrock simulator checks a request's credential scope against: AWS's wire format, equal "
     "to our registration name by origin, not by reference",
+    ("src/batch_gateway_dev/local/lambda_zygote.py", "SHARED_MODELS", "bedrock"): "botocore's service name of the "
+    "Bedrock control plane, whose model the local Lambda workers' zygote parses once: an AWS service, like its "
+    "neighbours dynamodb and s3 in that list",
 }
 
 

@@ -33,11 +33,12 @@ import threading
 import time
 import traceback
 
+from batch_gateway.provider_specs import SPECS
 from batch_gateway_dev.local.lambda_worker import main as run_worker
 
 # Imported once here instead of in every worker: each reads nothing at import that a function's environment sets
-# (tests/integration/test_local_lambda_runtime.py holds them to it). Not ours, not Powertools: those read their
-# settings at import.
+# (tests/integration/test_local_lambda_runtime.py holds them to it). Not our handlers' code, not Powertools: those
+# read their settings at import.
 PRELOAD = (
     "boto3",
     "botocore.session",
@@ -45,9 +46,7 @@ PRELOAD = (
     "botocore.config",
     "pydantic",
     "orjson",
-    "anthropic",
-    "openai",
-    "google.genai",
+    *dict.fromkeys(spec.sdk for spec in SPECS),  # each provider's SDK (botocore's is above already)
 )
 # The AWS services our functions call: their botocore models are parsed here once, not in every worker (below).
 SHARED_MODELS = (
@@ -175,7 +174,13 @@ def serve(sock: socket.socket) -> None:
 
 def main() -> None:
     preload()
-    ours = sorted(m for m in sys.modules if m.startswith(("batch_gateway.", "lambdas", "aws_lambda_powertools")))
+    # The provider descriptions (plain tables: they name each SDK) are the only code of ours loaded here.
+    tables = {"batch_gateway.constants", "batch_gateway.provider_specs"}
+    ours = sorted(
+        m
+        for m in sys.modules
+        if m.startswith(("batch_gateway.", "lambdas", "aws_lambda_powertools")) and m not in tables
+    )
     assert not ours, f"the zygote must not import what reads a function's settings: {ours}"
     assert threading.active_count() == 1, "a preloaded module started a thread: forking would copy it half-done"
     sock = socket.socket(fileno=int(sys.argv[1]))
