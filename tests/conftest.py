@@ -2,6 +2,8 @@
 
 import os
 
+from batch_gateway_dev.botocore_data import share_parsed_data
+
 os.environ.update(
     {
         "AWS_ACCESS_KEY_ID": "testing",
@@ -19,6 +21,10 @@ os.environ.update(
 )
 for _var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_PROFILE", "AWS_ENDPOINT_URL"):
     os.environ.pop(_var, None)
+
+# The suite builds botocore sessions again and again (each moto account, each handler's wiring); each would parse
+# the same service models: parsed once per test process instead.
+share_parsed_data()
 
 # The fixtures every layer shares (one provider simulator, one emulated AWS account, the account Bedrock jobs read
 # from), loaded after the environment above is set.

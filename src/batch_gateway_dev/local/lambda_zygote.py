@@ -34,6 +34,7 @@ import time
 import traceback
 
 from batch_gateway.provider_specs import SPECS
+from batch_gateway_dev.botocore_data import share_parsed_data
 from batch_gateway_dev.local.lambda_worker import main as run_worker
 
 # Imported once here instead of in every worker: each reads nothing at import that a function's environment sets
@@ -48,7 +49,7 @@ PRELOAD = (
     "orjson",
     *dict.fromkeys(spec.sdk for spec in SPECS),  # each provider's SDK (botocore's is above already)
 )
-# The AWS services our functions call: their botocore models are parsed here once, not in every worker (below).
+# The AWS services our functions call: their botocore models are parsed here once, not in every worker.
 SHARED_MODELS = (
     "dynamodb",
     "s3",
@@ -69,37 +70,7 @@ def preload() -> None:
     """Import the libraries every worker needs and parse the botocore data their clients read."""
     for module in PRELOAD:
         importlib.import_module(module)
-    _share_botocore_data()
-
-
-def _share_botocore_data() -> None:
-    """A worker's first client of a service made botocore parse its JSON (the service model, its endpoint rules, the
-    partitions): about a fifth of a worker's CPU. They are parsed here once, and every loader a worker's session makes
-    with botocore's default search path starts with them in its cache (botocore's ``instance_cache``), as a process's
-    later clients find what its first one loaded. A loader with another search path (``AWS_DATA_PATH``) starts empty.
-    The parsing uses the search path a boto3 session gives its loader (botocore's own data, then boto3's, which holds
-    only resource definitions)."""
-    import boto3
-    from botocore import loaders, session
-
-    shared = loaders.Loader()
-    default_paths = list(shared.search_paths)
-    shared.search_paths.append(os.path.join(os.path.dirname(boto3.__file__), "data"))  # as boto3.Session does
-    for name in ("endpoints", "partitions", "sdk-default-configuration", "_retry"):
-        shared.load_data_with_path(name)
-    for service in SHARED_MODELS:
-        for type_name in ("service-2", "endpoint-rule-set-1"):
-            shared.load_service_model(service, type_name, api_version=None)  # keyed as clients ask
-    parsed = dict(shared._cache)  # type: ignore[attr-defined]  # the cache instance_cache keeps on each loader
-    made_by_botocore = session.create_loader
-
-    def create_loader(search_path_string: str | None = None) -> loaders.Loader:
-        loader = made_by_botocore(search_path_string)
-        if loader.search_paths == default_paths:
-            loader._cache.update(parsed)  # type: ignore[attr-defined]  # its own cache, the parsed data shared
-        return loader
-
-    session.create_loader = create_loader  # patching botocore: the name Session's data_loader component calls
+    share_parsed_data(SHARED_MODELS)
 
 
 def _send(sock: socket.socket, message: dict[str, int]) -> None:
