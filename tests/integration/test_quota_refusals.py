@@ -39,9 +39,10 @@ def _poll_until(ctx, state: dict, done, timeout: float = 20.0) -> dict:
 
 
 def test_a_batch_refused_for_the_enqueued_token_limit_waits_and_is_sent_again_once_room_frees(aws, ctx, simulator):
-    simulator.configure(processing_seconds=2.0, enqueued_token_limit=400)
+    simulator.configure(processing_seconds=600, enqueued_token_limit=400)  # the first runs until the test ends it
     first, second = _openai_job(ctx, "x" * 400), _openai_job(ctx, "y" * 400)  # ~100 tokens a request: one fits
     first_state = submit.handler(plan.handler({"job_id": first["id"]}, ctx), ctx)
+    simulator.configure(processing_seconds=2.0)  # the second is validated, and refused, at once
     second_state = submit.handler(plan.handler({"job_id": second["id"]}, ctx), ctx)
     assert simulator.stats()["openai"]["batches_created"] == 2
 
@@ -52,6 +53,7 @@ def test_a_batch_refused_for_the_enqueued_token_limit_waits_and_is_sent_again_on
     assert view["waiting_for_quota"].startswith("the provider refused for quota: token_limit_exceeded")
     assert view["chunks"][0]["status"] == "pending" and view["chunks"][0]["provider_batch_id"] is None
 
+    simulator.end_processing("openai")  # the first batch ends now, and its tokens leave the queue
     _poll_until(ctx, first_state, lambda s: s["done"])
     _poll_until(ctx, second_state, lambda s: s["done"])
     done = _view(ctx, second["id"])
@@ -90,13 +92,17 @@ def test_a_resend_whose_answer_is_lost_keeps_the_batch_sent_again_not_the_one_re
     """The chunk refused for quota is sent again within a minute of the refusal, and that create's answer is lost:
     reconciling finds both of the chunk's batches at OpenAI. It adopts the one sent again (running, paid for), never
     the refused one, and cancels nothing: the job finishes on three batches, not a fourth."""
-    simulator.configure(processing_seconds=2.0, enqueued_token_limit=400)
+    # The first batch holds the queue until the test ends it (a 2-second batch could end before the second job was
+    # sent on a loaded machine, and then nothing refused it).
+    simulator.configure(processing_seconds=600, enqueued_token_limit=400)
     first, second = _openai_job(ctx, "x" * 400), _openai_job(ctx, "y" * 400)
     first_state = submit.handler(plan.handler({"job_id": first["id"]}, ctx), ctx)
+    simulator.configure(processing_seconds=2.0)  # the second is validated, and refused, at once
     second_state = submit.handler(plan.handler({"job_id": second["id"]}, ctx), ctx)
     refused = _view(ctx, second["id"])["chunks"][0]["provider_batch_id"]
     second_state = _poll_until(ctx, second_state, lambda s: s["done"] or _view(ctx, second["id"])["waiting_for_quota"])
     assert _view(ctx, second["id"])["chunks"][0]["status"] == "pending"
+    simulator.end_processing("openai")  # the first batch ends now, and its tokens leave the queue
     _poll_until(ctx, first_state, lambda s: s["done"])
 
     simulator.add_fault("openai", "create_batch", "drop_after_accept")  # accepted, its answer lost

@@ -7,6 +7,8 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +59,9 @@ def echo(event: Any, context: Any) -> Any:
     return event
 
 
-def make_clients(event: Any, context: Any) -> dict[str, Any]:
-    """Builds a boto3 client of each of ``event["services"]`` and says which botocore data files that parsed, and
-    each client's operations."""
-    import boto3
+@contextmanager
+def parsed_files() -> Iterator[list[str]]:
+    """The botocore data files parsed inside the block (``JSONFileLoader.load_file`` calls), in order."""
     from botocore import loaders
 
     parsed: list[str] = []
@@ -72,9 +73,18 @@ def make_clients(event: Any, context: Any) -> dict[str, Any]:
 
     loaders.JSONFileLoader.load_file = spy  # type: ignore[method-assign]
     try:
-        clients = {service: boto3.client(service) for service in event["services"]}
+        yield parsed
     finally:
         loaders.JSONFileLoader.load_file = real  # type: ignore[method-assign]
+
+
+def make_clients(event: Any, context: Any) -> dict[str, Any]:
+    """Builds a boto3 client of each of ``event["services"]`` and says which botocore data files that parsed, and
+    each client's operations."""
+    import boto3
+
+    with parsed_files() as parsed:
+        clients = {service: boto3.client(service) for service in event["services"]}
     return {
         "parsed": parsed,
         "operations": {service: list(client.meta.service_model.operation_names) for service, client in clients.items()},

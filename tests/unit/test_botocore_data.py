@@ -4,30 +4,11 @@ own parses for itself, and a client built either way is the same."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
 import boto3
 import botocore.session
 import pytest
-from botocore import loaders
 
-
-@contextmanager
-def parsed_files() -> Iterator[list[str]]:
-    parsed: list[str] = []
-    real = loaders.JSONFileLoader.load_file
-
-    def spy(self: Any, file_path: str) -> Any:
-        parsed.append(file_path)
-        return real(self, file_path)
-
-    loaders.JSONFileLoader.load_file = spy  # type: ignore[method-assign]
-    try:
-        yield parsed
-    finally:
-        loaders.JSONFileLoader.load_file = real  # type: ignore[method-assign]
+from tests.support.lambda_probe import parsed_files
 
 
 def test_a_new_session_parses_nothing_an_earlier_session_of_the_process_parsed():

@@ -258,6 +258,10 @@ class SimulatorServer:
         """Let every call held by a hold fault go on (same as POST /_simulator/release); returns how many."""
         return self.state.release_held()
 
+    def end_processing(self, provider: str) -> int:
+        """Every batch of ``provider`` still processing ends now (``SimulatorState.end_processing``)."""
+        return self.state.end_processing(provider)
+
     def reset(self) -> None:
         """Forget all batches, files and faults and restore the default settings."""
         self.state.reset()

@@ -89,6 +89,20 @@ class SimulatorState:
         release.set()
         return released
 
+    def end_processing(self, provider: str) -> int:
+        """Every batch of ``provider`` still processing ends now, as if its processing time had been what has passed
+        (a test lets a provider finish on its own signal, not on a race with the clock). For the providers whose
+        batches follow a ``schedule.Plan`` (all but Bedrock); returns how many batches were cut short."""
+        now = time.time()
+        cut = 0
+        with self.lock:
+            for batch in getattr(self.simulators[provider], "batches", {}).values():
+                plan = getattr(batch, "plan", None)
+                if plan is not None and plan.end > now:
+                    plan.seconds = max(now - plan.created, 0.0)
+                    cut += 1
+        return cut
+
     def simulator_for_path(self, path: str) -> Any:
         """The simulator of the API a path belongs to (the paths never collide), for errors raised before any route
         ran: the one whose own prefixes (`paths`) it starts with, else the one that has none (OpenAI's)."""
