@@ -6,6 +6,7 @@ environment, and the API routes all come from ``cdk synth`` (bundling skipped), 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -46,15 +47,22 @@ def synthesized_template(context: dict[str, Any]) -> dict[str, Any]:
     if cache.exists():
         cached: dict[str, Any] = json.loads(cache.read_text())
         return cached
-    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-    os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
-    from stacks.app_factory import synth_template  # importable in the dev venv: see dev-mode-dirs in pyproject.toml
-
-    template = synth_template(context)
     CACHE_DIR.mkdir(exist_ok=True)
-    tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(template))
-    tmp.replace(cache)
+    # One process synthesizes a template at a time; one that waited here reads what the other wrote (test workers
+    # and local stacks starting together on a fresh clone each synthesized the same template).
+    with open(cache.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if cache.exists():
+            cached = json.loads(cache.read_text())
+            return cached
+        os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+        os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
+        from stacks.app_factory import synth_template  # importable in the dev venv: see dev-mode-dirs in pyproject
+
+        template = synth_template(context)
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(template))
+        tmp.replace(cache)
     return template
 
 
