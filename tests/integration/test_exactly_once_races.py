@@ -134,7 +134,10 @@ def test_two_submitters_that_both_read_pending_send_each_chunk_once(services, ct
     jobs = {c: new_job(ctx, c, provider) for c in callers}
     states = {c: plan.handler({"job_id": jobs[c]}, ctx) for c in callers}
     everyone_read = threading.Barrier(2 * len(callers), timeout=20)
-    real_get_chunks = type(services.jobs).get_chunks
+    # The class of the store the handlers reach: Services may hand out the port itself or a proxy that builds it
+    # on first use (wiring._OnFirstUse), whose type is not the store's.
+    store_class = type(services.jobs.get_chunks.__self__)
+    real_get_chunks = store_class.get_chunks
 
     def get_chunks_then_meet(self, job_id):
         chunks = real_get_chunks(self, job_id)
@@ -144,7 +147,7 @@ def test_two_submitters_that_both_read_pending_send_each_chunk_once(services, ct
         return chunks
 
     with pytest.MonkeyPatch.context() as patch:  # its own: undoing the test's would undo the account's environment
-        patch.setattr(type(services.jobs), "get_chunks", get_chunks_then_meet)
+        patch.setattr(store_class, "get_chunks", get_chunks_then_meet)
         threads = Threads()
         for c in callers:
             for n in range(2):

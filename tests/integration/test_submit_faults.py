@@ -160,7 +160,10 @@ def test_crash_between_acceptance_and_our_record_adopts_the_accepted_batch(
     services, ctx, simulator, provider, monkeypatch
 ):
     state = _planned_job(ctx, provider)
-    real_update = type(services.jobs).update_chunk
+    # The class of the store the handlers reach: Services may hand out the port itself or a proxy that builds it
+    # on first use (wiring._OnFirstUse), whose type is not the store's.
+    store_class = type(services.jobs.update_chunk.__self__)
+    real_update = store_class.update_chunk
     crashed = []
 
     def crash_when_recording(self, chunk, **fields):
@@ -169,7 +172,7 @@ def test_crash_between_acceptance_and_our_record_adopts_the_accepted_batch(
             raise RuntimeError("Lambda ran out of time")
         return real_update(self, chunk, **fields)
 
-    monkeypatch.setattr(type(services.jobs), "update_chunk", crash_when_recording)
+    monkeypatch.setattr(store_class, "update_chunk", crash_when_recording)
     with pytest.raises(RuntimeError):
         submit.handler(state, ctx)
     assert _created(simulator, provider) == 1

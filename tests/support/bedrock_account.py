@@ -144,6 +144,9 @@ def bedrock_environment(account: BedrockAccount, simulator: SimulatorServer) -> 
         constants.ENV_BEDROCK_ROLE_ARN: ROLE_ARN,
         constants.ENV_POLL_SCHEDULE: "0",
         constants.ENV_DEPLOYMENT_ID: "test",
+        # The bus, as the in-process account sets it: without it here, a Bedrock test saw it or not depending on
+        # whether a test of that module had set up the in-process account first (its module-wide environment).
+        constants.ENV_EVENT_BUS_NAME: "default",
     }
 
 
