@@ -47,7 +47,7 @@ local: $(VENV_STAMP)
 # The suite a change is checked with, in about 5 minutes on 2 cores: unit, integration and infra. The local stack end
 # to end (about 9 minutes) is its own layer, test-e2e (decision 0091); CI (.ci/run) runs both at once (decision 0109).
 test: $(VENV_STAMP) $(LINT_STAMP)
-	$(UV) run --frozen pytest -n 2 --dist loadgroup -q tests/unit tests/integration tests/infra
+	$(UV) run --frozen pytest -n 2 -q tests/unit tests/integration tests/infra
 
 test-all: test test-e2e
 
@@ -60,7 +60,7 @@ test-integration: $(VENV_STAMP)
 	$(UV) run --frozen pytest -n 2 -q tests/integration
 
 test-infra: $(VENV_STAMP) $(LINT_STAMP)
-	$(UV) run --frozen pytest -n 2 --dist loadgroup -q tests/infra
+	$(UV) run --frozen pytest -n 2 -q tests/infra
 
 test-e2e: $(VENV_STAMP)
 	$(UV) run --frozen pytest -n 2 -q tests/e2e

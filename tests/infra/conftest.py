@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from aws_cdk.assertions import Template
@@ -11,8 +10,6 @@ from aws_cdk.assertions import Template
 from batch_gateway import constants
 from stacks.app_factory import SKIP_BUNDLING, build_app
 from tests.support.synthesized import Synthesized
-
-INFRA = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="session")
@@ -34,11 +31,3 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
         json=template_json,
         nag_error=nag_error,
     )
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The infra tests run in one xdist worker (``--dist loadgroup``): each worker that imports the CDK starts its own
-    jsii kernel and synthesizes the session's template, so spreading them over two did both twice."""
-    for item in items:
-        if item.path.is_relative_to(INFRA):
-            item.add_marker(pytest.mark.xdist_group("cdk"))
