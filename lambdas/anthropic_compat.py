@@ -1,7 +1,5 @@
 """The Anthropic Message Batches door: ``/anthropic/v1/messages/batches`` (and the SDK's beta path, ``?beta=true``)."""
 
-from aws_lambda_powertools.event_handler import Response
-
 from batch_gateway import wiring
 from batch_gateway.edge.anthropic_http import (
     PREFIX,
@@ -11,6 +9,7 @@ from batch_gateway.edge.anthropic_http import (
     results_url_for,
 )
 from batch_gateway.edge.http import caller, json_body, query
+from batch_gateway.edge.routing import Response
 from batch_gateway.service.doors.anthropic import door as anthropic_door
 
 app = make_anthropic_resolver()

@@ -1,12 +1,11 @@
 """The OpenAI-compatible door: ``/openai/v1/files``, ``/openai/v1/uploads`` and ``/openai/v1/batches``."""
 
-from aws_lambda_powertools.event_handler import Response
-
 from batch_gateway import wiring
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.edge.entry import api_handler
 from batch_gateway.edge.http import caller, json_body, query
 from batch_gateway.edge.openai_http import PREFIX, make_openai_resolver, multipart_form, openai_response
+from batch_gateway.edge.routing import Response
 from batch_gateway.service.doors.openai import door as openai_door
 
 app = make_openai_resolver()

@@ -4,17 +4,17 @@ accepted; a role's sessions are the role either way."""
 from __future__ import annotations
 
 import pytest
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
 from batch_gateway.contract.errors import UnauthorizedError
 from batch_gateway.edge.http import caller
+from batch_gateway.edge.routing import ApiEvent
 
 
-def _event(identity: dict | None = None, authorizer: dict | None = None) -> APIGatewayProxyEvent:
+def _event(identity: dict | None = None, authorizer: dict | None = None) -> ApiEvent:
     context: dict = {"identity": identity or {}}
     if authorizer is not None:
         context["authorizer"] = authorizer
-    return APIGatewayProxyEvent({"requestContext": context, "headers": {}})
+    return ApiEvent({"requestContext": context, "headers": {}})
 
 
 def test_a_sigv4_caller_is_its_principal_and_a_role_session_is_the_role():

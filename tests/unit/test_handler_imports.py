@@ -47,6 +47,11 @@ ONLY_WHERE_USED = {
     "batch_gateway.service.workflow.join": set(),  # loaded for a failed job's results; Finalize and MarkFailed join
     "batch_gateway.contract.jobs": set(),  # the view's TypedDicts: types only, plain dicts at run time (decision 0105)
     "batch_gateway.contract.results": set(),
+    # Powertools' event_handler package and the event data classes its __init__ loads, asyncio with them: the API
+    # functions route with edge.routing (decision 0106)
+    "aws_lambda_powertools.event_handler": set(),
+    "aws_lambda_powertools.utilities.data_classes": set(),
+    "asyncio": set(),
 }
 
 

@@ -7,19 +7,18 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from batch_gateway.contract.errors import BatchGatewayError
 from batch_gateway.edge.door_http import door_resolver
 from batch_gateway.edge.entry import api_handler
+from batch_gateway.edge.routing import ApiEvent, Response, RestResolver
 from batch_gateway.models.anthropic_format import error_body
 
 PREFIX = "/anthropic/v1"
 
 
-def anthropic_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response[str]:
+def anthropic_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
     return Response(
         status_code=status,
         content_type="application/json",
@@ -28,15 +27,15 @@ def anthropic_response(status: int, body: Any, headers: dict[str, str] | None = 
     )
 
 
-def _error(error: BatchGatewayError) -> Response[str]:
+def _error(error: BatchGatewayError) -> Response:
     return anthropic_response(error.http_status, error_body(error))
 
 
-def make_anthropic_resolver() -> APIGatewayRestResolver:
+def make_anthropic_resolver() -> RestResolver:
     return door_resolver(_error, "this gateway's Anthropic door serves /v1/messages/batches only")
 
 
-def anthropic_handler(app: APIGatewayRestResolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
+def anthropic_handler(app: RestResolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
     """``api_handler`` plus the ``request-id`` header on every answer (API Gateway's request id, which it also sends
     as ``x-amzn-RequestId``): the Anthropic SDK puts it on its errors."""
     inner = api_handler(app)
@@ -53,7 +52,7 @@ def anthropic_handler(app: APIGatewayRestResolver) -> Callable[[dict[str, Any], 
     return handler
 
 
-def results_url_for(event: APIGatewayProxyEvent) -> Callable[[str], str]:
+def results_url_for(event: ApiEvent) -> Callable[[str], str]:
     """batch id -> the absolute URL of its results, as this request reached the API: API Gateway's
     ``requestContext.path`` carries the stage (or a custom domain's base path) before the door's own path."""
     headers = {k.lower(): v for k, v in (event.headers or {}).items()}

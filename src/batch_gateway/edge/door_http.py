@@ -5,29 +5,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
-
 from batch_gateway.contract.errors import BatchGatewayError, NotFoundError
 from batch_gateway.edge.observability import logger
+from batch_gateway.edge.routing import Response, RestResolver, RouteNotFound
 
 
-def door_resolver(render: Callable[[BatchGatewayError], Response[str]], serves: str) -> APIGatewayRestResolver:
+def door_resolver(render: Callable[[BatchGatewayError], Response], serves: str) -> RestResolver:
     """``render`` answers an error in the door's shape; ``serves`` says, in a 404, which routes the door has."""
-    app = APIGatewayRestResolver()
+    app = RestResolver()
 
-    @app.exception_handler(BatchGatewayError)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
-    def _known(error: BatchGatewayError) -> Response[str]:
+    @app.exception_handler(BatchGatewayError)
+    def _known(error: BatchGatewayError) -> Response:
         if error.http_status >= 500:
             logger.warning("request failed", extra={"error_type": error.type})
         return render(error)
 
     @app.not_found
-    def _no_route(_: RouteNotFound) -> Response[str]:
+    def _no_route(_: RouteNotFound) -> Response:
         return render(NotFoundError(serves))
 
-    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
-    def _unknown(error: Exception) -> Response[str]:
+    @app.exception_handler(Exception)
+    def _unknown(error: Exception) -> Response:
         logger.exception("unhandled error")
         return render(BatchGatewayError("internal error; the request id is in the logs"))
 

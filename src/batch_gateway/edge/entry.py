@@ -16,10 +16,10 @@ from batch_gateway.edge.observability import logger, metrics, tracer
 from batch_gateway.service.step_budget import StepBudget
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+    from batch_gateway.edge.routing import RestResolver
 
 
-def api_handler(app: APIGatewayRestResolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
+def api_handler(app: RestResolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, log_event=False)
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

@@ -7,10 +7,6 @@ import json
 import re
 from typing import Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
-
 from batch_gateway.contract.errors import (
     BatchGatewayError,
     InvalidRequestError,
@@ -21,12 +17,13 @@ from batch_gateway.contract.errors import (
     UnsupportedMediaTypeError,
 )
 from batch_gateway.edge.observability import logger
+from batch_gateway.edge.routing import ApiEvent, Response, RestResolver, RouteNotFound
 from batch_gateway.models.principals import principal_name
 
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's own limit; the drop folder takes larger inputs
 
 
-def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response[str]:
+def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
     return Response(
         status_code=status,
         content_type="application/json",
@@ -35,32 +32,32 @@ def json_response(status: int, body: Any, headers: dict[str, str] | None = None)
     )
 
 
-def error_response(error: BatchGatewayError) -> Response[str]:
+def error_response(error: BatchGatewayError) -> Response:
     return json_response(error.http_status, error.to_body())
 
 
-def make_resolver() -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver(serializer=lambda body: json.dumps(body, separators=(",", ":")))
+def make_resolver() -> RestResolver:
+    app = RestResolver(serializer=lambda body: json.dumps(body, separators=(",", ":")))
 
-    @app.exception_handler(BatchGatewayError)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
-    def _known(error: BatchGatewayError) -> Response[str]:
+    @app.exception_handler(BatchGatewayError)
+    def _known(error: BatchGatewayError) -> Response:
         if error.http_status >= 500:
             logger.warning("request failed", extra={"error_type": error.type})
         return error_response(error)
 
     @app.not_found
-    def _no_route(_: RouteNotFound) -> Response[str]:
+    def _no_route(_: RouteNotFound) -> Response:
         return error_response(NotFoundError("no such route"))
 
-    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]  # Powertools leaves it untyped
-    def _unknown(error: Exception) -> Response[str]:
+    @app.exception_handler(Exception)
+    def _unknown(error: Exception) -> Response:
         logger.exception("unhandled error")
         return error_response(BatchGatewayError("internal error; the request id is in the logs"))
 
     return app
 
 
-def caller(event: APIGatewayProxyEvent) -> str:
+def caller(event: ApiEvent) -> str:
     """The principal the request is from: the owner of the gateway key the key authorizer accepted
     (``requestContext.authorizer.owner``, decision 0045), else the IAM principal API Gateway authenticated. Neither
     means no auth ran: refuse.
@@ -81,7 +78,7 @@ def caller(event: APIGatewayProxyEvent) -> str:
     return principal_name(principal)
 
 
-def json_body(event: APIGatewayProxyEvent) -> Any:
+def json_body(event: ApiEvent) -> Any:
     content_type = (event.headers or {}).get("content-type") or (event.headers or {}).get("Content-Type") or ""
     if content_type and content_type.split(";")[0].strip().lower() not in ("application/json", "application/*+json"):
         raise UnsupportedMediaTypeError(f"send the body as application/json, not {content_type.split(';')[0]}")
@@ -168,5 +165,5 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def query(event: APIGatewayProxyEvent, name: str) -> str | None:
+def query(event: ApiEvent, name: str) -> str | None:
     return (event.query_string_parameters or {}).get(name)

@@ -8,9 +8,6 @@ import json
 from email.parser import BytesParser
 from typing import Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
-
 from batch_gateway.contract.errors import (
     BatchGatewayError,
     InvalidRequestError,
@@ -18,12 +15,13 @@ from batch_gateway.contract.errors import (
     UnsupportedMediaTypeError,
 )
 from batch_gateway.edge.door_http import door_resolver
+from batch_gateway.edge.routing import ApiEvent, Response, RestResolver
 
 PREFIX = "/openai/v1"
 MAX_BODY_BYTES = 6 * 1024 * 1024  # a Lambda request payload; larger files go through /uploads in parts
 
 
-def openai_response(status: int, body: Any) -> Response[str]:
+def openai_response(status: int, body: Any) -> Response:
     return Response(
         status_code=status,
         content_type="application/json",
@@ -40,15 +38,15 @@ def error_body(error: BatchGatewayError) -> dict[str, Any]:
     return {"error": {"message": error.message, "type": kind, "param": param, "code": error.type}}
 
 
-def _error(error: BatchGatewayError) -> Response[str]:
+def _error(error: BatchGatewayError) -> Response:
     return openai_response(error.http_status, error_body(error))
 
 
-def make_openai_resolver() -> APIGatewayRestResolver:
+def make_openai_resolver() -> RestResolver:
     return door_resolver(_error, "this gateway's OpenAI door serves /v1/files, /v1/uploads and /v1/batches only")
 
 
-def raw_body(event: APIGatewayProxyEvent) -> bytes:
+def raw_body(event: ApiEvent) -> bytes:
     raw = event.body or ""
     if event.is_base64_encoded:
         try:
@@ -64,7 +62,7 @@ def raw_body(event: APIGatewayProxyEvent) -> bytes:
     return data
 
 
-def multipart_form(event: APIGatewayProxyEvent) -> dict[str, tuple[str | None, bytes]]:
+def multipart_form(event: ApiEvent) -> dict[str, tuple[str | None, bytes]]:
     """name -> (filename, bytes) of a ``multipart/form-data`` body."""
     headers = {k.lower(): v for k, v in (event.headers or {}).items()}
     content_type = headers.get("content-type", "")
