@@ -64,6 +64,9 @@ FLAT_BYTES_PER_REQUEST = 16  # heap growth allowed per extra request between 50,
 SUBMIT_RUNS = ((64, 40), (32, 8))
 SUBMIT_MAX_GROWTH_RATIO = 1.5
 PROFILES = CACHE_DIR / "profiles"
+# API functions' cold import over the floor of Powertools + boto3 (CPU time): 1.5 until issue 26, which the worst
+# function crossed beside other work; routing without Powertools' event_handler package (decision 0106) made room.
+IMPORT_MAX_API_RATIO = 1.3
 # Compatible create vs native create (issue 12): the same short requests through each door's create handler and the
 # native one. A door does the native create's work plus one more pass over the same requests (reading its own
 # format, translating each request; the OpenAI door also reads its file back from S3), so about twice native at most.
@@ -480,8 +483,8 @@ def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[s
     api = _api_modules(details)
     check(
         "import_ratio_to_floor",
-        "every API handler <= 1.5",
-        lambda v: bool(api) and all(r is not None and r <= 1.5 for r in api.values()),
+        f"every API handler <= {IMPORT_MAX_API_RATIO}",
+        lambda v: bool(api) and all(r is not None and r <= IMPORT_MAX_API_RATIO for r in api.values()),
     )
     check("history_events_24h", "<= 1500", lambda v: v <= 1500)
     check("transitions_24h", "<= 600", lambda v: v <= 600)
@@ -545,7 +548,14 @@ def table(values: dict[str, Any], checks: dict[str, dict[str, Any]], details: di
             rows.append((key, f"max API {worst[1]} ({worst[0]})", check["target"], verdict))
             kinds = {m: r.get("kind", "") for m, r in details.get("imports", {}).get("modules", {}).items()}
             for module, ratio in value.items():
-                rows.append((f"  {module}", _fmt(ratio), "<= 1.5" if module in api else f"({kinds.get(module)})", ""))
+                rows.append(
+                    (
+                        f"  {module}",
+                        _fmt(ratio),
+                        f"<= {IMPORT_MAX_API_RATIO}" if module in api else f"({kinds.get(module)})",
+                        "",
+                    )
+                )
         elif key == "asset_mb" and isinstance(value, dict):
             sdk = values.get("api_bundle_has_provider_sdk")
             rows.append((key, f"api_bundle_has_provider_sdk={sdk}", check["target"], verdict))

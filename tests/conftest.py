@@ -3,6 +3,7 @@
 import os
 
 from batch_gateway_dev.botocore_data import share_parsed_data
+from batch_gateway_dev.local import moto_dynamodb
 
 os.environ.update(
     {
@@ -25,6 +26,8 @@ for _var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_PROFILE", "AWS_ENDPOINT
 # The suite builds botocore sessions again and again (each moto account, each handler's wiring); each would parse
 # the same service models: parsed once per test process instead.
 share_parsed_data()
+# moto's DynamoDB as the local AWS process runs it: answers copied, transactions that keep only their own items.
+moto_dynamodb.install()
 
 # The fixtures every layer shares (one provider simulator, one emulated AWS account, the account Bedrock jobs read
 # from), loaded after the environment above is set.

@@ -76,6 +76,12 @@ class ProviderSpec(NamedTuple):
     # and for its base URL (pointed at the simulator by the local stack and the test accounts).
     key_env: str | None = None
     base_url_env: tuple[str, ...] = ()
+    # The provider's final batch statuses that leave requests unanswered -> what those requests became ("canceled" or
+    # "expired": a RequestCounts field and an item status).
+    unfinished: MappingProxyType[str, str] = MappingProxyType({})
+    # An errored item's finish_details.code as the adapter records it (lower case) -> the retry outcome it is
+    # (models.retry.OUTCOMES); the adapter's comment says what the code is (an error type, code or status word).
+    error_outcomes: MappingProxyType[str, str] = MappingProxyType({})
 
     @property
     def keyless(self) -> bool:
@@ -136,6 +142,11 @@ ANTHROPIC: Final = ProviderSpec(
     simulator="batch_gateway_dev.simulators.anthropic:AnthropicBatches",
     key_env="ANTHROPIC_API_KEY",
     base_url_env=("ANTHROPIC_BASE_URL",),
+    # No unfinished statuses: a batch ends as "ended" whatever happened, and each item says canceled or expired.
+    # error_outcomes: the error's type (docs.claude.com/en/api/errors).
+    error_outcomes=MappingProxyType(
+        {"rate_limit_error": "rate_limited", "overloaded_error": "overloaded", "api_error": "server_error"}
+    ),
 )
 
 OPENAI: Final = ProviderSpec(
@@ -198,6 +209,8 @@ OPENAI: Final = ProviderSpec(
     simulator="batch_gateway_dev.simulators.openai:OpenAIBatches",
     key_env="OPENAI_API_KEY",
     base_url_env=("OPENAI_BASE_URL",),
+    unfinished=MappingProxyType({"expired": "expired", "cancelled": "canceled"}),
+    error_outcomes=MappingProxyType({"rate_limit_exceeded": "rate_limited"}),  # the error's code
 )
 
 # Bedrock model families whose batch body the adapter writes (providers.bedrock.FAMILIES): what the id contains.
@@ -233,6 +246,16 @@ BEDROCK: Final = ProviderSpec(
     price_key_starts=("anthropic.", "amazon."),
     simulator="batch_gateway_dev.simulators.bedrock:BedrockJobs",
     base_url_env=("AWS_ENDPOINT_URL_BEDROCK", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"),
+    unfinished=MappingProxyType({"Stopped": "canceled", "Expired": "expired"}),
+    # The runtime's error codes (a small job's synchronous calls): botocore's error Code, lower case.
+    error_outcomes=MappingProxyType(
+        {
+            "throttlingexception": "rate_limited",
+            "internalserverexception": "server_error",
+            "serviceunavailableexception": "server_error",
+            "modeltimeoutexception": "server_error",
+        }
+    ),
 )
 
 # Gemini's generationConfig fields a caller may set through provider_options (the rest of Gemini's allowed options
@@ -286,6 +309,16 @@ GOOGLE: Final = ProviderSpec(
     simulator="batch_gateway_dev.simulators.gemini:GeminiBatches",
     key_env="GEMINI_API_KEY",
     base_url_env=("GOOGLE_GEMINI_BASE_URL",),  # google-genai's own base URL variable
+    unfinished=MappingProxyType({"JOB_STATE_CANCELLED": "canceled", "JOB_STATE_EXPIRED": "expired"}),
+    # The error line's google.rpc status word.
+    error_outcomes=MappingProxyType(
+        {
+            "resource_exhausted": "rate_limited",
+            "unavailable": "overloaded",
+            "internal": "server_error",
+            "deadline_exceeded": "server_error",
+        }
+    ),
 )
 
 SPECS: tuple[ProviderSpec, ...] = (ANTHROPIC, OPENAI, BEDROCK, GOOGLE)  # in this order wherever providers are listed

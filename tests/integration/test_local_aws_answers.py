@@ -83,3 +83,60 @@ def test_a_job_whose_options_hold_an_empty_key_reads_back_as_it_was_written(stor
 
     pages = dynamodb.get_paginator("scan").paginate(TableName=store.table)  # an operator's Scan of the table
     assert [item["pk"]["S"] for page in pages for item in page["Items"]] == [f"JOB#{job.id}"]
+
+
+# Every attribute value type, nested, with the edge values a serializer could get wrong: empty strings, an empty map
+# and list, false, zero, binary with bytes that are not text, and an empty key inside a map.
+EVERY_TYPE: dict[str, Any] = {
+    "pk": {"S": "JOB#every-type"},
+    "sk": {"S": "META"},
+    "s": {"S": ""},
+    "n": {"N": "-0.5"},
+    "b": {"B": b"\x00\xffbinary"},
+    "ss": {"SS": ["a", "b"]},
+    "ns": {"NS": ["1", "2.5"]},
+    "bs": {"BS": [b"\x01", b"\x02\x03"]},
+    "null": {"NULL": True},
+    "false": {"BOOL": False},
+    "true": {"BOOL": True},
+    "m": {"M": {"": {"N": "0"}, "e": {"M": {}}, "l": {"L": []}, "nested": {"L": [{"S": "x"}, {"B": b"\x00"}]}}},
+    "l": {"L": [{"M": {"k": {"SS": ["z"]}}}, {"NULL": True}, {"BOOL": False}, {"N": "0"}]},
+}
+
+
+def test_every_attribute_value_type_reads_back_as_written_by_every_read(dynamodb):
+    """The server copies attribute values into its answers instead of walking them through the service model; every
+    read botocore parses must still give back exactly what was written."""
+    table = f"types-{uuid.uuid4().hex[:8]}"
+    create_table(dynamodb, table)
+    key = {"pk": EVERY_TYPE["pk"], "sk": EVERY_TYPE["sk"]}
+    assert "Attributes" not in dynamodb.put_item(TableName=table, Item=EVERY_TYPE, ReturnValues="NONE")
+
+    reads = {
+        "GetItem": dynamodb.get_item(TableName=table, Key=key)["Item"],
+        "Query": dynamodb.query(
+            TableName=table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": EVERY_TYPE["pk"]},
+        )["Items"][0],
+        "Scan": dynamodb.scan(TableName=table)["Items"][0],
+        "BatchGetItem": dynamodb.batch_get_item(RequestItems={table: {"Keys": [key]}})["Responses"][table][0],
+        "TransactGetItems": dynamodb.transact_get_items(TransactItems=[{"Get": {"TableName": table, "Key": key}}])[
+            "Responses"
+        ][0]["Item"],
+        "PutItem ALL_OLD": dynamodb.put_item(TableName=table, Item=EVERY_TYPE, ReturnValues="ALL_OLD")["Attributes"],
+        "UpdateItem ALL_NEW": dynamodb.update_item(
+            TableName=table,
+            Key=key,
+            UpdateExpression="SET n = :n",
+            ExpressionAttributeValues={":n": EVERY_TYPE["n"]},
+            ReturnValues="ALL_NEW",
+        )["Attributes"],
+    }
+    for read, item in reads.items():
+        assert item == EVERY_TYPE, read
+    projected = dynamodb.get_item(TableName=table, Key=key, ProjectionExpression="m.nested, l[0]")["Item"]
+    assert projected == {"m": {"M": {"nested": EVERY_TYPE["m"]["M"]["nested"]}}, "l": {"L": [EVERY_TYPE["l"]["L"][0]]}}
+    deleted = dynamodb.delete_item(TableName=table, Key=key, ReturnValues="ALL_OLD")["Attributes"]
+    assert deleted == EVERY_TYPE
+    assert "Item" not in dynamodb.get_item(TableName=table, Key=key)

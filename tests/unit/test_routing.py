@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batch_gateway import constants
-from batch_gateway.edge.routing import ApiEvent, Response, RestResolver, RouteNotFound
+from batch_gateway.edge.routing import ApiEvent, Response, RestResolver, RouteNotFoundError
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 RULES = [
@@ -132,7 +132,7 @@ def _answer(app: Any, event: dict[str, Any]) -> Any:
 
 
 def _pair(*, handlers: bool = True) -> tuple[RestResolver, APIGatewayRestResolver]:
-    ours = _build(RestResolver(), Response, RouteNotFound, handlers=handlers)
+    ours = _build(RestResolver(), Response, RouteNotFoundError, handlers=handlers)
     theirs = _build(APIGatewayRestResolver(), PowertoolsResponse, PowertoolsNotFound, handlers=handlers)
     return ours, theirs
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from batch_gateway.contract.errors import BatchGatewayError, NotFoundError
 from batch_gateway.edge.observability import logger
-from batch_gateway.edge.routing import Response, RestResolver, RouteNotFound
+from batch_gateway.edge.routing import Response, RestResolver, RouteNotFoundError
 
 
 def door_resolver(render: Callable[[BatchGatewayError], Response], serves: str) -> RestResolver:
@@ -21,7 +21,7 @@ def door_resolver(render: Callable[[BatchGatewayError], Response], serves: str) 
         return render(error)
 
     @app.not_found
-    def _no_route(_: RouteNotFound) -> Response:
+    def _no_route(_: RouteNotFoundError) -> Response:
         return render(NotFoundError(serves))
 
     @app.exception_handler(Exception)

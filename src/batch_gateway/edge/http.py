@@ -17,7 +17,7 @@ from batch_gateway.contract.errors import (
     UnsupportedMediaTypeError,
 )
 from batch_gateway.edge.observability import logger
-from batch_gateway.edge.routing import ApiEvent, Response, RestResolver, RouteNotFound
+from batch_gateway.edge.routing import ApiEvent, Response, RestResolver, RouteNotFoundError
 from batch_gateway.models.principals import principal_name
 
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's own limit; the drop folder takes larger inputs
@@ -46,7 +46,7 @@ def make_resolver() -> RestResolver:
         return error_response(error)
 
     @app.not_found
-    def _no_route(_: RouteNotFound) -> Response:
+    def _no_route(_: RouteNotFoundError) -> Response:
         return error_response(NotFoundError("no such route"))
 
     @app.exception_handler(Exception)

@@ -12,7 +12,7 @@ path and request context; this module is that, as Powertools does it:
 - static routes are tried before dynamic ones, each in the order registered; the method must match exactly;
 - an exception raised by a route (or by the not-found handler) goes to the handler registered for the first class
   of its MRO that has one; with none, it propagates;
-- no route: the handler registered with ``not_found`` is called with ``RouteNotFound()``; without one, 404
+- no route: the handler registered with ``not_found`` is called with ``RouteNotFoundError()``; without one, 404
   ``{"statusCode":404,"message":"Not found"}``;
 - a route's dict is a 200 JSON answer, a ``(dict, status)`` pair that status; a ``Response`` is sent as it is;
 - the answer is ``{"statusCode", "body", "isBase64Encoded", "multiValueHeaders"}``: a JSON ``Response`` whose body is
@@ -160,7 +160,7 @@ class ApiEvent(_View):
         return RequestContext(self["requestContext"])
 
 
-class RouteNotFound(Exception):
+class RouteNotFoundError(Exception):
     """What the not-found handler is called with (Powertools calls it with its ``NotFoundError()``)."""
 
 
@@ -239,7 +239,7 @@ class RestResolver:
         return register
 
     def not_found(self, func: Handler) -> Handler:
-        return self.exception_handler(RouteNotFound)(func)
+        return self.exception_handler(RouteNotFoundError)(func)
 
     def routes(self) -> list[tuple[str, str]]:
         """(method, rule) of every route, in the order they are tried."""
@@ -259,9 +259,9 @@ class RestResolver:
         return self.resolve(event, context)
 
     def _not_found(self) -> Any:
-        handler = self._handler_for(RouteNotFound)
+        handler = self._handler_for(RouteNotFoundError)
         if handler is not None:
-            return handler(RouteNotFound())
+            return handler(RouteNotFoundError())
         return Response(404, _JSON, {"statusCode": 404, "message": "Not found"})
 
     def _handler_for(self, exc_type: type[BaseException]) -> Callable[[Any], Any] | None:

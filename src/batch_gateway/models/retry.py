@@ -13,36 +13,26 @@ from typing import Any
 from batch_gateway.constants import RETRY_MAX_ATTEMPTS, RETRY_OUTCOMES
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.jobs import Retry
+from batch_gateway.provider_specs import SPECS
 
 OUTCOMES = RETRY_OUTCOMES
 DEFAULT_MAX_ATTEMPTS = 2
 MAX_ATTEMPTS = RETRY_MAX_ATTEMPTS  # each attempt may wait up to a provider's 24 h window (decision 0066)
 OFF: dict[str, Any] = {"max_attempts": 1, "on": list(OUTCOMES)}
 
-# finish_details.code of an errored item (what the adapters record) -> its outcome. Anthropic: the error's type;
-# OpenAI: the error's code or type, else http_<status>; Bedrock: bedrock_<errorCode>; Google: the status word.
-_CODES = {
-    "rate_limit_error": "rate_limited",
-    "rate_limit_exceeded": "rate_limited",
+# finish_details.code of an errored item -> its outcome: each provider's own codes (its spec's error_outcomes;
+# Anthropic: the error's type, OpenAI: the error's code or type, else http_<status>, Bedrock: bedrock_<errorCode> or
+# the runtime's error code, Google: the status word) and the generic words any of them may use.
+_GENERIC_CODES = {
     "rate_limited": "rate_limited",
     "too_many_requests": "rate_limited",
-    "throttlingexception": "rate_limited",
-    "overloaded_error": "overloaded",
     "overloaded": "overloaded",
-    "api_error": "server_error",
     "server_error": "server_error",
     "internal_server_error": "server_error",
     "internal_error": "server_error",
     "service_unavailable": "server_error",
-    "internalserverexception": "server_error",
-    "serviceunavailableexception": "server_error",
-    "modeltimeoutexception": "server_error",
-    # Google Gemini: the error line's google.rpc status
-    "resource_exhausted": "rate_limited",
-    "unavailable": "overloaded",
-    "internal": "server_error",
-    "deadline_exceeded": "server_error",
 }
+_CODES = {**_GENERIC_CODES, **{code: outcome for spec in SPECS for code, outcome in spec.error_outcomes.items()}}
 _HTTP_CODE = re.compile(r"\A(?:http|bedrock)_(\d{3})\Z")
 
 

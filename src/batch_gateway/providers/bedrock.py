@@ -47,7 +47,7 @@ ANTHROPIC_VERSION = "bedrock-2023-05-31"
 JOB_NAME_MAX = 63
 OPEN_STATUSES = ("Submitted", "Validating", "Scheduled", "InProgress", "Stopping")
 _ENDED = frozenset({"Completed", "PartiallyCompleted", "Failed", "Stopped", "Expired"})
-_UNFINISHED = {"Stopped": "canceled", "Expired": "expired"}  # RequestCounts field for records never run
+_UNFINISHED = BEDROCK.unfinished  # RequestCounts field for the requests never run
 _NAME_SAFE = re.compile(r"[^a-zA-Z0-9]")
 _TRANSIENT_RECORD_ERRORS = frozenset(
     {

@@ -51,7 +51,7 @@ MIME_TYPE = "application/jsonl"
 
 OPEN_STATES = frozenset({"JOB_STATE_PENDING", "JOB_STATE_QUEUED", "JOB_STATE_RUNNING", "JOB_STATE_CANCELLING"})
 ENDED_STATES = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
-_UNFINISHED = {"JOB_STATE_CANCELLED": "canceled", "JOB_STATE_EXPIRED": "expired"}  # RequestCounts field for the rest
+_UNFINISHED = GOOGLE.unfinished  # RequestCounts field for the requests never run
 _NAME_SAFE = re.compile(r"[^a-zA-Z0-9]")
 
 

@@ -36,7 +36,7 @@ META_DEPLOYMENT = "batch_gateway_deployment"  # which stack created it: stacks m
 ORPHAN_LOOKBACK = timedelta(days=2)  # batches run at most 24 h; older ones have ended
 OPEN_STATUSES = frozenset({"validating", "in_progress", "finalizing"})
 _ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
-_UNFINISHED = {"expired": "expired", "cancelled": "canceled"}  # RequestCounts field for lines never run
+_UNFINISHED = OPENAI.unfinished  # RequestCounts field for the requests never run
 
 
 def _url(endpoint: str | None) -> str:

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from batch_gateway_dev.local import iam_resources, service_principals
+from batch_gateway_dev.local import iam_resources, moto_dynamodb, service_principals
 from batch_gateway_dev.local.lambda_runtime import Credentials, LambdaRuntime, install
 
 SESSION_SECONDS = 12 * 3600
@@ -59,8 +59,19 @@ def _states_call_as_their_role(credentials: RoleCredentials, endpoint: str) -> N
     from botocore.config import Config
     from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 
+    clients: dict[tuple[str, str, str], Any] = {}
+    lock = threading.Lock()
+
     def boto_client_for(region: str, service: str, state_credentials: Any = None) -> Any:
-        keys = credentials(state_credentials.role_arn)
+        """One client per role, Region and service (botocore clients are thread safe), as a service holds its
+        connections; a client made per task cost a few percent of the server's CPU."""
+        key = (state_credentials.role_arn, region, service)
+        with lock:
+            if key not in clients:
+                clients[key] = _client(region, service, credentials(state_credentials.role_arn))
+            return clients[key]
+
+    def _client(region: str, service: str, keys: Credentials) -> Any:
         return boto3.client(  # type: ignore[call-overload]  # boto3-stubs types only literal service names
             service,
             region_name=region,
@@ -73,6 +84,7 @@ def _states_call_as_their_role(credentials: RoleCredentials, endpoint: str) -> N
                 retries={"max_attempts": 0, "total_max_attempts": 1},
                 connect_timeout=60,
                 read_timeout=1000,
+                max_pool_connections=64,  # one shared client: every concurrent task keeps its connection
             ),
         )
 
@@ -144,6 +156,17 @@ def _empty_map_keys_keep_their_values() -> None:
     BaseJSONSerializer._serialize_type_map = serialize_map  # type: ignore[method-assign]  # patching moto
 
 
+def _event_paths_parsed_once() -> None:
+    """EventBridge's input transformer in moto parses each rule's JSONPath again for every event, and each parse
+    builds a new parser with its tables (jsonpath_ng): a few percent of the server's CPU with the job events' rules.
+    A parsed path is immutable, so each distinct path is parsed once."""
+    import functools
+
+    import jsonpath_ng.ext
+
+    jsonpath_ng.ext.parse = functools.lru_cache(maxsize=1024)(jsonpath_ng.ext.parse)  # type: ignore[attr-defined]  # patching
+
+
 def _moto_modules_listed_once() -> None:
     """moto's server finds the backend of every request by listing its own package directory (``os.listdir`` and
     an ``isdir`` for each of some 200 entries): about a tenth of the server's CPU in the e2e suite. The directory does
@@ -180,8 +203,10 @@ def main() -> None:
     service_principals.install()  # the Bedrock simulator assumes job roles as bedrock.amazonaws.com
     _states_call_as_their_role(credentials, endpoint)
     _stopped_executions_end_at_once()
+    moto_dynamodb.install()  # before the lock below, so a transaction keeps and puts back its items inside it
     _dynamodb_items_change_atomically()
     _empty_map_keys_keep_their_values()
+    _event_paths_parsed_once()
     print(json.dumps({"endpoint": endpoint}), flush=True)
     try:
         sys.stdin.read()  # until the parent closes our stdin or dies

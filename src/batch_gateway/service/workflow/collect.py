@@ -21,6 +21,7 @@ from batch_gateway.models.ids import id_hash, unmarked
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, RequestCounts, Usage, utcnow
 from batch_gateway.models.pricing import item_cost, price_for, ran_on_demand
 from batch_gateway.models.results import result_item
+from batch_gateway.provider_specs import SPECS
 from batch_gateway.providers.base import BatchProvider, ProviderBatch
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import chunk_id_hashes_key, chunk_idmap_key, chunk_ids_key, chunk_results_key
@@ -28,15 +29,11 @@ from batch_gateway.service.workflow.attempts import AttemptBook
 
 logger = Logger(child=True)
 
-# What a request the provider never answered for became, by the provider's final batch status.
+# What a request the provider never answered for became, by the provider's final batch status (each spec's
+# `unfinished`; the item statuses' own words too).
 _UNANSWERED = {
-    "canceled": ItemStatus.CANCELED,
-    "cancelled": ItemStatus.CANCELED,
-    "expired": ItemStatus.EXPIRED,
-    "Stopped": ItemStatus.CANCELED,  # Bedrock
-    "Expired": ItemStatus.EXPIRED,
-    "JOB_STATE_CANCELLED": ItemStatus.CANCELED,  # Google Gemini
-    "JOB_STATE_EXPIRED": ItemStatus.EXPIRED,
+    **{status.value: status for status in (ItemStatus.CANCELED, ItemStatus.EXPIRED)},
+    **{final: ItemStatus(became) for spec in SPECS for final, became in spec.unfinished.items()},
 }
 
 
