@@ -3,30 +3,27 @@ cancelled transaction puts back exactly the items it touched, as DynamoDB leaves
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
-from batch_gateway_dev.local import moto_dynamodb
-
-TABLE = "transactions"
+TABLE = f"transactions-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture
-def dynamodb() -> Iterator[Any]:
-    moto_dynamodb.install()  # as tests/conftest.py does; a second call changes nothing
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        client.create_table(
-            TableName=TABLE,
-            BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        )
-        yield client
+def dynamodb(moto_account: dict[str, Any]) -> Any:
+    """The shared in-process account (tests/conftest.py installs the patch in every test process), a fresh table."""
+    client = moto_account["dynamodb"]
+    if TABLE in client.list_tables()["TableNames"]:
+        client.delete_table(TableName=TABLE)
+    client.create_table(
+        TableName=TABLE,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+    )
+    return client
 
 
 def _items(client: Any) -> dict[str, dict[str, Any]]:
