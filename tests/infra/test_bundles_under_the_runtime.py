@@ -135,3 +135,13 @@ def test_handlers_run_on_the_bundled_sdk_not_the_runtimes_older_one(
         "calls": dict.fromkeys(report["calls"], "ok"),
     }
     assert len(report["calls"]) >= 7  # the probe's S3 and Bedrock calls all ran
+
+
+@pytest.mark.parametrize("bundle", bundling.BUNDLES)
+def test_every_compiled_file_of_the_bundle_is_for_the_runtimes_python_and_no_tool_left_a_file(bundle, built_assets):
+    """The bundle is compiled by Python 3.13 alone (the install step compiles nothing: ``UV_COMPILE_BYTECODE``, which
+    make sets, would have uv compile for its own interpreter), and neither uv's lock nor console scripts ship."""
+    asset = built_assets(bundle)
+    tags = {path.name.split(".")[1] for path in asset.rglob("*.pyc")}
+    assert tags == {f"cpython-{bundling.PYTHON_VERSION.replace('.', '')}"}
+    assert not (asset / ".lock").exists() and not (asset / "bin").exists()

@@ -80,6 +80,18 @@ def test_pip_installs_wheels_for_the_lambda_platform_only(architecture, platform
     assert {"--only-binary=:all:", "--no-deps", "--no-compile"} <= set(args)
 
 
+@pytest.mark.parametrize(
+    ("architecture", "platform"), [("arm64", "aarch64-manylinux2014"), ("x86_64", "x86_64-manylinux2014")]
+)
+def test_uv_installs_wheels_for_the_lambda_platform_only(architecture, platform):
+    args = bundling.uv_pip_install_args(Path("reqs.txt"), Path("out"), architecture)
+    assert args[:2] == ["pip", "install"]
+    assert args[args.index("--python-platform") + 1] == platform
+    assert args[args.index("--python-version") + 1] == "3.13"
+    assert args[args.index("--only-binary") + 1] == ":all:"
+    assert "--no-deps" in args and not {"--compile-bytecode", "--no-compile-bytecode"} & set(args)
+
+
 def test_bundle_copies_lambdas_and_domain_but_not_workstation_only_code(tmp_path):
     bundling.PipBundler("api", "arm64")._copy_sources(tmp_path)
     assert (tmp_path / "batch_gateway" / "constants.py").is_file()
