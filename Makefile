@@ -62,8 +62,10 @@ test-integration: $(VENV_STAMP)
 test-infra: $(VENV_STAMP) $(LINT_STAMP)
 	$(UV) run --frozen pytest -n 2 -q tests/infra
 
+# Three workers on two cores: the layer mostly waits on the local stack's clocks (leases, timeouts, provider
+# processing), and a third stack overlaps those waits (decision 0109's addendum).
 test-e2e: $(VENV_STAMP)
-	$(UV) run --frozen pytest -n 2 -q tests/e2e
+	$(UV) run --frozen pytest -n 3 -q tests/e2e
 
 # The seed example program with gllm-inference's own invokers (OpenAILMInvoker with base_url, AnthropicLMInvoker with
 # ANTHROPIC_BASE_URL) through both doors. gllm-inference brings ~500 MB of dependencies (langchain, pandas, ...), so

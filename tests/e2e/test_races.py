@@ -47,9 +47,10 @@ ENDED = {
 BEDROCK_MIN_READERS = ("create", "ingest", "plan", "submit", "poll", "mark_failed", "sweeper")
 HOLD = 90  # seconds a held create waits at most; every test releases it long before
 SLOW = 15  # seconds a batch runs when a cancel must meet it still running
-# ... when the cancel comes only after each job's first chunk is collected: a Park and a Poll per job first, each
-# maybe a cold start of its function, three at once on a loaded machine
-SLOW_AFTER_A_COLLECT = 45
+# ... when the cancel comes only after each job's first chunk is collected (a Park and a Poll per job first, each
+# maybe a cold start of its function, three at once on a loaded machine): the batches run until the test ends them
+# (sim.end_processing), so neither the cancel nor the test races the clock
+UNTIL_ENDED = 3600
 
 
 # ---- helpers ------------------------------------------------------------------------------------------------------
@@ -305,7 +306,7 @@ def test_three_tenants_at_once_and_a_cancel_racing_its_poll(stack, sim, tenants,
     sim.add_fault("anthropic", "create_batch", "hold_before_accept", times=3, seconds=HOLD)
     sim.release_held()
     wait_for(held(sim, 3, created=3), what="every job's second create on the wire")
-    sim.configure(processing_seconds=SLOW_AFTER_A_COLLECT)
+    sim.configure(processing_seconds=UNTIL_ENDED)  # the second batches run until the cancel or the test ends them
     sim.release_held()
     wait_for(
         lambda: all(status(c, jobs[name])["request_counts"]["succeeded"] == 5 for name, c in tenants.items()),
@@ -324,7 +325,10 @@ def test_three_tenants_at_once_and_a_cancel_racing_its_poll(stack, sim, tenants,
     answers = threads.join()
     assert answers["cancel"].status_code == 202 and answers["cancel"].json()["status"] == "canceling"
 
-    ended = {name: caller.wait(jobs[name], timeout=120) for name, caller in tenants.items()}
+    ended = {"alice": alice.wait(jobs["alice"], timeout=120)}  # her running batch canceled at the provider
+    assert len(running_batches(sim, "anthropic")) == 2  # bob's and carol's second batches still run ...
+    sim.end_processing("anthropic")  # ... and end now
+    ended |= {name: tenants[name].wait(jobs[name], timeout=120) for name in ("bob", "carol")}
     assert ended["alice"]["status"] == "canceled"
     assert ended["bob"]["status"] == ended["carol"]["status"] == "finished"
     items = own_results(alice, jobs["alice"], "alice")
