@@ -545,7 +545,8 @@ def table(values: dict[str, Any], checks: dict[str, dict[str, Any]], details: di
         verdict = "PASS" if check["pass"] else ("ERROR" if value is None else "FAIL")
         if key == "import_ratio_to_floor" and isinstance(value, dict):
             worst = max(api.items(), key=lambda kv: kv[1] or 0, default=("-", None))
-            rows.append((key, f"max API {worst[1]} ({worst[0]})", check["target"], verdict))
+            measure = details.get("imports", {}).get("ratio_measure", "")
+            rows.append((key, f"max API {worst[1]} ({worst[0]}; {measure})", check["target"], verdict))
             kinds = {m: r.get("kind", "") for m, r in details.get("imports", {}).get("modules", {}).items()}
             for module, ratio in value.items():
                 rows.append(
