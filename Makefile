@@ -45,7 +45,7 @@ local: $(VENV_STAMP)
 	$(UV) run --frozen batch-gateway local
 
 # The suite a change is checked with, in about 5 minutes on 2 cores: unit, integration and infra. The local stack end
-# to end (about 9 minutes) is its own layer, test-e2e (decision 0091); CI (.ci/run) runs both at once (decision 0109).
+# to end (about 6 minutes) is its own layer, test-e2e (decision 0091); CI (.ci/run) runs both at once (decision 0109).
 test: $(VENV_STAMP) $(LINT_STAMP)
 	$(UV) run --frozen pytest -n 2 -q tests/unit tests/integration tests/infra
 
