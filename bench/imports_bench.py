@@ -88,19 +88,18 @@ def import_seconds_best(code: str, tries: int = 3) -> tuple[float, float, list[s
 def import_seconds(code: str) -> tuple[float, float, list[str], float]:
     """(CPU seconds, wall seconds, provider SDK packages loaded, user CPU seconds) of ``code`` in a fresh
     interpreter."""
-    proc = subprocess.run(
-        [sys.executable, "-c", _TIMED.format(code=code)],
-        cwd=REPO_ROOT,
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = _child([sys.executable, "-c", _TIMED.format(code=code)], timeout=120)
     if proc.returncode != 0:
         raise RuntimeError(f"python -c {code!r} failed:\n{proc.stderr[-2000:]}")
     cpu, wall, sdks, user = ast.literal_eval(proc.stdout.strip())
     return cpu, wall, sdks, user
+
+
+def _child(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """A child process from the repository root with the bench's environment; its output captured as text."""
+    return subprocess.run(
+        args, cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def valgrind() -> str | None:
@@ -116,15 +115,10 @@ def instructions(code: str) -> int:
 
 @functools.cache
 def _instructions(code: str) -> int:
-    proc = subprocess.run(
+    proc = _child(
         [valgrind() or "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c"]
         + [f"{code}\nimport os; os._exit(0)"],
-        cwd=REPO_ROOT,
-        env=child_env(),
-        capture_output=True,
-        text=True,
         timeout=600,
-        check=False,
     )
     found = re.search(r"Collected : (\d+)", proc.stderr)
     if proc.returncode != 0 or found is None:
@@ -225,15 +219,7 @@ def measure(runs: int = 5) -> dict[str, Any]:
 
 def _importtime_self(code: str) -> dict[str, int]:
     """module -> self import time in microseconds (``python -X importtime``)."""
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", code],
-        cwd=REPO_ROOT,
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = _child([sys.executable, "-X", "importtime", "-c", code], timeout=120)
     found = {}
     for line in proc.stderr.splitlines():
         if line.startswith("import time:") and "cumulative" not in line:

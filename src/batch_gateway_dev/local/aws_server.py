@@ -11,6 +11,7 @@ tests that use moto's in-memory mocks in the parent process.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
@@ -160,8 +161,6 @@ def _event_paths_parsed_once() -> None:
     """EventBridge's input transformer in moto parses each rule's JSONPath again for every event, and each parse
     builds a new parser with its tables (jsonpath_ng): a few percent of the server's CPU with the job events' rules.
     A parsed path is immutable, so each distinct path is parsed once."""
-    import functools
-
     import jsonpath_ng.ext
 
     jsonpath_ng.ext.parse = functools.lru_cache(maxsize=1024)(jsonpath_ng.ext.parse)  # type: ignore[attr-defined]  # patching
