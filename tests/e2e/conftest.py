@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from botocore.exceptions import ClientError
 
 from batch_gateway.constants import ENV_MAX_CHUNK_REQUESTS
 from batch_gateway_dev.local.stack import DROP_FOLDER_USER, LocalStack
 from tests.support.api_caller import Caller
+from tests.support.clean_stack import start_clean
 
 
 @pytest.fixture(scope="session")
@@ -45,39 +45,13 @@ def _table_left_readable(request):
     pytest.fail(f"the jobs table no longer read after this test ({problem}); removed the items: {names}", pytrace=False)
 
 
-def _forget_quota_ledgers(stack) -> None:
-    """The quota ledgers start empty, as the simulator does. The jobs whose workflows were just stopped stay open with
-    their holds, which nothing releases here (deployed, the sweeper restarts them and they end; the simulator is about
-    to forget their batches): an Anthropic chunk of 100,000 requests, the organisation's whole default limit, would
-    otherwise wait behind an earlier test's job for good."""
-    dynamodb = stack.client("dynamodb")
-    for page in dynamodb.get_paginator("scan").paginate(
-        TableName=stack.table,
-        ProjectionExpression="pk, sk",
-        FilterExpression="begins_with(pk, :quota)",
-        ExpressionAttributeValues={":quota": {"S": "QUOTA"}},  # QUOTA#<provider>#<model> and the QUOTAS list
-    ):
-        for key in page.get("Items", []):
-            dynamodb.delete_item(TableName=stack.table, Key=key)
-
-
 @pytest.fixture
 def sim(stack):
     """The simulator inside the local stack (its functions call it), reset; it overrides the root ``sim``, which is
     a simulator of the test process's own. Workflows an earlier test left running are stopped first (the stack's
     sweeper settles their jobs): one would otherwise create a provider batch during this test, caught by a hold
     fault meant for this test's job or counted in the simulator's totals."""
-    sfn = stack.client("stepfunctions")
-    pages = sfn.get_paginator("list_executions").paginate(
-        stateMachineArn=stack.state_machine_arn, statusFilter="RUNNING"
-    )
-    for execution in (e for page in pages for e in page["executions"]):
-        try:
-            sfn.stop_execution(executionArn=execution["executionArn"], cause="a later test starts")
-        except ClientError:  # it ended meanwhile
-            pass
-    _forget_quota_ledgers(stack)
-    stack.simulator.reset()
+    start_clean(stack)
     stack.simulator.configure(processing_seconds=0.5)
     return stack.simulator
 

@@ -42,6 +42,7 @@ ASYNC_PAYLOAD_LIMIT = 256 * 1024  # an InvocationType=Event invoke's event
 ASYNC_RETRY_DELAYS = (1.0, 2.0)  # seconds before Lambda's two retries of a failed asynchronous invoke (AWS: ~1, ~2 min)
 MAX_WORKERS_PER_FUNCTION = 6
 ENVIRONMENTS_FILE = "environments.jsonl"
+IN_FLIGHT_FILE = "in_flight.json"  # function -> invocations running now, rewritten as each starts and ends
 INIT_TIMEOUT_SECONDS = 60.0  # Lambda allows 10 s; imports on a busy two-core machine can take longer
 # What the zygote starts with besides TZ and LANG: the variables every worker gets that are not its function's own.
 ZYGOTE_VARIABLES = ("PATH", "PYTHONDONTWRITEBYTECODE")
@@ -271,6 +272,7 @@ class LambdaRuntime:
         self._lock = threading.Condition()
         self._idle: dict[str, list[_Worker]] = {}
         self._busy: dict[str, int] = {}
+        self._async: dict[str, int] = {}  # asynchronous invocations between their 202 and their last attempt
         self._logs: dict[str, IO[bytes]] = {}
         self._all: list[_Worker] = []
         self._zygote: _Zygote | None = None
@@ -351,10 +353,12 @@ class LambdaRuntime:
                     idle.remove(worker)
                     if worker.alive() and worker.configuration == configuration:
                         self._busy[name] = self._busy.get(name, 0) + 1
+                        self._show_in_flight()
                         return worker
                     worker.kill()  # the configuration changed (or it died): a new environment, as on AWS
                 if self._busy.get(name, 0) < MAX_WORKERS_PER_FUNCTION:
                     self._busy[name] = self._busy.get(name, 0) + 1
+                    self._show_in_flight()
                     break
                 self._lock.wait()
             if name not in self._logs:
@@ -370,6 +374,7 @@ class LambdaRuntime:
         except BaseException:
             with self._lock:
                 self._busy[name] -= 1
+                self._show_in_flight()
                 self._lock.notify_all()
             raise
         with self._lock:
@@ -381,9 +386,27 @@ class LambdaRuntime:
     def _release(self, name: str, worker: _Worker) -> None:
         with self._lock:
             self._busy[name] -= 1
+            self._show_in_flight()
             if worker.alive():
                 self._idle.setdefault(name, []).append(worker)
             self._lock.notify_all()
+
+    def count_asynchronous(self, name: str, change: int) -> None:
+        """An asynchronous invocation is in flight from its 202 (+1) to its last attempt's end (-1), the waits before
+        its retries included."""
+        with self._lock:
+            self._async[name] = self._async.get(name, 0) + change
+            self._show_in_flight()
+
+    def _show_in_flight(self) -> None:
+        """Write which functions have an invocation in flight now, and how many (an asynchronous one running an
+        attempt counts twice): ``LocalStack.invocations_in_flight`` reads it. Called with the lock held, so the
+        file changes in the order the counts do."""
+        running = {name: self._busy.get(name, 0) + self._async.get(name, 0) for name in {*self._busy, *self._async}}
+        self._log_dir.mkdir(parents=True, exist_ok=True)
+        partial = self._log_dir / f".{IN_FLIGHT_FILE}"
+        partial.write_text(json.dumps({name: n for name, n in sorted(running.items()) if n}))
+        partial.replace(self._log_dir / IN_FLIGHT_FILE)
 
     def close(self) -> None:
         with self._lock:
@@ -433,6 +456,7 @@ def install(runtime: LambdaRuntime) -> None:
             refused.code = 413
             raise refused
         event = json.loads(raw or b"{}")
+        runtime.count_asynchronous(self.function_name, +1)  # in flight from the 202 on
         threading.Thread(target=_run_async, args=(runtime, self, event), daemon=True).start()
         return ""
 
@@ -445,12 +469,15 @@ def _run_async(runtime: LambdaRuntime, function: Any, event: Any) -> None:
     function's event invoke config's ``MaximumRetryAttempts``)."""
     configs = getattr(function, "event_invoke_config", None) or []
     retries = int(configs[-1].config.get("MaximumRetryAttempts", 2)) if configs else 2
-    for delay in (0.0, *ASYNC_RETRY_DELAYS[:retries]):
-        if delay:
-            time.sleep(delay)
-        _body, errored = runtime.invoke(function, event)
-        if not errored:
-            return
+    try:
+        for delay in (0.0, *ASYNC_RETRY_DELAYS[:retries]):
+            if delay:
+                time.sleep(delay)
+            _body, errored = runtime.invoke(function, event)
+            if not errored:
+                return
+    finally:
+        runtime.count_asynchronous(function.function_name, -1)
 
 
 def uninstall() -> None:

@@ -32,7 +32,7 @@ import requests
 from batch_gateway.constants import OPENAI_WEBHOOK_PATH, OPENAI_WEBHOOK_SECRET_NAME
 from batch_gateway.provider_specs import SPECS
 from batch_gateway_dev.local.front import ApiFront, Principal
-from batch_gateway_dev.local.lambda_runtime import ENVIRONMENTS_FILE
+from batch_gateway_dev.local.lambda_runtime import ENVIRONMENTS_FILE, IN_FLIGHT_FILE
 from batch_gateway_dev.local.resources import create_table
 from batch_gateway_dev.local.service_principals import service_user_name
 from batch_gateway_dev.local.sqs_poller import Mapping as SqsMapping
@@ -413,6 +413,11 @@ class LocalStack:
         path = self.log_dir / ENVIRONMENTS_FILE
         lines = path.read_text().splitlines() if path.exists() else []
         return [entry["environment"] for entry in map(json.loads, lines) if entry["function"] == function]
+
+    def invocations_in_flight(self) -> dict[str, int]:
+        """Function -> its invocations running now (an asynchronous one from its 202 to its last attempt)."""
+        path = self.log_dir / IN_FLIGHT_FILE
+        return json.loads(path.read_text()) if path.exists() else {}
 
     def logs(self, function: str | None = None) -> str:
         """Everything the functions (or one of them) have logged so far, like their CloudWatch log groups."""

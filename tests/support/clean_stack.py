@@ -1,0 +1,77 @@
+"""What every end-to-end test starts from: the local stack as an earlier test of the worker left it, made quiet.
+
+The e2e tests of one xdist worker share one local stack (starting it takes most of a minute), so a test must not meet
+what an earlier one left behind: a workflow still running, a Lambda invocation still on its way to a provider, a quota
+ledger holding an earlier job's chunks, or an earlier job that this test's sweep would restart. Each would send or
+count a provider batch that no chunk of this test records.
+"""
+
+from __future__ import annotations
+
+from botocore.exceptions import ClientError
+
+from batch_gateway.constants import OPEN_INDEX_PK
+from batch_gateway_dev.local.lambda_runtime import INIT_TIMEOUT_SECONDS
+from tests.support.waiting import wait_for
+
+
+def start_clean(stack) -> None:
+    """Stop the workflows earlier tests left running and wait for every Lambda invocation still in flight to end (the
+    simulator's reset first lets a held call go unanswered, so none waits out its hold); take the earlier jobs out of
+    the sweeper's sight and empty the quota ledgers; then reset the simulator (batches, faults, settings) again, so
+    whatever the ending invocations sent is forgotten too."""
+    sfn = stack.client("stepfunctions")
+    pages = sfn.get_paginator("list_executions").paginate(
+        stateMachineArn=stack.state_machine_arn, statusFilter="RUNNING"
+    )
+    for execution in (e for page in pages for e in page["executions"]):
+        try:
+            sfn.stop_execution(executionArn=execution["executionArn"], cause="a later test starts")
+        except ClientError:  # it ended meanwhile
+            pass
+    stack.simulator.reset()
+    # A stopped execution's running task goes on (as on AWS) until it returns or its function's timeout kills it.
+    longest = max(
+        f["Timeout"]
+        for page in stack.client("lambda").get_paginator("list_functions").paginate()
+        for f in page["Functions"]
+    )
+    wait_for(
+        lambda: stack.invocations_in_flight() == {},
+        timeout=longest + INIT_TIMEOUT_SECONDS + 10,
+        what="the Lambda invocations an earlier test left running to end",
+    )
+    _leave_earlier_jobs_alone(stack)
+    _forget_quota_ledgers(stack)
+    stack.simulator.reset()
+
+
+def _items(stack, condition: str, **values: str) -> list[dict]:
+    dynamodb = stack.client("dynamodb")
+    pages = dynamodb.get_paginator("scan").paginate(
+        TableName=stack.table,
+        ProjectionExpression="pk, sk",
+        FilterExpression=condition,
+        **({"ExpressionAttributeValues": {k: {"S": v} for k, v in values.items()}} if values else {}),
+    )
+    return [key for page in pages for key in page.get("Items", [])]
+
+
+def _leave_earlier_jobs_alone(stack) -> None:
+    """The earlier tests' jobs leave the sparse open-jobs index, both its partitions: a sweep in this test would
+    otherwise restart their stopped workflows, which would send their chunks again to a simulator that forgot them, or
+    send their end events again. Deployed, the sweeper restarting them is the point; here they belong to tests that
+    have ended."""
+    dynamodb = stack.client("dynamodb")
+    for key in _items(stack, f"attribute_exists({OPEN_INDEX_PK})"):
+        dynamodb.update_item(TableName=stack.table, Key=key, UpdateExpression=f"REMOVE {OPEN_INDEX_PK}")
+
+
+def _forget_quota_ledgers(stack) -> None:
+    """The quota ledgers start empty, as the simulator does: an earlier job's holds, which nothing releases now that
+    its workflow is stopped and the sweeper leaves it alone, would keep an Anthropic chunk of 100,000 requests (the
+    organisation's whole default limit) waiting for good."""
+    dynamodb = stack.client("dynamodb")
+    # QUOTA#<provider>#<model> and the QUOTAS list
+    for key in _items(stack, "begins_with(pk, :quota)", **{":quota": "QUOTA"}):
+        dynamodb.delete_item(TableName=stack.table, Key=key)
