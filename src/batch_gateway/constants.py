@@ -46,6 +46,7 @@ ENV_MAX_CHUNK_BYTES = "MAX_CHUNK_BYTES"  # operator's lower limit, optional
 # An input file up to this many bytes is checked at create; a larger one by the workflow's Plan (decision 0054)
 ENV_SYNC_INPUT_MAX_BYTES = "SYNC_INPUT_MAX_BYTES"
 DEFAULT_SYNC_INPUT_MAX_BYTES = 16 * 1024**2
+ENV_RECONCILE_WAIT_SECONDS = "RECONCILE_WAIT_SECONDS"  # overrides BatchProvider.unlisted_wait (decision 0111)
 ENV_DEPLOYMENT_ID = "DEPLOYMENT_ID"  # stamped on provider batches: stacks sharing one provider key touch only their own
 # Bedrock (no API key: the functions' roles call it). The role Bedrock assumes to read a job's input and write its
 # output; set only when the deployment enables Bedrock.

@@ -82,6 +82,10 @@ class ProviderSpec(NamedTuple):
     # An errored item's finish_details.code as the adapter records it (lower case) -> the retry outcome it is
     # (models.retry.OUTCOMES); the adapter's comment says what the code is (an error type, code or status word).
     error_outcomes: MappingProxyType[str, str] = MappingProxyType({})
+    # The longest a new batch may take to show in the provider's list after its create answered (none publishes a
+    # figure: a minute, to be safe). A reconcile that lists nothing of ours concludes nothing was accepted only after
+    # the create timeout and this lag have passed (decision 0111).
+    list_lag_seconds: float = 60.0
 
     @property
     def keyless(self) -> bool:

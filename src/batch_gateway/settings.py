@@ -96,6 +96,9 @@ class Settings:
     event_bus: str | None = None
     deployment_id: str | None = None  # None: this deployment cannot tell its provider batches from others'
     claim_lease_seconds: int = c.CLAIM_LEASE_SECONDS
+    # How long after a create's answer was lost a listing that shows nothing of ours proves nothing was accepted;
+    # None: the provider's create timeout plus its list lag (``BatchProvider.unlisted_wait``, decision 0111).
+    reconcile_wait_seconds: float | None = None
     retry_default: dict[str, Any] | None = None  # the retry option of a job that gives none (decision 0066)
     # Webhooks (decisions 0070, 0071): plain http to loopback (the local stack's template only), and the seconds a
     # failed delivery waits before each next attempt (after the last, the dead-letter queue).
@@ -127,6 +130,9 @@ class Settings:
             drop_owner=env.get(c.ENV_DROP_OWNER) or None,
             event_bus=env.get(c.ENV_EVENT_BUS_NAME) or None,
             deployment_id=env.get(c.ENV_DEPLOYMENT_ID) or None,
+            reconcile_wait_seconds=(
+                float(env[c.ENV_RECONCILE_WAIT_SECONDS]) if env.get(c.ENV_RECONCILE_WAIT_SECONDS) else None
+            ),
             bedrock=bedrock,
             retry_default=_retry_default(env.get(c.ENV_RETRY_DEFAULT)),
             webhook_loopback_http=(env.get(c.ENV_WEBHOOK_LOOPBACK_HTTP) or "").lower() == "true",

@@ -233,7 +233,9 @@ def test_cancel_while_a_create_is_on_the_wire_leaves_no_batch_running(services, 
 def test_two_tenants_with_equal_jobs_and_a_lost_answer_each_get_only_their_own_batch(
     services, ctx, simulator, provider, lost
 ):
-    """Same size, same key, same minute: adoption must prove the batch is ours (or find none and send again)."""
+    """Same size, same key, same minute: adoption must prove the batch is ours (or find none and send again, once a
+    lost create could no longer show: an operator's RECONCILE_WAIT_SECONDS, shortened, decision 0111)."""
+    services.settings.reconcile_wait_seconds = 1.0
     callers = ["alice", "bob"]
     jobs = {c: new_job(ctx, c, provider) for c in callers}
     simulator.add_fault(provider, "create_batch", lost)  # whichever tenant's create comes first loses its answer

@@ -28,6 +28,13 @@ class Runtime:
         self.calls: list[Any] = []
         self.fail_times = fail_times
         self.done = threading.Semaphore(0)
+        self.in_flight: dict[str, int] = {}  # what LambdaRuntime shows in in_flight.json
+        self.ended = threading.Event()
+
+    def count_asynchronous(self, name: str, change: int) -> None:
+        self.in_flight[name] = self.in_flight.get(name, 0) + change
+        if not self.in_flight[name]:
+            self.ended.set()
 
     def invoke(self, function: Any, event: Any) -> tuple[str, bool]:
         self.go.wait(30)
@@ -68,9 +75,11 @@ def test_an_event_invoke_answers_202_at_once_and_the_function_runs_afterwards(la
     answer = client.invoke(FunctionName=name, InvocationType="Event", Payload=b'{"continuation": true}')
 
     assert answer["StatusCode"] == 202 and runtime.calls == []  # the caller is not held by the function
+    assert runtime.in_flight == {name: 1}  # in flight from the 202 on (tests/support/clean_stack.py waits on it)
     runtime.go.set()
     assert runtime.done.acquire(timeout=10)
     assert runtime.calls == [{"continuation": True}]
+    assert runtime.ended.wait(10) and runtime.in_flight == {name: 0}
 
 
 def test_a_failing_event_invoke_is_retried_twice(lam):

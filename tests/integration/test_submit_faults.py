@@ -23,6 +23,7 @@ from batch_gateway.providers import gemini as gemini_adapter
 from lambdas import create, finalize, plan, poll, submit
 from tests.support.bedrock_account import CLAUDE
 from tests.support.events import call, load_event
+from tests.support.waiting import wait_for
 
 ADAPTERS = {"anthropic": anthropic_adapter, "bedrock": bedrock_adapter, "google": gemini_adapter}
 ENDPOINT_VARS = {
@@ -30,7 +31,8 @@ ENDPOINT_VARS = {
     "bedrock": "AWS_ENDPOINT_URL_BEDROCK",
     "google": "GOOGLE_GEMINI_BASE_URL",
 }
-MODELS = {"bedrock": CLAUDE, "google": "gemini-2.5-flash"}
+RECONCILE_WAIT = 1.0  # seconds; an operator's RECONCILE_WAIT_SECONDS, shortened (the default is minutes)
+MODELS = {"bedrock": CLAUDE, "google": "gemini-2.5-flash", "openai": "gpt-4o-mini"}
 
 
 @pytest.fixture(params=["anthropic", "bedrock", "google"])
@@ -61,6 +63,27 @@ def _finish(state, ctx):
         if state["done"]:
             return finalize.handler(state, ctx)
     raise AssertionError("job did not finish")
+
+
+def _finish_in_time(state, ctx):
+    """Poll until the job is done (a chunk may wait for its reconcile), then finalize."""
+
+    def done():
+        nonlocal state
+        state = poll.handler(state, ctx)
+        return state if state["done"] else None
+
+    return finalize.handler(wait_for(done, timeout=60, what="the job to be done"), ctx)
+
+
+def _retried(handler, state, ctx, attempts=3):
+    """The state machine's Retry of a step that raised a transient error."""
+    for _ in range(attempts - 1):
+        try:
+            return handler(state, ctx)
+        except errors.TransientError:
+            continue
+    return handler(state, ctx)
 
 
 def _created(simulator, provider):
@@ -140,19 +163,22 @@ def test_read_timeout_after_acceptance_is_reconciled_not_resubmitted(services, c
 
 
 def test_a_connection_dropped_before_acceptance_is_reconciled_and_sent_once(services, ctx, simulator, provider):
-    """The request went out and nothing was accepted: reconcile finds nothing of ours, and the chunk is sent again."""
+    """The request went out and nothing was accepted: reconcile finds nothing of ours, and the chunk is sent again,
+    but not before the lost create could no longer show up in the provider's list (decision 0111); at once where a
+    create sent again is the same batch (Bedrock)."""
+    services.settings.reconcile_wait_seconds = RECONCILE_WAIT
     state = _planned_job(ctx, provider)
     simulator.add_fault(provider, "create_batch", "drop_before_accept")
     with pytest.raises(errors.ProviderAmbiguousError):
         submit.handler(state, ctx)
     assert _created(simulator, provider) == 0
-    for _ in range(3):  # Anthropic proves "nothing of ours" only once its listing has nothing young enough
-        try:
-            state = submit.handler(state, ctx)
-            break
-        except errors.TransientError:
-            continue
-    assert _finish(state, ctx)["status"] == "finished"
+    state = _retried(submit.handler, state, ctx)  # the state machine's retry, at once
+    [chunk] = services.jobs.get_chunks(state["job_id"])
+    if provider == "bedrock":
+        assert chunk.state is ChunkState.SUBMITTED and _created(simulator, provider) == 1
+    else:
+        assert chunk.state is ChunkState.RECONCILING and _created(simulator, provider) == 0
+    assert _finish_in_time(state, ctx)["status"] == "finished"
     assert _created(simulator, provider) == 1
 
 
@@ -182,7 +208,9 @@ def test_crash_between_acceptance_and_our_record_adopts_the_accepted_batch(
 
 
 def test_a_claim_whose_lease_ran_out_is_reconciled_and_sent_once(services, ctx, simulator, provider):
-    """The submitter that claimed it died (its Lambda timed out) without the provider getting anything."""
+    """The submitter that claimed it died (its Lambda timed out) without the provider getting anything: sent again
+    once a create it may have sent could no longer show up (at once on Bedrock, whose create is idempotent)."""
+    services.settings.reconcile_wait_seconds = RECONCILE_WAIT
     state = _planned_job(ctx, provider)
     [chunk] = services.jobs.get_chunks(state["job_id"])
     past = datetime.now(UTC) - timedelta(seconds=1)
@@ -195,8 +223,8 @@ def test_a_claim_whose_lease_ran_out_is_reconciled_and_sent_once(services, ctx, 
         lease_until=past,
     )
     state = submit.handler(state, ctx)
-    assert _created(simulator, provider) == 1
-    assert _finish(state, ctx)["status"] == "finished"
+    assert _created(simulator, provider) == (1 if provider == "bedrock" else 0)
+    assert _finish_in_time(state, ctx)["status"] == "finished"
     assert _created(simulator, provider) == 1
 
 
@@ -256,3 +284,32 @@ def test_anthropic_custom_ids_carry_the_chunk_marker_and_caller_ids_come_back_un
     assert chunk.id_marker and all(cid.startswith(chunk.id_marker + "-") and len(cid) <= 64 for cid in sent)
     results = [json.loads(x) for x in aws.payloads.iter_lines(results_key(job["id"])) if x]
     assert sorted(r["id"] for r in results) == sorted(ids) and {r["status"] for r in results} == {"succeeded"}
+
+
+LIST_LAG = 3.0  # seconds a new batch takes to show in its provider's list: longer than the retry that reconciles
+
+
+@pytest.fixture
+def lagging_lists(simulator):
+    simulator.configure(list_lag_seconds=LIST_LAG)
+    yield
+    simulator.configure(list_lag_seconds=0)
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "bedrock", "google"])
+def test_a_lost_answer_whose_batch_the_list_shows_late_is_adopted_not_sent_again(
+    services, ctx, simulator, provider, lagging_lists
+):
+    """The create was accepted, its answer lost, and the provider's list shows the new batch only seconds later:
+    the retry's reconcile, finding nothing listed yet, must not take that for "nothing accepted" and send again."""
+    state = _planned_job(ctx, provider)
+    simulator.add_fault(provider, "create_batch", "drop_after_accept")
+    with pytest.raises(errors.ProviderAmbiguousError):
+        submit.handler(state, ctx)
+    assert _created(simulator, provider) == 1
+    [accepted] = simulator.stats()[provider]["batches"]
+    state = submit.handler(state, ctx)  # the state machine's retry, at once: the list does not show the batch yet
+    assert _finish_in_time(state, ctx)["status"] == "finished"
+    [chunk] = services.jobs.get_chunks(state["job_id"])
+    assert chunk.provider_batch_id.rsplit("/", 1)[-1] == accepted
+    assert _created(simulator, provider) == 1

@@ -9,6 +9,7 @@ from batch_gateway.service.layout import chunk_results_key, results_key
 from batch_gateway.service.workflow.collect import collect_chunk
 from lambdas import create, finalize, mark_failed, plan, poll, submit
 from tests.support.events import call, load_event
+from tests.support.waiting import wait_for
 from tests.support.workflow_driver import run_workflow
 
 
@@ -127,14 +128,20 @@ def test_a_canceled_job_never_sends_a_chunk_whose_first_send_was_lost(aws, ctx, 
     from batch_gateway.models.jobs import ChunkState, utcnow
     from lambdas import cancel
 
+    aws.settings.reconcile_wait_seconds = 1.0  # an operator's RECONCILE_WAIT_SECONDS, shortened (decision 0111)
     job_id = _job(ctx)
     state = plan.handler({"job_id": job_id}, ctx)
     [chunk] = aws.jobs.get_chunks(job_id)
     # a send whose answer was lost and that the provider never got
     aws.jobs.update_chunk(chunk, state=ChunkState.SUBMITTING, claim_token="lost", claimed_at=utcnow())
     call(cancel.handler, load_event("api_cancel.json", job_id), ctx)
-    state = poll.handler(state, ctx)
-    assert state["done"]
+
+    def polled_done():
+        nonlocal state
+        state = poll.handler(state, ctx)
+        return state["done"]
+
+    wait_for(polled_done, timeout=30, what="the canceled job's lost chunk settled once a late batch could not show")
     assert finalize.handler(state, ctx)["status"] == "canceled"
     assert simulator.stats()["anthropic"]["batches_created"] == 0
     results = [json.loads(x) for x in aws.payloads.iter_lines(results_key(job_id)) if x]

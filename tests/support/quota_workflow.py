@@ -4,6 +4,7 @@ that refuses for quota like the real ones, services with quota settings, planned
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from datetime import timedelta
 from typing import Any
 
 from batch_gateway.providers import make_provider
@@ -53,6 +54,11 @@ class QuotaProvider:
 
     def reconcile(self, ref: ChunkRef) -> Reconciliation:
         return Reconciliation()
+
+    idempotent_create = False
+
+    def unlisted_wait(self) -> timedelta:
+        return timedelta(0)  # its list never lags: what reconcile finds nothing of was never accepted
 
 
 def services_with(quotas: dict[str, Any] | None = None, weights: dict[str, float] | None = None):

@@ -388,3 +388,12 @@ def test_100k_requests_are_created_and_all_their_results_streamed_back_through_t
     assert seen == 100_000
     first = next(iter(client.messages.batches.results(batch.id)))  # typed decoding of the same stream works
     assert first.custom_id == "r0" and first.result.message.content[0].text.endswith("Reply to: q0")
+
+
+def test_a_new_batch_shows_in_the_list_only_after_the_list_lag_and_is_found_by_id_at_once(sim, client):
+    sim.configure(list_lag_seconds=3600)
+    batch = client.messages.batches.create(requests=[req("a")])
+    assert [b.id for b in client.messages.batches.list()] == []
+    assert client.messages.batches.retrieve(batch.id).id == batch.id
+    sim.configure(list_lag_seconds=0)
+    assert [b.id for b in client.messages.batches.list()] == [batch.id]

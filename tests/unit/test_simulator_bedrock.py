@@ -666,3 +666,13 @@ def test_an_input_read_that_fails_part_way_is_read_again_whole(bedrock, s3, sim,
     assert [line["recordId"] for line in output_lines(s3, arn, "one.jsonl")] == ["a1", "a2"]
     assert [line["recordId"] for line in output_lines(s3, arn, "two.jsonl")] == ["b1"]
     assert manifest(s3, arn)["totalRecordCount"] == 3
+
+
+def test_a_new_job_shows_in_the_list_only_after_the_list_lag_and_is_found_by_id_at_once(sim, bedrock, s3):
+    sim.configure(list_lag_seconds=3600)
+    arn = create(bedrock, put_input(s3, [claude_record("a")]), jobName="batchgw-lagged")
+    assert bedrock.list_model_invocation_jobs(nameContains="batchgw-lagged")["invocationJobSummaries"] == []
+    assert bedrock.get_model_invocation_job(jobIdentifier=arn)["jobName"] == "batchgw-lagged"
+    sim.configure(list_lag_seconds=0)
+    [listed] = bedrock.list_model_invocation_jobs(nameContains="batchgw-lagged")["invocationJobSummaries"]
+    assert listed["jobArn"] == arn

@@ -331,3 +331,12 @@ def test_an_upload_larger_than_one_sdk_chunk_arrives_whole(client, sim):
     expected = sum(len(json.dumps(x)) + 1 for x in lines)
     assert uploaded.size_bytes == expected > 8 * 1024 * 1024
     assert sim.stats()["requests"]["POST /upload/v1beta/files"] == 3  # start + two chunks
+
+
+def test_a_new_batch_shows_in_the_list_only_after_the_list_lag_and_is_found_by_id_at_once(sim, client):
+    sim.configure(list_lag_seconds=3600)
+    batch = submit(client, [line("a")])
+    assert [b.name for b in client.batches.list()] == []
+    assert client.batches.get(name=batch.name).name == batch.name
+    sim.configure(list_lag_seconds=0)
+    assert [b.name for b in client.batches.list()] == [batch.name]

@@ -385,3 +385,12 @@ def test_50k_lines_are_uploaded_validated_and_all_their_output_streamed_back(sim
                     first = json.loads(raw)
     assert count == 50_000 and first["custom_id"] == "r0"
     assert first["response"]["body"]["choices"][0]["message"]["content"].endswith("Reply to: question 0")
+
+
+def test_a_new_batch_shows_in_the_list_only_after_the_list_lag_and_is_found_by_id_at_once(sim, client):
+    sim.configure(list_lag_seconds=3600)
+    batch = submit(client, [line("a")])
+    assert [b.id for b in client.batches.list()] == []
+    assert client.batches.retrieve(batch.id).id == batch.id
+    sim.configure(list_lag_seconds=0)
+    assert [b.id for b in client.batches.list()] == [batch.id]

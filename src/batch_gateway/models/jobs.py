@@ -311,6 +311,9 @@ class Chunk(Record):
     lease_until: datetime | None = None  # a SUBMITTING claim is live until then (no lease: a claim from before leases)
     id_marker: str | None = None  # chunk-unique prefix of every custom_id, for providers that need it to prove a batch
     candidates: list[str] = dataclasses.field(default_factory=list)  # provider batches that may be ours, unproven
+    # A reconciling chunk whose provider lists nothing of ours is sent again only from then on: a create whose answer
+    # was lost may still be accepted, and shown in the provider's list late (decision 0111). None: at once.
+    reconcile_after: datetime | None = None
     submitted_at: datetime | None = None
     cancel_requested_at: datetime | None = None
     ended_at: datetime | None = None

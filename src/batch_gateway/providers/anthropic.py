@@ -24,6 +24,9 @@ class AnthropicBatchProvider(BatchProvider):
     spec = ANTHROPIC
     marks_custom_ids = True
 
+    def _create_timeout(self) -> float:
+        return CREATE_TIMEOUT_SECONDS
+
     def _new_client(self) -> Any:
         import anthropic  # noqa: PLC0415 (cold start: the SDK, 1.26 s; Plan and a dry run make no client)
 

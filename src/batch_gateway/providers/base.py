@@ -13,7 +13,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -33,6 +33,7 @@ def every_page() -> bool:
 
 
 UTC_MIN = datetime.min.replace(tzinfo=UTC)
+DEFAULT_CREATE_TIMEOUT_SECONDS = 120.0  # an adapter's create timeout unless it says its own (``_create_timeout``)
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ class BatchProvider(abc.ABC):
     max_requests: ClassVar[int]
     max_bytes: ClassVar[int]
     marks_custom_ids: ClassVar[bool] = False  # no batch metadata: ownership is proven by a marker in each custom_id
+    idempotent_create: ClassVar[bool] = False  # the same chunk sent twice is one batch (Bedrock's clientRequestToken)
 
     def __init__(self, *, api_key: str, base_url: str | None = None, deployment_id: str | None = None) -> None:
         self._api_key = api_key
@@ -150,6 +152,14 @@ class BatchProvider(abc.ABC):
     def limits(self, model: str) -> tuple[int, int]:
         """(requests, bytes) one provider batch of ``model`` may hold; Plan never exceeds them."""
         return self.max_requests, self.max_bytes
+
+    def unlisted_wait(self) -> timedelta:
+        """How long after a create's answer was lost a listing that shows nothing of ours proves nothing was
+        accepted (decision 0111): the provider may still accept the create for as long as we would have waited for
+        its answer, and lists a new batch only after its list lag. None needed where sending again is idempotent."""
+        if self.idempotent_create:
+            return timedelta(0)
+        return timedelta(seconds=self._create_timeout() + self.spec.list_lag_seconds)
 
     def min_records(self, model: str) -> int:
         """The fewest requests a provider batch of ``model`` may hold (Bedrock); Plan balances chunks above it."""
@@ -252,6 +262,10 @@ class BatchProvider(abc.ABC):
             )
 
     # --- hooks: the provider's own calls (SDK exceptions may escape them; the flow maps them) ---------------------
+
+    def _create_timeout(self) -> float:
+        """Seconds the create call waits for its answer (``unlisted_wait``): each adapter says its own."""
+        return DEFAULT_CREATE_TIMEOUT_SECONDS
 
     @abc.abstractmethod
     def _new_client(self) -> Any:

@@ -134,6 +134,7 @@ class _LineReader(io.RawIOBase):
 
 class BedrockBatchProvider(BatchProvider):
     spec = BEDROCK
+    idempotent_create = True  # the chunk's clientRequestToken: a create sent again is the same job
 
     def __init__(
         self,

@@ -70,6 +70,9 @@ def _deployment_prefix(deployment_id: str) -> str:
 class GeminiBatchProvider(BatchProvider):
     spec = GOOGLE
 
+    def _create_timeout(self) -> float:
+        return CREATE_TIMEOUT_SECONDS
+
     def _new_client(self) -> Any:
         from google import genai  # noqa: PLC0415 (cold start: the SDK, 0.47 s; Plan and a dry run make no client)
         from google.genai import types  # noqa: PLC0415 (cold start: the SDK, as above)

@@ -46,6 +46,9 @@ def _url(endpoint: str | None) -> str:
 class OpenAIBatchProvider(BatchProvider):
     spec = OPENAI
 
+    def _create_timeout(self) -> float:
+        return CREATE_TIMEOUT_SECONDS
+
     def _new_client(self) -> Any:
         import openai  # noqa: PLC0415 (cold start: the SDK, 0.49 s; Plan and a dry run make no client)
 

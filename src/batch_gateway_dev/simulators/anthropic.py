@@ -342,7 +342,8 @@ class AnthropicBatches:
         if after and before:
             raise _invalid("Only one of after_id and before_id may be given.")
         with self.state.lock:
-            ids = list(reversed(self.batches))  # newest first
+            now = time.time()
+            ids = [i for i in reversed(self.batches) if self.state.listed(self.batches[i].plan.created, now)]
             if after:
                 start = ids.index(after) + 1 if after in ids else len(ids)
                 page, has_more = ids[start : start + limit], start + limit < len(ids)
@@ -352,7 +353,6 @@ class AnthropicBatches:
                 page, has_more = ids[start:stop], start > 0
             else:
                 page, has_more = ids[:limit], len(ids) > limit
-            now = time.time()
             data = [self.batches[i].view(now, req.base_url) for i in page]
         return json_reply(
             {

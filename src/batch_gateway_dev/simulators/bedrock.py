@@ -641,13 +641,13 @@ class BedrockJobs:
         name_filter = query.get("nameContains")
         after = _parse_time(query.get("submitTimeAfter"))
         before = _parse_time(query.get("submitTimeBefore"))
+        now = time.time()
         with self.state.lock:
-            jobs = list(self.jobs.values())  # in creation order
+            jobs = [job for job in self.jobs.values() if self.state.listed(job.submitted, now)]  # in creation order
         for job in jobs:
             self._advance(job, wait=False)
         if query.get("sortOrder", "Descending") == "Descending":
             jobs.reverse()
-        now = time.time()
         views = [
             view
             for job, view in ((job, job.view(now)) for job in jobs)

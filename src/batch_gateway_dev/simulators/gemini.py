@@ -740,9 +740,9 @@ class GeminiBatches:
     def list(self, req: Request) -> Reply:
         size = _page_size(req)
         with self.state.lock:
-            names = list(reversed(self.batches))
-            page, token = _page(names, req.query.get("pageToken"), size)
             now = time.time()
+            names = [n for n in reversed(self.batches) if self.state.listed(self.batches[n].plan.created, now)]
+            page, token = _page(names, req.query.get("pageToken"), size)
             answer: dict[str, Any] = {"operations": [self._operation(self.batches[i], now) for i in page]}
         if token:
             answer["nextPageToken"] = token

@@ -810,8 +810,9 @@ class OpenAIBatches:
     def list(self, req: Request) -> Reply:
         limit, after = _page_params(req, 20, 100)
         with self.state.lock:
-            page, has_more = _page(list(reversed(self.batches)), after, limit)
             now = time.time()
+            listed = [i for i in reversed(self.batches) if self.state.listed(self.batches[i].plan.created, now)]
+            page, has_more = _page(listed, after, limit)
             data = [self._view(self.batches[i], now) for i in page]
         first, last = (page[0], page[-1]) if page else (None, None)
         return json_reply({"object": "list", "data": data, "first_id": first, "last_id": last, "has_more": has_more})

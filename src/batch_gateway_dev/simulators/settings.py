@@ -2,9 +2,9 @@
 
 Updates merge at the top level: each given key replaces its previous value (so `item_outcomes` replaces the whole
 map). Settings are read when a batch is created (timing and outcomes are fixed then), except `cancel_seconds`,
-which is read when the cancel arrives. `max_requests` / `max_bytes` take None (the real limits: each simulator's
-`REAL_LIMITS`), one int for every provider, or {"anthropic": int, "openai": int, "google": int} (the providers whose
-simulator has such limits).
+which is read when the cancel arrives, and `list_lag_seconds`, read by each list call. `max_requests` / `max_bytes`
+take None (the real limits: each simulator's `REAL_LIMITS`), one int for every provider, or {"anthropic": int,
+"openai": int, "google": int} (the providers whose simulator has such limits).
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ DEFAULTS: dict[str, Any] = {
     # may be pending or running at once (a create beyond answers 429 RESOURCE_EXHAUSTED).
     "google_batch_failure": None,
     "google_max_concurrent_batches": 100,
+    # A new batch (a Bedrock job) appears in its provider's list only this many seconds after its create: real lists
+    # lag their creates, and a reconcile after a lost create answer must not take "not listed" for "not accepted".
+    "list_lag_seconds": 0.0,
 }
 
 
@@ -79,7 +82,7 @@ def validate(updates: dict[str, Any], limited: Collection[str]) -> dict[str, Any
         raise ValueError(f"unknown settings {sorted(unknown)}; known: {sorted(DEFAULTS)}")
     clean: dict[str, Any] = {}
     for key, value in updates.items():
-        if key in ("processing_seconds", "cancel_seconds"):
+        if key in ("processing_seconds", "cancel_seconds", "list_lag_seconds"):
             clean[key] = _number(key, value)
         elif key == "error_every":
             clean[key] = _count(key, value)

@@ -81,6 +81,12 @@ class SimulatorState:
                 still = self._resets == resets
         return still
 
+    def listed(self, created: float, now: float) -> bool:
+        """Whether a batch created at ``created`` (epoch seconds) shows in its provider's list at ``now`` yet
+        (``list_lag_seconds``); a get by id finds it at once all the same."""
+        lag: float = self.settings["list_lag_seconds"]
+        return now - created >= lag
+
     def release_held(self) -> int:
         """Let every held call go on; later hold faults wait for the next release."""
         with self.lock:

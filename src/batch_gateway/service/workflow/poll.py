@@ -24,7 +24,7 @@ from batch_gateway.service.workflow.quota_gate import (
     requeue_refused,
 )
 from batch_gateway.service.workflow.state import WorkflowState
-from batch_gateway.service.workflow.submit import submit_chunk, waiting
+from batch_gateway.service.workflow.submit import submit_chunk, unlisted_long_enough, waiting
 
 logger = Logger(child=True)
 
@@ -108,11 +108,14 @@ def notice_lag_seconds(chunk: Chunk) -> float | None:
 
 
 def _never_sent(chunk: Chunk) -> bool:
-    """Nothing of this chunk is, or can still become, a provider batch: never claimed, or reconciled to nothing.
-    A live claim (its owner may be sending) and unproven candidates are neither."""
+    """Nothing of this chunk is, or can still become, a provider batch: never claimed, or reconciled to nothing
+    once a lost create could no longer show up (decision 0111). A live claim (its owner may be sending) and unproven
+    candidates are neither."""
     if chunk.collected:
         return False
-    return chunk.state is ChunkState.PENDING or (chunk.state is ChunkState.RECONCILING and not chunk.candidates)
+    if chunk.state is ChunkState.RECONCILING:
+        return not chunk.candidates and unlisted_long_enough(chunk)
+    return chunk.state is ChunkState.PENDING
 
 
 def _refresh_in_time(

@@ -10,7 +10,8 @@
    (bytes sent, no answer) or a crash moves the chunk to ``reconciling``; an expired claim is taken to mean the same.
    A ``reconciling`` chunk asks the provider what it holds before anything is sent again: the batch proven ours is
    adopted; batches that may be ours but cannot be proven yet are kept on the chunk and waited for (never canceled
-   or collected); with neither, nothing of ours was accepted and the chunk is sent again.
+   or collected); with neither, nothing of ours was accepted and the chunk is sent again, but only once the
+   provider could no longer accept the lost create nor leave it out of its list (``reconcile_after``, decision 0111).
 """
 
 from __future__ import annotations
@@ -61,6 +62,21 @@ def claim_lease(services: Services, budget: StepBudget | None) -> timedelta:
     return timedelta(seconds=lease)
 
 
+def unlisted_wait(services: Services, provider: BatchProvider) -> timedelta:
+    """How long after a send became unsure a listing that shows nothing of ours proves nothing was accepted: the
+    operator's ``reconcile_wait_seconds``, else the provider's own (create timeout plus list lag; none where a
+    create sent again is the same batch)."""
+    configured = services.settings.reconcile_wait_seconds
+    if provider.idempotent_create or configured is None:
+        return provider.unlisted_wait()
+    return timedelta(seconds=configured)
+
+
+def unlisted_long_enough(chunk: Chunk) -> bool:
+    """A reconciling chunk that nothing listed matches may be taken for never accepted (and sent again) now."""
+    return chunk.reconcile_after is None or utcnow() >= chunk.reconcile_after
+
+
 def submit_chunk(
     services: Services,
     job: Job,
@@ -79,10 +95,22 @@ def submit_chunk(
             if chunk.lease_until is not None and chunk.lease_until > utcnow():
                 return chunk  # a live claim: its owner may be sending right now
             logger.warning("a claim outlived its lease; reconciling", extra={"job_id": job.id, "chunk": chunk.index})
-            chunk = services.jobs.update_chunk(chunk, fenced=True, state=ChunkState.RECONCILING, lease_until=None)
+            chunk = services.jobs.update_chunk(
+                chunk,
+                fenced=True,
+                state=ChunkState.RECONCILING,
+                lease_until=None,
+                reconcile_after=utcnow() + unlisted_wait(services, provider),
+            )
         if chunk.state is ChunkState.RECONCILING:
             chunk = _reconcile(services, job, chunk, provider)
             if chunk.state is not ChunkState.RECONCILING or chunk.candidates or not send:
+                return chunk
+            if not unlisted_long_enough(chunk):
+                logger.info(
+                    "nothing of ours listed yet; the lost create may still show: looking again later",
+                    extra={"job_id": job.id, "chunk": chunk.index},
+                )
                 return chunk
         elif chunk.state is not ChunkState.PENDING or not send:
             return chunk
@@ -100,6 +128,7 @@ def submit_chunk(
             claimed_at=now,
             lease_until=now + claim_lease(services, budget),
             candidates=[],
+            reconcile_after=None,
             waiting_for_quota=None,
         )
     except errors.ConflictError:
@@ -131,6 +160,7 @@ def _reconcile(services: Services, job: Job, chunk: Chunk, provider: BatchProvid
             provider_status="in_progress",
             candidates=[],
             lease_until=None,
+            reconcile_after=None,
         )
     if list(found.pending) != chunk.candidates:
         logger.info(
@@ -150,7 +180,7 @@ def _send(services: Services, job: Job, chunk: Chunk, provider: BatchProvider) -
         logger.warning(
             "provider answer lost after sending; will reconcile", extra={"job_id": job.id, "chunk": chunk.index}
         )
-        _unsure(services, chunk)
+        _unsure(services, chunk, provider)
         raise
     except errors.ProviderRateLimitedError as exc:  # a rate limit or quota (decision 0038): wait, never fail
         logger.info("the provider refused the create for quota", extra={"job_id": job.id, "chunk": chunk.index})
@@ -179,7 +209,7 @@ def _send(services: Services, job: Job, chunk: Chunk, provider: BatchProvider) -
         release_chunk(services, job, chunk)
         return chunk
     except BaseException:
-        _unsure(services, chunk)
+        _unsure(services, chunk, provider)
         raise
     logger.info("chunk submitted", extra={"job_id": job.id, "chunk": chunk.index, "provider_batch_id": batch_id})
     try:
@@ -195,14 +225,18 @@ def _send(services: Services, job: Job, chunk: Chunk, provider: BatchProvider) -
     except errors.ConflictError:
         return _record_refused(services, job, chunk, provider, batch_id, token)
     except BaseException:
-        _unsure(services, chunk)
+        _unsure(services, chunk, provider)
         raise
 
 
-def _unsure(services: Services, chunk: Chunk) -> None:
-    """The send may have been accepted: no one may send this chunk again before reconciling it."""
+def _unsure(services: Services, chunk: Chunk, provider: BatchProvider) -> None:
+    """The send may have been accepted: no one may send this chunk again before reconciling it, nor before the
+    provider has had the time to accept it and list it (``unlisted_wait``)."""
+    after = utcnow() + unlisted_wait(services, provider)
     try:
-        services.jobs.update_chunk(chunk, fenced=True, state=ChunkState.RECONCILING, lease_until=None)
+        services.jobs.update_chunk(
+            chunk, fenced=True, state=ChunkState.RECONCILING, lease_until=None, reconcile_after=after
+        )
     except Exception:
         logger.warning("could not mark the chunk for reconciling", extra={"job_id": chunk.job_id, "chunk": chunk.index})
 
