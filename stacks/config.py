@@ -44,6 +44,9 @@ Context keys:
 ``webhook_loopback_http``
     ``true`` lets webhook URLs use plain http to loopback addresses (the local stack's template sets it); default
     ``false``: only https, and never to a loopback, private, link-local or metadata address. Decision 0071.
+``reconcile_wait_seconds``
+    Seconds after a lost create answer before a reconcile that lists nothing of ours sends the chunk again, for
+    every provider; default ``""``: each provider's create timeout plus its list lag (decision 0111).
 ``webhook_retry_schedule``
     Comma separated seconds a failed webhook delivery waits before each next attempt, default
     ``"5,300,1800,7200,18000,36000,36000"`` (about 24 h, each at most 12 h); after the last attempt the delivery
@@ -98,6 +101,7 @@ DEFAULTS: dict[str, Any] = {
     "bedrock_on_demand_concurrency": constants.BEDROCK_ON_DEMAND_CONCURRENCY,
     "retry_default": "",
     "quotas": "{}",
+    "reconcile_wait_seconds": "",
     "owner_weights": "{}",
     "webhook_loopback_http": False,
     "webhook_retry_schedule": constants.DEFAULT_WEBHOOK_RETRY_SCHEDULE,
@@ -180,6 +184,7 @@ class GatewayConfig:
     webhook_retry_schedule: str = constants.DEFAULT_WEBHOOK_RETRY_SCHEDULE
     quotas: str = "{}"  # JSON of the quota overrides (decisions 0080, 0081), as QUOTAS_JSON
     owner_weights: str = "{}"  # JSON {principal: weight}, as OWNER_WEIGHTS_JSON
+    reconcile_wait_seconds: str = ""  # as RECONCILE_WAIT_SECONDS; "": each provider's own wait (decision 0111)
 
     @classmethod
     def from_context(cls, get: Any) -> GatewayConfig:
@@ -241,7 +246,16 @@ class GatewayConfig:
                 f"got {webhook_schedule!r}"
             )
 
+        reconcile_wait = str(value("reconcile_wait_seconds")).strip()
+        try:
+            valid_wait = not reconcile_wait or float(reconcile_wait) >= 0
+        except ValueError:
+            valid_wait = False
+        if not valid_wait:
+            raise ConfigError(f"context 'reconcile_wait_seconds' must be seconds >= 0 or empty, got {reconcile_wait!r}")
+
         return cls(
+            reconcile_wait_seconds=reconcile_wait,
             webhook_loopback_http=bool(loopback),
             webhook_retry_schedule=webhook_schedule,
             retry_default=_retry_default(value("retry_default")),

@@ -58,6 +58,14 @@ def quota_environment(config: GatewayConfig) -> dict[str, str]:
     return {constants.ENV_QUOTAS_JSON: config.quotas, constants.ENV_OWNER_WEIGHTS_JSON: config.owner_weights}
 
 
+def reconcile_environment(config: GatewayConfig) -> dict[str, str]:
+    """The operator's wait before a lost create is taken for never accepted (decision 0111), for the functions that
+    reconcile chunks (Submit, Poll, MarkFailed); none unless set: each provider's own."""
+    if not config.reconcile_wait_seconds:
+        return {}
+    return {constants.ENV_RECONCILE_WAIT_SECONDS: config.reconcile_wait_seconds}
+
+
 class FunctionFactory:
     """Python 3.13, architecture from context, JSON logs to an explicit log group, X-Ray, Powertools env."""
 

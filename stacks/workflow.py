@@ -34,6 +34,7 @@ from stacks.functions import (
     deployment_environment,
     quota_environment,
     quota_limits_environment,
+    reconcile_environment,
 )
 from stacks.secrets import SecretsConstruct
 from stacks.storage import JOBS_PREFIX, StorageConstruct
@@ -71,7 +72,8 @@ class WorkflowConstruct(Construct):
         table, bucket = storage.table, storage.bucket
         handlers = constants.WORKFLOW_HANDLERS
         poll_env = {constants.ENV_POLL_SCHEDULE: config.poll_schedule}
-        deployment = {**deployment_environment(), **quota_environment(config)}  # the ones that send: quotas too
+        # the ones that send: quotas and the reconcile wait too
+        deployment = {**deployment_environment(), **quota_environment(config), **reconcile_environment(config)}
 
         def worker(function_id: str, environment: dict[str, str] | None = None) -> lambda_.Function:
             return functions.create(

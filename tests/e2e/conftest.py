@@ -12,8 +12,11 @@ from tests.support.clean_stack import start_clean
 
 @pytest.fixture(scope="session")
 def stack():
-    # A short webhook retry schedule (three retries, then the dead-letter queue): tests/e2e/test_webhooks.py.
-    with LocalStack(poll_schedule="1", processing_seconds=0.5, context={"webhook_retry_schedule": "1,1,1"}) as local:
+    # A short webhook retry schedule (three retries, then the dead-letter queue): tests/e2e/test_webhooks.py. A short
+    # reconcile wait (decision 0111): the simulators list a batch the moment they create it, and a create that a
+    # test's reset lost must not keep its job canceling for minutes.
+    context = {"webhook_retry_schedule": "1,1,1", "reconcile_wait_seconds": "5"}
+    with LocalStack(poll_schedule="1", processing_seconds=0.5, context=context) as local:
         yield local
 
 

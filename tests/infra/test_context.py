@@ -41,6 +41,8 @@ def test_context_values_from_the_cli_are_parsed_like_cdk_json_values():
         {"log_retention_days": 31},
         {"drop_folder_prefix": "inbox"},
         {"poll_schedule": "30,soon"},
+        {"reconcile_wait_seconds": "soon"},
+        {"reconcile_wait_seconds": "-1"},
     ],
 )
 def test_unusable_context_values_are_rejected_with_the_key_named(context):
@@ -113,3 +115,17 @@ def test_quotas_and_owner_weights_are_checked_at_synth_and_reach_the_functions_t
     for handler in (*(constants.WORKFLOW_HANDLERS[f] for f in ("Plan", "Retry")), constants.API_HANDLERS["Create"]):
         assert json.loads(functions[handler][constants.ENV_QUOTAS_JSON]) == json.loads(quotas), handler
         assert constants.ENV_OWNER_WEIGHTS_JSON not in functions[handler], handler
+
+
+def test_the_reconcile_wait_reaches_the_functions_that_reconcile_only_when_set():
+    """Decision 0111: unset, each provider's own wait (no variable); set, Submit, Poll and MarkFailed get it."""
+    reconciling = {constants.WORKFLOW_HANDLERS[f] for f in ("Submit", "Poll", "MarkFailed")}
+    for context, expected in (({}, None), ({"reconcile_wait_seconds": "5"}, "5")):
+        template = synth_template({**context, "nag": False})
+        for resource in template["Resources"].values():
+            if resource["Type"] != "AWS::Lambda::Function":
+                continue
+            handler = resource["Properties"]["Handler"]
+            variables = resource["Properties"].get("Environment", {}).get("Variables", {})
+            wanted = expected if handler in reconciling else None
+            assert variables.get(constants.ENV_RECONCILE_WAIT_SECONDS) == wanted, handler
