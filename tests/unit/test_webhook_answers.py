@@ -6,23 +6,13 @@ sent again; a 5xx with such a body is still a failure, retried on the schedule."
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from batch_gateway import wiring
 from batch_gateway.constants import METRIC_WEBHOOK_DELIVERIES, METRIC_WEBHOOK_FAILURES
-from batch_gateway.models.webhooks import Subscription, new_secret, new_subscription_id
-from batch_gateway.service.context import Services
-from batch_gateway.service.events import webhook_delivery
-from batch_gateway.settings import Settings
-from batch_gateway.store.dns import SystemResolver
-from batch_gateway.store.webhook_http import HttpWebhookSender
-from tests.support.lambda_context import FakeLambdaContext
-from tests.support.services import memory_services
+from tests.support.webhook_delivering import Delivering
 from tests.support.webhook_receiver import WebhookReceiver
 
-ALICE = "arn:aws:iam::123456789012:user/alice"
 TOTAL = 3.0  # the attempt's deadline in these tests (10 s deployed)
 
 CLOSE_DELIMITED_200 = {
@@ -35,61 +25,15 @@ CLOSE_DELIMITED_200 = {
 }
 
 
-class Delivering:
-    """In-memory services that deliver over real HTTP to loopback through the WebhookDeliveries function: what it
-    acknowledged, the retries it scheduled (receipt handle, seconds) and the metrics it counted."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from lambdas import webhook_deliveries
-
-        settings = Settings(
-            table="jobs", bucket="payloads", webhook_loopback_http=True, webhook_retry_schedule=[5, 300]
-        )
-        self.services: Services = memory_services(
-            settings=settings, resolver=SystemResolver(), webhook_sender=HttpWebhookSender()
-        )
-        self.counted: list[str] = []
-        self.later = self.services.webhook_queue.later
-        self._handler = webhook_deliveries.handler
-        monkeypatch.setattr(wiring, "services", lambda: self.services)
-        monkeypatch.setattr(webhook_deliveries, "_count", lambda name, value: self.counted.append(name))
-        monkeypatch.setattr(webhook_delivery, "TOTAL_TIMEOUT_SECONDS", TOTAL)
-
-    def deliver_once(self, url: str) -> list[dict[str, str]]:
-        """One receive of one delivery message to a subscription at ``url``: the batch's failed items."""
-        subscription = Subscription(
-            id=new_subscription_id(), owner=ALICE, url=url, events=["batch.status_changed"], secret=new_secret()
-        )
-        self.services.webhooks.put_subscription(subscription)
-        body = webhook_delivery.Delivery(
-            "msg_evt_1_x", ALICE, "job_1", subscription.id, {"type": "batch.finished", "data": {}}
-        ).message()
-        event = {
-            "Records": [
-                {
-                    "messageId": "m1",
-                    "receiptHandle": "rh-1",
-                    "body": body,
-                    "attributes": {"ApproximateReceiveCount": "1"},
-                    "messageAttributes": {},
-                    "eventSource": "aws:sqs",
-                    "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:webhooks",
-                }
-            ]
-        }
-        answer = self._handler(event, FakeLambdaContext("WebhookDeliveries", remaining_ms=60_000))
-        return list(answer["batchItemFailures"])
-
-
 @pytest.fixture
-def delivering(monkeypatch: pytest.MonkeyPatch) -> Iterator[Delivering]:
-    yield Delivering(monkeypatch)
+def delivering(monkeypatch: pytest.MonkeyPatch) -> Delivering:
+    return Delivering(monkeypatch, total_seconds=TOTAL)
 
 
 @pytest.mark.parametrize("wire", CLOSE_DELIMITED_200.values(), ids=CLOSE_DELIMITED_200.keys())
 def test_a_2xx_whose_body_ends_when_the_connection_closes_is_one_delivery(delivering, wire):
     with WebhookReceiver(wire=wire) as receiver:
-        failed = delivering.deliver_once(f"{receiver.url}?team=search")
+        failed = delivering.deliver_once(delivering.subscribe(f"{receiver.url}?team=search"))
         seen = receiver.seen()
     assert [(r.path, r.headers["webhook-id"]) for r in seen] == [("/hook?team=search", "msg_evt_1_x")]
     assert failed == []  # acknowledged: SQS deletes it, so it is never sent again nor dead-lettered
@@ -102,7 +46,7 @@ def test_a_2xx_whose_body_never_ends_is_one_delivery_within_the_deadline(deliver
     wire = [b"HTTP/1.0 200 OK\r\n\r\n", *[b"x"] * 200]
     with WebhookReceiver(wire=wire, wire_pause=0.1) as receiver:
         started = time.monotonic()
-        failed = delivering.deliver_once(receiver.url)
+        failed = delivering.deliver_once(delivering.subscribe(receiver.url))
         took = time.monotonic() - started
         seen = receiver.seen()
     assert len(seen) == 1 and failed == [] and delivering.later == []
@@ -120,7 +64,7 @@ def test_a_2xx_whose_body_never_ends_is_one_delivery_within_the_deadline(deliver
 )
 def test_a_5xx_whose_body_ends_when_the_connection_closes_is_a_failed_attempt(delivering, wire):
     with WebhookReceiver(wire=wire) as receiver:
-        failed = delivering.deliver_once(receiver.url)
+        failed = delivering.deliver_once(delivering.subscribe(receiver.url))
         seen = receiver.seen()
     assert len(seen) == 1
     assert failed == [{"itemIdentifier": "m1"}]  # stays on the queue for its next attempt
