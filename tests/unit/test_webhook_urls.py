@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
+from batch_gateway.constants import METRIC_WEBHOOK_FAILURES
 from batch_gateway.service.events.webhook_urls import UnsafeWebhookUrlError, check_url, resolve_checked
 from batch_gateway_dev.fakes.webhooks import FixedResolver
+from tests.support.webhook_delivering import SCHEDULE, Delivering
 
 REFUSED = [
     ("http://example.com/hook", "must use https"),
@@ -116,3 +120,24 @@ def test_a_loopback_http_url_must_still_resolve_to_loopback():
     assert [str(a) for a in resolve_checked(url, allow_loopback_http=True, resolver=_resolver("127.0.0.1"))] == [
         "127.0.0.1"
     ]
+
+
+class _Exploding:
+    """A sender that fails in a way no delivery expects, with tenant data in its message."""
+
+    def send(self, url, addresses, body, headers, *, until):
+        raise UnicodeEncodeError("ascii", url.url, 0, 1, f"cannot send {url.url}")
+
+
+def test_an_unexpected_error_is_one_failed_attempt_on_the_schedule_logged_without_a_traceback(monkeypatch, caplog):
+    caplog.set_level(logging.INFO)
+    delivering = Delivering(monkeypatch, resolver=FixedResolver("127.0.0.1"), sender=_Exploding())
+    target = delivering.subscribe("http://tenant-secret-path.localhost:9/private-token-123")
+    failed = delivering.deliver_once(target)
+    assert failed == [{"itemIdentifier": "m1"}]  # stays on the queue
+    assert delivering.later == [("rh-1", SCHEDULE[0])]  # on the schedule, not the queue's visibility timeout
+    assert delivering.counted == [METRIC_WEBHOOK_FAILURES]
+    failures = [r for r in caplog.records if r.getMessage() == "webhook delivery failed"]
+    assert [r.reason for r in failures] == ["unexpected error (UnicodeEncodeError)"]
+    assert all(r.exc_info is None for r in caplog.records)  # no traceback
+    assert "private-token-123" not in " ".join(str(vars(r)) for r in caplog.records)
