@@ -1,6 +1,7 @@
 """A webhook receiver on loopback for tests, on the dev HTTP servers' plumbing (``batch_gateway_dev.http_server``):
 it records every delivery (path, headers, raw body) and answers from a script (e.g. 500, 500, then 200; or always
-500; or a redirect), a status queued for the next delivery, or by dripping its answer one byte at a time."""
+500; or a redirect), a status queued for the next delivery, by dripping its answer one byte at a time, or with
+bytes of its own on the wire (``wire``: e.g. an HTTP/1.0 answer whose body ends when the connection closes)."""
 
 from __future__ import annotations
 
@@ -28,14 +29,25 @@ class Received:
 class WebhookReceiver:
     """``answers``: the status of each delivery in turn, the last one repeating (default: always 200); a status
     queued with ``answer_next`` goes first. ``location`` is sent with a 3xx. ``drip_seconds``: instead of answering,
-    send ``DRIP`` one byte every so many seconds (a receiver slower than any deadline; it stops with the receiver)."""
+    send ``DRIP`` one byte every so many seconds (a receiver slower than any deadline; it stops with the receiver).
+    ``wire``: instead of answering, send these bytes as they are, each part in a send of its own ``wire_pause``
+    seconds after the one before (so that it reaches the sender in a later packet), then close the connection; the
+    recorded status is the one on the first part's status line."""
 
     def __init__(
-        self, answers: list[int] | None = None, *, location: str | None = None, drip_seconds: float | None = None
+        self,
+        answers: list[int] | None = None,
+        *,
+        location: str | None = None,
+        drip_seconds: float | None = None,
+        wire: list[bytes] | None = None,
+        wire_pause: float = 0.2,
     ) -> None:
-        self.answers = list(answers or [200])
+        self.answers = [int(wire[0].split()[1])] if wire else list(answers or [200])
         self.location = location
         self.drip_seconds = drip_seconds
+        self.wire = wire
+        self.wire_pause = wire_pause
         self.received: list[Received] = []
         self._next: deque[int] = deque()
         self._lock = threading.Lock()
@@ -49,6 +61,10 @@ class WebhookReceiver:
                     self.close_connection = True
                     self._drip(receiver.drip_seconds)
                     return
+                if receiver.wire is not None:
+                    self.close_connection = True
+                    self._send_wire(receiver.wire, receiver.wire_pause)
+                    return
                 headers = {"Location": receiver.location} if 300 <= status < 400 and receiver.location else {}
                 self.send_bytes(status, b"ok", headers)
 
@@ -61,6 +77,16 @@ class WebhookReceiver:
                         self.wfile.flush()
                 except OSError:
                     return  # the sender gave up and closed
+
+            def _send_wire(self, parts: list[bytes], pause: float) -> None:
+                try:
+                    for n, part in enumerate(parts):
+                        if n and self.server.stopping.wait(pause):
+                            return
+                        self.wfile.write(part)
+                        self.wfile.flush()
+                except OSError:
+                    return  # the sender has closed
 
         self._server = LoopbackServer(Handler)
 

@@ -48,8 +48,8 @@ _ROTATED = {
 # most 253 characters of letters, digits and hyphens (not localhost or *.localhost; its last label starts with a
 # letter, so no numeric host), an optional port, then printable characters without spaces. The address checks (no
 # private, link-local, loopback or metadata address behind the name) happen at every delivery: no pattern can say
-# them. The service also takes a public IP literal, which the pattern leaves out; the local stack also takes plain
-# http to loopback.
+# them. The service also takes a public IP literal and a non-ASCII host, path or query (sent as IDNA and
+# percent-encoded), which the pattern leaves out; the local stack also takes plain http to loopback.
 _LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _NOT_LOCALHOST = "(?!localhost\\.?(?:[:/?#]|$))"
 _AT_MOST_253 = "(?=(?:[^.:/?#]|\\.(?![:/?#]|$)){1,253}\\.?(?:[:/?#]|$))"  # DNS's limit, not counting a root dot

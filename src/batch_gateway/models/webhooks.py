@@ -56,9 +56,9 @@ class WebhookUrl:
 
     url: str
     scheme: str  # https, or http (loopback in a deployment that allows it)
-    host: str  # lower case, IPv6 literals without brackets
+    host: str  # lower case, an internationalised name by its IDNA name (xn--...), IPv6 literals without brackets
     port: int
-    target: str  # path and query, as sent in the request line
+    target: str  # path and query as sent in the request line: ASCII, percent-encoded as RFC 3986 asks
 
     @property
     def host_header(self) -> str:

@@ -6,8 +6,10 @@ not connect); the hostname travels only in the ``Host`` header and as TLS SNI, a
 against the hostname (so TLS still proves the receiver). The caller's deadline covers the whole attempt (the delivery
 gives DNS, connect, TLS, the request and the answer 10 s in all): connect takes at most 3 s an address, and every
 socket operation waits at most the time left, so a receiver that drips its answer a byte at a time fails at the
-deadline. At most 64 KiB of the answer read, no redirect followed: only a 2xx answer is a delivery; a 3xx, 4xx or
-5xx, a timeout or a refused connection is a failure to retry.
+deadline. No redirect followed: only a 2xx answer is a delivery; a 3xx, 4xx or 5xx, a timeout or a refused
+connection is a failure to retry. The status line and headers decide: once they have come, the answer is given,
+whatever becomes of its body (which may end only when the receiver closes the connection, or never): at most 4 KiB
+of it is read, for at most 1 s, and a body that fails to arrive changes nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from batch_gateway.models.webhook_attempts import Outcome
 from batch_gateway.models.webhooks import Address, WebhookUrl
 
 CONNECT_TIMEOUT_SECONDS = 3.0
-MAX_RESPONSE_BYTES = 64 * 1024
+MAX_BODY_BYTES = 4 * 1024  # of an answer's body, read once its status is known (only to end the exchange cleanly)
+BODY_SECONDS = 1.0  # the most time that read may take (within the attempt's deadline)
 USER_AGENT = "batch-gateway-webhooks/1"
 
 
@@ -36,37 +39,53 @@ def _left(until: float) -> float:
     return left
 
 
-class _DeadlineReader(io.RawIOBase):
-    """The answer's bytes from the socket, each read waiting at most the time left before the deadline."""
+class _Deadline:
+    """When reading the answer must end (``time.monotonic``): the attempt's deadline, brought forward once the status
+    is known."""
 
-    def __init__(self, sock: socket.socket, until: float) -> None:
+    def __init__(self, until: float) -> None:
+        self.until = until
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The answer's bytes from the socket, each read waiting at most the time left before the deadline. It reads
+    through the socket's own ``makefile`` (a ``SocketIO``), which keeps the socket open while the answer is read: when
+    the answer ends with the connection (HTTP/1.0, ``Connection: close``), ``http.client`` closes the connection as
+    soon as the headers are parsed and hands the socket to the answer."""
+
+    def __init__(self, sock: socket.socket, deadline: _Deadline) -> None:
         super().__init__()
         self._sock = sock
-        self._until = until
+        self._file = sock.makefile("rb", buffering=0)
+        self._deadline = deadline
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: Any) -> int:
-        self._sock.settimeout(_left(self._until))
-        return self._sock.recv_into(buffer)
+    def readinto(self, buffer: Any) -> int | None:
+        self._sock.settimeout(_left(self._deadline.until))
+        return self._file.readinto(buffer)
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
 
 
 class _DeadlineSocket:
     """What ``HTTPResponse`` reads the answer through: ``makefile`` gives a ``_DeadlineReader``."""
 
-    def __init__(self, sock: socket.socket, until: float) -> None:
+    def __init__(self, sock: socket.socket, deadline: _Deadline) -> None:
         self._sock = sock
-        self._until = until
+        self._deadline = deadline
 
     def makefile(self, mode: str, *args: Any, **kwargs: Any) -> io.BufferedReader:
-        return io.BufferedReader(_DeadlineReader(self._sock, self._until))
+        return io.BufferedReader(_DeadlineReader(self._sock, self._deadline))
 
 
-def _response_class(until: float) -> type[http.client.HTTPResponse]:
+def _response_class(deadline: _Deadline) -> type[http.client.HTTPResponse]:
     class _Response(http.client.HTTPResponse):
         def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
-            super().__init__(_DeadlineSocket(sock, until), *args, **kwargs)  # type: ignore[arg-type]
+            super().__init__(_DeadlineSocket(sock, deadline), *args, **kwargs)  # type: ignore[arg-type]
 
     return _Response
 
@@ -77,7 +96,8 @@ class _PinnedConnection(http.client.HTTPConnection):
     def __init__(self, address: str, port: int, until: float) -> None:
         super().__init__(address, port, timeout=CONNECT_TIMEOUT_SECONDS)
         self._until = until
-        self.response_class = _response_class(until)
+        self.reading = _Deadline(until)
+        self.response_class = _response_class(self.reading)
 
     def _open(self) -> socket.socket:
         sock = socket.create_connection((self.host, self.port), min(CONNECT_TIMEOUT_SECONDS, _left(self._until)))
@@ -140,9 +160,10 @@ class HttpWebhookSender:
 
 
 def _exchange(
-    connection: http.client.HTTPConnection, url: WebhookUrl, body: bytes, headers: dict[str, str], until: float
+    connection: _PinnedConnection, url: WebhookUrl, body: bytes, headers: dict[str, str], until: float
 ) -> Outcome:
-    """The request on a connected ``connection`` and its answer, by ``until``."""
+    """The request on a connected ``connection`` and its answer, by ``until``: the answer's status line decides."""
+    response: http.client.HTTPResponse | None = None
     try:
         connection.putrequest("POST", url.target, skip_host=True, skip_accept_encoding=True)
         for name, value in {
@@ -157,12 +178,6 @@ def _exchange(
             connection.sock.settimeout(_left(until))  # sendall: the whole request within the time left
         connection.endheaders(body)
         response = connection.getresponse()
-        remaining = MAX_RESPONSE_BYTES
-        while remaining > 0:
-            chunk = response.read(min(remaining, 16 * 1024))
-            if not chunk:
-                break
-            remaining -= len(chunk)
         status = response.status
     except TimeoutError:
         return Outcome(False, None, "timeout")
@@ -171,6 +186,17 @@ def _exchange(
     except (OSError, http.client.HTTPException) as exc:
         return Outcome(False, None, f"connection failed ({type(exc).__name__})")
     finally:
+        if response is None:
+            connection.close()
+    # The answer is given: what follows (a body that ends only when the receiver closes, arrives late, never ends
+    # or breaks off) cannot change it. A little of it is read so that the connection ends cleanly, then no more.
+    connection.reading.until = min(until, time.monotonic() + BODY_SECONDS)
+    try:
+        response.read(MAX_BODY_BYTES)
+    except (OSError, http.client.HTTPException):  # TimeoutError and ssl.SSLError are OSErrors
+        pass
+    finally:
+        response.close()
         connection.close()
     if 200 <= status < 300:
         return Outcome(True, status, str(status))

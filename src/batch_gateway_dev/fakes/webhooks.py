@@ -64,10 +64,12 @@ class MemoryWebhookQueue(WebhookQueue):
 
 
 class FixedResolver(Resolver):
-    """Every host resolves to ``answers``, at once (a test's DNS)."""
+    """Every host resolves to ``answers``, at once (a test's DNS); ``asked`` holds the names it was asked, in turn."""
 
     def __init__(self, *answers: str) -> None:
         self.answers = list(answers)
+        self.asked: list[str] = []
 
     def resolve(self, host: str, port: int, timeout: float | None) -> list[str]:
+        self.asked.append(host)
         return list(self.answers)

@@ -4,10 +4,11 @@ A bus event is *fanned out*: one delivery message per target that wants it (the 
 matching subscriptions), each carrying its fixed payload and ``webhook-id``. A delivery message is *delivered*: the
 target's URL is checked again, its host resolved (``Services.resolver``) and every address checked (``webhook_urls``),
 the payload signed with the target's current secret(s) (Standard Webhooks, ``standardwebhooks``) and posted to the
-checked address (``Services.webhook_sender``), all within one deadline. A failure leaves the message on the queue,
-invisible for the next step of the retry schedule (``Settings.webhook_retry_schedule``); after the last step SQS
-moves it to the dead-letter queue (``maxReceiveCount`` = steps + 1). Subscriptions and a job's own webhook are
-checked in ``api.webhooks``; only the webhook functions load this module (decision 0089).
+checked address (``Services.webhook_sender``), all within one deadline. A failure (any error the attempt raises is
+one) leaves the message on the queue, invisible for the next step of the retry schedule
+(``Settings.webhook_retry_schedule``); after the last step SQS moves it to the dead-letter queue (``maxReceiveCount``
+= steps + 1). Subscriptions and a job's own webhook are checked in ``api.webhooks``; only the webhook functions load
+this module (decision 0089).
 """
 
 from __future__ import annotations
@@ -167,6 +168,10 @@ def handle_message(
         reason = None if outcome is None or outcome.delivered else outcome.reason
     except UnsafeWebhookUrlError as exc:
         reason = f"refused: {exc}"
+    except Exception as exc:
+        # Whatever a target holds, an attempt that breaks is one failed attempt, retried on the schedule like any
+        # other; logged by its type only (its message and traceback may hold the tenant's URL or the payload).
+        reason = f"unexpected error ({type(exc).__name__})"
     where = {"job_id": delivery.get("job_id"), "webhook_id": delivery.get("id"), "attempt": receive_count}
     if reason is None:
         counted(METRIC_WEBHOOK_DELIVERIES, 1)

@@ -1,21 +1,28 @@
 """Webhook URL safety (decision 0071): which URLs a webhook may name, and which addresses a delivery may connect to.
 
 Checked twice: the URL itself when a subscription or a job's webhook is created (scheme, no userinfo, a hostname or
-a public IP literal), and every address the hostname resolves to at **every** delivery (``resolve_checked``): the
-delivery then connects to that checked address itself, with the hostname only in the ``Host`` header and TLS SNI, so
-a DNS answer that changes between the check and the connection (rebinding) cannot move it to another address.
+a public IP literal, no space, control character or unpaired surrogate anywhere), and every address the hostname
+resolves to at **every** delivery (``resolve_checked``): the delivery then connects to that checked address itself,
+with the hostname only in the ``Host`` header and TLS SNI, so a DNS answer that changes between the check and the
+connection (rebinding) cannot move it to another address.
 
 Refused: private (RFC 1918, CGNAT 100.64/10, ULA fc00::/7), link-local (169.254/16, fe80::/10, which holds the
 instance metadata addresses 169.254.169.254 and fd00:ec2::254 is ULA), loopback (unless the deployment allows plain
 http to loopback: the local stack), unspecified, multicast, reserved and every other non-global address, IPv4
 addresses in IPv6 clothing (mapped, NAT64, 6to4, Teredo) judged by the IPv4 address they carry.
+
+A URL is delivered as the tenant gave it, written as HTTP needs it: an internationalised host name by its IDNA name
+(``xn--...``, Python's ``idna`` codec; every check above is made on that name, so ``ｌｏｃａｌｈｏｓｔ`` is
+``localhost``), and every character RFC 3986 does not allow in a path or query percent-encoded as UTF-8 (``/café``
+is sent as ``/caf%C3%A9``; escapes already there are kept, a ``%`` that starts none is ``%25``).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from urllib.parse import urlsplit
+import unicodedata
+from urllib.parse import quote, urlsplit
 
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.webhooks import Address, WebhookUrl
@@ -26,6 +33,10 @@ LOOPBACK_NAMES = ("localhost", "localhost.")
 _HOST_LABEL = re.compile(r"\A(?!-)[a-z0-9-]{1,63}(?<!-)\Z")
 _NUMERIC_HOST = re.compile(r"\A(0x[0-9a-f]+|[0-9]+)(\.(0x[0-9a-f]+|[0-9]+))*\.?\Z")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# What a path or query may hold besides the unreserved characters (which ``quote`` always keeps): RFC 3986's
+# sub-delims, ":", "@", "/", "?" and the "%" of an escape.
+_PATH_AND_QUERY_SAFE = "!$&'()*+,;=:@/?%"
+_LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 class UnsafeWebhookUrlError(InvalidRequestError):
@@ -82,8 +93,10 @@ def check_url(url: object, *, allow_loopback_http: bool, field: str = "url") -> 
         raise _refuse(str(url), "must be an https URL", field)
     if len(url) > MAX_URL_CHARS:
         raise _refuse(url, f"must be at most {MAX_URL_CHARS} characters", field)
-    if any(ch.isspace() or ord(ch) < 0x21 or ord(ch) == 0x7F for ch in url):
+    if any(ch.isspace() or unicodedata.category(ch) == "Cc" for ch in url):  # Cc: C0, DEL and C1
         raise _refuse(url, "must not contain spaces or control characters", field)
+    if any(unicodedata.category(ch) == "Cs" for ch in url):  # JSON can carry one; no UTF-8, so no request, can
+        raise _refuse(url, "must be valid text (it holds an unpaired surrogate)", field)
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -97,6 +110,11 @@ def check_url(url: object, *, allow_loopback_http: bool, field: str = "url") -> 
     host = (parts.hostname or "").lower()
     if not host:
         raise _refuse(url, "must name a host", field)
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")  # the name DNS, the Host header and TLS know it by
+        except UnicodeError:
+            raise _refuse(url, f"host {host[:100]} is not a valid DNS name", field) from None
     loopback = False
     try:
         address: Address | None = ipaddress.ip_address(host)
@@ -119,8 +137,14 @@ def check_url(url: object, *, allow_loopback_http: bool, field: str = "url") -> 
             raise _refuse(url, f"host {host[:100]} is not a valid DNS name", field)
     if scheme == "http" and not (allow_loopback_http and loopback):
         raise _refuse(url, "must use https", field)
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    target = _request_target(parts.path or "/", parts.query)
     return WebhookUrl(url=url, scheme=scheme, host=host, port=port or (443 if scheme == "https" else 80), target=target)
+
+
+def _request_target(path: str, query: str) -> str:
+    """Path and query as the request line carries them: what RFC 3986 does not allow there percent-encoded (UTF-8)."""
+    target = path + (f"?{query}" if query else "")
+    return quote(_LONE_PERCENT.sub("%25", target), safe=_PATH_AND_QUERY_SAFE)
 
 
 def resolve_checked(
