@@ -241,15 +241,20 @@ class PayloadStore(Protocol):
 
     def presign_get(self, key: str, expires_in: int) -> str: ...
 
-    def presign_put(self, key: str, expires_in: int) -> str:
-        """A URL that lets its holder PUT this one object (the signer's policy applies), until it expires."""
+    def presign_put(self, key: str, expires_in: int, content_length: int) -> str:
+        """A URL that lets its holder PUT this one object of exactly ``content_length`` bytes (the length is signed:
+        S3 refuses another), as the signer's policy allows, until it expires."""
         ...
 
     def start_upload(self, key: str) -> str:
         """Begin a multipart upload of ``key`` (the holder of the part URLs sends the bytes); its upload id."""
         ...
 
-    def presign_upload_part(self, key: str, upload_id: str, part_number: int, expires_in: int) -> str: ...
+    def presign_upload_part(
+        self, key: str, upload_id: str, part_number: int, expires_in: int, content_length: int
+    ) -> str:
+        """A URL for one part of exactly ``content_length`` bytes (signed, as ``presign_put``'s)."""
+        ...
 
     def presign_complete_upload(self, key: str, upload_id: str, expires_in: int) -> str: ...
 

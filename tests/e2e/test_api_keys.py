@@ -2,8 +2,8 @@
 cannot manage them (403 from IAM, as API Gateway answers); a key works on both doors with either header; no key is a
 401 and an unknown key a 403 from the authorizer; a revoked key is refused within the authorizer's cache time; the
 listing shows no key material; a key's requests are its owner's (tenant isolation of the SigV4 API); a key that
-cannot be checked (Secrets Manager unreachable) is a 503 both SDKs read and retry; and no key appears in any function's
-log."""
+cannot be checked (Secrets Manager or the table unreachable) is a 503 both SDKs read and retry; and no key appears in
+any function's log."""
 
 from __future__ import annotations
 
@@ -71,10 +71,16 @@ def test_no_key_is_401_and_an_unknown_key_is_403(stack, alice):
     assert (unknown.status_code, unknown.json()) == (403, DENIED)
 
 
-def test_a_key_that_cannot_be_checked_is_a_503_in_each_doors_error_shape_that_the_sdks_retry(stack, alice):
-    """Secrets Manager unreachable from the authorizer (the pepper its key hashes are keyed with cannot be read): the
-    authorizer raises, and API Gateway answers the template's gateway response for it (decision 0102), not a bare
-    500. Each door's SDK reads it as a server error (503, which both retry) with the gateway's message."""
+# What the authorizer reads: Secrets Manager (the pepper its key hashes are keyed with) and the table (the key's item)
+KEY_STORES = {"secrets_manager": "AWS_ENDPOINT_URL_SECRETS_MANAGER", "table": "AWS_ENDPOINT_URL_DYNAMODB"}
+
+
+@pytest.mark.parametrize("unreachable", sorted(KEY_STORES))
+def test_a_key_that_cannot_be_checked_is_a_503_in_each_doors_error_shape_that_the_sdks_retry(stack, alice, unreachable):
+    """Secrets Manager (the pepper) or the table (the key's item) unreachable from the authorizer: the authorizer
+    raises, and API Gateway answers the template's gateway response for it (decision 0102), not a bare 500. Each
+    door's SDK reads it as a server error (503, which both retry) with the gateway's message."""
+    variable = KEY_STORES[unreachable]
     info, key = stack.info(), stack.api_key(alice)
     openai_door = openai.OpenAI(base_url=info["openai_base_url"], api_key=key, max_retries=0)
     anthropic_door = anthropic.Anthropic(base_url=info["anthropic_base_url"], api_key=key, max_retries=0)
@@ -82,14 +88,14 @@ def test_a_key_that_cannot_be_checked_is_a_503_in_each_doors_error_shape_that_th
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))  # bound and never listening: every connection to it is refused
         endpoint = f"http://127.0.0.1:{closed.getsockname()[1]}"
-        stack.set_function_environment(authorizer, {"AWS_ENDPOINT_URL_SECRETS_MANAGER": endpoint})  # fresh instances
+        stack.set_function_environment(authorizer, {variable: endpoint})  # fresh instances
         try:
             with pytest.raises(openai.InternalServerError) as openai_refused:
                 openai_door.batches.list()
             with pytest.raises(anthropic.InternalServerError) as anthropic_refused:
                 anthropic_door.messages.batches.list()
         finally:
-            stack.set_function_environment(authorizer, {"AWS_ENDPOINT_URL_SECRETS_MANAGER": None})
+            stack.set_function_environment(authorizer, {variable: None})
     from_openai, from_anthropic = openai_refused.value, anthropic_refused.value
     assert from_openai.status_code == 503, from_openai.body
     assert from_openai.code == "transient_error" and "retry" in from_openai.body["message"]  # OpenAI's error object

@@ -94,7 +94,13 @@ def _upload_schemas() -> dict[str, Any]:
             "additionalProperties": False,
             "required": ["size"],
             "properties": {
-                "size": {"type": "integer", "minimum": 1, "maximum": uploads.MAX_UPLOAD_BYTES},
+                "size": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": uploads.MAX_UPLOAD_BYTES,
+                    "description": "the file's size in bytes: the URLs sign it (S3 refuses a body of another "
+                    "length) and a create refuses an upload of another size (decision 0113)",
+                },
                 "part_size": {
                     "type": "integer",
                     "minimum": uploads.MIN_PART_BYTES,
@@ -118,14 +124,24 @@ def _upload_schemas() -> dict[str, Any]:
                 "size": {"type": "integer"},
                 "expires_at": {"type": "string", "format": "date-time"},
                 "method": {"enum": ["PUT", "multipart"]},
-                "url": {**url, "description": "PUT the whole file here (method PUT)"},
+                "url": {
+                    **url,
+                    "description": "PUT the whole file here (method PUT), with Content-Length: size (signed)",
+                },
                 "part_size": {"type": "integer"},
                 "parts": {
                     "type": "array",
                     "items": {
                         "type": "object",
                         "required": ["part_number", "url"],
-                        "properties": {"part_number": {"type": "integer", "minimum": 1}, "url": url},
+                        "properties": {
+                            "part_number": {"type": "integer", "minimum": 1},
+                            "url": {
+                                **url,
+                                "description": "PUT this part here: part_size bytes (the last part, "
+                                "what is left), signed",
+                            },
+                        },
                     },
                 },
                 "complete_url": {**url, "description": "POST S3's CompleteMultipartUpload XML here"},
@@ -142,7 +158,8 @@ def _upload_schemas() -> dict[str, Any]:
                     "description": "an upload of the caller's (POST /uploads), a JSONL file in the drop folder's "
                     "format: up to 16 MiB checked line by line at create (400 naming the lines); a larger one is "
                     "read by the workflow, the job queued with request_counts.total 0 until then and failed naming "
-                    "the lines if one is bad (decision 0054); another caller's upload answers 404",
+                    "the lines if one is bad (decision 0054); another caller's upload answers 404; an upload of "
+                    "another size than declared, or over 1 GiB, answers 400 naming both sizes (decision 0113)",
                 },
                 "provider": {"enum": list(PROVIDERS)},
                 "model": {"type": "string"},

@@ -66,6 +66,12 @@ def upload_key(owner: str, upload_id: str) -> str:
     return f"{UPLOADS_PREFIX}{owner_digest(owner)}/{upload_id}.jsonl"
 
 
+def upload_declaration_key(owner: str, upload_id: str) -> str:
+    """What ``POST /uploads`` was told of the file (its size, decision 0113), beside it; the upload's URLs name the
+    file's key only, so its holder cannot change this."""
+    return f"{UPLOADS_PREFIX}{owner_digest(owner)}/{upload_id}.declared.json"
+
+
 def owner_prefix(owner: str) -> str:
     """The OpenAI door's objects of one owner."""
     return OPENAI_DOOR_PREFIX + owner_digest(owner) + "/"

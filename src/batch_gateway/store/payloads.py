@@ -117,18 +117,26 @@ class S3PayloadStore(PayloadStore):
             "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_in
         )
 
-    def presign_put(self, key: str, expires_in: int) -> str:
-        return self._s3.generate_presigned_url(
-            "put_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_in
-        )
+    def presign_put(self, key: str, expires_in: int, content_length: int) -> str:
+        # ContentLength is signed (X-Amz-SignedHeaders content-length;host): S3 answers 403 to a PUT of another length
+        params = {"Bucket": self.bucket, "Key": key, "ContentLength": content_length}
+        return self._s3.generate_presigned_url("put_object", Params=params, ExpiresIn=expires_in)
 
     def start_upload(self, key: str) -> str:
         return self._s3.create_multipart_upload(Bucket=self.bucket, Key=key, ContentType="application/x-ndjson")[
             "UploadId"
         ]
 
-    def presign_upload_part(self, key: str, upload_id: str, part_number: int, expires_in: int) -> str:
-        params = {"Bucket": self.bucket, "Key": key, "UploadId": upload_id, "PartNumber": part_number}
+    def presign_upload_part(
+        self, key: str, upload_id: str, part_number: int, expires_in: int, content_length: int
+    ) -> str:
+        params = {
+            "Bucket": self.bucket,
+            "Key": key,
+            "UploadId": upload_id,
+            "PartNumber": part_number,
+            "ContentLength": content_length,  # signed, as presign_put's
+        }
         return self._s3.generate_presigned_url("upload_part", Params=params, ExpiresIn=expires_in)
 
     def presign_complete_upload(self, key: str, upload_id: str, expires_in: int) -> str:

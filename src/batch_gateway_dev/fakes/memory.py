@@ -433,14 +433,19 @@ class MemoryPayloadStore(PayloadStore):
         with self._lock:
             return sorted(key for key in self._objects if key.startswith(prefix))
 
-    def presign_put(self, key: str, expires_in: int) -> str:
-        return f"memory://payloads/{key}?method=PUT&expires_in={expires_in}"
+    def presign_put(self, key: str, expires_in: int, content_length: int) -> str:
+        return f"memory://payloads/{key}?method=PUT&expires_in={expires_in}&content_length={content_length}"
 
     def start_upload(self, key: str) -> str:
         return f"upload-{_etag(key.encode()).strip(chr(34))}"
 
-    def presign_upload_part(self, key: str, upload_id: str, part_number: int, expires_in: int) -> str:
-        return f"memory://payloads/{key}?uploadId={upload_id}&partNumber={part_number}&expires_in={expires_in}"
+    def presign_upload_part(
+        self, key: str, upload_id: str, part_number: int, expires_in: int, content_length: int
+    ) -> str:
+        return (
+            f"memory://payloads/{key}?uploadId={upload_id}&partNumber={part_number}&expires_in={expires_in}"
+            f"&content_length={content_length}"
+        )
 
     def presign_complete_upload(self, key: str, upload_id: str, expires_in: int) -> str:
         return f"memory://payloads/{key}?uploadId={upload_id}&expires_in={expires_in}"

@@ -4,10 +4,15 @@
 An upload is an object under ``uploads/<digest of the owner>/<upload id>.jsonl`` (``layout.upload_key``): the
 caller's identity is part of the key, so another caller's upload id names nothing (404) and no table item is needed.
 The URLs are signed with the Uploads function's own role, whose policy allows writing under ``uploads/`` only.
+
+The declared size binds the upload (decision 0113): each URL signs the ``Content-Length`` of what it may carry (S3
+refuses another length), the size is kept beside the file (``layout.upload_declaration_key``, which no URL names),
+and a create refuses an object of another size, or over ``MAX_UPLOAD_BYTES``, before reading it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from datetime import timedelta
@@ -21,7 +26,7 @@ from batch_gateway.service.api.create import create_deferred_job
 from batch_gateway.service.api.files import job_from_file
 from batch_gateway.service.context import Services
 from batch_gateway.service.intake.requests import STORED, RequestSink, by_line
-from batch_gateway.service.layout import upload_key
+from batch_gateway.service.layout import upload_declaration_key, upload_key
 
 UPLOAD_ID_RE = re.compile(r"upl_[0-9a-f]{32}")
 MAX_UPLOAD_BYTES = 1024**3  # what the Plan step reads and turns into chunks within its time budget (decision 0054)
@@ -76,7 +81,8 @@ def create_upload(services: Services, *, owner: str, body: Any) -> dict[str, Any
         "expires_at": iso(utcnow() + timedelta(seconds=expires_in)),
     }
     if part_size is None and size <= SINGLE_PUT_MAX_BYTES:
-        return {**answer, "method": "PUT", "url": services.payloads.presign_put(key, expires_in)}
+        _declare(services, owner, upload_id, size)
+        return {**answer, "method": "PUT", "url": services.payloads.presign_put(key, expires_in, size)}
     part_size = part_size or max(DEFAULT_PART_BYTES, -(-size // MAX_PARTS))
     count = -(-size // part_size)
     if count > MAX_PARTS:
@@ -84,9 +90,15 @@ def create_upload(services: Services, *, owner: str, body: Any) -> dict[str, Any
             f"{count} parts of {part_size} bytes; S3 takes at most {MAX_PARTS}: choose a larger part_size",
             details=[{"field": "part_size", "message": f"at least {-(-size // MAX_PARTS)}"}],
         )
+    _declare(services, owner, upload_id, size)
     multipart = services.payloads.start_upload(key)
-    parts = [
-        {"part_number": n, "url": services.payloads.presign_upload_part(key, multipart, n, expires_in)}
+    parts = [  # each part's URL signs its slice's length: part_size, the last one what is left
+        {
+            "part_number": n,
+            "url": services.payloads.presign_upload_part(
+                key, multipart, n, expires_in, min(part_size, size - (n - 1) * part_size)
+            ),
+        }
         for n in range(1, count + 1)
     ]
     complete = services.payloads.presign_complete_upload(key, multipart, expires_in)
@@ -95,6 +107,38 @@ def create_upload(services: Services, *, owner: str, body: Any) -> dict[str, Any
 
 def _too_large(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > MAX_UPLOAD_BYTES
+
+
+def _declare(services: Services, owner: str, upload_id: str, size: int) -> None:
+    """Keep the declared size beside the upload, before any URL is handed out (decision 0113)."""
+    declaration = json.dumps({"size": size}).encode()
+    services.payloads.put_bytes(upload_declaration_key(owner, upload_id), declaration, "application/json")
+
+
+def _declared_size(services: Services, owner: str, upload_id: str) -> int | None:
+    """The size ``POST /uploads`` was told, or None for an upload made before sizes were kept (decision 0113)."""
+    key = upload_declaration_key(owner, upload_id)
+    if services.payloads.head(key) is None:
+        return None
+    return int(json.loads(services.payloads.get_bytes(key))["size"])
+
+
+def _check_size(services: Services, *, owner: str, upload_id: str, size: int) -> None:
+    """Refuse an uploaded object of another size than declared, or over the cap, before reading any of it: S3
+    enforces the signed lengths, this holds where a store does not, and for an upload completed without a part."""
+    declared = _declared_size(services, owner, upload_id)
+    if declared is not None and size != declared:
+        raise InvalidRequestError(
+            f"upload '{upload_id}' holds {size} bytes but POST /uploads declared {declared}: upload the file again, "
+            "declaring its size",
+            details=[{"field": "input_file", "message": f"{size} bytes uploaded, {declared} declared"}],
+        )
+    if size > MAX_UPLOAD_BYTES:
+        raise InvalidRequestError(
+            f"upload '{upload_id}' holds {size} bytes, more than an upload may ({MAX_UPLOAD_BYTES} bytes): split the "
+            "file or use the drop folder",
+            details=[{"field": "input_file", "message": f"{size} bytes uploaded, at most {MAX_UPLOAD_BYTES}"}],
+        )
 
 
 def create_job_from_upload(services: Services, *, owner: str, body: dict[str, Any], sink: RequestSink = STORED) -> Job:
@@ -116,6 +160,7 @@ def create_job_from_upload(services: Services, *, owner: str, body: dict[str, An
     if found is None:
         raise NotFoundError(f"upload '{upload_id}' not found (was its upload completed?)")
     size = found[1]
+    _check_size(services, owner=owner, upload_id=upload_id, size=size)
     overrides = {name: value for name, value in body.items() if name != "input_file"}
     missing = (
         "say which provider and model to use: in the body, or in the file's first line "
