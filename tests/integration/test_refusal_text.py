@@ -17,6 +17,7 @@ import pytest
 from lambdas import create, mark_failed, plan, poll, retrieve, status, submit
 from tests.support.doors import create_openai_batch, openai_call, upload_openai_file
 from tests.support.events import call, load_event
+from tests.support.waiting import wait_for
 from tests.support.workflow_driver import run_workflow
 
 ORG = "org-abc123"
@@ -132,6 +133,49 @@ def test_a_refused_status_call_fails_the_job_through_mark_failed_without_the_pro
 
     view = _view(ctx, job["id"])
     assert view["status"] == "failed" and "invalid_request_error" in view["error"]
+    _assert_no_org_text(view)
+    _assert_no_org_text(_results(ctx, job["id"]))
+    assert ORG_TEXT in _logged(caplog)
+
+
+def test_a_batch_refused_for_the_enqueued_token_limit_waits_and_fails_naming_only_the_code(aws, ctx, simulator, caplog):
+    """The OpenAI simulator fails a batch over the model's enqueued tokens as OpenAI does: `token_limit_exceeded`,
+    worded with the organisation and the tokens in flight. Alone and still over, the chunk fails at last."""
+    simulator.configure(processing_seconds=0.5, enqueued_token_limit=50)
+    job = _create(ctx, provider="openai", model="gpt-4o-mini", requests={f"r{i}": "x" * 400 for i in range(3)})
+    state = submit.handler(plan.handler({"job_id": job["id"]}, ctx), ctx)
+    said = ("organization", "org-simulated", "enqueued tokens")
+
+    def polled_until(done):
+        def look():
+            nonlocal state
+            state = poll.handler({**state, "wait_seconds": 0}, ctx)
+            return done(state)
+
+        return look
+
+    wait_for(polled_until(lambda s: _view(ctx, job["id"])["waiting_for_quota"]), timeout=20, what="a quota wait")
+    waiting = _view(ctx, job["id"])
+    assert "token_limit_exceeded" in waiting["waiting_for_quota"], waiting["waiting_for_quota"]
+    _assert_no_org_text(waiting, *said)
+
+    wait_for(polled_until(lambda s: s["done"]), timeout=30, what="the chunk to fail for good")
+    run_workflow(job["id"], ctx)  # Retry and Finalize (nothing is left open)
+    view = _view(ctx, job["id"])
+    assert view["status"] == "failed" and "token_limit_exceeded" in view["error"], view
+    _assert_no_org_text(view, *said)
+    _assert_no_org_text(_results(ctx, job["id"]), *said)
+    assert "Enqueued token limit reached for gpt-4o-mini in organization org-simulated" in _logged(caplog)
+
+
+def test_a_batch_the_provider_failed_shows_its_status_word_not_its_message(aws, ctx, simulator, caplog):
+    simulator.configure(google_batch_failure=ORG_TEXT)
+    job = _create(ctx, provider="google", model="gemini-2.5-flash")
+
+    run_workflow(job["id"], ctx)
+
+    view = _view(ctx, job["id"])
+    assert view["status"] == "failed" and "INVALID_ARGUMENT" in view["error"], view
     _assert_no_org_text(view)
     _assert_no_org_text(_results(ctx, job["id"]))
     assert ORG_TEXT in _logged(caplog)

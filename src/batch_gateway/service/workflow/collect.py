@@ -163,6 +163,20 @@ def collect_chunk(
     )
 
 
+def log_failed_batch(job: Job, chunk: Chunk, batch: ProviderBatch) -> None:
+    """The provider's own words for a batch it failed, for the operator (the tenant reads ``failed_reason``)."""
+    logger.warning(
+        "the provider failed the batch",
+        extra={
+            "job_id": job.id,
+            "chunk": chunk.index,
+            "provider_batch_id": batch.id,
+            "provider_code": batch.failed_code,
+            "provider_message": batch.provider_message,
+        },
+    )
+
+
 def unanswered_lines(
     services: Services, job: Job, chunk: Chunk, status: ItemStatus, code: str | None, message: str | None
 ) -> Iterator[bytes]:
