@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from batch_gateway.jsonlines import dumps
+from batch_gateway_dev.simulators import anthropic as anthropic_simulator
 from lambdas import create, mark_failed, plan, poll, retrieve, status, submit
 from tests.support.doors import create_openai_batch, openai_call, upload_openai_file
 from tests.support.events import call, load_event
@@ -24,6 +26,11 @@ ORG = "org-abc123"
 TOKENS = "1,234,567"
 # As Anthropic and OpenAI word a refusal about the organisation's limits (the issue's example).
 ORG_TEXT = f"Your organization {ORG} has {TOKENS} enqueued tokens, over its limit of 1,000,000 for this model."
+# As Anthropic words a per-item rate limit: the organisation's id and its limit.
+RATE_TEXT = (
+    f"This request would exceed the rate limit for your organization ({ORG}) of {TOKENS} input tokens per minute."
+)
+REQUEST_TEXT = "max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens"
 
 
 def _create(ctx, **body: Any) -> dict:
@@ -179,3 +186,31 @@ def test_a_batch_the_provider_failed_shows_its_status_word_not_its_message(aws, 
     _assert_no_org_text(view)
     _assert_no_org_text(_results(ctx, job["id"]))
     assert ORG_TEXT in _logged(caplog)
+
+
+def _errored_line(cid: str, kind: str = "errored") -> str:
+    """Anthropic's errored result line: a per-item rate limit worded with the organisation, or (for r-A) a refusal
+    of the request itself."""
+    own = cid.endswith("request_A")
+    kind, message = ("invalid_request_error", REQUEST_TEXT) if own else ("rate_limit_error", RATE_TEXT)
+    error = {"type": kind, "message": message}
+    return dumps({"custom_id": cid, "result": {"type": "errored", "error": {"type": "error", "error": error}}}).decode()
+
+
+def test_per_item_errors_keep_the_requests_own_words_but_never_the_organisations_limits(
+    aws, ctx, simulator, caplog, monkeypatch
+):
+    monkeypatch.setattr(anthropic_simulator, "_errored_line", _errored_line)
+    simulator.configure(error_every=1)  # every item errors
+    job = _create(ctx)
+
+    run_workflow(job["id"], ctx)
+
+    results = _results(ctx, job["id"])
+    own = results.pop("request_A")["finish_details"]
+    assert own == {"type": "error", "code": "invalid_request_error", "message": REQUEST_TEXT}
+    assert {r["finish_details"]["code"] for r in results.values()} == {"rate_limit_error"}
+    assert all("rate_limit_error" in r["finish_details"]["message"] for r in results.values())
+    _assert_no_org_text(results)
+    _assert_no_org_text(_view(ctx, job["id"]))
+    assert RATE_TEXT in _logged(caplog)

@@ -87,3 +87,29 @@ def test_our_error_names_the_providers_error_type_and_the_log_keeps_its_words(sd
     assert not [secret for secret in SECRETS if secret in shown], shown
     logged = [record for record in caplog.records if getattr(record, "provider_message", None)]
     assert [record.provider_message for record in logged] == [ORG_TEXT]
+
+
+@pytest.mark.parametrize(
+    ("code", "account"),
+    [
+        ("rate_limit_error", True),  # Anthropic
+        ("rate_limit_exceeded", True),  # OpenAI
+        ("http_429", True),
+        ("insufficient_quota", True),
+        ("token_limit_exceeded", True),
+        ("billing_error", True),
+        ("ThrottlingException", True),  # Bedrock's runtime
+        ("bedrock_429", True),
+        ("RESOURCE_EXHAUSTED", True),  # Google
+        ("invalid_request_error", False),  # the request's own: the tenant reads the provider's words
+        ("INVALID_ARGUMENT", False),
+        ("overloaded_error", False),
+        ("api_error", False),
+        ("missing_result", False),
+        (None, False),
+    ],
+)
+def test_an_items_error_is_about_the_account_only_for_rate_limits_and_quotas(code, account):
+    from batch_gateway.service.workflow.collect import about_the_account
+
+    assert about_the_account(code) is account
