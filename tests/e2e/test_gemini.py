@@ -113,12 +113,13 @@ def test_an_expired_gemini_batch_keeps_its_finished_items_and_the_job_ends_expir
     assert [results[f"r{i}"]["status"] for i in range(6)] == ["succeeded"] * 3 + ["expired"] * 3
 
 
-def test_a_batch_google_fails_ends_the_job_failed_with_googles_message(alice, sim):
+def test_a_batch_google_fails_ends_the_job_failed_with_googles_status_word_not_its_message(alice, sim):
     sim.configure(google_batch_failure="Batch processing failed: the model is not available in this region.")
     job = alice.create(gemini_body({f"r{i}": f"question {i}" for i in range(3)}))
     done = alice.wait(job["id"])
     assert done["status"] == "failed"
-    assert "the model is not available in this region" in done["error"]
+    assert "Google Gemini failed the batch (INVALID_ARGUMENT)" in done["error"]
+    assert "the model is not available in this region" not in done["error"]  # the operator's (decision 0112)
 
 
 def test_a_line_google_answers_with_an_error_is_errored_with_googles_status(alice, sim):

@@ -122,16 +122,17 @@ def test_expired_openai_batch_keeps_its_finished_lines_and_the_job_ends_expired(
     assert results["r5"]["text"] is None and results["r5"]["finish_details"]["code"] == "batch_expired"
 
 
-def test_a_batch_that_can_never_fit_the_enqueued_token_limit_fails_the_job_with_the_providers_reason(alice, sim):
+def test_a_batch_that_can_never_fit_the_enqueued_token_limit_fails_the_job_with_the_providers_code(alice, sim):
     # Refused for quota with nothing else in flight, three times (decision 0081): it waits between refusals,
-    # then fails with OpenAI's reason instead of waiting forever.
+    # then fails with OpenAI's error code instead of waiting forever (its words name the organisation: decision 0112).
     sim.configure(enqueued_token_limit=10)
     # A model no other test of this stack uses: "alone" means nothing else of ours in flight on the model's ledger,
     # and another test's job still running on gpt-4o-mini would make each refusal wait instead of count.
     job = alice.create(openai_body({f"r{i}": "x" * 200 for i in range(3)}, model="gpt-4.1-mini"))
     done = alice.wait(job["id"], timeout=300)
     assert done["status"] == "failed"
-    assert "token_limit_exceeded" in done["error"] and "Enqueued token limit" in done["error"]
+    assert "token_limit_exceeded" in done["error"]
+    assert "Enqueued token limit" not in done["error"] and "organization" not in done["error"]
     assert "refused for quota 3 times" in done["error"]
     results = alice.all_results(job["id"])
     assert {r["status"] for r in results.values()} == {"errored"} and len(results) == 3

@@ -75,11 +75,12 @@ def test_a_chunk_runs_as_one_bedrock_job_and_every_caller_id_comes_back(sim):
     assert all(r.status is ItemStatus.SUCCEEDED and r.outputs and r.input_tokens for r in results)
 
 
-def test_a_job_bedrock_fails_carries_bedrocks_message(sim):
+def test_a_job_bedrock_fails_carries_bedrocks_message_for_the_operator_only(sim):
     provider = _provider(limits=BedrockLimits(min_records=1))  # Bedrock itself refuses 5 records (below its 100)
     ref, lines = _chunk(provider, 5)
     batch = _wait(provider, provider.submit(iter(lines), ref))
-    assert batch.status == "Failed" and "minimum" in (batch.failed_reason or "")
+    assert batch.status == "Failed" and "minimum" in (batch.provider_message or "")
+    assert batch.failed_reason == "Amazon Bedrock failed the batch (no error code)"  # decision 0112
 
 
 def test_a_lost_create_answer_yields_one_bedrock_job_adopted_by_its_name(sim):

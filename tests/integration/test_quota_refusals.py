@@ -50,7 +50,7 @@ def test_a_batch_refused_for_the_enqueued_token_limit_waits_and_is_sent_again_on
     view = _view(ctx, second["id"])
     assert view["status"] == "in_progress", f"the job did not wait: {view['status']}, {view['error']}"
     assert view["waiting_for_quota"], f"the refused chunk did not wait: {view['chunks'][0]}"
-    assert view["waiting_for_quota"].startswith("the provider refused for quota: token_limit_exceeded")
+    assert view["waiting_for_quota"] == "the provider refused for quota: OpenAI failed the batch (token_limit_exceeded)"
     assert view["chunks"][0]["status"] == "pending" and view["chunks"][0]["provider_batch_id"] is None
 
     simulator.end_processing("openai")  # the first batch ends now, and its tokens leave the queue

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from batch_gateway.providers import make_provider
-from batch_gateway.providers.base import ChunkRef, ProviderBatch, ProviderResult, Reconciliation
+from batch_gateway.providers.base import ChunkRef, ProviderBatch, ProviderResult, Reconciliation, failed_batch
 from batch_gateway.service.workflow.state import WorkflowState
 from batch_gateway.settings import Settings
 from tests.support.planned_jobs import neutral_line, new_job
@@ -35,9 +35,21 @@ class QuotaProvider:
         self.batches[batch_id] = ProviderBatch(id=batch_id, status="in_progress", ended=False)
         return batch_id
 
-    def end(self, batch_id: str, *, failed_reason: str | None = None) -> None:
-        status = "failed" if failed_reason else "completed"
-        self.batches[batch_id] = ProviderBatch(id=batch_id, status=status, ended=True, failed_reason=failed_reason)
+    def end(self, batch_id: str, *, failed: str | None = None) -> None:
+        """The batch ends: completed, or failed by OpenAI with ``failed`` (its ``code: message`` words), read as the
+        OpenAI adapter reads it (the tenant's reason names the code; the words are the operator's, decision 0112)."""
+        if failed is None:
+            self.batches[batch_id] = ProviderBatch(id=batch_id, status="completed", ended=True)
+            return
+        code = failed.split(":", 1)[0]
+        self.batches[batch_id] = ProviderBatch(
+            id=batch_id,
+            status="failed",
+            ended=True,
+            failed_reason=failed_batch("OpenAI", code),
+            failed_code=code,
+            provider_message=failed,
+        )
 
     def status(self, batch_id: str) -> ProviderBatch:
         return self.batches[batch_id]

@@ -92,10 +92,11 @@ def test_a_rate_limit_is_not_retried_by_the_sdk_and_maps_to_a_transient_error(si
     assert sim.stats()["anthropic"]["batches_created"] == 0
 
 
-def test_a_refused_body_maps_to_a_request_error_with_the_providers_message(sim):
+def test_a_refused_body_maps_to_a_request_error_with_the_providers_error_type_not_its_message(sim):
     bad = {"custom_id": "has space", "params": {"model": MODEL, "max_tokens": 5, "messages": []}}
-    with pytest.raises(errors.ProviderRequestError, match="custom_id"):
+    with pytest.raises(errors.ProviderRequestError) as refused:
         AnthropicBatchProvider(api_key="k", base_url=sim.url).submit(iter([json.dumps(bad).encode()]), _ref(1))
+    assert refused.value.message == "Anthropic refused the request (400 invalid_request_error)"  # decision 0112
 
 
 def test_an_answer_lost_after_sending_is_ambiguous(sim):

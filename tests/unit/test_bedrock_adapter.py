@@ -219,7 +219,8 @@ def test_bedrock_statuses_map_onto_running_and_ended(aws, status, ended):
     with control:
         batch = provider.status(JOB_ARN)
     assert (batch.status, batch.ended) == (status, ended)
-    assert batch.failed_reason == ("bad record at line 3" if status == "Failed" else None)
+    assert batch.provider_message == ("bad record at line 3" if status == "Failed" else None)
+    assert batch.failed_reason == ("Amazon Bedrock failed the batch (no error code)" if status == "Failed" else None)
 
 
 def test_ended_job_counts_come_from_the_manifest(aws):

@@ -237,7 +237,8 @@ def test_a_failed_operation_carries_googles_message_and_counts_from_batch_stats(
     }
     batch = to_batch(op)
     assert batch.ended and batch.status == "JOB_STATE_FAILED"
-    assert batch.failed_reason == "the input file is not valid JSONL"
+    assert batch.failed_reason == "Google Gemini failed the batch (INVALID_ARGUMENT)"  # decision 0112
+    assert batch.failed_code == "INVALID_ARGUMENT" and batch.provider_message == "the input file is not valid JSONL"
     assert batch.created_at == datetime(2026, 12, 1, 10, 0, 0, 123456, tzinfo=UTC)
     assert batch.counts.total == 4 and batch.raw["input_file"] == "files/in"
 
@@ -283,7 +284,7 @@ def test_a_lost_create_answer_is_ambiguous_and_find_submitted_adopts_exactly_tha
 def test_a_refused_create_maps_to_our_error_and_deletes_the_uploaded_file(provider, sim):
     lines = [json.dumps(line(provider, request("a"))).encode()]
     unknown = ChunkRef(job_id="job_x", index=0, request_count=1, model="gemma-unknown")  # Google answers 404
-    with pytest.raises(errors.ProviderNotFoundError, match="gemma-unknown"):
+    with pytest.raises(errors.ProviderNotFoundError, match="404 NOT_FOUND"):  # Google's words: the log only (0112)
         provider.submit(iter(lines), unknown)
     assert sim.stats()["google"]["batches_created"] == 0 and sim.stats()["google"]["files"] == 0
 
@@ -359,11 +360,12 @@ def test_an_expired_batch_keeps_its_finished_lines(provider, sim):
     assert set(by_id(provider.results(done))) == {"r0", "r1", "r2"}
 
 
-def test_a_failed_batch_carries_googles_message(provider, sim):
+def test_a_failed_batch_carries_googles_message_for_the_operator(provider, sim):
     sim.configure(google_batch_failure="Batch processing failed: the model is not available in this region.")
     done = wait_ended(provider, submit(provider, [request("a")]))
     assert done.status == "JOB_STATE_FAILED"
-    assert done.failed_reason == "Batch processing failed: the model is not available in this region."
+    assert done.provider_message == "Batch processing failed: the model is not available in this region."
+    assert done.failed_reason == "Google Gemini failed the batch (INVALID_ARGUMENT)"
     assert list(provider.results(done)) == []
 
 

@@ -351,7 +351,9 @@ def test_duplicate_custom_id_fails_the_batch_with_the_code_and_line_in_the_reaso
     batch_id = provider.submit(iter(lines), ref(count=3))
     done = wait_ended(provider, batch_id)
     assert done.status == "failed" and done.ended
-    assert done.failed_reason.startswith("duplicate_custom_id (line 3): ")
+    assert done.failed_reason == "OpenAI failed the batch (duplicate_custom_id)"
+    assert done.failed_code == "duplicate_custom_id"
+    assert done.provider_message.startswith("duplicate_custom_id (line 3): ")
     assert list(provider.results(done)) == []
     provider.cleanup(done)
     assert sim.stats()["openai"]["files"] == 0
@@ -361,10 +363,12 @@ def test_enqueued_token_limit_fails_the_batch_with_token_limit_exceeded(provider
     sim.configure(enqueued_token_limit=10)
     done = wait_ended(provider, submit(provider, [request(f"r{i}", "x" * 100) for i in range(2)]))
     assert done.status == "failed"
-    assert done.failed_reason.startswith("token_limit_exceeded: Enqueued token limit reached for gpt-4o-mini")
+    assert done.failed_reason == "OpenAI failed the batch (token_limit_exceeded)"  # decision 0112
+    assert done.failed_code == "token_limit_exceeded"
+    assert done.provider_message.startswith("token_limit_exceeded: Enqueued token limit reached for gpt-4o-mini in org")
 
 
-def test_failed_reason_lists_at_most_five_line_errors(provider, sim):
+def test_the_providers_words_list_at_most_five_line_errors_and_the_reason_each_code_once(provider, sim):
     lines = [
         json.dumps(
             {"custom_id": f"x{i}", "method": "GET", "url": "/v1/chat/completions", "body": {"model": MODEL}}
@@ -372,7 +376,8 @@ def test_failed_reason_lists_at_most_five_line_errors(provider, sim):
         for i in range(8)
     ]
     done = wait_ended(provider, provider.submit(iter(lines), ref(count=8)))
-    assert done.failed_reason.count("invalid_method (line") == 5 and done.failed_reason.endswith("and 3 more")
+    assert done.provider_message.count("invalid_method (line") == 5 and done.provider_message.endswith("and 3 more")
+    assert done.failed_reason == "OpenAI failed the batch (invalid_method)"
 
 
 # ---- create: reconciliation and refusals

@@ -48,7 +48,7 @@ def test_a_later_chunk_holding_quota_is_sent_while_an_earlier_one_waits_so_the_m
     submit_job(services, WorkflowState(job_id=x))
     assert chunk(services, x, 0).waits  # xavier: c0 + c1 in flight, cx does not fit
 
-    provider.end("batch_0", failed_reason=TOKEN_LIMIT)  # OpenAI refused chunk 0 for its own quota
+    provider.end("batch_0", failed=TOKEN_LIMIT)  # OpenAI refused chunk 0 for its own quota
     poll_job(services, WorkflowState(job_id=j))
     assert chunk(services, j, 0).waits  # requeued: pending, waiting
     assert chunk(services, j, 1).state is ChunkState.SUBMITTED  # admitted already: sent on its hold

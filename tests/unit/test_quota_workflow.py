@@ -175,13 +175,13 @@ def test_a_batch_failed_for_the_enqueued_token_limit_goes_back_to_pending_and_is
     submit_job(services, WorkflowState(job_id=other))
     job_id = planned(services, ["one"])
     state = submit_job(services, WorkflowState(job_id=job_id))
-    provider.end("batch_1", failed_reason=TOKEN_LIMIT)
+    provider.end("batch_1", failed=TOKEN_LIMIT)
 
     poll_job(services, state)
 
     back = chunk(services, job_id, 0)
     assert back.state is ChunkState.PENDING and back.provider_batch_id is None and not back.collected
-    assert back.waiting_for_quota == f"the provider refused for quota: {TOKEN_LIMIT}"
+    assert back.waiting_for_quota == "the provider refused for quota: OpenAI failed the batch (token_limit_exceeded)"
     assert services.jobs.require_job(job_id).status is JobStatus.IN_PROGRESS
     assert in_flight(services)[2] == 1  # only bob's batch
 
@@ -195,14 +195,15 @@ def test_a_batch_refused_for_the_token_limit_with_nothing_else_in_flight_fails_a
     job_id = planned(services, ["one"])
     state = submit_job(services, WorkflowState(job_id=job_id))
     for attempt in range(3):
-        provider.end(f"batch_{attempt}", failed_reason=TOKEN_LIMIT)
+        provider.end(f"batch_{attempt}", failed=TOKEN_LIMIT)
         poll_job(services, state)  # refused: back to pending (the third time: failed)
         if attempt < 2:
             assert chunk(services, job_id, 0).state is ChunkState.PENDING
             poll_job(services, state)  # sent again
     failed = chunk(services, job_id, 0)
     assert failed.state is ChunkState.FAILED and failed.collected
-    assert TOKEN_LIMIT in (failed.error or "") and "nothing else" in (failed.error or "")
+    assert "token_limit_exceeded" in (failed.error or "") and "nothing else" in (failed.error or "")
+    assert "org-1" not in (failed.error or "")  # OpenAI's words are the operator's (decision 0112)
     assert len(provider.created) == 3 and in_flight(services) == (0, 0, 0)
 
 
@@ -217,7 +218,7 @@ def test_a_refusal_while_another_batch_is_in_flight_is_not_counted_alone_when_th
     state = submit_job(services, WorkflowState(job_id=job_id))
     for attempt in range(3):
         services.quotas.release(P, M, "alice", ChunkKey(job_id, 0))
-        provider.end(provider_batch(services, job_id), failed_reason=TOKEN_LIMIT)
+        provider.end(provider_batch(services, job_id), failed=TOKEN_LIMIT)
         poll_job(services, state)  # refused: back to pending
         back = chunk(services, job_id, 0)
         assert back.state is ChunkState.PENDING, f"refusal {attempt + 1}: {back.state.value}: {back.error}"
@@ -235,7 +236,7 @@ def test_a_batch_failed_for_another_reason_still_fails_the_chunk_and_gives_its_h
     services, provider = services_with()
     job_id = planned(services, ["one"])
     state = submit_job(services, WorkflowState(job_id=job_id))
-    provider.end("batch_0", failed_reason="insufficient_quota: You exceeded your current quota")
+    provider.end("batch_0", failed="insufficient_quota: You exceeded your current quota")
     poll_job(services, state)
     failed = chunk(services, job_id, 0)
     assert failed.state is ChunkState.FAILED and "insufficient_quota" in (failed.error or "")

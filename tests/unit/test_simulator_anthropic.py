@@ -268,6 +268,8 @@ def test_unknown_batch_is_404_not_found_error(client):
 @pytest.mark.parametrize(
     ("kind", "status", "error_class", "error_type"),
     [
+        ("http_400", 400, anthropic.BadRequestError, "invalid_request_error"),
+        ("http_413", 413, anthropic.APIStatusError, "request_too_large"),
         ("http_429", 429, anthropic.RateLimitError, "rate_limit_error"),
         ("http_500", 500, anthropic.InternalServerError, "api_error"),
         ("http_503", 503, anthropic.ServiceUnavailableError, "api_error"),

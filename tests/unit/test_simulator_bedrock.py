@@ -306,6 +306,16 @@ def test_a_throttling_fault_is_a_throttling_exception(bedrock, s3, sim):
     assert bedrock.list_model_invocation_jobs()["invocationJobSummaries"] == []
 
 
+@pytest.mark.parametrize("kind", ["http_400", "http_413"])
+def test_a_refusal_fault_is_a_validation_exception_with_the_faults_words(bedrock, s3, sim, kind):
+    sim.add_fault("bedrock", "create_batch", kind, message="Account 123456789012 is over its limit.")
+
+    with pytest.raises(bedrock.exceptions.ValidationException) as caught:
+        create(bedrock, put_input(s3, [claude_record("a")]))
+    assert caught.value.response["Error"]["Message"] == "Account 123456789012 is over its limit."
+    assert bedrock.list_model_invocation_jobs()["invocationJobSummaries"] == []
+
+
 def test_unsigned_requests_are_refused(sim):
     answer = requests.get(f"{sim.bedrock_endpoint_url}/model-invocation-jobs", timeout=5)
 

@@ -225,6 +225,16 @@ def test_a_429_answers_resource_exhausted(client, sim):
     assert sim.stats()["google"]["batches_created"] == 1
 
 
+@pytest.mark.parametrize("kind", ["http_400", "http_413"])
+def test_a_refusal_answers_invalid_argument(client, sim, kind):
+    sim.add_fault("google", "create_batch", kind)
+    uploaded = upload(client, [line("a")])
+    with pytest.raises(errors.ClientError) as caught:
+        client.batches.create(model=MODEL, src=uploaded.name, config={"display_name": "bg-x"})
+    assert caught.value.code == 400 and caught.value.status == "INVALID_ARGUMENT"
+    assert sim.stats()["google"]["batches_created"] == 0
+
+
 def test_a_500_answers_internal(client, sim):
     sim.add_fault("google", "get_batch", "http_500")
     job = submit(client, [line("a")])

@@ -311,6 +311,8 @@ def test_missing_api_key_is_401(sim):
 @pytest.mark.parametrize(
     ("kind", "status", "error_class"),
     [
+        ("http_400", 400, openai.BadRequestError),
+        ("http_413", 400, openai.BadRequestError),  # OpenAI refuses a too-large request with its 400
         ("http_429", 429, openai.RateLimitError),
         ("http_500", 500, openai.InternalServerError),
         ("http_503", 503, openai.InternalServerError),

@@ -31,7 +31,10 @@ class ChunkView(BaseModel):
     provider_batch_id: str | None
     status: str = Field(description="the provider's own status word, or ours before the provider has the chunk")
     request_counts: RequestCountsView
-    error: str | None
+    error: str | None = Field(
+        description="why the chunk failed, in the gateway's words: a provider's refusal names the provider, its "
+        "status and error type or code, never the provider's own message (decision 0112)"
+    )
     attempt: int = Field(1, description="1: planned from the requests; n > 1: a retry round's chunk (attempt n)")
     waiting_for_quota: str | None = Field(
         None,
@@ -112,7 +115,11 @@ class JobView(BaseModel):
     created_at: str
     updated_at: str
     ended_at: str | None
-    error: str | None
+    error: str | None = Field(
+        description="why the job failed, in the gateway's words: a provider's refusal names the provider, its "
+        "status and error type or code, never the provider's own message, which goes to the operator's log "
+        "(decision 0112)"
+    )
 
 
 class JobsPage(BaseModel):
@@ -144,7 +151,9 @@ class ResultItem(BaseModel):
     outputs: list[dict[str, Any]]
     token_usage: TokenUsage
     finish_details: dict[str, Any] = Field(
-        description='{"type": "stop"|"length"|...} or {"type": "error", "code", "message"}'
+        description='{"type": "stop"|"length"|...} or {"type": "error", "code", "message"}; an error\'s message is '
+        "the provider's about the request itself, or, for the provider's rate limits and quotas, ours naming its code "
+        "(decision 0112)"
     )
     cost: float | None = Field(
         0.0,

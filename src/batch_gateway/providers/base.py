@@ -78,10 +78,20 @@ class ProviderBatch:
     status: str  # the provider's own word, shown to callers
     ended: bool
     counts: RequestCounts = field(default_factory=RequestCounts)
-    failed_reason: str | None = None  # the provider refused the whole batch (validation)
+    # The provider failed the whole batch (validation, its quota): why, in our words (``failed_batch``), shown to the
+    # tenant; the provider's error code for it; and the provider's own message, which names the operator's
+    # organisation, account or project and its totals: the operator's log only (decision 0112).
+    failed_reason: str | None = None
+    failed_code: str | None = None
+    provider_message: str | None = None
     created_at: datetime | None = None
     raw: dict[str, Any] = field(default_factory=dict)
     ended_at: datetime | None = None  # the provider's own end time, when it reports one (notice lag, decision 0075)
+
+
+def failed_batch(label: str, *codes: str) -> str:
+    """A failed batch's ``failed_reason``: the provider's name and error codes, never its message (decision 0112)."""
+    return f"{label} failed the batch ({', '.join(codes)})" if codes else f"{label} failed the batch (no error code)"
 
 
 @dataclass

@@ -35,7 +35,15 @@ from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.models.request_extras import anthropic_extras, plain_extras
 from batch_gateway.provider_specs import BEDROCK
 from batch_gateway.providers.anthropic import claude_output
-from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult, every_page
+from batch_gateway.providers.base import (
+    BatchProvider,
+    ChunkRef,
+    Found,
+    ProviderBatch,
+    ProviderResult,
+    every_page,
+    failed_batch,
+)
 from batch_gateway.settings import BedrockSettings
 
 logger = Logger(child=True)
@@ -499,7 +507,10 @@ def _to_batch(job: dict[str, Any]) -> ProviderBatch:
         status=status,
         ended=status in _ENDED,
         counts=_counts(status, job),
-        failed_reason=(job.get("message") or "Bedrock failed the job without saying why")
+        # Bedrock gives a failed job a message and no code: the message names the account and its roles (decision
+        # 0112), so the tenant reads that Bedrock failed it, the operator's log its message.
+        failed_reason=failed_batch(BEDROCK.label) if status == "Failed" else None,
+        provider_message=(job.get("message") or "Bedrock failed the job without saying why")
         if status == "Failed"
         else None,
         created_at=job.get("submitTime"),

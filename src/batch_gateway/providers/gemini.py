@@ -35,7 +35,15 @@ from batch_gateway.contract.jsonl import split_lines
 from batch_gateway.jsonlines import loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.provider_specs import GOOGLE, GOOGLE_GENERATION_OPTIONS
-from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult, every_page
+from batch_gateway.providers.base import (
+    BatchProvider,
+    ChunkRef,
+    Found,
+    ProviderBatch,
+    ProviderResult,
+    every_page,
+    failed_batch,
+)
 
 logger = Logger(child=True)
 
@@ -385,6 +393,27 @@ def _count(stats: dict[str, Any], key: str) -> int:
         return 0
 
 
+# A failed operation's ``error`` is a google.rpc.Status: its numeric code, by the status word Google's errors use.
+_RPC_CODES = {
+    1: "CANCELLED",
+    2: "UNKNOWN",
+    3: "INVALID_ARGUMENT",
+    4: "DEADLINE_EXCEEDED",
+    5: "NOT_FOUND",
+    6: "ALREADY_EXISTS",
+    7: "PERMISSION_DENIED",
+    8: "RESOURCE_EXHAUSTED",
+    9: "FAILED_PRECONDITION",
+    10: "ABORTED",
+    11: "OUT_OF_RANGE",
+    12: "UNIMPLEMENTED",
+    13: "INTERNAL",
+    14: "UNAVAILABLE",
+    15: "DATA_LOSS",
+    16: "UNAUTHENTICATED",
+}
+
+
 def to_batch(op: dict[str, Any]) -> ProviderBatch:
     """A batch operation (``{"name", "metadata": GenerateContentBatch, "done", "error"}``) as a ``ProviderBatch``."""
     batch = _metadata(op)
@@ -396,10 +425,14 @@ def to_batch(op: dict[str, Any]) -> ProviderBatch:
     counts = RequestCounts(total=total, processing=0 if ended else max(pending, 0), succeeded=ok, errored=failed)
     if state in _UNFINISHED:
         setattr(counts, _UNFINISHED[state], max(0, total - ok - failed))
-    failed_reason = None
-    if state == "JOB_STATE_FAILED":
+    failed_reason = failed_code = message = None
+    if state == "JOB_STATE_FAILED":  # the tenant reads the status word, the operator's log Google's message (0112)
         error = op.get("error") or batch.get("error") or {}
-        failed_reason = str(error.get("message") or "Google failed the batch without saying why")[:1000]
+        number = error.get("code")
+        word = _RPC_CODES.get(number) if isinstance(number, int) else None
+        failed_code = str(error.get("status") or word or number or "") or None
+        failed_reason = failed_batch(GOOGLE.label, *([failed_code] if failed_code else []))
+        message = str(error.get("message") or "Google failed the batch without saying why")[:1000]
     output = batch.get("output") or {}
     return ProviderBatch(
         id=str(op.get("name") or batch.get("name")),
@@ -407,6 +440,8 @@ def to_batch(op: dict[str, Any]) -> ProviderBatch:
         ended=ended,
         counts=counts,
         failed_reason=failed_reason,
+        failed_code=failed_code,
+        provider_message=message,
         created_at=_time(batch.get("createTime")),
         raw={
             "display_name": batch.get("displayName"),

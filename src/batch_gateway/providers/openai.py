@@ -21,7 +21,7 @@ from batch_gateway.jsonlines import loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.models.request_extras import openai_chat_extras, plain_extras
 from batch_gateway.provider_specs import OPENAI
-from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
+from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult, failed_batch
 
 logger = Logger(child=True)
 
@@ -256,15 +256,19 @@ def _timestamp(seconds: int | float | None) -> datetime | None:
     return datetime.fromtimestamp(seconds, UTC) if seconds is not None else None
 
 
-def _failed_reason(batch: Any) -> str:
+def _failure(batch: Any) -> tuple[str, str | None, str]:
+    """A failed batch's reason (its error codes: what the tenant reads), first code and OpenAI's own words (the
+    operator's log only: they name the organisation and its enqueued tokens, decision 0112)."""
     data = list(getattr(batch.errors, "data", None) or [])
+    codes = list(dict.fromkeys(error.code or "invalid_batch" for error in data))
     reasons = []
     for error in data[:MAX_REASONS]:
         where = f" (line {error.line})" if error.line is not None else ""
         reasons.append(f"{error.code or 'invalid_batch'}{where}: {error.message or 'no message'}")
     if len(data) > MAX_REASONS:
         reasons.append(f"and {len(data) - MAX_REASONS} more")
-    return "; ".join(reasons) or "OpenAI failed the batch without saying why"
+    message = "; ".join(reasons) or "OpenAI failed the batch without saying why"
+    return failed_batch(OPENAI.label, *codes[:MAX_REASONS]), (codes[0] if codes else None), message
 
 
 def _to_batch(batch: Any) -> ProviderBatch:
@@ -276,12 +280,15 @@ def _to_batch(batch: Any) -> ProviderBatch:
     )
     if batch.status in _UNFINISHED:
         setattr(counts, _UNFINISHED[batch.status], max(0, total - completed - failed))
+    reason, code, message = _failure(batch) if batch.status == "failed" else (None, None, None)
     return ProviderBatch(
         id=batch.id,
         status=batch.status,
         ended=ended,
         counts=counts,
-        failed_reason=_failed_reason(batch) if batch.status == "failed" else None,
+        failed_reason=reason,
+        failed_code=code,
+        provider_message=message,
         created_at=_timestamp(batch.created_at),
         ended_at=_timestamp(batch.completed_at or batch.failed_at or batch.expired_at or batch.cancelled_at)
         if ended

@@ -4,6 +4,12 @@ google-genai (Gemini: ``APIError`` with an HTTP ``code`` and a gRPC ``status``; 
 
 On create, a lost answer (timeout, dropped connection) means "maybe accepted": ``ProviderAmbiguousError``, which
 Submit reconciles before any resend. Elsewhere the same failure is plain ``ProviderUnavailableError``.
+
+Our error's message is ours: the provider's name, the HTTP status and the provider's error type or code, never the
+provider's own message (decision 0112). The real APIs word refusals with the operator's organisation, account or
+project and its token totals (every tenant's work together), and these messages reach tenants: a chunk's and a job's
+``error``, ``waiting_for_quota``, the doors' views. The provider's whole answer goes to the operator's log instead,
+here, once per mapped error (``provider_message``: the provider's words only, never the request).
 """
 
 from __future__ import annotations
@@ -13,11 +19,15 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from aws_lambda_powertools import Logger
 from botocore import exceptions as boto
 
 from batch_gateway import metrics
 from batch_gateway.constants import METRIC_PROVIDER_AUTH_ERRORS, METRIC_PROVIDER_ERRORS, METRIC_PROVIDER_THROTTLES
 from batch_gateway.contract import errors
+
+logger = Logger(child=True)
+MAX_LOGGED = 2000  # of the provider's message, in the operator's log
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:
@@ -26,13 +36,14 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 
 
 def _message(exc: Any) -> str:
+    """The provider's own message: the operator's log only (decision 0112)."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         nested = body.get("error")
         err = nested if isinstance(nested, dict) else body
         if err.get("message"):
-            return str(err["message"])[:500]
-    return str(exc)[:500]
+            return str(err["message"])
+    return str(exc)
 
 
 def _code(exc: Any) -> str | None:
@@ -74,6 +85,7 @@ class mapped_errors:
             return self._map(exc)
         except errors.BatchGatewayError as mapped:
             _count(mapped, self.name)
+            _log_answer(exc, mapped, self.name)
             raise
 
     def _map(self, exc: BaseException) -> Literal[False]:
@@ -105,8 +117,34 @@ class mapped_errors:
         if isinstance(exc, sdk.NotFoundError):
             raise errors.ProviderNotFoundError(f"{name} does not know this batch or file") from exc
         if isinstance(exc, sdk.APIStatusError):
-            raise errors.ProviderRequestError(f"{name} refused the request: {_message(exc)}") from exc
+            status, kind = getattr(exc, "status_code", None), _code(exc) or "no error type"
+            raise errors.ProviderRequestError(f"{name} refused the request ({status} {kind})") from exc
         return False
+
+
+def _answer(exc: BaseException) -> dict[str, Any] | None:
+    """The provider's answer behind an SDK exception, as the operator's log records it (None: no answer came)."""
+    if isinstance(exc, boto.ClientError):
+        error: Mapping[str, Any] = exc.response.get("Error") or {}
+        metadata: Mapping[str, Any] = exc.response.get("ResponseMetadata") or {}
+        status, code, message = metadata.get("HTTPStatusCode"), error.get("Code"), error.get("Message")
+    elif hasattr(exc, "status_code") and hasattr(exc, "body"):  # the Stainless SDKs' APIStatusError
+        status, code, message = getattr(exc, "status_code", None), _code(exc), _message(exc)
+    elif type(exc).__module__.startswith("google.genai") and hasattr(exc, "code"):  # google-genai's APIError
+        status, code, message = getattr(exc, "code", None), getattr(exc, "status", None), getattr(exc, "message", None)
+    else:
+        return None
+    return {"provider_status": status, "provider_code": code, "provider_message": str(message or "")[:MAX_LOGGED]}
+
+
+def _log_answer(exc: BaseException, mapped: errors.BatchGatewayError, provider: str) -> None:
+    """The provider's whole answer, for the operator: our error carries only its status and code (decision 0112)."""
+    answer = _answer(exc)
+    if answer is not None:
+        logger.warning(
+            "the provider answered with an error",
+            extra={"provider": provider, "error_type": type(mapped).__name__, **answer},
+        )
 
 
 def _count(error: errors.BatchGatewayError, provider: str) -> None:
@@ -149,21 +187,21 @@ def _map_botocore(exc: BaseException, name: str, *, creating: bool) -> Literal[F
     if isinstance(exc, boto.ClientError):
         error = exc.response.get("Error") or {}
         code = str(error.get("Code") or "")
-        message = str(error.get("Message") or code)[:500]
         metadata: Mapping[str, Any] = exc.response.get("ResponseMetadata") or {}
         status = int(metadata.get("HTTPStatusCode") or 0)
+        # The message stays out of ours: Bedrock's name the account, its roles' ARNs and its quotas (decision 0112).
         if code in _BOTO_RATE_LIMITED or status == 429:
-            raise errors.ProviderRateLimitedError(f"{name} throttled or over quota ({code}): {message}") from exc
+            raise errors.ProviderRateLimitedError(f"{name} throttled or over quota ({code})") from exc
         if code in _BOTO_UNAVAILABLE or status >= 500:
             raise errors.ProviderUnavailableError(f"{name} is unavailable ({code or status})") from exc
         if code in _BOTO_AUTH or status == 403:
             raise errors.ProviderAuthError(
-                f"{name} refused access ({code}): {message}. Check the functions' roles, the Bedrock service role "
-                "and model access in the Bedrock console"
+                f"{name} refused access ({code}). Check the functions' roles, the Bedrock service role and model "
+                "access in the Bedrock console"
             ) from exc
         if code in _BOTO_NOT_FOUND or status == 404:
-            raise errors.ProviderNotFoundError(f"{name} does not know this job or object ({code}): {message}") from exc
-        raise errors.ProviderRequestError(f"{name} refused the request ({code}): {message}") from exc
+            raise errors.ProviderNotFoundError(f"{name} does not know this job or object ({code})") from exc
+        raise errors.ProviderRequestError(f"{name} refused the request ({status} {code})") from exc
     if isinstance(exc, boto.EndpointConnectionError | boto.ConnectTimeoutError):  # nothing was sent
         raise errors.ProviderUnavailableError(f"could not reach {name}") from exc
     if isinstance(
@@ -196,9 +234,9 @@ def _map_google(exc: BaseException, name: str, *, creating: bool) -> Literal[Fal
 
     if isinstance(exc, google.APIError):
         code, status = int(exc.code or 0), str(exc.status or "")
-        message = str(exc.message or exc)[:500]
+        # The message stays out of ours: Google's name the project and its quotas (decision 0112).
         if code == 429 or status == "RESOURCE_EXHAUSTED":  # rate limits and quotas (concurrent batches) mean wait
-            raise errors.ProviderRateLimitedError(f"{name} rate limit or quota (429 {status}): {message}") from exc
+            raise errors.ProviderRateLimitedError(f"{name} rate limit or quota ({code} {status})") from exc
         if (
             code in (401, 403)
             or status in ("UNAUTHENTICATED", "PERMISSION_DENIED")
@@ -214,8 +252,8 @@ def _map_google(exc: BaseException, name: str, *, creating: bool) -> Literal[Fal
         if code >= 500 or code == 408:
             raise errors.ProviderUnavailableError(f"{name} is unavailable ({code} {status})") from exc
         if code == 404:
-            raise errors.ProviderNotFoundError(f"{name} does not know this batch or file: {message}") from exc
-        raise errors.ProviderRequestError(f"{name} refused the request ({code} {status}): {message}") from exc
+            raise errors.ProviderNotFoundError(f"{name} does not know this batch or file ({code} {status})") from exc
+        raise errors.ProviderRequestError(f"{name} refused the request ({code} {status})") from exc
     if isinstance(exc, _transport_errors()):  # includes timeouts
         if creating and not _never_sent(exc):
             raise errors.ProviderAmbiguousError(

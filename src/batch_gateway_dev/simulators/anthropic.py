@@ -44,8 +44,15 @@ from batch_gateway_dev.simulators.wire import (
 
 PROVIDER = ANTHROPIC.name
 REAL_LIMITS = {"max_requests": 100_000, "max_bytes": 256 * settings.MB}  # per batch (the `max_*` settings lower them)
-# An HTTP fault's status -> the error type Anthropic answers it with.
-_FAULT_TYPES = {429: "rate_limit_error", 500: "api_error", 503: "api_error", 529: "overloaded_error"}
+# An HTTP fault's status -> the error type Anthropic answers it with (docs.claude.com/en/api/errors).
+_FAULT_TYPES = {
+    400: "invalid_request_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    503: "api_error",
+    529: "overloaded_error",
+}
 _CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}").fullmatch
 _ID_ALPHABET = string.ascii_letters + string.digits
 _DAY = 24 * 3600

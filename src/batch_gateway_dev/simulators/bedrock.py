@@ -45,7 +45,9 @@ PROVIDER = BEDROCK.name
 SERVICE_PRINCIPAL = "bedrock.amazonaws.com"
 SIGNING_NAME = "bedrock"  # AWS's SigV4 service name for both the control plane and the runtime
 # An HTTP fault's status -> (Bedrock status, error type): Bedrock has no 529, it answers an overload with 503.
-_FAULT_ERRORS = {
+_FAULT_ERRORS = {  # an HTTP fault's status -> Bedrock's status and error code for it (a too-large request: its 400)
+    400: (400, "ValidationException"),
+    413: (400, "ValidationException"),
     429: (429, "ThrottlingException"),
     500: (500, "InternalServerException"),
     503: (503, "ServiceUnavailableException"),

@@ -1,13 +1,15 @@
 """One-shot fault injection: queued faults are consumed by the next matching provider call(s).
 
 Three families: HTTP faults answer with the provider's real error status and body instead of performing the call
-(`http_429`, `http_500`, `http_503`, `http_529`); accept faults perform the call and then close the connection
-without an answer (`drop_after_accept`, `timeout_after_accept`), the case that makes SDK retries double-submit, and
-`drop_before_accept` closes it without performing the call (the bytes were sent, nothing was accepted); hold faults
-keep the call on the wire until `release_held()` (or `seconds`, 30 by default) and then answer normally, either
-before performing it (`hold_before_accept`) or after (`hold_after_accept`), so a test can act while a create is
-in flight. A reset lets every held call go, and one held before accept is then lost (no answer, nothing created):
-it belongs to the state the reset forgot, and performed after it would be a batch nobody in the new state sent.
+(`http_400` and `http_413`, refusals of the request, `http_429`, `http_500`, `http_503`, `http_529`; a fault's `message`
+option words the answer, e.g. a refusal that names the organisation as the real APIs' do); accept faults perform the
+call and then close the connection without an answer (`drop_after_accept`, `timeout_after_accept`), the case that makes
+SDK retries double-submit, and `drop_before_accept` closes it without performing the call (the bytes were sent, nothing
+was accepted); hold faults keep the call on the wire until `release_held()` (or `seconds`, 30 by default) and then
+answer normally, either before performing it (`hold_before_accept`) or after (`hold_after_accept`), so a test can act
+while a create is in flight. A reset lets every held call go, and one held before accept is then lost (no answer,
+nothing created): it belongs to the state the reset forgot, and performed after it would be a batch nobody in the new
+state sent.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ OPS = (
     "delete",
     "converse",
 )
-HTTP_KINDS = ("http_429", "http_500", "http_503", "http_529")
+HTTP_KINDS = ("http_400", "http_413", "http_429", "http_500", "http_503", "http_529")
 ACCEPT_KINDS = ("drop_after_accept", "timeout_after_accept")
 NO_ANSWER_KINDS = ("drop_before_accept",)
 HOLD_KINDS = ("hold_before_accept", "hold_after_accept")
@@ -41,6 +43,8 @@ _EXTRA_KEYS = {"seconds", "retry_after", "message"}
 # status -> an HTTP fault's message unless it gives its own (each API's status and error type: its simulator's
 # `fault_error`).
 FAULT_MESSAGES = {
+    400: "Invalid request (simulated).",
+    413: "Request exceeds the maximum size (simulated).",
     429: "Rate limit exceeded (simulated).",
     500: "Internal server error (simulated).",
     503: "Service unavailable (simulated).",
@@ -72,7 +76,7 @@ class Fault:
 
     @property
     def status(self) -> int:
-        """An HTTP fault's status (429, 500, 503, 529): each simulator answers it in its API's own way."""
+        """An HTTP fault's status (400, 413, 429, 500, 503, 529): each simulator answers it in its API's own way."""
         return int(self.kind.removeprefix("http_"))
 
     def message(self, default: str | None = None) -> str:

@@ -62,7 +62,9 @@ PROVIDER = GOOGLE.name
 # count is documented.
 REAL_LIMITS = {"max_requests": 1_000_000, "max_bytes": 2048 * settings.MB}
 # An HTTP fault's status -> (Google status, google.rpc.Code name, message): Google has no 529.
-_FAULT_ERRORS = {
+_FAULT_ERRORS = {  # an HTTP fault's status -> Google's code, status word and message (a too-large request: its 400)
+    400: (400, "INVALID_ARGUMENT", "Request contains an invalid argument."),
+    413: (400, "INVALID_ARGUMENT", "Request payload size exceeds the limit."),
     429: (429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
     500: (500, "INTERNAL", "An internal error has occurred. Please retry or report in the troubleshooting guide."),
     503: (503, "UNAVAILABLE", "The service is currently unavailable."),

@@ -55,13 +55,17 @@ from batch_gateway_dev.simulators.wire import (
 
 PROVIDER = OPENAI.name
 REAL_LIMITS = {"max_requests": 50_000, "max_bytes": 200 * settings.MB}  # per batch (the `max_*` settings lower them)
-# An HTTP fault's status -> the error type and code OpenAI answers it with.
+# An HTTP fault's status -> the error type and code OpenAI answers it with. A too-large request is one more of its
+# 400 invalid_request_error refusals (OpenAI documents no 413): `_FAULT_STATUS` answers the fault's status as that.
 _FAULT_ERRORS = {
+    400: ("invalid_request_error", None),
+    413: ("invalid_request_error", None),
     429: ("requests", "rate_limit_exceeded"),
     500: ("server_error", None),
     503: ("server_error", "service_unavailable"),
     529: ("server_error", "overloaded"),
 }
+_FAULT_STATUS = {413: 400}
 # simulated item error -> (HTTP status, OpenAI error type, code) of its line in the error file
 _ERRORS = {
     ERRORED: (400, "invalid_request_error", "simulated_error"),
@@ -594,7 +598,8 @@ class OpenAIBatches:
     @staticmethod
     def fault_error(fault: Fault) -> ApiError:
         type_, code = _FAULT_ERRORS[fault.status]
-        return ApiError(fault.status, type_, fault.message(), code=code, headers=fault.headers())
+        status = _FAULT_STATUS.get(fault.status, fault.status)
+        return ApiError(status, type_, fault.message(), code=code, headers=fault.headers())
 
     def _ended(self, batch_id: str) -> tuple[str, float] | None:
         """(status, when it reached it) of a batch now, for the webhook pusher; None once forgotten."""

@@ -21,6 +21,7 @@ from batch_gateway.models.ids import id_hash, unmarked
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, RequestCounts, Usage, utcnow
 from batch_gateway.models.pricing import item_cost, price_for, ran_on_demand
 from batch_gateway.models.results import result_item
+from batch_gateway.models.retry import outcome_of
 from batch_gateway.provider_specs import SPECS
 from batch_gateway.providers.base import BatchProvider, ProviderBatch
 from batch_gateway.service.context import Services
@@ -35,6 +36,19 @@ _UNANSWERED = {
     **{status.value: status for status in (ItemStatus.CANCELED, ItemStatus.EXPIRED)},
     **{final: ItemStatus(became) for spec in SPECS for final, became in spec.unfinished.items()},
 }
+
+
+# Per-item error codes about the provider's account rather than the request, beyond its rate limits (models.retry's
+# ``rate_limited`` codes): out of credit, over a spend or enqueued-token limit.
+_ACCOUNT_CODES = frozenset({"insufficient_quota", "billing_error", "token_limit_exceeded"})
+
+
+def about_the_account(code: str | None) -> bool:
+    """An errored item's code that is about the provider's limits for the operator's account (its message names the
+    organisation and its totals), not about the request itself (its message is the tenant's to read)."""
+    if not code:
+        return False
+    return code.lower() in _ACCOUNT_CODES or outcome_of(ItemStatus.ERRORED.value, code) == "rate_limited"
 
 
 def _idmap(services: Services, job: Job, chunk: Chunk) -> dict[str, str]:
@@ -97,11 +111,18 @@ def collect_chunk(
     on_demand = ran_on_demand(chunk)
     unbilled = 0.0  # providers bill no errored, expired or canceled item
     book = AttemptBook(services, job, chunk)  # a retrying job's attempts (decision 0066)
+    # Errored for the provider's own limits (a rate limit, the account's quota): the results name the code, the log
+    # keeps the provider's words, which name the organisation and its totals (decision 0112). How many, and the first.
+    limited, first_limited = 0, None
     with book, book.wrap(services.payloads.writer(chunk_results_key(job.id, chunk.index))) as out:
         if batch is not None and provider is not None:
             for result in provider.results(batch):
                 if not answered.first_time(result.custom_id):  # not ours, or a repeat
                     continue
+                message = result.message
+                if result.status is ItemStatus.ERRORED and about_the_account(result.code):
+                    limited, first_limited = limited + 1, first_limited or result
+                    message = f"the provider refused this request for its rate limit or quota ({result.code})"
                 result_usage = result.usage  # built once a line (a new Usage each time it is asked for)
                 out.write_line(
                     dumps(
@@ -115,7 +136,7 @@ def collect_chunk(
                             else unbilled,
                             finish_type=result.finish_type,
                             code=result.code,
-                            message=result.message,
+                            message=message,
                             mode=result.mode,
                         )
                     )
@@ -145,6 +166,17 @@ def collect_chunk(
                 tally[status.value] += 1
     counts = RequestCounts(total=chunk.request_count, **tally)
     logger.info("chunk collected", extra={"job_id": job.id, "chunk": chunk.index, **tally})
+    if first_limited is not None:
+        logger.warning(
+            "the provider refused requests for its own limits; their results name only its code",
+            extra={
+                "job_id": job.id,
+                "chunk": chunk.index,
+                "requests": limited,
+                "provider_code": first_limited.code,
+                "provider_message": first_limited.message,  # the first one's: the operator's only (decision 0112)
+            },
+        )
     state = ChunkState.FAILED if chunk.state is ChunkState.FAILED else ChunkState.COLLECTED
     # Fenced: only while the chunk is as we read it (same state, same claim), so a submitter that claimed it or
     # recorded a batch meanwhile is never overwritten; ConflictError then, and the next poll looks again.
@@ -160,6 +192,20 @@ def collect_chunk(
         claim_token=None,
         lease_until=None,
         retryable=book.retryable,
+    )
+
+
+def log_failed_batch(job: Job, chunk: Chunk, batch: ProviderBatch) -> None:
+    """The provider's own words for a batch it failed, for the operator (the tenant reads ``failed_reason``)."""
+    logger.warning(
+        "the provider failed the batch",
+        extra={
+            "job_id": job.id,
+            "chunk": chunk.index,
+            "provider_batch_id": batch.id,
+            "provider_code": batch.failed_code,
+            "provider_message": batch.provider_message,
+        },
     )
 
 

@@ -14,7 +14,7 @@ from batch_gateway.models.pricing import chunks_cost_detail
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
 from batch_gateway.service.step_budget import StepBudget
-from batch_gateway.service.workflow.collect import collect_chunk, summarize
+from batch_gateway.service.workflow.collect import collect_chunk, log_failed_batch, summarize
 from batch_gateway.service.workflow.poll_schedule import Sample, next_wait, record
 from batch_gateway.service.workflow.quota_gate import (
     forget_waiting,
@@ -56,8 +56,10 @@ def _refresh(
         logger.info("canceling provider batch", extra={"job_id": job.id, "chunk": chunk.index})
         batch = provider.cancel(chunk.provider_batch_id)
         chunk = services.jobs.update_chunk(chunk, cancel_requested_at=utcnow())
-    failed_reason = batch.failed_reason
-    if failed_reason and quota_failure(failed_reason) and not canceling:  # no results: send again later (0081)
+    failed_reason = batch.failed_reason  # our words: the provider's own are for the operator only (decision 0112)
+    if failed_reason:
+        log_failed_batch(job, chunk, batch)
+    if failed_reason and quota_failure(batch.failed_code) and not canceling:  # no results: send again later (0081)
         requeued = requeue_refused(services, job, chunk, batch)
         if isinstance(requeued, Chunk):
             provider.cleanup(batch)

@@ -169,11 +169,10 @@ def wake_next(services: Services, job: Job) -> list[str]:
     return woken
 
 
-def quota_failure(reason: str | None) -> bool:
-    """A failed batch's reason that means the provider's quota, not the batch (OpenAI's ``token_limit_exceeded``)."""
-    if not reason:
-        return False
-    return reason.split(":", 1)[0].split(" (line", 1)[0].strip() in QUOTA_FAILURE_CODES
+def quota_failure(code: str | None) -> bool:
+    """A failed batch's error code that means the provider's quota, not the batch (OpenAI's
+    ``token_limit_exceeded``)."""
+    return code in QUOTA_FAILURE_CODES
 
 
 MAX_REFUSED_KEPT = 20  # refused batch ids a chunk remembers (a reconcile looks back minutes; older ones are not found)

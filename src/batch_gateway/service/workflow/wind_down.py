@@ -17,7 +17,7 @@ from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, utcnow
 from batch_gateway.providers.base import BatchProvider, ProviderBatch
 from batch_gateway.service.context import Services
 from batch_gateway.service.step_budget import StepBudget
-from batch_gateway.service.workflow.collect import collect_chunk
+from batch_gateway.service.workflow.collect import collect_chunk, log_failed_batch
 from batch_gateway.service.workflow.quota_gate import forget_waiting, release_chunk
 from batch_gateway.service.workflow.submit import UNSENT, submit_chunk
 
@@ -66,6 +66,7 @@ def _settle(services: Services, job: Job, chunk: Chunk, provider: BatchProvider 
     if chunk.state is ChunkState.SUBMITTED and provider is not None:
         batch = _stop(services, job, chunk, provider)
         if batch is not None and batch.failed_reason:
+            log_failed_batch(job, chunk, batch)
             chunk = services.jobs.update_chunk(
                 chunk, state=ChunkState.FAILED, error=batch.failed_reason, provider_status=batch.status
             )
