@@ -113,3 +113,13 @@ def test_a_multipart_file_is_not_refused_for_its_content_type(aws, ctx):
         ctx, "POST", "/openai/v1/files", body=form, content_type=f"multipart/form-data; boundary={BOUNDARY}"
     )
     assert code != 415, body
+
+
+@pytest.mark.parametrize("endpoint", [{}, [], ["/v1/chat/completions"]])
+def test_an_endpoint_that_is_not_a_string_is_refused_naming_endpoint(aws, ctx, endpoint):
+    """Found by the in-process contract test (negative data): an object as ``endpoint`` was a 500."""
+    body = {"input_file_id": "file-x", "endpoint": endpoint, "completion_window": "24h"}
+    code, answer, _ = openai_call(ctx, "POST", "/openai/v1/batches", body=body)
+    assert code == 400, answer
+    assert answer["error"]["param"] == "endpoint", answer
+    assert aws.payloads.list_keys("") == []

@@ -308,7 +308,7 @@ def create_batch(services: Services, owner: str, body: Any) -> dict[str, Any]:
     for name in unknown[:1]:
         raise InvalidRequestError(f"{name[:100]} is not a field of a batch", details=[{"field": name[:100]}])
     endpoint, window = body.get("endpoint"), body.get("completion_window")
-    if endpoint not in ENDPOINTS:
+    if not isinstance(endpoint, str) or endpoint not in ENDPOINTS:
         raise InvalidRequestError(
             f"endpoint must be one of {', '.join(ENDPOINTS)}", details=[{"field": "endpoint", "message": ""}]
         )
