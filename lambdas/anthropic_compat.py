@@ -21,7 +21,7 @@ def create():
     event = app.current_event
     owner = caller(event)
     body = anthropic_door.create_batch(
-        wiring.services(), owner=owner, body=json_body(event), results_url=results_url_for(event)
+        wiring.services(), owner=owner, body=json_body(event, needs="requests"), results_url=results_url_for(event)
     )
     return anthropic_response(200, body)
 

@@ -11,7 +11,9 @@ app = make_resolver()
 
 @app.post("/budgets")
 def set_budget():
-    return json_response(200, budgets.set_budget(wiring.services(), json_body(app.current_event)))
+    return json_response(
+        200, budgets.set_budget(wiring.services(), json_body(app.current_event, needs="owner and monthly_usd"))
+    )
 
 
 @app.get("/budgets")

@@ -20,7 +20,9 @@ def create():
     services = wiring.services()
     owner = caller(event)
     key = idempotency_key(event.headers)
-    body = json_body(event)  # validates content type, size and JSON before any key is recorded
+    body = json_body(
+        event, needs="provider, model and requests (or input_file)"
+    )  # validates content type, size and JSON before any key is recorded
     if is_dry_run(body):  # nothing is kept, so nothing to make idempotent
         estimate = estimate_job(services, owner, body)
         metrics.add_metric(name="DryRuns", unit=MetricUnit.Count, value=1)

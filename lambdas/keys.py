@@ -10,7 +10,7 @@ app = make_resolver()
 
 @app.post("/keys")
 def create_key():
-    owner, name = key_request(json_body(app.current_event))
+    owner, name = key_request(json_body(app.current_event, needs="owner"))
     return json_response(201, wiring.api_keys().create_key(owner, name), {"Cache-Control": "no-store"})
 
 

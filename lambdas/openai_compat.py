@@ -63,7 +63,10 @@ def file_content(file_id: str):
 @app.post(f"{PREFIX}/uploads")
 def create_upload():
     event = app.current_event
-    return openai_response(200, openai_door.create_upload(wiring.services(), caller(event), json_body(event)))
+    return openai_response(
+        200,
+        openai_door.create_upload(wiring.services(), caller(event), json_body(event, needs=openai_door.UPLOAD_NEEDS)),
+    )
 
 
 @app.post(f"{PREFIX}/uploads/<upload_id>/parts")
@@ -80,7 +83,9 @@ def add_part(upload_id: str):
 def complete_upload(upload_id: str):
     event = app.current_event
     owner = caller(event)
-    return openai_response(200, openai_door.complete_upload(wiring.services(), owner, upload_id, json_body(event)))
+    return openai_response(
+        200, openai_door.complete_upload(wiring.services(), owner, upload_id, json_body(event, needs="part_ids"))
+    )
 
 
 @app.post(f"{PREFIX}/uploads/<upload_id>/cancel")
@@ -92,7 +97,9 @@ def cancel_upload(upload_id: str):
 def create_batch():
     event = app.current_event
     owner = caller(event)
-    return openai_response(200, openai_door.create_batch(wiring.services(), owner, json_body(event)))
+    return openai_response(
+        200, openai_door.create_batch(wiring.services(), owner, json_body(event, needs=openai_door.BATCH_NEEDS))
+    )
 
 
 @app.get(f"{PREFIX}/batches")

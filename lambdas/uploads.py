@@ -11,7 +11,9 @@ app = make_resolver()
 @app.post("/uploads")
 def upload():
     event = app.current_event
-    return json_response(201, create_upload(wiring.services(), owner=caller(event), body=json_body(event)))
+    return json_response(
+        201, create_upload(wiring.services(), owner=caller(event), body=json_body(event, needs="size"))
+    )
 
 
 handler = api_handler(app)

@@ -13,7 +13,7 @@ NO_STORE = {"Cache-Control": "no-store"}
 @app.post("/webhooks")
 def create_subscription():
     owner = caller(app.current_event)
-    body = json_body(app.current_event)
+    body = json_body(app.current_event, needs="url and events")
     return json_response(201, webhooks.create_subscription(wiring.services(), owner, body), NO_STORE)
 
 

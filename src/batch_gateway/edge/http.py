@@ -78,7 +78,9 @@ def caller(event: ApiEvent) -> str:
     return principal_name(principal)
 
 
-def json_body(event: ApiEvent) -> Any:
+def json_body(event: ApiEvent, *, needs: str) -> Any:
+    """The request's JSON body. ``needs`` names what the route's body must hold, in its API's words (the doors speak
+    the OpenAI and Anthropic APIs', not the native one's): an empty body is refused with it."""
     content_type = (event.headers or {}).get("content-type") or (event.headers or {}).get("Content-Type") or ""
     if content_type and content_type.split(";")[0].strip().lower() not in ("application/json", "application/*+json"):
         raise UnsupportedMediaTypeError(f"send the body as application/json, not {content_type.split(';')[0]}")
@@ -89,7 +91,7 @@ def json_body(event: ApiEvent) -> Any:
         except ValueError:
             raise InvalidRequestError("the body is marked base64 but is not valid base64") from None
     if raw is None or raw == "":
-        raise InvalidRequestError("the request body is empty; send a JSON object with provider, model and requests")
+        raise InvalidRequestError(f"the request body is empty; send a JSON object with {needs}")
     if isinstance(raw, bytes):
         if len(raw) > MAX_BODY_BYTES:
             raise PayloadTooLargeError("the body is over 10 MB; use the S3 drop folder for larger jobs")

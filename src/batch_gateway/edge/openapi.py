@@ -15,13 +15,15 @@ from pydantic.json_schema import models_json_schema
 
 from batch_gateway.constants import DEFAULT_PRESIGN_EXPIRY
 from batch_gateway.contract.errors import ERROR_TYPES
-from batch_gateway.edge import openapi_create, openapi_webhooks
+from batch_gateway.edge import openapi_create, openapi_gateway, openapi_webhooks
 from batch_gateway.edge.idempotency import MAX_KEY_CHARS
+from batch_gateway.edge.openapi_gateway import GATEWAY_STATUSES
 from batch_gateway.models import api, openai_format
 from batch_gateway.models.jobs import JobStatus
 from batch_gateway.models.requests import PROVIDERS
 from batch_gateway.service.api import uploads
 from batch_gateway.service.api.query import DEFAULT_PAGE, LIST_DEFAULT_PAGE, LIST_MAX_PAGE, MAX_PAGE
+from batch_gateway.service.doors.openai import door as openai_door
 
 _MODELS: list[type[BaseModel]] = [
     api.JobView,
@@ -42,27 +44,20 @@ def _json(model: type[BaseModel], description: str) -> dict[str, Any]:
 
 
 def _errors(*codes: int) -> dict[str, Any]:
+    """The service's own error answers, and API Gateway's (403, 413, 429, 502, 504: shared answers every native
+    operation references, decision 0116)."""
     words = {
         400: "invalid input (nothing stored or started)",
         402: "over the owner's monthly budget (decision 0064): details[0] has month, monthly_usd, spent_usd, "
         "reserved_usd and needed_usd (null for a model without a price); nothing stored or started",
-        403: "not signed with SigV4 / not allowed",
         404: "no such batch for this caller",
         409: "conflict with the batch's state or a request in flight",
-        413: 'body over 10 MB: API Gateway refuses it itself ({"message": "Request Too Long"})',
         415: "body is not application/json",
         422: "Idempotency-Key reused with another body",
-        502: "body over what a Lambda function takes as an event (6 MB, see docs/api.md): API Gateway answers "
-        'itself ({"message": "Internal server error"}) and the service never sees it',
         503: "temporarily unavailable, retry",
     }
-    answers = {str(code): _json(api.ErrorBody, words[code]) for code in codes}
-    # API Gateway answers these itself, in its own shape: an unsigned or badly signed request, a body over its limit
-    for code in {403, 413, 502} & set(codes):
-        answers[str(code)]["content"]["application/json"]["schema"] = (
-            _ref("GatewayMessage") if code == 502 else {"anyOf": [_ref(api.ErrorBody), _ref("GatewayMessage")]}
-        )
-    return answers
+    own = {str(code): _json(api.ErrorBody, words[code]) for code in codes if code not in GATEWAY_STATUSES}
+    return {**own, **openapi_gateway.answers()}
 
 
 _ID = {
@@ -250,9 +245,93 @@ _DOOR_LIMITS = {
 }
 
 
+def _door_bodies() -> dict[str, dict[str, Any]]:
+    """The request bodies the doors need (an empty one is a 400 naming these fields, decision 0116), by operation."""
+    multipart = "multipart/form-data"
+    binary = {"type": "string", "format": "binary"}
+    purpose = {"const": "batch", "description": "only batch files are served"}
+    return {
+        "openaiCreateFile": {
+            multipart: {
+                "schema": {
+                    "type": "object",
+                    "required": ["file", "purpose"],
+                    "properties": {"file": binary, "purpose": purpose},
+                }
+            }
+        },
+        "openaiAddUploadPart": {
+            multipart: {"schema": {"type": "object", "required": ["data"], "properties": {"data": binary}}}
+        },
+        "openaiCreateUpload": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["bytes", "filename", "purpose"],
+                    "properties": {
+                        "bytes": {"type": "integer", "minimum": 1, "maximum": openai_door.UPLOAD_MAX_BYTES},
+                        "filename": {"type": "string", "minLength": 1},
+                        "purpose": purpose,
+                        "mime_type": {"type": "string"},
+                    },
+                }
+            }
+        },
+        "openaiCompleteUpload": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["part_ids"],
+                    "properties": {
+                        "part_ids": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                        "md5": {"type": "string"},
+                    },
+                }
+            }
+        },
+        "openaiCreateBatch": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["input_file_id", "endpoint", "completion_window"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "input_file_id": {"type": "string"},
+                        "endpoint": {"enum": list(openai_format.ENDPOINTS)},
+                        "completion_window": {"enum": list(openai_format.COMPLETION_WINDOWS)},
+                        "metadata": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
+                        "output_expires_after": {"type": "object"},
+                    },
+                }
+            }
+        },
+        "anthropicCreateBatch": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["requests"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "requests": {
+                            "type": "array",
+                            "minItems": 1,
+                            "items": {
+                                "type": "object",
+                                "required": ["custom_id", "params"],
+                                "properties": {"custom_id": {"type": "string"}, "params": {"type": "object"}},
+                            },
+                        }
+                    },
+                }
+            }
+        },
+    }
+
+
 def _door_paths() -> dict[str, Any]:
     """The doors' routes: request and answer bodies are the OpenAI / Anthropic APIs' own (their SDKs' types)."""
     key: list[dict[str, list[str]]] = [{"gatewayKeyBearer": []}, {"gatewayKey": []}]
+    bodies = _door_bodies()
     paths: dict[str, Any] = {}
     for path, operations in _DOOR_ROUTES.items():
         params = [
@@ -261,8 +340,13 @@ def _door_paths() -> dict[str, Any]:
         ]
         door = "OpenAI" if path.startswith("/openai/") else "Anthropic"
         answer = "302" if path.endswith(("/content", "/results")) else "200"
-        paths[path] = {
-            method: {
+
+        def own(description: str, door: str = door) -> dict[str, Any]:
+            return {"description": description, "content": {"application/json": {"schema": _ref(f"{door}Error")}}}
+
+        paths[path] = {}
+        for method, operation_id, summary in operations:
+            operation: dict[str, Any] = {
                 "operationId": operation_id,
                 "security": key,
                 "summary": summary,
@@ -273,25 +357,18 @@ def _door_paths() -> dict[str, Any]:
                 "parameters": params,
                 "responses": {
                     answer: {"description": f"the {door} object" if answer == "200" else "a redirect (Location)"},
-                    "400": {"description": "refused, naming the field (and line)"},
-                    "401": {"description": "no gateway key"},
-                    "403": {"description": "an unknown or revoked key"},
-                    "404": {"description": "not the key owner's"},
-                    "429": {"description": "over the key's rate limit"},
-                    "503": {
-                        "description": "the key could not be checked just now (the key authorizer failed; retry): "
-                        '{"type": "error", "error": {"type": "api_error", "message", "param": null, "code": '
-                        '"transient_error"}}, read by both SDKs (decision 0102)'
-                    },
-                    **(
-                        {"402": {"description": "over the key owner's monthly budget (decision 0064), nothing kept"}}
-                        if operation_id in _DOOR_CREATES
-                        else {}
-                    ),
+                    "400": own("refused, naming the field (and line); nothing stored"),
+                    "404": own("not the key owner's, or not a route this door serves"),
+                    **openapi_gateway.answers(door),
                 },
             }
-            for method, operation_id, summary in operations
-        }
+            if operation_id in bodies:
+                kind = next(iter(bodies[operation_id]))
+                operation["requestBody"] = {"required": True, "content": bodies[operation_id]}
+                operation["responses"]["415"] = own(f"the body is not {kind}; nothing stored")
+            if operation_id in _DOOR_CREATES:
+                operation["responses"]["402"] = own("over the key owner's monthly budget (decision 0064), nothing kept")
+            paths[path][method] = operation
     return paths
 
 
@@ -485,13 +562,9 @@ def document() -> dict[str, Any]:
                 **schemas["$defs"],
                 **openapi_create.schemas(),
                 **_upload_schemas(),
-                "GatewayMessage": {
-                    "type": "object",
-                    "required": ["message"],
-                    "properties": {"message": {"type": "string"}},
-                    "description": "API Gateway's own answer, before the service sees the request",
-                },
+                **openapi_gateway.schemas(),
             },
+            "responses": openapi_gateway.responses(),
             "securitySchemes": {
                 "sigv4": {
                     "type": "apiKey",

@@ -43,6 +43,9 @@ PRESIGN_SECONDS = 3600
 LIST_MAX = 100
 LIST_PAGE = 100  # the owner's jobs read per by-owner index Query of a batch list
 LIST_PAGES_READ = 5  # a batch list that has found a batch reads at most this many index pages
+# What a create needs, in the OpenAI API's words (the empty-body and not-an-object answers name them)
+BATCH_NEEDS = "input_file_id, endpoint and completion_window"
+UPLOAD_NEEDS = "bytes, filename and purpose (batch)"
 BATCH_FIELDS = frozenset({"input_file_id", "endpoint", "completion_window", "metadata", "output_expires_after"})
 
 
@@ -187,7 +190,7 @@ def _upload_object(meta: dict[str, Any], file: dict[str, Any] | None = None) -> 
 
 def create_upload(services: Services, owner: str, body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
-        raise InvalidRequestError("the body must be a JSON object with bytes, filename, mime_type and purpose")
+        raise InvalidRequestError(f"the body must be a JSON object with {UPLOAD_NEEDS}")
     _check_purpose(body.get("purpose"))
     size, filename = body.get("bytes"), body.get("filename")
     if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= UPLOAD_MAX_BYTES:
@@ -300,12 +303,12 @@ def create_batch(services: Services, owner: str, body: Any) -> dict[str, Any]:
     """A gateway job from an uploaded OpenAI batch input file: every line translated for the provider its model
     names; one model (so one provider) per batch; any problem is a 400 naming the line and field, nothing stored."""
     if not isinstance(body, dict):
-        raise InvalidRequestError("the body must be a JSON object with input_file_id, endpoint and completion_window")
+        raise InvalidRequestError(f"the body must be a JSON object with {BATCH_NEEDS}")
     unknown = sorted(set(body) - BATCH_FIELDS)
     for name in unknown[:1]:
         raise InvalidRequestError(f"{name[:100]} is not a field of a batch", details=[{"field": name[:100]}])
     endpoint, window = body.get("endpoint"), body.get("completion_window")
-    if endpoint not in ENDPOINTS:
+    if not isinstance(endpoint, str) or endpoint not in ENDPOINTS:
         raise InvalidRequestError(
             f"endpoint must be one of {', '.join(ENDPOINTS)}", details=[{"field": "endpoint", "message": ""}]
         )
