@@ -36,7 +36,7 @@ def workflow_handler(
     """A state machine task: the event is the state, the return value the next state. Errors propagate so that
     Step Functions retries or catches them by class name. A ``budgeted`` step is also handed a ``StepBudget`` on
     the Lambda context's remaining time, so that it stops before the function's timeout. Every step's provider calls
-    end before that timeout too: the context's time left, read once, is the invocation's deadline (decision 0115)."""
+    end before that timeout too: the context's time left, read once, sets the invocation's deadline (decision 0115)."""
 
     @logger.inject_lambda_context(log_event=False)
     @tracer().capture_lambda_handler(capture_response=False)
@@ -45,7 +45,7 @@ def workflow_handler(
         if isinstance(event, dict) and "job_id" in event:
             logger.append_keys(job_id=event["job_id"])
         try:
-            with deadline.until(context.get_remaining_time_in_millis()):
+            with deadline.until(context.get_remaining_time_in_millis):
                 if budgeted:
                     return step(event, StepBudget(context.get_remaining_time_in_millis))
                 return step(event)

@@ -147,6 +147,17 @@ class _LineReader(io.RawIOBase):
         return size
 
 
+class _PerCall:
+    """An attribute computed at each read, like a property, but an instance's own value of that name wins (the unit
+    tests put stubbed clients there)."""
+
+    def __init__(self, build: Callable[[Any], Any]) -> None:
+        self._build = build
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        return self if instance is None else self._build(instance)
+
+
 class BedrockBatchProvider(BatchProvider):
     spec = BEDROCK
     idempotent_create = True  # the chunk's clientRequestToken: a create sent again is the same job
@@ -202,23 +213,12 @@ class BedrockBatchProvider(BatchProvider):
     def _new_client(self) -> Any:
         return self._bounded("bedrock")
 
-    @property
-    def _control(self) -> Any:
-        """Bedrock's control plane, for a call starting now."""
-        return self._bounded("bedrock")
-
-    @property
-    def _create_client(self) -> Any:
-        """The create goes out once: no SDK retry (a lost answer is reconciled by name, never resent blind)."""
-        return self._bounded("bedrock", cap=CREATE_TIMEOUT_SECONDS, attempts=1)
-
-    @property
-    def _s3(self) -> Any:
-        return self._bounded("s3")
-
-    @property
-    def _runtime(self) -> Any:
-        return self._bounded("bedrock-runtime")
+    # Built for each call (``_bounded``), not once: Bedrock's control plane, its create, S3 and the runtime.
+    _control = _PerCall(lambda self: self._bounded("bedrock"))
+    # The create goes out once: no SDK retry (a lost answer is reconciled by name, never resent blind).
+    _create_client = _PerCall(lambda self: self._bounded("bedrock", cap=CREATE_TIMEOUT_SECONDS, attempts=1))
+    _s3 = _PerCall(lambda self: self._bounded("s3"))
+    _runtime = _PerCall(lambda self: self._bounded("bedrock-runtime"))
 
     # --- requests -------------------------------------------------------------------------------------------
 
