@@ -71,7 +71,7 @@ def _provider(**settings: Any) -> tuple[adapter.BedrockBatchProvider, Stubber, S
     assert isinstance(provider, adapter.BedrockBatchProvider)
     control = boto3.client("bedrock", region_name="us-east-1")
     runtime = boto3.client("bedrock-runtime", region_name="us-east-1")
-    provider.__dict__.update(_client=control, _create_client=control, _runtime=runtime)
+    provider.__dict__.update(_control=control, _create_client=control, _runtime=runtime)
     return provider, Stubber(control), Stubber(runtime)
 
 

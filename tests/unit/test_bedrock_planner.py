@@ -46,7 +46,7 @@ def s3(monkeypatch):
 def _services(bedrock: BedrockSettings) -> tuple[Services, Stubber]:
     control = boto3.client("bedrock", region_name="us-east-1")
     adapter = make_provider("bedrock", api_key="", options={"bucket": "payloads", "bedrock": bedrock})
-    adapter.__dict__.update(_client=control, _create_client=control)
+    adapter.__dict__.update(_control=control, _create_client=control)
     settings = Settings(table="jobs", bucket="payloads", poll_schedule=[0], bedrock=bedrock)
     services = memory_services(
         settings=settings, start_workflow=lambda name, payload: "arn", provider_for=lambda name: adapter

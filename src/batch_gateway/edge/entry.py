@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as AwsConnectionError
 
-from batch_gateway import wiring
+from batch_gateway import deadline, wiring
 from batch_gateway.contract.errors import ProviderKeyRejectedError, TransientError
 from batch_gateway.edge.observability import logger, metrics, tracer
 from batch_gateway.service.step_budget import StepBudget
@@ -35,7 +35,8 @@ def workflow_handler(
 ) -> Callable[[dict[str, Any], Any], Any]:
     """A state machine task: the event is the state, the return value the next state. Errors propagate so that
     Step Functions retries or catches them by class name. A ``budgeted`` step is also handed a ``StepBudget`` on
-    the Lambda context's remaining time, so that it stops before the function's timeout."""
+    the Lambda context's remaining time, so that it stops before the function's timeout. Every step's provider calls
+    end before that timeout too: the context's time left, read once, sets the invocation's deadline (decision 0115)."""
 
     @logger.inject_lambda_context(log_event=False)
     @tracer().capture_lambda_handler(capture_response=False)
@@ -44,9 +45,10 @@ def workflow_handler(
         if isinstance(event, dict) and "job_id" in event:
             logger.append_keys(job_id=event["job_id"])
         try:
-            if budgeted:
-                return step(event, StepBudget(context.get_remaining_time_in_millis))
-            return step(event)
+            with deadline.until(context.get_remaining_time_in_millis):
+                if budgeted:
+                    return step(event, StepBudget(context.get_remaining_time_in_millis))
+                return step(event)
         except ProviderKeyRejectedError:
             wiring.forget_provider_keys()  # the retry reads the (perhaps rotated) key again
             raise

@@ -13,6 +13,7 @@ from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.models.request_extras import anthropic_extras
 from batch_gateway.provider_specs import ANTHROPIC
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
+from batch_gateway.providers.call_timeouts import CALL_TIMEOUT_SECONDS, CONNECT_TIMEOUT_SECONDS, bound_request
 
 CREATE_TIMEOUT_SECONDS = 120.0
 CREATE_PATH = "/v1/messages/batches"
@@ -30,7 +31,13 @@ class AnthropicBatchProvider(BatchProvider):
     def _new_client(self) -> Any:
         import anthropic  # noqa: PLC0415 (cold start: the SDK, 1.26 s; Plan and a dry run make no client)
 
-        return anthropic.Anthropic(api_key=self._api_key, base_url=self._base_url, max_retries=2)
+        return anthropic.Anthropic(
+            api_key=self._api_key,
+            base_url=self._base_url,
+            max_retries=2,
+            timeout=anthropic.Timeout(CALL_TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),
+            http_client=anthropic.DefaultHttpxClient(event_hooks={"request": [bound_request]}),  # decision 0115
+        )
 
     # --- requests -------------------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ retried Submit never asks twice for a record already answered (decision 0039).
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import io
 import re
@@ -20,7 +21,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import boto3
@@ -44,11 +44,18 @@ from batch_gateway.providers.base import (
     every_page,
     failed_batch,
 )
+from batch_gateway.providers.call_timeouts import (
+    BOTO_ATTEMPTS,
+    CALL_TIMEOUT_SECONDS,
+    BotoTimeouts,
+    boto_timeouts,
+)
 from batch_gateway.settings import BedrockSettings
 
 logger = Logger(child=True)
 
 CREATE_TIMEOUT_SECONDS = 60.0
+KEPT_CLIENTS = 8  # botocore clients kept for the timeouts of recent calls (``_bounded``)
 ON_DEMAND_SECONDS = 200.0  # a Submit stops starting Converse calls after this; the rest go on at the next attempt
 ON_DEMAND_PREFIX = ON_DEMAND_BATCH_PREFIX  # provider batch ids of chunks run on demand
 ANTHROPIC_VERSION = "bedrock-2023-05-31"
@@ -140,6 +147,17 @@ class _LineReader(io.RawIOBase):
         return size
 
 
+class _PerCall:
+    """An attribute computed at each read, like a property, but an instance's own value of that name wins (the unit
+    tests put stubbed clients there)."""
+
+    def __init__(self, build: Callable[[Any], Any]) -> None:
+        self._build = build
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        return self if instance is None else self._build(instance)
+
+
 class BedrockBatchProvider(BatchProvider):
     spec = BEDROCK
     idempotent_create = True  # the chunk's clientRequestToken: a create sent again is the same job
@@ -156,6 +174,8 @@ class BedrockBatchProvider(BatchProvider):
         super().__init__(api_key=api_key, base_url=base_url, deployment_id=deployment_id)
         self._bucket = bucket
         self._settings = bedrock or BedrockSettings()
+        self._clients: dict[tuple[str, BotoTimeouts], Any] = {}  # ``_bounded``'s, oldest first
+        self._clients_lock = threading.Lock()
 
     def limits(self, model: str) -> tuple[int, int]:
         found = self._settings.limits_for(model)
@@ -164,26 +184,41 @@ class BedrockBatchProvider(BatchProvider):
     def min_records(self, model: str) -> int:
         return self._settings.limits_for(model).min_records
 
-    def _boto(self, service: str, **config: Any) -> Any:
-        options: dict[str, Any] = {"retries": {"mode": "standard", "total_max_attempts": 3}, **config}
+    def _boto(self, service: str, timeouts: BotoTimeouts, **config: Any) -> Any:
+        options: dict[str, Any] = {
+            "retries": {"mode": "standard", "total_max_attempts": timeouts.attempts},
+            "connect_timeout": timeouts.connect,
+            "read_timeout": timeouts.read,
+            **config,
+        }
         make: Any = boto3.client  # one function for three services; the stubs type it per literal name
         return make(service, config=Config(**options))  # endpoints: AWS_ENDPOINT_URL_<SERVICE> honoured
 
+    def _bounded(self, service: str, *, cap: float = CALL_TIMEOUT_SECONDS, attempts: int = BOTO_ATTEMPTS) -> Any:
+        """The client for a call starting now (decision 0115): botocore takes its timeouts and tries per client, not
+        per call, so there is one client per set of them (``boto_timeouts``: the same while time is plenty, shorter
+        as the invocation's deadline nears), the last few kept."""
+        timeouts = boto_timeouts(cap, attempts)
+        key = (service, timeouts)
+        with self._clients_lock:
+            client = self._clients.pop(key, None)
+            if client is None:
+                config = {"max_pool_connections": max(10, self._settings.on_demand_concurrency)}
+                client = self._boto(service, timeouts, **(config if service == "bedrock-runtime" else {}))
+            self._clients[key] = client  # the most recent last
+            while len(self._clients) > KEPT_CLIENTS:
+                del self._clients[next(iter(self._clients))]
+        return client
+
     def _new_client(self) -> Any:
-        return self._boto("bedrock")
+        return self._bounded("bedrock")
 
-    @cached_property
-    def _create_client(self) -> Any:
-        """The create goes out once: no SDK retry (a lost answer is reconciled by name, never resent blind)."""
-        return self._boto("bedrock", retries={"total_max_attempts": 1}, read_timeout=CREATE_TIMEOUT_SECONDS)
-
-    @cached_property
-    def _s3(self) -> Any:
-        return self._boto("s3")
-
-    @cached_property
-    def _runtime(self) -> Any:
-        return self._boto("bedrock-runtime", max_pool_connections=max(10, self._settings.on_demand_concurrency))
+    # Built for each call (``_bounded``), not once: Bedrock's control plane, its create, S3 and the runtime.
+    _control = _PerCall(lambda self: self._bounded("bedrock"))
+    # The create goes out once: no SDK retry (a lost answer is reconciled by name, never resent blind).
+    _create_client = _PerCall(lambda self: self._bounded("bedrock", cap=CREATE_TIMEOUT_SECONDS, attempts=1))
+    _s3 = _PerCall(lambda self: self._bounded("s3"))
+    _runtime = _PerCall(lambda self: self._bounded("bedrock-runtime"))
 
     # --- requests -------------------------------------------------------------------------------------------
 
@@ -245,14 +280,14 @@ class BedrockBatchProvider(BatchProvider):
     def _retrieve(self, batch_id: str) -> ProviderBatch:
         if batch_id.startswith(ON_DEMAND_PREFIX):
             return self._on_demand_batch(batch_id)
-        batch = _to_batch(self._client.get_model_invocation_job(jobIdentifier=batch_id))
+        batch = _to_batch(self._control.get_model_invocation_job(jobIdentifier=batch_id))
         if batch.ended and not batch.counts.total:
             self._add_manifest_counts(batch)
         return batch
 
     def _cancel(self, batch_id: str) -> ProviderBatch:
         if not batch_id.startswith(ON_DEMAND_PREFIX):  # an on-demand chunk ended when its Submit did
-            self._client.stop_model_invocation_job(jobIdentifier=batch_id)
+            self._control.stop_model_invocation_job(jobIdentifier=batch_id)
         return self._retrieve(batch_id)
 
     def _results(self, batch: ProviderBatch) -> Iterator[ProviderResult]:
@@ -296,7 +331,7 @@ class BedrockBatchProvider(BatchProvider):
 
     def _list_jobs(self, go_on: Callable[[], bool] = every_page, **filters: Any) -> Iterator[dict[str, Any]]:
         """The jobs the filters match, page by page: ``go_on`` is asked before each further page."""
-        for page in self._client.get_paginator("list_model_invocation_jobs").paginate(**filters):
+        for page in self._control.get_paginator("list_model_invocation_jobs").paginate(**filters):
             yield from page.get("invocationJobSummaries") or []
             if not page.get("nextToken") or not go_on():
                 return
@@ -342,7 +377,8 @@ class BedrockBatchProvider(BatchProvider):
             self._s3.put_object(Bucket=self._bucket, Key=key, Body=dumps(answer), ContentType="application/json")
 
         with ThreadPoolExecutor(max_workers=max(1, self._settings.on_demand_concurrency)) as pool:
-            for future in [pool.submit(answer, line) for line in todo]:
+            # each in a copy of this context: its calls are bounded by the invocation's deadline (decision 0115)
+            for future in [pool.submit(contextvars.copy_context().run, answer, line) for line in todo]:
                 future.result()  # a deployment-level error (access denied) fails the send as a whole
         if transient:
             logger.warning(

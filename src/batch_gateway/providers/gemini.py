@@ -17,6 +17,7 @@ Two things the SDK does not give through its public types, read from the raw ans
 
 from __future__ import annotations
 
+import contextvars
 import io
 import json
 import queue
@@ -44,6 +45,7 @@ from batch_gateway.providers.base import (
     every_page,
     failed_batch,
 )
+from batch_gateway.providers.call_timeouts import bound_request
 
 logger = Logger(child=True)
 
@@ -86,7 +88,11 @@ class GeminiBatchProvider(BatchProvider):
         from google.genai import types  # noqa: PLC0415 (cold start: the SDK, as above)
 
         options = types.HttpOptions(
-            api_version=API_VERSION, retry_options=types.HttpRetryOptions(attempts=CLIENT_ATTEMPTS)
+            api_version=API_VERSION,
+            retry_options=types.HttpRetryOptions(attempts=CLIENT_ATTEMPTS),
+            # No timeout of the SDK's own (it would send it as a server deadline too): the hook bounds each request
+            # by the per-call cap and the invocation's deadline (decision 0115); the create sets its own.
+            client_args={"event_hooks": {"request": [bound_request]}},
         )
         if self._base_url:  # else the SDK's own (GOOGLE_GEMINI_BASE_URL, which the local stack sets, or Google's)
             options.base_url = self._base_url
@@ -228,7 +234,10 @@ class GeminiBatchProvider(BatchProvider):
             except BaseException as exc:  # handed to the reader, which raises it (and maps it) in its own thread
                 sink.put(exc)
 
-        thread = threading.Thread(target=download, name="gemini-download", daemon=True)
+        # In the caller's context: the download's requests are bounded by this invocation's deadline (decision 0115)
+        thread = threading.Thread(
+            target=contextvars.copy_context().run, args=(download,), name="gemini-download", daemon=True
+        )
         thread.start()
 
         def received() -> Iterator[bytes]:

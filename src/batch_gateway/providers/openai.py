@@ -22,6 +22,7 @@ from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.models.request_extras import openai_chat_extras, plain_extras
 from batch_gateway.provider_specs import OPENAI
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult, failed_batch
+from batch_gateway.providers.call_timeouts import CALL_TIMEOUT_SECONDS, CONNECT_TIMEOUT_SECONDS, bound_request
 
 logger = Logger(child=True)
 
@@ -52,7 +53,13 @@ class OpenAIBatchProvider(BatchProvider):
     def _new_client(self) -> Any:
         import openai  # noqa: PLC0415 (cold start: the SDK, 0.49 s; Plan and a dry run make no client)
 
-        return openai.OpenAI(api_key=self._api_key, base_url=self._base_url, max_retries=2)
+        return openai.OpenAI(
+            api_key=self._api_key,
+            base_url=self._base_url,
+            max_retries=2,
+            timeout=openai.Timeout(CALL_TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),
+            http_client=openai.DefaultHttpxClient(event_hooks={"request": [bound_request]}),  # decision 0115
+        )
 
     # --- requests -------------------------------------------------------------------------------------------
 

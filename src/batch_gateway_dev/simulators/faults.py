@@ -7,7 +7,8 @@ call and then close the connection without an answer (`drop_after_accept`, `time
 SDK retries double-submit, and `drop_before_accept` closes it without performing the call (the bytes were sent, nothing
 was accepted); hold faults keep the call on the wire until `release_held()` (or `seconds`, 30 by default) and then
 answer normally, either before performing it (`hold_before_accept`) or after (`hold_after_accept`), so a test can act
-while a create is in flight. A reset lets every held call go, and one held before accept is then lost (no answer,
+while a create is in flight, or see a call of any op stall (`tests/integration/test_call_timeouts.py`). A reset lets
+every held call go, and one held before accept is then lost (no answer,
 nothing created): it belongs to the state the reset forgot, and performed after it would be a batch nobody in the new
 state sent.
 """
