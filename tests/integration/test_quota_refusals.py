@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import time
 
-from lambdas import create, finalize, plan, poll, status, submit
-from tests.support.events import call, load_event
+from lambdas import create, finalize, plan, poll, submit
+from tests.support.events import call, job_view, load_event
 
 
 def _openai_job(ctx, text: str) -> dict:
@@ -20,12 +20,6 @@ def _openai_job(ctx, text: str) -> dict:
     code, job = call(create.handler, event, ctx)
     assert code == 202, job
     return job
-
-
-def _view(ctx, job_id: str) -> dict:
-    code, view = call(status.handler, load_event("api_status.json", job_id), ctx)
-    assert code == 200, view
-    return view
 
 
 def _poll_until(ctx, state: dict, done, timeout: float = 20.0) -> dict:
@@ -46,8 +40,10 @@ def test_a_batch_refused_for_the_enqueued_token_limit_waits_and_is_sent_again_on
     second_state = submit.handler(plan.handler({"job_id": second["id"]}, ctx), ctx)
     assert simulator.stats()["openai"]["batches_created"] == 2
 
-    second_state = _poll_until(ctx, second_state, lambda s: s["done"] or _view(ctx, second["id"])["waiting_for_quota"])
-    view = _view(ctx, second["id"])
+    second_state = _poll_until(
+        ctx, second_state, lambda s: s["done"] or job_view(ctx, second["id"])["waiting_for_quota"]
+    )
+    view = job_view(ctx, second["id"])
     assert view["status"] == "in_progress", f"the job did not wait: {view['status']}, {view['error']}"
     assert view["waiting_for_quota"], f"the refused chunk did not wait: {view['chunks'][0]}"
     assert view["waiting_for_quota"] == "the provider refused for quota: OpenAI failed the batch (token_limit_exceeded)"
@@ -56,7 +52,7 @@ def test_a_batch_refused_for_the_enqueued_token_limit_waits_and_is_sent_again_on
     simulator.end_processing("openai")  # the first batch ends now, and its tokens leave the queue
     _poll_until(ctx, first_state, lambda s: s["done"])
     _poll_until(ctx, second_state, lambda s: s["done"])
-    done = _view(ctx, second["id"])
+    done = job_view(ctx, second["id"])
     assert done["waiting_for_quota"] is None and done["request_counts"]["succeeded"] == 3
     assert simulator.stats()["openai"]["batches_created"] == 3  # the refused batch, and the one sent again
 
@@ -81,7 +77,7 @@ def test_a_job_larger_than_the_enqueued_token_limit_is_cut_to_fit_and_finishes_w
     state = submit.handler(plan.handler({"job_id": job["id"]}, ctx), ctx)
     finalize.handler(_poll_until(ctx, state, lambda s: s["done"], timeout=60), ctx)
 
-    done = _view(ctx, job["id"])
+    done = job_view(ctx, job["id"])
     assert done["status"] == "finished", (done["status"], done["error"], done["chunks"])
     assert done["request_counts"]["succeeded"] == 6 and len(done["chunks"]) > 1
     stats = simulator.stats()["openai"]
@@ -99,23 +95,25 @@ def test_a_resend_whose_answer_is_lost_keeps_the_batch_sent_again_not_the_one_re
     first_state = submit.handler(plan.handler({"job_id": first["id"]}, ctx), ctx)
     simulator.configure(processing_seconds=2.0)  # the second is validated, and refused, at once
     second_state = submit.handler(plan.handler({"job_id": second["id"]}, ctx), ctx)
-    refused = _view(ctx, second["id"])["chunks"][0]["provider_batch_id"]
-    second_state = _poll_until(ctx, second_state, lambda s: s["done"] or _view(ctx, second["id"])["waiting_for_quota"])
-    assert _view(ctx, second["id"])["chunks"][0]["status"] == "pending"
+    refused = job_view(ctx, second["id"])["chunks"][0]["provider_batch_id"]
+    second_state = _poll_until(
+        ctx, second_state, lambda s: s["done"] or job_view(ctx, second["id"])["waiting_for_quota"]
+    )
+    assert job_view(ctx, second["id"])["chunks"][0]["status"] == "pending"
     simulator.end_processing("openai")  # the first batch ends now, and its tokens leave the queue
     _poll_until(ctx, first_state, lambda s: s["done"])
 
     simulator.add_fault("openai", "create_batch", "drop_after_accept")  # accepted, its answer lost
     state = poll.handler({**second_state, "wait_seconds": 0}, ctx)
-    assert _view(ctx, second["id"])["chunks"][0]["status"] == "reconciling"
+    assert job_view(ctx, second["id"])["chunks"][0]["status"] == "reconciling"
     state = poll.handler({**state, "wait_seconds": 0}, ctx)  # reconciles
     sent_again = simulator.stats()["openai"]["batches"][-1]
-    chunk = _view(ctx, second["id"])["chunks"][0]
+    chunk = job_view(ctx, second["id"])["chunks"][0]
     assert (chunk["provider_batch_id"], chunk["waiting_for_quota"]) == (sent_again, None), (
         f"the chunk is {chunk['status']} on {chunk['provider_batch_id']} (refused: {refused}, sent again: {sent_again})"
     )
 
     finalize.handler(_poll_until(ctx, state, lambda s: s["done"]), ctx)
-    done = _view(ctx, second["id"])
+    done = job_view(ctx, second["id"])
     assert done["status"] == "finished" and done["request_counts"]["succeeded"] == 3, (done["status"], done["error"])
     assert simulator.stats()["openai"]["batches_created"] == 3  # refused, sent again (answer lost): no fourth

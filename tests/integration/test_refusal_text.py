@@ -16,9 +16,9 @@ import pytest
 
 from batch_gateway.jsonlines import dumps
 from batch_gateway_dev.simulators import anthropic as anthropic_simulator
-from lambdas import create, mark_failed, plan, poll, retrieve, status, submit
+from lambdas import create, mark_failed, plan, poll, retrieve, submit
 from tests.support.doors import create_openai_batch, openai_call, upload_openai_file
-from tests.support.events import call, load_event
+from tests.support.events import call, job_view, load_event
 from tests.support.waiting import wait_for
 from tests.support.workflow_driver import run_workflow
 
@@ -39,12 +39,6 @@ def _create(ctx, **body: Any) -> dict:
     code, job = call(create.handler, event, ctx)
     assert code == 202, job
     return job
-
-
-def _view(ctx, job_id: str) -> dict:
-    code, view = call(status.handler, load_event("api_status.json", job_id), ctx)
-    assert code == 200, view
-    return view
 
 
 def _results(ctx, job_id: str) -> dict[str, dict]:
@@ -80,7 +74,7 @@ def test_a_refused_create_names_the_error_type_to_the_tenant_and_logs_the_whole_
 
     run_workflow(job["id"], ctx)
 
-    view = _view(ctx, job["id"])
+    view = job_view(ctx, job["id"])
     assert view["status"] == "failed"
     refused = [c for c in view["chunks"] if c["status"] == "rejected"]
     assert refused, view["chunks"]
@@ -111,7 +105,7 @@ def test_a_refused_create_through_the_openai_door_shows_no_org_text_in_the_doors
     assert code == 200 and door_view["status"] == "failed", door_view
     assert "invalid_request_error" in door_view["errors"]["data"][0]["message"]
     _assert_no_org_text(door_view)
-    _assert_no_org_text(_view(ctx, batch["id"]))
+    _assert_no_org_text(job_view(ctx, batch["id"]))
     error_file = aws.payloads.get_bytes(_file_key(aws, ctx, door_view["error_file_id"])).decode()
     assert error_file.count("req-") == 2
     _assert_no_org_text(error_file)
@@ -138,7 +132,7 @@ def test_a_refused_status_call_fails_the_job_through_mark_failed_without_the_pro
         poll.handler(state, ctx)
     mark_failed.handler(_as_the_state_machine_catches(state, refused.value), ctx)
 
-    view = _view(ctx, job["id"])
+    view = job_view(ctx, job["id"])
     assert view["status"] == "failed" and "invalid_request_error" in view["error"]
     _assert_no_org_text(view)
     _assert_no_org_text(_results(ctx, job["id"]))
@@ -161,14 +155,14 @@ def test_a_batch_refused_for_the_enqueued_token_limit_waits_and_fails_naming_onl
 
         return look
 
-    wait_for(polled_until(lambda s: _view(ctx, job["id"])["waiting_for_quota"]), timeout=20, what="a quota wait")
-    waiting = _view(ctx, job["id"])
+    wait_for(polled_until(lambda s: job_view(ctx, job["id"])["waiting_for_quota"]), timeout=20, what="a quota wait")
+    waiting = job_view(ctx, job["id"])
     assert "token_limit_exceeded" in waiting["waiting_for_quota"], waiting["waiting_for_quota"]
     _assert_no_org_text(waiting, *said)
 
     wait_for(polled_until(lambda s: s["done"]), timeout=30, what="the chunk to fail for good")
     run_workflow(job["id"], ctx)  # Retry and Finalize (nothing is left open)
-    view = _view(ctx, job["id"])
+    view = job_view(ctx, job["id"])
     assert view["status"] == "failed" and "token_limit_exceeded" in view["error"], view
     _assert_no_org_text(view, *said)
     _assert_no_org_text(_results(ctx, job["id"]), *said)
@@ -181,7 +175,7 @@ def test_a_batch_the_provider_failed_shows_its_status_word_not_its_message(aws, 
 
     run_workflow(job["id"], ctx)
 
-    view = _view(ctx, job["id"])
+    view = job_view(ctx, job["id"])
     assert view["status"] == "failed" and "INVALID_ARGUMENT" in view["error"], view
     _assert_no_org_text(view)
     _assert_no_org_text(_results(ctx, job["id"]))
@@ -212,5 +206,5 @@ def test_per_item_errors_keep_the_requests_own_words_but_never_the_organisations
     assert {r["finish_details"]["code"] for r in results.values()} == {"rate_limit_error"}
     assert all("rate_limit_error" in r["finish_details"]["message"] for r in results.values())
     _assert_no_org_text(results)
-    _assert_no_org_text(_view(ctx, job["id"]))
+    _assert_no_org_text(job_view(ctx, job["id"]))
     assert RATE_TEXT in _logged(caplog)

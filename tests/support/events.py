@@ -38,6 +38,15 @@ def call(handler: Any, event: dict[str, Any], ctx: Any) -> tuple[int, Any]:
     return response["statusCode"], json.loads(response["body"]) if response.get("body") else None
 
 
+def job_view(ctx: Any, job_id: str) -> dict[str, Any]:
+    """GET /batches/{job_id} through the Status function, as its owner in the sample event sees it."""
+    from lambdas import status
+
+    code, view = call(status.handler, load_event("api_status.json", job_id), ctx)
+    assert code == 200, view
+    return view
+
+
 def executions(services: Any) -> list[str]:
     """The names of the workflow executions started so far."""
     sfn = boto3.client("stepfunctions")
