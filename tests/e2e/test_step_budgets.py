@@ -59,19 +59,20 @@ def test_a_20_chunk_job_finishes_with_steps_that_each_fit_a_short_timeout(
     assert sorted(item["id"] for item in lines) == [f"r{i:02d}" for i in range(CHUNKS)]  # each exactly once
 
 
-def test_a_send_cut_off_by_the_timeout_is_reconciled_soon_after_its_invocation_died(
+def test_a_create_that_hangs_past_the_steps_time_ends_in_time_and_its_batch_is_adopted_not_sent_again(
     alice, sim, stack, short_steps_and_one_request_chunks
 ):
-    """A timeout can still cut a step off (a provider call that hangs past it, a machine under load). The chunk it
-    was sending stays claimed; the claim's lease ends a minute after the invocation that took it must have died, not
-    16 minutes after, and the batch the provider accepted is adopted, not sent again."""
+    """A create the provider accepts but answers only after the step's timeout: its call gives up while the step
+    still has time (decision 0115), so Submit is not killed with the chunk claimed; the lost answer is reconciled,
+    and the batch the provider accepted is adopted, not sent again. (Before 0115 the timeout cut the step off, and
+    the claim's lease ran out a minute after the dead invocation's deadline, decision 0010.)"""
     submit = stack.function("submit")
     start = len(stack.logs(submit))
     sim.add_fault("anthropic", "create_batch", "hold_after_accept", seconds=TIMEOUT_SECONDS + 4)
     job = alice.create(seed_body(requests={"r0": "Name an animal", "r1": "Name a colour"}))
     done = alice.wait(job["id"], timeout=240)
 
-    assert "Task timed out" in stack.logs(submit)[start:]  # the send was cut off
+    assert "Task timed out" not in stack.logs(submit)[start:]  # the call ended in time, not the step
     assert done["status"] == "finished", done["error"]
     assert done["request_counts"]["succeeded"] == 2
     assert sim.stats()["anthropic"]["batches_created"] == 2  # the held batch adopted, never sent twice

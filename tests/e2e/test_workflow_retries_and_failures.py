@@ -24,20 +24,22 @@ def test_an_error_retrying_cannot_fix_is_caught_into_failed_with_the_reason(alic
     assert sim.stats()["anthropic"]["batches_created"] == 0
 
 
-def test_a_step_that_times_out_is_retried_and_the_job_still_finishes(alice, sim, stack):
+def test_a_provider_call_that_hangs_past_the_steps_time_fails_in_time_and_the_job_still_finishes(alice, sim, stack):
+    """The first status call hangs past Poll's timeout: the call gives up while Poll still has time (decision 0115),
+    so the step is not killed; the retried Poll collects the results."""
     lam = stack.client("lambda")
     poll = stack.function("poll")
     timeout = lam.get_function_configuration(FunctionName=poll)["Timeout"]
     # 10 s: the retried Poll collects the results on a loaded 2-core machine (two local stacks side by side in CI)
-    # and must fit it (at 5 s a fresh clone at load 4 saw the job still in_progress after 120 s); the first status
-    # call hangs past it.
+    # and must fit it; the first status call hangs past it.
     lam.update_function_configuration(FunctionName=poll, Timeout=10)
+    start = len(stack.logs(poll))
     sim.add_fault("anthropic", "get_batch", "hold_before_accept", seconds=14)
     try:
         job = alice.create(seed_body())
         done = alice.wait(job["id"], timeout=240)
     finally:
         lam.update_function_configuration(FunctionName=poll, Timeout=timeout)
-    assert "Task timed out after 10.00 seconds" in stack.logs(poll)
+    assert "Task timed out" not in stack.logs(poll)[start:]  # the call ended in time, not the step
     assert done["status"] == "finished" and done["request_counts"]["succeeded"] == 5
     assert sim.stats()["anthropic"]["batches_created"] == 1
