@@ -9,6 +9,8 @@ from typing import Any
 
 import boto3
 
+from lambdas import status
+
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 SAMPLE_JOB_ID = "job_0123456789abcdef01234567"
 ALICE = "arn:aws:iam::123456789012:user/alice"
@@ -40,7 +42,6 @@ def call(handler: Any, event: dict[str, Any], ctx: Any) -> tuple[int, Any]:
 
 def job_view(ctx: Any, job_id: str) -> dict[str, Any]:
     """GET /batches/{job_id} through the Status function, as its owner in the sample event sees it."""
-    from lambdas import status
 
     code, view = call(status.handler, load_event("api_status.json", job_id), ctx)
     assert code == 200, view
