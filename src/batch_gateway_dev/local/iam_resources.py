@@ -4,8 +4,10 @@ moto checks a request's action against the caller's identity policies, but for m
 the resource ``*``, which no statement with a specific ARN matches, so every least-privilege grant would be refused.
 moto asks a response class for ``_determine_resource()`` when it has one (SQS and IAM do); this module adds it for
 DynamoDB, Step Functions, Secrets Manager, SSM parameters, EventBridge and Lambda, built from the request the way AWS
-names the resource in its authorization. S3 already passes bucket and key. Conditions and resource-based policies are
-still not evaluated by moto (docs/local-stack.md lists what the template tests cover instead).
+names the resource in its authorization. S3 already passes bucket and key. A request to S3 authenticated by its query
+(a presigned URL), which moto's check cannot read, is verified as S3 does (``presigned_urls``) before the signer's
+policies are. Conditions and resource-based policies are still not evaluated by moto (docs/local-stack.md lists what
+the template tests cover instead).
 """
 
 from __future__ import annotations
@@ -159,6 +161,7 @@ def install() -> None:
 
     IAMRequest._create_aws_request = _create_aws_request  # type: ignore[method-assign]  # patching moto
     _verify_presigned_urls()
+    _name_resources()
 
 
 def _verify_presigned_urls() -> None:
@@ -231,6 +234,10 @@ def _verify_presigned_urls() -> None:
         return real_key_response(self, request, full_url)
 
     S3Response._key_response = _key_response  # type: ignore[method-assign]  # patching moto
+
+
+def _name_resources() -> None:
+    """Each service's ``_determine_resource``, where moto would check against ``*``."""
     from moto.awslambda.responses import LambdaResponse
     from moto.dynamodb.responses import DynamoHandler
     from moto.events.responses import EventsHandler
