@@ -69,12 +69,12 @@ def principals(local_aws: LocalAws) -> dict[str, dict[str, str]]:
     return {"signer": signer, "operator": operator}
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def signer(principals: dict[str, dict[str, str]]) -> dict[str, str]:
     return principals["signer"]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def operator(local_aws: LocalAws, principals: dict[str, dict[str, str]]) -> Any:
     """An S3 client that sees everything in the bucket."""
     return _s3(local_aws, principals["operator"])
@@ -91,7 +91,7 @@ def _s3(local_aws: LocalAws, keys: dict[str, str], region: str = REGION) -> Any:
     )
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def store(local_aws: LocalAws, signer: dict[str, str]) -> S3PayloadStore:
     return S3PayloadStore(_s3(local_aws, signer), BUCKET)
 

@@ -5,6 +5,7 @@ nothing else. (``tests/integration/test_local_presigned_urls.py`` sends them to 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -19,12 +20,16 @@ KEYS = {"aws_access_key_id": "ASIAEXAMPLE", "aws_secret_access_key": "secret", "
 CREDENTIALS = Credentials("ASIAEXAMPLE", "secret", "token/+=")
 
 
-def _presign(method: str = "get_object", region: str = "us-east-1", expires: int = 60, **params: Any) -> str:
+@cache
+def _s3() -> Any:
+    """A client that only signs (nothing is sent): made once, as clients are slow to build."""
     make: Any = boto3.client
-    s3 = make(
-        "s3", endpoint_url="http://127.0.0.1:4566", region_name=region, config=Config(signature_version="s3v4"), **KEYS
-    )
-    url: str = s3.generate_presigned_url(method, Params={"Bucket": "payloads", **params}, ExpiresIn=expires)
+    config = Config(signature_version="s3v4")
+    return make("s3", endpoint_url="http://127.0.0.1:4566", region_name="us-east-1", config=config, **KEYS)
+
+
+def _presign(method: str = "get_object", expires: int = 60, **params: Any) -> str:
+    url: str = _s3().generate_presigned_url(method, Params={"Bucket": "payloads", **params}, ExpiresIn=expires)
     return url
 
 
