@@ -2,8 +2,9 @@
 their ``Content-Length`` (S3 refuses another length), and ``POST /batches {"input_file"}`` refuses an object of
 another size than declared, or over the 1 GiB cap, with a 400 naming both sizes, storing and starting nothing.
 
-moto does not check a presigned URL's signature, so here the bytes go up whatever their length (as with a store that
-does not enforce it); what S3 would answer is recomputed from the URL (``tests/support/presigned.py``)."""
+moto in process does not check a presigned URL's signature, so here the bytes go up whatever their length (as with a
+store that does not enforce it); what S3 would answer is recomputed from the URL by the local S3's own check
+(``tests/support/presigned.py``; that the local S3 refuses them is ``test_local_presigned_urls.py``)."""
 
 from __future__ import annotations
 

@@ -4,12 +4,13 @@ same way (who signed, for which region and service, over which headers)."""
 from urllib.parse import parse_qs, urlsplit
 
 import boto3
+import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 
-from batch_gateway_dev.sigv4 import parse_authorization, parse_presigned_query
+from batch_gateway_dev.sigv4 import MalformedPresignedQuery, is_presigned, parse_authorization, read_presigned_query
 
 
 def _signed_header(service: str = "execute-api", region: str = "eu-west-1") -> str:
@@ -38,20 +39,27 @@ def test_a_presigned_url_reads_as_the_header_its_signer_would_have_sent():
         region_name="us-east-1",
         aws_access_key_id="AKIDBOB",
         aws_secret_access_key="secret",
+        aws_session_token="token+/=",
         config=Config(signature_version="s3v4"),
     )
     url = s3.generate_presigned_url("get_object", Params={"Bucket": "b", "Key": "k"}, ExpiresIn=60)
-    claims = parse_presigned_query(parse_qs(urlsplit(url).query))
-    assert claims is not None
-    assert (claims.access_key, claims.region, claims.service, claims.signed_headers) == (
+    query = parse_qs(urlsplit(url).query)
+    assert is_presigned(query)
+    claims = read_presigned_query(query)
+    found = claims.authorization
+    assert (found.access_key, found.region, found.service, found.signed_headers) == (
         "AKIDBOB",
         "us-east-1",
         "s3",
         ("host",),
     )
-    assert parse_authorization(claims.header()) == claims
+    assert (claims.expires, claims.security_token, claims.amz_date[:8]) == ("60", "token+/=", found.date)
+    assert parse_authorization(found.header()) == found
 
 
-def test_a_query_without_sigv4_credentials_is_no_claim():
-    assert parse_presigned_query({}) is None
-    assert parse_presigned_query({"X-Amz-Credential": ["AKID/20261129/us-east-1/s3"]}) is None
+def test_a_query_without_sigv4_parameters_is_not_presigned_and_an_incomplete_one_is_malformed():
+    assert not is_presigned({}) and not is_presigned({"versionId": ["1"]})
+    incomplete = {"X-Amz-Credential": ["AKID/20261129/us-east-1/s3/aws4_request"]}
+    assert is_presigned(incomplete)
+    with pytest.raises(MalformedPresignedQuery, match="requires the X-Amz-Algorithm"):
+        read_presigned_query(incomplete)

@@ -1,6 +1,7 @@
 """A local stand-in for API Gateway: HTTP in, API Gateway REST proxy events to the API functions, HTTP out.
 
 IAM auth as API Gateway does it: a request without a SigV4 ``execute-api`` signature is refused with 403, so is one
+whose credential scope names another service or another Region than the API's (API Gateway's own messages), one
 signed with an unknown access key or a wrong signature; the caller is the IAM user whose key signed, and its IAM
 policies must allow ``execute-api:Invoke`` on the method's ARN (``arn:aws:execute-api:<region>:<account>:<api>/<stage>/
 <METHOD>/<path>``), else 403. A ``CUSTOM`` method runs its Lambda REQUEST authorizer through the Lambda API first
@@ -79,12 +80,19 @@ def verify_signature(
     if not auth:
         return _json(403, {"message": "Missing Authentication Token"}, "MissingAuthenticationTokenException")
     found = parse_authorization(auth)
-    if found is None or found.service != "execute-api":
+    if found is None:
         return _json(
             403,
             {"message": "Authorization header requires a SigV4 execute-api signature"},
             "IncompleteSignatureException",
         )
+    # API Gateway's own words (trailing space included) for a credential scope that is not the API's
+    if found.service != "execute-api":
+        message = "Credential should be scoped to correct service: 'execute-api'. "
+        return _json(403, {"message": message}, "InvalidSignatureException")
+    if found.region != REGION:
+        message = f"Credential should be scoped to a valid region, not '{found.region}'. "
+        return _json(403, {"message": message}, "InvalidSignatureException")
     principal = identify(found.access_key)
     if principal is None:
         return _json(
@@ -101,7 +109,7 @@ def verify_signature(
         method=method, url=url, data=body, headers={h: lowered.get(h, "") for h in found.signed_headers}
     )
     request.context["timestamp"] = stamp
-    signer = SigV4Auth(Credentials(principal.access_key, principal.secret_key), "execute-api", found.region)
+    signer = SigV4Auth(Credentials(principal.access_key, principal.secret_key), "execute-api", REGION)
     canonical = signer.canonical_request(request)
     expected = signer.signature(signer.string_to_sign(request, canonical), request)
     if not hmac.compare_digest(expected, found.signature):

@@ -4,8 +4,10 @@ moto checks a request's action against the caller's identity policies, but for m
 the resource ``*``, which no statement with a specific ARN matches, so every least-privilege grant would be refused.
 moto asks a response class for ``_determine_resource()`` when it has one (SQS and IAM do); this module adds it for
 DynamoDB, Step Functions, Secrets Manager, SSM parameters, EventBridge and Lambda, built from the request the way AWS
-names the resource in its authorization. S3 already passes bucket and key. Conditions and resource-based policies are
-still not evaluated by moto (docs/local-stack.md lists what the template tests cover instead).
+names the resource in its authorization. S3 already passes bucket and key. A request to S3 authenticated by its query
+(a presigned URL), which moto's check cannot read, is verified as S3 does (``presigned_urls``) before the signer's
+policies are. Conditions and resource-based policies are still not evaluated by moto (docs/local-stack.md lists what
+the template tests cover instead).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import json
 from typing import Any
 from urllib.parse import unquote
 
-from batch_gateway_dev.sigv4 import parse_presigned_query
+from batch_gateway_dev.local import presigned_urls
+from batch_gateway_dev.sigv4 import MalformedPresignedQuery, is_presigned, read_presigned_query
 
 
 def _body(response: Any) -> dict[str, Any]:
@@ -115,6 +118,16 @@ def _lambda(self: Any) -> str:
     return name if name.startswith("arn:") else _arn(self, "lambda", f"function:{name}")
 
 
+def _bucket_region(self: Any, resource: str) -> str:
+    """The Region S3 expects in a request's credential scope: the bucket's (``resource`` is
+    ``arn:aws:s3:::<bucket>[/<key>]``), else the endpoint's."""
+    bucket = resource.split(":::", 1)[-1].split("/", 1)[0]
+    try:
+        return str(self.backend.get_bucket(bucket).region_name)
+    except Exception:  # no such bucket (S3 answers that next), or moto's internals moved
+        return str(self.region)
+
+
 # API operation names whose IAM action is named differently (moto checks the operation name). DynamoDB has no
 # transaction actions: AWS authorizes each item of a transaction by its own action; the stack's transactions update
 # and condition-check items, so they are checked as UpdateItem (an approximation, see docs/local-stack.md).
@@ -147,50 +160,84 @@ def install() -> None:
         return request
 
     IAMRequest._create_aws_request = _create_aws_request  # type: ignore[method-assign]  # patching moto
-    _accept_presigned_urls()
+    _verify_presigned_urls()
+    _name_resources()
 
 
-def _accept_presigned_urls() -> None:
-    """moto's IAM check reads only the Authorization header and fails on a presigned URL (query-string auth).
-    For those, check what matters to a caller: the signing key is known, the URL has not expired, and the
-    signer's policies allow the action on the object. The signature itself is not recomputed."""
+def _verify_presigned_urls() -> None:
+    """moto's IAM check reads only the ``Authorization`` header and fails on a presigned URL (query-string auth).
+    S3 verifies those by their query (``presigned_urls``: the parameters, the signature, the expiry); then, as for
+    every request, the signer's policies must allow the action on the object. Only S3 takes query auth here."""
     from datetime import UTC, datetime
-    from urllib.parse import parse_qs, urlparse
+    from urllib.parse import parse_qs, urlsplit
 
+    from moto import settings
     from moto.core.authorization import ActionAuthenticatorMixin
+    from moto.iam.access_control import S3IAMRequest
+    from moto.s3.exceptions import S3ClientError
 
     original = ActionAuthenticatorMixin._authenticate_and_authorize_action
 
     def _authenticate_and_authorize_action(self: Any, iam_request_cls: type, resource: str = "*") -> None:
-        query = parse_qs(urlparse(self.uri).query)
-        claims = None if "Authorization" in self.headers else parse_presigned_query(query)
-        if claims is None:
+        raw_query = urlsplit(self.uri).query
+        if (
+            "Authorization" in self.headers
+            or iam_request_cls is not S3IAMRequest
+            or not is_presigned(parse_qs(raw_query))
+            or ActionAuthenticatorMixin.request_count < settings.INITIAL_NO_AUTH_ACTION_COUNT  # IAM not enforced yet
+        ):
             return original(self, iam_request_cls, resource)
-        from moto import settings
-
-        if ActionAuthenticatorMixin.request_count < settings.INITIAL_NO_AUTH_ACTION_COUNT:
-            return original(self, iam_request_cls, resource)
-        signed_at = datetime.strptime(query["X-Amz-Date"][0], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
-        if (datetime.now(UTC) - signed_at).total_seconds() > int(query.get("X-Amz-Expires", ["0"])[0]):
-            from moto.s3.exceptions import AccessForbidden
-
-            raise AccessForbidden("Request has expired")
-        headers = {"Authorization": claims.header()}
-        if "X-Amz-Security-Token" in query:
-            headers["X-Amz-Security-Token"] = query["X-Amz-Security-Token"][0]
-        iam_request = iam_request_cls(
-            account_id=self.current_account,
+        request = presigned_urls.QueryAuthRequest(
             method=self.method,
+            host=self.headers.get("Host", ""),
             path=self.raw_path,
-            data=self.data,
-            body=self.raw_body,
-            headers=headers,
-            action=self._get_action(),
+            query=raw_query,
+            headers=list(self.headers.items()),
         )
+        try:
+            claims = presigned_urls.read(request, _bucket_region(self, resource))
+            headers = {"Authorization": claims.authorization.header()}
+            if claims.security_token is not None:
+                headers["X-Amz-Security-Token"] = claims.security_token
+            iam_request = iam_request_cls(  # an unknown key or session token: moto's S3 answer (403 / 400)
+                account_id=self.current_account,
+                method=self.method,
+                path=self.raw_path,
+                data=self.data,
+                body=self.raw_body,
+                headers=headers,
+                action=self._get_action(),
+            )
+            credentials = iam_request._access_key.create_credentials()
+            presigned_urls.verify(request, claims, credentials, datetime.now(UTC))
+        except presigned_urls.Refused as refused:
+            raise S3ClientError(refused.code, refused.message) from None
         iam_request.check_action_permitted(resource)
 
     # patching moto (method-assign: mypy refuses assigning to a method)
     ActionAuthenticatorMixin._authenticate_and_authorize_action = _authenticate_and_authorize_action  # type: ignore[method-assign]
+
+    from moto.s3.responses import S3Response
+
+    real_key_response = S3Response._key_response
+
+    def _key_response(self: Any, request: Any, full_url: str) -> Any:
+        """moto takes an object request that carries no ``Signature=`` for an anonymous one and may refuse it (an
+        empty 403) before any check of its query; S3 first answers that the query's auth parameters are incomplete."""
+        query = parse_qs(urlsplit(full_url).query)
+        enforced = ActionAuthenticatorMixin.request_count >= settings.INITIAL_NO_AUTH_ACTION_COUNT
+        if enforced and "Authorization" not in request.headers and is_presigned(query):
+            try:
+                read_presigned_query(query)
+            except MalformedPresignedQuery as exc:
+                raise S3ClientError("AuthorizationQueryParametersError", str(exc)) from None
+        return real_key_response(self, request, full_url)
+
+    S3Response._key_response = _key_response  # type: ignore[method-assign]  # patching moto
+
+
+def _name_resources() -> None:
+    """Each service's ``_determine_resource``, where moto would check against ``*``."""
     from moto.awslambda.responses import LambdaResponse
     from moto.dynamodb.responses import DynamoHandler
     from moto.events.responses import EventsHandler
