@@ -64,7 +64,7 @@ _LINES_PER_CHUNK = 1000
 
 # custom_id, model, prompt excerpt, input tokens (not cached), cache writes (5-minute, 1-hour), cache reads
 Item = tuple[str, str, str, int, int, int, int]
-Parsed = tuple[str, str, str, cache_prefixes.Prompt]  # custom_id, model, prompt excerpt, the prompt as caching sees it
+Parsed = tuple[str, str, str, dict[str, Any]]  # custom_id, model, prompt excerpt, params
 
 
 def rfc3339(t: float | None) -> str | None:
@@ -155,9 +155,9 @@ def scope_of(req: Request) -> str:
     return content.short_hash("anthropic-key", key.strip())
 
 
-def parse_requests(body: Any, max_requests: int, scope: str = "") -> list[Parsed]:
-    """Validate a create body and reduce each request to what its result needs (custom_id, model, prompt excerpt,
-    its prompt as caching sees it); errors name the index and custom_id."""
+def parse_requests(body: Any, max_requests: int) -> list[Parsed]:
+    """Validate a create body and reduce each request to what its result needs (custom_id, model, prompt excerpt)
+    and its params (for the prompt cache); errors name the index and custom_id."""
     if not isinstance(body, dict):
         raise _invalid("The request body must be a JSON object.")
     requests = body.get("requests")
@@ -195,7 +195,7 @@ def parse_requests(body: Any, max_requests: int, scope: str = "") -> list[Parsed
             raise _invalid(f"{where}.params.{problem} (custom_id {cid!r})")
         excerpt, _tokens = content.summarize_anthropic(params)
         model = params["model"]
-        parsed.append((cid, models.setdefault(model, model), excerpt, cache_prefixes.anthropic_prompt(params, scope)))
+        parsed.append((cid, models.setdefault(model, model), excerpt, params))
     return parsed
 
 
@@ -388,28 +388,31 @@ class AnthropicBatches:
             body = parse_json(req.body)
         except BadBody as exc:
             raise _invalid(str(exc)) from None
-        parsed = parse_requests(body, settings.limit(config, PROVIDER, "max_requests", REAL_LIMITS), scope_of(req))
+        parsed = parse_requests(body, settings.limit(config, PROVIDER, "max_requests", REAL_LIMITS))
+        scope = scope_of(req)
+        prompts = [cache_prefixes.anthropic_prompt(p[3], scope) for p in parsed]
         now = time.time()
         with self.state.lock:
             plan = Plan.from_settings(now, config, [p[0] for p in parsed], self.state.fired)
             start = now + self.state.clock.offset
         problems: dict[int, str] = {}
-        for index, (_cid, _model, _excerpt, prompt) in enumerate(parsed):
+        for index, prompt in enumerate(prompts):
             if prompt.problem is not None:
                 problems[index] = prompt.problem
                 plan.forced.setdefault(index, ERRORED)
         hits = self.cache.run_batch(
-            [p[3].marks for p in parsed],
+            [prompt.marks for prompt in prompts],
             lambda i: plan.outcome(i, plan.cap, EXPIRED) == SUCCEEDED,
             start,
             plan.seconds,
             config["cache_wave_size"],
         )
         items: list[Item] = []
-        for (cid, model, excerpt, prompt), hit in zip(parsed, hits, strict=True):
+        for (cid, model, excerpt, _params), prompt, hit in zip(parsed, prompts, hits, strict=True):
             use = cache_prefixes.usage(prompt.marks, hit)
-            rest = prompt.tokens - use.read - use.write
-            items.append((cid, model, excerpt, rest, use.write_5m, use.write_1h, use.read))
+            items.append(
+                (cid, model, excerpt, prompt.tokens - use.read - use.write, use.write_5m, use.write_1h, use.read)
+            )
         batch = _Batch("msgbatch_01" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(22)), plan, items, problems)
         with self.state.lock:
             self.batches[batch.id] = batch

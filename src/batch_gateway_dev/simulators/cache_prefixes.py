@@ -146,42 +146,41 @@ def _check_breakpoints(ttls: list[float], noun: str) -> str | None:
 def anthropic_prompt(params: dict[str, Any], scope: str) -> Prompt:
     """Anthropic Messages params (or Claude's InvokeModel body on Bedrock): tokens of tools, system and messages,
     and a breakpoint at each `cache_control`."""
-    model = str(params.get("model") or "")
-    walk = _Prefixes("anthropic", scope, bare_model(model))
-    stops: list[tuple[int, float]] = []  # (index of the block a breakpoint ends, ttl)
-    problem: str | None = None
-    blocks: list[tuple[str, int, Any, str]] = []  # canonical, chars, cache_control, where
+    blocks: list[tuple[str, Any, int, Any, str]] = []  # role, block without its marker, characters, marker, where
     for i, tool in enumerate(params.get("tools") or []):
-        canonical = "tool:" + dumps(_without_marker(tool, "cache_control"))
-        blocks.append((canonical, len(canonical) - 5, _get(tool, "cache_control"), f"tools.{i}"))
-    for i, block in enumerate(_blocks(params.get("system"))):
-        text = sum(len(piece) for piece in content.text_pieces([block]))
-        blocks.append(("system:" + dumps(_without_marker(block, "cache_control")), text, _get(block, "cache_control"),
-                       f"system.{i}"))  # fmt: skip
+        bare = _without_marker(tool, "cache_control")
+        blocks.append(("tool", bare, len(dumps(bare)), _get(tool, "cache_control"), f"tools.{i}"))
+    sections = [("system", "system", _blocks(params.get("system")))]
     for m, message in enumerate(params.get("messages") or []):
-        role = message.get("role") if isinstance(message, dict) else None
-        items = _blocks(message.get("content")) if isinstance(message, dict) else []
+        if isinstance(message, dict):
+            sections.append((str(message.get("role")), f"messages.{m}.content", _blocks(message.get("content"))))
+    for role, where, items in sections:
         for i, block in enumerate(items):
-            text = sum(len(piece) for piece in content.text_pieces([block]))
-            canonical = f"{role}:" + dumps(_without_marker(block, "cache_control"))
-            blocks.append((canonical, text, _get(block, "cache_control"), f"messages.{m}.content.{i}"))
-    for index, (_canonical, _chars, control, where) in enumerate(blocks):
+            chars = sum(len(piece) for piece in content.text_pieces([block]))
+            blocks.append((role, block, chars, _get(block, "cache_control"), f"{where}.{i}"))
+    tokens = max(1, sum(block[2] for block in blocks) // 4)
+    stops: dict[int, float] = {}  # index of the block a breakpoint ends -> ttl
+    problem: str | None = None
+    for index, (_role, _block, _chars, control, where) in enumerate(blocks):
         ttl, refused = _ttl_of(control, where)
         problem = problem or refused
         if ttl is not None:
-            stops.append((index, ttl))
+            stops[index] = ttl
     automatic, refused = _ttl_of(params.get("cache_control"), "cache_control")
     problem = problem or refused
-    if automatic is not None and blocks and (not stops or stops[-1][0] != len(blocks) - 1):
-        stops.append((len(blocks) - 1, automatic))
-    problem = problem or _check_breakpoints([ttl for _index, ttl in stops], "blocks with cache_control")
-    ends = dict(stops)
-    for index, (canonical, chars, _control, _where) in enumerate(blocks):
-        walk.feed(canonical, chars)
-        if index in ends:
-            walk.mark(ends[index])
+    if automatic is not None and blocks:
+        stops.setdefault(len(blocks) - 1, automatic)
+    problem = problem or _check_breakpoints(list(stops.values()), "blocks with cache_control")
+    if not stops or problem is not None:
+        return Prompt(tokens, [], problem)
+    model = str(params.get("model") or "")
+    walk = _Prefixes("anthropic", scope, bare_model(model))
+    for index, (role, block, chars, _control, _where) in enumerate(blocks[: max(stops) + 1]):
+        walk.feed(f"{role}:" + dumps(_without_marker(block, "cache_control")), chars)
+        if index in stops:
+            walk.mark(stops[index])
     least = anthropic_minimum(model)
-    return Prompt(max(1, walk.chars // 4), [m for m in walk.marks if m.tokens >= least], problem)
+    return Prompt(tokens, [mark for mark in walk.marks if mark.tokens >= least])
 
 
 def converse_prompt(body: dict[str, Any], model: str, family: str, scope: str) -> Prompt:
