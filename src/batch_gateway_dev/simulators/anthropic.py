@@ -22,7 +22,7 @@ from batch_gateway.provider_specs import ANTHROPIC
 from batch_gateway_dev.simulators import cache_prefixes, content, settings
 from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators.faults import Fault
-from batch_gateway_dev.simulators.prompt_cache import Mark, PromptCache
+from batch_gateway_dev.simulators.prompt_cache import Mark, PromptCache, written
 from batch_gateway_dev.simulators.schedule import (
     CANCELED,
     ERROR_KINDS,
@@ -246,11 +246,6 @@ def _succeeded_line(batch_id: str, item: Item) -> str:
     }
 
 
-def _written(marks: list[Mark], hit: Mark | None) -> list[Mark]:
-    """The prefixes a request writes: every breakpoint beyond the one it read."""
-    return [mark for mark in marks if hit is None or mark.tokens > hit.tokens]
-
-
 def message_body(
     message_id: str,
     model: str,
@@ -444,7 +439,7 @@ class AnthropicBatches:
         with self.state.lock:
             self.messages += 1
         reply = json_reply(body)
-        reply.completed = self.cache.later(_written(prompt.marks, hit), self.state.clock.now)
+        reply.completed = self.cache.later(written(prompt.marks, hit), self.state.clock.now)
         return reply
 
     def retrieve(self, req: Request, id: str) -> Reply:

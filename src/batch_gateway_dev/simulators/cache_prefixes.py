@@ -55,6 +55,7 @@ class Prompt:
     tokens: int
     marks: list[Mark] = field(default_factory=list)
     problem: str | None = None
+    asked: bool = False  # it carries cache markers (Bedrock then reports its cache counts, 0 or not)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +224,7 @@ def converse_prompt(body: dict[str, Any], model: str, family: str, scope: str) -
         marks = [m for m in walk.marks if NOVA_MINIMUM <= m.tokens <= NOVA_MAX_CACHED]
     else:
         marks = [m for m in walk.marks if m.tokens >= anthropic_minimum(model)]
-    return Prompt(max(1, walk.chars // 4), marks, problem)
+    return Prompt(max(1, walk.chars // 4), marks, problem, asked=bool(ttls))
 
 
 def _get(block: Any, key: str) -> Any:

@@ -47,7 +47,7 @@ from batch_gateway.provider_specs import GOOGLE
 from batch_gateway_dev.simulators import cache_prefixes, content, settings
 from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators.faults import Fault
-from batch_gateway_dev.simulators.prompt_cache import Mark, PromptCache
+from batch_gateway_dev.simulators.prompt_cache import Mark, PromptCache, written
 from batch_gateway_dev.simulators.schedule import (
     CANCELED,
     ERRORED,
@@ -793,8 +793,7 @@ class GeminiBatches:
         with self.state.lock:
             self.generated += 1
         reply = json_reply(response_body(model, "generate-" + secrets.token_hex(8), item, limit))
-        written = [mark for mark in marks if hit is None or mark.tokens > hit.tokens]
-        reply.completed = self.cache.later(written, self.state.clock.now)
+        reply.completed = self.cache.later(written(marks, hit), self.state.clock.now)
         return reply
 
     def retrieve(self, req: Request, id: str) -> Reply:

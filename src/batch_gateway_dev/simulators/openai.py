@@ -31,7 +31,7 @@ from batch_gateway_dev.simulators import cache_prefixes, content, settings
 from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators.faults import Fault
 from batch_gateway_dev.simulators.openai_push import WebhookPusher
-from batch_gateway_dev.simulators.prompt_cache import Mark, PromptCache
+from batch_gateway_dev.simulators.prompt_cache import Mark, PromptCache, written
 from batch_gateway_dev.simulators.schedule import (
     CANCELED,
     ERROR_KINDS,
@@ -870,8 +870,7 @@ class OpenAIBatches:
         with self.state.lock:
             self.answered += 1
         reply = Reply(200, answer.encode(), "application/json")
-        written = [mark for mark in marks if hit is None or mark.tokens > hit.tokens]
-        reply.completed = self.cache.later(written, self.state.clock.now)
+        reply.completed = self.cache.later(written(marks, hit), self.state.clock.now)
         return reply
 
     def _token_limit_errors(

@@ -34,6 +34,11 @@ class Mark:
     cap: float | None = None
 
 
+def written(marks: Sequence[Mark], hit: Mark | None) -> list[Mark]:
+    """The prefixes a request writes when ``hit`` is what it read: every one of its marks beyond that."""
+    return [mark for mark in marks if hit is None or mark.tokens > hit.tokens]
+
+
 class PromptCache:
     """Entries by key; each holds the clock spans during which it can be read (a few at most)."""
 
@@ -86,16 +91,15 @@ class PromptCache:
             for first in range(0, n, wave):
                 last = min(first + wave, n)
                 begins, ends = start + seconds * first / n, start + seconds * last / n
-                written: dict[str, Mark] = {}
+                wrote: dict[str, Mark] = {}
                 for i in range(first, last):
                     marks = asks[i]
                     if not marks or not succeeds(i):
                         continue
                     hit = hits[i] = self._use(marks, begins)
-                    for mark in marks:
-                        if hit is None or mark.tokens > hit.tokens:
-                            written.setdefault(mark.key, mark)
-                self._put(written.values(), ends)
+                    for mark in written(marks, hit):
+                        wrote.setdefault(mark.key, mark)
+                self._put(wrote.values(), ends)
         return hits
 
     # ---- under the lock
