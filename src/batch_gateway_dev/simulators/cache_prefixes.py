@@ -17,6 +17,7 @@ first, leaving out prefixes below the model's minimum: those never cache.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Iterator
@@ -83,6 +84,7 @@ def usage(marks: list[Mark], hit: Mark | None) -> Usage:
     return Usage(read, writes[FIVE_MINUTES], writes[HOUR])
 
 
+@functools.lru_cache(maxsize=256)
 def bare_model(model: str) -> str:
     """A Bedrock model id, inference profile or ARN as the model's own name (`anthropic.claude-3-5-haiku-20241022-v1:0`
     -> `claude-3-5-haiku-20241022`); any other name unchanged."""
@@ -90,6 +92,7 @@ def bare_model(model: str) -> str:
     return found.group(1) if found else model
 
 
+@functools.lru_cache(maxsize=256)
 def anthropic_minimum(model: str) -> int:
     name = bare_model(model)
     found = [(prefix, least) for prefix, least in ANTHROPIC_MINIMUMS if name.startswith(prefix)]
@@ -124,15 +127,16 @@ class _Prefixes:
         self.marks.append(Mark(self._hash.copy().hexdigest(), self.chars // 4, ttl, cap))
 
 
-def _ttl_of(control: Any, where: str) -> tuple[float | None, str | None]:
-    """(TTL in seconds, refusal) of a `cache_control` value; (None, None) when there is none."""
+def _ttl_of(control: Any, path: tuple[Any, ...]) -> tuple[float | None, str | None]:
+    """(TTL in seconds, refusal) of the `cache_control` at ``path`` in the params; (None, None) when there is none."""
     if control is None:
         return None, None
+    where = ".".join(str(step) for step in (*path, "cache_control"))
     if not isinstance(control, dict) or control.get("type") != "ephemeral":
-        return None, f"{where}.cache_control.type: Input should be 'ephemeral'"
+        return None, f"{where}.type: Input should be 'ephemeral'"
     ttl = control.get("ttl", "5m")
     if ttl not in TTLS:
-        return None, f"{where}.cache_control.ttl: Input should be '5m' or '1h'"
+        return None, f"{where}.ttl: Input should be '5m' or '1h'"
     return TTLS[ttl], None
 
 
@@ -147,41 +151,70 @@ def _check_breakpoints(ttls: list[float], noun: str) -> str | None:
 def anthropic_prompt(params: dict[str, Any], scope: str) -> Prompt:
     """Anthropic Messages params (or Claude's InvokeModel body on Bedrock): tokens of tools, system and messages,
     and a breakpoint at each `cache_control`."""
-    blocks: list[tuple[str, Any, int, Any, str]] = []  # role, block without its marker, characters, marker, where
+    if not _has_cache_control(params):  # most requests: count, hash nothing
+        chars = sum(len(dumps(tool)) for tool in params.get("tools") or [])
+        chars += sum(len(piece) for piece in content.text_pieces(params.get("system")))
+        for message in params.get("messages") or []:
+            if isinstance(message, dict):
+                chars += sum(len(piece) for piece in content.text_pieces(message.get("content")))
+        return Prompt(max(1, chars // 4))
+    blocks: list[tuple[str, Any, int, Any, tuple[Any, ...]]] = []  # role, block, characters, cache_control, path
     for i, tool in enumerate(params.get("tools") or []):
         bare = _without_marker(tool, "cache_control")
-        blocks.append(("tool", bare, len(dumps(bare)), _get(tool, "cache_control"), f"tools.{i}"))
-    sections = [("system", "system", _blocks(params.get("system")))]
+        blocks.append(("tool", bare, len(dumps(bare)), _get(tool, "cache_control"), ("tools", i)))
+    sections: list[tuple[str, Any, tuple[Any, ...]]] = [("system", params.get("system"), ("system",))]
     for m, message in enumerate(params.get("messages") or []):
         if isinstance(message, dict):
-            sections.append((str(message.get("role")), f"messages.{m}.content", _blocks(message.get("content"))))
-    for role, where, items in sections:
-        for i, block in enumerate(items):
-            chars = sum(len(piece) for piece in content.text_pieces([block]))
-            blocks.append((role, block, chars, _get(block, "cache_control"), f"{where}.{i}"))
+            sections.append((str(message.get("role")), message.get("content"), ("messages", m, "content")))
+    for role, value, path in sections:
+        for i, block in enumerate(_blocks(value)):
+            text = block.get("text") if isinstance(block, dict) else block
+            chars = len(text) if isinstance(text, str) else 0
+            blocks.append((role, block, chars, _get(block, "cache_control"), (*path, i)))
     tokens = max(1, sum(block[2] for block in blocks) // 4)
+    automatic = params.get("cache_control")
+    if automatic is None and all(block[3] is None for block in blocks):
+        return Prompt(tokens)  # no breakpoint: nothing to hash
     stops: dict[int, float] = {}  # index of the block a breakpoint ends -> ttl
     problem: str | None = None
-    for index, (_role, _block, _chars, control, where) in enumerate(blocks):
-        ttl, refused = _ttl_of(control, where)
+    for index, (_role, _block, _chars, control, path) in enumerate(blocks):
+        ttl, refused = _ttl_of(control, path)
         problem = problem or refused
         if ttl is not None:
             stops[index] = ttl
-    automatic, refused = _ttl_of(params.get("cache_control"), "cache_control")
+    ttl, refused = _ttl_of(automatic, ())
     problem = problem or refused
-    if automatic is not None and blocks:
-        stops.setdefault(len(blocks) - 1, automatic)
+    if ttl is not None and blocks:
+        stops.setdefault(len(blocks) - 1, ttl)
     problem = problem or _check_breakpoints(list(stops.values()), "blocks with cache_control")
     if not stops or problem is not None:
         return Prompt(tokens, [], problem)
     model = str(params.get("model") or "")
     walk = _Prefixes("anthropic", scope, bare_model(model))
-    for index, (role, block, chars, _control, _where) in enumerate(blocks[: max(stops) + 1]):
-        walk.feed(f"{role}:" + dumps(_without_marker(block, "cache_control")), chars)
+    for index, (role, block, chars, _control, _path) in enumerate(blocks[: max(stops) + 1]):
+        walk.feed(_canonical(role, block), chars)
         if index in stops:
             walk.mark(stops[index])
     least = anthropic_minimum(model)
     return Prompt(tokens, [mark for mark in walk.marks if mark.tokens >= least])
+
+
+def _marked(blocks: Any) -> bool:
+    return isinstance(blocks, list) and any(isinstance(b, dict) and "cache_control" in b for b in blocks)
+
+
+def _has_cache_control(params: dict[str, Any]) -> bool:
+    if params.get("cache_control") is not None or _marked(params.get("tools")) or _marked(params.get("system")):
+        return True
+    messages = params.get("messages")
+    return isinstance(messages, list) and any(isinstance(m, dict) and _marked(m.get("content")) for m in messages)
+
+
+def _canonical(role: str, block: Any) -> str:
+    """A block as its cache key sees it: a plain text block by its text, any other by its JSON (without its marker)."""
+    if isinstance(block, dict) and block.get("type") == "text" and block.keys() <= {"type", "text", "cache_control"}:
+        return f"{role}:text:{block.get('text')}"
+    return f"{role}:" + dumps(_without_marker(block, "cache_control"))
 
 
 def converse_prompt(body: dict[str, Any], model: str, family: str, scope: str) -> Prompt:
@@ -282,6 +315,12 @@ def openai_marks(endpoint: str, body: dict[str, Any], tokens: int, scope: str) -
     return _stream_marks(walk, _openai_pieces(endpoint, body), stops, ttl, cap)
 
 
+def _part_texts(turn: Any) -> list[str]:
+    parts = turn.get("parts") if isinstance(turn, dict) else None
+    texts = [part.get("text") for part in parts if isinstance(part, dict)] if isinstance(parts, list) else []
+    return [text for text in texts if isinstance(text, str)]
+
+
 def gemini_minimum(model: str) -> int | None:
     """Implicit caching's minimum for a Gemini model; None for models without implicit caching."""
     found = [(prefix, least) for prefix, least in GEMINI_MINIMUMS if model.startswith(prefix)]
@@ -292,11 +331,11 @@ def gemini_marks(request: dict[str, Any], model: str, scope: str) -> list[Mark]:
     """Gemini's implicit caching of a GenerateContentRequest: a mark at the end of each text part once the prefix
     reaches the model's minimum (system instruction first, then the turns)."""
     least = gemini_minimum(model)
-    if least is None:
-        return []
-    walk = _Prefixes("google", scope, model)
     turns = [("system", request.get("systemInstruction"))]
     turns += [(str(t.get("role", "user")), t) for t in request.get("contents") or [] if isinstance(t, dict)]
+    if least is None or sum(len(piece) for _role, turn in turns for piece in _part_texts(turn)) // 4 < least:
+        return []  # nothing to hash: no prefix of it can cache
+    walk = _Prefixes("google", scope, model)
     for role, turn in turns:
         parts = turn.get("parts") if isinstance(turn, dict) else None
         for part in parts if isinstance(parts, list) else []:
