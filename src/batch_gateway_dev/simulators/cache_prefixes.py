@@ -267,8 +267,9 @@ def _get(block: Any, key: str) -> Any:
 # ---- automatic caching: OpenAI and Gemini ----------------------------------------------------------------------
 
 
-def _stream_marks(walk: _Prefixes, pieces: Iterable[tuple[str, str]], stops: Iterator[int], ttl: float,
-                  cap: float | None) -> list[Mark]:  # fmt: skip
+def _stream_marks(
+    walk: _Prefixes, pieces: Iterable[tuple[str, str]], stops: Iterator[int], ttl: float, cap: float | None
+) -> list[Mark]:
     """Marks at each token count ``stops`` yields (ascending), over ``pieces``: (marker, text) pairs whose marker
     (a role, a part's kind) is hashed but not counted."""
     stop = next(stops, None)
