@@ -361,7 +361,7 @@ def test_admin_endpoints_configure_queue_faults_report_state_and_reset(sim, clie
     assert client.messages.batches.retrieve(batch.id).processing_status == "ended"  # processing_seconds=0
 
     state = requests.get(f"{base}/state", timeout=5).json()
-    assert state["anthropic"] == {"batches_created": 1, "batches": [batch.id]}
+    assert state["anthropic"] == {"batches_created": 1, "batches": [batch.id], "messages": 0, "cache_entries": 0}
     assert state["requests"]["GET /v1/messages/batches"] == 2
     assert state == json.loads(json.dumps(sim.stats()))
 

@@ -686,3 +686,65 @@ def test_a_new_job_shows_in_the_list_only_after_the_list_lag_and_is_found_by_id_
     sim.configure(list_lag_seconds=0)
     [listed] = bedrock.list_model_invocation_jobs(nameContains="batchgw-lagged")["invocationJobSummaries"]
     assert listed["jobArn"] == arn
+
+
+# ---- prompt caching (decision 0123) ----------------------------------------------------------------------------
+
+SONNET = "anthropic.claude-sonnet-4-20250514-v1:0"  # Claude's minimum cacheable prompt: 1,024 tokens (Haiku 3.5: 2,048)
+LONG = "You answer questions about rivers, briefly and accurately. " * 80  # 4,720 characters: 1,180 tokens
+
+
+def _cached_converse(runtime, model: str, question: str) -> dict:
+    system = [{"text": LONG}, {"cachePoint": {"type": "default"}}]
+    messages = [{"role": "user", "content": [{"text": question}]}]
+    body = raw_answer(
+        runtime, "Converse", modelId=model, system=system, messages=messages, inferenceConfig={"maxTokens": 1}
+    )
+    check_against_model("bedrock-runtime", "Converse", body)
+    return body
+
+
+@pytest.mark.parametrize("model", ["us." + SONNET, NOVA])
+def test_converse_cache_points_write_then_read_in_the_service_models_shape(runtime, model):
+    first, second = _cached_converse(runtime, model, "Name a river."), _cached_converse(runtime, model, "Name a lake.")
+    shared = len(LONG) // 4
+    assert (first["usage"]["cacheWriteInputTokens"], first["usage"]["cacheReadInputTokens"]) == (shared, 0)
+    assert first["usage"]["cacheDetails"] == [{"ttl": "5m", "inputTokens": shared}]
+    assert (second["usage"]["cacheWriteInputTokens"], second["usage"]["cacheReadInputTokens"]) == (0, shared)
+    usage = second["usage"]
+    assert usage["inputTokens"] == (len(LONG) + len("Name a lake.")) // 4 - shared  # the uncached rest
+    assert usage["totalTokens"] == usage["inputTokens"] + usage["outputTokens"] + shared
+    assert usage["outputTokens"] == 1 and second["stopReason"] == "max_tokens"  # maxTokens is honoured
+
+
+def test_a_prefix_under_the_models_minimum_never_caches(runtime):
+    for question in ("Name a river.", "Name a lake."):
+        usage = _cached_converse(runtime, "us." + CLAUDE, question)["usage"]  # Claude 3.5 Haiku: 2,048 tokens at least
+        assert (usage["cacheWriteInputTokens"], usage["cacheReadInputTokens"]) == (0, 0)
+
+
+def test_invoke_model_claude_reports_anthropics_cache_counts_and_batch_jobs_cache_nothing(runtime, bedrock, s3):
+    """Claude's InvokeModel body caches at its `cache_control` breakpoints; batch inference is not documented to
+    cache, so a job's records report every token as input, even right after a synchronous call wrote the prefix."""
+    system = [{"type": "text", "text": LONG, "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
+
+    def body(question: str, max_tokens: int = 1) -> dict:
+        return {"anthropic_version": "bedrock-2023-05-31", "max_tokens": max_tokens, "system": system,
+                "messages": [{"role": "user", "content": question}]}  # fmt: skip
+
+    answers = [
+        json.loads(runtime.invoke_model(modelId=SONNET, body=json.dumps(body(q)))["body"].read())
+        for q in ("Name a river.", "Name a lake.")
+    ]
+    usages = [answer["usage"] for answer in answers]
+    shared = len(LONG) // 4
+    counts = [(u["cache_creation_input_tokens"], u["cache_read_input_tokens"]) for u in usages]
+    assert counts == [(shared, 0), (0, shared)]
+    assert answers[0]["stop_reason"] == "max_tokens" and usages[0]["output_tokens"] == 1
+
+    arn = create(bedrock, put_input(s3, [{"recordId": "r1", "modelInput": body("Name a sea.", 64)}]), model=SONNET)
+    assert wait_ended(bedrock, arn)["status"] == "Completed"
+    [record] = output_lines(s3, arn)
+    usage = record["modelOutput"]["usage"]
+    assert usage["input_tokens"] == (len(LONG) + len("Name a sea.")) // 4
+    assert "cache_read_input_tokens" not in usage and "cache_creation_input_tokens" not in usage

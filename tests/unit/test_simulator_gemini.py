@@ -275,7 +275,7 @@ def test_the_sdk_default_api_version_works_beside_openai(client, sim, simulator)
     assert answer.status_code == 200 and answer.json()["object"] == "list"
 
 
-def test_tool_calls_thought_summaries_finish_reasons_and_cached_tokens(client, sim):
+def test_tool_calls_thought_summaries_and_finish_reasons(client, sim):
     weather = {"functionDeclarations": [{"name": "get_weather", "parameters": {"type": "OBJECT", "properties": {}}}]}
     forced = line("forced", "Weather in Paris?")
     forced["request"].update(tools=[weather], toolConfig={"functionCallingConfig": {"mode": "ANY"}})
@@ -283,15 +283,7 @@ def test_tool_calls_thought_summaries_finish_reasons_and_cached_tokens(client, s
     marked["request"]["tools"] = [weather]
     thinking = line("thinking", "Think first")
     thinking["request"]["generationConfig"] = {"thinkingConfig": {"includeThoughts": True}}
-    long_prompt = "word " * 1200  # 6,000 characters: 1,500 tokens, above the implicit caching minimum
-    lines = [
-        forced,
-        marked,
-        thinking,
-        line("cut", "Go on [[max_tokens]]"),
-        line("w", long_prompt),
-        line("r", long_prompt),
-    ]
+    lines = [forced, marked, thinking, line("cut", "Go on [[max_tokens]]")]
     job = wait_done(client, submit(client, lines).name)
     responses = {
         x["key"]: types.GenerateContentResponse.model_validate(x["response"]) for x in output_lines(client, job)
@@ -302,11 +294,49 @@ def test_tool_calls_thought_summaries_finish_reasons_and_cached_tokens(client, s
     assert [bool(p.thought) for p in parts] == [True, False]
     assert responses["thinking"].text == f"[simulated {MODEL}] Reply to: Think first"
     assert responses["cut"].candidates[0].finish_reason == types.FinishReason.MAX_TOKENS
-    writer, reader = responses["w"].usage_metadata, responses["r"].usage_metadata
-    assert writer.cached_content_token_count is None
-    assert reader.prompt_token_count == (6000 + len("Be brief")) // 4
-    assert reader.cached_content_token_count == reader.prompt_token_count * 3 // 4
-    assert reader.thoughts_token_count == 2 * reader.candidates_token_count  # gemini-2.5 models think
+    usage = responses["thinking"].usage_metadata
+    assert usage.thoughts_token_count == 2 * usage.candidates_token_count  # gemini-2.5 models think
+
+
+SHARED = "You answer questions about rivers, briefly and accurately. " * 150  # 8,850 characters: 2,212 tokens
+
+
+def cached_line(key: str, question: str, model_minimum_met: bool = True) -> dict:
+    system = SHARED if model_minimum_met else SHARED[:6000]  # 1,500 tokens: under Gemini 2.5's 2,048
+    return {"key": key, "request": {"systemInstruction": {"parts": [{"text": system}]},
+                                    "contents": [{"role": "user", "parts": [{"text": question}]}]}}  # fmt: skip
+
+
+def cached_tokens(client, lines: list) -> dict[str, int | None]:
+    job = wait_done(client, submit(client, lines).name)
+    return {
+        x["key"]: types.GenerateContentResponse.model_validate(x["response"]).usage_metadata.cached_content_token_count
+        for x in output_lines(client, job)
+    }
+
+
+def test_implicit_caching_reads_only_what_a_completed_request_wrote(client, sim):
+    """A cold batch reads nothing; after a `generate_content` primer has answered, every item reads the shared system
+    instruction (`cachedContentTokenCount`); prefixes under the model's minimum, and models before Gemini 2.5, never
+    cache (decision 0123)."""
+    sim.configure(processing_seconds=0)
+    assert cached_tokens(client, [cached_line("a", "Name a river."), cached_line("b", "Name a lake.")]) == {
+        "a": None,
+        "b": None,
+    }
+    sim.reset()
+    sim.configure(processing_seconds=0)
+    config = types.GenerateContentConfig(system_instruction=SHARED, max_output_tokens=1)
+    primer = client.models.generate_content(model=MODEL, contents="Reply with one word.", config=config)
+    assert primer.usage_metadata.candidates_token_count == 1
+    assert primer.candidates[0].finish_reason == types.FinishReason.MAX_TOKENS
+    assert primer.usage_metadata.cached_content_token_count is None
+    lines = [cached_line("a", "Name a river."), cached_line("b", "Name a lake."), cached_line("short", "Hi", False)]
+    assert cached_tokens(client, lines) == {"a": len(SHARED) // 4, "b": len(SHARED) // 4, "short": None}
+    old = types.GenerateContentConfig(system_instruction=SHARED)
+    for _ in range(2):
+        answer = client.models.generate_content(model="gemini-2.0-flash", contents="Hi", config=old)
+        assert answer.usage_metadata.cached_content_token_count is None
 
 
 def test_too_many_concurrent_batches_answer_429(client, sim):

@@ -1,8 +1,11 @@
-"""Anthropic Message Batches API (`/v1/messages/batches`), as the official `anthropic` SDK sees it.
+"""Anthropic Message Batches API (`/v1/messages/batches`) and Messages (`POST /v1/messages`, non-streaming), as the
+official `anthropic` SDK sees them.
 
-Shapes follow the SDK types `MessageBatch`, `DeletedMessageBatch` and `MessageBatchIndividualResponse`. A batch
-keeps one small tuple per request (custom_id, model, prompt excerpt, input tokens); results are generated from
-those tuples while they are streamed.
+Shapes follow the SDK types `MessageBatch`, `DeletedMessageBatch`, `MessageBatchIndividualResponse` and `Message`. A
+batch keeps one small tuple per request (custom_id, model, prompt excerpt, input, cache write and read tokens);
+results are generated from those tuples while they are streamed. Prompt caching is Anthropic's (`cache_prefixes`,
+`prompt_cache`, decision 0123): one cache per API key, shared by batches and Messages calls; a batch's items run in
+waves and read only what was complete when their wave began.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from batch_gateway.provider_specs import ANTHROPIC
-from batch_gateway_dev.simulators import content, settings
+from batch_gateway_dev.simulators import cache_prefixes, content, settings
 from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators.faults import Fault
+from batch_gateway_dev.simulators.prompt_cache import Mark, PromptCache, written
 from batch_gateway_dev.simulators.schedule import (
     CANCELED,
     ERROR_KINDS,
@@ -58,8 +62,9 @@ _ID_ALPHABET = string.ascii_letters + string.digits
 _DAY = 24 * 3600
 _LINES_PER_CHUNK = 1000
 
-# custom_id, model, prompt excerpt, input tokens (not cached), cache write tokens, cache read tokens
-Item = tuple[str, str, str, int, int, int]
+# custom_id, model, prompt excerpt, input tokens (not cached), cache writes (5-minute, 1-hour), cache reads
+Item = tuple[str, str, str, int, int, int, int]
+Parsed = tuple[str, str, str, dict[str, Any]]  # custom_id, model, prompt excerpt, params
 
 
 def rfc3339(t: float | None) -> str | None:
@@ -77,12 +82,13 @@ def _not_found(batch_id: str) -> ApiError:
 
 
 class _Batch:
-    __slots__ = ("id", "plan", "items", "cancel_at", "cancel_seconds", "_final")
+    __slots__ = ("id", "plan", "items", "problems", "cancel_at", "cancel_seconds", "_final")
 
-    def __init__(self, batch_id: str, plan: Plan, items: list[Item]) -> None:
+    def __init__(self, batch_id: str, plan: Plan, items: list[Item], problems: dict[int, str]) -> None:
         self.id = batch_id
         self.plan = plan
         self.items = items
+        self.problems = problems  # item index -> why Anthropic refuses it (its cache markers): an errored result
         self.cancel_at: float | None = None
         self.cancel_seconds = 0.0
         self._final: dict[str, int] | None = None
@@ -121,8 +127,37 @@ class _Batch:
         }
 
 
-def parse_requests(body: Any, max_requests: int) -> list[Item]:
-    """Validate a create body and reduce each request to an `Item`; errors name the index and custom_id."""
+def params_problem(params: dict[str, Any]) -> str | None:
+    """What is wrong with one request's Messages params ("field: message"), or None when they are valid."""
+    model = params.get("model")
+    if not isinstance(model, str) or not model:
+        return "model: Field required"
+    max_tokens = params.get("max_tokens")
+    if max_tokens is None:
+        return "max_tokens: Field required"
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        return f"max_tokens: must be an integer >= 1, got {max_tokens!r}"
+    messages = params.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "messages: must be a non-empty list of messages"
+    for j, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            return f"messages.{j}.role: Input should be 'user' or 'assistant'; `system` is a top-level parameter"
+        if not isinstance(message.get("content"), str | list):
+            return f"messages.{j}.content: Field required"
+    return None
+
+
+def scope_of(req: Request) -> str:
+    """Whose prompt cache a call uses: its API key's (a hash of it)."""
+    bearer = req.header("authorization") or ""
+    key = req.header("x-api-key") or bearer.removeprefix("Bearer ").removeprefix("bearer ")
+    return content.short_hash("anthropic-key", key.strip())
+
+
+def parse_requests(body: Any, max_requests: int) -> list[Parsed]:
+    """Validate a create body and reduce each request to what its result needs (custom_id, model, prompt excerpt)
+    and its params (for the prompt cache); errors name the index and custom_id."""
     if not isinstance(body, dict):
         raise _invalid("The request body must be a JSON object.")
     requests = body.get("requests")
@@ -136,8 +171,7 @@ def parse_requests(body: Any, max_requests: int) -> list[Item]:
         raise _invalid(f"requests: a Message Batch may contain at most {max_requests} requests, got {len(requests)}")
     seen: dict[str, int] = {}
     models: dict[str, str] = {}
-    items: list[Item] = []
-    prefixes: set[str] = set()
+    parsed: list[Parsed] = []
     for index, entry in enumerate(requests):
         where = f"requests.{index}"
         if not isinstance(entry, dict):
@@ -154,40 +188,15 @@ def parse_requests(body: Any, max_requests: int) -> list[Item]:
         params = entry.get("params")
         if not isinstance(params, dict):
             raise _invalid(f"{where}.params: Field required (custom_id {cid!r})")
-        model = params.get("model")
-        if not isinstance(model, str) or not model:
-            raise _invalid(f"{where}.params.model: Field required (custom_id {cid!r})")
-        max_tokens = params.get("max_tokens")
-        if max_tokens is None:
-            raise _invalid(f"{where}.params.max_tokens: Field required (custom_id {cid!r})")
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise _invalid(
-                f"{where}.params.max_tokens: must be an integer >= 1, got {max_tokens!r} (custom_id {cid!r})"
-            )
-        messages = params.get("messages")
-        if not isinstance(messages, list) or not messages:
-            raise _invalid(f"{where}.params.messages: must be a non-empty list of messages (custom_id {cid!r})")
-        for j, message in enumerate(messages):
-            if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
-                raise _invalid(
-                    f"{where}.params.messages.{j}.role: Input should be 'user' or 'assistant' (custom_id {cid!r}); "
-                    "`system` is a top-level parameter"
-                )
-            if not isinstance(message.get("content"), str | list):
-                raise _invalid(f"{where}.params.messages.{j}.content: Field required (custom_id {cid!r})")
-        if params.get("stream"):
-            raise _invalid(f"{where}.params.stream: streaming is not supported in Message Batches (custom_id {cid!r})")
-        excerpt, tokens = content.summarize_anthropic(params)
-        # Prompt caching: the first request of the batch with a cached prefix writes it, later ones read it.
-        prefix, cached = content.anthropic_cache_prefix(params)
-        cached = min(cached, tokens)
-        write = read = 0
-        if cached:
-            key = content.short_hash(model, prefix)
-            read, write = (cached, 0) if key in prefixes else (0, cached)
-            prefixes.add(key)
-        items.append((cid, models.setdefault(model, model), excerpt, tokens - cached, write, read))
-    return items
+        problem = params_problem(params)
+        if problem is None and params.get("stream"):
+            problem = "stream: streaming is not supported in Message Batches"
+        if problem is not None:
+            raise _invalid(f"{where}.params.{problem} (custom_id {cid!r})")
+        excerpt, _tokens = content.summarize_anthropic(params)
+        model = params["model"]
+        parsed.append((cid, models.setdefault(model, model), excerpt, params))
+    return parsed
 
 
 _SUCCEEDED = json_template(
@@ -208,6 +217,10 @@ _SUCCEEDED = json_template(
                     "output_tokens": "<<output_tokens>>",
                     "cache_creation_input_tokens": "<<cache_write>>",
                     "cache_read_input_tokens": "<<cache_read>>",
+                    "cache_creation": {
+                        "ephemeral_5m_input_tokens": "<<cache_write_5m>>",
+                        "ephemeral_1h_input_tokens": "<<cache_write_1h>>",
+                    },
                     "service_tier": "batch",
                 },
             },
@@ -218,7 +231,7 @@ _SUCCEEDED = json_template(
 
 def _succeeded_line(batch_id: str, item: Item) -> str:
     """A `MessageBatchIndividualResponse` line with a full `Message`."""
-    cid, model, excerpt, input_tokens, cache_write, cache_read = item
+    cid, model, excerpt, input_tokens, write_5m, write_1h, cache_read = item
     return _SUCCEEDED % {
         "custom_id": quote(cid),
         "id": quote("msg_sim_" + content.short_hash(batch_id, cid)),
@@ -226,8 +239,45 @@ def _succeeded_line(batch_id: str, item: Item) -> str:
         "text": quote(content.reply_text(model, excerpt)),
         "input_tokens": input_tokens,
         "output_tokens": content.output_tokens(model, excerpt),
-        "cache_write": cache_write,
+        "cache_write": write_5m + write_1h,
+        "cache_write_5m": write_5m,
+        "cache_write_1h": write_1h,
         "cache_read": cache_read,
+    }
+
+
+def message_body(
+    message_id: str,
+    model: str,
+    excerpt: str,
+    prompt: cache_prefixes.Prompt,
+    hit: Mark | None,
+    max_tokens: int,
+    tier: str,
+) -> dict[str, Any]:
+    """A `Message` (the synchronous answer; Claude's InvokeModel body on Bedrock without `cache_creation` and
+    `service_tier`): the labelled reply cut at ``max_tokens``, usage with the prompt cache's reads and writes."""
+    text, out = content.reply_text(model, excerpt), content.output_tokens(model, excerpt)
+    stop = "end_turn"
+    if max_tokens < out:
+        text, out, stop = text[: 4 * max_tokens], max_tokens, "max_tokens"
+    use = cache_prefixes.usage(prompt.marks, hit)
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": prompt.tokens - use.read - use.write,
+            "output_tokens": out,
+            "cache_creation_input_tokens": use.write,
+            "cache_read_input_tokens": use.read,
+            "cache_creation": {"ephemeral_5m_input_tokens": use.write_5m, "ephemeral_1h_input_tokens": use.write_1h},
+            "service_tier": tier,
+        },
     }
 
 
@@ -239,12 +289,12 @@ _ERROR_TYPES = {  # simulated item error -> Anthropic's error type
 }
 
 
-def _errored_line(cid: str, kind: str = ERRORED) -> str:
+def _errored_line(cid: str, kind: str = ERRORED, message: str | None = None) -> str:
     error = {
         "type": "error",
         "error": {
             "type": _ERROR_TYPES[kind],
-            "message": f"[simulated] request {cid} was configured to fail (item_outcomes / error_every)",
+            "message": message or f"[simulated] request {cid} was configured to fail (item_outcomes / error_every)",
         },
     }
     return dumps({"custom_id": cid, "result": {"type": "errored", "error": error}})
@@ -263,7 +313,10 @@ class AnthropicBatches:
         self.state = state
         self.batches: dict[str, _Batch] = {}
         self.created = 0
+        self.messages = 0
+        self.cache = PromptCache()
         self.routes = [
+            Route("POST", "/v1/messages", "converse", self.message),
             Route("POST", "/v1/messages/batches", "create_batch", self.create),
             Route("GET", "/v1/messages/batches", "list_batches", self.list),
             Route("GET", "/v1/messages/batches/{id}", "get_batch", self.retrieve),
@@ -274,10 +327,16 @@ class AnthropicBatches:
 
     def reset(self) -> None:
         self.batches.clear()
-        self.created = 0
+        self.created = self.messages = 0
+        self.cache.clear()
 
     def stats(self) -> dict[str, Any]:
-        return {"batches_created": self.created, "batches": list(self.batches)}
+        return {
+            "batches_created": self.created,
+            "batches": list(self.batches),
+            "messages": self.messages,
+            "cache_entries": len(self.cache),
+        }
 
     def items_finished(self, now: float) -> dict[str, int]:
         """Each batch's finished items so far: its timeline gives the final cutoff; until the end (or the cancel)
@@ -324,15 +383,64 @@ class AnthropicBatches:
             body = parse_json(req.body)
         except BadBody as exc:
             raise _invalid(str(exc)) from None
-        items = parse_requests(body, settings.limit(config, PROVIDER, "max_requests", REAL_LIMITS))
+        parsed = parse_requests(body, settings.limit(config, PROVIDER, "max_requests", REAL_LIMITS))
+        scope = scope_of(req)
+        prompts = [cache_prefixes.anthropic_prompt(p[3], scope) for p in parsed]
         now = time.time()
         with self.state.lock:
-            plan = Plan.from_settings(now, config, [item[0] for item in items], self.state.fired)
-        batch = _Batch("msgbatch_01" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(22)), plan, items)
+            plan = Plan.from_settings(now, config, [p[0] for p in parsed], self.state.fired)
+            start = now + self.state.clock.offset
+        problems: dict[int, str] = {}
+        for index, prompt in enumerate(prompts):
+            if prompt.problem is not None:
+                problems[index] = prompt.problem
+                plan.forced.setdefault(index, ERRORED)
+        hits = self.cache.run_batch(
+            [prompt.marks for prompt in prompts],
+            lambda i: plan.outcome(i, plan.cap, EXPIRED) == SUCCEEDED,
+            start,
+            plan.seconds,
+            config["cache_wave_size"],
+        )
+        items: list[Item] = []
+        for (cid, model, excerpt, _params), prompt, hit in zip(parsed, prompts, hits, strict=True):
+            use = cache_prefixes.usage(prompt.marks, hit)
+            items.append(
+                (cid, model, excerpt, prompt.tokens - use.read - use.write, use.write_5m, use.write_1h, use.read)
+            )
+        batch = _Batch("msgbatch_01" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(22)), plan, items, problems)
         with self.state.lock:
             self.batches[batch.id] = batch
             self.created += 1
             return json_reply(batch.view(now, req.base_url))
+
+    def message(self, req: Request) -> Reply:
+        """`POST /v1/messages`, non-streaming: a `Message` whose usage reads and writes this simulator's prompt cache;
+        its writes are readable once the answer has left."""
+        try:
+            params = parse_json(req.body)
+        except BadBody as exc:
+            raise _invalid(str(exc)) from None
+        if not isinstance(params, dict):
+            raise _invalid("The request body must be a JSON object.")
+        problem = params_problem(params)
+        if problem is None and params.get("stream"):
+            problem = "stream: the simulator answers non-streaming requests only"
+        prompt = cache_prefixes.anthropic_prompt(params, scope_of(req))
+        problem = problem or prompt.problem
+        if problem is not None:
+            raise _invalid(problem)
+        hit = self.cache.use(prompt.marks, self.state.clock.now())
+        excerpt, _tokens = content.summarize_anthropic(params)
+        model = params["model"]
+        body = message_body(
+            "msg_sim_" + secrets.token_hex(12), model, excerpt, prompt, hit, params["max_tokens"], "standard"
+        )
+        with self.state.lock:
+            self.messages += 1
+        reply = json_reply(body)
+        reply.completed = self.cache.later(written(prompt.marks, hit), self.state.clock.now)
+        return reply
 
     def retrieve(self, req: Request, id: str) -> Reply:
         with self.state.lock:
@@ -420,7 +528,7 @@ class AnthropicBatches:
             if kind == SUCCEEDED:
                 lines.append(_succeeded_line(batch.id, item))
             elif kind in ERROR_KINDS:
-                lines.append(_errored_line(item[0], kind))
+                lines.append(_errored_line(item[0], kind, batch.problems.get(i) if kind == ERRORED else None))
             else:
                 lines.append(dumps({"custom_id": item[0], "result": {"type": kind}}))
             if len(lines) >= _LINES_PER_CHUNK:

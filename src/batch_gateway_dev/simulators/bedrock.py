@@ -35,9 +35,11 @@ from urllib.parse import unquote
 
 from batch_gateway.provider_specs import BEDROCK
 from batch_gateway_dev.sigv4 import parse_authorization
-from batch_gateway_dev.simulators import content
+from batch_gateway_dev.simulators import cache_prefixes, content
+from batch_gateway_dev.simulators.anthropic import message_body
 from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators.faults import Fault
+from batch_gateway_dev.simulators.prompt_cache import PromptCache, written
 from batch_gateway_dev.simulators.schedule import ERRORED, EXPIRED, SUCCEEDED, Plan
 from batch_gateway_dev.simulators.wire import BadBody, Reply, Request, Route, dumps, json_reply, parse_json
 
@@ -512,19 +514,22 @@ class BedrockJobs:
         self.aws = aws
         self.jobs: dict[str, _Job] = {}
         self.created = 0
-        self.converse_calls = 0
+        self.converse_calls = 0  # synchronous calls: Converse and InvokeModel
+        self.cache = PromptCache()  # the synchronous calls' prompt cache (batch jobs cache nothing: decision 0123)
         self.routes = [
             Route("POST", "/model-invocation-job", "create_batch", self.create),
             Route("GET", "/model-invocation-jobs", "list_batches", self.list),
             Route("GET", "/model-invocation-job/{id}", "get_batch", self.retrieve),
             Route("POST", "/model-invocation-job/{id}/stop", "cancel_batch", self.stop),
             Route("POST", "/model/{model}/converse", "converse", self.converse),
+            Route("POST", "/model/{model}/invoke", "converse", self.invoke),
         ]
 
     def reset(self) -> None:
         self.jobs.clear()
         self.created = 0
         self.converse_calls = 0
+        self.cache.clear()
 
     def stats(self) -> dict[str, Any]:
         return {"batches_created": self.created, "batches": list(self.jobs), "converse_calls": self.converse_calls}
@@ -866,31 +871,98 @@ class BedrockJobs:
     # ---- bedrock-runtime
 
     def converse(self, req: Request, model: str) -> Reply:
+        """`Converse`: Claude and Nova answer in the Converse shape; `cachePoint` blocks read and write the prompt
+        cache, readable once the answer has left."""
         model_id = unquote(model)
         family = _known_model(model_id)
+        body = self._runtime_body(req)
+        problem = check_model_input(family, True, body)
+        if problem:
+            raise _validation(problem.removeprefix("Malformed input request: ").split(", please")[0])
+        config = body.get("inferenceConfig") or {}
+        prompt = cache_prefixes.converse_prompt(body, model_id, family, _request_region(req))
+        answer, reply = self._cached_answer(model_id, body, prompt, _limit(config.get("maxTokens"), "inferenceConfig"))
+        answer["metrics"] = {"latencyMs": 1}
+        reply.body = dumps(answer).encode()
+        return reply
+
+    def invoke(self, req: Request, model: str) -> Reply:
+        """`InvokeModel` with the family's native body: Claude's Messages body (`cache_control` breakpoints) answers a
+        Messages response, Nova's (`cachePoint` blocks) the Converse shape."""
+        model_id = unquote(model)
+        family = _known_model(model_id)
+        body = self._runtime_body(req)
+        problem = check_model_input(family, False, body)
+        if problem:
+            raise _validation(problem.removeprefix("Malformed input request: ").split(", please")[0])
+        if family == "nova":
+            config = body.get("inferenceConfig") or {}
+            prompt = cache_prefixes.converse_prompt(body, model_id, family, _request_region(req))
+            answer, reply = self._cached_answer(
+                model_id, body, prompt, _limit(config.get("maxTokens"), "inferenceConfig")
+            )
+            reply.body = dumps(answer).encode()
+            return reply
+        prompt = cache_prefixes.anthropic_prompt({**body, "model": model_id}, _request_region(req))
+        if prompt.problem:
+            raise _validation(prompt.problem)
+        hit = self.cache.use(prompt.marks, self.state.clock.now())
+        excerpt, _tokens = content.summarize_anthropic(body)
+        message = message_body(
+            "msg_bdrk_" + secrets.token_hex(12), _native_model_name(model_id), excerpt, prompt, hit,
+            body["max_tokens"], "standard",
+        )  # fmt: skip
+        usage = message["usage"]
+        for key in ("cache_creation", "service_tier"):  # Claude's InvokeModel usage on Bedrock has neither
+            usage.pop(key)
+        with self.state.lock:
+            self.converse_calls += 1
+        reply = json_reply(message)
+        reply.completed = self.cache.later(written(prompt.marks, hit), self.state.clock.now)
+        return reply
+
+    @staticmethod
+    def _runtime_body(req: Request) -> dict[str, Any]:
         try:
             body = parse_json(req.body or b"{}")
         except BadBody as exc:
             raise _validation(str(exc)) from None
         if not isinstance(body, dict):
             raise _validation("The request body must be a JSON object.")
-        problem = check_model_input(family, True, body)
-        if problem:
-            raise _validation(problem.removeprefix("Malformed input request: ").split(", please")[0])
-        config = body.get("inferenceConfig") or {}
-        max_tokens = config.get("maxTokens")
-        if max_tokens is not None and (
-            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-        ):
-            raise _validation("The value at inferenceConfig.maxTokens must be an integer >= 1.")
-        excerpt, tokens = content.summarize_anthropic(body)
+        return body
+
+    def _cached_answer(
+        self, model_id: str, body: dict[str, Any], prompt: cache_prefixes.Prompt, limit: int | None
+    ) -> tuple[dict[str, Any], Reply]:
+        """A Converse-shaped answer whose usage reads and writes the prompt cache, and its reply (body to be set)."""
+        if prompt.problem:
+            raise _validation(prompt.problem)
+        hit = self.cache.use(prompt.marks, self.state.clock.now())
+        use = cache_prefixes.usage(prompt.marks, hit)
+        excerpt, _tokens = content.summarize_anthropic(body)
+        text, out = content.reply_text(model_id, excerpt), content.output_tokens(model_id, excerpt)
+        stop = "end_turn"
+        if limit is not None and limit < out:
+            text, out, stop = text[: 4 * limit], limit, "max_tokens"
+        answer = converse_response(text, prompt.tokens - use.read - use.write, out)
+        answer["stopReason"] = stop
+        if prompt.asked:
+            usage = answer["usage"]
+            usage.update(cacheReadInputTokens=use.read, cacheWriteInputTokens=use.write)
+            usage["totalTokens"] += use.read + use.write
+            details = [("1h", use.write_1h), ("5m", use.write_5m)]  # sorted by TTL, 1h first
+            usage["cacheDetails"] = [{"ttl": ttl, "inputTokens": n} for ttl, n in details if n]
         with self.state.lock:
             self.converse_calls += 1
-        answer = converse_response(
-            content.reply_text(model_id, excerpt), tokens, content.output_tokens(model_id, excerpt)
-        )
-        answer["metrics"] = {"latencyMs": 1}
-        return json_reply(answer)
+        reply = Reply(200, b"", "application/json")
+        reply.completed = self.cache.later(written(prompt.marks, hit), self.state.clock.now)
+        return answer, reply
+
+
+def _limit(value: Any, where: str) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise _validation(f"The value at {where}.maxTokens must be an integer >= 1.")
+    return value if isinstance(value, int) else None
 
 
 def _parse_time(value: str | None) -> float | None:

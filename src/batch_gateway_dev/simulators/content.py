@@ -16,7 +16,7 @@ _REPLY_PREFIX = "[simulated "
 _REPLY_MIDDLE = "] Reply to: "
 
 
-def _text(content: Any) -> list[str]:
+def text_pieces(content: Any) -> list[str]:
     """Text pieces of a message `content`: a string, or a list of blocks/parts carrying `text`."""
     if isinstance(content, str):
         return [content]
@@ -41,7 +41,7 @@ def _summarize_messages(messages: Any, extra_chars: int = 0) -> tuple[str, int]:
         for message in messages:
             if not isinstance(message, dict):
                 continue
-            pieces = _text(message.get("content"))
+            pieces = text_pieces(message.get("content"))
             for piece in pieces:
                 chars += len(piece)
             if message.get("role") == "user" and pieces:
@@ -51,31 +51,8 @@ def _summarize_messages(messages: Any, extra_chars: int = 0) -> tuple[str, int]:
 
 def summarize_anthropic(params: dict[str, Any]) -> tuple[str, int]:
     """Excerpt and input tokens of Anthropic Messages params (`system` + `messages`)."""
-    system_chars = sum(len(p) for p in _text(params.get("system")))
+    system_chars = sum(len(p) for p in text_pieces(params.get("system")))
     return _summarize_messages(params.get("messages"), system_chars)
-
-
-def anthropic_cache_prefix(params: dict[str, Any]) -> tuple[str, int]:
-    """The prompt prefix a request asks Anthropic to cache and its tokens (chars // 4): with a top-level
-    `cache_control` (automatic caching) the whole prompt, else `system` and `messages` up to the end of the last block
-    carrying `cache_control`; ("", 0) when the request asks for no caching."""
-    pieces: list[str] = []
-    end = 0
-    blocks: list[Any] = []
-    system = params.get("system")
-    blocks.extend(system if isinstance(system, list) else [system] if isinstance(system, str) else [])
-    for message in params.get("messages") or []:
-        if isinstance(message, dict):
-            message_content = message.get("content")
-            blocks.extend(message_content if isinstance(message_content, list) else [message_content])
-    for block in blocks:
-        pieces.extend(_text([block]))
-        if isinstance(block, dict) and isinstance(block.get("cache_control"), dict):
-            end = len(pieces)
-    if isinstance(params.get("cache_control"), dict):
-        end = len(pieces)
-    prefix = "".join(pieces[:end])
-    return prefix, len(prefix) // 4
 
 
 def summarize_openai(endpoint: str, body: dict[str, Any]) -> tuple[str, int]:

@@ -21,10 +21,12 @@ keep the lines that finished before the end in a responses file.
 Each output line is `{"key": ..., "response": {GenerateContentResponse}}` or `{"key": ..., "error": {"code",
 "message", "status"}}`. A line errors when `item_outcomes` / `first_attempt_outcomes` name its key, by
 `error_every`, when it is not a valid request (no `contents`), or when its text contains `[[error]]`
-(`ERROR_MARKER`). Usage is deterministic: prompt tokens = characters // 4; within a batch the first request of at
-least `CACHE_MIN_TOKENS` writes the implicit cache and every later one that long reads 3/4 of its prompt
-(`cachedContentTokenCount`, part of `promptTokenCount`); thinking models (`gemini-2.5*`, `gemini-3*`) report
-`thoughtsTokenCount` = 2 x the visible answer's tokens, counted in `totalTokenCount` only.
+(`ERROR_MARKER`). Usage is deterministic: prompt tokens = characters // 4; implicit caching (`cache_prefixes`,
+`prompt_cache`, decision 0123) reads the longest prefix, ending with a text part and at least the model's minimum,
+that a completed request of the same API key and model wrote (`cachedContentTokenCount`, part of
+`promptTokenCount`); a batch's items run in waves and read only what was complete when their wave began, and the
+synchronous `POST /v1beta/models/{model}:generateContent` shares the cache. Thinking models (`gemini-2.5*`,
+`gemini-3*`) report `thoughtsTokenCount` = 2 x the visible answer's tokens, counted in `totalTokenCount` only.
 """
 
 from __future__ import annotations
@@ -42,9 +44,10 @@ from typing import Any
 from urllib.parse import quote as url_quote
 
 from batch_gateway.provider_specs import GOOGLE
-from batch_gateway_dev.simulators import content, settings
+from batch_gateway_dev.simulators import cache_prefixes, content, settings
 from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators.faults import Fault
+from batch_gateway_dev.simulators.prompt_cache import Mark, PromptCache, written
 from batch_gateway_dev.simulators.schedule import (
     CANCELED,
     ERRORED,
@@ -76,7 +79,6 @@ ERROR_MARKER = "[[error]]"  # a request whose text carries it answers a per-line
 TOOL_MARKER = "[[tool]]"  # ... a call of its first declared function (as does toolConfig mode ANY)
 MAX_TOKENS_MARKER = "[[max_tokens]]"  # ... finishReason MAX_TOKENS
 PENDING_SHARE = 0.1  # of processing_seconds: time spent in BATCH_STATE_PENDING
-CACHE_MIN_TOKENS = 1024
 THINKING_PER_VISIBLE_TOKEN = 2
 THINKING_PREFIXES = ("gemini-2.5", "gemini-3")
 DEFAULT_PAGE_SIZE = 50
@@ -135,6 +137,11 @@ class Item:
 def error(status: int, message: str) -> ApiError:
     """An API error in Google's shape: HTTP status, its google.rpc.Code name, message."""
     return ApiError(status, STATUS_NAMES.get(status, "UNKNOWN"), message)
+
+
+def scope_of(req: Request) -> str:
+    """Whose implicit cache a call uses: its API key's (a hash of it)."""
+    return content.short_hash("google-key", (req.header("x-goog-api-key") or "").strip())
 
 
 def rfc3339(t: float | None) -> str | None:
@@ -204,12 +211,14 @@ def _invalid_request(request: Any) -> str | None:
     return None
 
 
-def parse_input(data: bytes, max_requests: int) -> tuple[list[Item], dict[int, str], str | None]:
-    """(items, index -> ERRORED for the lines that answer an error, why the whole batch fails or None) of a JSONL
-    input file."""
+def parse_input(
+    data: bytes, max_requests: int, model: str = "", scope: str = ""
+) -> tuple[list[Item], dict[int, str], str | None, list[list[Mark]]]:
+    """(items, index -> ERRORED for the lines that answer an error, why the whole batch fails or None, each item's
+    implicitly cached prefixes) of a JSONL input file."""
     items: list[Item] = []
+    asks: list[list[Mark]] = []
     errored: dict[int, str] = {}
-    cache_written = False
     for lineno, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
             continue
@@ -218,42 +227,50 @@ def parse_input(data: bytes, max_requests: int) -> tuple[list[Item], dict[int, s
         except ValueError:
             obj = None
         if not isinstance(obj, dict):
-            return [], {}, f"Failed to parse the input file: line {lineno} is not a JSON object."
+            return [], {}, f"Failed to parse the input file: line {lineno} is not a JSON object.", []
         if len(items) >= max_requests:
-            return [], {}, f"The input file has more than {max_requests} requests."
+            return [], {}, f"The input file has more than {max_requests} requests.", []
         key = None if obj.get("key") is None else str(obj["key"])
         request = obj.get("request")
         problem = _invalid_request(request)
         if problem is not None or not isinstance(request, dict):
             errored[len(items)] = ERRORED
             items.append(Item(key, problem=problem))
+            asks.append([])
             continue
-        excerpt, tokens, text = summarize(request)
+        item, text = parse_request(key, request)
         if ERROR_MARKER in text:
             errored[len(items)] = ERRORED
-        cached = 0
-        if tokens >= CACHE_MIN_TOKENS:
-            cached = tokens * 3 // 4 if cache_written else 0
-            cache_written = True
-        generation = request.get("generationConfig")
-        thinking = generation.get("thinkingConfig") if isinstance(generation, dict) else None
-        item = Item(key, excerpt, tokens, cached, function=_declared_function(request, text))
-        item.thoughts = isinstance(thinking, dict) and thinking.get("includeThoughts") is True
-        item.finish = "MAX_TOKENS" if MAX_TOKENS_MARKER in text else "STOP"
         items.append(item)
+        asks.append(cache_prefixes.gemini_marks(request, model, scope))
     if not items:
-        return [], {}, "The input file contains no requests."
-    return items, errored, None
+        return [], {}, "The input file contains no requests.", []
+    return items, errored, None, asks
+
+
+def parse_request(key: str | None, request: dict[str, Any]) -> tuple[Item, str]:
+    """What a valid GenerateContentRequest leaves behind (its excerpt, tokens and answer's shape), and its text."""
+    excerpt, tokens, text = summarize(request)
+    generation = request.get("generationConfig")
+    thinking = generation.get("thinkingConfig") if isinstance(generation, dict) else None
+    item = Item(key, excerpt, tokens, function=_declared_function(request, text))
+    item.thoughts = isinstance(thinking, dict) and thinking.get("includeThoughts") is True
+    item.finish = "MAX_TOKENS" if MAX_TOKENS_MARKER in text else "STOP"
+    return item, text
 
 
 def thoughts_tokens(model: str, visible_tokens: int) -> int:
     return THINKING_PER_VISIBLE_TOKEN * visible_tokens if model.startswith(THINKING_PREFIXES) else 0
 
 
-def response_body(model: str, batch_id: str, item: Item) -> dict[str, Any]:
+def response_body(model: str, batch_id: str, item: Item, limit: int | None = None) -> dict[str, Any]:
     """The GenerateContentResponse of a succeeded line: the labelled reply text, or a call of the declared function;
-    a thought summary part first when the request asked for thoughts."""
+    a thought summary part first when the request asked for thoughts; an answer longer than ``limit``
+    (`maxOutputTokens`) is cut there (`MAX_TOKENS`)."""
     visible = content.output_tokens(model, item.excerpt)
+    reply, finish = content.reply_text(model, item.excerpt), item.finish
+    if limit is not None and limit < visible:
+        visible, reply, finish = limit, reply[: 4 * limit], "MAX_TOKENS"
     thoughts = thoughts_tokens(model, visible)
     usage: dict[str, Any] = {
         "promptTokenCount": item.tokens,
@@ -272,9 +289,9 @@ def response_body(model: str, batch_id: str, item: Item) -> dict[str, Any]:
     if item.function is not None:
         parts.append({"functionCall": {"name": item.function, "args": {"request": item.excerpt}}})
     else:
-        parts.append({"text": content.reply_text(model, item.excerpt)})
+        parts.append({"text": reply})
     return {
-        "candidates": [{"content": {"parts": parts, "role": "model"}, "finishReason": item.finish, "index": 0}],
+        "candidates": [{"content": {"parts": parts, "role": "model"}, "finishReason": finish, "index": 0}],
         "usageMetadata": usage,
         "modelVersion": model,
         "responseId": content.short_hash(batch_id, item.key or "", length=22),
@@ -468,6 +485,8 @@ class GeminiBatches:
         self.batches: dict[str, _Batch] = {}
         self.created = 0
         self.uploaded = 0
+        self.generated = 0  # synchronous generateContent calls
+        self.cache = PromptCache()
         self.routes = [
             route
             for v in API_VERSIONS
@@ -479,6 +498,7 @@ class GeminiBatches:
                 Route("GET", f"/{v}/files/{{id}}", "get_file", self.get_file),
                 Route("DELETE", f"/{v}/files/{{id}}", "delete", self.delete_file),
                 Route("POST", f"/{v}/models/{{model}}:batchGenerateContent", "create_batch", self.create),
+                Route("POST", f"/{v}/models/{{model}}:generateContent", "converse", self.generate),
                 Route("GET", f"/{v}/batches", "list_batches", self.list),
                 Route("POST", f"/{v}/batches/{{id}}:cancel", "cancel_batch", self.cancel),
                 Route("GET", f"/{v}/batches/{{id}}", "get_batch", self.retrieve),
@@ -490,7 +510,8 @@ class GeminiBatches:
         self.files.clear()
         self.uploads.clear()
         self.batches.clear()
-        self.created = self.uploaded = 0
+        self.created = self.uploaded = self.generated = 0
+        self.cache.clear()
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -498,6 +519,8 @@ class GeminiBatches:
             "files": len(self.files),
             "files_uploaded": self.uploaded,
             "batches": list(self.batches),
+            "generated": self.generated,
+            "cache_entries": len(self.cache),
         }
 
     def items_finished(self, now: float) -> dict[str, int]:
@@ -712,8 +735,8 @@ class GeminiBatches:
             source = self.files.get(file_id)
         if source is None or source.data is None:
             raise error(400, f"File {file_name} not found or not an uploaded file.")
-        items, errored, failure = parse_input(
-            source.data, settings.limit(config, PROVIDER, "max_requests", REAL_LIMITS)
+        items, errored, failure, asks = parse_input(
+            source.data, settings.limit(config, PROVIDER, "max_requests", REAL_LIMITS), model, scope_of(req)
         )
         failure = failure or config["google_batch_failure"]
         now = time.time()
@@ -730,10 +753,48 @@ class GeminiBatches:
             plan = Plan.from_settings(now, config, keys, self.state.fired)
             for index, kind in errored.items():
                 plan.forced.setdefault(index, kind)
+            start = now + self.state.clock.offset
+        if not failure and any(asks):
+            hits = self.cache.run_batch(
+                asks,
+                lambda i: plan.outcome(i, plan.cap, CANCELED) == SUCCEEDED,
+                start,
+                plan.seconds,
+                config["cache_wave_size"],
+            )
+            for item, hit in zip(items, hits, strict=True):
+                item.cached = hit.tokens if hit else 0
+        with self.state.lock:
             batch = _Batch(plan, items, model, display_name, file_name, failure)
             self.batches[batch.id] = batch
             self.created += 1
             return json_reply(self._operation(batch, now))
+
+    def generate(self, req: Request, model: str) -> Reply:
+        """`POST /v1beta/models/{model}:generateContent`: a GenerateContentResponse whose usage reads and writes the
+        implicit cache; its writes are readable once the answer has left."""
+        if not model.startswith("gemini-"):
+            raise error(404, f"models/{model} is not found for API version {API_VERSION}.")
+        try:
+            request = parse_json(req.body)
+        except BadBody as exc:
+            raise error(400, str(exc)) from None
+        problem = _invalid_request(request)
+        if problem is not None or not isinstance(request, dict):
+            raise error(400, problem or "Invalid JSON payload received.")
+        generation = request.get("generationConfig")
+        limit = generation.get("maxOutputTokens") if isinstance(generation, dict) else None
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise error(400, "* GenerationConfig.max_output_tokens: must be a positive integer.\n")
+        item, _text = parse_request(None, request)
+        marks = cache_prefixes.gemini_marks(request, model, scope_of(req))
+        hit = self.cache.use(marks, self.state.clock.now())
+        item.cached = hit.tokens if hit else 0
+        with self.state.lock:
+            self.generated += 1
+        reply = json_reply(response_body(model, "generate-" + secrets.token_hex(8), item, limit))
+        reply.completed = self.cache.later(written(marks, hit), self.state.clock.now)
+        return reply
 
     def retrieve(self, req: Request, id: str) -> Reply:
         with self.state.lock:

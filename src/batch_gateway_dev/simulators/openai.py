@@ -1,4 +1,5 @@
-"""OpenAI Files + Batches API (`/v1/files`, `/v1/batches`), as the official `openai` SDK sees it.
+"""OpenAI Files + Batches API (`/v1/files`, `/v1/batches`) and the synchronous Chat Completions and Responses calls
+(non-streaming), as the official `openai` SDK sees them.
 
 Shapes follow the SDK types `FileObject`, `FileDeleted`, `Batch` (with `errors`, `request_counts`, `usage`). The
 input file is validated once, when the batch is created; failures are revealed as status `failed` after the
@@ -6,11 +7,12 @@ input file is validated once, when the batch is created; failures are revealed a
 the per-item summaries whenever they are downloaded.
 
 Usage is reported as OpenAI does, deterministically:
-- Prompt caching (automatic on OpenAI for prompts of 1024+ tokens, in 128-token increments): within one batch, the
-  first request whose prompt estimate is at least 1024 tokens writes the cache (cached 0); every later one with the
-  same `prompt_cache_key` (absent counts as one key) reads `cached_tokens` = the largest multiple of 128 not above
-  3/4 of its prompt tokens, or 0 when that is below 1024. Cached tokens are part of `prompt_tokens` /
-  `input_tokens`. Embeddings never cache.
+- Prompt caching (`cache_prefixes`, `prompt_cache`, decision 0123) is automatic for prompts of 1,024 tokens and
+  more: `cached_tokens` is the longest prefix, in 128-token increments from 1,024, that a request completed earlier
+  wrote for the same API key, model, `prompt_cache_key` and tools (part of `prompt_tokens` / `input_tokens`; writing
+  is free and not reported). A batch's items run in waves and read only what was complete when their wave began;
+  the synchronous `POST /v1/chat/completions` and `POST /v1/responses` share the cache, their writes readable once
+  their answer has left. Embeddings never cache.
 - Reasoning models (`o1*`, `o3*`, `o4*`, `gpt-5*`) think 3 tokens per visible output token: `reasoning_tokens` =
   3 x the visible answer's tokens, included in `completion_tokens` / `output_tokens` (3/4 of them).
 """
@@ -25,10 +27,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from batch_gateway.provider_specs import OPENAI
-from batch_gateway_dev.simulators import content, settings
+from batch_gateway_dev.simulators import cache_prefixes, content, settings
 from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators.faults import Fault
 from batch_gateway_dev.simulators.openai_push import WebhookPusher
+from batch_gateway_dev.simulators.prompt_cache import Mark, PromptCache, written
 from batch_gateway_dev.simulators.schedule import (
     CANCELED,
     ERROR_KINDS,
@@ -83,17 +86,8 @@ VALIDATING_SHARE = 0.1  # of processing_seconds: time spent in `validating`
 FINALIZING_SHARE = 0.9  # `finalizing` from this share of processing_seconds until the end
 
 Item = tuple[str, str, int, int]  # custom_id, prompt excerpt, input tokens, cached input tokens
-CACHE_MIN_TOKENS = 1024  # OpenAI caches prompts of at least this many tokens
-CACHE_INCREMENT = 128  # ... in increments of this many
 REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 REASONING_PER_VISIBLE_TOKEN = 3
-
-
-def cached_tokens(prompt_tokens: int) -> int:
-    """Cached tokens a cache hit reports for a prompt of `prompt_tokens`: the largest multiple of 128 not above 3/4
-    of the prompt, or 0 below OpenAI's 1024-token minimum."""
-    cached = prompt_tokens * 3 // 4 // CACHE_INCREMENT * CACHE_INCREMENT
-    return cached if cached >= CACHE_MIN_TOKENS else 0
 
 
 def reasoning_tokens(model: str, visible_tokens: int) -> int:
@@ -153,24 +147,25 @@ def _check_line(obj: Any, endpoint: str, seen: set[str], model: str | None) -> t
 
 
 def parse_batch_file(
-    data: bytes, endpoint: str, max_requests: int, max_bytes: int
-) -> tuple[list[Item], str | None, list[dict[str, Any]]]:
-    """(items, model, line errors) for a batch input file, checked the way the Batch API validates it."""
+    data: bytes, endpoint: str, max_requests: int, max_bytes: int, scope: str = ""
+) -> tuple[list[Item], str | None, list[dict[str, Any]], list[list[Mark]]]:
+    """(items, model, line errors, each item's cacheable prefixes) for a batch input file, checked the way the Batch
+    API validates it; the items' cached tokens are 0 until the batch runs them (`OpenAIBatches.create`)."""
     if len(data) > max_bytes:
         message = f"The input file is {len(data)} bytes; the maximum is {max_bytes}."
-        return [], None, [_line_error("file_too_large", None, message)]
+        return [], None, [_line_error("file_too_large", None, message)], []
     lines = data.split(b"\n")
     count = sum(1 for raw in lines if raw.strip())
     if count == 0:
-        return [], None, [_line_error("empty_file", None, "The input file is empty.")]
+        return [], None, [_line_error("empty_file", None, "The input file is empty.")], []
     if count > max_requests:
         message = f"The input file contains {count} requests; a batch may contain at most {max_requests}."
-        return [], None, [_line_error("too_many_tasks", None, message)]
+        return [], None, [_line_error("too_many_tasks", None, message)], []
     errors: list[dict[str, Any]] = []
     items: list[Item] = []
+    asks: list[list[Mark]] = []
     seen: set[str] = set()
     model: str | None = None
-    cache_keys: set[Any] = set()  # prompt_cache_key values whose cache an earlier request of the batch wrote
     for lineno, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
@@ -188,14 +183,15 @@ def parse_batch_file(
         body = obj["body"]
         model = model or body["model"]
         excerpt, tokens = content.summarize_openai(endpoint, body)
-        cached = 0
-        if endpoint != "/v1/embeddings" and tokens >= CACHE_MIN_TOKENS:
-            key = body.get("prompt_cache_key")
-            key = key if isinstance(key, str) else None
-            cached = cached_tokens(tokens) if key in cache_keys else 0
-            cache_keys.add(key)
-        items.append((obj["custom_id"], excerpt, tokens, cached))
-    return items, model, errors
+        items.append((obj["custom_id"], excerpt, tokens, 0))
+        asks.append(cache_prefixes.openai_marks(endpoint, body, tokens, scope))
+    return items, model, errors, asks
+
+
+def scope_of(req: Request) -> str:
+    """Whose prompt cache a call uses: its API key's (a hash of it)."""
+    bearer = req.header("authorization") or ""
+    return content.short_hash("openai-key", bearer[7:].strip())
 
 
 class _File:
@@ -407,7 +403,7 @@ _CHAT_COMPLETION = json_template(
                 "index": 0,
                 "message": {"role": "assistant", "content": "<<text>>", "refusal": None, "annotations": []},
                 "logprobs": None,
-                "finish_reason": "stop",
+                "finish_reason": "<<finish_reason>>",
             }
         ],
         "usage": {
@@ -432,9 +428,9 @@ _RESPONSE = json_template(
         "object": "response",
         "created_at": "<<created>>",
         "completed_at": "<<created>>",
-        "status": "completed",
+        "status": "<<status>>",
         "error": None,
-        "incomplete_details": None,
+        "incomplete_details": "<<incomplete>>",
         "instructions": None,
         "max_output_tokens": None,
         "model": "<<model>>",
@@ -478,27 +474,54 @@ _EMBEDDINGS = json_template(
 )
 
 
-def _response_body(endpoint: str, model: str, suffix: str, excerpt: str, tokens: int, cached: int, created: int) -> str:
-    """JSON of the endpoint's success body: ChatCompletion, Response or CreateEmbeddingResponse."""
+def _response_body(
+    endpoint: str,
+    model: str,
+    suffix: str,
+    excerpt: str,
+    tokens: int,
+    cached: int,
+    created: int,
+    limit: int | None = None,
+) -> str:
+    """JSON of the endpoint's success body: ChatCompletion, Response or CreateEmbeddingResponse; an answer longer
+    than ``limit`` output tokens (reasoning included) is cut there (`length`, or an incomplete Response)."""
     if endpoint == "/v1/embeddings":
         vector = dumps(content.embedding(model, excerpt, tokens))
         return _EMBEDDINGS % {"embedding": vector, "model": quote(model), "input_tokens": tokens}
     visible = content.output_tokens(model, excerpt)
     reasoning = reasoning_tokens(model, visible)
+    text = content.reply_text(model, excerpt)
+    cut = limit is not None and limit < visible + reasoning
+    if cut:
+        assert limit is not None
+        reasoning = min(reasoning, limit)
+        visible = limit - reasoning
+        text = text[: 4 * visible]
     out = visible + reasoning
     values = {
         "cached_tokens": cached,
         "reasoning_tokens": reasoning,
         "created": created,
         "model": quote(model),
-        "text": quote(content.reply_text(model, excerpt)),
+        "text": quote(text),
         "input_tokens": tokens,
         "output_tokens": out,
         "total_tokens": tokens + out,
     }
     if endpoint == "/v1/responses":
-        return _RESPONSE % {**values, "id": quote("resp_" + suffix), "message_id": quote("msg_" + suffix)}
-    return _CHAT_COMPLETION % {**values, "id": quote("chatcmpl-" + suffix)}
+        return _RESPONSE % {
+            **values,
+            "id": quote("resp_" + suffix),
+            "message_id": quote("msg_" + suffix),
+            "status": quote("incomplete" if cut else "completed"),
+            "incomplete": dumps({"reason": "max_output_tokens"} if cut else None),
+        }
+    return _CHAT_COMPLETION % {
+        **values,
+        "id": quote("chatcmpl-" + suffix),
+        "finish_reason": quote("length" if cut else "stop"),
+    }
 
 
 def _check_metadata(metadata: Any) -> None:
@@ -552,6 +575,8 @@ class OpenAIBatches:
         self.batches: dict[str, _Batch] = {}
         self.created = 0
         self.uploaded = 0
+        self.answered = 0  # synchronous chat completions and responses
+        self.cache = PromptCache()
         # OpenAI's project webhooks: a signed batch.* event when a batch ends (openai_push.py)
         self.pusher = WebhookPusher(self._ended)
         self.routes = [
@@ -564,12 +589,15 @@ class OpenAIBatches:
             Route("GET", "/v1/batches", "list_batches", self.list),
             Route("GET", "/v1/batches/{id}", "get_batch", self.retrieve),
             Route("POST", "/v1/batches/{id}/cancel", "cancel_batch", self.cancel),
+            Route("POST", "/v1/chat/completions", "converse", self.chat),
+            Route("POST", "/v1/responses", "converse", self.respond),
         ]
 
     def reset(self) -> None:
         self.files.clear()
         self.batches.clear()
-        self.created = self.uploaded = 0
+        self.created = self.uploaded = self.answered = 0
+        self.cache.clear()
         self.pusher.forget()
 
     def stats(self) -> dict[str, Any]:
@@ -579,6 +607,8 @@ class OpenAIBatches:
             "files_uploaded": self.uploaded,
             "batches": list(self.batches),
             "webhooks": {**self.pusher.settings(), "deliveries": list(self.pusher.deliveries)},
+            "answered": self.answered,
+            "cache_entries": len(self.cache),
         }
 
     def items_finished(self, now: float) -> dict[str, int]:
@@ -770,11 +800,12 @@ class OpenAIBatches:
                 "input_file_id",
                 "invalid_value",
             )
-        items, model, errors = parse_batch_file(
+        items, model, errors, asks = parse_batch_file(
             source.data,
             endpoint,
             settings.limit(config, PROVIDER, "max_requests", REAL_LIMITS),
             settings.limit(config, PROVIDER, "max_bytes", REAL_LIMITS),
+            scope_of(req),
         )
         now = time.time()
         with self.state.lock:
@@ -783,11 +814,64 @@ class OpenAIBatches:
             if errors:
                 items = []
             plan = Plan.from_settings(now, config, [item[0] for item in items], self.state.fired)
+            start = now + self.state.clock.offset
+        if items and any(asks):
+            hits = self.cache.run_batch(
+                asks,
+                lambda i: plan.outcome(i, plan.cap, EXPIRED) == SUCCEEDED,
+                start,
+                plan.seconds,
+                config["cache_wave_size"],
+            )
+            items = [(c, e, t, hit.tokens if hit else 0) for (c, e, t, _none), hit in zip(items, hits, strict=True)]
+        with self.state.lock:
             batch = _Batch(plan, items, model, body, errors, config)
             self.batches[batch.id] = batch
             self.created += 1
             self.pusher.schedule(batch.id, batch.validated_at if errors else plan.end)
             return json_reply(self._view(batch, now))
+
+    def chat(self, req: Request) -> Reply:
+        """`POST /v1/chat/completions`, non-streaming: a `ChatCompletion` reading and writing the prompt cache."""
+        body = self._sync_body(req, "messages")
+        limit = body.get("max_completion_tokens", body.get("max_tokens"))
+        return self._answer(req, "/v1/chat/completions", body, limit)
+
+    def respond(self, req: Request) -> Reply:
+        """`POST /v1/responses`, non-streaming: a `Response` reading and writing the prompt cache."""
+        body = self._sync_body(req, "input")
+        return self._answer(req, "/v1/responses", body, body.get("max_output_tokens"))
+
+    @staticmethod
+    def _sync_body(req: Request, needs: str) -> dict[str, Any]:
+        try:
+            body = parse_json(req.body)
+        except BadBody as exc:
+            raise _invalid(str(exc)) from None
+        if not isinstance(body, dict):
+            raise _invalid("The request body must be a JSON object.")
+        for name in ("model", needs):
+            if not body.get(name):
+                raise _invalid(f"Missing required parameter: '{name}'.", name, "missing_required_parameter")
+        if body.get("stream"):
+            raise _invalid("The simulator answers non-streaming requests only.", "stream", "unsupported_value")
+        return body
+
+    def _answer(self, req: Request, endpoint: str, body: dict[str, Any], limit: Any) -> Reply:
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise _invalid(f"Invalid value for the output token limit: {limit!r}.", None, "invalid_value")
+        model = str(body["model"])
+        excerpt, tokens = content.summarize_openai(endpoint, body)
+        marks = cache_prefixes.openai_marks(endpoint, body, tokens, scope_of(req))
+        now = self.state.clock.now()
+        hit = self.cache.use(marks, now)
+        suffix = secrets.token_hex(12)
+        answer = _response_body(endpoint, model, suffix, excerpt, tokens, hit.tokens if hit else 0, int(now), limit)
+        with self.state.lock:
+            self.answered += 1
+        reply = Reply(200, answer.encode(), "application/json")
+        reply.completed = self.cache.later(written(marks, hit), self.state.clock.now)
+        return reply
 
     def _token_limit_errors(
         self, items: list[Item], model: str | None, limit: int | None, now: float

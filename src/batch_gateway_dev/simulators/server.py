@@ -76,6 +76,13 @@ class _Handler(QuietHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
             return
+        try:
+            self._answer(reply, fault)
+        finally:
+            if reply.completed is not None:
+                reply.completed()
+
+    def _answer(self, reply: Reply, fault: Fault | None) -> None:
         if fault is not None and (fault.after_accept or fault.kind in NO_ANSWER_KINDS):
             if fault.kind == "timeout_after_accept":
                 self.server.stopping.wait(fault.seconds)
@@ -146,6 +153,11 @@ class _Handler(QuietHandler):
                 pusher = state.simulators[OPENAI.name].pusher
                 pusher.configure(spec.get("url"), spec.get("secret"))
                 return json_reply(pusher.settings())
+            if req.method == "POST" and route == "/clock":
+                spec = parse_json(req.body or b"{}")
+                if not isinstance(spec, dict):
+                    raise ValueError("clock settings must be a JSON object")
+                return json_reply({"now": state.clock.advance(spec.get("advance", 0))})
             if req.method == "POST" and route == "/release":
                 return json_reply({"released": state.release_held()})
             if req.method == "POST" and route == "/reset":
@@ -258,12 +270,17 @@ class SimulatorServer:
         """Let every call held by a hold fault go on (same as POST /_simulator/release); returns how many."""
         return self.state.release_held()
 
+    def advance_clock(self, seconds: float) -> float:
+        """Move the simulator's clock ``seconds`` forward (same as POST /_simulator/clock ``{"advance": seconds}``):
+        prompt-cache entries age by it. Returns the simulator's time (epoch seconds); ``reset()`` sets it back."""
+        return self.state.clock.advance(seconds)
+
     def end_processing(self, provider: str) -> int:
         """Every batch of ``provider`` still processing ends now (``SimulatorState.end_processing``)."""
         return self.state.end_processing(provider)
 
     def reset(self) -> None:
-        """Forget all batches, files and faults and restore the default settings."""
+        """Forget all batches, files, prompt caches and faults; restore the default settings and the clock."""
         self.state.reset()
 
     def stats(self) -> dict[str, Any]:

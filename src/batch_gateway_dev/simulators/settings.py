@@ -45,6 +45,10 @@ DEFAULTS: dict[str, Any] = {
     # A new batch (a Bedrock job) appears in its provider's list only this many seconds after its create: real lists
     # lag their creates, and a reconcile after a lost create answer must not take "not listed" for "not accepted".
     "list_lag_seconds": 0.0,
+    # Prompt caching (decision 0123): a batch runs its items in concurrent waves of this many, in order; an item reads
+    # only what was complete when its wave began. 10,000: a cold batch of up to 10,000 items sharing a prefix reads
+    # nothing from the cache (as measured on Anthropic), a larger one from its second wave on.
+    "cache_wave_size": 10_000,
 }
 
 
@@ -91,6 +95,7 @@ def validate(updates: dict[str, Any], limited: Collection[str]) -> dict[str, Any
             "bedrock_max_records",
             "bedrock_max_jobs_per_model",
             "google_max_concurrent_batches",
+            "cache_wave_size",
         ):
             clean[key] = _count(key, value, 1)
         elif key == "bedrock_hour_seconds":

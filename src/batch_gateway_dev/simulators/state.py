@@ -24,9 +24,28 @@ def _simulator(target: str) -> Any:
     return getattr(importlib.import_module(module), cls)
 
 
+class SimulatorClock:
+    """The simulator's own time: wall time plus what ``advance`` has added, so a test ages prompt-cache entries
+    (their TTLs) without waiting. Batch timelines keep wall time (``processing_seconds``, ``end_processing``)."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def now(self) -> float:
+        return time.time() + self.offset
+
+    def advance(self, seconds: float) -> float:
+        """Move the clock ``seconds`` forward (never back); returns the new time."""
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+            raise ValueError(f"the clock only moves forward: seconds must be a number >= 0, got {seconds!r}")
+        self.offset += float(seconds)
+        return self.now()
+
+
 class SimulatorState:
     def __init__(self, processing_seconds: float | None = None) -> None:
         self.lock = threading.RLock()
+        self.clock = SimulatorClock()
         self._defaults = settings.defaults(processing_seconds)
         # Replaced, never mutated, so a handler can read one consistent dict without holding the lock.
         self.settings: dict[str, Any] = copy.deepcopy(self._defaults)
@@ -56,10 +75,11 @@ class SimulatorState:
         return copy.deepcopy(self.settings)
 
     def reset(self) -> None:
-        """Forget all batches, files, faults and counts; restore the default settings."""
+        """Forget all batches, files, prompt caches, faults and counts; restore the default settings and the clock."""
         with self.lock:
             self._resets += 1
             self.settings = copy.deepcopy(self._defaults)
+            self.clock.offset = 0.0
             self.fired.clear()
             self.faults.clear()
             for provider in self.providers:

@@ -43,6 +43,9 @@ class Reply:
     content_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
     stream: Iterable[bytes] | None = None
+    # Run once the call is complete: its answer has left, or was dropped after the call was performed. A synchronous
+    # model call's prompt-cache writes become readable then, not while the call is still on the wire.
+    completed: Callable[[], None] | None = None
 
 
 def json_reply(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
