@@ -80,6 +80,9 @@ ENV_QUOTAS_JSON = "QUOTAS_JSON"
 ENV_OWNER_WEIGHTS_JSON = "OWNER_WEIGHTS_JSON"
 ENV_KEY_RATE_LIMIT = "API_KEY_RATE_LIMIT"  # requests per second per gateway key (KeyAuthorizer; decision 0046)
 DEFAULT_KEY_RATE_LIMIT = 20
+# Per-owner limits on creates (decision 0119): the deployment's default, JSON {"creates_per_minute": n | null,
+# "open_jobs": n | null} (context `owner_limits`), on the functions that create jobs; unset: no limit.
+ENV_OWNER_LIMITS_JSON = "OWNER_LIMITS_JSON"
 
 DEFAULT_POLL_SCHEDULE = "30,60,120,300,600,900"
 DEFAULT_PRESIGN_EXPIRY = 900
