@@ -6,18 +6,24 @@ from __future__ import annotations
 
 import json
 import threading
+import time
+from datetime import UTC, datetime
 
 import boto3
 import pytest
 
 from batch_gateway import wiring
 from batch_gateway.constants import ENV_OWNER_LIMITS_JSON
-from lambdas import create
+from batch_gateway.models.budgets import Budget
+from batch_gateway.models.owner_limits import LimitOverride, LimitUsage
+from lambdas import cancel, create, finalize, ingest, mark_failed
 from tests.support.concurrency import Threads
-from tests.support.events import as_caller, executions, load_event
+from tests.support.events import as_caller, call, executions, load_event
+from tests.support.workflow_driver import run_workflow
 
 ALICE = "arn:aws:iam::123456789012:user/alice"
 BOB = "arn:aws:iam::123456789012:user/bob"
+MODEL = "claude-sonnet-4-20250514"
 
 
 @pytest.fixture
@@ -84,3 +90,129 @@ def test_forty_concurrent_creates_of_one_owner_accept_exactly_the_limit_and_stor
 
     status, body, _ = _create(ctx, "bob")  # another owner has a window of its own
     assert status == 202, body
+
+
+def test_the_minute_frees_its_creates_at_its_end_and_retry_after_says_when(aws, ctx, limited):
+    services = limited(creates_per_minute=2)
+    clock = {"now": datetime(2026, 12, 1, 10, 0, 10, tzinfo=UTC)}
+    services.clock = lambda: clock["now"]
+    assert [_create(ctx)[0] for _ in range(2)] == [202, 202]
+    status, body, headers = _create(ctx)
+    assert (status, headers["Retry-After"]) == (429, "50"), body  # 10:00:10 -> the minute ends in 50 s
+    assert body["error"]["details"] == [
+        {
+            "field": "creates_per_minute",
+            "message": "over the owner's creates a minute",
+            "limit": 2,
+            "used": 2,
+            "retry_after_seconds": 50,
+        }
+    ]
+    assert "2 creates a minute" in body["error"]["message"]
+    clock["now"] = datetime(2026, 12, 1, 10, 0, 59, 500000, tzinfo=UTC)
+    assert _create(ctx)[2]["Retry-After"] == "1"  # never 0: a retry at once would be refused again
+    clock["now"] = datetime(2026, 12, 1, 10, 1, 0, tzinfo=UTC)
+    assert [_create(ctx)[0] for _ in range(3)] == [202, 202, 429]
+    assert len(services.jobs.list_jobs(ALICE)[0]) == 4
+
+
+def test_a_dry_run_is_never_counted(aws, ctx, limited):
+    limited(creates_per_minute=1, open_jobs=1)
+    event = _create_event()
+    event["body"] = json.dumps({**json.loads(event["body"]), "dry_run": True})
+    for _ in range(3):
+        response = create.handler(event, ctx)
+        assert response["statusCode"] == 200, response["body"]
+    assert _create(ctx)[0] == 202
+
+
+def test_a_create_refused_after_its_admission_gives_it_back(aws, ctx, limited, monkeypatch):
+    services = limited(creates_per_minute=1, open_jobs=1)
+    bad = _create_event()
+    bad["body"] = json.dumps({"provider": "anthropic", "model": MODEL, "requests": {"a": "hi", "b": ""}})
+    status, body, _ = _answer(create.handler(bad, ctx))
+    assert status == 400, body  # a bad request is found while the requests are written, after the admission
+    services.budgets.put_budget(Budget(owner=ALICE, limit_micros=1, updated_at=datetime.now(UTC)))
+    status, body, _ = _create(ctx)
+    assert status == 402, body  # the budget comes after the limits
+    services.budgets.delete_budget(ALICE)
+
+    def broken(*_args):
+        raise RuntimeError("Step Functions is down")
+
+    monkeypatch.setattr(services, "start_workflow", broken)
+    assert _create(ctx)[0] == 503
+    monkeypatch.undo()
+    assert services.limits.usage(ALICE).creates_in(int(time.time() // 60)) == 0
+    assert services.limits.usage(ALICE).open_jobs == 0
+    assert _create(ctx)[0] == 202  # the one create of the minute and the one open job are still there to take
+    assert services.jobs.list_jobs(ALICE)[0][0].limit_slot is True
+
+
+def test_an_override_is_this_owners_alone_and_null_lifts_a_limit(aws, ctx, limited):
+    services = limited(creates_per_minute=1)
+    services.limits.put_override(
+        LimitOverride(owner=BOB, limits={"creates_per_minute": None, "open_jobs": 2}, updated_at=datetime.now(UTC))
+    )
+    assert [_create(ctx, "bob")[0] for _ in range(3)] == [202, 202, 429]  # no minute limit; 2 open jobs
+    status, body, headers = _create(ctx, "bob")
+    assert (status, headers["Retry-After"]) == (429, "60"), body
+    assert [d["field"] for d in body["error"]["details"]] == ["open_jobs"]
+    assert [_create(ctx)[0] for _ in range(2)] == [202, 429]  # alice keeps the deployment's default
+
+
+def test_a_dropped_file_is_not_limited(aws, ctx, limited):
+    pipeline = "arn:aws:iam::123456789012:role/data-pipeline"  # the drop folder's owner in this account
+    services = limited(creates_per_minute=1, open_jobs=1)
+    header = '{"batch_gateway": {"provider": "anthropic", "model": "claude-sonnet-4-20250514"}}'
+    s3 = boto3.client("s3")
+    for name in ("one", "two"):
+        body = (header + "\n" + json.dumps({"id": "r0", "request": "q0"})).encode()
+        s3.put_object(Bucket="payloads", Key=f"inbox/{name}.jsonl", Body=body)
+        event = load_event("sqs_drop_folder.json")
+        message = json.loads(event["Records"][0]["body"])
+        message["Records"][0]["s3"]["object"]["key"] = f"inbox/{name}.jsonl"
+        message["Records"][0]["s3"]["object"].pop("eTag")
+        event["Records"][0]["body"] = json.dumps(message)
+        assert ingest.handler(event, ctx) == {"batchItemFailures": []}
+        receipt = json.loads(s3.get_object(Bucket="payloads", Key=f"outbox/{name}.receipt.json")["Body"].read())
+        assert receipt["status"] == "accepted", receipt
+    assert services.limits.usage(pipeline) == LimitUsage()  # not counted either
+
+
+def test_an_open_job_frees_its_slot_once_on_every_end(aws, ctx, limited, simulator):
+    """With one open job allowed, each way the workflow ends a job (finished, canceled, expired, failed by its catch)
+    lets the next create in; a step that runs again frees nothing more. (The sweeper's end:
+    tests/unit/test_owner_limit_slots.py.)"""
+    services = limited(open_jobs=1)
+
+    def next_job() -> str:
+        status, body, _ = _create(ctx)
+        assert status == 202, body
+        status, refused, headers = _create(ctx)  # the one open job is taken
+        assert (status, refused["error"]["details"][0]["field"], headers["Retry-After"]) == (429, "open_jobs", "60")
+        return body["id"]
+
+    finished = next_job()
+    assert run_workflow(finished, ctx)["status"] == "finished"
+
+    canceled = next_job()
+    simulator.configure(processing_seconds=30)
+    assert call(cancel.handler, load_event("api_cancel.json", canceled), ctx)[0] == 202
+    assert run_workflow(canceled, ctx)["status"] == "canceled"
+
+    expired = next_job()
+    simulator.configure(processing_seconds=0.2, batch_outcome="expire")
+    assert run_workflow(expired, ctx)["status"] == "expired"
+    simulator.configure(batch_outcome="complete")
+
+    caught = next_job()
+    failure = {**load_event("workflow_mark_failed.json"), "job_id": caught}
+    assert mark_failed.handler(failure, ctx)["status"] == "failed"
+
+    last = next_job()
+    finalize.handler({"job_id": finished, "wait_seconds": 0, "polls": 1, "done": True}, ctx)  # each step again
+    mark_failed.handler({**failure, "job_id": caught}, ctx)
+    mark_failed.handler({**failure, "job_id": expired}, ctx)
+    assert services.limits.usage(ALICE).slots.keys() == {last}
+    assert _create(ctx)[0] == 429
