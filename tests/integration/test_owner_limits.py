@@ -16,8 +16,15 @@ from batch_gateway import wiring
 from batch_gateway.constants import ENV_OWNER_LIMITS_JSON
 from batch_gateway.models.budgets import Budget
 from batch_gateway.models.owner_limits import LimitOverride, LimitUsage
-from lambdas import cancel, create, finalize, ingest, mark_failed
+from lambdas import anthropic_compat, cancel, create, finalize, ingest, mark_failed
 from tests.support.concurrency import Threads
+from tests.support.doors import (
+    ANTHROPIC_BATCHES,
+    anthropic_event,
+    anthropic_send,
+    create_openai_batch,
+    upload_openai_file,
+)
 from tests.support.events import as_caller, call, executions, load_event
 from tests.support.workflow_driver import run_workflow
 
@@ -216,3 +223,53 @@ def test_an_open_job_frees_its_slot_once_on_every_end(aws, ctx, limited, simulat
     mark_failed.handler({**failure, "job_id": expired}, ctx)
     assert services.limits.usage(ALICE).slots.keys() == {last}
     assert _create(ctx)[0] == 429
+
+
+def _lines(n: int) -> bytes:
+    return "\n".join(
+        json.dumps(
+            {
+                "custom_id": f"req-{i}",
+                "method": "POST",
+                "url": "/v1/chat/completions",
+                "body": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": f"Say {i}"}]},
+            }
+        )
+        for i in range(n)
+    ).encode()
+
+
+def test_the_openai_door_answers_a_limited_create_429_in_openais_error_shape(aws, ctx, limited):
+    services = limited(creates_per_minute=1)
+    status, file, _ = upload_openai_file(ctx, _lines(2))
+    assert status == 200, file
+    status, batch, _ = create_openai_batch(ctx, file["id"])
+    assert status == 200, batch
+    status, body, response = create_openai_batch(ctx, file["id"])
+    assert status == 429, body
+    assert body["error"]["type"] == "requests" and body["error"]["code"] == "limit_exceeded"
+    assert body["error"]["param"] == "creates_per_minute" and "1 creates a minute" in body["error"]["message"]
+    assert 1 <= int(_answer(response)[2]["Retry-After"]) <= 60  # the openai SDK waits that long before its retry
+    assert [j.id for j in services.jobs.list_jobs(ALICE)[0]] == [batch["id"]]
+
+
+def test_the_anthropic_door_answers_a_limited_create_429_in_anthropics_error_shape(aws, ctx, limited):
+    services = limited(open_jobs=1)
+    status, batch, _ = anthropic_send(ctx, "POST", ANTHROPIC_BATCHES, {"requests": [_anthropic_request()]})
+    assert status == 200, batch
+    response = anthropic_compat.handler(
+        anthropic_event("POST", ANTHROPIC_BATCHES, {"requests": [_anthropic_request()]}), ctx
+    )
+    status, body, headers = _answer(response)
+    assert status == 429, body
+    assert body == {"type": "error", "error": {"type": "rate_limit_error", "message": body["error"]["message"]}}
+    assert "1 open jobs" in body["error"]["message"]
+    assert headers["Retry-After"] == "60" and headers["request-id"]
+    assert [j.id for j in services.jobs.list_jobs(ALICE)[0]] == [batch["id"]]
+
+
+def _anthropic_request() -> dict:
+    return {
+        "custom_id": "q1",
+        "params": {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": "Name an animal"}]},
+    }
