@@ -126,6 +126,7 @@ API_HANDLERS = {
     "OpenAICompat": "lambdas.openai_compat.handler",
     "Keys": "lambdas.keys.handler",
     "Budgets": "lambdas.budgets.handler",
+    "Limits": "lambdas.limits.handler",
     "Uploads": "lambdas.uploads.handler",
     "Webhooks": "lambdas.webhooks.handler",  # subscriptions (decision 0070)
 }

@@ -17,6 +17,7 @@ from batch_gateway.constants import ENV_OWNER_LIMITS_JSON
 from batch_gateway.models.budgets import Budget
 from batch_gateway.models.owner_limits import LimitOverride, LimitUsage
 from lambdas import anthropic_compat, cancel, create, finalize, ingest, mark_failed
+from lambdas import limits as limits_handler
 from tests.support.concurrency import Threads
 from tests.support.doors import (
     ANTHROPIC_BATCHES,
@@ -273,3 +274,65 @@ def _anthropic_request() -> dict:
         "custom_id": "q1",
         "params": {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": "Name an animal"}]},
     }
+
+
+def _admin(method: str, path: str, body: dict | None = None, query: dict | None = None, user: str = "admin"):
+    event = as_caller(load_event("api_create.json"), user)
+    event.update(
+        {
+            "httpMethod": method,
+            "path": path,
+            "resource": path,
+            "body": json.dumps(body) if body is not None else None,
+            "queryStringParameters": query,
+        }
+    )
+    event["requestContext"].update({"httpMethod": method, "resourcePath": path, "path": f"/v1{path}"})
+    return event
+
+
+def test_the_admin_routes_set_list_and_remove_an_override_and_get_limit_shows_the_caller_its_own(aws, ctx, limited):
+    limited(creates_per_minute=60, open_jobs=100)
+    status, own = call(limits_handler.handler, _admin("GET", "/limit", user="alice"), ctx)
+    assert (status, own["limits"], own["override"], own["updated_at"]) == (
+        200,
+        {"creates_per_minute": 60, "open_jobs": 100},
+        {},
+        None,
+    )
+    status, body = call(
+        limits_handler.handler,
+        _admin("POST", "/limits", {"owner": ALICE, "open_jobs": 1, "creates_per_minute": None}),
+        ctx,
+    )
+    assert status == 200, body
+    assert body["limits"] == {"creates_per_minute": None, "open_jobs": 1}
+    assert body["override"] == {"creates_per_minute": None, "open_jobs": 1} and body["updated_at"]
+    assert _create(ctx)[0] == 202
+    assert _create(ctx)[0] == 429
+    status, body = call(limits_handler.handler, _admin("GET", "/limits"), ctx)
+    assert body["defaults"] == {"creates_per_minute": 60, "open_jobs": 100}
+    assert [(v["owner"], v["usage"]) for v in body["limits"]] == [(ALICE, {"creates_this_minute": 1, "open_jobs": 1})]
+    status, body = call(limits_handler.handler, _admin("DELETE", "/limits", query={"owner": ALICE}), ctx)
+    assert (status, body) == (200, {"owner": ALICE, "deleted": True})
+    assert call(limits_handler.handler, _admin("DELETE", "/limits", query={"owner": ALICE}), ctx)[0] == 404
+    assert _create(ctx)[0] == 202  # the default again: 100 open jobs
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"owner": "alice", "open_jobs": 5}, "owner"),
+        ({"owner": ALICE}, "creates_per_minute"),
+        ({"owner": ALICE, "open_jobs": 0}, "open_jobs"),
+        ({"owner": ALICE, "open_jobs": 1001}, "open_jobs"),
+        ({"owner": ALICE, "creates_per_minute": "5"}, "creates_per_minute"),
+        ({"owner": ALICE, "creates_per_minute": 2.5}, "creates_per_minute"),
+        ({"owner": ALICE, "creates_per_minute": True}, "creates_per_minute"),
+        ({"owner": ALICE, "monthly_usd": 5}, "monthly_usd"),
+    ],
+)
+def test_a_bad_override_is_refused_naming_the_field_and_nothing_is_stored(aws, ctx, body, field):
+    status, answer = call(limits_handler.handler, _admin("POST", "/limits", body), ctx)
+    assert status == 400 and answer["error"]["details"][0]["field"] == field, answer
+    assert aws.limits.list_overrides() == []
