@@ -67,7 +67,7 @@ ROUTES: list[tuple[str, str, str, dict[str, bool]]] = [
     ("GET", "/budgets", "Budgets", {}),
     ("DELETE", "/budgets", "Budgets", {"method.request.querystring.owner": True}),
     ("GET", "/budget", "Budgets", {}),
-    # Per-owner limits on creates (decision 0119): admin routes (IAM must allow the caller on /limits), and the caller's own.
+    # Per-owner limits on creates (decision 0119): admin routes (IAM must allow the caller on /limits), the caller's.
     ("POST", "/limits", "Limits", {}),
     ("GET", "/limits", "Limits", {}),
     ("DELETE", "/limits", "Limits", {"method.request.querystring.owner": True}),

@@ -15,8 +15,8 @@ from batch_gateway.service.context import Services
 from batch_gateway.settings import Settings
 from batch_gateway_dev.fakes.budgets import MemoryBudgetStore
 from batch_gateway_dev.fakes.keys import MemoryKeyStore
-from batch_gateway_dev.fakes.owner_limits import MemoryOwnerLimitStore
 from batch_gateway_dev.fakes.memory import MemoryJobStore, MemoryPayloadStore, MemoryProviderBatchIndex
+from batch_gateway_dev.fakes.owner_limits import MemoryOwnerLimitStore
 from batch_gateway_dev.fakes.quotas import MemoryQuotaStore
 from batch_gateway_dev.fakes.webhooks import MemoryWebhookQueue, MemoryWebhookStore
 

@@ -10,7 +10,6 @@ route at ``POST /limits``.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -64,13 +63,6 @@ def parse_limits(value: Any) -> dict[str, int | None]:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT):
             raise LimitsError(name, f"must be a whole number from 1 to {MAX_LIMIT}, or null for no limit")
     return dict(value)
-
-
-def defaults_from(text: str | None) -> OwnerLimits:
-    """The deployment's default limits from ``OWNER_LIMITS_JSON`` (the CDK app checked it at synth); unset: none."""
-    if not text:
-        return OwnerLimits()
-    return OwnerLimits().over(parse_limits(json.loads(text)))
 
 
 @dataclasses.dataclass(frozen=True)

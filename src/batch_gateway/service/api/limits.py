@@ -17,7 +17,7 @@ from batch_gateway.models.owner_limits import (
 )
 from batch_gateway.models.principals import checked_owner
 from batch_gateway.service.context import Services
-from batch_gateway.service.limits.admission import limits_for
+from batch_gateway.service.limits.admission import deployment_limits, limits_for
 
 _NEEDS = "owner and creates_per_minute or open_jobs (a whole number, or null for no limit)"
 
@@ -42,7 +42,7 @@ def set_limits(services: Services, body: Any) -> dict[str, Any]:
 def list_limits(services: Services) -> dict[str, Any]:
     """``GET /limits``: the deployment's default, and every owner with an override (its limits in force and usage)."""
     return {
-        "defaults": services.settings.owner_limits.to_dict(),
+        "defaults": deployment_limits(services).to_dict(),
         "limits": [own_limits(services, override.owner) for override in services.limits.list_overrides()],
     }
 

@@ -52,8 +52,13 @@ class Admission:
 def limits_for(services: Services, owner: str) -> tuple[OwnerLimits, LimitOverride | None]:
     """The limits in force for ``owner``: its override laid over the deployment's default, and the override."""
     override = services.limits.get_override(owner)
-    defaults = services.settings.owner_limits
+    defaults = deployment_limits(services)
     return (defaults if override is None else defaults.over(override.limits)), override
+
+
+def deployment_limits(services: Services) -> OwnerLimits:
+    """The deployment's default limits (context ``owner_limits``; none when the function was not told)."""
+    return OwnerLimits().over(services.settings.owner_limits)
 
 
 def admit(services: Services, owner: str, job_id: str, *, source: str) -> Admission | None:
