@@ -71,6 +71,7 @@ def admit(services: Services, owner: str, job_id: str, *, source: str) -> Admiss
     now = services.clock().timestamp()
     refusal = services.limits.admit(owner, job_id, limits, now=now)
     if refusal is not None:
+        logger.info("create refused: over the owner's limits", extra={"owner": owner, "limits": list(refusal.limits)})
         raise _refused(limits, refusal, now)
     return Admission(owner=owner, job_id=job_id, minute=epoch_minute(now), slot=limits.open_jobs is not None)
 
