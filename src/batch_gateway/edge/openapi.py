@@ -369,7 +369,7 @@ def _door_paths() -> dict[str, Any]:
                 operation["responses"]["415"] = own(f"the body is not {kind}; nothing stored")
             if operation_id in _DOOR_CREATES:
                 operation["responses"]["402"] = own("over the key owner's monthly budget (decision 0064), nothing kept")
-                operation["responses"]["429"] = _limited(_ref(f"{door}Error"))
+                operation["responses"]["429"] = _limited(door)
             paths[path][method] = operation
     return paths
 
@@ -486,17 +486,27 @@ _RETRY_AFTER = {
 }
 
 
-def _limited(own: dict[str, Any]) -> dict[str, Any]:
-    """A create's 429: over its owner's limits (decision 0119), in the route's own error shape, or API Gateway's
-    throttle."""
+_LIMITED_ERRORS = {"Native": "ErrorBody", "OpenAI": "OpenAIError", "Anthropic": "AnthropicError"}
+
+
+def _limited_responses() -> dict[str, Any]:
+    """A create's 429, shared by the creates of each shape: over its owner's limits (decision 0119), in the route's
+    own error shape, or API Gateway's throttle."""
     return {
-        "description": "over the owner's limits on creates (decision 0119): the type limit_exceeded (a door: its "
-        "rate-limit error) names each limit passed in details (field creates_per_minute or open_jobs, limit, used, "
-        "retry_after_seconds), Retry-After says when to try again, nothing stored or started; or API Gateway's "
-        "throttle (50 requests a second, bursts of 100, across all callers)",
-        "headers": _RETRY_AFTER,
-        "content": {"application/json": {"schema": {"anyOf": [own, _ref("GatewayAnswer")]}}},
+        f"{shape}CreateLimited": {
+            "description": "over the owner's limits on creates (decision 0119): the type limit_exceeded (a door: its "
+            "rate-limit error) names each limit passed in details (field creates_per_minute or open_jobs, limit, "
+            "used, retry_after_seconds), Retry-After says when to try again, nothing stored or started; or API "
+            "Gateway's throttle (50 requests a second, bursts of 100, across all callers)",
+            "headers": _RETRY_AFTER,
+            "content": {"application/json": {"schema": {"anyOf": [_ref(error), _ref("GatewayAnswer")]}}},
+        }
+        for shape, error in _LIMITED_ERRORS.items()
     }
+
+
+def _limited(shape: str) -> dict[str, str]:
+    return {"$ref": f"#/components/responses/{shape}CreateLimited"}
 
 
 _LIMIT = {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_LIMIT}
@@ -712,7 +722,7 @@ def document() -> dict[str, Any]:
                 **_upload_schemas(),
                 **openapi_gateway.schemas(),
             },
-            "responses": openapi_gateway.responses(),
+            "responses": {**openapi_gateway.responses(), **_limited_responses()},
             "securitySchemes": {
                 "sigv4": {
                     "type": "apiKey",
@@ -759,7 +769,7 @@ def document() -> dict[str, Any]:
                         ),
                         "202": _json(api.JobView, "accepted"),
                         **_errors(400, 402, 403, 404, 409, 413, 415, 422, 502, 503),
-                        "429": _limited(_ref(api.ErrorBody)),
+                        "429": _limited("Native"),
                     },
                 },
                 "get": {
