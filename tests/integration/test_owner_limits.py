@@ -336,3 +336,20 @@ def test_a_bad_override_is_refused_naming_the_field_and_nothing_is_stored(aws, c
     status, answer = call(limits_handler.handler, _admin("POST", "/limits", body), ctx)
     assert status == 400 and answer["error"]["details"][0]["field"] == field, answer
     assert aws.limits.list_overrides() == []
+
+
+def test_a_refused_create_is_not_remembered_under_its_idempotency_key(aws, ctx, limited):
+    """A 429 stores nothing, its Idempotency-Key included: the same request once the minute has turned is a create."""
+    services = limited(creates_per_minute=1)
+    clock = {"now": datetime(2026, 12, 1, 10, 0, 10, tzinfo=UTC)}
+    services.clock = lambda: clock["now"]
+    assert _create(ctx)[0] == 202
+    keyed = _create_event()
+    keyed["headers"] = {**keyed["headers"], "Idempotency-Key": "nightly-1"}
+    assert _answer(create.handler(keyed, ctx))[0] == 429
+    clock["now"] = datetime(2026, 12, 1, 10, 1, 0, tzinfo=UTC)
+    status, first, _ = _answer(create.handler(keyed, ctx))
+    assert status == 202, first
+    status, again, _ = _answer(create.handler(keyed, ctx))  # now the key replays that answer, no second job
+    assert (status, again["id"]) == (202, first["id"])
+    assert len(services.jobs.list_jobs(ALICE)[0]) == 2
