@@ -18,7 +18,13 @@ from constructs import Construct
 from batch_gateway import constants
 from stacks import grants, nag
 from stacks.config import GatewayConfig
-from stacks.functions import API_SIZING, FunctionFactory, enabled_providers_environment, quota_limits_environment
+from stacks.functions import (
+    API_SIZING,
+    FunctionFactory,
+    enabled_providers_environment,
+    owner_limits_environment,
+    quota_limits_environment,
+)
 from stacks.storage import JOBS_PREFIX, StorageConstruct
 from stacks.webhooks import loopback_environment
 
@@ -61,6 +67,11 @@ ROUTES: list[tuple[str, str, str, dict[str, bool]]] = [
     ("GET", "/budgets", "Budgets", {}),
     ("DELETE", "/budgets", "Budgets", {"method.request.querystring.owner": True}),
     ("GET", "/budget", "Budgets", {}),
+    # Per-owner limits on creates (decision 0119): admin routes (IAM must allow the caller on /limits), the caller's.
+    ("POST", "/limits", "Limits", {}),
+    ("GET", "/limits", "Limits", {}),
+    ("DELETE", "/limits", "Limits", {"method.request.querystring.owner": True}),
+    ("GET", "/limit", "Limits", {}),
     # Webhook subscriptions (decision 0070): the caller's own.
     ("POST", "/webhooks", "Webhooks", {}),
     ("GET", "/webhooks", "Webhooks", {}),
@@ -126,6 +137,7 @@ class ApiConstruct(Construct):
                     **enabled_providers_environment(config),
                     **loopback_environment(config),
                     **quota_limits_environment(config),  # a dry run's plan is cut as Plan cuts (decision 0087)
+                    **owner_limits_environment(config),  # a create is admitted within its owner's limits (0119)
                 },
             ),
             "Status": api_function("Status"),
@@ -140,6 +152,7 @@ class ApiConstruct(Construct):
                     constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
                     constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY),
                     **enabled_providers_environment(config),
+                    **owner_limits_environment(config),
                 },
             ),
             # Keeps the caller's files under doors/openai/, creates and cancels door jobs, signs file content URLs.
@@ -148,6 +161,7 @@ class ApiConstruct(Construct):
                 {
                     constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
                     **enabled_providers_environment(config),
+                    **owner_limits_environment(config),
                 },
             ),
             # Signs upload URLs with its own role: they allow what that role may do (write under uploads/), no more.
@@ -158,6 +172,9 @@ class ApiConstruct(Construct):
         # Monthly budgets (decision 0064): budget items of the table only.
         self.functions["Budgets"] = api_function("Budgets")
         grants.budget_items(self.functions["Budgets"].role, table, storage.key, grants.BUDGETS_ADMIN)
+        # Per-owner limits on creates (decision 0119): limit items of the table only.
+        self.functions["Limits"] = api_function("Limits", owner_limits_environment(config))
+        grants.limit_items(self.functions["Limits"].role, table, storage.key, grants.LIMITS_ADMIN)
         # Webhook subscriptions (decision 0070): subscription items of the table only.
         self.functions["Webhooks"] = api_function("Webhooks", loopback_environment(config))
         grants.webhook_items(self.functions["Webhooks"].role, table, storage.key, grants.WEBHOOKS_ADMIN)

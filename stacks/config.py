@@ -63,6 +63,12 @@ Context keys:
     Fair-share weights per owner (IAM principal ARN) for quota admission, JSON ``{principal: weight}`` (a number
     above 0; an owner not named weighs 1): an owner of weight 2 may hold twice the share of one of weight 1 before it
     waits its turn. Default ``{}``.
+``owner_limits``
+    The deployment's default limits on creates per owner (decision 0119), a JSON object ``{"creates_per_minute": n,
+    "open_jobs": n}``, each a whole number from 1 to 1000 or ``null`` for no limit; default ``{"creates_per_minute":
+    60, "open_jobs": 100}``. Checked at synth by ``models.owner_limits.parse_limits`` (the admin route's own check).
+    An operator overrides them per owner with ``POST /limits``. The functions that create jobs (Create and both
+    doors) and the Limits function get it as ``OWNER_LIMITS_JSON``.
 ``retry_default``
     The ``retry`` option of jobs created through ``POST /batches`` or the drop folder that give none, as JSON, e.g.
     ``{"max_attempts": 2, "on": ["expired", "overloaded"]}``; default ``""`` (no retries). Decision 0066.
@@ -78,6 +84,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 
 from batch_gateway import constants, provider_specs
+from batch_gateway.models.owner_limits import LimitsError, parse_limits  # the admin route's check (decision 0119)
 from batch_gateway.models.quotas import parse_overrides  # the one check of a quota document (decision 0081)
 
 KNOWN_PROVIDERS = provider_specs.PROVIDERS
@@ -103,6 +110,7 @@ DEFAULTS: dict[str, Any] = {
     "quotas": "{}",
     "reconcile_wait_seconds": "",
     "owner_weights": "{}",
+    "owner_limits": constants.DEFAULT_OWNER_LIMITS,
     "webhook_loopback_http": False,
     "webhook_retry_schedule": constants.DEFAULT_WEBHOOK_RETRY_SCHEDULE,
 }
@@ -184,6 +192,8 @@ class GatewayConfig:
     webhook_retry_schedule: str = constants.DEFAULT_WEBHOOK_RETRY_SCHEDULE
     quotas: str = "{}"  # JSON of the quota overrides (decisions 0080, 0081), as QUOTAS_JSON
     owner_weights: str = "{}"  # JSON {principal: weight}, as OWNER_WEIGHTS_JSON
+    # JSON {"creates_per_minute", "open_jobs"} (decision 0119), as OWNER_LIMITS_JSON
+    owner_limits: str = json.dumps(constants.DEFAULT_OWNER_LIMITS, separators=(",", ":"), sort_keys=True)
     reconcile_wait_seconds: str = ""  # as RECONCILE_WAIT_SECONDS; "": each provider's own wait (decision 0111)
 
     @classmethod
@@ -261,6 +271,7 @@ class GatewayConfig:
             retry_default=_retry_default(value("retry_default")),
             quotas=_quotas(value("quotas")),
             owner_weights=_owner_weights(value("owner_weights")),
+            owner_limits=_owner_limits(value("owner_limits")),
             bedrock=BedrockConfig.from_context(value),
             providers=providers,
             architecture=architecture,
@@ -385,3 +396,16 @@ def _owner_weights(raw: Any) -> str:
     ):
         raise ConfigError(f"context 'owner_weights' must be a JSON object of principal -> weight above 0, got {raw!r}")
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def _owner_limits(raw: Any) -> str:
+    """Context ``owner_limits`` as compact JSON, checked by ``models.owner_limits.parse_limits`` (decision 0119)."""
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+        limits = parse_limits(value)
+    except (ValueError, LimitsError) as error:
+        raise ConfigError(
+            f"context 'owner_limits': {error} (a JSON object such as "
+            '{"creates_per_minute": 60, "open_jobs": 100}; null lifts a limit)'
+        ) from None
+    return json.dumps(limits, separators=(",", ":"), sort_keys=True)

@@ -46,6 +46,12 @@ def enabled_providers_environment(config: GatewayConfig) -> dict[str, str]:
     return {constants.ENV_ENABLED_PROVIDERS: ",".join(config.providers)}
 
 
+def owner_limits_environment(config: GatewayConfig) -> dict[str, str]:
+    """The deployment's default limits per owner (context ``owner_limits``, decision 0119), for the functions that
+    admit creates (Create and both doors) and the Limits function, which shows them."""
+    return {constants.ENV_OWNER_LIMITS_JSON: config.owner_limits}
+
+
 def quota_limits_environment(config: GatewayConfig) -> dict[str, str]:
     """The quota overrides alone, for the functions that cut chunks to a model's enqueued-token limit (decision
     0087): Plan, Retry (its new chunks) and Create (a dry run's plan is Plan's)."""

@@ -34,6 +34,9 @@ KEYS_AUTHORIZE = ["dynamodb:GetItem", "dynamodb:UpdateItem"]  # the lookup, and 
 # Monthly budgets (decision 0064): their items' partition keys all start with BUDGET (store/budgets.py).
 BUDGET_ITEMS_PREFIX = "BUDGET"
 BUDGETS_ADMIN = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"]
+# Per-owner limits (decision 0119): their items' partition keys all start with LIMIT (store/owner_limits.py).
+LIMIT_ITEMS_PREFIX = "LIMIT"
+LIMITS_ADMIN = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"]
 # Webhook subscriptions (decision 0070): their items' partition keys all start with WEBHOOKS# (store/webhooks.py).
 WEBHOOK_ITEMS_PREFIX = "WEBHOOKS#"
 WEBHOOKS_ADMIN = [*KEYS_ADMIN]  # the same actions as the keys admin: GetItem, Query, PutItem, UpdateItem, DeleteItem
@@ -82,6 +85,19 @@ def budget_items(role: iam.IRole, jobs: dynamodb.ITable, key: kms.IKey | None, a
             actions=actions,
             resources=[jobs.table_arn],
             conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{BUDGET_ITEMS_PREFIX}*"]}},
+        )
+    )
+    if key is not None:
+        key.grant_encrypt_decrypt(role)
+
+
+def limit_items(role: iam.IRole, jobs: dynamodb.ITable, key: kms.IKey | None, actions: list[str]) -> None:
+    """``actions`` on the table's owner-limit items only (``dynamodb:LeadingKeys`` = ``LIMIT*``); never a job."""
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=actions,
+            resources=[jobs.table_arn],
+            conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{LIMIT_ITEMS_PREFIX}*"]}},
         )
     )
     if key is not None:

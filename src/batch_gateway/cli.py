@@ -4,6 +4,8 @@
     batch-gateway status ID | results ID [-o FILE] | list [--status S] | cancel ID
     batch-gateway keys create --owner ARN [--name N] | keys list | keys revoke ID
     batch-gateway budgets set --owner ARN --monthly-usd N | budgets list | budgets remove --owner ARN | budget
+    batch-gateway limits set --owner ARN [--creates-per-minute N|none] [--open-jobs N|none] | limits list
+        | limits remove --owner ARN | limit
     batch-gateway local [--host H] [--port N]
 
 Exit codes: 0 ok, 1 the service (or the input file) said no, 2 usage error, 130 interrupted.
@@ -30,6 +32,9 @@ from batch_gateway.provider_specs import ENDPOINTS, PROVIDERS
 
 EXIT_OK, EXIT_SERVICE_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 JOB_STATUSES = [status.value for status in JobStatus]
+
+
+_NOT_GIVEN: Any = object()  # a limit flag left out (``none`` is given: no limit)
 
 
 class UsageError(Exception):
@@ -488,6 +493,67 @@ def cmd_budgets_remove(args: argparse.Namespace, client: BatchGatewayClient) -> 
     return EXIT_OK
 
 
+def _limit_arg(value: str) -> int | None:
+    """``--creates-per-minute`` / ``--open-jobs``: a whole number, or ``none`` for no limit."""
+    if value.strip().lower() == "none":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number or 'none'") from None
+
+
+def _shown(limit: int | None) -> str:
+    return "no limit" if limit is None else str(limit)
+
+
+def _limits_line(view: dict[str, Any]) -> str:
+    limits, usage = view["limits"], view["usage"]
+    set_here = ", ".join(view["override"]) or "none (the deployment's defaults)"
+    return (
+        f"{view['owner']}: creates a minute {_shown(limits['creates_per_minute'])} "
+        f"({usage['creates_this_minute']} this minute), open jobs {_shown(limits['open_jobs'])} "
+        f"({usage['open_jobs']} open); set for this owner: {set_here}"
+    )
+
+
+def cmd_limits_set(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    given = {"creates_per_minute": args.creates_per_minute, "open_jobs": args.open_jobs}
+    limits = {name: value for name, value in given.items() if value is not _NOT_GIVEN}
+    if not limits:
+        raise UsageError("give --creates-per-minute or --open-jobs (a whole number, or none for no limit)")
+    view = client.set_limits(args.owner, **limits)
+    _json_out(view) if args.json else _out(_limits_line(view))
+    return EXIT_OK
+
+
+def cmd_limits_list(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    listing = client.list_limits()
+    if args.json:
+        _json_out(listing)
+        return EXIT_OK
+    defaults = listing["defaults"]
+    _out(
+        f"defaults per owner: creates a minute {_shown(defaults['creates_per_minute'])}, open jobs "
+        f"{_shown(defaults['open_jobs'])}"
+    )
+    for view in listing["limits"]:
+        _out(_limits_line(view))
+    return EXIT_OK
+
+
+def cmd_limits_remove(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    removed = client.remove_limits(args.owner)
+    _json_out(removed) if args.json else _out(f"{removed['owner']}: the deployment's default limits again")
+    return EXIT_OK
+
+
+def cmd_limit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    view = client.get_limits()
+    _json_out(view) if args.json else _out(_limits_line(view))
+    return EXIT_OK
+
+
 def cmd_budget(args: argparse.Namespace, client: BatchGatewayClient) -> int:
     budget = client.get_budget()
     if args.json:
@@ -610,6 +676,25 @@ def build_parser() -> argparse.ArgumentParser:
     budget_remove.set_defaults(handler=cmd_budgets_remove)
     own_budget = commands.add_parser("budget", parents=[common], help="your own monthly budget and what is left")
     own_budget.set_defaults(handler=cmd_budget)
+
+    limits = commands.add_parser("limits", parents=[common], help="per-owner limits on creates (admin)")
+    limit_commands = limits.add_subparsers(dest="limits_command", required=True, metavar="LIMITS_COMMAND")
+    limit_set = limit_commands.add_parser(
+        "set", parents=[common], help="set or replace an owner's limits (one not given: the deployment's default)"
+    )
+    limit_set.add_argument("--owner", required=True, metavar="ARN", help="IAM user or role ARN the limits apply to")
+    for flag, what in (("--creates-per-minute", "jobs created in a UTC minute"), ("--open-jobs", "jobs open at once")):
+        limit_set.add_argument(
+            flag, type=_limit_arg, default=_NOT_GIVEN, metavar="N|none", help=f"{what}, 1-1000, or none: no limit"
+        )
+    limit_set.set_defaults(handler=cmd_limits_set)
+    limit_list = limit_commands.add_parser("list", parents=[common], help="the defaults and every owner's override")
+    limit_list.set_defaults(handler=cmd_limits_list)
+    limit_remove = limit_commands.add_parser("remove", parents=[common], help="back to the deployment's defaults")
+    limit_remove.add_argument("--owner", required=True, metavar="ARN")
+    limit_remove.set_defaults(handler=cmd_limits_remove)
+    own_limits = commands.add_parser("limit", parents=[common], help="your own limits on creates and your usage")
+    own_limits.set_defaults(handler=cmd_limit)
 
     local = commands.add_parser("local", parents=[common], help="run the whole service on this machine")
     local.add_argument("--host", default="127.0.0.1")

@@ -80,6 +80,10 @@ ENV_QUOTAS_JSON = "QUOTAS_JSON"
 ENV_OWNER_WEIGHTS_JSON = "OWNER_WEIGHTS_JSON"
 ENV_KEY_RATE_LIMIT = "API_KEY_RATE_LIMIT"  # requests per second per gateway key (KeyAuthorizer; decision 0046)
 DEFAULT_KEY_RATE_LIMIT = 20
+# Per-owner limits on creates (decision 0119): the deployment's default, JSON {"creates_per_minute": n | null,
+# "open_jobs": n | null} (context `owner_limits`), on the functions that create jobs; unset: no limit.
+ENV_OWNER_LIMITS_JSON = "OWNER_LIMITS_JSON"
+DEFAULT_OWNER_LIMITS = {"creates_per_minute": 60, "open_jobs": 100}  # cdk.json's `owner_limits`
 
 DEFAULT_POLL_SCHEDULE = "30,60,120,300,600,900"
 DEFAULT_PRESIGN_EXPIRY = 900
@@ -123,6 +127,7 @@ API_HANDLERS = {
     "OpenAICompat": "lambdas.openai_compat.handler",
     "Keys": "lambdas.keys.handler",
     "Budgets": "lambdas.budgets.handler",
+    "Limits": "lambdas.limits.handler",
     "Uploads": "lambdas.uploads.handler",
     "Webhooks": "lambdas.webhooks.handler",  # subscriptions (decision 0070)
 }

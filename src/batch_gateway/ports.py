@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # annotations only: a function loads the models its stores an
     from batch_gateway.models.api_keys import ApiKey
     from batch_gateway.models.budgets import Budget, MonthUsage
     from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus
+    from batch_gateway.models.owner_limits import LimitOverride, LimitRefusal, LimitUsage, OwnerLimits
     from batch_gateway.models.quotas import ChunkKey, Hold, Ledger, OwnerUsage, QuotaCost
     from batch_gateway.models.webhook_attempts import Outcome
     from batch_gateway.models.webhooks import Address, Subscription, WebhookUrl
@@ -320,6 +321,45 @@ class BudgetStore(Protocol):
     def settle(self, owner: str, month: str, reserved: int, spent: int, *, once: str) -> bool:
         """Replace a reservation by what was spent: reserved -= ``reserved``, spent += ``spent``, once per key
         ``once``; whether this call did it (False: done before)."""
+        ...
+
+
+class OwnerLimitStore(Protocol):
+    """Per-owner limits on creates (decision 0119): the operators' overrides, and one usage item per owner holding
+    its creates in the current UTC minute and a slot per open job. ``admit`` is one conditional write: concurrent
+    creates of an owner serialise on its item and exactly the ones within the limits are admitted."""
+
+    def put_override(self, override: LimitOverride) -> None:
+        """Set (or replace) the owner's override."""
+
+    def get_override(self, owner: str) -> LimitOverride | None: ...
+
+    def list_overrides(self) -> list[LimitOverride]:
+        """Every override, by owner."""
+        ...
+
+    def delete_override(self, owner: str) -> bool:
+        """Remove the owner's override (its usage stays); whether there was one."""
+        ...
+
+    def usage(self, owner: str) -> LimitUsage: ...
+
+    def usages(self) -> Iterator[tuple[str, LimitUsage]]:
+        """Every owner whose usage holds a slot, with that usage (the sweeper's repair)."""
+        ...
+
+    def admit(self, owner: str, job_id: str, limits: OwnerLimits, *, now: float) -> LimitRefusal | None:
+        """Count a create in the UTC minute of ``now`` (epoch seconds) and, under an open-jobs limit, take a slot for
+        ``job_id``, only while neither of ``limits`` would be passed: None when admitted (also when ``job_id`` holds
+        its slot already), else the refusal, and nothing written."""
+        ...
+
+    def give_back(self, owner: str, job_id: str, *, minute: int) -> None:
+        """Undo the admission of a create that did not start (once per admission): free its slot, and take its
+        create off the count when ``minute`` (epoch minutes) is still the counted one."""
+
+    def release(self, owner: str, job_id: str) -> bool:
+        """Free ``job_id``'s slot; whether this call freed it (False: it held none, or it was freed before)."""
         ...
 
 

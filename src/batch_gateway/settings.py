@@ -110,6 +110,10 @@ class Settings:
     # models.quotas' defaults (checked at synth by models.quotas.parse_overrides), and fairness weights per owner.
     quotas: dict[str, dict[str, dict[str, int | None]]] = field(default_factory=dict)
     owner_weights: dict[str, float] = field(default_factory=dict)
+    # Per-owner limits on creates (decision 0119): the deployment's default {"creates_per_minute", "open_jobs"} (context
+    # `owner_limits`, checked at synth by models.owner_limits.parse_limits), on the functions that create jobs and the
+    # Limits function; an owner's override comes from the table. Unset: no limit.
+    owner_limits: dict[str, int | None] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -140,6 +144,7 @@ class Settings:
             webhook_queue_url=env.get(c.ENV_WEBHOOK_QUEUE_URL) or None,
             quotas=_json_object(c.ENV_QUOTAS_JSON, env.get(c.ENV_QUOTAS_JSON)),
             owner_weights=_weights(env.get(c.ENV_OWNER_WEIGHTS_JSON)),
+            owner_limits=_json_object(c.ENV_OWNER_LIMITS_JSON, env.get(c.ENV_OWNER_LIMITS_JSON)),
         )
 
     @property

@@ -28,11 +28,13 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway import constants
 from batch_gateway.contract.errors import ProviderAuthError
+from batch_gateway.models.jobs import utcnow
 from batch_gateway.models.pricing import PriceTable, file_table
 from batch_gateway.ports import (
     BudgetStore,
     JobStore,
     KeyStore,
+    OwnerLimitStore,
     PayloadStore,
     ProviderBatchIndex,
     QuotaStore,
@@ -48,6 +50,7 @@ from batch_gateway.settings import Settings
 from batch_gateway.store import aws
 from batch_gateway.store.budgets import DynamoDBBudgetStore
 from batch_gateway.store.jobs import DynamoDBJobStore
+from batch_gateway.store.owner_limits import DynamoDBOwnerLimitStore
 from batch_gateway.store.payloads import S3PayloadStore
 
 if TYPE_CHECKING:  # built on first use below: an API function that needs none of them never imports them
@@ -138,6 +141,8 @@ def services() -> Services:
         webhook_sender=_on_first_use(_webhook_sender, s),
         provider_batches=_on_first_use(_provider_batches, s),
         openai_webhook_secret=openai_webhook_secret,
+        limits=_on_first_use(_limit_store, s),
+        clock=utcnow,
     )
     # Every job change is announced on the bus (events.signals, decision 0068) by the functions that have it. One
     # without it (Park, Plan, Retry, the OpenAI webhook receiver) announces nothing and so records nothing as
@@ -159,6 +164,10 @@ def _payload_store(s: Settings) -> PayloadStore:
 
 def _budget_store(s: Settings) -> BudgetStore:
     return DynamoDBBudgetStore(aws.client("dynamodb"), s.table)
+
+
+def _limit_store(s: Settings) -> OwnerLimitStore:
+    return DynamoDBOwnerLimitStore(aws.client("dynamodb"), s.table)
 
 
 def _quota_store(s: Settings) -> QuotaStore:

@@ -52,10 +52,10 @@ CONFIG = schemathesis.Config.from_dict(
 )
 # The native routes a tenant calls with SigV4. Not the compatible doors (a gateway key, not a signature, and bodies in
 # the OpenAI / Anthropic APIs' own shapes, which tests/e2e/test_openai_door.py and test_anthropic_door.py check with
-# the official SDKs), nor the key and budget admin routes (an admin principal's; tests/e2e/test_api_keys.py,
-# tests/e2e/test_budgets.py).
+# the official SDKs), nor the key, budget and limit admin routes (an admin principal's; tests/e2e/test_api_keys.py,
+# tests/e2e/test_budgets.py, tests/e2e/test_owner_limits.py).
 schema = schemathesis.openapi.from_dict(document(), config=CONFIG).exclude(
-    path_regex=r"^/(openai|anthropic|keys|budgets)\b"
+    path_regex=r"^/(openai|anthropic|keys|budgets|limits)\b"
 )
 
 

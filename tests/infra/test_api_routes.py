@@ -22,6 +22,10 @@ EXPECTED_ROUTES = {
     ("GET", "/budgets"): "Budgets",
     ("DELETE", "/budgets"): "Budgets",
     ("GET", "/budget"): "Budgets",
+    ("POST", "/limits"): "Limits",  # decision 0119
+    ("GET", "/limits"): "Limits",
+    ("DELETE", "/limits"): "Limits",
+    ("GET", "/limit"): "Limits",
     ("POST", "/uploads"): "Uploads",
     ("POST", "/webhooks"): "Webhooks",  # decision 0070
     ("GET", "/webhooks"): "Webhooks",

@@ -75,10 +75,12 @@ CONFIG = schemathesis.Config.from_dict(
         },
     }
 )
-# Not the key and budget admin routes (an admin principal's, tests/integration/test_api_keys.py and test_budgets.py),
-# nor webhooks (a subscription's URL is resolved at create: DNS, beyond loopback; tests/unit/test_openapi_document.py
-# holds its pattern to the check).
-schema = schemathesis.openapi.from_dict(document(), config=CONFIG).exclude(path_regex=r"^/(keys|budgets?|webhooks)\b")
+# Not the key, budget and limit routes (an admin principal's, tests/integration/test_api_keys.py, test_budgets.py
+# and test_owner_limits.py), nor webhooks (a subscription's URL is resolved at create: DNS, beyond loopback;
+# tests/unit/test_openapi_document.py holds its pattern to the check).
+schema = schemathesis.openapi.from_dict(document(), config=CONFIG).exclude(
+    path_regex=r"^/(keys|budgets?|limits?|webhooks)\b"
+)
 
 
 class InProcess(BaseAdapter):

@@ -18,8 +18,8 @@ from tests.support.waiting import wait_for
 def start_clean(stack) -> None:
     """Stop the workflows earlier tests left running and wait for every Lambda invocation still in flight to end (the
     simulator's reset first lets a held call go unanswered, so none waits out its hold); take the earlier jobs out of
-    the sweeper's sight and empty the quota ledgers; then reset the simulator (batches, faults, settings) again, so
-    whatever the ending invocations sent is forgotten too."""
+    the sweeper's sight and empty the quota ledgers and the owners' limit usage; then reset the simulator (batches,
+    faults, settings) again, so whatever the ending invocations sent is forgotten too."""
     sfn = stack.client("stepfunctions")
     pages = sfn.get_paginator("list_executions").paginate(
         stateMachineArn=stack.state_machine_arn, statusFilter="RUNNING"
@@ -43,6 +43,7 @@ def start_clean(stack) -> None:
     )
     _leave_earlier_jobs_alone(stack)
     _forget_quota_ledgers(stack)
+    _forget_owner_limit_usage(stack)
     stack.simulator.reset()
 
 
@@ -74,4 +75,14 @@ def _forget_quota_ledgers(stack) -> None:
     dynamodb = stack.client("dynamodb")
     # QUOTA#<provider>#<model> and the QUOTAS list
     for key in _items(stack, "begins_with(pk, :quota)", **{":quota": "QUOTA"}):
+        dynamodb.delete_item(TableName=stack.table, Key=key)
+
+
+def _forget_owner_limit_usage(stack) -> None:
+    """Every owner's creates and open jobs start from none (decision 0119): an earlier test's jobs, whose workflows are
+    stopped and which the sweeper leaves alone, would hold their owner's open-jobs slots for good, and a worker's
+    tests create more than the default's 100 jobs as alice. Operators' overrides stay (a test that sets one uses a
+    tenant of its own)."""
+    dynamodb = stack.client("dynamodb")
+    for key in _items(stack, "pk = :usage", **{":usage": "LIMITUSAGE"}):
         dynamodb.delete_item(TableName=stack.table, Key=key)

@@ -4,8 +4,10 @@ which collaborators it uses: one it does not pass fails the test when called, ne
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
+from batch_gateway.models.jobs import utcnow
 from batch_gateway.models.pricing import PriceTable, file_table
 from batch_gateway.ports import ProviderBatchIndex, Resolver, WebhookSender
 from batch_gateway.providers.base import BatchProvider
@@ -14,6 +16,7 @@ from batch_gateway.settings import Settings
 from batch_gateway_dev.fakes.budgets import MemoryBudgetStore
 from batch_gateway_dev.fakes.keys import MemoryKeyStore
 from batch_gateway_dev.fakes.memory import MemoryJobStore, MemoryPayloadStore, MemoryProviderBatchIndex
+from batch_gateway_dev.fakes.owner_limits import MemoryOwnerLimitStore
 from batch_gateway_dev.fakes.quotas import MemoryQuotaStore
 from batch_gateway_dev.fakes.webhooks import MemoryWebhookQueue, MemoryWebhookStore
 
@@ -52,6 +55,7 @@ def memory_services(
     webhook_sender: WebhookSender | None = None,
     provider_batches: ProviderBatchIndex | None = None,
     openai_webhook_secret: Callable[[], str] | None = None,
+    clock: Callable[[], datetime] | None = None,
 ) -> Services:
     """Fresh in-memory stores and the collaborators given; any other one raises ``AssertionError`` when called."""
     return Services(
@@ -76,4 +80,6 @@ def memory_services(
         webhook_sender=webhook_sender or Unexpected("webhook_sender"),
         provider_batches=provider_batches or MemoryProviderBatchIndex(),  # knows no provider batch
         openai_webhook_secret=openai_webhook_secret or unexpected("openai_webhook_secret"),
+        limits=MemoryOwnerLimitStore(),  # no override; the deployment's limits come from the settings
+        clock=clock or utcnow,  # the wall clock unless a test moves its own
     )

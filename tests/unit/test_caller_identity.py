@@ -54,3 +54,28 @@ def test_a_key_over_its_rate_is_a_429_for_its_owner():
     with pytest.raises(RateLimitedError) as raised:
         caller(event)
     assert raised.value.http_status == 429
+
+
+def test_a_key_over_its_rate_reads_as_a_rate_limit_with_retry_after_in_both_doors():
+    """Decision 0046's 429 in each door's words: Anthropic's ``rate_limit_error`` (it was ``api_error``), OpenAI's
+    ``requests``, and ``Retry-After: 1`` (its window is a second), which both SDKs wait before their retry."""
+    import json
+
+    from batch_gateway.edge.anthropic_http import make_anthropic_resolver
+    from batch_gateway.edge.openai_http import make_openai_resolver
+
+    authorizer = {"owner": "arn:aws:iam::123456789012:user/bob", "key_id": "key_1", "rate_limited": "true"}
+    for app, path, kind in (
+        (make_anthropic_resolver(), "/anthropic/v1/messages/batches", "rate_limit_error"),
+        (make_openai_resolver(), "/openai/v1/batches", "requests"),
+    ):
+
+        @app.get(path)
+        def route(app=app):
+            return caller(app.current_event)
+
+        answer = app(
+            {"httpMethod": "GET", "path": path, "requestContext": {"authorizer": authorizer}, "headers": {}}, None
+        )
+        assert (answer["statusCode"], answer["multiValueHeaders"]["Retry-After"]) == (429, ["1"]), answer
+        assert json.loads(answer["body"])["error"]["type"] == kind

@@ -256,3 +256,25 @@ def test_submit_wait_on_a_job_that_fails_exits_1_with_the_jobs_error(gateway, in
     assert main(["submit", str(input_file), "--wait", "--poll-interval", "0.01"]) == 1
     err = capsys.readouterr().err
     assert "error: provider_auth_error: batch job_1 failed: the Anthropic API key was rejected" in err
+
+
+def test_limits_set_sends_the_limits_given_none_lifting_one_and_limit_shows_the_callers_own(gateway, capsys):
+    owner = "arn:aws:iam::123456789012:role/search"
+    view = {
+        "owner": owner,
+        "limits": {"creates_per_minute": 60, "open_jobs": None},
+        "override": {"open_jobs": None},
+        "usage": {"creates_this_minute": 3, "open_jobs": 7},
+        "updated_at": "2026-12-01T10:00:00Z",
+    }
+    gateway.script("POST", "/limits", view)
+    gateway.script("GET", "/limit", view)
+    assert main(["limits", "set", "--owner", owner, "--open-jobs", "none"]) == 0
+    assert gateway.requests_to("POST", "/limits")[0].body == {"owner": owner, "open_jobs": None}
+    out = capsys.readouterr().out
+    assert "creates a minute 60 (3 this minute), open jobs no limit (7 open)" in out and "open_jobs" in out
+    assert main(["limit", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == view
+    assert main(["limits", "set", "--owner", owner]) == 2  # nothing to set: a usage error, nothing sent
+    assert main(["limits", "set", "--owner", owner, "--open-jobs", "many"]) == 2
+    assert len(gateway.requests_to("POST", "/limits")) == 1

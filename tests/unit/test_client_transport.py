@@ -13,6 +13,7 @@ from batch_gateway.client import (
     ConflictError,
     IdempotencyMismatchError,
     InvalidRequestError,
+    LimitExceededError,
     NotFoundError,
     TransientError,
     UnauthorizedError,
@@ -21,6 +22,7 @@ from batch_gateway.client.errors import PayloadTooLargeError
 from batch_gateway.client.transport import encode_query, region_from_endpoint
 from tests.support.replay_gateway import (
     FAKE_AWS_ENV,
+    Answer,
     ReplayGateway,
     answer,
     error,
@@ -242,3 +244,47 @@ def test_a_2xx_answer_that_is_not_json_is_a_typed_error(gateway):
     with pytest.raises(BatchGatewayError, match="not JSON") as info:
         make_client(gateway).get_job("job_1")
     assert info.value.status_code == 200
+
+
+def test_a_create_over_the_owners_limits_waits_its_retry_after_and_then_raises_limit_exceeded_with_it():
+    """Decision 0119: a 429 the service answers names the limit and says when; the client waits that long between
+    its attempts, and the last one's error carries ``retry_after`` and the details."""
+    limited = Answer(
+        429,
+        {
+            "error": {
+                "type": "limit_exceeded",
+                "message": "over your limit of 5 creates a minute",
+                "details": [{"field": "creates_per_minute", "limit": 5, "used": 5, "retry_after_seconds": 42}],
+            }
+        },
+        {"Retry-After": "42"},
+    )
+    with ReplayGateway() as gateway:
+        gateway.script("POST", "/batches", limited)
+        client = make_client(gateway, max_attempts=2)
+        delays: list[float] = []
+        client._transport._sleep = delays.append
+        with pytest.raises(LimitExceededError) as raised:
+            create(client)
+    assert delays == [42.0]
+    assert (raised.value.retry_after, raised.value.status_code) == (42, 429)
+    assert raised.value.details[0]["field"] == "creates_per_minute"
+    assert isinstance(raised.value, BatchGatewayError)
+
+
+def test_the_limit_admin_calls_send_only_the_limits_named():
+    with ReplayGateway() as gateway:
+        view = {"owner": "arn:aws:iam::1:user/a", "limits": {}, "override": {}, "usage": {}, "updated_at": None}
+        gateway.script("POST", "/limits", answer(200, view))
+        gateway.script("GET", "/limits", {"defaults": {}, "limits": []})
+        gateway.script("DELETE", "/limits", {"owner": "arn:aws:iam::1:user/a", "deleted": True})
+        gateway.script("GET", "/limit", view)
+        client = make_client(gateway)
+        client.set_limits("arn:aws:iam::1:user/a", open_jobs=None)
+        client.list_limits()
+        client.remove_limits("arn:aws:iam::1:user/a")
+        assert client.get_limits() == view
+    sent = gateway.requests_to("POST", "/limits")[0]
+    assert sent.body == {"owner": "arn:aws:iam::1:user/a", "open_jobs": None}
+    assert gateway.requests_to("DELETE", "/limits")[0].query == {"owner": "arn:aws:iam::1:user/a"}

@@ -8,6 +8,7 @@ and retries stay in one place, and the event loop is never blocked. Waiting betw
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -188,6 +189,21 @@ class AsyncBatchGatewayClient:
     async def get_budget(self) -> dict[str, Any] | None:
         """See ``BatchGatewayClient.get_budget``: the caller's own, or None."""
         return await asyncio.to_thread(self.sync.get_budget)
+
+    # --- per-owner limits on creates (admin: IAM must allow the caller on /limits; decision 0119) -------------------
+
+    async def set_limits(self, owner: str, **limits: int | None) -> dict[str, Any]:
+        return await asyncio.to_thread(functools.partial(self.sync.set_limits, owner, **limits))
+
+    async def list_limits(self) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.list_limits)
+
+    async def remove_limits(self, owner: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.remove_limits, owner)
+
+    async def get_limits(self) -> dict[str, Any]:
+        """See ``BatchGatewayClient.get_limits``: the caller's own limits and usage."""
+        return await asyncio.to_thread(self.sync.get_limits)
 
     async def close(self) -> None:
         self.sync.close()

@@ -20,6 +20,7 @@ from batch_gateway.contract.errors import (
     IdempotencyMismatchError,
     IntegrityError,
     InvalidRequestError,
+    LimitExceededError,
     NotFoundError,
     PayloadTooLargeError,
     ProviderAuthError,
@@ -42,6 +43,7 @@ __all__ = [
     "IdempotencyMismatchError",
     "IntegrityError",
     "InvalidRequestError",
+    "LimitExceededError",
     "NotFoundError",
     "PayloadTooLargeError",
     "ProviderAuthError",
@@ -99,16 +101,24 @@ def build_error(
     status_code: int | None = None,
     request_id: str | None = None,
     batch_id: str | None = None,
+    retry_after: int | None = None,
 ) -> BatchGatewayError:
     """The typed error for a wire ``type`` (or, failing that, the HTTP status)."""
     cls = ERROR_TYPES.get(error_type or "") or _BY_STATUS.get(status_code or 0) or BatchGatewayError
-    return cls(message, details=details, status_code=status_code, request_id=request_id, batch_id=batch_id)
+    return cls(
+        message,
+        details=details,
+        status_code=status_code,
+        request_id=request_id,
+        batch_id=batch_id,
+        retry_after=retry_after,
+    )
 
 
 def error_from_response(
-    status: int, body: bytes, *, reason: str = "", request_id: str | None = None
+    status: int, body: bytes, *, reason: str = "", request_id: str | None = None, retry_after: int | None = None
 ) -> BatchGatewayError:
-    """The typed error for a non-2xx HTTP answer."""
+    """The typed error for a non-2xx HTTP answer (``retry_after``: its ``Retry-After``, in whole seconds)."""
     try:
         parsed: Any = json.loads(body) if body else None
     except ValueError:
@@ -126,7 +136,7 @@ def error_from_response(
     if not isinstance(message, str) or not message:
         snippet = body[:200].decode("utf-8", "replace").strip() if body and parsed is None else ""
         message = snippet or f"HTTP {status} {reason}".strip()
-    return build_error(error_type, message, details, status_code=status, request_id=request_id)
+    return build_error(error_type, message, details, status_code=status, request_id=request_id, retry_after=retry_after)
 
 
 def error_from_job(job_error: Any, *, batch_id: str) -> BatchGatewayError:

@@ -250,6 +250,34 @@ class BatchGatewayClient:
         budget: dict[str, Any] | None = self._transport.request("GET", "/budget")["budget"]
         return budget
 
+    # --- per-owner limits on creates (admin: IAM must allow the caller on /limits; decision 0119) -------------------
+
+    def set_limits(self, owner: str, **limits: int | None) -> dict[str, Any]:
+        """``POST /limits``: set or replace ``owner``'s limits, e.g. ``set_limits(owner, creates_per_minute=10,
+        open_jobs=None)`` (a whole number from 1 to 1000, or None for no limit; a limit not named is the deployment's
+        default). A create over them is refused (``LimitExceededError``, 429, after the transport's retries). The
+        answer has the limits in force, the override and the owner's usage."""
+        answer: dict[str, Any] = self._transport.request("POST", "/limits", body={"owner": owner, **limits})
+        return answer
+
+    def list_limits(self) -> dict[str, Any]:
+        """``GET /limits``: the deployment's ``defaults`` and, in ``limits``, every owner with an override (its
+        limits in force and usage)."""
+        answer: dict[str, Any] = self._transport.request("GET", "/limits")
+        return answer
+
+    def remove_limits(self, owner: str) -> dict[str, Any]:
+        """``DELETE /limits?owner=``: the deployment's default applies to the owner again. ``NotFoundError`` when
+        there is no override."""
+        answer: dict[str, Any] = self._transport.request("DELETE", "/limits", query={"owner": owner})
+        return answer
+
+    def get_limits(self) -> dict[str, Any]:
+        """``GET /limit``: the caller's own limits in force (``limits``), the ``override`` they come from and its
+        ``usage`` (``creates_this_minute``, ``open_jobs``)."""
+        answer: dict[str, Any] = self._transport.request("GET", "/limit")
+        return answer
+
     # --- lifecycle -----------------------------------------------------------------------------------------------
 
     def close(self) -> None:

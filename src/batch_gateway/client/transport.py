@@ -11,6 +11,7 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import math
 import random
 import re
 import threading
@@ -196,15 +197,16 @@ class SignedTransport:
             else:
                 if 200 <= response.status < 300:
                     return _decode_json(response)
+                retry_after = _retry_after_seconds(response.headers.get("Retry-After"))
                 error = error_from_response(
                     response.status,
                     response.data,
                     reason=response.reason or "",
                     request_id=response.headers.get("x-amzn-RequestId") or response.headers.get("x-request-id"),
+                    retry_after=None if retry_after is None else math.ceil(retry_after),
                 )
                 if response.status not in also_retry and not is_retryable(response.status, error):
                     raise error
-                retry_after = _retry_after_seconds(response.headers.get("Retry-After"))
                 cause = None
             if attempt == self.max_attempts:
                 raise error from cause

@@ -38,6 +38,9 @@ class BatchGatewayError(Exception):
     """The answer's request id (``x-amzn-RequestId``), to quote to the operator."""
     batch_id: str | None
     """The job whose failure this is, when the SDK raises a ``failed`` job's error."""
+    retry_after: int | None
+    """Seconds to wait before trying again (a 429's ``Retry-After``): set by the service on the errors that say when,
+    and by the SDK from the answer's header."""
 
     def __init__(
         self,
@@ -47,6 +50,7 @@ class BatchGatewayError(Exception):
         status_code: int | None = None,
         request_id: str | None = None,
         batch_id: str | None = None,
+        retry_after: int | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -54,6 +58,7 @@ class BatchGatewayError(Exception):
         self.status_code = status_code
         self.request_id = request_id
         self.batch_id = batch_id
+        self.retry_after = retry_after
 
     def to_body(self) -> ErrorBody:
         return {"error": {"type": self.type, "message": self.message, "details": self.details}}
@@ -108,6 +113,14 @@ class RateLimitedError(BatchGatewayError):
 
     type = "rate_limited"
     http_status = 429
+
+
+class LimitExceededError(RateLimitedError):
+    """A create over its owner's limits (decision 0119): creates a minute or open jobs. Nothing was stored or started;
+    ``retry_after`` says when to try again, and each of ``details`` names a limit: ``field`` (``creates_per_minute`` or
+    ``open_jobs``), ``limit``, ``used`` and ``retry_after_seconds``."""
+
+    type = "limit_exceeded"
 
 
 class IdempotencyMismatchError(BatchGatewayError):
@@ -195,6 +208,7 @@ ERROR_TYPES: dict[str, type[BatchGatewayError]] = {
         IdempotencyMismatchError,
         BudgetExceededError,
         RateLimitedError,
+        LimitExceededError,
         TransientError,
         ProviderError,
         ProviderRateLimitedError,

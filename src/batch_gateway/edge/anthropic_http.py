@@ -12,6 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from batch_gateway.contract.errors import BatchGatewayError
 from batch_gateway.edge.door_http import door_resolver
 from batch_gateway.edge.entry import api_handler
+from batch_gateway.edge.http import retry_headers
 from batch_gateway.edge.routing import ApiEvent, Response, RestResolver
 from batch_gateway.models.anthropic_format import error_body
 
@@ -28,7 +29,7 @@ def anthropic_response(status: int, body: Any, headers: dict[str, str] | None = 
 
 
 def _error(error: BatchGatewayError) -> Response:
-    return anthropic_response(error.http_status, error_body(error))
+    return anthropic_response(error.http_status, error_body(error), retry_headers(error))
 
 
 def make_anthropic_resolver() -> RestResolver:

@@ -32,8 +32,13 @@ def json_response(status: int, body: Any, headers: dict[str, str] | None = None)
     )
 
 
+def retry_headers(error: BatchGatewayError) -> dict[str, str]:
+    """``Retry-After`` (seconds) for an error that says when to try again (a 429's), which the SDKs honour."""
+    return {"Retry-After": str(error.retry_after)} if error.retry_after is not None else {}
+
+
 def error_response(error: BatchGatewayError) -> Response:
-    return json_response(error.http_status, error.to_body())
+    return json_response(error.http_status, error.to_body(), retry_headers(error))
 
 
 def make_resolver() -> RestResolver:
@@ -69,7 +74,9 @@ def caller(event: ApiEvent) -> str:
     owner = authorizer.get("owner") if isinstance(authorizer, dict) else None
     if isinstance(owner, str) and owner:
         if authorizer.get("rate_limited") == "true":
-            raise RateLimitedError("this API key sent more requests this second than its limit; retry shortly")
+            raise RateLimitedError(
+                "this API key sent more requests this second than its limit; retry shortly", retry_after=1
+            )
         return principal_name(owner)
     identity = event.request_context.identity
     principal = identity.user_arn or identity.caller

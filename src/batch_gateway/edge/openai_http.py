@@ -15,31 +15,41 @@ from batch_gateway.contract.errors import (
     UnsupportedMediaTypeError,
 )
 from batch_gateway.edge.door_http import door_resolver
+from batch_gateway.edge.http import retry_headers
 from batch_gateway.edge.routing import ApiEvent, Response, RestResolver
 
 PREFIX = "/openai/v1"
 MAX_BODY_BYTES = 6 * 1024 * 1024  # a Lambda request payload; larger files go through /uploads in parts
 
 
-def openai_response(status: int, body: Any) -> Response:
+def openai_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
     return Response(
         status_code=status,
         content_type="application/json",
         body=json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+        headers=headers or {},
     )
 
 
 def error_body(error: BatchGatewayError) -> dict[str, Any]:
+    """OpenAI's error body: ``type`` ``requests`` for a 429 (as OpenAI's rate limits say), ``invalid_request_error``
+    for any other 4xx, ``server_error`` for a 5xx; ``code`` the gateway's own type; ``param`` the field (and line)."""
     first = error.details[0] if error.details else {}
     param = first.get("field")
     if "line" in first:
         param = f"line {first['line']}: {param}"
-    kind = "invalid_request_error" if error.http_status < 500 else "server_error"
+    kind = (
+        "requests"
+        if error.http_status == 429
+        else "invalid_request_error"
+        if error.http_status < 500
+        else "server_error"
+    )
     return {"error": {"message": error.message, "type": kind, "param": param, "code": error.type}}
 
 
 def _error(error: BatchGatewayError) -> Response:
-    return openai_response(error.http_status, error_body(error))
+    return openai_response(error.http_status, error_body(error), retry_headers(error))
 
 
 def make_openai_resolver() -> RestResolver:

@@ -20,6 +20,7 @@ from batch_gateway.edge.idempotency import MAX_KEY_CHARS
 from batch_gateway.edge.openapi_gateway import GATEWAY_STATUSES
 from batch_gateway.models import api, openai_format
 from batch_gateway.models.jobs import JobStatus
+from batch_gateway.models.owner_limits import MAX_LIMIT
 from batch_gateway.models.requests import PROVIDERS
 from batch_gateway.service.api import uploads
 from batch_gateway.service.api.query import DEFAULT_PAGE, LIST_DEFAULT_PAGE, LIST_MAX_PAGE, MAX_PAGE
@@ -368,6 +369,7 @@ def _door_paths() -> dict[str, Any]:
                 operation["responses"]["415"] = own(f"the body is not {kind}; nothing stored")
             if operation_id in _DOOR_CREATES:
                 operation["responses"]["402"] = own("over the key owner's monthly budget (decision 0064), nothing kept")
+                operation["responses"]["429"] = _limited(door)
             paths[path][method] = operation
     return paths
 
@@ -476,6 +478,160 @@ def _budgets_paths(sigv4: list[dict[str, list[str]]]) -> dict[str, Any]:
     }
 
 
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "seconds to wait before trying again (the service's own 429; API Gateway's throttle sends none)",
+        "schema": {"type": "integer", "minimum": 1},
+    }
+}
+
+
+_LIMITED_ERRORS = {"Native": "ErrorBody", "OpenAI": "OpenAIError", "Anthropic": "AnthropicError"}
+
+
+def _limited_responses() -> dict[str, Any]:
+    """A create's 429, shared by the creates of each shape: over its owner's limits (decision 0119), in the route's
+    own error shape, or API Gateway's throttle."""
+    return {
+        f"{shape}CreateLimited": {
+            "description": "over the owner's limits on creates (decision 0119): the type limit_exceeded (a door: its "
+            "rate-limit error) names each limit passed in details (field creates_per_minute or open_jobs, limit, "
+            "used, retry_after_seconds), Retry-After says when to try again, nothing stored or started; or API "
+            "Gateway's throttle (50 requests a second, bursts of 100, across all callers)",
+            "headers": _RETRY_AFTER,
+            "content": {"application/json": {"schema": {"anyOf": [_ref(error), _ref("GatewayAnswer")]}}},
+        }
+        for shape, error in _LIMITED_ERRORS.items()
+    }
+
+
+def _limited(shape: str) -> dict[str, str]:
+    return {"$ref": f"#/components/responses/{shape}CreateLimited"}
+
+
+_LIMIT = {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_LIMIT}
+_LIMIT_FIELDS = {"creates_per_minute": _LIMIT, "open_jobs": _LIMIT}
+_LIMITS_VIEW = {
+    "type": "object",
+    "required": ["owner", "limits", "override", "usage", "updated_at"],
+    "properties": {
+        "owner": {"type": "string"},
+        "limits": {
+            "type": "object",
+            "required": list(_LIMIT_FIELDS),
+            "properties": _LIMIT_FIELDS,
+            "description": "in force: the owner's override over the deployment's default; null is no limit",
+        },
+        "override": {
+            "type": "object",
+            "properties": _LIMIT_FIELDS,
+            "additionalProperties": False,
+            "description": "the limits an operator set for this owner ({}: none, the deployment's default)",
+        },
+        "usage": {
+            "type": "object",
+            "required": ["creates_this_minute", "open_jobs"],
+            "properties": {
+                "creates_this_minute": {"type": "integer", "minimum": 0, "description": "in this UTC minute"},
+                "open_jobs": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "jobs not ended that were created under an open-jobs limit",
+                },
+            },
+        },
+        "updated_at": {"type": ["string", "null"], "format": "date-time", "description": "the override's"},
+    },
+}
+
+
+def _limits_paths(sigv4: list[dict[str, list[str]]]) -> dict[str, Any]:
+    """The owner-limit admin routes (IAM: only principals allowed execute-api:Invoke on /limits) and GET /limit."""
+    listing = {
+        "type": "object",
+        "required": ["defaults", "limits"],
+        "properties": {
+            "defaults": {
+                "type": "object",
+                "required": list(_LIMIT_FIELDS),
+                "properties": _LIMIT_FIELDS,
+                "description": "the deployment's (CDK context owner_limits)",
+            },
+            "limits": {"type": "array", "items": _LIMITS_VIEW, "description": "every owner with an override"},
+        },
+    }
+    owner = {"name": "owner", "in": "query", "required": True, "schema": {"type": "string"}}
+    view = {"application/json": {"schema": _LIMITS_VIEW}}
+    return {
+        "/limits": {
+            "post": {
+                "operationId": "setLimits",
+                "security": sigv4,
+                "summary": "Set or replace an owner's limits on creates; a limit not named is the default (admin)",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["owner"],
+                                "minProperties": 2,
+                                "additionalProperties": False,
+                                "properties": {
+                                    "owner": {"type": "string", "description": "an IAM user or role ARN"},
+                                    **_LIMIT_FIELDS,
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "200": {"description": "the owner's limits in force and usage", "content": view},
+                    **_errors(400, 403),
+                },
+            },
+            "get": {
+                "operationId": "listLimits",
+                "security": sigv4,
+                "summary": "The deployment's default limits and every owner's override (admin)",
+                "responses": {
+                    "200": {"description": "the limits", "content": {"application/json": {"schema": listing}}},
+                    **_errors(403),
+                },
+            },
+            "delete": {
+                "operationId": "removeLimits",
+                "security": sigv4,
+                "summary": "Remove an owner's override: the deployment's default applies again (admin)",
+                "parameters": [owner],
+                "responses": {
+                    "200": {
+                        "description": "removed",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["owner", "deleted"],
+                                    "properties": {"owner": {"type": "string"}, "deleted": {"const": True}},
+                                }
+                            }
+                        },
+                    },
+                    **_errors(400, 403, 404),
+                },
+            },
+        },
+        "/limit": {
+            "get": {
+                "operationId": "getOwnLimits",
+                "security": sigv4,
+                "summary": "The caller's own limits on creates and its usage now",
+                "responses": {"200": {"description": "the caller's limits", "content": view}, **_errors(403)},
+            }
+        },
+    }
+
+
 def _keys_paths(sigv4: list[dict[str, list[str]]]) -> dict[str, Any]:
     """The key admin routes (IAM: only principals allowed execute-api:Invoke on them)."""
     listing = {"type": "object", "required": ["keys"], "properties": {"keys": {"type": "array", "items": _KEY}}}
@@ -551,11 +707,13 @@ def document() -> dict[str, Any]:
             "title": "Batch Gateway",
             "version": "1",
             "description": "LLM batch invocation over the providers' batch APIs. Every native route needs AWS "
-            "SigV4 (IAM) auth (/keys and /budgets only for principals allowed to manage them); the OpenAI- and "
-            "Anthropic-compatible doors (/openai/v1, /anthropic/v1) take a gateway API key as Authorization: Bearer "
-            "or x-api-key and act as its owner; they serve the batch routes below only (any other path or method "
-            "under a door, such as /openai/v1/chat/completions or /anthropic/v1/messages, answers 404 in that door's "
-            "error shape). A caller sees only its own batches. Error types: " + ", ".join(sorted(ERROR_TYPES)) + ".",
+            "SigV4 (IAM) auth (/keys, /budgets and /limits only for principals allowed to manage them); the OpenAI- "
+            "and Anthropic-compatible doors (/openai/v1, /anthropic/v1) take a gateway API key as Authorization: "
+            "Bearer or x-api-key and act as its owner; they serve the batch routes below only (any other path or "
+            "method under a door, such as /openai/v1/chat/completions or /anthropic/v1/messages, answers 404 in that "
+            "door's error shape). A caller sees only its own batches. Error types: "
+            + ", ".join(sorted(ERROR_TYPES))
+            + ".",
         },
         "components": {
             "schemas": {
@@ -564,7 +722,7 @@ def document() -> dict[str, Any]:
                 **_upload_schemas(),
                 **openapi_gateway.schemas(),
             },
-            "responses": openapi_gateway.responses(),
+            "responses": {**openapi_gateway.responses(), **_limited_responses()},
             "securitySchemes": {
                 "sigv4": {
                     "type": "apiKey",
@@ -611,6 +769,7 @@ def document() -> dict[str, Any]:
                         ),
                         "202": _json(api.JobView, "accepted"),
                         **_errors(400, 402, 403, 404, 409, 413, 415, 422, 502, 503),
+                        "429": _limited("Native"),
                     },
                 },
                 "get": {
@@ -692,6 +851,7 @@ def document() -> dict[str, Any]:
             },
             **_keys_paths(sigv4),
             **_budgets_paths(sigv4),
+            **_limits_paths(sigv4),
             **openapi_webhooks.paths(sigv4, _errors, {**_ID, "description": "the subscription id (whk_...)"}),
             **_door_paths(),
         },

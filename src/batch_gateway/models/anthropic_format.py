@@ -376,6 +376,8 @@ _ERROR_TYPES = {
     "unsupported_media_type": "invalid_request_error",
     "idempotency_key_mismatch": "invalid_request_error",
     "provider_rate_limited": "rate_limit_error",
+    "rate_limited": "rate_limit_error",  # a gateway key over its per-second limit (decision 0046)
+    "limit_exceeded": "rate_limit_error",  # a create over its owner's limits (decision 0119)
     "rate_limit_error": "rate_limit_error",
     "overloaded_error": "overloaded_error",
     "transient_error": "api_error",

@@ -379,6 +379,7 @@ class JoinProgress(SubRecord):
 # ``source``, the OpenAI door's batch input file ``format``, the key of Finalize's output files for the door.
 OPENAI_DOOR = OPENAI.name
 ANTHROPIC_DOOR = ANTHROPIC.name
+DROP_FOLDER_SOURCE = "drop-folder"  # the ``source`` of a job made from a file dropped in the drop folder
 
 
 class DoorFields(SubRecord):
@@ -485,6 +486,9 @@ class Job(Record):
     # input file Plan reads, until then). Budgets reserve it.
     estimate_usd: float | None = None
     budget: Reservation | None = None  # None: the owner had no budget at create
+    # Per-owner limits (decision 0119): the job holds a slot among its owner's open jobs (taken at create under an
+    # open-jobs limit) until it ends; the end frees it once (service.limits).
+    limit_slot: bool = False
     # The highest progress mark (25, 50, 75 % of items done) announced on the bus (service.signals, decision 0068).
     progress_signalled: int = 0
     # At-least-once status events (decision 0068): the last status whose event went out (recorded after it did,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from batch_gateway.models.pricing import PriceTable
@@ -14,6 +15,7 @@ from batch_gateway.ports import (
     BudgetStore,
     JobStore,
     KeyStore,
+    OwnerLimitStore,
     PayloadStore,
     ProviderBatchIndex,
     QuotaStore,
@@ -55,3 +57,5 @@ class Services:
     webhook_sender: WebhookSender  # one POST to the checked addresses (decision 0071)
     provider_batches: ProviderBatchIndex  # which job holds a provider batch (decision 0073)
     openai_webhook_secret: Callable[[], str]  # what OpenAI signs the project's webhooks with (decision 0073)
+    limits: OwnerLimitStore  # per-owner limits on creates: overrides and each owner's usage (decision 0119)
+    clock: Callable[[], datetime]  # now, in UTC: what the owner limits' minutes are counted by (tests move it)

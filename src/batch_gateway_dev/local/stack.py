@@ -244,8 +244,8 @@ class LocalStack:
 
     def caller(self, name: str, *, admin: bool = False) -> CallerCredentials:
         """An IAM user made on first use: a tenant, allowed ``execute-api:Invoke`` on every method but the admin
-        routes (``/keys``, ``/budgets``); with ``admin`` (and always for the default caller, the operator's) on those
-        too."""
+        routes (``/keys``, ``/budgets``, ``/limits``); with ``admin`` (and always for the default caller, the
+        operator's) on those too."""
         with self._lock:
             if name in self._callers_by_name:
                 return self._callers_by_name[name]
@@ -261,6 +261,7 @@ class LocalStack:
                         f"{self._api_arn}/*/*/keys",
                         f"{self._api_arn}/*/*/keys/*",
                         f"{self._api_arn}/*/*/budgets",
+                        f"{self._api_arn}/*/*/limits",
                     ],
                 }
             )

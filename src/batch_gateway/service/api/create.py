@@ -1,11 +1,11 @@
-"""Create a job, as one pipeline: parse -> check -> write the requests to a sink -> reserve -> record -> start.
+"""Create a job, as one pipeline: parse -> check -> admit -> write the requests to a sink -> reserve -> record -> start.
 
 Every way in (``POST /batches``, an upload, a dropped file, the compatible doors) turns its input into a
 :class:`JobDraft` (the checked settings) and an iterable of requests, and calls :func:`create`. The sink is passed
-explicitly: ``intake.requests.STORED`` writes the job's ``requests.jsonl`` and the job is then reserved against its
-budget, recorded and started; a dry run's ``money.estimate.DryRun`` only measures, and nothing is recorded or started
-(``sink.keeps``). A rejected body stores nothing and starts nothing; a failure after the first write undoes what was
-written.
+explicitly: ``intake.requests.STORED`` writes the job's ``requests.jsonl`` (once the create is admitted within its
+owner's limits, decision 0119) and the job is then reserved against its budget, recorded and started; a dry run's
+``money.estimate.DryRun`` only measures, and nothing is admitted, recorded or started (``sink.keeps``). A rejected
+body stores nothing and starts nothing; a failure after the first write undoes what was written.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway.contract.errors import BatchGatewayError, InvalidRequestError, TransientError
 from batch_gateway.models.ids import new_job_id
-from batch_gateway.models.jobs import DoorFields, InputFile, Job, JobWebhook, RequestCounts, Retry
+from batch_gateway.models.jobs import DROP_FOLDER_SOURCE, DoorFields, InputFile, Job, JobWebhook, RequestCounts, Retry
 from batch_gateway.models.provider_options import check_provider_options
 from batch_gateway.models.requests import (
     CreateJobInput,
@@ -35,6 +35,8 @@ from batch_gateway.service.api.webhooks import job_webhook
 from batch_gateway.service.context import Services
 from batch_gateway.service.intake.requests import STORED, RequestSink, write_requests
 from batch_gateway.service.layout import requests_key
+from batch_gateway.service.limits import admission as limits
+from batch_gateway.service.limits.admission import Admission, give_back
 from batch_gateway.service.money.estimate import job_high_estimate
 from batch_gateway.service.money.ledger import release_new_job, reserve_for_new_job
 
@@ -127,19 +129,25 @@ def create(
     *,
     problems: list[dict[str, Any]] | None = None,
 ) -> Job:
-    """Write the requests to ``sink``, then (if the sink keeps them) reserve, record and start the job."""
+    """Admit the create within its owner's limits (if the sink keeps the job), write the requests to ``sink``, then
+    reserve, record and start the job."""
     template = job_draft.job()
-    stats = write_requests(
-        services, template, endpoint=job_draft.spec.endpoint, requests=requests, sink=sink, problems=problems
-    )
-    job = job_draft.job(
-        request_counts=RequestCounts(total=stats.requests, processing=stats.requests),
-        estimate_usd=job_high_estimate(services, template.provider, template.model, stats),
-    )
-    sink.written(job, stats)
+    admission = admit(services, job_draft) if sink.keeps else None  # 429 before anything is written
+    try:
+        stats = write_requests(
+            services, template, endpoint=job_draft.spec.endpoint, requests=requests, sink=sink, problems=problems
+        )
+        job = job_draft.job(
+            request_counts=RequestCounts(total=stats.requests, processing=stats.requests),
+            estimate_usd=job_high_estimate(services, template.provider, template.model, stats),
+        )
+        sink.written(job, stats)
+    except BaseException:
+        give_back(services, admission)
+        raise
     if not sink.keeps:  # a dry run: nothing was written, nothing to record or start
         return job
-    return start(services, job)
+    return start(services, job, admission)
 
 
 def create_job_from_file(
@@ -152,7 +160,7 @@ def create_job_from_file(
     sink: RequestSink = STORED,
     drop_name: str | None = None,
     job_id: str | None = None,
-    source: str = "drop-folder",
+    source: str = DROP_FOLDER_SOURCE,
 ) -> Job:
     """A job from a JSONL file (the drop folder's, or an upload), streamed: ``settings`` are the body's fields but
     requests, ``requests`` come from the file reader, which records its own problems in ``problems`` as it goes.
@@ -207,15 +215,26 @@ def create_deferred_job(
             "the batch is planned, after create)",
             details=[{"field": "input_file", "message": f"larger than {limit} bytes: no dry run"}],
         )
-    return start(services, job_draft.job(input_file=dataclasses.replace(input_file, endpoint=spec.endpoint)))
+    job = job_draft.job(input_file=dataclasses.replace(input_file, endpoint=spec.endpoint))
+    return start(services, job, admit(services, job_draft))
 
 
-def start(services: Services, job: Job) -> Job:
-    """Reserve the job's budget, record it and start its workflow; on any failure nothing is left that can run."""
+def admit(services: Services, job_draft: JobDraft) -> Admission | None:
+    """The create within its owner's limits (decision 0119): ``LimitExceededError`` (429) before anything is
+    written; None when nothing limits it."""
+    return limits.admit(services, job_draft.owner, job_draft.job_id, source=job_draft.source)
+
+
+def start(services: Services, job: Job, admission: Admission | None = None) -> Job:
+    """Reserve the job's budget, record it and start its workflow; on any failure nothing is left that can run, and
+    the admission within the owner's limits goes back."""
+    if admission is not None and admission.slot:
+        job = dataclasses.replace(job, limit_slot=True)  # freed when the job ends (decision 0119)
     try:
         job = reserve_for_new_job(services, job)  # the owner's budget (decision 0064)
     except Exception:  # refused (402) or not reserved: nothing was reserved, the requests written go too
         _undo(services, job.id)
+        give_back(services, admission)
         raise
     try:
         services.jobs.put_new_job(job)
@@ -223,10 +242,12 @@ def start(services: Services, job: Job) -> Job:
     except BatchGatewayError:
         _undo(services, job.id)
         release_new_job(services, job)
+        give_back(services, admission)
         raise
     except Exception as exc:
         _undo(services, job.id)
         release_new_job(services, job)
+        give_back(services, admission)
         raise TransientError("could not start the batch; nothing was kept, try again") from exc
     return services.jobs.update_job(job.id, execution_arn=arn)
 

@@ -23,7 +23,7 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway.contract.errors import BudgetExceededError, InvalidRequestError, TransientError
 from batch_gateway.models.ids import new_job_id
-from batch_gateway.models.jobs import iso, utcnow
+from batch_gateway.models.jobs import DROP_FOLDER_SOURCE, iso, utcnow
 from batch_gateway.models.requests import PROVIDERS
 from batch_gateway.service.api.files import job_from_file
 from batch_gateway.service.context import Services
@@ -124,7 +124,7 @@ def _start(
         defaults=settings_from_key(name),
         missing_settings='say which provider and model to use: a first line {"batch_gateway": {"provider": ..., '
         '"model": ...}} or a key like inbox/<provider>/<model>/<file>.jsonl',
-        source="drop-folder",
+        source=DROP_FOLDER_SOURCE,
         drop_name=name,
         job_id=job_id,
     )

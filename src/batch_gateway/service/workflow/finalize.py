@@ -13,6 +13,7 @@ from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobSta
 from batch_gateway.models.pricing import chunks_cost_detail
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import chunk_results_key, outbox_key, results_key
+from batch_gateway.service.limits.admission import free_slot
 from batch_gateway.service.money.ledger import settle_job
 from batch_gateway.service.outputs.doors import write_door_outputs
 from batch_gateway.service.step_budget import StepBudget
@@ -42,6 +43,7 @@ def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | 
     job = services.jobs.require_job(state.job_id)
     if job.status.terminal:
         settle_job(services, job)  # a retried Finalize that ended the job before settling its budget
+        free_slot(services, job)  # ... or before freeing its slot among the owner's open jobs (decision 0119)
         return {"job_id": job.id, "status": job.status.value}
     chunks = services.jobs.get_chunks(job.id)
     if any(c.open for c in chunks):
@@ -68,6 +70,7 @@ def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | 
         **({"door_fields": door.to_dict()} if door is not None else {}),
     )
     settle_job(services, job)  # the budget's reservation becomes the actual cost (decision 0064)
+    free_slot(services, job)  # the owner may hold one more open job (decision 0119)
     if job.drop_name:
         services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))
     logger.info("job ended", extra={"job_id": job.id, "status": status.value, **counts.to_dict()})
@@ -100,6 +103,7 @@ def mark_failed(
                     json.dumps({"job_id": job_id, "status": "failed", "error": reason}, indent=2).encode(),
                     "application/json",
                 )
+    free_slot(services, job)  # ended: failed here, or ended meanwhile (decision 0119)
     if job.status is not JobStatus.FAILED:
         settle_job(services, job)
         return {"job_id": job_id, "status": job.status.value}

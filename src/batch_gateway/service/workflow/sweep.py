@@ -10,7 +10,8 @@ for such jobs only where an owner's month holds more reserved than its open jobs
 not go out (``signalled_status`` behind its status) gets it sent again (decision 0068). Provider batches that no chunk
 owns (an ambiguous create that was re-sent), or whose job has ended, are canceled where the provider lets us find them.
 The quota ledgers are repaired from their holds (``quotas.repair``, decision 0081), in a chain of their own when
-they hold more than one invocation reads.
+they hold more than one invocation reads. Open-jobs slots of ended or never-stored jobs that nothing freed are freed
+(``limits.repair``, decision 0119).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from batch_gateway.models.jobs import Job, JobStatus, utcnow
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
 from batch_gateway.service.events.signals import announce_status
+from batch_gateway.service.limits.admission import free_slot
+from batch_gateway.service.limits.repair import free_lost_slots
 from batch_gateway.service.money.ledger import settle_job
 from batch_gateway.service.quotas.repair import repair_quotas
 from batch_gateway.service.step_budget import StepBudget
@@ -52,6 +55,7 @@ class SweepReport:
     settled: list[str] = field(default_factory=list)  # ended jobs whose budget reservation a sweep settled
     orphans_canceled: list[str] = field(default_factory=list)
     announced: list[str] = field(default_factory=list)  # ended jobs whose lost end event a sweep sent again
+    slots_freed: list[str] = field(default_factory=list)  # jobs whose open-jobs slot nothing had freed (decision 0119)
     quotas_repaired: list[tuple[str, str]] = field(default_factory=list)  # (provider, model) ledgers (decision 0081)
     quota_repair_handed_off: dict[str, Any] | None = None  # where a fresh invocation goes on with the quota repair
     pages: int = 0  # pages of open jobs this invocation read
@@ -88,6 +92,10 @@ def sweep(
         except Exception:  # a provider could not be listed: the next scheduled sweep looks again
             logger.exception("could not look for orphaned provider batches")
         _repair_quotas(services, report, budget, hand_off, None)
+        try:
+            report.slots_freed = free_lost_slots(services, budget)
+        except Exception:  # the usage items could not be read: the next sweep looks again
+            logger.exception("could not look for open-jobs slots nothing freed")
     while True:
         if report.pages >= max_pages or not budget.another():
             report.handed_off = _hand_off(hand_off, token, held)
@@ -167,6 +175,7 @@ def _check(
             return
         report.failed.append(job.id)
         _settle(services, failed)  # its reservation becomes what it collected
+        free_slot(services, failed)  # its owner may hold one more open job (decision 0119)
         return
     _hold(held, job)
     restarts = job.restarts + 1
