@@ -15,7 +15,14 @@ def stack():
     # A short webhook retry schedule (three retries, then the dead-letter queue): tests/e2e/test_webhooks.py. A short
     # reconcile wait (decision 0111): the simulators list a batch the moment they create it, and a create that a
     # test's reset lost must not keep its job canceling for minutes.
-    context = {"webhook_retry_schedule": "1,1,1", "reconcile_wait_seconds": "5"}
+    # No per-owner limits by default (decision 0119): the same few callers create every test's jobs on a worker's
+    # stack, faster than any real tenant, so a deployment's default would refuse by timing;
+    # tests/e2e/test_owner_limits.py sets its tenant's limits with POST /limits.
+    context = {
+        "webhook_retry_schedule": "1,1,1",
+        "reconcile_wait_seconds": "5",
+        "owner_limits": '{"creates_per_minute": null, "open_jobs": null}',
+    }
     with LocalStack(poll_schedule="1", processing_seconds=0.5, context=context) as local:
         yield local
 
