@@ -179,6 +179,8 @@ class ChaosRun:
         figures["seconds"] = round(time.monotonic() - started, 1)
         report = Report(self.scenario, self.violations, figures)
         self.log(report.summary())
+        for failure in figures.get("workflow_failures", []):
+            self.log(f"  workflow of {failure['job']} ({failure['status']}) ended in MarkFailed: {failure['caught']}")
         for line in report.failure_lines():
             self.log(line)
         return report
@@ -380,6 +382,7 @@ class ChaosRun:
         found += invariants.owners_apart(listed, seen, self._probes(seen))
         with self._lock:
             self.violations.extend(found)
+        self.figures["workflow_failures"] = self._workflow_failures(seen)
         self.figures["jobs"] = len(seen)
         self.figures["provider_batches"] = sum(len(batches) for batches in created.values())
         self.figures["statuses"] = dict(Counter(job.status for job in seen))
@@ -408,6 +411,27 @@ class ChaosRun:
 
         with ThreadPoolExecutor(EVENT_THREADS, thread_name_prefix="chaos-check") as pool:
             return list(pool.map(lambda item: seen(*item), sorted(self.job_ids.items())))
+
+    def _workflow_failures(self, seen: list[JobSeen]) -> list[dict[str, Any]]:
+        """Each execution of the run's jobs that ended in MarkFailed, with the error it caught and the job's status:
+        what a job's user-visible end does not say (a canceled job whose step failed ends canceled all the same)."""
+        sfn = self.stack.client("stepfunctions")
+        statuses = {job.id: job.status for job in seen}
+        found = []
+        pages = sfn.get_paginator("list_executions").paginate(
+            stateMachineArn=self.stack.state_machine_arn, statusFilter="FAILED"
+        )
+        for execution in (e for page in pages for e in page["executions"]):
+            job_id = next((j for j in statuses if execution["name"].startswith(j)), None)
+            if job_id is None:
+                continue
+            events = sfn.get_execution_history(executionArn=execution["executionArn"], reverseOrder=True)["events"]
+            entered = next(
+                (e for e in events if e.get("stateEnteredEventDetails", {}).get("name") == "MarkFailed"), None
+            )
+            caught = json.loads((entered or {}).get("stateEnteredEventDetails", {}).get("input") or "{}").get("error")
+            found.append({"job": job_id, "status": statuses[job_id], "caught": caught})
+        return found
 
     def _quota_items(self) -> list[dict[str, Any]]:
         pages = (
