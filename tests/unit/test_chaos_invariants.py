@@ -118,3 +118,13 @@ def test_an_owner_that_lists_or_reaches_anothers_job_is_named():
         "ben does not list its own jobs ['job_b']",
         "ben on job_a: {'POST /batches/job_a/cancel': 409}",
     ]
+
+
+def test_a_workflow_that_ends_in_markfailed_for_a_job_that_did_not_fail_is_named():
+    failures = [
+        {"job": "job_a", "execution": "job_a-cancel", "status": "canceled", "caught": "ConflictError"},
+        {"job": "job_b", "execution": "job_b", "status": "failed", "caught": "ProviderAuthError"},
+        {"job": "job_c", "execution": "job_c", "status": "finished", "error": "States.Timeout"},
+    ]
+    [violation] = invariants.workflows_fail_with_their_job(failures)
+    assert violation.details == "execution job_a-cancel ended in MarkFailed (ConflictError) but its job is canceled"

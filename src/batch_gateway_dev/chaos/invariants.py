@@ -9,7 +9,9 @@
 - no provider batch is left running;
 - the quota ledgers hold nothing (no hold, no owner, sums at zero);
 - every owner's budget reservation is back to zero, and what it spent is what its jobs cost;
-- no owner sees, reads or cancels another owner's job.
+- no owner sees, reads or cancels another owner's job;
+- a workflow ends in MarkFailed only for a job that failed: one that ended otherwise would fire the
+  ``ExecutionsFailed`` alarm for nothing.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ QUOTAS_ZERO = "quota ledgers back to zero"
 BUDGETS_ZERO = "budget reservations back to zero"
 OWNERS_APART = "no job or result visible to another owner"
 CREATES = "every create accepted"
+WORKFLOWS_FAIL_WITH_JOB = "a workflow fails only with its job"
 MICRO_USD = 1e-6
 
 
@@ -186,3 +189,17 @@ def owners_apart(listed: Mapping[str, set[str]], jobs: Iterable[JobSeen], probes
         if leaks:
             found.append(Violation(OWNERS_APART, f"{probe.owner} on {probe.job_id}: {leaks}"))
     return found
+
+
+def workflows_fail_with_their_job(failures: Iterable[Mapping[str, Any]]) -> list[Violation]:
+    """``failures``: the run's failed executions; those that went through MarkFailed (``caught``) must be of failed
+    jobs. (An execution that failed elsewhere, without MarkFailed, is a failure of the local Step Functions
+    interpreter the run reports but does not count: decision 0122.)"""
+    return [
+        Violation(
+            WORKFLOWS_FAIL_WITH_JOB,
+            f"execution {f['execution']} ended in MarkFailed ({f['caught']}) but its job is {f['status']}",
+        )
+        for f in failures
+        if "caught" in f and f["status"] != "failed"
+    ]

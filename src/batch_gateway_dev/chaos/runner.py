@@ -180,7 +180,8 @@ class ChaosRun:
         report = Report(self.scenario, self.violations, figures)
         self.log(report.summary())
         for failure in figures.get("workflow_failures", []):
-            self.log(f"  workflow of {failure['job']} ({failure['status']}) ended in MarkFailed: {failure['caught']}")
+            why = f"MarkFailed caught {failure['caught']}" if "caught" in failure else f"failed: {failure['error']}"
+            self.log(f"  execution {failure['execution']} of a {failure['status']} job: {why}")
         for line in report.failure_lines():
             self.log(line)
         return report
@@ -382,7 +383,9 @@ class ChaosRun:
         found += invariants.owners_apart(listed, seen, self._probes(seen))
         with self._lock:
             self.violations.extend(found)
-        self.figures["workflow_failures"] = self._workflow_failures(seen)
+        failures = self._workflow_failures(seen)
+        found += invariants.workflows_fail_with_their_job(failures)
+        self.figures["workflow_failures"] = failures
         self.figures["jobs"] = len(seen)
         self.figures["provider_batches"] = sum(len(batches) for batches in created.values())
         self.figures["statuses"] = dict(Counter(job.status for job in seen))
@@ -413,8 +416,8 @@ class ChaosRun:
             return list(pool.map(lambda item: seen(*item), sorted(self.job_ids.items())))
 
     def _workflow_failures(self, seen: list[JobSeen]) -> list[dict[str, Any]]:
-        """Each execution of the run's jobs that ended in MarkFailed, with the error it caught and the job's status:
-        what a job's user-visible end does not say (a canceled job whose step failed ends canceled all the same)."""
+        """Each failed execution of the run's jobs: the job's status, and the error MarkFailed caught (``caught``) or,
+        for one that failed without reaching MarkFailed, its own error (``error``)."""
         sfn = self.stack.client("stepfunctions")
         statuses = {job.id: job.status for job in seen}
         found = []
@@ -425,12 +428,21 @@ class ChaosRun:
             job_id = next((j for j in statuses if execution["name"].startswith(j)), None)
             if job_id is None:
                 continue
-            events = sfn.get_execution_history(executionArn=execution["executionArn"], reverseOrder=True)["events"]
-            entered = next(
-                (e for e in events if e.get("stateEnteredEventDetails", {}).get("name") == "MarkFailed"), None
-            )
-            caught = json.loads((entered or {}).get("stateEnteredEventDetails", {}).get("input") or "{}").get("error")
-            found.append({"job": job_id, "status": statuses[job_id], "caught": caught})
+            arn = execution["executionArn"]
+            history = sfn.get_paginator("get_execution_history").paginate(executionArn=arn)
+            entered = [
+                e["stateEnteredEventDetails"]
+                for page in history
+                for e in page["events"]
+                if e.get("stateEnteredEventDetails", {}).get("name") == "MarkFailed"
+            ]
+            failure: dict[str, Any] = {"job": job_id, "execution": execution["name"], "status": statuses[job_id]}
+            if entered:
+                caught = json.loads(entered[-1].get("input") or "{}").get("error") or {}
+                failure["caught"] = str(caught.get("Error"))
+            else:
+                failure["error"] = str(sfn.describe_execution(executionArn=arn).get("error"))
+            found.append(failure)
         return found
 
     def _quota_items(self) -> list[dict[str, Any]]:
