@@ -68,3 +68,17 @@ def test_without_claim_cuts_submit_and_poll_are_never_killed():
 def test_a_run_needs_a_job():
     with pytest.raises(ValueError, match="at least 1"):
         generate(1, 0)
+
+
+def test_a_failed_run_prints_its_seed_the_broken_invariant_and_the_command_that_replays_it():
+    from batch_gateway_dev.chaos.invariants import ONE_BATCH, Violation
+    from batch_gateway_dev.chaos.runner import Report
+
+    report = Report(generate(34, 4, claim_cuts=False), [Violation(ONE_BATCH, "openai made 2 batches for one chunk")])
+    assert not report.passed
+    assert report.failure_lines() == [
+        "CHAOS FAILED seed=34: at most one provider batch per chunk attempt: openai made 2 batches for one chunk",
+        "replay: make chaos SEED=34 JOBS=4 CLAIM_CUTS=0",
+    ]
+    assert Report(generate(5, 12), []).failure_lines() == []
+    assert Report(generate(5, 12), []).replay() == "make chaos SEED=5 JOBS=12"

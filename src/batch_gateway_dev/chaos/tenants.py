@@ -7,6 +7,7 @@ import json
 import time
 import uuid
 from typing import Any
+from urllib.parse import quote
 
 import requests
 from botocore.auth import SigV4Auth
@@ -61,7 +62,7 @@ class Tenant:
         found: dict[str, str] = {}
         token: str | None = None
         while True:
-            answer = self.call("GET", "/batches?limit=100" + (f"&next_token={token}" if token else ""))
+            answer = self.call("GET", "/batches?limit=100" + (f"&next_token={quote(token)}" if token else ""))
             answer.raise_for_status()
             page = answer.json()
             found.update({job["id"]: job["status"] for job in page["batches"]})
