@@ -18,10 +18,10 @@ LINT_TEMPLATE := BatchGatewayStack.template.json
 CHECKOV := BC_SKIP_MAPPING=TRUE CKV_SKIP_PACKAGE_UPDATE_CHECK=true $(LINT_VENV)/bin/checkov --framework cloudformation \
 	--skip-download --quiet --compact
 
-.PHONY: help install demo local test test-all test-unit test-integration test-infra test-e2e test-gllm synth lint bench clean
+.PHONY: help install demo local test test-all test-unit test-integration test-infra test-e2e test-gllm chaos synth lint bench clean
 
 help:
-	@echo "make demo | local | test (test-unit | test-integration | test-infra) | test-e2e | test-all | test-gllm | synth | lint | bench | clean"
+	@echo "make demo | local | test (test-unit | test-integration | test-infra) | test-e2e | test-all | test-gllm | chaos | synth | lint | bench | clean"
 
 $(VENV_STAMP): pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -77,6 +77,16 @@ test-gllm: $(VENV_STAMP)
 	@test -x $(GLLM_VENV)/bin/python || { $(UV) venv --quiet --python 3.11 $(GLLM_VENV) && \
 		$(UV) pip install --quiet --python $(GLLM_VENV)/bin/python '$(GLLM_PACKAGE)'; }
 	GLLM_PYTHON=$(CURDIR)/$(GLLM_VENV)/bin/python $(UV) run --frozen pytest -q -p no:randomly tests/e2e/test_gllm_seed.py
+
+# Randomised fault schedules (decision 0122): each SEED (one or a list) draws JOBS jobs from three owners on the four
+# providers, with faults at the wire, a list lag, Lambda workers killed mid-step, cancels and sweeps, and runs them on
+# a local stack of its own; then checks the invariants. A failure prints CHAOS FAILED seed=<n> and the command that
+# replays it. CLAIM_CUTS=0 never kills Submit or Poll (the e2e suite's runs: their claims wait out a lease).
+SEED ?= 1 2 3
+JOBS ?= 12
+CLAIM_CUTS ?= 1
+chaos: $(VENV_STAMP)
+	$(UV) run --frozen python -m batch_gateway_dev.chaos --seed $(SEED) --jobs $(JOBS) $(if $(filter 0,$(CLAIM_CUTS)),--no-claim-cuts)
 
 # Real bundling (pip for the Lambda platform, no Docker): writes cdk.out/BatchGatewayStack.template.json.
 synth: $(VENV_STAMP) node_modules/.installed

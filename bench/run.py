@@ -4,11 +4,11 @@
 Exit code 0 even when a target fails: the table says FAIL and summary.json has ``"all_targets_met": false``.
 Loopback only, except that the Lambda bundles are built with pip the first time (then cached in bench/.cache/).
 
-Options: ``--only create,collect,imports,history,assets,submit,compat,estimate,lag,scale,infra_cost,overhead`` runs a
-subset (summary.json is then written to ``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures
-into summary.json, keeping the others and saying which steps were rerun when); ``--profile`` also writes cProfile stats
-of one create and one 100,000-line collect to ``bench/.cache/profiles/`` (and, with py-spy on the PATH, py-spy samples
-of moto and every Lambda worker during the overhead step's first create, in ``profiles/overhead/``).
+Options: ``--only create,collect,imports,history,assets,submit,compat,estimate,lag,scale,infra_cost,overhead,chaos``
+runs a subset (summary.json is then written to ``bench/results/partial.json`` instead; ``--merge`` folds the subset's
+figures into summary.json, keeping the others and saying which steps were rerun when); ``--profile`` also writes
+cProfile stats of one create and one 100,000-line collect to ``bench/.cache/profiles/`` (and, with py-spy on the PATH,
+py-spy samples of moto and every Lambda worker during the overhead step's first create, in ``profiles/overhead/``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import assets_bench, imports_bench, infra_cost, lag_bench, scale_sim, workflow_bench
+from bench import assets_bench, chaos_bench, imports_bench, infra_cost, lag_bench, scale_sim, workflow_bench
 from bench.common import (
     CACHE_DIR,
     MB,
@@ -54,6 +54,7 @@ STEPS = (
     "scale",
     "infra_cost",
     "overhead",
+    "chaos",
 )
 CREATE_N = 85_000  # the largest round number whose API Gateway event fits Lambda's 6 MB (a 5.8 MB body)
 COLLECT_SIZES = (10_000, 50_000, 100_000)
@@ -86,6 +87,7 @@ OVERHEAD_N = 100_000
 OVERHEAD_ROUNDS = 3
 OVERHEAD_MAX_CREATE_RATIO = 1.5
 OVERHEAD_MAX_RESULTS_RATIO = 1.0
+CHAOS_TIMEOUT_S = 3600  # three seeds of 16 jobs, each with Submit and Poll claims that may wait out their lease
 
 
 def _log(message: str) -> None:
@@ -433,6 +435,23 @@ def step_overhead(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return values, result
 
 
+def step_chaos(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A large chaos run (issue 30, decision 0122): bench/chaos_bench.py's seeds, each many jobs with faults on a local
+    stack of its own; the whole result is also written to bench/results/chaos.json."""
+    seeds, jobs = chaos_bench.SEEDS, chaos_bench.JOBS
+    _log(f"chaos: seeds {', '.join(map(str, seeds))}, {jobs} jobs each, faults at the wire and in Lambda")
+    args = ["--seeds", *map(str, seeds), "--jobs", str(jobs)]
+    result = run_worker("bench.chaos_bench", args, timeout=CHAOS_TIMEOUT_S)
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    (RESULTS_DIR / "chaos.json").write_text(json.dumps(result, indent=1) + "\n")
+    values = {
+        "chaos_jobs": result["jobs"],
+        "chaos_faults_injected": result["faults_injected"],
+        "chaos_violations": result["violation_count"],
+    }
+    return values, result
+
+
 STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]] = {
     "history": step_history,
     "assets": step_assets,
@@ -446,6 +465,7 @@ STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[
     "scale": step_scale,
     "infra_cost": step_infra_cost,
     "overhead": step_overhead,
+    "chaos": step_chaos,
 }
 
 # --- targets -------------------------------------------------------------------------------------------------------
@@ -522,6 +542,7 @@ def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[s
         f"<= {OVERHEAD_MAX_RESULTS_RATIO} x the SDK's results()",
         lambda v: v <= OVERHEAD_MAX_RESULTS_RATIO,
     )
+    check("chaos_violations", "0 (every invariant, every seed)", lambda v: v == 0)
     return result
 
 

@@ -105,6 +105,57 @@ def test_a_worker_past_its_timeout_is_killed_and_the_next_invocation_starts_fres
     assert not errored and after["pid"] != before["pid"]
 
 
+@pytest.mark.parametrize(
+    ("kind", "error", "message"),
+    [
+        ("crash", "Runtime.ExitError", "Runtime exited with error: signal: killed"),
+        ("timeout", "Sandbox.Timedout", "Task timed out after 30.00 seconds"),
+    ],
+)
+def test_a_cut_kills_the_next_invocation_mid_handler_as_lambda_reports_a_crash_or_a_timeout(
+    runtime, kind, error, message
+):
+    """A chaos run's Lambda fault (decision 0122): the next invocation of that function dies part way through its
+    handler; other functions are untouched, and the invocation after it gets a fresh worker."""
+    function, other = Function(f"{PROBE}.block"), Function(f"{PROBE}.block")
+    before, _ = invoke(runtime, function)
+    runtime.cut(function.function_name, kind, 0.5)
+    untouched, errored = invoke(runtime, other, {"block": False})
+    assert not errored, untouched
+    answer, errored = invoke(runtime, function, {"block": True})
+    assert errored and answer["errorType"] == error and answer["errorMessage"].endswith(message), answer
+    after, errored = invoke(runtime, function)
+    assert not errored and after["pid"] != before["pid"]
+    assert runtime.cuts()["met"][-1] == {"function": function.function_name, "kind": kind, "after": 0.5, "fired": True}
+    assert runtime.cuts()["pending"] == []
+
+
+def test_a_cut_that_an_invocation_outruns_is_used_up_without_harm(runtime):
+    function = Function(f"{PROBE}.observe")
+    first, _ = invoke(runtime, function)
+    runtime.cut(function.function_name, "crash", 20.0)
+    answer, errored = invoke(runtime, function)
+    assert not errored and answer["pid"] == first["pid"]  # answered in time, same warm worker
+    assert runtime.cuts()["met"][-1]["fired"] is False and runtime.cuts()["pending"] == []
+    again, errored = invoke(runtime, function)
+    assert not errored and again["pid"] == first["pid"]
+
+
+def test_the_local_aws_process_takes_cuts_as_commands_and_refuses_malformed_ones(runtime):
+    from batch_gateway_dev.local.aws_server import control
+
+    runtime.clear_cuts()
+    answer = control(runtime, json.dumps({"id": 7, "cut": {"function": "Plan", "kind": "crash", "after": 1}}))
+    assert answer == {"id": 7, "cuts": {"pending": [{"function": "Plan", "kind": "crash", "after": 1.0}], "met": []}}
+    assert (
+        "kind must be one of"
+        in control(runtime, '{"id": 8, "cut": {"function": "Plan", "kind": "x", "after": 1}}')["error"]
+    )
+    assert "unknown command" in control(runtime, '{"id": 9, "stop": true}')["error"]
+    assert "not a JSON command" in control(runtime, "cut Plan")["error"]
+    assert control(runtime, '{"id": 10, "clear_cuts": true}') == {"id": 10, "cuts": {"pending": [], "met": []}}
+
+
 def test_a_handler_that_cannot_be_imported_fails_the_init_phase(runtime):
     answer, errored = invoke(runtime, Function(f"{PROBE}.missing_attribute"))
     assert errored and answer["errorType"] == "Runtime.ImportModuleError"

@@ -3,7 +3,9 @@
 ``python -m batch_gateway_dev.local.aws_server CONFIG_JSON`` starts moto on loopback, routes Lambda invocations to
 ``LambdaRuntime`` (each function in its own worker processes, with its own role's credentials), lets Step Functions
 call Lambda as **the state machine's role** (moto's interpreter would use a fixed dummy key), prints one JSON line
-``{"endpoint": ...}`` and serves until its standard input closes (the parent stopped or died).
+``{"endpoint": ...}`` and serves until its standard input closes (the parent stopped or died). Meanwhile each line
+on its standard input is a command to the Lambda runtime (``control``), answered by one JSON line: a chaos run's
+Lambda faults (decision 0122).
 
 A process of its own, because moto's IAM enforcement is a process-wide switch: turned on here, it cannot reach
 tests that use moto's in-memory mocks in the parent process.
@@ -176,6 +178,28 @@ def _moto_modules_listed_once() -> None:
     backends.list_of_moto_modules = lambda: listed  # patching moto
 
 
+def control(runtime: LambdaRuntime, line: str) -> dict[str, Any]:
+    """One command line from the parent: ``{"cut": {"function", "kind", "after"}}`` queues a Lambda fault,
+    ``{"cuts": true}`` reports them, ``{"clear_cuts": true}`` forgets them. The answer echoes the command's ``id``."""
+    try:
+        command = json.loads(line)
+    except ValueError as exc:
+        return {"id": None, "error": f"not a JSON command: {exc}"}
+    answer: dict[str, Any] = {"id": command.get("id") if isinstance(command, dict) else None}
+    try:
+        if "cut" in command:
+            runtime.cut(**command["cut"])
+        elif command.get("clear_cuts"):
+            runtime.clear_cuts()
+        if "cut" in command or command.get("cuts") or command.get("clear_cuts"):
+            answer["cuts"] = runtime.cuts()
+        else:
+            answer["error"] = f"unknown command {sorted(command)}"
+    except (TypeError, ValueError, AttributeError) as exc:
+        answer["error"] = str(exc)
+    return answer
+
+
 def main() -> None:
     from moto.server import ThreadedMotoServer
 
@@ -208,7 +232,9 @@ def main() -> None:
     _event_paths_parsed_once()
     print(json.dumps({"endpoint": endpoint}), flush=True)
     try:
-        sys.stdin.read()  # until the parent closes our stdin or dies
+        for line in sys.stdin:  # until the parent closes our stdin or dies
+            if line.strip():
+                print(json.dumps(control(runtime, line)), flush=True)
     finally:
         runtime.close()
         server.stop()

@@ -16,6 +16,11 @@ A function's worker gets exactly what the deployed function gets and nothing mor
 The function's timeout is enforced (the worker is killed, ``Sandbox.Timedout``), as are Lambda's 6 MB payload
 limits for synchronous invocations and its 256 KB limit for asynchronous ones, which run on their own after a 202.
 A worker that dies reports ``Runtime.ExitError``. Memory is not limited.
+
+A chaos run (decision 0122) may queue a **cut** for a function (``LambdaRuntime.cut``): its next invocation's worker
+is killed that many seconds into the invocation, reported as a crash (``Runtime.ExitError``, as Lambda reports a
+runtime killed for memory) or as its timeout (``Sandbox.Timedout``, logged as Lambda logs it). An invocation that
+answers first uses the cut up without harm. ``cuts()`` says which fired.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -80,6 +86,22 @@ RUNTIME_VARIABLES = (
 )
 
 Credentials = dict[str, str]
+CUT_KINDS = ("crash", "timeout")
+
+
+@dataclass(frozen=True)
+class Cut:
+    """The next invocation of ``function`` dies ``after`` seconds into its handler, as a ``kind`` of CUT_KINDS."""
+
+    function: str
+    kind: str
+    after: float
+
+    def __post_init__(self) -> None:
+        if self.kind not in CUT_KINDS:
+            raise ValueError(f"kind must be one of {CUT_KINDS}, got {self.kind!r}")
+        if not self.after >= 0:
+            raise ValueError(f"after must be a number of seconds >= 0, got {self.after!r}")
 
 
 def _configuration(function: Any, env: dict[str, str]) -> str:
@@ -276,6 +298,8 @@ class LambdaRuntime:
         self._logs: dict[str, IO[bytes]] = {}
         self._all: list[_Worker] = []
         self._zygote: _Zygote | None = None
+        self._cuts: list[Cut] = []  # queued, each for the next invocation of its function
+        self._cut_outcomes: list[dict[str, Any]] = []  # each cut an invocation met: fired or not
 
     def environment(self, function: Any) -> dict[str, str]:
         name = function.function_name
@@ -323,8 +347,15 @@ class LambdaRuntime:
                     (ready or {}).get("errorMessage", "the function's init phase failed or timed out"),
                 )
         request = {"event": event, "deadline_ms": int(function.timeout) * 1000, "request_id": str(uuid.uuid4())}
-        answer = worker.call(request, float(function.timeout) + 1.0)
+        cut = self._take_cut(function.function_name)
+        limit = float(function.timeout) + 1.0
+        answer = worker.call(request, limit if cut is None else min(limit, cut.after))
         self._release(function.function_name, worker)
+        if cut is not None:
+            fired = answer is None and cut.after < limit and worker.process.returncode in (None, -9)
+            self._cut_outcome(cut, fired)
+            if fired:
+                return self._cut_error(function, cut, request["request_id"])
         if answer is None:
             if worker.process.returncode not in (None, -9):
                 return _error(
@@ -344,6 +375,43 @@ class LambdaRuntime:
                 f"Response payload size exceeded maximum allowed payload size ({SYNC_PAYLOAD_LIMIT} bytes).",
             )
         return payload, bool(answer["errored"])
+
+    def cut(self, function: str, kind: str, after: float) -> None:
+        """Kill the next invocation of ``function`` ``after`` seconds into its handler, reported as ``kind`` (a crash
+        or a timeout): a chaos run's Lambda fault (decision 0122)."""
+        with self._lock:
+            self._cuts.append(Cut(function, kind, float(after)))
+
+    def cuts(self) -> dict[str, list[dict[str, Any]]]:
+        """The cuts still queued, and each one an invocation met (``fired``: the worker was killed by it)."""
+        with self._lock:
+            return {"pending": [asdict(c) for c in self._cuts], "met": list(self._cut_outcomes)}
+
+    def clear_cuts(self) -> None:
+        with self._lock:
+            self._cuts.clear()
+            self._cut_outcomes.clear()
+
+    def _take_cut(self, name: str) -> Cut | None:
+        with self._lock:
+            for index, cut in enumerate(self._cuts):
+                if cut.function == name:
+                    return self._cuts.pop(index)
+        return None
+
+    def _cut_outcome(self, cut: Cut, fired: bool) -> None:
+        with self._lock:
+            self._cut_outcomes.append({**asdict(cut), "fired": fired})
+
+    def _cut_error(self, function: Any, cut: Cut, request_id: str) -> tuple[str, bool]:
+        """What Lambda reports for an invocation whose runtime died (``crash``) or ran out of time (``timeout``)."""
+        if cut.kind == "crash":
+            return _error(
+                "Runtime.ExitError", f"RequestId: {request_id} Error: Runtime exited with error: signal: killed"
+            )
+        message = f"RequestId: {request_id} Error: Task timed out after {float(function.timeout):.2f} seconds"
+        self._logs[function.function_name].write((message + "\n").encode())  # as Lambda logs it
+        return _error("Sandbox.Timedout", message)
 
     def _acquire(self, name: str, configuration: str, env: dict[str, str]) -> _Worker:
         with self._lock:

@@ -127,6 +127,8 @@ class LocalStack:
         self._sqs_poller: SqsPoller | None = None
         self.openai_webhook_secret: str | None = None  # the OpenAIWebhookSecret's value, when openai is enabled
         self._lambda_service: CallerCredentials | None = None
+        self._control_lock = threading.Lock()
+        self._control_id = 0
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
 
@@ -404,6 +406,43 @@ class LocalStack:
         self._generation += 1
         for function in self.functions:
             lam.update_function_configuration(FunctionName=function, Description=f"generation {self._generation}")
+
+    def lambda_fault(self, function: str, kind: str, after_seconds: float) -> None:
+        """The next invocation of ``function`` (a logical id) dies ``after_seconds`` into its handler, reported as
+        a ``crash`` (``Runtime.ExitError``) or a ``timeout`` (``Sandbox.Timedout``); one that answers first uses it
+        up. A chaos run's Lambda fault (decision 0122)."""
+        self._control({"cut": {"function": function, "kind": kind, "after": after_seconds}})
+
+    def lambda_faults(self) -> dict[str, list[dict[str, Any]]]:
+        """The Lambda faults still queued (``pending``) and each one an invocation met (``met``, with ``fired``)."""
+        cuts: dict[str, list[dict[str, Any]]] = self._control({"cuts": True})["cuts"]
+        return cuts
+
+    def clear_lambda_faults(self) -> None:
+        self._control({"clear_cuts": True})
+
+    def _control(self, command: dict[str, Any]) -> dict[str, Any]:
+        """One command to the local AWS process's Lambda runtime, over its standard input; its answer line."""
+        with self._control_lock:
+            aws = self._aws
+            if aws is None or aws.stdin is None or aws.stdout is None:
+                raise RuntimeError("the local stack is not started")
+            self._control_id += 1
+            aws.stdin.write((json.dumps({**command, "id": self._control_id}) + "\n").encode())
+            aws.stdin.flush()
+            while True:
+                line = aws.stdout.readline()
+                if not line:
+                    raise RuntimeError("the local AWS process ended")
+                try:
+                    answer: dict[str, Any] = json.loads(line)
+                except ValueError:
+                    continue  # not an answer
+                if isinstance(answer, dict) and answer.get("id") == self._control_id:
+                    break
+        if "error" in answer:
+            raise ValueError(answer["error"])
+        return answer
 
     def function_environment(self, function: str) -> dict[str, str]:
         config = self.client("lambda").get_function_configuration(FunctionName=function)

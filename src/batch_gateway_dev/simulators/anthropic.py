@@ -33,6 +33,7 @@ from batch_gateway_dev.simulators.schedule import (
     SERVER_ERROR,
     SUCCEEDED,
     Plan,
+    markers,
 )
 from batch_gateway_dev.simulators.wire import (
     BadBody,
@@ -337,6 +338,14 @@ class AnthropicBatches:
             "messages": self.messages,
             "cache_entries": len(self.cache),
         }
+
+    def created_batches(self, now: float) -> list[dict[str, Any]]:
+        """Every batch: its id, the chunk markers its custom_ids carry (Anthropic keeps no metadata) and whether it
+        has ended."""
+        return [
+            {"id": b.id, "mark": markers([item[0] for item in b.items]), "ended": b.timeline(now)[0] == "ended"}
+            for b in self.batches.values()
+        ]
 
     def items_finished(self, now: float) -> dict[str, int]:
         """Each batch's finished items so far: its timeline gives the final cutoff; until the end (or the cancel)

@@ -537,6 +537,11 @@ class BedrockJobs:
     def items_finished(self, now: float) -> dict[str, int]:
         return {job.id: job.finished(now) for job in self.jobs.values()}
 
+    def created_batches(self, now: float) -> list[dict[str, Any]]:
+        """Every job: its id, its name (the gateway's name for the chunk) and whether it has ended (what its schedule
+        reached, its output written or not)."""
+        return [{"id": j.id, "mark": j.name, "ended": j.schedule(now)[0] in ENDED} for j in self.jobs.values()]
+
     @staticmethod
     def request_id() -> tuple[str, str]:
         return "x-amzn-RequestId", str(uuid.uuid4())

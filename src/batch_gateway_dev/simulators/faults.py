@@ -98,6 +98,7 @@ class FaultQueue:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._faults: list[Fault] = []
+        self._fired: list[dict[str, str]] = []  # each fault as it met a call, in order (`times` counts one each)
 
     def add(self, provider: str, op: str, kind: str, times: int = 1, **extra: Any) -> Fault:
         if provider not in PROVIDERS:
@@ -124,6 +125,7 @@ class FaultQueue:
                     fault.times -= 1
                     if fault.times <= 0:
                         del self._faults[index]
+                    self._fired.append({"provider": provider, "op": op, "kind": fault.kind})
                     return fault
         return None
 
@@ -131,6 +133,14 @@ class FaultQueue:
         with self._lock:
             return [f.describe() for f in self._faults]
 
-    def clear(self) -> None:
+    def fired(self) -> list[dict[str, str]]:
+        """Every fault that met a call since the last reset, in order: what a chaos run injected (decision 0122)."""
+        with self._lock:
+            return list(self._fired)
+
+    def clear(self, *, fired: bool = True) -> None:
+        """Forget the pending faults and, unless ``fired`` is False, the record of those that fired."""
         with self._lock:
             self._faults.clear()
+            if fired:
+                self._fired.clear()

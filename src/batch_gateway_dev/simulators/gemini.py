@@ -526,6 +526,14 @@ class GeminiBatches:
     def items_finished(self, now: float) -> dict[str, int]:
         return {batch.name: batch.timeline(now)[1] for batch in self.batches.values()}
 
+    def created_batches(self, now: float) -> list[dict[str, Any]]:
+        """Every batch: its id, its display name (the gateway's name for the chunk; Gemini keeps no metadata) and
+        whether it has ended."""
+        return [
+            {"id": b.id, "mark": b.display_name, "ended": b.timeline(now)[0] not in (PENDING, RUNNING)}
+            for b in self.batches.values()
+        ]
+
     @staticmethod
     def request_id() -> tuple[str, str]:
         return "x-goog-request-id", secrets.token_hex(8)

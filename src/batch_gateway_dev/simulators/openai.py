@@ -611,6 +611,18 @@ class OpenAIBatches:
             "cache_entries": len(self.cache),
         }
 
+    def created_batches(self, now: float) -> list[dict[str, Any]]:
+        """Every batch: its id, its metadata as one canonical string (what the gateway stamps on it names the chunk)
+        and whether it has ended."""
+        return [
+            {
+                "id": b.id,
+                "mark": json.dumps(b.metadata or {}, sort_keys=True),
+                "ended": b.timeline(now)[0] in ("completed", "failed", "expired", "cancelled"),
+            }
+            for b in self.batches.values()
+        ]
+
     def items_finished(self, now: float) -> dict[str, int]:
         """Each batch's finished items so far (its timeline's cutoff)."""
         return {batch_id: batch.timeline(now)[2] for batch_id, batch in self.batches.items()}

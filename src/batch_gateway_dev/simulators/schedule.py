@@ -29,6 +29,13 @@ def first_attempt_key(custom_id: str) -> str:
     return _MARKER.sub("", custom_id, count=1)
 
 
+def markers(custom_ids: list[str]) -> str:
+    """The gateway's chunk markers the custom_ids carry, sorted and comma separated ("" for none): one chunk's batch
+    carries exactly one, so two batches with the same one are one chunk sent twice."""
+    found = {m.group(0)[:-1] for m in map(_MARKER.match, custom_ids) if m is not None}
+    return ",".join(sorted(found))
+
+
 @dataclass(slots=True)
 class Plan:
     """The fixed-at-creation timing and outcome rules of one batch."""

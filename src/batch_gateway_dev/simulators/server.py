@@ -136,6 +136,8 @@ class _Handler(QuietHandler):
         try:
             if req.method == "GET" and route in ("/state", ""):
                 return json_reply(state.stats())
+            if req.method == "GET" and route == "/batches":
+                return json_reply(state.created_batches())
             if req.method == "GET" and route == "/config":
                 return json_reply(state.current_settings())
             if req.method == "POST" and route == "/config":
@@ -278,6 +280,15 @@ class SimulatorServer:
     def end_processing(self, provider: str) -> int:
         """Every batch of ``provider`` still processing ends now (``SimulatorState.end_processing``)."""
         return self.state.end_processing(provider)
+
+    def created_batches(self) -> dict[str, list[dict[str, Any]]]:
+        """Same as GET /_simulator/batches: per provider, every batch with the mark that names its chunk and whether
+        it has ended (``SimulatorState.created_batches``)."""
+        return self.state.created_batches()
+
+    def faults_fired(self) -> list[dict[str, str]]:
+        """Every fault that met a call since the last reset (``provider``, ``op``, ``kind``), in order."""
+        return self.state.faults.fired()
 
     def reset(self) -> None:
         """Forget all batches, files, prompt caches and faults; restore the default settings and the clock."""

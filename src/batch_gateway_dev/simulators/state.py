@@ -153,6 +153,14 @@ class SimulatorState:
                 finished.update(sim.items_finished(now))
             return finished
 
+    def created_batches(self) -> dict[str, list[dict[str, Any]]]:
+        """Per provider, every batch (Bedrock job) it holds: ``id``, ``mark`` (what the gateway put on it to name its
+        chunk: Anthropic's custom_id markers, OpenAI's metadata, Gemini's display name, Bedrock's job name) and
+        whether it has ``ended``. Two batches with one mark are one chunk sent twice (decision 0122)."""
+        with self.lock:
+            now = time.time()
+            return {name: sim.created_batches(now) for name, sim in self.simulators.items()}
+
     def stats(self) -> dict[str, Any]:
         with self.lock:
             return {
@@ -160,6 +168,7 @@ class SimulatorState:
                 "items_finished": self.items_finished(),
                 "requests": dict(self.requests),
                 "faults_pending": self.faults.pending(),
+                "faults_fired": self.faults.fired(),
                 "held": self.held,
                 "settings": copy.deepcopy(self.settings),
             }

@@ -45,6 +45,20 @@ def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | 
         settle_job(services, job)  # a retried Finalize that ended the job before settling its budget
         free_slot(services, job)  # ... or before freeing its slot among the owner's open jobs (decision 0119)
         return {"job_id": job.id, "status": job.status.value}
+    try:
+        return _finalize(services, job, budget)
+    except ConflictError:
+        # Another execution of this job (a cancel's or the sweeper's restart beside one still running) ended it
+        # first: end as a retried Finalize does. Raised, it was caught into MarkFailed and the execution failed.
+        ended = services.jobs.require_job(job.id)
+        if not ended.status.terminal:
+            raise
+        logger.info("another execution ended the job first", extra={"job_id": job.id, "status": ended.status.value})
+        settle_job(services, ended)
+        return {"job_id": ended.id, "status": ended.status.value}
+
+
+def _finalize(services: Services, job: Job, budget: StepBudget | None) -> dict[str, str]:
     chunks = services.jobs.get_chunks(job.id)
     if any(c.open for c in chunks):
         raise IntegrityError(f"job {job.id} has chunks whose results are not collected")
