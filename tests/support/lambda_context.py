@@ -30,3 +30,18 @@ class FakeLambdaContext:
 
     def get_remaining_time_in_millis(self) -> int:
         return self.remaining_ms
+
+
+class RunningOutContext(FakeLambdaContext):
+    """A Lambda context whose clock moves on by ``step_ms`` each time anything looks at it, the way a real
+    invocation's remaining time shrinks while it works through chunks: a step's budget (``StepBudget``) sees each
+    chunk take ``step_ms``. 300 s with 30 s a look fits about 8 chunks in an invocation; with 100 s a look, one."""
+
+    def __init__(self, *, lambda_ms: int = 300_000, step_ms: int = 30_000) -> None:
+        super().__init__(remaining_ms=lambda_ms)
+        self.step_ms = step_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        now = self.remaining_ms
+        self.remaining_ms = max(0, self.remaining_ms - self.step_ms)
+        return now
