@@ -3,6 +3,8 @@ runtime's own context object, ``batch_gateway_dev.local.lambda_worker.LambdaCont
 
 from __future__ import annotations
 
+import time
+
 ACCOUNT = "123456789012"
 
 
@@ -45,3 +47,15 @@ class RunningOutContext(FakeLambdaContext):
         now = self.remaining_ms
         self.remaining_ms = max(0, self.remaining_ms - self.step_ms)
         return now
+
+
+class TickingContext(FakeLambdaContext):
+    """A Lambda context on the real clock, as Lambda's own: ``remaining_ms`` when made, less the time since. Below
+    zero, Lambda would have killed the invocation (``Task timed out``)."""
+
+    def __init__(self, name: str = "test", *, remaining_ms: int) -> None:
+        super().__init__(name, remaining_ms=remaining_ms)
+        self._end = time.monotonic() + remaining_ms / 1000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int((self._end - time.monotonic()) * 1000)
