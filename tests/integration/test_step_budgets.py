@@ -148,40 +148,41 @@ def test_mark_failed_on_a_large_job_goes_on_through_its_choice_and_keeps_one_lin
     assert _result_ids(job_id)[0] == [f"r{i:02d}" for i in range(8)]
 
 
-@pytest.fixture
-def three_chunks(job_of):
-    return job_of(3)
-
-
 def _joined(job_id):
     return wiring.services().jobs.require_job(job_id).results_joined.chunks
 
 
-def test_finalize_raises_for_its_retry_on_a_definition_without_the_loop_and_answers_not_done_on_one_with_it(
-    three_chunks, ctx
+def test_finalize_out_of_time_raises_on_an_old_definition_answers_not_done_on_the_loop_and_raises_without_progress(
+    job_of, ctx
 ):
     """After a deploy, running executions keep the definition they started on while the functions run the new
     code. The old definition passes Finalize the whole state, without ``loop``, and has no Choice after it: there
-    the new code must still raise, so that the retry policy goes on as before."""
-    job_id, state = three_chunks
+    the new code must still raise, so that the retry policy goes on as before. Under the loop it answers not done,
+    unless it moved nothing on: progress is the chunks joined as the job records them, and results.jsonl replaced
+    behind the job's back is joined again from the first chunk, so that invocation ends with fewer than it began."""
+    job_id, state = job_of(3)
     state = _collected(state, ctx)
-    with pytest.raises(TransientError):
+    with pytest.raises(TransientError, match="stopped before its time limit"):
         finalize.handler(state, one_chunk_each())  # the old definition's input: the state as Retry left it
     assert _joined(job_id) == 1
 
-    answer = finalize.handler({"job_id": job_id, "loop": True}, one_chunk_each())  # the new definition's input
-    assert answer == {"job_id": job_id, "status": "in_progress", "done": False}
+    loop = {"job_id": job_id, "loop": True}  # the new definition's input
+    assert finalize.handler(loop, one_chunk_each()) == {"job_id": job_id, "status": "in_progress", "done": False}
     assert _joined(job_id) == 2
+
+    wiring.services().payloads.put_bytes(results_key(job_id), b"{}\n", "application/x-ndjson")
+    with pytest.raises(TransientError, match="no progress"):
+        finalize.handler(loop, one_chunk_each())  # joined chunk 0 again: 1 < 2
+    assert finalize.handler(loop, one_chunk_each())["done"] is False  # 1 -> 2
     assert finalize.handler(state, one_chunk_each())["status"] == "finished"  # old input, the end: as before
+    assert _result_ids(job_id) == ([f"r{i:02d}" for i in range(3)], {"succeeded"})
 
 
-def test_mark_failed_raises_for_its_retry_on_a_definition_without_the_loop_and_answers_not_done_on_one_with_it(
-    three_chunks, ctx
-):
-    job_id, state = three_chunks
+def test_mark_failed_out_of_time_raises_on_an_old_definition_and_answers_not_done_on_the_loop(job_of, ctx):
+    job_id, state = job_of(2)
     submit.handler(state, ctx)
     failure = {**state, "error": PROVIDER_ERROR}  # the old definition's input: the state and the Catch's error
-    with pytest.raises(TransientError):
+    with pytest.raises(TransientError, match="stopped before its time limit"):
         mark_failed.handler(failure, one_chunk_each())
     assert wiring.services().jobs.require_job(job_id).status.value == "failed"
 
@@ -189,29 +190,10 @@ def test_mark_failed_raises_for_its_retry_on_a_definition_without_the_loop_and_a
     assert answer == {"job_id": job_id, "status": "failed", "error": PROVIDER_ERROR, "done": False}
 
 
-def test_a_continuation_that_made_no_progress_is_a_failure_for_the_retry_policy(three_chunks, ctx):
-    """Progress is the chunks joined into results.jsonl (and, for MarkFailed, the chunks settled) as the job records
-    them. results.jsonl replaced behind the job's back is joined again from the first chunk: that invocation ends
-    with fewer chunks joined than it started with, and raises; the next one, having moved on, answers not done."""
-    job_id, state = three_chunks
-    state = _collected(state, ctx)
-    loop = {"job_id": job_id, "loop": True}
-    finalize.handler(loop, one_chunk_each())
-    finalize.handler(loop, one_chunk_each())
-    assert _joined(job_id) == 2
-    wiring.services().payloads.put_bytes(results_key(job_id), b"{}\n", "application/x-ndjson")
-
-    with pytest.raises(TransientError, match="no progress"):
-        finalize.handler(loop, one_chunk_each())  # joined chunk 0 again: 1 < 2
-    assert finalize.handler(loop, one_chunk_each())["done"] is False  # 1 -> 2
-    assert finalize.handler(loop, one_chunk_each())["status"] == "finished"
-    assert _result_ids(job_id) == ([f"r{i:02d}" for i in range(3)], {"succeeded"})
-
-
-def test_a_finalize_that_never_progresses_cannot_loop_forever(three_chunks, ctx, monkeypatch):
+def test_a_finalize_that_never_progresses_cannot_loop_forever(job_of, ctx, monkeypatch):
     """A step whose invocations move nothing on (here: a join that never writes) has the retry policy's attempts
     and no more: Finalize 7, then MarkFailed 7 (it joins too), and the execution ends."""
-    job_id, state = three_chunks
+    job_id, state = job_of(1)
     state = _collected(state, ctx)
     monkeypatch.setattr(finalize_service, "join_results", lambda *args, **kwargs: None)
 
