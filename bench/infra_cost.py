@@ -151,7 +151,7 @@ def _run_job(n: int, sim_url: str, calls: Calls) -> dict[str, Any]:
     from batch_gateway.service.workflow.plan import plan_job
     from batch_gateway.service.workflow.poll import poll_job
     from batch_gateway.service.workflow.retry import retry_job
-    from batch_gateway.service.workflow.state import WorkflowState
+    from batch_gateway.service.workflow.state import FinalizeState, WorkflowState
     from batch_gateway.service.workflow.submit import submit_job
 
     wiring.reset()
@@ -184,7 +184,7 @@ def _run_job(n: int, sim_url: str, calls: Calls) -> dict[str, Any]:
         time.sleep(0.1)
     state = step("poll_ended", lambda: poll_job(services, state))
     state = step("retry", lambda: retry_job(services, state))
-    step("finalize", lambda: finalize_job(services, state))
+    step("finalize", lambda: finalize_job(services, FinalizeState(job_id=job.id, loop=True)))
     view = step("status", lambda: get_job(services, job.id, OWNER))
     step("results", lambda: get_results(services, job.id, OWNER, fmt="jsonl"))
     if view["status"] != "finished":

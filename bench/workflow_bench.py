@@ -173,8 +173,8 @@ def task_model(schedule: str, batch_seconds: int) -> Callable[[str, dict[str, An
             ).out()
         if step == "retry":  # nothing to retry: straight on to Finalize (decision 0066)
             return WorkflowState(job_id=current.job_id, polls=current.polls, done=True).out()
-        if step == "finalize":
-            return {"job_id": current.job_id, "status": "finished"}
+        if step == "finalize":  # done in one invocation (decision 0117: a "done": false would run it again)
+            return {"job_id": current.job_id, "status": "finished", "done": True}
         raise ValueError(f"no model for the task {handler!r}")
 
     return run

@@ -9,7 +9,7 @@ from batch_gateway.service.workflow.state import FailureState
 
 def _step(event: dict, budget: StepBudget) -> dict:
     state = FailureState.model_validate(event)
-    return mark_failed(wiring.services(), state.job_id, state.error, budget)
+    return mark_failed(wiring.services(), state.job_id, state.error, budget, loop=state.loop)
 
 
 handler = workflow_handler(_step, budgeted=True)

@@ -3,15 +3,23 @@
     Plan -> Submit -> Wait? -> Park(<= $.wait_seconds, or until woken) -> Poll -> Collected? --done--> Retry
                                  ^                                            |                          |
                                  +-------------- not done (wait > 0) ---------+           Retried? --done--> Finalize
-                                 +<------------------------ new chunks -----------------------+                -> Done
-                                          any error after retries -> MarkFailed -> JobFailed
+                                 +<------------------------ new chunks -----------------------+                 |
+                                                                                      Finalized? <-- not done --+
+                                                                                          +--> Done
+       any error after retries -> MarkFailed -> Marked failed? --> JobFailed
+                                      ^----- not done ----+
 
 Park (decision 0072) waits for a task token at most ``$.wait_seconds``; a wake (cancel, a provider's push) ends it at
 once. Collected? parks again itself (or polls at once when no wait is asked for): three states per poll cycle.
 Retry (decision 0066) turns the items a job retries into new chunks, which Poll sends and collects like any other.
+Finalize and MarkFailed answer ``done: false`` when their invocation ran out of time and their Choice runs them again
+(decision 0117): two states per continuation, none of the retry policy's attempts.
 
-Every task passes the whole state to its Lambda and takes the Lambda's return value as the next state
-(``output_path="$.Payload"``): ids and small numbers only, never prompts or results.
+Every task but those two passes the whole state to its Lambda and takes the Lambda's return value as the next state
+(``output_path="$.Payload"``): ids and small numbers only, never prompts or results. Finalize and MarkFailed are
+given the job id (and MarkFailed the Catch's error) and ``loop: true``, which tells them that this definition loops
+them; under a definition from before the loop (executions keep theirs across a deploy) they raise for the retry
+policy instead.
 """
 
 from __future__ import annotations
@@ -226,13 +234,13 @@ class WorkflowConstruct(Construct):
                 self, f"{function_id}WakesWaitingJobs", self.functions[function_id].role, self.state_machine
             )
 
-    def _task(self, function_id: str) -> tasks.LambdaInvoke:
+    def _task(self, function_id: str, payload: sfn.TaskInput | None = None) -> tasks.LambdaInvoke:
         task = tasks.LambdaInvoke(
             self,
             f"{function_id}Task",
             state_name=function_id,
             lambda_function=self.functions[function_id],
-            payload=sfn.TaskInput.from_json_path_at("$"),
+            payload=payload or sfn.TaskInput.from_json_path_at("$"),
             output_path="$.Payload",
             retry_on_service_exceptions=False,  # replaced by the one retry policy below
         )
@@ -246,12 +254,17 @@ class WorkflowConstruct(Construct):
         return task
 
     def _state_machine(self, config: GatewayConfig) -> sfn.StateMachine:
-        plan, submit, poll, retry, finalize = (
-            self._task(name) for name in ("Plan", "Submit", "Poll", "Retry", "Finalize")
+        plan, submit, poll, retry = (self._task(name) for name in ("Plan", "Submit", "Poll", "Retry"))
+        # Finalize and MarkFailed loop through a Choice while they answer done: false (decision 0117); loop: true
+        # tells the code so (under an older definition, without it, a continuation raises for the retry policy).
+        job_id = sfn.JsonPath.string_at("$.job_id")
+        finalize = self._task("Finalize", sfn.TaskInput.from_object({"job_id": job_id, "loop": True}))
+        mark_failed = self._task(
+            "MarkFailed",
+            sfn.TaskInput.from_object({"job_id": job_id, "error": sfn.JsonPath.object_at("$.error"), "loop": True}),
         )
-        mark_failed = self._task("MarkFailed")
         job_failed = sfn.Fail(self, "JobFailed", error="JobFailed", cause="The job failed; MarkFailed recorded why.")
-        mark_failed.next(job_failed)
+        mark_failed.next(self._until_done("Marked failed?", mark_failed, job_failed))
         for task in (plan, submit, poll, retry, finalize):
             task.add_catch(mark_failed, errors=["States.ALL"], result_path="$.error")
 
@@ -289,7 +302,10 @@ class WorkflowConstruct(Construct):
         )
         retried = (
             sfn.Choice(self, "Retried?")
-            .when(sfn.Condition.boolean_equals("$.done", True), finalize.next(sfn.Succeed(self, "Done")))
+            .when(
+                sfn.Condition.boolean_equals("$.done", True),
+                finalize.next(self._until_done("Finalized?", finalize, sfn.Succeed(self, "Done"))),
+            )
             .otherwise(wait)
         )
         # Collected? also decides the wait itself (rather than going through Wait?), so a poll cycle is three states
@@ -329,3 +345,10 @@ class WorkflowConstruct(Construct):
                 "versions/aliases (<function arn>:*); nothing else.",
             )
         return state_machine
+
+    def _until_done(self, name: str, step: tasks.LambdaInvoke, end: sfn.IChainable) -> sfn.Choice:
+        """Back to ``step`` while it answers ``done: false``; any other answer goes on to ``end``, a missing ``done``
+        too (the code from before decision 0117, for the moments a deploy runs old functions under this definition:
+        a comparison on a missing field would fail the execution)."""
+        not_done = sfn.Condition.and_(sfn.Condition.is_present("$.done"), sfn.Condition.boolean_equals("$.done", False))
+        return sfn.Choice(self, name).when(not_done, step).otherwise(end)

@@ -1,5 +1,6 @@
 """The state machine: Plan -> Submit -> Wait? -> Park -> Poll -> Collected? -> Retry -> Retried? -> Finalize, with
-retries and MarkFailed. Park waits for a wake or the next poll (decision 0072)."""
+retries and MarkFailed. Park waits for a wake or the next poll (decision 0072); Finalize and MarkFailed go on in a
+Choice loop until they say they are done (decision 0117)."""
 
 from __future__ import annotations
 
@@ -40,8 +41,10 @@ def test_workflow_has_exactly_the_designed_states(synthesized, states):
         "Retry": "Task",
         "Retried?": "Choice",
         "Finalize": "Task",
+        "Finalized?": "Choice",
         "Done": "Succeed",
         "MarkFailed": "Task",
+        "Marked failed?": "Choice",
         "JobFailed": "Fail",
     }
 
@@ -61,8 +64,41 @@ def test_workflow_transitions_loop_through_park_until_done(states):
     assert states["Retry"]["Next"] == "Retried?"  # decision 0066: a retry round goes back to Park and Poll
     assert states["Retried?"]["Choices"] == [{"Variable": "$.done", "BooleanEquals": True, "Next": "Finalize"}]
     assert states["Retried?"]["Default"] == "Wait?"
-    assert states["Finalize"]["Next"] == "Done"
-    assert states["MarkFailed"]["Next"] == "JobFailed"
+    assert states["Finalize"]["Next"] == "Finalized?"
+    assert states["MarkFailed"]["Next"] == "Marked failed?"
+
+
+@pytest.mark.parametrize(
+    ("step", "choice", "end"), [("Finalize", "Finalized?", "Done"), ("MarkFailed", "Marked failed?", "JobFailed")]
+)
+def test_finalize_and_mark_failed_go_on_through_a_choice_until_they_say_they_are_done(states, step, choice, end):
+    """A step that ran out of time answers ``done: false`` and its Choice sends it back to itself: a continuation is
+    a normal outcome, not an error for the retry policy (decision 0117). Any other answer ends the job: ``done``
+    true, or no ``done`` at all (the code from before 0117, briefly, while a deploy updates the functions)."""
+    assert states[step]["Next"] == choice
+    assert states[choice]["Choices"] == [
+        {
+            "And": [
+                {"Variable": "$.done", "IsPresent": True},
+                {"Variable": "$.done", "BooleanEquals": False},
+            ],
+            "Next": step,
+        }
+    ]
+    assert states[choice]["Default"] == end
+
+
+def test_finalize_and_mark_failed_are_told_that_the_definition_loops_them(synthesized, states):
+    """``loop: true`` in their input says a ``done: false`` answer comes back to them. An execution still on a
+    definition from before 0117 (running executions keep theirs across a deploy) sends no ``loop``: there the new code
+    raises TransientError for a continuation, and the retry policy goes on as it used to."""
+    for name, payload in {
+        "Finalize": {"job_id.$": "$.job_id", "loop": True},
+        "MarkFailed": {"job_id.$": "$.job_id", "error.$": "$.error", "loop": True},
+    }.items():
+        function_id = synthesized.function(name)[0]
+        assert states[name]["Parameters"] == {"FunctionName": "${" + function_id + ".Arn}", "Payload": payload}
+        assert states[name]["OutputPath"] == "$.Payload"
 
 
 def test_park_waits_for_its_token_at_most_wait_seconds_then_polls_with_the_state_unchanged(synthesized, states):
@@ -112,7 +148,7 @@ def test_collected_polls_again_at_once_when_no_wait_is_asked_for_and_parks_other
     assert states["Collected?"]["Default"] == "Poll"
 
 
-@pytest.mark.parametrize("name", [*TASKS, "MarkFailed"])
+@pytest.mark.parametrize("name", ["Plan", "Submit", "Poll", "Retry"])
 def test_each_task_invokes_its_lambda_with_the_whole_state_and_returns_the_payload(synthesized, states, name):
     task = states[name]
     assert task["Resource"] == "arn:${AWS::Partition}:states:::lambda:invoke"
@@ -141,6 +177,7 @@ def test_any_unhandled_task_error_goes_to_mark_failed_with_the_error_kept(states
 
 def test_mark_failed_has_no_catch_and_ends_in_job_failed(states):
     assert "Catch" not in states["MarkFailed"]
+    assert states["Marked failed?"]["Default"] == "JobFailed"
     assert states["JobFailed"]["Error"] == "JobFailed"
 
 

@@ -73,7 +73,7 @@ def test_a_failed_job_cancels_its_running_batches_and_keeps_what_finished(three_
 
     out = mark_failed.handler(_failure(job_id), ctx)
 
-    assert out == {"job_id": job_id, "status": "failed"}
+    assert out == {"job_id": job_id, "status": "failed", "done": True}
     provider = wiring.services().provider_for("anthropic")
     assert all(provider.status(b).status in ("canceling", "ended") for b in running)
     _, view = call(status.handler, load_event("api_status.json", job_id), ctx)
@@ -116,7 +116,7 @@ def test_a_provider_error_while_canceling_never_fails_mark_failed(three_chunks, 
     running = _send(job_id, 0)
     simulator.add_fault("anthropic", "cancel_batch", "http_500", times=5)  # outlasts the SDK's own retries
 
-    assert mark_failed.handler(_failure(job_id), ctx) == {"job_id": job_id, "status": "failed"}
+    assert mark_failed.handler(_failure(job_id), ctx) == {"job_id": job_id, "status": "failed", "done": True}
 
     code, body = _results(job_id, ctx)
     assert code == 200 and len(body["results"]) == 5

@@ -59,8 +59,8 @@ def test_a_finalize_that_another_execution_beat_to_the_end_answers_the_jobs_stat
     second = finalize.handler(state, ctx)
 
     expected = "canceled" if canceled else "finished"
-    assert first == [{"job_id": job_id, "status": expected}]
-    assert second == {"job_id": job_id, "status": expected}
+    assert first == [{"job_id": job_id, "status": expected, "done": True}]
+    assert second == {"job_id": job_id, "status": expected, "done": True}
     assert aws.jobs.require_job(job_id).status.value == expected
     _one_line_per_request(aws, job_id)
 
@@ -84,5 +84,5 @@ def test_two_finalize_invocations_at_once_both_end_with_the_jobs_status(aws, ctx
     for name in ("first", "second"):
         threads.start(name, lambda: (start.wait(), _finalize_as_the_state_machine_does(state, ctx))[1])
     answers = threads.join()
-    assert answers == dict.fromkeys(("first", "second"), {"job_id": job_id, "status": "canceled"})
+    assert answers == dict.fromkeys(("first", "second"), {"job_id": job_id, "status": "canceled", "done": True})
     _one_line_per_request(aws, job_id)

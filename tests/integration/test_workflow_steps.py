@@ -83,7 +83,7 @@ def test_finalize_refuses_duplicate_ids(aws, ctx):
 def test_mark_failed_records_a_reason_without_stack_traces(aws, ctx):
     job_id = _job(ctx)
     out = mark_failed.handler(load_event("workflow_mark_failed.json", job_id), ctx)
-    assert out == {"job_id": job_id, "status": "failed"}
+    assert out == {"job_id": job_id, "status": "failed", "done": True}
     job = aws.jobs.require_job(job_id)
     assert job.status.value == "failed"
     assert job.error == "ProviderAuthError: Anthropic refused the API key; set the key in Secrets Manager"

@@ -3,6 +3,8 @@ runtime's own context object, ``batch_gateway_dev.local.lambda_worker.LambdaCont
 
 from __future__ import annotations
 
+import time
+
 ACCOUNT = "123456789012"
 
 
@@ -30,3 +32,30 @@ class FakeLambdaContext:
 
     def get_remaining_time_in_millis(self) -> int:
         return self.remaining_ms
+
+
+class RunningOutContext(FakeLambdaContext):
+    """A Lambda context whose clock moves on by ``step_ms`` each time anything looks at it, the way a real
+    invocation's remaining time shrinks while it works through chunks: a step's budget (``StepBudget``) sees each
+    chunk take ``step_ms``. 300 s with 30 s a look fits about 8 chunks in an invocation; with 100 s a look, one."""
+
+    def __init__(self, *, lambda_ms: int = 300_000, step_ms: int = 30_000) -> None:
+        super().__init__(remaining_ms=lambda_ms)
+        self.step_ms = step_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        now = self.remaining_ms
+        self.remaining_ms = max(0, self.remaining_ms - self.step_ms)
+        return now
+
+
+class TickingContext(FakeLambdaContext):
+    """A Lambda context on the real clock, as Lambda's own: ``remaining_ms`` when made, less the time since. Below
+    zero, Lambda would have killed the invocation (``Task timed out``)."""
+
+    def __init__(self, name: str = "test", *, remaining_ms: int) -> None:
+        super().__init__(name, remaining_ms=remaining_ms)
+        self._end = time.monotonic() + remaining_ms / 1000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int((self._end - time.monotonic()) * 1000)

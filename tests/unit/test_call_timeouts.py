@@ -9,6 +9,7 @@ from batch_gateway.providers.call_timeouts import (
     CALL_TIMEOUT_SECONDS,
     MARGIN_SECONDS,
     BotoTimeouts,
+    NoTimeLeftError,
     boto_timeouts,
     bound_request,
 )
@@ -36,7 +37,7 @@ def test_near_the_deadline_every_phase_ends_before_it_less_the_margin():
 
 def test_with_no_time_left_no_call_is_made():
     with deadline.until(lambda: int(MARGIN_SECONDS * 1000)):
-        with pytest.raises(httpx2.ConnectTimeout):  # the SDKs map it to a connection never made
+        with pytest.raises(NoTimeLeftError):  # mapped to a connection never made, retried by no SDK
             _bounded(None)
         with pytest.raises(ProviderUnavailableError):
             boto_timeouts()

@@ -23,7 +23,7 @@ from batch_gateway.service.planning.chunks import ENVELOPE_BYTES
 from batch_gateway.service.workflow.finalize import finalize_job
 from batch_gateway.service.workflow.plan import plan_job
 from batch_gateway.service.workflow.poll import poll_job
-from batch_gateway.service.workflow.state import WorkflowState
+from batch_gateway.service.workflow.state import FinalizeState, WorkflowState
 from batch_gateway.service.workflow.submit import submit_job
 from batch_gateway.settings import Settings
 from tests.support.planned_jobs import MODELS, neutral_line, plan
@@ -214,7 +214,7 @@ def test_ids_that_needed_mapping_come_back_as_the_callers_ids_in_the_results(svc
     while not (state := poll_job(svc, state)).done:
         assert time.monotonic() < deadline, "the job's chunks did not all end"
         time.sleep(0.05)
-    assert finalize_job(svc, state)["status"] == JobStatus.FINISHED.value
+    assert finalize_job(svc, FinalizeState(job_id=job_id))["status"] == JobStatus.FINISHED.value
     results = [json.loads(line) for line in svc.payloads.iter_lines(results_key(job_id)) if line]
     assert [r["id"] for r in results] == ODD_IDS
     assert all(r["status"] == "succeeded" and r["text"] for r in results)

@@ -13,7 +13,12 @@ from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.models.request_extras import anthropic_extras
 from batch_gateway.provider_specs import ANTHROPIC
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
-from batch_gateway.providers.call_timeouts import CALL_TIMEOUT_SECONDS, CONNECT_TIMEOUT_SECONDS, bound_request
+from batch_gateway.providers.call_timeouts import (
+    CALL_TIMEOUT_SECONDS,
+    CONNECT_TIMEOUT_SECONDS,
+    no_time_left_as,
+    request_hook,
+)
 
 CREATE_TIMEOUT_SECONDS = 120.0
 CREATE_PATH = "/v1/messages/batches"
@@ -36,7 +41,9 @@ class AnthropicBatchProvider(BatchProvider):
             base_url=self._base_url,
             max_retries=2,
             timeout=anthropic.Timeout(CALL_TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),
-            http_client=anthropic.DefaultHttpxClient(event_hooks={"request": [bound_request]}),  # decision 0115
+            http_client=anthropic.DefaultHttpxClient(  # decision 0115
+                event_hooks={"request": [request_hook(no_time_left_as(anthropic.AnthropicError))]}
+            ),
         )
 
     # --- requests -------------------------------------------------------------------------------------------

@@ -5,14 +5,17 @@ each write of the body: a results download is bounded by its idle time, not its 
 invocation has left but ``MARGIN_SECONDS``, the time the step keeps to record what happened. With no time left the
 call is not made: it fails at once as a connection never made (``ProviderUnavailableError``, even for a create).
 
-The SDKs on httpx2 (Anthropic, OpenAI, google-genai) take a request hook (``bound_request``) that lowers each
-request's own timeouts, retries included; botocore has no per-request timeout, so the Bedrock adapter builds its
+The SDKs on httpx2 (Anthropic, OpenAI, google-genai) take a request hook (``request_hook``) that lowers each
+request's own timeouts, retries included, and refuses a request without time with ``NoTimeLeftError`` as the SDK's
+own error type, which the SDK does not retry; botocore has no per-request timeout, so the Bedrock adapter builds its
 clients with the timeouts and tries ``boto_timeouts`` gives.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,14 +35,33 @@ def call_limit() -> float | None:
     return None if left is None else left - MARGIN_SECONDS
 
 
-def bound_request(request: Any) -> None:
+class NoTimeLeftError(Exception):
+    """A provider call not made: the invocation has no time left for it (``ProviderUnavailableError`` once mapped,
+    even for a create: nothing was sent). Not retried by the SDK, so it fails at once: a refused try that the SDK
+    took for a failed connection was retried after a backoff, and refused again, each time, so a call after the
+    deadline slept through its SDK's whole retry schedule (google-genai's: 3 s or more), and a step that made several
+    (the cleanup's deletes) returned seconds after its invocation's end."""
+
+
+@functools.cache
+def no_time_left_as(sdk_error: type[Exception]) -> type[NoTimeLeftError]:
+    """``NoTimeLeftError`` that is also the SDK's own error type: the Anthropic and OpenAI SDKs raise their own
+    errors as they are, where they retry any other error a request raises as a connection error."""
+    return type(f"NoTimeLeft{sdk_error.__name__}", (NoTimeLeftError, sdk_error), {})
+
+
+def request_hook(refusal: type[NoTimeLeftError] = NoTimeLeftError) -> Callable[[Any], None]:
+    """The httpx2 request hook for an SDK's client: ``bound_request``, refusing with ``refusal`` (the SDK's
+    ``no_time_left_as``; google-genai retries only its transport errors and status codes, so the plain one)."""
+    return functools.partial(bound_request, refusal=refusal)
+
+
+def bound_request(request: Any, refusal: type[NoTimeLeftError] = NoTimeLeftError) -> None:
     """httpx2 request hook: no phase of the request waits past the call limit; none is sent without time for it.
     Each try of an SDK's retries passes here, so each is bounded by the time left when it starts."""
     limit = call_limit()
     if limit is not None and limit < MIN_CALL_SECONDS:
-        import httpx2  # noqa: PLC0415 (loaded by the SDK already)
-
-        raise httpx2.ConnectTimeout("no time left in this invocation for another provider call", request=request)
+        raise refusal("no time left in this invocation for another provider call")
     phases = {"connect": None, "read": None, "write": None, "pool": None, **(request.extensions.get("timeout") or {})}
     bounded = {}
     for phase, seconds in phases.items():  # none waits forever (google-genai sets none): the cap, unless set

@@ -45,7 +45,7 @@ from batch_gateway.providers.base import (
     every_page,
     failed_batch,
 )
-from batch_gateway.providers.call_timeouts import bound_request
+from batch_gateway.providers.call_timeouts import request_hook
 
 logger = Logger(child=True)
 
@@ -92,7 +92,7 @@ class GeminiBatchProvider(BatchProvider):
             retry_options=types.HttpRetryOptions(attempts=CLIENT_ATTEMPTS),
             # No timeout of the SDK's own (it would send it as a server deadline too): the hook bounds each request
             # by the per-call cap and the invocation's deadline (decision 0115); the create sets its own.
-            client_args={"event_hooks": {"request": [bound_request]}},
+            client_args={"event_hooks": {"request": [request_hook()]}},
         )
         if self._base_url:  # else the SDK's own (GOOGLE_GEMINI_BASE_URL, which the local stack sets, or Google's)
             options.base_url = self._base_url

@@ -22,7 +22,12 @@ from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.models.request_extras import openai_chat_extras, plain_extras
 from batch_gateway.provider_specs import OPENAI
 from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult, failed_batch
-from batch_gateway.providers.call_timeouts import CALL_TIMEOUT_SECONDS, CONNECT_TIMEOUT_SECONDS, bound_request
+from batch_gateway.providers.call_timeouts import (
+    CALL_TIMEOUT_SECONDS,
+    CONNECT_TIMEOUT_SECONDS,
+    no_time_left_as,
+    request_hook,
+)
 
 logger = Logger(child=True)
 
@@ -58,7 +63,9 @@ class OpenAIBatchProvider(BatchProvider):
             base_url=self._base_url,
             max_retries=2,
             timeout=openai.Timeout(CALL_TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),
-            http_client=openai.DefaultHttpxClient(event_hooks={"request": [bound_request]}),  # decision 0115
+            http_client=openai.DefaultHttpxClient(  # decision 0115
+                event_hooks={"request": [request_hook(no_time_left_as(openai.OpenAIError))]}
+            ),
         )
 
     # --- requests -------------------------------------------------------------------------------------------

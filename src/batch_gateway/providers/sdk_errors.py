@@ -25,6 +25,7 @@ from botocore import exceptions as boto
 from batch_gateway import metrics
 from batch_gateway.constants import METRIC_PROVIDER_AUTH_ERRORS, METRIC_PROVIDER_ERRORS, METRIC_PROVIDER_THROTTLES
 from batch_gateway.contract import errors
+from batch_gateway.providers.call_timeouts import NoTimeLeftError
 
 logger = Logger(child=True)
 MAX_LOGGED = 2000  # of the provider's message, in the operator's log
@@ -89,6 +90,8 @@ class mapped_errors:
             raise
 
     def _map(self, exc: BaseException) -> Literal[False]:
+        if isinstance(exc, NoTimeLeftError):  # never sent, so never ambiguous, even for a create
+            raise errors.ProviderUnavailableError(f"no time left to call {self.provider}") from exc
         if self.sdk == "botocore":
             return _map_botocore(exc, self.provider, creating=self.creating)
         if self.sdk == "google.genai":

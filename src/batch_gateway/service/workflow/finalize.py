@@ -1,15 +1,31 @@
 """Finalize: join the chunks' results into ``results.jsonl``, prove one line per request id, total usage and cost,
-set the terminal status (the job store's signals announce it: events.signals)."""
+set the terminal status (the job store's signals announce it: events.signals). MarkFailed: the workflow's catch-all.
+
+Both may need more than one invocation on a large job (decision 0020). An invocation that stops before its time runs
+out answers ``done: false`` and the state machine's Choice runs the step again (decision 0117); under a definition
+from before that loop (no ``loop`` in the input) it raises ``TransientError`` and the retry policy goes on, as it
+used to. An invocation that moved nothing on (no chunk settled or joined, as the job records them) raises
+``TransientError`` either way: it counts as a failure, so a step that never progresses runs out of retries."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 from aws_lambda_powertools import Logger
 
 from batch_gateway.contract.errors import ConflictError, IntegrityError, TransientError
-from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, RequestCounts, utcnow
+from batch_gateway.models.jobs import (
+    Chunk,
+    ChunkState,
+    ItemStatus,
+    Job,
+    JobStatus,
+    JoinProgress,
+    RequestCounts,
+    utcnow,
+)
 from batch_gateway.models.pricing import chunks_cost_detail
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import chunk_results_key, outbox_key, results_key
@@ -19,7 +35,7 @@ from batch_gateway.service.outputs.doors import write_door_outputs
 from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.collect import summarize, unanswered_lines
 from batch_gateway.service.workflow.join import OPEN_STATUSES, join_results, joined
-from batch_gateway.service.workflow.state import WorkflowState
+from batch_gateway.service.workflow.state import FinalizeState
 from batch_gateway.service.workflow.wind_down import JOB_FAILED, wind_down
 
 logger = Logger(child=True)
@@ -37,16 +53,16 @@ def _terminal_status(job: Job, chunks: list[Chunk]) -> JobStatus:
     return JobStatus.FINISHED
 
 
-def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | None = None) -> dict[str, str]:
-    """Resumable: an invocation whose budget runs out before every chunk is joined raises ``TransientError``, the
-    state machine's retry goes on from the chunks already in results.jsonl (``workflow.join``)."""
+def finalize_job(services: Services, state: FinalizeState, budget: StepBudget | None = None) -> dict[str, Any]:
+    """Resumable: an invocation whose budget runs out before every chunk is joined answers ``done: false`` (or
+    raises, see the module), and the next goes on from the chunks already in results.jsonl (``workflow.join``)."""
     job = services.jobs.require_job(state.job_id)
     if job.status.terminal:
         settle_job(services, job)  # a retried Finalize that ended the job before settling its budget
         free_slot(services, job)  # ... or before freeing its slot among the owner's open jobs (decision 0119)
-        return {"job_id": job.id, "status": job.status.value}
+        return {"job_id": job.id, "status": job.status.value, "done": True}
     try:
-        return _finalize(services, job, budget)
+        return _finalize(services, job, state, budget)
     except ConflictError:
         # Another execution of this job (a cancel's or the sweeper's restart beside one still running) ended it
         # first: end as a retried Finalize does. Raised, it was caught into MarkFailed and the execution failed.
@@ -55,15 +71,19 @@ def finalize_job(services: Services, state: WorkflowState, budget: StepBudget | 
             raise
         logger.info("another execution ended the job first", extra={"job_id": job.id, "status": ended.status.value})
         settle_job(services, ended)
-        return {"job_id": ended.id, "status": ended.status.value}
+        free_slot(services, ended)
+        return {"job_id": ended.id, "status": ended.status.value, "done": True}
 
 
-def _finalize(services: Services, job: Job, budget: StepBudget | None) -> dict[str, str]:
+def _finalize(services: Services, job: Job, state: FinalizeState, budget: StepBudget | None) -> dict[str, Any]:
     chunks = services.jobs.get_chunks(job.id)
     if any(c.open for c in chunks):
         raise IntegrityError(f"job {job.id} has chunks whose results are not collected")
+    before = _progress(job, chunks)
     if join_results(services, job, chunks, budget or StepBudget()) is None:
-        raise TransientError(f"Finalize of {job.id} stopped before its time limit; the retry goes on")
+        job = services.jobs.require_job(job.id)
+        _go_on_or_raise("Finalize", job.id, loop=state.loop, moved=_progress(job, chunks) > before)
+        return {"job_id": job.id, "status": job.status.value, "done": False}
 
     counts, usage = summarize(chunks)
     status = _terminal_status(job, chunks)
@@ -88,16 +108,36 @@ def _finalize(services: Services, job: Job, budget: StepBudget | None) -> dict[s
     if job.drop_name:
         services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))
     logger.info("job ended", extra={"job_id": job.id, "status": status.value, **counts.to_dict()})
-    return {"job_id": job.id, "status": status.value}
+    return {"job_id": job.id, "status": status.value, "done": True}
+
+
+def _progress(job: Job, chunks: list[Chunk]) -> int:
+    """How far the job's end has come, as the job records it: chunks settled (collected) and chunks joined into
+    results.jsonl. Only moves back when results.jsonl is not the recorded object and is joined again."""
+    return sum(c.collected for c in chunks) + (job.results_joined or JoinProgress()).chunks
+
+
+def _go_on_or_raise(step: str, job_id: str, *, loop: bool, moved: bool) -> None:
+    """An invocation that is not done: fine to answer ``done: false`` if it moved on and the definition loops it."""
+    if not moved:
+        raise TransientError(f"{step} of {job_id} made no progress in this invocation; the retry goes on")
+    if not loop:  # a definition from before decision 0117: its retry policy is the loop
+        raise TransientError(f"{step} of {job_id} stopped before its time limit; the retry goes on")
+    logger.info("not done; the step goes on in its next invocation", extra={"job_id": job_id, "step": step})
 
 
 def mark_failed(
-    services: Services, job_id: str, error: dict[str, object], budget: StepBudget | None = None
-) -> dict[str, str]:
+    services: Services,
+    job_id: str,
+    error: dict[str, Any],
+    budget: StepBudget | None = None,
+    *,
+    loop: bool = False,
+) -> dict[str, Any]:
     """The workflow's catch-all: record why, in words a caller can act on, without stack traces or payloads; then
     stop the job's provider batches, collect the ones that ended and write results.jsonl, so what finished stays
-    retrievable (decision 0019). Resumable like Finalize: out of time, it raises ``TransientError`` and its retry
-    goes on; the reason recorded first stays."""
+    retrievable (decision 0019). Resumable like Finalize: out of time, it answers ``done: false`` with the error it
+    was given, for its Choice to hand back (or raises, see the module); the reason recorded first stays."""
     budget = budget or StepBudget()
     name = str(error.get("Error") or "UnknownError")
     job = services.jobs.require_job(job_id)
@@ -120,12 +160,16 @@ def mark_failed(
     free_slot(services, job)  # ended: failed here, or ended meanwhile (decision 0119)
     if job.status is not JobStatus.FAILED:
         settle_job(services, job)
-        return {"job_id": job_id, "status": job.status.value}
+        return {"job_id": job_id, "status": job.status.value, "done": True}
     if job.chunk_count and joined(services, job) is None:
-        _keep_what_finished(services, job, budget)
+        before = _progress(job, services.jobs.get_chunks(job_id))
+        if not _keep_what_finished(services, job, budget):
+            after = _progress(services.jobs.require_job(job_id), services.jobs.get_chunks(job_id))
+            _go_on_or_raise("MarkFailed", job_id, loop=loop, moved=after > before)
+            return {"job_id": job_id, "status": JobStatus.FAILED.value, "error": error, "done": False}
     if job.budget is not None:  # the reservation becomes what was kept's cost (decision 0064)
         settle_job(services, services.jobs.require_job(job_id))
-    return {"job_id": job_id, "status": JobStatus.FAILED.value}
+    return {"job_id": job_id, "status": JobStatus.FAILED.value, "done": True}
 
 
 def _reason(name: str, cause: object) -> str:
@@ -139,10 +183,11 @@ def _reason(name: str, cause: object) -> str:
     return f"{name}: {message[:500]}" if message else name
 
 
-def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> None:
+def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> bool:
+    """Settle the open chunks and join results.jsonl; False if the budget ran out first (call again)."""
     reason = job.error or "the job failed"
     if not wind_down(services, job, reason, budget):
-        raise TransientError(f"MarkFailed of {job.id} stopped before its time limit; the retry goes on")
+        return False
     chunks = services.jobs.get_chunks(job.id)
 
     def lines_of(chunk: Chunk) -> Iterator[bytes]:
@@ -154,9 +199,9 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> Non
         done = join_results(services, job, chunks, budget, expect=[JobStatus.FAILED], lines_of=lines_of)
     except IntegrityError:
         logger.exception("the results of a failed job do not add up; none are kept", extra={"job_id": job.id})
-        return
+        return True
     if done is None:
-        raise TransientError(f"MarkFailed of {job.id} stopped before its time limit; the retry goes on")
+        return False
     door = write_door_outputs(services, services.jobs.require_job(job.id))
     collected = [c for c in chunks if c.collected]
     counts, usage = summarize(collected)
@@ -178,3 +223,4 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> Non
     if job.drop_name:
         services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))
     logger.info("kept the results of a failed job", extra={"job_id": job.id, **counts.to_dict()})
+    return True
