@@ -1,0 +1,78 @@
+"""What the local stack's redeploy may change (decision 0121): the functions' code and configuration, the roles and
+the state machine are replaced in place; a template that would change what the stack made once at its start (the
+table, bucket, queues, secrets, ...) is refused by name before anything changes, and so is another tree's lock."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from batch_gateway_dev.local import stack as local_stack
+from batch_gateway_dev.local.checkout import CheckoutError, check_runnable, newest_release
+from batch_gateway_dev.local.stack import LocalStack, RedeployError
+from batch_gateway_dev.local.template import REPO_ROOT, Template
+
+DEPLOYED = {
+    "Resources": {
+        "Table": {"Type": "AWS::DynamoDB::Table", "Properties": {"BillingMode": "PAY_PER_REQUEST"}},
+        "Queue": {"Type": "AWS::SQS::Queue", "Properties": {"VisibilityTimeout": 30}},
+        "Alarm": {"Type": "AWS::CloudWatch::Alarm", "Properties": {"Threshold": 1}},
+    }
+}
+
+
+class _Untouchable:
+    """Stands for the running stack's clients and front: any use means the redeploy changed something."""
+
+    def __getattr__(self, name: str):
+        raise AssertionError(f"the refused redeploy used {name}")
+
+
+@pytest.fixture
+def deployed(monkeypatch):
+    stack = LocalStack()
+    stack._template = Template(copy.deepcopy(DEPLOYED))
+    stack.front = _Untouchable()  # type: ignore[assignment]
+    monkeypatch.setattr(stack, "client", lambda *_: _Untouchable())
+    return stack
+
+
+def _redeploy_with(monkeypatch, stack: LocalStack, template: dict) -> None:
+    monkeypatch.setattr(local_stack, "synthesized_template", lambda context, root: template)
+    stack.redeploy(REPO_ROOT)
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda r: r["Table"]["Properties"].update(BillingMode="PROVISIONED"), "Table"),
+        (lambda r: r.pop("Queue"), "Queue"),
+        (lambda r: r.update(Secret={"Type": "AWS::SecretsManager::Secret", "Properties": {}}), "Secret"),
+    ],
+)
+def test_a_template_that_changes_what_the_stack_made_at_start_is_refused_by_name(deployed, monkeypatch, change, named):
+    template = copy.deepcopy(DEPLOYED)
+    change(template["Resources"])
+    with pytest.raises(RedeployError, match=f"not these resources: \\['{named}'\\]"):
+        _redeploy_with(monkeypatch, deployed, template)
+    assert deployed.code_root == REPO_ROOT and deployed._template.raw == DEPLOYED
+
+
+def test_another_tree_runs_only_on_the_same_locked_dependencies(tmp_path: Path):
+    (tmp_path / "uv.lock").write_bytes((REPO_ROOT / "uv.lock").read_bytes())
+    check_runnable(tmp_path)
+    (tmp_path / "uv.lock").write_bytes((REPO_ROOT / "uv.lock").read_bytes() + b"\n# another pin\n")
+    with pytest.raises(CheckoutError, match="locks other dependencies"):
+        check_runnable(tmp_path)
+
+
+def test_the_previous_release_is_the_newest_released_entry_of_the_changelog(tmp_path: Path):
+    changelog = tmp_path / "CHANGELOG.md"
+    changelog.write_text(
+        "# Changelog\n\n## 0.3.0 (unreleased)\n\nCommit: to be written.\n\n"
+        "## 0.2.0\n\nCommit: `abc1234` (2027-01-01)\n\n## 0.1.0\n\nCommit: `6a6fc98`\n"
+    )
+    assert newest_release(changelog) == ("0.2.0", "abc1234")
+    assert newest_release()[0] != ""  # the repository's own CHANGELOG names one
