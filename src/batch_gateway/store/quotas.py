@@ -257,7 +257,9 @@ class DynamoDBQuotaStore(QuotaStore):
             hold_at.append(len(items))
             items.append({"Put": hold})
             if expected_version == 0:  # the ledger's first reservation: list it for the sweeper's repair
-                listed = _put_item({"pk": LEDGERS_PK, "sk": f"{provider}#{model}", "provider": provider, "model": model})
+                listed = _put_item(
+                    {"pk": LEDGERS_PK, "sk": f"{provider}#{model}", "provider": provider, "model": model}
+                )
                 items.append({"Put": {"TableName": self.table, "Item": listed}})
         codes = self._transact(items)
         if codes is None:
