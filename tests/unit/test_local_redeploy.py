@@ -60,10 +60,13 @@ def test_a_template_that_changes_what_the_stack_made_at_start_is_refused_by_name
     assert deployed.code_root == REPO_ROOT and deployed._template.raw == DEPLOYED
 
 
-def test_another_tree_runs_only_on_the_same_locked_dependencies(tmp_path: Path):
-    (tmp_path / "uv.lock").write_bytes((REPO_ROOT / "uv.lock").read_bytes())
+def test_another_tree_runs_only_on_the_same_locked_dependencies_whatever_its_own_version(tmp_path: Path):
+    lock = (REPO_ROOT / "uv.lock").read_text()
+    ours = 'name = "batch-gateway"\nversion = "'
+    assert lock.count(ours) == 1
+    (tmp_path / "uv.lock").write_text(lock.replace(ours, ours + "9.9.9-was-"))  # a release bumps only its own
     check_runnable(tmp_path)
-    (tmp_path / "uv.lock").write_bytes((REPO_ROOT / "uv.lock").read_bytes() + b"\n# another pin\n")
+    (tmp_path / "uv.lock").write_text(lock.replace('name = "boto3"\nversion = "', 'name = "boto3"\nversion = "0.'))
     with pytest.raises(CheckoutError, match="locks other dependencies"):
         check_runnable(tmp_path)
 

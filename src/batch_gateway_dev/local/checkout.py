@@ -4,8 +4,8 @@
 ``stacks/``, ``cdk.json``, ``app.py``, ``pyproject.toml`` and ``uv.lock``) with ``git archive`` from this clone's
 history, once, under ``.local/checkouts/<commit>`` (nothing is registered in the repository, as ``git worktree``
 would). The local stack runs that tree's CDK app and its functions on this venv's interpreter and libraries, which
-is what the tree's own venv would be only when its ``uv.lock`` is this one's: ``check_runnable`` refuses any other
-(decision 0121).
+is what the tree's own venv would be only when its ``uv.lock`` pins what this one pins: ``check_runnable`` refuses any
+other (decision 0121).
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import tomllib
 from pathlib import Path
+from typing import Any
 
 from batch_gateway_dev.local.template import CACHE_DIR, REPO_ROOT
 
@@ -77,10 +79,16 @@ def release_checkout(commit: str) -> Path:
 
 def check_runnable(root: Path) -> None:
     """Refuse a tree whose locked dependencies are not this venv's: its functions and CDK app would run on other
-    libraries than its own ``uv.lock`` names."""
+    libraries than its own ``uv.lock`` names. The project's own version may differ (a release bumps it)."""
     theirs, ours = Path(root) / "uv.lock", REPO_ROOT / "uv.lock"
-    if not theirs.exists() or theirs.read_bytes() != ours.read_bytes():
+    if not theirs.exists() or _locked(theirs) != _locked(ours):
         raise CheckoutError(
             f"{root} locks other dependencies than {ours}: the local stack runs another tree only on this venv, "
             "so only a tree with the same uv.lock"
         )
+
+
+def _locked(lock: Path) -> list[Any]:
+    """What ``uv.lock`` pins, but the project's own version (its editable package's)."""
+    packages = tomllib.loads(lock.read_text()).get("package", [])
+    return [{**p, "version": None} if p.get("source") == {"editable": "."} else p for p in packages]
