@@ -1,7 +1,7 @@
 """The workflow's state carries its schema version (the upgrade contract, decision 0121): every state a step returns
 and every execution the service starts says ``SCHEMA_VERSION``; a step reads the previous release's state (0.1.0
 wrote none: version 1) and the next release's (a rollback window, its new fields ignored), and refuses any other
-before it acts, naming the versions."""
+before it acts, naming the versions. A reader never refuses the previous release's version: the bounds hold that."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ import pytest
 
 from batch_gateway import wiring
 from batch_gateway.contract.errors import UnreadableSchemaError
-from batch_gateway.models.schema import SCHEMA_FIELD, SCHEMA_VERSION, readable, version_of
+from batch_gateway.models.schema import (
+    NEWEST_READABLE,
+    OLDEST_READABLE,
+    SCHEMA_FIELD,
+    SCHEMA_VERSION,
+    UNVERSIONED,
+    readable,
+    version_of,
+)
 from batch_gateway.service.workflow.state import FailureState, WorkflowState
 
 JOB_ID = "job_" + "d" * 24
@@ -32,7 +40,7 @@ def test_a_step_reads_the_next_releases_state_with_its_new_fields_ignored():
     assert FailureState.model_validate({**newer, "error": {}}).job_id == JOB_ID
 
 
-@pytest.mark.parametrize("version", [SCHEMA_VERSION - 2, SCHEMA_VERSION + 2, "2", True, None])
+@pytest.mark.parametrize("version", [0, SCHEMA_VERSION + 2, "2", True, None])
 def test_a_state_of_any_other_version_is_refused_by_name(version):
     other = {**PREVIOUS_STATE, SCHEMA_FIELD: version}
     with pytest.raises(UnreadableSchemaError, match="workflow state has schema version"):
@@ -46,7 +54,7 @@ def test_readable_names_the_versions_but_never_the_data():
     with pytest.raises(UnreadableSchemaError) as refused:
         readable(secret, "job record")
     assert str(refused.value) == (
-        f"job record has schema version 99; this release reads versions {SCHEMA_VERSION - 1} to {SCHEMA_VERSION + 1}"
+        f"job record has schema version 99; this release reads versions 1 to {SCHEMA_VERSION + 1}"
     )
     assert version_of({}) == 1 and readable({"a": 1}, "x") == {"a": 1}
 
@@ -61,3 +69,10 @@ def test_every_execution_the_service_starts_says_its_schema_version(monkeypatch)
     finally:
         wiring.reset()
     assert started == [{"job_id": JOB_ID, SCHEMA_FIELD: SCHEMA_VERSION}]
+
+
+def test_the_readable_versions_take_in_the_previous_release_and_the_next():
+    """Raising OLDEST_READABLE past the previous release's version strands every job a deploy meets in flight (and
+    past 1, every ended job 0.1.0 stored, unless a migration rewrote them first): decision 0121."""
+    assert OLDEST_READABLE <= SCHEMA_VERSION - 1 and NEWEST_READABLE == SCHEMA_VERSION + 1
+    assert OLDEST_READABLE == UNVERSIONED  # no migration has rewritten 0.1.0's records
