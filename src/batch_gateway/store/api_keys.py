@@ -15,8 +15,8 @@ from batch_gateway.contract.errors import ConflictError, NotFoundError
 from batch_gateway.models.api_keys import ApiKey
 from batch_gateway.models.jobs import iso
 from batch_gateway.ports import KeyStore
-from batch_gateway.store.jobs import _put_item, _values
 from batch_gateway.store.jobs import _record as _read_record
+from batch_gateway.store.jobs import _to_item, _values
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -61,14 +61,14 @@ class DynamoDBKeyStore(KeyStore):
                     {
                         "Put": {
                             "TableName": self.table,
-                            "Item": _put_item({"pk": LIST_PK, "sk": key.id, "key_hash": key_hash, **record}),
+                            "Item": _to_item({"pk": LIST_PK, "sk": key.id, "key_hash": key_hash, **record}),
                             "ConditionExpression": "attribute_not_exists(pk)",
                         }
                     },
                     {
                         "Put": {
                             "TableName": self.table,
-                            "Item": _put_item({"pk": _lookup_pk(key_hash), "sk": LOOKUP_SK, **record}),
+                            "Item": _to_item({"pk": _lookup_pk(key_hash), "sk": LOOKUP_SK, **record}),
                             "ConditionExpression": "attribute_not_exists(pk)",
                         }
                     },

@@ -30,7 +30,7 @@ from botocore.exceptions import ClientError
 from batch_gateway.contract.errors import TransientError
 from batch_gateway.models.budgets import Budget, MonthUsage
 from batch_gateway.ports import BudgetStore
-from batch_gateway.store.jobs import _from_item, _put_item, _record, _values
+from batch_gateway.store.jobs import _from_item, _record, _to_item, _values
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -82,7 +82,7 @@ class DynamoDBBudgetStore(BudgetStore):
     def put_budget(self, budget: Budget) -> None:
         data = budget.to_dict()
         data["budget_owner"] = data.pop("owner")
-        self._db.put_item(TableName=self.table, Item=_put_item({"pk": LIST_PK, "sk": budget.owner, **data}))
+        self._db.put_item(TableName=self.table, Item=_to_item({"pk": LIST_PK, "sk": budget.owner, **data}))
 
     def get_budget(self, owner: str) -> Budget | None:
         item = self._db.get_item(
@@ -118,7 +118,7 @@ class DynamoDBBudgetStore(BudgetStore):
 
     def _once(self, key: str) -> dict[str, Any]:
         item = {"pk": f"BUDGETONCE#{key}", "sk": ONCE_SK, TTL_ATTRIBUTE: int(time.time()) + ONCE_KEEP_SECONDS}
-        return {"TableName": self.table, "Item": _put_item(item), "ConditionExpression": "attribute_not_exists(pk)"}
+        return {"TableName": self.table, "Item": _to_item(item), "ConditionExpression": "attribute_not_exists(pk)"}
 
     def reserve(self, owner: str, month: str, amount: int, limit: int, *, once: str | None = None) -> bool:
         if once is None:

@@ -3,7 +3,7 @@
 Layout: ``pk = JOB#<id>``; the job item has ``sk = JOB``, chunk items ``sk = CHUNK#<00000>``. Only job items carry
 ``owner``, so the ``by-owner`` index (owner + created_at) lists jobs and nothing else.
 
-Every record this module and the other stores put whole says its schema version (``_put_item``), and every record
+Every record this module and the other stores put whole says its schema version (``_to_item``), and every record
 they read back whole is held to the versions this release reads (``_record``; ``models.schema``, decision 0121).
 Items made by an update alone (leases, counters, ledgers) have no version: their attributes are only ever added to.
 """
@@ -85,7 +85,7 @@ def _value(attr: dict[str, Any]) -> Any:
     raise TypeError(f"unexpected DynamoDB type {kind}")
 
 
-def _to_item(data: dict[str, Any]) -> dict[str, Any]:
+def _attributes(data: dict[str, Any]) -> dict[str, Any]:
     return {k: _attr(v) for k, v in data.items() if v is not None}
 
 
@@ -93,9 +93,10 @@ def _from_item(item: dict[str, Any]) -> dict[str, Any]:
     return {k: _value(v) for k, v in item.items()}
 
 
-def _put_item(data: dict[str, Any]) -> dict[str, Any]:
-    """A whole record as this release puts it: with its schema version."""
-    return _to_item(stamped(data))
+def _to_item(data: dict[str, Any]) -> dict[str, Any]:
+    """A whole record as this release puts it: its attributes, with its schema version (every put goes through
+    here, so every record put whole says which release's shape it is)."""
+    return _attributes(stamped(data))
 
 
 def _record(item: dict[str, Any], what: str) -> dict[str, Any]:
@@ -153,7 +154,7 @@ class DynamoDBJobStore(JobStore):
     # --- jobs ---------------------------------------------------------------------------------------------------
 
     def put_new_job(self, job: Job) -> None:
-        item = _put_item({"pk": _pk(job.id), "sk": JOB_SK, OPEN_INDEX_PK: "open", **_dump(job)})
+        item = _to_item({"pk": _pk(job.id), "sk": JOB_SK, OPEN_INDEX_PK: "open", **_dump(job)})
         try:
             self._db.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)")
         except self._db.exceptions.ConditionalCheckFailedException as exc:
@@ -393,7 +394,7 @@ class DynamoDBJobStore(JobStore):
     def put_chunks(self, chunks: list[Chunk]) -> None:
         for start in range(0, len(chunks), 25):
             requests = [
-                {"PutRequest": {"Item": _put_item({"pk": _pk(c.job_id), "sk": _chunk_sk(c.index), **_dump(c)})}}
+                {"PutRequest": {"Item": _to_item({"pk": _pk(c.job_id), "sk": _chunk_sk(c.index), **_dump(c)})}}
                 for c in chunks[start : start + 25]
             ]
             pending: dict[str, Any] = {self.table: requests}
@@ -419,7 +420,7 @@ class DynamoDBJobStore(JobStore):
         }
         items: list[TransactWriteItemTypeDef] = [{"Update": job_update}]
         for chunk in chunks:
-            item = _put_item({"pk": _pk(chunk.job_id), "sk": _chunk_sk(chunk.index), **_dump(chunk)})
+            item = _to_item({"pk": _pk(chunk.job_id), "sk": _chunk_sk(chunk.index), **_dump(chunk)})
             items.append(
                 {"Put": {"TableName": self.table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}}
             )

@@ -44,7 +44,7 @@ from batch_gateway.models.quotas import (
     from_epoch_micros,
 )
 from batch_gateway.ports import QuotaStore
-from batch_gateway.store.jobs import _from_item, _put_item, _record, _values
+from batch_gateway.store.jobs import _from_item, _record, _to_item, _values
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -197,7 +197,7 @@ class DynamoDBQuotaStore(QuotaStore):
             "batches": hold.cost.batches,
             "reserved_version": version,  # which reservation this is: a release drops only the hold it read
         }
-        return {"TableName": self.table, "Item": _put_item(item)}
+        return {"TableName": self.table, "Item": _to_item(item)}
 
     def _transact(self, items: list[dict[str, Any]]) -> list[str] | None:
         """None when written; else each item's cancellation code."""
@@ -257,9 +257,7 @@ class DynamoDBQuotaStore(QuotaStore):
             hold_at.append(len(items))
             items.append({"Put": hold})
             if expected_version == 0:  # the ledger's first reservation: list it for the sweeper's repair
-                listed = _put_item(
-                    {"pk": LEDGERS_PK, "sk": f"{provider}#{model}", "provider": provider, "model": model}
-                )
+                listed = _to_item({"pk": LEDGERS_PK, "sk": f"{provider}#{model}", "provider": provider, "model": model})
                 items.append({"Put": {"TableName": self.table, "Item": listed}})
         codes = self._transact(items)
         if codes is None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from batch_gateway.contract.errors import ConflictError, NotFoundError
 from batch_gateway.models.webhooks import Subscription
 from batch_gateway.ports import WebhookStore
-from batch_gateway.store.jobs import _put_item, _record, _values
+from batch_gateway.store.jobs import _record, _to_item, _values
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -40,7 +40,7 @@ class DynamoDBWebhookStore(WebhookStore):
     def put_subscription(self, subscription: Subscription) -> None:
         data = subscription.to_dict()
         data["webhook_owner"] = data.pop("owner")
-        item = _put_item({"pk": f"{PK_PREFIX}{subscription.owner}", "sk": subscription.id, **data})
+        item = _to_item({"pk": f"{PK_PREFIX}{subscription.owner}", "sk": subscription.id, **data})
         try:
             self._db.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)")
         except self._db.exceptions.ConditionalCheckFailedException:
