@@ -79,3 +79,53 @@ def test_the_previous_release_is_the_newest_released_entry_of_the_changelog(tmp_
     )
     assert newest_release(changelog) == ("0.2.0", "abc1234")
     assert newest_release()[0] != ""  # the repository's own CHANGELOG names one
+
+
+class _Recorder:
+    """An AWS client that records each call and answers every one (IAM: the role's policies are those put on it)."""
+
+    def __init__(self, calls: list) -> None:
+        self.calls = calls
+        self.policies: dict[str, set[str]] = {}
+
+    def __getattr__(self, name: str):
+        def call(**kwargs):
+            self.calls.append((name, kwargs.get("RoleName") or kwargs.get("FunctionName")))
+            if name == "put_role_policy":
+                self.policies.setdefault(kwargs["RoleName"], set()).add(kwargs["PolicyName"])
+            if name == "delete_role_policy":
+                self.policies[kwargs["RoleName"]].discard(kwargs["PolicyName"])
+            if name == "list_role_policies":
+                return {"PolicyNames": sorted(self.policies.get(kwargs["RoleName"], set()))}
+            return {}
+
+        return call
+
+
+def _role(name: str) -> dict:
+    return {
+        "Type": "AWS::IAM::Role",
+        "Properties": {
+            "AssumeRolePolicyDocument": {"Statement": []},
+            "Policies": [{"PolicyName": name, "PolicyDocument": {}}],
+        },
+    }
+
+
+def test_a_role_a_redeploy_left_behind_is_updated_not_made_again_when_a_later_template_has_it_again(monkeypatch):
+    """Deploying a release without a function (and its role) and then one with it again, as the redeploy test does
+    around a release that added a function: the role the older template did not name is still in the account."""
+    stack = LocalStack()
+    calls: list = []
+    iam = _Recorder(calls)
+    monkeypatch.setattr(stack, "client", lambda *_: iam)
+    newer = Template({"Resources": {"OldRole": _role("old"), "NewRole": _role("new")}})
+    older = Template({"Resources": {"OldRole": _role("old")}})
+    stack._name_resources = lambda template: stack._refs.update({k: k for k in template.resources})  # type: ignore[method-assign]
+
+    for before, template in ((None, newer), (newer, older), (older, newer)):
+        stack._name_resources(template)
+        stack._deploy_roles(before, template)
+
+    assert [name for name, role in calls if role == "NewRole" and name == "create_role"] == ["create_role"]
+    assert ("update_assume_role_policy", "NewRole") in calls and iam.policies["NewRole"] == {"new"}

@@ -161,6 +161,7 @@ class LocalStack:
         self._template: Template | None = None  # the template deployed now
         self._refs: dict[str, str] = {}  # logical id -> what Ref gives (a name, URL or ARN)
         self._attrs: dict[tuple[str, str], str] = {}  # (logical id, attribute) -> what Fn::GetAtt gives
+        self._roles: set[str] = set()  # the roles made in the account so far
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
 
@@ -592,15 +593,17 @@ class LocalStack:
         self._deploy_state_machine(template, create=True)
 
     def _deploy_roles(self, before: Template | None, template: Template) -> None:
-        """Create the template's roles that do not exist yet, set every role's trust policy and put its policies;
-        a policy the earlier template (``before``) gave a role and this one does not is deleted."""
+        """Create the template's roles that do not exist yet (a role a template drops stays in the account), set every
+        role's trust policy and put its policies; a policy the earlier template (``before``) gave a role and this one
+        does not is deleted."""
         res, iam = self._res, self.client("iam")
         policies: dict[str, dict[str, str]] = {}  # role -> policy name -> document
         for logical_id, role_resource in template.of_type("AWS::IAM::Role").items():
             props = role_resource["Properties"]
             trust = json.dumps(res(props["AssumeRolePolicyDocument"]))
-            if before is None or logical_id not in before.resources:
+            if self._refs[logical_id] not in self._roles:  # a role an earlier template dropped is still here
                 iam.create_role(RoleName=self._refs[logical_id], AssumeRolePolicyDocument=trust)
+                self._roles.add(self._refs[logical_id])
             else:
                 iam.update_assume_role_policy(RoleName=self._refs[logical_id], PolicyDocument=trust)
             for index, inline in enumerate(props.get("Policies") or []):
