@@ -92,7 +92,7 @@ def as_the_previous_release_wrote(jobs, chunk):
     store._db.update_item(
         TableName=store.table,
         Key={"pk": {"S": f"JOB#{chunk.job_id}"}, "sk": {"S": f"CHUNK#{chunk.index:05d}"}},
-        UpdateExpression="REMOVE reconcile_after",
+        UpdateExpression="REMOVE reconcile_after, schema_version",
     )
 
 
