@@ -30,6 +30,7 @@ from batch_gateway import constants
 from batch_gateway.contract.errors import ProviderAuthError
 from batch_gateway.models.jobs import utcnow
 from batch_gateway.models.pricing import PriceTable, file_table
+from batch_gateway.models.schema import stamped
 from batch_gateway.ports import (
     BudgetStore,
     JobStore,
@@ -112,7 +113,7 @@ def services() -> Services:
     def start(name: str, payload: dict[str, Any]) -> str:
         if not s.state_machine_arn:
             raise RuntimeError("STATE_MACHINE_ARN is not set")
-        return aws.start_execution(s.state_machine_arn, name, payload)
+        return aws.start_execution(s.state_machine_arn, name, stamped(payload))  # decision 0121
 
     def emit(detail_type: str, detail: dict[str, Any]) -> None:
         if not s.event_bus:  # never a silent no-op: the caller would record the event as sent

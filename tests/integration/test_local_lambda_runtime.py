@@ -7,17 +7,19 @@ while they are imported, so loading them once changes nothing a function can obs
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from batch_gateway_dev.local import lambda_zygote
-from batch_gateway_dev.local.lambda_runtime import LOCAL_ONLY_VARIABLES, RUNTIME_VARIABLES, LambdaRuntime
+from batch_gateway_dev.local.lambda_runtime import LOCAL_ONLY_VARIABLES, RUNTIME_VARIABLES, LambdaRuntime, code_zip
 from batch_gateway_dev.local.template import REPO_ROOT, Template, synthesized_template
 from tests.support.concurrency import Threads
 
@@ -37,6 +39,14 @@ class Function:
     region: str = "us-east-1"
     memory_size: int = 256
     description: str = ""
+    code_bytes: bytes = b""  # moto's: the zip given to CreateFunction / UpdateFunctionCode
+    code_sha_256: str = ""
+
+    def deploy(self, task_root: Path, handler: str) -> None:
+        """UpdateFunctionCode (with code that names ``task_root``) and the handler, as a redeploy does."""
+        self.code_bytes = code_zip(task_root)
+        self.code_sha_256 = hashlib.sha256(self.code_bytes).hexdigest()
+        self.handler = handler
 
     @property
     def function_arn(self) -> str:
@@ -83,6 +93,45 @@ def test_a_changed_configuration_gets_a_new_worker_with_the_new_environment(runt
     changed, _ = invoke(runtime, function)
     assert changed["pid"] != first["pid"] and changed["environment"]["STAGE"] == "prod"
     assert changed["at_import"]["STAGE"] == "prod"
+
+
+# A handler of another checkout (a previous release's tree): what its worker imports, and from where.
+_RELEASE_PROBE = """
+import importlib.util, os, sys
+import batch_gateway
+
+def observe(event, context):
+    return {
+        "release": batch_gateway.RELEASE,
+        "package": batch_gateway.__file__,
+        "our_tables": importlib.util.find_spec("batch_gateway.provider_specs") is not None,
+        "cwd": os.getcwd(),
+        "task_root": os.environ["LAMBDA_TASK_ROOT"],
+        "pid": os.getpid(),
+    }
+"""
+
+
+def test_a_function_runs_the_checkout_its_code_names_and_new_code_gets_a_new_worker(runtime, tmp_path):
+    """A redeploy from another checkout (decision 0121): the worker imports that tree's modules, none of the
+    zygote's own copies, and UpdateFunctionCode retires the warm instance, as a deployment does."""
+    release = tmp_path / "release"
+    (release / "src" / "batch_gateway").mkdir(parents=True)
+    (release / "src" / "batch_gateway" / "__init__.py").write_text("RELEASE = 'previous'\n")
+    (release / "release_probe.py").write_text(_RELEASE_PROBE)
+    function = Function(f"{PROBE}.observe")
+    function.deploy(release, "release_probe.observe")
+
+    seen, errored = invoke(runtime, function)
+    assert not errored, seen
+    assert seen["release"] == "previous" and seen["package"] == str(release / "src/batch_gateway/__init__.py")
+    assert not seen["our_tables"]  # the zygote's batch_gateway.provider_specs (this tree's) is not the release's
+    assert seen["cwd"] == seen["task_root"] == str(release)
+
+    function.deploy(REPO_ROOT, f"{PROBE}.observe")
+    now, errored = invoke(runtime, function)
+    assert not errored and now["pid"] != seen["pid"]
+    assert now["cwd"] == str(REPO_ROOT) and now["environment"]["LAMBDA_TASK_ROOT"] == str(REPO_ROOT)
 
 
 def test_a_worker_that_exits_is_reported_with_its_status_and_replaced(runtime):

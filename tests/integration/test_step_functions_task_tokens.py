@@ -176,3 +176,26 @@ def test_heartbeat_seconds_without_heartbeats_ends_the_wait_with_states_timeout(
     output = json.loads(described["output"])
     assert output["path"] == "timed out"
     assert output["timed_out"]["Error"] in {"States.Timeout", "States.HeartbeatTimeout"}
+
+
+def test_an_execution_keeps_the_definition_it_started_with_when_the_state_machine_is_updated(machine):
+    """A deploy updates the state machine while executions run (decision 0121): as Step Functions does, a running
+    execution finishes on the definition it started with, and only executions started afterwards run the new one."""
+    sfn, arn = machine
+    before = json.loads(sfn.describe_state_machine(stateMachineArn=arn)["definition"])
+    changed = json.loads(json.dumps(before))
+    changed["States"]["Woken"]["Result"] = "woken by the new definition"
+    running = _start(machine, wait_seconds=600)
+    running_token = _token(sfn, running)
+
+    sfn.update_state_machine(stateMachineArn=arn, definition=json.dumps(changed))
+    try:
+        later = _start(machine, wait_seconds=600)
+        later_token = _token(sfn, later)
+        for token in (running_token, later_token):
+            sfn.send_task_success(taskToken=token, output="{}")
+        paths = [json.loads(_ended(sfn, execution, deadline=10)["output"])["path"] for execution in (running, later)]
+    finally:
+        sfn.update_state_machine(stateMachineArn=arn, definition=json.dumps(before))
+
+    assert paths == ["woken", "woken by the new definition"]

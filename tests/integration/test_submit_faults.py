@@ -109,6 +109,16 @@ def _retried(handler, state, ctx, attempts=3):
     return handler(state, ctx)
 
 
+def as_the_previous_release_wrote(jobs, chunk):
+    """The chunk's item as release 0.1.0 (schema version 1) would have it: no attribute it did not know."""
+    store = jobs.inner  # the DynamoDB store behind the one that signals job events
+    store._db.update_item(
+        TableName=store.table,
+        Key={"pk": {"S": f"JOB#{chunk.job_id}"}, "sk": {"S": f"CHUNK#{chunk.index:05d}"}},
+        UpdateExpression="REMOVE reconcile_after, schema_version",
+    )
+
+
 def _created(simulator, provider):
     return simulator.stats()[provider]["batches_created"]
 
@@ -339,6 +349,27 @@ def test_a_lost_answer_whose_batch_the_list_shows_late_is_adopted_not_sent_again
     assert _created(simulator, provider) == 1
     [accepted] = simulator.stats()[provider]["batches"]
     state = submit.handler(state, ctx)  # the state machine's retry, at once: the list does not show the batch yet
+    assert _finish_in_time(state, ctx)["status"] == "finished"
+    [chunk] = services.jobs.get_chunks(state["job_id"])
+    assert chunk.provider_batch_id.rsplit("/", 1)[-1] == accepted
+    assert _created(simulator, provider) == 1
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "google"])  # Bedrock's create is idempotent: no wait
+def test_a_lost_answer_left_reconciling_by_the_previous_release_is_adopted_not_sent_again(
+    services, ctx, simulator, provider, lagging_lists
+):
+    """A deploy while a chunk is unsure (decision 0121): 0.1.0 left it ``reconciling`` without the time from which
+    "nothing listed" proves "nothing accepted" (its item knows no ``reconcile_after``, decision 0111). This release's
+    retry must still wait from the unsure send before sending again, not take the missing time for "at once"."""
+    state = _planned_job(ctx, provider)
+    simulator.add_fault(provider, "create_batch", "drop_after_accept")
+    with pytest.raises(errors.ProviderAmbiguousError):
+        submit.handler(state, ctx)
+    [accepted] = simulator.stats()[provider]["batches"]
+    [chunk] = services.jobs.get_chunks(state["job_id"])
+    as_the_previous_release_wrote(services.jobs, chunk)
+    state = submit.handler(state, ctx)  # the state machine's retry, on this release: the list does not show it yet
     assert _finish_in_time(state, ctx)["status"] == "finished"
     [chunk] = services.jobs.get_chunks(state["job_id"])
     assert chunk.provider_batch_id.rsplit("/", 1)[-1] == accepted

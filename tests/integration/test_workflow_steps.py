@@ -5,6 +5,7 @@ import json
 import pytest
 
 from batch_gateway.contract.errors import IntegrityError
+from batch_gateway.models.schema import SCHEMA_VERSION
 from batch_gateway.service.layout import chunk_results_key, results_key
 from batch_gateway.service.workflow.collect import collect_chunk
 from lambdas import create, finalize, mark_failed, plan, poll, submit
@@ -25,9 +26,9 @@ def _job(ctx, **body):
 def test_steps_take_and_return_small_id_only_states(aws, ctx):
     job_id = _job(ctx)
     state = plan.handler(load_event("workflow_plan.json", job_id), ctx)
-    assert state == {"job_id": job_id, "wait_seconds": 0, "polls": 0, "done": False}
+    assert state == {"job_id": job_id, "wait_seconds": 0, "polls": 0, "done": False, "schema_version": SCHEMA_VERSION}
     state = submit.handler(load_event("workflow_submit.json", job_id), ctx)
-    assert set(state) == {"job_id", "wait_seconds", "polls", "done"}
+    assert set(state) == {"job_id", "wait_seconds", "polls", "done", "schema_version"}
     state = poll.handler(load_event("workflow_poll.json", job_id), ctx)
     assert state["polls"] == 1 and len(json.dumps(state)) < 200
 

@@ -360,6 +360,23 @@ def test_a_stopped_job_keeps_the_records_finished_before_the_stop(bedrock, s3, s
     assert manifest(s3, arn)["processedRecordCount"] == job["processedRecordCount"]
 
 
+def test_end_processing_ends_a_job_still_running_and_one_still_stopping_now(bedrock, s3, sim):
+    """A test lets a job end, or its stop complete, on its own signal (``sim.end_processing``), not on the clock:
+    a job still submitted reads its input and completes with every record; a stopping one stops."""
+    sim.configure(processing_seconds=3600, cancel_seconds=3600)
+    running = create(bedrock, put_input(s3, [claude_record(f"r{i}") for i in range(4)]))
+    stopping = create(bedrock, put_input(s3, [claude_record(f"s{i}") for i in range(4)]))
+    bedrock.stop_model_invocation_job(jobIdentifier=stopping)
+    assert bedrock.get_model_invocation_job(jobIdentifier=running)["status"] == "Submitted"
+
+    assert sim.end_processing("bedrock") == 2
+
+    job = wait_ended(bedrock, running)
+    assert job["status"] == "Completed" and job["successRecordCount"] == 4
+    assert [line["recordId"] for line in output_lines(s3, running)] == ["r0", "r1", "r2", "r3"]
+    assert wait_ended(bedrock, stopping)["status"] == "Stopped"
+
+
 def test_stopping_an_ended_job_is_refused(bedrock, s3):
     arn = create(bedrock, put_input(s3, [claude_record("a")]))
     wait_ended(bedrock, arn)

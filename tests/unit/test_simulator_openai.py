@@ -195,6 +195,21 @@ def test_cancel_keeps_lines_finished_before_it_and_writes_batch_cancelled_errors
         client.batches.cancel(batch.id)
 
 
+def test_end_processing_ends_a_batch_still_processing_and_one_still_cancelling_now(sim, client):
+    """A test lets a batch end, or its cancel complete, on its own signal (``sim.end_processing``), not on the clock."""
+    sim.configure(processing_seconds=3600, cancel_seconds=3600)
+    running = submit(client, [line(f"r{i}") for i in range(3)])
+    cancelled = submit(client, [line(f"c{i}") for i in range(3)])
+    assert client.batches.cancel(cancelled.id).status == "cancelling"
+
+    assert sim.end_processing("openai") == 2
+
+    done = wait_terminal(client, running.id)
+    assert done.status == "completed" and done.request_counts.completed == 3
+    ended = wait_terminal(client, cancelled.id)
+    assert ended.status == "cancelled" and set(read_lines(client, ended.error_file_id)) == {"c0", "c1", "c2"}
+
+
 def test_expire_outcome_keeps_the_finished_half_and_writes_batch_expired_errors(sim, client):
     sim.configure(batch_outcome="expire")
     done = wait_terminal(client, submit(client, [line(f"r{i}") for i in range(6)]).id)

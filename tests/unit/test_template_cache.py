@@ -39,3 +39,32 @@ def test_callers_asking_at_once_synthesize_the_template_once(monkeypatch: pytest
     answers = callers.join(timeout=30)
     assert calls == ["first"]
     assert answers == {"first": {"Resources": {"first": {}}}, "second": {"Resources": {"first": {}}}}
+
+
+def test_another_checkouts_template_comes_from_its_own_cdk_app_and_is_cached_apart(monkeypatch, tmp_path):
+    """A redeploy's template (decision 0121): that tree's stacks/ synthesize it, in a process of its own whose imports
+    resolve in that tree first; this tree's template and the other's never share a cache entry."""
+    monkeypatch.setattr(template, "CACHE_DIR", tmp_path / "cache")
+    other = tmp_path / "other"
+    (other / "stacks").mkdir(parents=True)
+    (other / "src" / "batch_gateway").mkdir(parents=True)
+    (other / "src" / "batch_gateway" / "__init__.py").write_text("")
+    (other / "src" / "batch_gateway" / "constants.py").write_text("STACK = 'from the other tree'\n")
+    (other / "stacks" / "__init__.py").write_text("")
+    (other / "stacks" / "app_factory.py").write_text(
+        "from batch_gateway.constants import STACK\n"
+        "def synth_template(context):\n"
+        "    return {'Resources': {'Made': {'Type': STACK, 'Properties': context}}}\n"
+    )
+    (other / "cdk.json").write_text("{}")
+    (other / "uv.lock").write_bytes((template.REPO_ROOT / "uv.lock").read_bytes())
+
+    made = template.synthesized_template({"probe": 2}, other)
+
+    assert made["Resources"]["Made"]["Type"] == "from the other tree"
+    assert made["Resources"]["Made"]["Properties"]["probe"] == 2
+    assert template._fingerprint({**template.LOCAL_CONTEXT, "probe": 2}, other) != template._fingerprint(
+        {**template.LOCAL_CONTEXT, "probe": 2}
+    )
+    monkeypatch.setattr(template, "_synthesize_elsewhere", lambda *_: pytest.fail("synthesized again"))
+    assert template.synthesized_template({"probe": 2}, other) == made  # cached

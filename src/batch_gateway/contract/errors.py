@@ -195,6 +195,12 @@ class IntegrityError(BatchGatewayError):
     http_status = 500
 
 
+class UnreadableSchemaError(BatchGatewayError):
+    """A stored record or a workflow state of a schema version this release does not read: more than one release
+    older or newer (``models.schema``, decision 0121). Not retried: the release must change (roll forward), and the
+    record stays as it is until then. An internal error to callers."""
+
+
 ERROR_TYPES: dict[str, type[BatchGatewayError]] = {
     cls.type: cls
     for cls in (

@@ -15,7 +15,8 @@ from batch_gateway.contract.errors import ConflictError, NotFoundError
 from batch_gateway.models.api_keys import ApiKey
 from batch_gateway.models.jobs import iso
 from batch_gateway.ports import KeyStore
-from batch_gateway.store.jobs import _from_item, _to_item, _values
+from batch_gateway.store.jobs import _record as _read_record
+from batch_gateway.store.jobs import _to_item, _values
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -38,7 +39,11 @@ def _record(key: ApiKey) -> dict[str, Any]:
 
 
 def _key(item: dict[str, Any]) -> ApiKey:
-    data = _from_item(item)
+    return _key_of(_read_record(item, "API key record"))
+
+
+def _key_of(data: dict[str, Any]) -> ApiKey:
+    data = dict(data)
     data["owner"] = data.pop("key_owner")
     return ApiKey.from_dict(data)
 
@@ -83,14 +88,14 @@ class DynamoDBKeyStore(KeyStore):
         item = self._db.get_item(
             TableName=self.table, Key=_values({"pk": LIST_PK, "sk": key_id}), ConsistentRead=True
         ).get("Item")
-        return _from_item(item) if item else None
+        return _read_record(item, "API key record") if item else None
 
     def revoke_key(self, key_id: str, revoked_at: datetime) -> ApiKey:
         listed = self._listed(key_id)
         if listed is None:
             raise NotFoundError(f"no key with id '{key_id}'")
         if listed.get("revoked_at"):
-            return _key(_to_item(listed))
+            return _key_of(listed)
         try:
             self._db.transact_write_items(
                 TransactItems=[
@@ -113,7 +118,7 @@ class DynamoDBKeyStore(KeyStore):
             )
         except self._db.exceptions.TransactionCanceledException as exc:
             raise ConflictError(f"key {key_id} changed meanwhile; try again") from exc
-        return _key(_to_item({**listed, "revoked_at": iso(revoked_at)}))
+        return _key_of({**listed, "revoked_at": iso(revoked_at)})
 
     def find_key(self, key_hash: str) -> ApiKey | None:
         item = self._db.get_item(

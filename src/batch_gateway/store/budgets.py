@@ -30,7 +30,7 @@ from botocore.exceptions import ClientError
 from batch_gateway.contract.errors import TransientError
 from batch_gateway.models.budgets import Budget, MonthUsage
 from batch_gateway.ports import BudgetStore
-from batch_gateway.store.jobs import _from_item, _to_item, _values
+from batch_gateway.store.jobs import _from_item, _record, _to_item, _values
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -69,7 +69,7 @@ def _month_key(owner: str, month: str) -> dict[str, Any]:
 
 
 def _budget(item: dict[str, Any]) -> Budget:
-    data = _from_item(item)
+    data = _record(item, "budget record")
     data["owner"] = data.pop("budget_owner")
     return Budget.from_dict(data)
 

@@ -2,6 +2,10 @@
 
 Layout: ``pk = JOB#<id>``; the job item has ``sk = JOB``, chunk items ``sk = CHUNK#<00000>``. Only job items carry
 ``owner``, so the ``by-owner`` index (owner + created_at) lists jobs and nothing else.
+
+Every record this module and the other stores put whole says its schema version (``_to_item``), and every record
+they read back whole is held to the versions this release reads (``_record``; ``models.schema``, decision 0121).
+Items made by an update alone (leases, counters, ledgers) have no version: their attributes are only ever added to.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from batch_gateway.constants import OPEN_INDEX, OPEN_INDEX_PK, OWNER_INDEX, OWNER_INDEX_PK, OWNER_INDEX_SK
 from batch_gateway.contract.errors import ConflictError, InvalidRequestError, TransientError
 from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, epoch_micros, iso, statuses_before, utcnow
+from batch_gateway.models.schema import readable, stamped
 from batch_gateway.ports import JobStore
 
 if TYPE_CHECKING:
@@ -80,12 +85,31 @@ def _value(attr: dict[str, Any]) -> Any:
     raise TypeError(f"unexpected DynamoDB type {kind}")
 
 
-def _to_item(data: dict[str, Any]) -> dict[str, Any]:
+def _attributes(data: dict[str, Any]) -> dict[str, Any]:
     return {k: _attr(v) for k, v in data.items() if v is not None}
 
 
 def _from_item(item: dict[str, Any]) -> dict[str, Any]:
     return {k: _value(v) for k, v in item.items()}
+
+
+def _to_item(data: dict[str, Any]) -> dict[str, Any]:
+    """A whole record as this release puts it: its attributes, with its schema version (every put goes through
+    here, so every record put whole says which release's shape it is)."""
+    return _attributes(stamped(data))
+
+
+def _record(item: dict[str, Any], what: str) -> dict[str, Any]:
+    """A whole record read back, if this release reads its schema version (``UnreadableSchemaError`` if not)."""
+    return readable(_from_item(item), what)
+
+
+def _job(item: dict[str, Any]) -> Job:
+    return Job.from_dict(_record(item, "job record"))
+
+
+def _chunk(item: dict[str, Any]) -> Chunk:
+    return Chunk.from_dict(_record(item, "chunk record"))
 
 
 def _values(values: dict[str, Any]) -> dict[str, Any]:
@@ -140,7 +164,7 @@ class DynamoDBJobStore(JobStore):
         item = self._db.get_item(
             TableName=self.table, Key=_values({"pk": _pk(job_id), "sk": JOB_SK}), ConsistentRead=consistent
         ).get("Item")
-        return Job.from_dict(_from_item(item)) if item else None
+        return _job(item) if item else None
 
     def get_jobs(self, job_ids: list[str]) -> list[Job]:
         """One BatchGetItem (strongly consistent) for up to 100 ids, again for any keys it left unprocessed."""
@@ -155,7 +179,7 @@ class DynamoDBJobStore(JobStore):
                 _sleep(BATCH_GET_BACKOFF_SECONDS * 2 ** (attempt - 1))
             response = self._db.batch_get_item(RequestItems={self.table: {"Keys": keys, "ConsistentRead": True}})
             for item in response.get("Responses", {}).get(self.table, []):
-                job = Job.from_dict(_from_item(item))
+                job = _job(item)
                 found[job.id] = job
             unprocessed = response.get("UnprocessedKeys") or {}
             keys = list(unprocessed[self.table]["Keys"]) if self.table in unprocessed else []
@@ -219,7 +243,7 @@ class DynamoDBJobStore(JobStore):
             )
         except self._db.exceptions.ConditionalCheckFailedException as exc:
             raise ConflictError(f"job {job_id} is not in an expected status for this change") from exc
-        return Job.from_dict(_from_item(response["Attributes"]))
+        return _job(response["Attributes"])
 
     def store_park_token(self, job_id: str, token: str, entered_at: datetime) -> Job:
         try:
@@ -236,7 +260,7 @@ class DynamoDBJobStore(JobStore):
             )
         except self._db.exceptions.ConditionalCheckFailedException as exc:
             raise ConflictError(f"job {job_id} has no park this old to replace") from exc
-        return Job.from_dict(_from_item(response["Attributes"]))
+        return _job(response["Attributes"])
 
     def list_jobs(
         self,
@@ -271,7 +295,7 @@ class DynamoDBJobStore(JobStore):
         elif next_token:
             kwargs["ExclusiveStartKey"] = _decode_token(next_token, owner)
         response = self._db.query(**kwargs)
-        jobs = [Job.from_dict(_from_item(item)) for item in response.get("Items", [])]
+        jobs = [_job(item) for item in response.get("Items", [])]
         last = response.get("LastEvaluatedKey")
         return jobs, (_encode_token(last) if last else None)
 
@@ -418,7 +442,7 @@ class DynamoDBJobStore(JobStore):
         }
         while True:
             response = self._db.query(**kwargs)
-            chunks.extend(Chunk.from_dict(_from_item(item)) for item in response.get("Items", []))
+            chunks.extend(_chunk(item) for item in response.get("Items", []))
             if "LastEvaluatedKey" not in response:
                 return chunks
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
@@ -427,7 +451,7 @@ class DynamoDBJobStore(JobStore):
         item = self._db.get_item(
             TableName=self.table, Key=_values({"pk": _pk(job_id), "sk": _chunk_sk(index)}), ConsistentRead=True
         ).get("Item")
-        return Chunk.from_dict(_from_item(item)) if item else None
+        return _chunk(item) if item else None
 
     def update_chunk(
         self,
@@ -447,7 +471,7 @@ class DynamoDBJobStore(JobStore):
             response = self._db.update_item(**kwargs, ReturnValues="ALL_NEW")
         except self._db.exceptions.ConditionalCheckFailedException as exc:
             raise ConflictError(f"chunk {chunk.index} of {chunk.job_id} changed under us") from exc
-        return Chunk.from_dict(_from_item(response["Attributes"]))
+        return _chunk(response["Attributes"])
 
     def claim_chunk(self, chunk: Chunk, *, job_statuses: Iterable[JobStatus], **fields: Any) -> Chunk:
         """Claim ``chunk`` for sending, in one transaction: only while it is as read (state and claim token) and

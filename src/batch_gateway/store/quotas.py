@@ -44,7 +44,7 @@ from batch_gateway.models.quotas import (
     from_epoch_micros,
 )
 from batch_gateway.ports import QuotaStore
-from batch_gateway.store.jobs import _from_item, _to_item, _values
+from batch_gateway.store.jobs import _from_item, _record, _to_item, _values
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -257,7 +257,7 @@ class DynamoDBQuotaStore(QuotaStore):
             hold_at.append(len(items))
             items.append({"Put": hold})
             if expected_version == 0:  # the ledger's first reservation: list it for the sweeper's repair
-                listed = _values({"pk": LEDGERS_PK, "sk": f"{provider}#{model}", "provider": provider, "model": model})
+                listed = _to_item({"pk": LEDGERS_PK, "sk": f"{provider}#{model}", "provider": provider, "model": model})
                 items.append({"Put": {"TableName": self.table, "Item": listed}})
         codes = self._transact(items)
         if codes is None:
@@ -321,7 +321,7 @@ class DynamoDBQuotaStore(QuotaStore):
         found: dict[str, dict[str, Any]] = {}
         for model, answer in zip(ledgers, response.get("Responses", []), strict=False):
             if answer.get("Item"):
-                found[model] = _from_item(answer["Item"])
+                found[model] = _record(answer["Item"], "quota hold record")
         return found
 
     def held_in(self, provider: str, ledgers: Sequence[str], chunk_key: ChunkKey) -> dict[str, Hold]:
@@ -426,13 +426,14 @@ class DynamoDBQuotaStore(QuotaStore):
             KeyConditionExpression="pk = :pk",
             ExpressionAttributeValues=_values({":pk": LEDGERS_PK}),
         )
-        return [(item["provider"]["S"], item["model"]["S"]) for page in pages for item in page.get("Items", [])]
+        listed = (_record(item, "quota ledger listing") for page in pages for item in page.get("Items", []))
+        return [(str(entry["provider"]), str(entry["model"])) for entry in listed]
 
     def held(self, provider: str, model: str, chunk_key: ChunkKey) -> Hold | None:
         raw = self._db.get_item(
             TableName=self.table, Key=self._key(provider, model, _hold_sk(chunk_key)), ConsistentRead=True
         ).get("Item")
-        return _hold(_from_item(raw)) if raw else None
+        return _hold(_record(raw, "quota hold record")) if raw else None
 
     def holds(self, provider: str, model: str) -> list[Hold]:
         pages = self._db.get_paginator("query").paginate(
@@ -441,7 +442,7 @@ class DynamoDBQuotaStore(QuotaStore):
             ExpressionAttributeValues=_values({":pk": _pk(provider, model), ":hold": HOLD_PREFIX}),
             ConsistentRead=True,
         )
-        return [_hold(_from_item(item)) for page in pages for item in page.get("Items", [])]
+        return [_hold(_record(item, "quota hold record")) for page in pages for item in page.get("Items", [])]
 
     def holds_page(
         self, provider: str, model: str, limit: int, after: ChunkKey | None
@@ -456,7 +457,7 @@ class DynamoDBQuotaStore(QuotaStore):
         if after is not None:
             kwargs["ExclusiveStartKey"] = self._key(provider, model, _hold_sk(after))
         response = self._db.query(**kwargs)
-        holds = [_hold(_from_item(item)) for item in response.get("Items", [])]
+        holds = [_hold(_record(item, "quota hold record")) for item in response.get("Items", [])]
         more = response.get("LastEvaluatedKey") is not None and bool(holds)
         return holds, (holds[-1].key if more else None)
 

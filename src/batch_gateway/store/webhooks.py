@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from batch_gateway.contract.errors import ConflictError, NotFoundError
 from batch_gateway.models.webhooks import Subscription
 from batch_gateway.ports import WebhookStore
-from batch_gateway.store.jobs import _from_item, _to_item, _values
+from batch_gateway.store.jobs import _record, _to_item, _values
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -27,7 +27,7 @@ def _key(owner: str, subscription_id: str) -> dict[str, Any]:
 
 
 def _subscription(item: dict[str, Any]) -> Subscription:
-    data = _from_item(item)
+    data = _record(item, "webhook subscription record")
     data["owner"] = data.pop("webhook_owner")
     return Subscription.from_dict(data)
 

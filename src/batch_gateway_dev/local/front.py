@@ -162,6 +162,11 @@ class ApiFront:
     def url(self) -> str:
         return f"{self._server.origin}/{STAGE}"
 
+    def deploy(self, routes: list[Route], gateway_responses: dict[str, GatewayResponse]) -> None:
+        """Take a new deployment's routes and gateway responses (a redeploy); a request already routed ends as it
+        began."""
+        self.routes, self._gateway_responses = routes, gateway_responses
+
     def start(self) -> ApiFront:
         self._server.start(name="api-front")
         return self

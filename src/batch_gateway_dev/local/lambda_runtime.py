@@ -11,7 +11,11 @@ A function's worker gets exactly what the deployed function gets and nothing mor
 - the credentials of **its own role**, assumed through moto's STS, so with IAM enforcement on, an action or S3
   prefix its role does not allow is refused as in AWS;
 - the endpoint redirects the SDKs honour (``AWS_ENDPOINT_URL``, provider base URLs) and ``PYTHONPATH``: the
-  local stand-ins for DNS and the deployment package (``LOCAL_ONLY_VARIABLES``).
+  local stand-ins for DNS and the deployment package (``LOCAL_ONLY_VARIABLES``);
+- **its own code**: the function's code (``CreateFunction``/``UpdateFunctionCode``) is a small zip that names the
+  checkout it runs (``code_zip``), the local stand-in for a deployment package. The worker's task root is that
+  checkout, and its modules are imported from there (``lambda_zygote``), so a redeploy from another checkout changes
+  the code under running workflows as a CloudFormation update does, and retires the warm instances.
 
 The function's timeout is enforced (the worker is killed, ``Sandbox.Timedout``), as are Lambda's 6 MB payload
 limits for synchronous invocations and its 256 KB limit for asynchronous ones, which run on their own after a 202.
@@ -26,6 +30,7 @@ answers first uses the cut up without harm. ``cuts()`` says which fired.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import signal
@@ -35,6 +40,7 @@ import sys
 import threading
 import time
 import uuid
+import zipfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -85,6 +91,8 @@ RUNTIME_VARIABLES = (
     "LD_LIBRARY_PATH",
 )
 
+TASK_ROOT_FILE = "local-task-root"  # in a function's code zip: the checkout whose code the function runs
+
 Credentials = dict[str, str]
 CUT_KINDS = ("crash", "timeout")
 
@@ -104,9 +112,25 @@ class Cut:
             raise ValueError(f"after must be a number of seconds >= 0, got {self.after!r}")
 
 
+def code_zip(task_root: Path) -> bytes:
+    """A function's code for the local stack: a zip that names the checkout (its ``lambdas/`` and ``src/``) the
+    function runs, where a deployment package would hold that code itself."""
+    buffer = io.BytesIO()
+    files = {
+        TASK_ROOT_FILE: str(Path(task_root).resolve()),
+        "README.txt": "runs in a local worker process: see batch_gateway_dev.local.lambda_runtime",
+    }
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in files.items():  # a fixed date: the same checkout is the same code (and digest)
+            archive.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), text)
+    return buffer.getvalue()
+
+
 def _configuration(function: Any, env: dict[str, str]) -> str:
-    """What makes a warm instance stale when it changes (UpdateFunctionConfiguration retires instances)."""
-    return json.dumps([env, function.description, function.handler, function.timeout], sort_keys=True)
+    """What makes a warm instance stale when it changes (UpdateFunctionConfiguration and UpdateFunctionCode retire
+    instances)."""
+    code = getattr(function, "code_sha_256", "")
+    return json.dumps([env, function.description, function.handler, function.timeout, code], sort_keys=True)
 
 
 class _Zygote:
@@ -155,9 +179,10 @@ class _Zygote:
                     self._pids.append(message["pid"])
                 self._changed.notify_all()
 
-    def spawn(self, env: dict[str, str], cwd: str, fds: tuple[int, int, int]) -> int:
+    def spawn(self, env: dict[str, str], cwd: str, path: list[str], fds: tuple[int, int, int]) -> int:
         with self._spawning, self._changed:
-            socket.send_fds(self._socket, [json.dumps({"env": env, "cwd": cwd}).encode()], list(fds))
+            message = json.dumps({"env": env, "cwd": cwd, "path": path}).encode()
+            socket.send_fds(self._socket, [message], list(fds))
             if not self._changed.wait_for(lambda: self._pids or self._closed, INIT_TIMEOUT_SECONDS) or not self._pids:
                 raise RuntimeError("the Lambda worker zygote did not fork a worker")
             return self._pids.pop(0)
@@ -188,8 +213,9 @@ class _Forked:
     def __init__(self, zygote: _Zygote, env: dict[str, str], log: IO[bytes], cwd: str) -> None:
         requests_read, requests_write = os.pipe()
         answers_read, answers_write = os.pipe()
+        path = [cwd, str(Path(cwd) / "src")]  # the task root, then its package sources (as the bundle flattens them)
         try:
-            self.pid = zygote.spawn(env, cwd, (requests_read, answers_write, log.fileno()))
+            self.pid = zygote.spawn(env, cwd, path, (requests_read, answers_write, log.fileno()))
         finally:
             os.close(requests_read)
             os.close(answers_write)
@@ -300,6 +326,23 @@ class LambdaRuntime:
         self._zygote: _Zygote | None = None
         self._cuts: list[Cut] = []  # queued, each for the next invocation of its function
         self._cut_outcomes: list[dict[str, Any]] = []  # each cut an invocation met: fired or not
+        self._roots: dict[str, Path] = {}  # code digest -> the task root its zip names
+
+    def task_root(self, function: Any) -> Path:
+        """The checkout the function's code names (``code_zip``); the runtime's own task root for code that names
+        none (a function made with any other zip)."""
+        digest = str(getattr(function, "code_sha_256", ""))
+        with self._lock:
+            if digest in self._roots:
+                return self._roots[digest]
+        root = self._task_root
+        code = getattr(function, "code_bytes", b"") or b""
+        if code:
+            with contextlib.suppress(zipfile.BadZipFile, KeyError), zipfile.ZipFile(io.BytesIO(code)) as archive:
+                root = Path(archive.read(TASK_ROOT_FILE).decode())
+        with self._lock:
+            self._roots[digest] = root
+        return root
 
     def environment(self, function: Any) -> dict[str, str]:
         name = function.function_name
@@ -316,7 +359,7 @@ class LambdaRuntime:
                 "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
                 "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{name}",
                 "AWS_LAMBDA_LOG_STREAM_NAME": "local",
-                "LAMBDA_TASK_ROOT": str(self._task_root),
+                "LAMBDA_TASK_ROOT": str(self.task_root(function)),
                 "TZ": ":UTC",
                 "LANG": "en_US.UTF-8",
                 "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -438,7 +481,7 @@ class LambdaRuntime:
                 if self._zygote is None:
                     self._zygote = _Zygote(str(self._task_root))
                 zygote = self._zygote
-            worker = _Worker(zygote, configuration, env, log, str(self._task_root))
+            worker = _Worker(zygote, configuration, env, log, env["LAMBDA_TASK_ROOT"])
         except BaseException:
             with self._lock:
                 self._busy[name] -= 1

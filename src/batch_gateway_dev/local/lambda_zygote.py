@@ -8,15 +8,18 @@ Powertools, which read their settings from the environment), after its environme
 
 What a worker still gets is what a fresh interpreter would: exactly its function's environment (``os.environ`` is
 cleared and refilled before anything of ours is imported; ``TZ`` is applied), the task root as working directory and
-first path entry, its own session, stdin/stdout/stderr on the runtime's pipes and log. The preloaded modules read no
-variable a function's environment sets while they are imported (``tests/integration/test_local_lambda_runtime.py``
-holds them to that), and this process starts with only the variables every worker has, so nothing from here leaks.
+first path entry, then the task root's ``src`` (its function's own code, which may be another checkout's: the
+zygote's copies of our provider tables are forgotten when they are not that code's), its own session,
+stdin/stdout/stderr on the runtime's pipes and log. The preloaded modules read no variable a function's environment
+sets while they are imported (``tests/integration/test_local_lambda_runtime.py`` holds them to that), and this
+process starts with only the variables every worker has, so nothing from here leaks.
 
 Protocol on the ``SOCK_SEQPACKET`` socket whose descriptor the runtime passes as the only argument, one JSON message
-per packet: the runtime sends ``{"env", "cwd"}`` with three file descriptors (the worker's stdin, stdout and
-stderr); the zygote answers ``{"pid"}``. When a worker ends, the zygote
-(its parent, the only process that can collect its status) sends ``{"exited": pid, "status": code}`` where code is
-what ``subprocess`` calls a return code (negative: killed by that signal). EOF on the socket ends the zygote.
+per packet: the runtime sends ``{"env", "cwd", "path"}`` (``path``: the worker's first ``sys.path`` entries) with
+three file descriptors (the worker's stdin, stdout and stderr); the zygote answers ``{"pid"}``. When a worker ends,
+the zygote (its parent, the only process that can collect its status) sends ``{"exited": pid, "status": code}``
+where code is what ``subprocess`` calls a return code (negative: killed by that signal). EOF on the socket ends the
+zygote.
 """
 
 from __future__ import annotations
@@ -99,7 +102,10 @@ def _become_worker(sock: socket.socket, wakeups: tuple[int, int], spec: dict[str
         time.tzset()
         sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
         os.chdir(cwd)
-        sys.path[0] = cwd  # what `python -m` puts first: the working directory
+        paths = spec.get("path") or [cwd]
+        assert isinstance(paths, list)
+        sys.path[0:1] = [str(p) for p in paths]  # what `python -m` puts first (the working directory), then its code
+        _forget_code_outside(sys.path[: len(paths)])
         run_worker()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -108,6 +114,18 @@ def _become_worker(sock: socket.socket, wakeups: tuple[int, int], spec: dict[str
         traceback.print_exc()
         code = 1
     os._exit(code)
+
+
+def _forget_code_outside(paths: list[str]) -> None:
+    """Drop the modules of ours this process imported (the provider tables) unless they are the worker's own code:
+    a function that runs another checkout imports that checkout's copies."""
+    roots = tuple(os.path.join(os.path.realpath(p), "") for p in paths)
+    for name, module in list(sys.modules.items()):
+        if name != "batch_gateway" and not name.startswith("batch_gateway."):
+            continue
+        source = os.path.realpath(getattr(module, "__file__", None) or "")
+        if not source.startswith(roots):
+            del sys.modules[name]
 
 
 def serve(sock: socket.socket) -> None:

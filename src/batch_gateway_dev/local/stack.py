@@ -32,7 +32,7 @@ import requests
 from batch_gateway.constants import OPENAI_WEBHOOK_PATH, OPENAI_WEBHOOK_SECRET_NAME
 from batch_gateway.provider_specs import SPECS
 from batch_gateway_dev.local.front import ApiFront, Principal
-from batch_gateway_dev.local.lambda_runtime import ENVIRONMENTS_FILE, IN_FLIGHT_FILE
+from batch_gateway_dev.local.lambda_runtime import ENVIRONMENTS_FILE, IN_FLIGHT_FILE, code_zip
 from batch_gateway_dev.local.resources import create_table
 from batch_gateway_dev.local.service_principals import service_user_name
 from batch_gateway_dev.local.sqs_poller import Mapping as SqsMapping
@@ -59,6 +59,33 @@ PROVIDER_KEY_VARS = {spec.name: spec.key_env for spec in SPECS if spec.key_env}
 TABLE_NAME = "batch-gateway-jobs"
 BUCKET_NAME = "batch-gateway-payloads"
 STATE_MACHINE_NAME = "batch-gateway-workflow"
+PSEUDO_PARAMETERS = {
+    "AWS::Region": REGION,
+    "AWS::AccountId": ACCOUNT,
+    "AWS::Partition": "aws",
+    "AWS::URLSuffix": "amazonaws.com",
+    "AWS::StackName": "BatchGatewayStack",
+    "AWS::StackId": f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/BatchGatewayStack/"
+    "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+}
+# What the local stack makes once, at start: a redeploy that would change one of these is refused (RedeployError).
+MADE_AT_START_ONLY = frozenset(
+    {
+        "AWS::DynamoDB::Table",
+        "AWS::S3::Bucket",
+        "AWS::SecretsManager::Secret",
+        "AWS::SSM::Parameter",
+        "AWS::Events::EventBus",
+        "AWS::SQS::Queue",
+        "AWS::Events::Rule",
+        "AWS::Lambda::EventSourceMapping",
+        "Custom::S3BucketNotifications",
+    }
+)
+
+
+class RedeployError(RuntimeError):
+    """The other checkout's template changes something a redeploy of the local stack cannot change in place."""
 
 
 @dataclass(frozen=True)
@@ -98,8 +125,12 @@ class LocalStack:
         context: dict[str, Any] | None = None,
         quiet: bool = False,
         log_dir: str | None = None,
+        code_root: str | Path | None = None,
     ) -> None:
+        """``code_root``: the checkout whose template and code the stack deploys (this one by default; another
+        release's tree from ``checkout.release_checkout``); ``redeploy`` replaces it while the stack runs."""
         self.host, self.port = host, port
+        self.code_root = Path(code_root).resolve() if code_root else REPO_ROOT
         self.poll_schedule = poll_schedule
         self.processing_seconds = processing_seconds
         keys = {p: os.environ.get(v) for p, v in PROVIDER_KEY_VARS.items()}
@@ -129,11 +160,15 @@ class LocalStack:
         self._lambda_service: CallerCredentials | None = None
         self._control_lock = threading.Lock()
         self._control_id = 0
+        self._template: Template | None = None  # the template deployed now
+        self._refs: dict[str, str] = {}  # logical id -> what Ref gives (a name, URL or ARN)
+        self._attrs: dict[tuple[str, str], str] = {}  # (logical id, attribute) -> what Fn::GetAtt gives
+        self._roles: set[str] = set()  # the roles made in the account so far
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
 
     def start(self) -> LocalStack:
-        template = Template(synthesized_template(self.context))
+        template = self._template = Template(synthesized_template(self.context, self.code_root))
         local_env = {"POWERTOOLS_TRACE_DISABLED": "1"}  # no X-Ray daemon here
         if self.use_simulators:
             from batch_gateway_dev.simulators import SimulatorServer
@@ -489,23 +524,13 @@ class LocalStack:
             timeout=10,
         ).raise_for_status()
 
-    def _create_resources(self, template: Template) -> None:
-        refs: dict[str, str] = {}
-        attrs: dict[tuple[str, str], str] = {}
-        pseudo = {
-            "AWS::Region": REGION,
-            "AWS::AccountId": ACCOUNT,
-            "AWS::Partition": "aws",
-            "AWS::URLSuffix": "amazonaws.com",
-            "AWS::StackName": "BatchGatewayStack",
-            "AWS::StackId": f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/BatchGatewayStack/"
-            "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
-        }
+    def _res(self, value: Any) -> Any:
+        return resolve(value, self._refs, self._attrs, PSEUDO_PARAMETERS)
 
-        def res(value: Any) -> Any:
-            return resolve(value, refs, attrs, pseudo)
-
-        # Names and ARNs first (CloudFormation would know them before wiring anything together).
+    def _name_resources(self, template: Template) -> None:
+        """Names and ARNs first (CloudFormation would know them before wiring anything together); the same logical id
+        always gets the same name, so a redeploy names what it adds and keeps what it has."""
+        refs, attrs = self._refs, self._attrs
         for logical_id in template.of_type("AWS::DynamoDB::Table"):
             refs[logical_id] = self.table
             attrs[(logical_id, "Arn")] = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{self.table}"
@@ -520,11 +545,10 @@ class LocalStack:
         for logical_id in template.of_type("AWS::Logs::LogGroup"):
             refs[logical_id] = f"/local/{logical_id}"
             attrs[(logical_id, "Arn")] = f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/local/{logical_id}:*"
-        functions = template.functions()
-        for function in functions:
+        for function in template.functions():
             refs[function.logical_id] = function.logical_id
             attrs[(function.logical_id, "Arn")] = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{function.logical_id}"
-        machine_id, definition = template.state_machine()
+        machine_id, _ = template.state_machine()
         self.state_machine_arn = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{STATE_MACHINE_NAME}"
         refs[machine_id] = self.state_machine_arn
         attrs[(machine_id, "Name")] = STATE_MACHINE_NAME
@@ -539,6 +563,11 @@ class LocalStack:
             refs[logical_id] = f"arn:aws:sns:{REGION}:{ACCOUNT}:{logical_id}"
         for logical_id in template.of_type("AWS::SSM::Parameter"):
             refs[logical_id] = logical_id  # a generated (simple) name, as CloudFormation gives one
+
+    def _create_resources(self, template: Template) -> None:
+        res = self._res
+        self._name_resources(template)
+        refs, attrs = self._refs, self._attrs
 
         dynamodb = self.client("dynamodb")
         for logical_id, table in template.of_type("AWS::DynamoDB::Table").items():
@@ -580,44 +609,8 @@ class LocalStack:
         for logical_id, rule in template.of_type("AWS::Events::Rule").items():
             self._create_rule(events, logical_id, res(rule["Properties"]))
 
-        # Roles and their policies, exactly as synthesized.
-        iam = self.client("iam")
-        for logical_id, role in template.of_type("AWS::IAM::Role").items():
-            props = role["Properties"]
-            iam.create_role(
-                RoleName=refs[logical_id], AssumeRolePolicyDocument=json.dumps(res(props["AssumeRolePolicyDocument"]))
-            )
-            for index, inline in enumerate(props.get("Policies") or []):
-                iam.put_role_policy(
-                    RoleName=refs[logical_id],
-                    PolicyName=inline.get("PolicyName", f"inline{index}"),
-                    PolicyDocument=json.dumps(res(inline["PolicyDocument"])),
-                )
-        for logical_id, policy in template.of_type("AWS::IAM::Policy").items():
-            props = policy["Properties"]
-            document = json.dumps(res(props["PolicyDocument"]))
-            for role in res(props.get("Roles") or []):
-                iam.put_role_policy(RoleName=role, PolicyName=logical_id, PolicyDocument=document)
-
-        lam = self.client("lambda")
-        for function in functions:
-            props = template.resources[function.logical_id]["Properties"]
-            lam.create_function(
-                FunctionName=function.logical_id,
-                Runtime="python3.13",
-                Role=res(props["Role"]),
-                Handler=function.handler,
-                Code={"ZipFile": _empty_zip()},
-                Timeout=int(props.get("Timeout", 3)),
-                MemorySize=int(props.get("MemorySize", 128)),
-                Environment={"Variables": {k: str(res(v)) for k, v in function.environment.items()}},
-            )
-            self.functions[function.logical_id] = function.handler
-        # How often Lambda retries a failed asynchronous invoke (local/lambda_runtime.py reads it).
-        for config in template.of_type("AWS::Lambda::EventInvokeConfig").values():
-            props = res(config["Properties"])
-            settings = {k: props[k] for k in ("MaximumRetryAttempts", "MaximumEventAgeInSeconds") if k in props}
-            lam.put_function_event_invoke_config(FunctionName=str(props["FunctionName"]), **settings)
+        self._deploy_roles(None, template)  # roles and their policies, exactly as synthesized
+        self._deploy_functions(None, template)
         # SQS event sources run as Lambda's pollers do (receive with the function's role, invoke, delete; the queue's
         # redrive policy dead-letters): local/sqs_poller.py, started with the stack.
         for mapping in template.of_type("AWS::Lambda::EventSourceMapping").values():
@@ -637,14 +630,121 @@ class LocalStack:
             s3.put_bucket_notification_configuration(
                 Bucket=res(props["BucketName"]), NotificationConfiguration=res(props["NotificationConfiguration"])
             )
+        self._deploy_state_machine(template, create=True)
+
+    def _deploy_roles(self, before: Template | None, template: Template) -> None:
+        """Create the template's roles that do not exist yet (a role a template drops stays in the account), set every
+        role's trust policy and put its policies; a policy the earlier template (``before``) gave a role and this one
+        does not is deleted."""
+        res, iam = self._res, self.client("iam")
+        policies: dict[str, dict[str, str]] = {}  # role -> policy name -> document
+        for logical_id, role_resource in template.of_type("AWS::IAM::Role").items():
+            props = role_resource["Properties"]
+            trust = json.dumps(res(props["AssumeRolePolicyDocument"]))
+            if self._refs[logical_id] not in self._roles:  # a role an earlier template dropped is still here
+                iam.create_role(RoleName=self._refs[logical_id], AssumeRolePolicyDocument=trust)
+                self._roles.add(self._refs[logical_id])
+            else:
+                iam.update_assume_role_policy(RoleName=self._refs[logical_id], PolicyDocument=trust)
+            for index, inline in enumerate(props.get("Policies") or []):
+                name = inline.get("PolicyName", f"inline{index}")
+                policies.setdefault(self._refs[logical_id], {})[name] = json.dumps(res(inline["PolicyDocument"]))
+        for logical_id, policy in template.of_type("AWS::IAM::Policy").items():
+            props = policy["Properties"]
+            for role in res(props.get("Roles") or []):
+                policies.setdefault(role, {})[logical_id] = json.dumps(res(props["PolicyDocument"]))
+        roles = {self._refs[logical_id] for logical_id in template.of_type("AWS::IAM::Role")} | set(policies)
+        for role in sorted(roles):
+            documents = policies.get(role, {})
+            for name, document in documents.items():
+                iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=document)
+            if before is not None:
+                for name in set(iam.list_role_policies(RoleName=role)["PolicyNames"]) - set(documents):
+                    iam.delete_role_policy(RoleName=role, PolicyName=name)
+
+    def _deploy_functions(self, before: Template | None, template: Template) -> None:
+        """Create each function of the template with this stack's code (``code_root``), or, when ``before`` has it,
+        replace its code and then its configuration, as a CloudFormation update does; one that only ``before`` has is
+        deleted. Warm instances of a changed function are retired (``lambda_runtime``)."""
+        res, lam = self._res, self.client("lambda")
+        code = code_zip(self.code_root)
+        functions = template.functions()
+        for function in functions:
+            props = template.resources[function.logical_id]["Properties"]
+            configuration = {
+                "FunctionName": function.logical_id,
+                "Role": res(props["Role"]),
+                "Handler": function.handler,
+                "Timeout": int(props.get("Timeout", 3)),
+                "MemorySize": int(props.get("MemorySize", 128)),
+                "Environment": {"Variables": {k: str(res(v)) for k, v in function.environment.items()}},
+            }
+            if function.logical_id in self.functions:
+                lam.update_function_code(FunctionName=function.logical_id, ZipFile=code)
+                lam.update_function_configuration(**configuration)
+            else:
+                lam.create_function(**configuration, Runtime="python3.13", Code={"ZipFile": code})
+            self.functions[function.logical_id] = function.handler
+        for gone in set(self.functions) - {f.logical_id for f in functions}:
+            lam.delete_function(FunctionName=gone)
+            del self.functions[gone]
+        # How often Lambda retries a failed asynchronous invoke (local/lambda_runtime.py reads it).
+        for config in template.of_type("AWS::Lambda::EventInvokeConfig").values():
+            props = res(config["Properties"])
+            settings = {k: props[k] for k in ("MaximumRetryAttempts", "MaximumEventAgeInSeconds") if k in props}
+            lam.put_function_event_invoke_config(FunctionName=str(props["FunctionName"]), **settings)
+
+    def _deploy_state_machine(self, template: Template, *, create: bool = False) -> None:
+        """Create the state machine, or update its definition and role: executions already running keep the
+        definition they started with (Step Functions' UpdateStateMachine; moto's interpreter runs each execution on
+        a snapshot of the state machine taken at its start)."""
+        machine_id, definition = template.state_machine()
         machine = template.resources[machine_id]["Properties"]
-        resolved = res(definition)
-        self.client("stepfunctions").create_state_machine(
-            name=STATE_MACHINE_NAME,
-            definition=resolved if isinstance(resolved, str) else json.dumps(resolved),
-            roleArn=res(machine["RoleArn"]),
-            type="STANDARD",
+        resolved = self._res(definition)
+        text = resolved if isinstance(resolved, str) else json.dumps(resolved)
+        sfn = self.client("stepfunctions")
+        if create:
+            sfn.create_state_machine(
+                name=STATE_MACHINE_NAME, definition=text, roleArn=self._res(machine["RoleArn"]), type="STANDARD"
+            )
+        else:
+            sfn.update_state_machine(
+                stateMachineArn=self.state_machine_arn, definition=text, roleArn=self._res(machine["RoleArn"])
+            )
+
+    # --- redeploy -----------------------------------------------------------------------------------------------
+
+    def redeploy(self, code_root: str | Path) -> None:
+        """Deploy another checkout over this running stack, as ``cdk deploy`` from that checkout updates a deployed
+        stack: its template is synthesized by its own CDK app (``synthesized_template``), then every role's trust and
+        policies, every function's code (``code_root``'s), handler, timeout and environment, and the state machine's
+        definition are replaced, and the API front takes the new routes and gateway responses. What the AWS account
+        holds (table, bucket, queues, secrets, the executions running now), the simulators and the callers stay.
+
+        A change the local stack cannot make in place (a table, bucket, queue, secret, parameter, bus, rule, event
+        source or bucket notification of another shape) is refused by name before anything changes
+        (``RedeployError``)."""
+        if self._template is None or self.front is None:
+            raise RuntimeError("the local stack is not started")
+        root = Path(code_root).resolve()
+        template = Template(synthesized_template(self.context, root))
+        before = self._template
+        changed = sorted(
+            logical_id
+            for logical_id in {*before.resources, *template.resources}
+            if {before.resources.get(logical_id, {}).get("Type"), template.resources.get(logical_id, {}).get("Type")}
+            & MADE_AT_START_ONLY
+            and before.resources.get(logical_id) != template.resources.get(logical_id)
         )
+        if changed:
+            raise RedeployError(f"a redeploy replaces code, roles and the workflow, not these resources: {changed}")
+        self.code_root = root
+        self._name_resources(template)
+        self._deploy_roles(before, template)
+        self._deploy_functions(before, template)
+        self._deploy_state_machine(template)
+        self.front.deploy(template.routes(), template.gateway_responses())
+        self._template = template
 
     @staticmethod
     def _create_rule(events: Any, logical_id: str, props: dict[str, Any]) -> None:
@@ -679,16 +779,6 @@ class LocalStack:
                     for t in targets
                 ],
             )
-
-
-def _empty_zip() -> bytes:
-    import io
-    import zipfile
-
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("README.txt", "runs in a local worker process: see batch_gateway_dev.local.lambda_runtime")
-    return buffer.getvalue()
 
 
 def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:

@@ -1,7 +1,8 @@
 """The synthesized CloudFormation template, read the way CloudFormation would deploy it.
 
 The local stack runs exactly what CDK deploys: the state machine definition, the Lambda handlers and their
-environment, and the API routes all come from ``cdk synth`` (bundling skipped), cached by a hash of the CDK code.
+environment, and the API routes all come from ``cdk synth`` (bundling skipped), cached by a hash of the CDK code;
+another checkout's template (a redeploy's, ``LocalStack.redeploy``) comes from that checkout's own CDK app.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import hashlib
 import json
 import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,21 +32,35 @@ LOCAL_CONTEXT: dict[str, Any] = {
 }
 
 
-def _fingerprint(context: dict[str, Any]) -> str:
+def _fingerprint(context: dict[str, Any], root: Path = REPO_ROOT) -> str:
+    """What the template of ``root`` (a checkout) depends on: the context, the CDK app's code and what it reads, and
+    the locked CDK libraries."""
     digest = hashlib.sha256(json.dumps(context, sort_keys=True).encode())
-    sources = [REPO_ROOT / "cdk.json", REPO_ROOT / "src/batch_gateway/constants.py"]
-    sources += [REPO_ROOT / "src/batch_gateway/provider_specs.py"]  # the CDK app reads it too
-    sources += sorted((REPO_ROOT / "stacks").glob("*.py"))
+    sources = [root / "cdk.json", root / "uv.lock", root / "src/batch_gateway/constants.py"]
+    sources += [root / "src/batch_gateway/provider_specs.py"]  # the CDK app reads it too
+    sources += sorted((root / "stacks").glob("*.py"))
     for path in sources:
-        digest.update(path.read_bytes())
+        if path.exists():  # a checkout from before provider_specs.py
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
-def synthesized_template(context: dict[str, Any]) -> dict[str, Any]:
+# Synthesizes another checkout's CDK app (its stacks/ and cdk.json, its constants) in a process of its own, with this
+# venv's interpreter and libraries: checkout.check_runnable holds its uv.lock to ours first.
+_SYNTH_ELSEWHERE = """
+import json, sys
+from stacks.app_factory import synth_template
+json.dump(synth_template(json.loads(sys.argv[1])), sys.stdout)
+"""
+
+
+def synthesized_template(context: dict[str, Any], root: Path = REPO_ROOT) -> dict[str, Any]:
     """Synthesize (about 5-10 s) or reuse the cached template for this exact CDK code and context (over
-    ``LOCAL_CONTEXT``)."""
+    ``LOCAL_CONTEXT``). ``root``: the checkout whose CDK app to synthesize (another release's, for a redeploy);
+    every checkout's templates share this repository's cache."""
     context = {**LOCAL_CONTEXT, **context}
-    cache = CACHE_DIR / f"template-{_fingerprint(context)}.json"
+    root = Path(root).resolve()
+    cache = CACHE_DIR / f"template-{_fingerprint(context, root)}.json"
     if cache.exists():
         cached: dict[str, Any] = json.loads(cache.read_text())
         return cached
@@ -57,12 +74,33 @@ def synthesized_template(context: dict[str, Any]) -> dict[str, Any]:
             return cached
         os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
         os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
-        from stacks.app_factory import synth_template  # importable in the dev venv: see dev-mode-dirs in pyproject
+        if root == REPO_ROOT.resolve():
+            from stacks.app_factory import synth_template  # importable in the dev venv: see dev-mode-dirs in pyproject
 
-        template = synth_template(context)
+            template = synth_template(context)
+        else:
+            template = _synthesize_elsewhere(context, root)
         tmp = cache.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(template))
         tmp.replace(cache)
+    return template
+
+
+def _synthesize_elsewhere(context: dict[str, Any], root: Path) -> dict[str, Any]:
+    from batch_gateway_dev.local.checkout import check_runnable
+
+    check_runnable(root)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "src")])}
+    done = subprocess.run(
+        [sys.executable, "-c", _SYNTH_ELSEWHERE, json.dumps(context)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode:
+        raise RuntimeError(f"cdk synth of {root} failed:\n{done.stderr.decode(errors='replace')[-4000:]}")
+    template: dict[str, Any] = json.loads(done.stdout)
     return template
 
 

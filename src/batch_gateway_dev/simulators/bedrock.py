@@ -542,6 +542,36 @@ class BedrockJobs:
         reached, its output written or not)."""
         return [{"id": j.id, "mark": j.name, "ended": j.schedule(now)[0] in ENDED} for j in self.jobs.values()]
 
+    def end_processing(self) -> int:
+        """Every job still running ends now, as if its processing time had been what has passed (one not yet
+        validated reads its input first), and every stop still under way completes now; returns how many."""
+        now = time.time()
+        with self.state.lock:
+            jobs = list(self.jobs.values())
+        cut = []
+        for job in jobs:
+            with job.lock:
+                if job.final is not None:
+                    continue
+                if job.stop_at is not None:
+                    if job.stop_at + job.stop_seconds <= now:
+                        continue
+                    job.stop_seconds = max(now - job.stop_at, 0.0)
+                elif not job.loaded:  # each phase takes no time from here: it loads, then its records end at once
+                    job.seconds = 0.0
+                    job.validated_at = min(job.validated_at, now)
+                elif job.plan is not None and job.plan.end > now:
+                    job.plan.created = min(job.plan.created, now)
+                    job.plan.seconds = max(now - job.plan.created, 0.0)
+                else:
+                    continue  # it failed validation, or ended and its output is being written
+            cut.append(job)
+        for job in cut:
+            self._advance(job)
+            if job.plan is not None:
+                self._wake(job, job.plan.end)
+        return len(cut)
+
     @staticmethod
     def request_id() -> tuple[str, str]:
         return "x-amzn-RequestId", str(uuid.uuid4())

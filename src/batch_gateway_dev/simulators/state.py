@@ -116,13 +116,25 @@ class SimulatorState:
         return released
 
     def end_processing(self, provider: str) -> int:
-        """Every batch of ``provider`` still processing ends now, as if its processing time had been what has passed
-        (a test lets a provider finish on its own signal, not on a race with the clock). For the providers whose
-        batches follow a ``schedule.Plan`` (all but Bedrock); returns how many batches were cut short."""
+        """Every batch of ``provider`` still processing ends now, as if its processing time had been what has passed,
+        and every cancel still under way completes now (a test lets a provider finish on its own signal, not on a
+        race with the clock). Bedrock's jobs follow their own timeline (``BedrockJobs.end_processing``); the other
+        providers' batches follow a ``schedule.Plan``. Returns how many batches were cut short."""
+        simulator = self.simulators[provider]
+        own = getattr(simulator, "end_processing", None)
+        if own is not None:
+            ended: int = own()
+            return ended
         now = time.time()
         cut = 0
         with self.lock:
-            for batch in getattr(self.simulators[provider], "batches", {}).values():
+            for batch in getattr(simulator, "batches", {}).values():
+                cancel_at = getattr(batch, "cancel_at", None)
+                if cancel_at is not None:
+                    if cancel_at + batch.cancel_seconds > now:
+                        batch.cancel_seconds = max(now - cancel_at, 0.0)
+                        cut += 1
+                    continue
                 plan = getattr(batch, "plan", None)
                 if plan is not None and plan.end > now:
                     plan.seconds = max(now - plan.created, 0.0)

@@ -1,40 +1,53 @@
-"""The state machine's payload: ids and small numbers only (Step Functions caps it at 256 KB)."""
+"""The state machine's payload: ids and small numbers only (Step Functions caps it at 256 KB).
+
+A step reads the state of the previous release, its own and the next (``models.schema``, decision 0121) and returns
+this release's, with its schema version: a deploy changes the code under running executions, whose states the
+previous release's steps wrote, and a rollback runs this release on the next one's.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from batch_gateway.models.schema import readable, stamped
 
 
-class WorkflowState(BaseModel):
+class _Versioned(BaseModel):
+    """A state this release reads: ``readable`` refuses another version before any field is looked at; fields it
+    does not know (a newer release's) are ignored."""
+
     model_config = ConfigDict(extra="ignore")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _readable(cls, data: Any) -> Any:
+        return readable(data, "workflow state") if isinstance(data, dict) else data
+
+
+class WorkflowState(_Versioned):
     job_id: str
     wait_seconds: int = 0
     polls: int = 0
     done: bool = False
 
     def out(self) -> dict[str, Any]:
-        return self.model_dump()
+        return stamped(self.model_dump())
 
 
-class FinalizeState(BaseModel):
+class FinalizeState(_Versioned):
     """What Step Functions hands Finalize. ``loop``: the definition sends an answer ``done: false`` back to Finalize
     through its Choice (decision 0117); a definition from before passes the whole state without it, and there a
     Finalize that is not done raises ``TransientError`` for the retry policy instead."""
-
-    model_config = ConfigDict(extra="ignore")
 
     job_id: str
     loop: bool = False
 
 
-class FailureState(BaseModel):
+class FailureState(_Versioned):
     """What Step Functions hands MarkFailed: ``error`` ({Error, Cause}) from the Catch, and ``loop`` as Finalize's
     (a definition from before decision 0117 passes the whole state and the error, without ``loop``)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     job_id: str
     error: dict[str, Any] = {}

@@ -102,6 +102,8 @@ def submit_chunk(
                 lease_until=None,
                 reconcile_after=utcnow() + unlisted_wait(services, provider),
             )
+        if chunk.state is ChunkState.RECONCILING and chunk.reconcile_after is None:
+            chunk = _unsure_since_its_claim(services, chunk, provider)
         if chunk.state is ChunkState.RECONCILING:
             chunk = _reconcile(services, job, chunk, provider)
             if chunk.state is not ChunkState.RECONCILING or chunk.candidates or not send:
@@ -142,6 +144,14 @@ def submit_chunk(
             release_chunk(services, job, chunk, wake=False)
         return now_is or chunk
     return _send(services, job, chunk, provider)
+
+
+def _unsure_since_its_claim(services: Services, chunk: Chunk, provider: BatchProvider) -> Chunk:
+    """A chunk left reconciling by release 0.1.0 (schema version 1, decision 0121), which recorded no
+    ``reconcile_after``; this release always does. Its unsure send began at its claim: nothing listed proves nothing
+    accepted only once the provider has had its time from then, not at once."""
+    after = (chunk.claimed_at or utcnow()) + unlisted_wait(services, provider)
+    return services.jobs.update_chunk(chunk, fenced=True, reconcile_after=after)
 
 
 def _reconcile(services: Services, job: Job, chunk: Chunk, provider: BatchProvider) -> Chunk:
