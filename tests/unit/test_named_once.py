@@ -109,6 +109,8 @@ def test_one_starter_of_the_local_aws_process_and_one_maker_of_iam_users_with_ke
     """Tests start moto's server (``batch_gateway_dev.local.aws_server``) and make IAM users with access keys through
     ``tests/support/local_aws.py``; the Bedrock service role and the stand-in for bedrock.amazonaws.com are made by
     ``tests/support/bedrock_account.py``. (The local stack in ``src`` starts its own, with the Lambda runtime.)"""
-    assert _holding(r"batch_gateway_dev\.local\.aws_server", "tests", "bench") == {"tests/support/local_aws.py"}
+    # the process started as a module (`-m`): a test may still import the server's functions (its command parser)
+    started = r"\"-m\",\s*\"batch_gateway_dev\.local\.aws_server\""
+    assert _holding(started, "tests", "bench") == {"tests/support/local_aws.py"}
     assert _holding(r"\bcreate_access_key\(", "tests", "bench") == {"tests/support/local_aws.py"}
     assert _holding(r"service_user_name\(", "tests", "bench") == {"tests/support/bedrock_account.py"}

@@ -23,6 +23,7 @@ from urllib.parse import quote
 from boto3.dynamodb.types import TypeDeserializer
 
 from batch_gateway import constants
+from batch_gateway.provider_specs import BEDROCK
 from batch_gateway_dev.chaos import invariants
 from batch_gateway_dev.chaos.invariants import JobSeen, Probe, Violation
 from batch_gateway_dev.chaos.scenario import Cancel, JobPlan, LambdaFault, Scenario, Sweep, WireFault
@@ -215,7 +216,7 @@ class ChaosRun:
         for job in self.scenario.jobs:
             ids = job.request_ids()
             for position, kind in job.outcomes.items():
-                (forced if job.provider == "bedrock" else first)[ids[position]] = kind
+                (forced if job.provider == BEDROCK.name else first)[ids[position]] = kind
         return first, forced
 
     def _owners(self) -> dict[str, dict[str, Any]]:

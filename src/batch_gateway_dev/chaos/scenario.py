@@ -10,23 +10,23 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from batch_gateway.provider_specs import PROVIDERS
+from batch_gateway.provider_specs import ANTHROPIC, BEDROCK, GOOGLE, OPENAI, PROVIDERS
 
 MODELS = {
-    "anthropic": "claude-sonnet-4-20250514",
-    "openai": "gpt-4o-mini",
-    "bedrock": "anthropic.claude-3-5-haiku-20241022-v1:0",
-    "google": "gemini-2.5-flash",
+    ANTHROPIC.name: "claude-sonnet-4-20250514",
+    OPENAI.name: "gpt-4o-mini",
+    BEDROCK.name: "anthropic.claude-3-5-haiku-20241022-v1:0",
+    GOOGLE.name: "gemini-2.5-flash",
 }
 OWNERS = ("ana", "ben", "cai")
 # The provider calls each adapter makes, weighted by how often a job makes them (Bedrock reads results from S3).
 OPS: dict[str, dict[str, int]] = {
-    "anthropic": {"create_batch": 4, "get_batch": 3, "list_batches": 1, "cancel_batch": 1, "results": 2},
-    "openai": {"upload_file": 2, "create_batch": 4, "get_batch": 3, "list_batches": 1, "cancel_batch": 1,
+    ANTHROPIC.name: {"create_batch": 4, "get_batch": 3, "list_batches": 1, "cancel_batch": 1, "results": 2},
+    OPENAI.name: {"upload_file": 2, "create_batch": 4, "get_batch": 3, "list_batches": 1, "cancel_batch": 1,
                "file_content": 2},
-    "google": {"upload_file": 2, "create_batch": 4, "get_batch": 3, "list_batches": 1, "cancel_batch": 1,
+    GOOGLE.name: {"upload_file": 2, "create_batch": 4, "get_batch": 3, "list_batches": 1, "cancel_batch": 1,
                "file_content": 2},
-    "bedrock": {"create_batch": 4, "get_batch": 3, "list_batches": 1, "cancel_batch": 1},
+    BEDROCK.name: {"create_batch": 4, "get_batch": 3, "list_batches": 1, "cancel_batch": 1},
 }  # fmt: skip
 # What a provider does to a call: refuse it (429, 5xx, 529), lose the answer after accepting it (a dropped
 # connection, a read that times out), never get it (dropped before acceptance), or stall it and answer late.

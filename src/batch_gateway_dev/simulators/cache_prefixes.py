@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from batch_gateway.provider_specs import ANTHROPIC, BEDROCK, GOOGLE, OPENAI
 from batch_gateway_dev.simulators import content
 from batch_gateway_dev.simulators.prompt_cache import DAY, FIVE_MINUTES, HOUR, Mark
 from batch_gateway_dev.simulators.wire import dumps
@@ -190,7 +191,7 @@ def anthropic_prompt(params: dict[str, Any], scope: str) -> Prompt:
     if not stops or problem is not None:
         return Prompt(tokens, [], problem)
     model = str(params.get("model") or "")
-    walk = _Prefixes("anthropic", scope, bare_model(model))
+    walk = _Prefixes(ANTHROPIC.name, scope, bare_model(model))
     for index, (role, block, chars, _control, _path) in enumerate(blocks[: max(stops) + 1]):
         walk.feed(_canonical(role, block), chars)
         if index in stops:
@@ -219,7 +220,7 @@ def _canonical(role: str, block: Any) -> str:
 
 def converse_prompt(body: dict[str, Any], model: str, family: str, scope: str) -> Prompt:
     """A Bedrock Converse request (or Nova's InvokeModel body): a breakpoint before each `cachePoint` block."""
-    walk = _Prefixes("bedrock", scope, bare_model(model))
+    walk = _Prefixes(BEDROCK.name, scope, bare_model(model))
     ttls: list[float] = []
     problem: str | None = None
 
@@ -310,7 +311,7 @@ def openai_marks(endpoint: str, body: dict[str, Any], tokens: int, scope: str) -
         return []
     key = body.get("prompt_cache_key")
     shape = {name: body.get(name) for name in ("tools", "response_format", "text") if body.get(name) is not None}
-    walk = _Prefixes("openai", scope, str(body.get("model")), key if isinstance(key, str) else "", dumps(shape))
+    walk = _Prefixes(OPENAI.name, scope, str(body.get("model")), key if isinstance(key, str) else "", dumps(shape))
     ttl, cap = (DAY, DAY) if body.get("prompt_cache_retention") == "24h" else (FIVE_MINUTES, HOUR)
     stops = iter(range(OPENAI_MINIMUM, tokens + 1, OPENAI_INCREMENT))
     return _stream_marks(walk, _openai_pieces(endpoint, body), stops, ttl, cap)
@@ -336,7 +337,7 @@ def gemini_marks(request: dict[str, Any], model: str, scope: str) -> list[Mark]:
     turns += [(str(t.get("role", "user")), t) for t in request.get("contents") or [] if isinstance(t, dict)]
     if least is None or sum(len(piece) for _role, turn in turns for piece in _part_texts(turn)) // 4 < least:
         return []  # nothing to hash: no prefix of it can cache
-    walk = _Prefixes("google", scope, model)
+    walk = _Prefixes(GOOGLE.name, scope, model)
     for role, turn in turns:
         parts = turn.get("parts") if isinstance(turn, dict) else None
         for part in parts if isinstance(parts, list) else []:
