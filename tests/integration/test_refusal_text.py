@@ -182,9 +182,9 @@ def test_a_batch_the_provider_failed_shows_its_status_word_not_its_message(aws, 
     assert ORG_TEXT in _logged(caplog)
 
 
-def _errored_line(cid: str, kind: str = "errored") -> str:
+def _errored_line(cid: str, kind: str = "errored", _problem: str | None = None) -> str:
     """Anthropic's errored result line: a per-item rate limit worded with the organisation, or (for r-A) a refusal
-    of the request itself."""
+    of the request itself (in place of the simulator's, whatever problem it found in the request)."""
     own = cid.endswith("request_A")
     kind, message = ("invalid_request_error", REQUEST_TEXT) if own else ("rate_limit_error", RATE_TEXT)
     error = {"type": kind, "message": message}

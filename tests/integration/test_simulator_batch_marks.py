@@ -84,4 +84,4 @@ def test_a_bedrock_jobs_mark_is_its_name_and_an_ended_job_says_so(sim):
     [job] = sim.created_batches()["bedrock"]
     assert job["mark"] == "bg-chaos-job1-0"
     # no AWS endpoint to read the input from: the job fails at validation, and has ended then
-    wait_for(lambda: sim.created_batches()["bedrock"][0]["ended"], timeout=10, what="the job to fail validation")
+    wait_for(lambda: sim.created_batches()["bedrock"][0]["ended"], timeout=60, what="the job to fail validation")
