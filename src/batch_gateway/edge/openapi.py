@@ -44,6 +44,21 @@ def _json(model: type[BaseModel], description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": _ref(model)}}}
 
 
+# An operator's DELETE of an owner's setting (a budget, a limits override): the owner and that it is gone.
+_REMOVED: dict[str, Any] = {
+    "description": "removed",
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["owner", "deleted"],
+                "properties": {"owner": {"type": "string"}, "deleted": {"const": True}},
+            }
+        }
+    },
+}
+
+
 def _errors(*codes: int) -> dict[str, Any]:
     """The service's own error answers, and API Gateway's (403, 413, 429, 502, 504: shared answers every native
     operation references, decision 0116)."""
@@ -448,18 +463,7 @@ def _budgets_paths(sigv4: list[dict[str, list[str]]]) -> dict[str, Any]:
                 "summary": "Remove an owner's budget: their jobs are no longer limited (admin)",
                 "parameters": [owner],
                 "responses": {
-                    "200": {
-                        "description": "removed",
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "required": ["owner", "deleted"],
-                                    "properties": {"owner": {"type": "string"}, "deleted": {"const": True}},
-                                }
-                            }
-                        },
-                    },
+                    "200": _REMOVED,
                     **_errors(400, 403, 404),
                 },
             },
@@ -605,18 +609,7 @@ def _limits_paths(sigv4: list[dict[str, list[str]]]) -> dict[str, Any]:
                 "summary": "Remove an owner's override: the deployment's default applies again (admin)",
                 "parameters": [owner],
                 "responses": {
-                    "200": {
-                        "description": "removed",
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "required": ["owner", "deleted"],
-                                    "properties": {"owner": {"type": "string"}, "deleted": {"const": True}},
-                                }
-                            }
-                        },
-                    },
+                    "200": _REMOVED,
                     **_errors(400, 403, 404),
                 },
             },
