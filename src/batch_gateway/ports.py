@@ -19,7 +19,7 @@ from batch_gateway.contract.errors import NotFoundError, TransientError
 if TYPE_CHECKING:  # annotations only: a function loads the models its stores and use cases need, not every port's
     from batch_gateway.models.api_keys import ApiKey
     from batch_gateway.models.budgets import Budget, MonthUsage
-    from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus
+    from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, PlanProgress
     from batch_gateway.models.owner_limits import LimitOverride, LimitRefusal, LimitUsage, OwnerLimits
     from batch_gateway.models.quotas import ChunkKey, Hold, Ledger, OwnerUsage, QuotaCost
     from batch_gateway.models.webhook_attempts import Outcome
@@ -116,8 +116,31 @@ class JobStore(Protocol):
         self, job_id: str, chunks: list[Chunk], *, job_statuses: Iterable[JobStatus], chunk_count: int
     ) -> None:
         """Atomically: new chunks (none of them may exist) and the job's ``chunk_count`` moved from ``chunk_count``
-        to ``chunk_count + len(chunks)``, only while the job is in one of ``job_statuses``; else ``ConflictError``
-        and nothing written. At most 99 chunks (one DynamoDB transaction)."""
+        to ``chunk_count + len(chunks)`` (its ``round_progress`` removed), only while the job is in one of
+        ``job_statuses``; else ``ConflictError`` and nothing written. At most 99 chunks (one DynamoDB
+        transaction)."""
+        ...
+
+    def add_planned_chunks(
+        self,
+        job_id: str,
+        chunks: list[Chunk],
+        *,
+        job_statuses: Iterable[JobStatus],
+        after: int,
+        progress: PlanProgress | None,
+    ) -> None:
+        """Plan's record (decision 0118), atomically: new chunks (none of them may exist) and the job's
+        ``plan_progress`` moved on from ``after`` recorded chunks (0: none, no progress) to ``progress``; with
+        ``progress`` None the plan is complete: ``chunk_count`` becomes ``after + len(chunks)`` and the progress is
+        removed. Only while the job is in one of ``job_statuses`` and has no ``chunk_count``; else ``ConflictError``
+        and nothing written. At most 99 chunks."""
+        ...
+
+    def discard_unplanned_chunks(self, job_id: str, indexes: list[int]) -> None:
+        """Delete these chunk items, only while the job has no ``chunk_count`` and no ``plan_progress`` (chunk items
+        left by a Plan from before decision 0118 that died before its end), else ``ConflictError``; atomically for
+        up to 99 items at a time."""
         ...
 
     def get_chunks(self, job_id: str) -> list[Chunk]:

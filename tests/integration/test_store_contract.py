@@ -15,7 +15,7 @@ import pytest
 
 from batch_gateway.contract.errors import ConflictError, InvalidRequestError, NotFoundError
 from batch_gateway.models.ids import new_job_id
-from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, RequestCounts
+from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, PlanProgress, RequestCounts, RoundProgress
 from batch_gateway.ports import JobStore, OffsetOutOfRangeError, PayloadStore, WriteConflictError
 from batch_gateway.store.jobs import DynamoDBJobStore
 from batch_gateway.store.payloads import S3PayloadStore
@@ -413,6 +413,79 @@ def test_two_claims_of_the_same_chunk_at_once_grant_exactly_one(jobs):
     threads.join(timeout=30)
     assert len(granted) == 1 and len(refused) == 7
     assert jobs.get_chunk(job.id, 0).claim_token == granted[0]
+
+
+def _progress(chunks: int) -> PlanProgress:
+    return PlanProgress(chunks=chunks, offset=100 * chunks, position=3 * chunks, etag='"e"')
+
+
+def test_a_plan_records_its_chunks_in_order_each_once_and_its_last_record_ends_it(jobs):
+    job = a_job()
+    jobs.put_new_job(job)
+    chunk = [Chunk(job_id=job.id, index=i, request_count=3) for i in range(3)]
+
+    jobs.add_planned_chunks(job.id, [chunk[0]], job_statuses=[JobStatus.QUEUED], after=0, progress=_progress(1))
+    assert jobs.require_job(job.id).plan_progress == _progress(1) and jobs.require_job(job.id).chunk_count == 0
+    refused = [
+        ([chunk[0]], 0, _progress(1)),  # chunk 0 again: a second record of it
+        ([chunk[1]], 0, _progress(2)),  # from a place the plan has passed
+        ([chunk[2]], 2, _progress(3)),  # from a place it has not reached
+    ]
+    for chunks, after, progress in refused:
+        with pytest.raises(ConflictError):
+            jobs.add_planned_chunks(job.id, chunks, job_statuses=[JobStatus.QUEUED], after=after, progress=progress)
+    assert [c.index for c in jobs.get_chunks(job.id)] == [0]
+    assert jobs.require_job(job.id).plan_progress == _progress(1)
+
+    jobs.add_planned_chunks(job.id, chunk[1:], job_statuses=[JobStatus.QUEUED], after=1, progress=None)
+    done = jobs.require_job(job.id)
+    assert (done.chunk_count, done.plan_progress) == (3, None)
+    assert jobs.get_chunks(job.id) == chunk
+    with pytest.raises(ConflictError):  # planned: nothing more is recorded
+        jobs.add_planned_chunks(job.id, [], job_statuses=[JobStatus.QUEUED], after=0, progress=None)
+
+
+def test_a_plan_records_nothing_once_its_job_is_in_no_status_it_plans_in(jobs):
+    job = a_job(status=JobStatus.FAILED)
+    jobs.put_new_job(job)
+    with pytest.raises(ConflictError):
+        jobs.add_planned_chunks(
+            job.id,
+            [Chunk(job_id=job.id, index=0, request_count=1)],
+            job_statuses=[JobStatus.QUEUED],
+            after=0,
+            progress=_progress(1),
+        )
+    assert jobs.get_chunks(job.id) == [] and jobs.require_job(job.id).plan_progress is None
+
+
+def test_chunk_items_no_plan_record_names_are_discarded_only_before_a_plan_records_one(jobs):
+    job = a_job()
+    jobs.put_new_job(job)
+    jobs.put_chunks([Chunk(job_id=job.id, index=i, request_count=1) for i in range(120)])  # a Plan from before 0118
+    jobs.discard_unplanned_chunks(job.id, list(range(120)))
+    assert jobs.get_chunks(job.id) == []
+
+    jobs.add_planned_chunks(
+        job.id,
+        [Chunk(job_id=job.id, index=0, request_count=1)],
+        job_statuses=[JobStatus.QUEUED],
+        after=0,
+        progress=_progress(1),
+    )
+    with pytest.raises(ConflictError):  # the plan has begun: its chunks stay
+        jobs.discard_unplanned_chunks(job.id, [0])
+    assert [c.index for c in jobs.get_chunks(job.id)] == [0]
+
+
+def test_a_retry_round_added_whole_takes_its_progress_with_it(jobs):
+    job, _ = with_chunks(jobs, count=1)
+    jobs.update_job(job.id, round_progress=RoundProgress(start=1, offset=10, position=1, etag='"e"'))
+    jobs.add_chunks(
+        job.id, [Chunk(job_id=job.id, index=1, request_count=1)], job_statuses=[JobStatus.IN_PROGRESS], chunk_count=1
+    )
+    added = jobs.require_job(job.id)
+    assert (added.chunk_count, added.round_progress) == (2, None)
 
 
 # ---- markers (at-least-once deliveries)

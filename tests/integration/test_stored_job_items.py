@@ -16,8 +16,12 @@ from batch_gateway.models.jobs import (
     Job,
     JobWebhook,
     JoinProgress,
+    PlanProgress,
+    RequestCounts,
     Reservation,
     Retry,
+    RoundChunk,
+    RoundProgress,
 )
 from batch_gateway.models.pricing import zero_cost
 from batch_gateway.store.jobs import DynamoDBJobStore
@@ -136,6 +140,14 @@ def test_a_job_with_every_typed_field_reads_back_equal(jobs):
         retry=Retry(max_attempts=3, on=["expired"]),
         budget=Reservation(month="2026-11", reserved=7, rounds=["job#retry1"]),
         webhook=JobWebhook(url="https://example.com/h", events=["batch.ended"], secret="whsec_y"),
+        plan_progress=PlanProgress(chunks=2, offset=900, position=7, etag='"r"'),
+        round_progress=RoundProgress(
+            start=2,
+            chunks=[RoundChunk(request_count=2, byte_size=80, replaces=RequestCounts(total=2, expired=2))],
+            offset=40,
+            position=1,
+            etag='"r"',
+        ),
     )
     jobs.put_new_job(job)
     assert jobs.require_job(JOB_ID) == job

@@ -119,6 +119,11 @@ def _convert(hint: Any, value: Any) -> Any:
         else [hint]
     )
     target = options[0]
+    if typing.get_origin(target) is list and isinstance(value, list):  # list[SomeRecord]: each item a record
+        (item,) = typing.get_args(target) or (Any,)
+        if isinstance(item, type) and issubclass(item, Record):
+            return [v if isinstance(v, item) else item.from_dict(v) for v in value]
+        return value
     if isinstance(target, type):
         if issubclass(target, Record):
             return value if isinstance(value, target) else target.from_dict(value)
@@ -375,6 +380,39 @@ class JoinProgress(SubRecord):
     etag: str | None = None
 
 
+class PlanProgress(SubRecord):
+    """How far a Plan that stopped part way got (decision 0118): its first ``chunks`` chunks are written and
+    recorded (their items exist), and hold the requests before byte ``offset`` of ``requests.jsonl`` as it was at
+    ``etag``; the next chunk begins with the request at ``offset``, line ``position`` (0-based, blank lines counted:
+    a position names a mapped custom_id). Removed once the plan is complete (``Job.chunk_count`` set)."""
+
+    chunks: int
+    offset: int
+    position: int
+    etag: str
+
+
+class RoundChunk(SubRecord):
+    """One chunk a retry round has written so far (its marker is derived from its index: ``chunk_marker``)."""
+
+    request_count: int
+    byte_size: int
+    replaces: RequestCounts
+
+
+class RoundProgress(SubRecord):
+    """How far a Retry that stopped part way got in writing its round (decision 0118): the chunks written so far,
+    from index ``start`` (the job's ``chunk_count`` when the round began, which names the round), holding the chosen
+    requests before byte ``offset`` of ``requests.jsonl`` as it was at ``etag`` (line ``position``). The round's
+    chunk items are written only with the whole round (``JobStore.add_chunks``), which removes this."""
+
+    start: int
+    chunks: list[RoundChunk] = dataclasses.field(default_factory=list)
+    offset: int = 0
+    position: int = 0
+    etag: str = ""
+
+
 # The compatible doors (decision 0045), each named after the provider whose own API it speaks: a job's ``door`` and
 # ``source``, the OpenAI door's batch input file ``format``, the key of Finalize's output files for the door.
 OPENAI_DOOR = OPENAI.name
@@ -476,6 +514,9 @@ class Job(Record):
     drop_name: str | None = None  # drop-folder jobs: where results go under outbox/
     error: str | None = None
     results_joined: JoinProgress | None = None  # None: nothing joined yet
+    # A Plan or a Retry round that stopped part way: where the next invocation goes on (decision 0118).
+    plan_progress: PlanProgress | None = None
+    round_progress: RoundProgress | None = None
     # Jobs created through a compatible front door (decision 0045): which door, and the door's own fields.
     door: str | None = None
     door_fields: DoorFields = dataclasses.field(default_factory=DoorFields)
@@ -526,7 +567,8 @@ class Job(Record):
             "model": self.model,
             "endpoint": self.endpoint,
             "request_counts": self.request_counts.public(),
-            "chunks": [c.public() for c in chunks or []],
+            # a Plan that stopped part way has recorded some chunks (decision 0118): none is shown before the whole plan
+            "chunks": [c.public() for c in chunks or []] if self.plan_progress is None else [],
             # kept on the job by the steps (decision 0081), so a list, which reads no chunks, shows it too
             "waiting_for_quota": None if self.status.terminal else self.waiting_for_quota,
             "usage": self.usage.public(),

@@ -21,7 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 from batch_gateway.constants import OPEN_INDEX, OPEN_INDEX_PK, OWNER_INDEX, OWNER_INDEX_PK, OWNER_INDEX_SK
 from batch_gateway.contract.errors import ConflictError, InvalidRequestError, TransientError
-from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, epoch_micros, iso, statuses_before, utcnow
+from batch_gateway.models.jobs import (
+    Chunk,
+    ChunkState,
+    Job,
+    JobStatus,
+    PlanProgress,
+    epoch_micros,
+    iso,
+    statuses_before,
+    utcnow,
+)
 from batch_gateway.models.schema import readable, stamped
 from batch_gateway.ports import JobStore
 
@@ -411,9 +421,14 @@ class DynamoDBJobStore(JobStore):
         job_update: UpdateTypeDef = {
             "TableName": self.table,
             "Key": _values({"pk": _pk(job_id), "sk": JOB_SK}),
-            "UpdateExpression": "SET #count = :new, #updated = :now",
+            "UpdateExpression": "SET #count = :new, #updated = :now REMOVE #round",
             "ConditionExpression": f"#status IN ({', '.join(values)}) AND #count = :old",
-            "ExpressionAttributeNames": {"#status": "status", "#count": "chunk_count", "#updated": "updated_at"},
+            "ExpressionAttributeNames": {
+                "#status": "status",
+                "#count": "chunk_count",
+                "#updated": "updated_at",
+                "#round": "round_progress",
+            },
             "ExpressionAttributeValues": _values(
                 {**values, ":old": chunk_count, ":new": chunk_count + len(chunks), ":now": iso(utcnow())}
             ),
@@ -431,6 +446,82 @@ class DynamoDBJobStore(JobStore):
             self._db.exceptions.ConditionalCheckFailedException,
         ) as exc:
             raise ConflictError(f"chunks of {job_id} cannot be added now (status or chunk count changed)") from exc
+
+    def add_planned_chunks(
+        self,
+        job_id: str,
+        chunks: list[Chunk],
+        *,
+        job_statuses: Iterable[JobStatus],
+        after: int,
+        progress: PlanProgress | None,
+    ) -> None:
+        if len(chunks) > MAX_ADDED_CHUNKS:
+            raise ValueError(f"at most {MAX_ADDED_CHUNKS} chunks are added at once, not {len(chunks)}")
+        statuses: dict[str, Any] = {f":s{i}": JobStatus(s).value for i, s in enumerate(job_statuses)}
+        values: dict[str, Any] = {**statuses, ":zero": 0, ":now": iso(utcnow())}
+        names = {
+            "#status": "status",
+            "#count": "chunk_count",
+            "#updated": "updated_at",
+            "#progress": "plan_progress",
+        }
+        condition = f"#status IN ({', '.join(statuses)}) AND (attribute_not_exists(#count) OR #count = :zero) AND "
+        if after:
+            condition += "#progress.#chunks = :after"
+            names["#chunks"] = "chunks"
+            values[":after"] = after
+        else:
+            condition += "attribute_not_exists(#progress)"
+        if progress is None:  # the plan is complete
+            expression = "SET #count = :new, #updated = :now REMOVE #progress"
+            values[":new"] = after + len(chunks)
+        else:
+            expression = "SET #progress = :progress, #updated = :now"
+            values[":progress"] = progress.to_dict()
+        job_update: UpdateTypeDef = {
+            "TableName": self.table,
+            "Key": _values({"pk": _pk(job_id), "sk": JOB_SK}),
+            "UpdateExpression": expression,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": _values(values),
+        }
+        items: list[TransactWriteItemTypeDef] = [{"Update": job_update}]
+        for chunk in chunks:
+            item = _to_item({"pk": _pk(chunk.job_id), "sk": _chunk_sk(chunk.index), **_dump(chunk)})
+            items.append(
+                {"Put": {"TableName": self.table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}}
+            )
+        try:
+            self._db.transact_write_items(TransactItems=items)
+        except (
+            self._db.exceptions.TransactionCanceledException,
+            self._db.exceptions.ConditionalCheckFailedException,
+        ) as exc:
+            raise ConflictError(f"the plan of {job_id} is not where this record goes on from") from exc
+
+    def discard_unplanned_chunks(self, job_id: str, indexes: list[int]) -> None:
+        for start in range(0, len(indexes), MAX_ADDED_CHUNKS):
+            check: ConditionCheckTypeDef = {
+                "TableName": self.table,
+                "Key": _values({"pk": _pk(job_id), "sk": JOB_SK}),
+                "ConditionExpression": "(attribute_not_exists(#count) OR #count = :zero) AND "
+                "attribute_not_exists(#progress)",
+                "ExpressionAttributeNames": {"#count": "chunk_count", "#progress": "plan_progress"},
+                "ExpressionAttributeValues": _values({":zero": 0}),
+            }
+            items: list[TransactWriteItemTypeDef] = [{"ConditionCheck": check}]
+            for index in indexes[start : start + MAX_ADDED_CHUNKS]:
+                key = _values({"pk": _pk(job_id), "sk": _chunk_sk(index)})
+                items.append({"Delete": {"TableName": self.table, "Key": key}})
+            try:
+                self._db.transact_write_items(TransactItems=items)
+            except (
+                self._db.exceptions.TransactionCanceledException,
+                self._db.exceptions.ConditionalCheckFailedException,
+            ) as exc:
+                raise ConflictError(f"the chunks of {job_id} are planned or being planned") from exc
 
     def get_chunks(self, job_id: str) -> list[Chunk]:
         chunks: list[Chunk] = []

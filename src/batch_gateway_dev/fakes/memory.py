@@ -26,9 +26,21 @@ from types import TracebackType
 from typing import Any, Self
 
 from batch_gateway.contract.errors import ConflictError, InvalidRequestError
-from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, epoch_micros, iso, statuses_before, utcnow
+from batch_gateway.models.jobs import (
+    Chunk,
+    ChunkState,
+    Job,
+    JobStatus,
+    PlanProgress,
+    epoch_micros,
+    iso,
+    statuses_before,
+    utcnow,
+)
 from batch_gateway.models.jsonl import split_lines
 from batch_gateway.ports import JobStore, OffsetOutOfRangeError, PayloadStore, ProviderBatchIndex, WriteConflictError
+
+MAX_ADDED_CHUNKS = 99  # as the DynamoDB store: its transactions hold 100 items
 
 
 def _plain(value: Any) -> Any:
@@ -239,7 +251,43 @@ class MemoryJobStore(JobStore):
                 raise ConflictError(f"chunks of {job_id} cannot be added now (status or chunk count changed)")
             for chunk in chunks:
                 self._chunks[(chunk.job_id, chunk.index)] = _plain(chunk.to_dict())
-            _set(job, {"chunk_count": chunk_count + len(chunks), "updated_at": utcnow()})
+            _set(job, {"chunk_count": chunk_count + len(chunks), "round_progress": None, "updated_at": utcnow()})
+
+    def add_planned_chunks(
+        self,
+        job_id: str,
+        chunks: list[Chunk],
+        *,
+        job_statuses: Iterable[JobStatus],
+        after: int,
+        progress: PlanProgress | None,
+    ) -> None:
+        if len(chunks) > MAX_ADDED_CHUNKS:
+            raise ValueError(f"at most {MAX_ADDED_CHUNKS} chunks are added at once, not {len(chunks)}")
+        with self._lock:
+            job = self._jobs.get(job_id)
+            recorded = (job or {}).get("plan_progress")
+            if (
+                job is None
+                or job["status"] not in {JobStatus(s).value for s in job_statuses}
+                or int(job.get("chunk_count") or 0) != 0
+                or (recorded is None if after else recorded is not None)
+                or (recorded is not None and int(recorded["chunks"]) != after)
+                or any((c.job_id, c.index) in self._chunks for c in chunks)
+            ):
+                raise ConflictError(f"the plan of {job_id} is not where this record goes on from")
+            for chunk in chunks:
+                self._chunks[(chunk.job_id, chunk.index)] = _plain(chunk.to_dict())
+            done = {"chunk_count": after + len(chunks), "plan_progress": None} if progress is None else {}
+            _set(job, {"plan_progress": progress, **done, "updated_at": utcnow()})
+
+    def discard_unplanned_chunks(self, job_id: str, indexes: list[int]) -> None:
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None or int(job.get("chunk_count") or 0) != 0 or job.get("plan_progress") is not None:
+                raise ConflictError(f"the chunks of {job_id} are planned or being planned")
+            for index in indexes:
+                self._chunks.pop((job_id, index), None)
 
     def get_chunks(self, job_id: str) -> list[Chunk]:
         with self._lock:

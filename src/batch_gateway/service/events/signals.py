@@ -37,7 +37,7 @@ from batch_gateway.constants import (
     PROGRESS_MARKS,
 )
 from batch_gateway.contract.errors import ConflictError
-from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, iso
+from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, PlanProgress, iso
 from batch_gateway.models.pricing import zero_cost
 from batch_gateway.ports import JobStore
 from batch_gateway.service.context import Services
@@ -244,6 +244,20 @@ class SignallingJobStore(JobStore):
         self, job_id: str, chunks: list[Chunk], *, job_statuses: Iterable[JobStatus], chunk_count: int
     ) -> None:
         self.inner.add_chunks(job_id, chunks, job_statuses=job_statuses, chunk_count=chunk_count)
+
+    def add_planned_chunks(
+        self,
+        job_id: str,
+        chunks: list[Chunk],
+        *,
+        job_statuses: Iterable[JobStatus],
+        after: int,
+        progress: PlanProgress | None,
+    ) -> None:
+        self.inner.add_planned_chunks(job_id, chunks, job_statuses=job_statuses, after=after, progress=progress)
+
+    def discard_unplanned_chunks(self, job_id: str, indexes: list[int]) -> None:
+        self.inner.discard_unplanned_chunks(job_id, indexes)
 
     def get_chunks(self, job_id: str) -> list[Chunk]:
         return self.inner.get_chunks(job_id)
