@@ -1,15 +1,30 @@
 """The chunk arithmetic that Plan, Retry and a dry run share: a provider's and the deployment's limits per chunk
 (requests, bytes, and a share of the model's enqueued-token quota), where a job's chunks are cut, each request's
-provider line, and the writer of one chunk's files. Whatever a dry run reports is what Plan then does."""
+provider line, and the writer of one chunk's files. Whatever a dry run reports is what Plan then does.
+
+Plan and Retry write a chunk's files as a pure function of the job's requests, the limits and the chunk's index
+(its marker is derived from the job id and the index: ``chunk_marker``), and read the requests on from a recorded
+place (``requests_from``): so an invocation that goes on where another stopped, or one that races it, writes the
+bytes the other did (decision 0118)."""
 
 from __future__ import annotations
 
+import hashlib
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from batch_gateway.jsonlines import dumps
-from batch_gateway.models.ids import RESERVED_PREFIX, custom_id_for, id_hash, is_mapped, marked_custom_id, unmarked
+from batch_gateway.contract.errors import IntegrityError
+from batch_gateway.jsonlines import dumps, loads
+from batch_gateway.models.ids import (
+    MARKER_BYTES,
+    RESERVED_PREFIX,
+    custom_id_for,
+    id_hash,
+    is_mapped,
+    marked_custom_id,
+    unmarked,
+)
 from batch_gateway.models.jobs import Chunk, Job
 from batch_gateway.models.quotas import BYTES_PER_TOKEN, scopes_for
 from batch_gateway.ports import PayloadWriter
@@ -151,3 +166,43 @@ def provider_line(
             custom_id, request, model=job.model, endpoint=job.endpoint, provider_options=job.provider_options
         )
     )
+
+
+def chunk_marker(provider: BatchProvider, job_id: str, index: int) -> str | None:
+    """Chunk ``index``'s marker (``None`` for a provider that needs none): new for every chunk (indexes are never
+    reused within a job, job ids never repeat), the length of a random one (``new_id_marker``), unguessable without
+    the job's id, and the same in every invocation that writes the chunk (decisions 0066 and 0118). Retry's markers
+    were derived this way first (``person`` says so); Plan's since decision 0118."""
+    if not provider.marks_custom_ids:
+        return None
+    digest = hashlib.blake2b(f"{job_id}/{index}".encode(), digest_size=MARKER_BYTES, person=b"bgw-retry-marker")
+    return digest.hexdigest()
+
+
+def requests_etag(services: Services, key: str) -> str:
+    """The ETag of a job's requests object as it is now: what a recorded place in it is a place in."""
+    head = services.payloads.head(key)
+    if head is None:
+        raise IntegrityError(f"{key} is missing")
+    return head[0]
+
+
+def requests_from(
+    services: Services, key: str, offset: int, position: int
+) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """(position, byte offset, request) of each request of the job's requests object from byte ``offset``, the
+    start of line ``position`` (0-based, blank lines counted). Read with a ranged GET from the byte before it, which
+    must end a line: a place that is not the start of a line raises ``IntegrityError`` before any request."""
+    if offset:
+        lines = services.payloads.iter_lines_with_offsets(key, offset - 1)
+        end, before = next(lines, (offset, b"?"))
+        if before or end != offset:
+            raise IntegrityError(f"byte {offset} of {key} does not begin a line")
+    else:
+        lines = services.payloads.iter_lines_with_offsets(key, 0)
+    start = offset
+    for end, raw in lines:
+        if raw:
+            yield position, start, loads(raw)
+        position += 1
+        start = end

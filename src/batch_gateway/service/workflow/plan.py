@@ -6,24 +6,44 @@ A job created from an input file too large to check at create has its file read,
 
 Reads the normalised requests line by line and writes each chunk's provider lines, its custom_id list and (only
 when some caller ids had to be replaced) its id map, so memory stays flat whatever the job's size.
+
+It goes on where the last invocation stopped (decision 0118): each chunk is recorded as soon as its files are
+written, in one transaction with the job's ``plan_progress`` (how many chunks, and the byte offset and line of the
+request the next one begins with). An invocation whose budget runs out stops between chunks and raises
+``TransientError``; the state machine's retry (or the retry after a timeout) reads the requests on from the
+recorded offset. A chunk's files are a pure function of the requests and its index, so one written again after a
+crash before its record, or by a Plan racing this one, has the same bytes; the record is fenced, so each chunk is
+recorded once. The last record sets ``chunk_count``: until then no other step sees the job as planned.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from aws_lambda_powertools import Logger
 
-from batch_gateway.jsonlines import loads
-from batch_gateway.models.ids import new_id_marker
-from batch_gateway.models.jobs import Chunk
+from batch_gateway.contract.errors import ConflictError, IntegrityError, TransientError
+from batch_gateway.models.jobs import Chunk, Job, JobStatus, PlanProgress
+from batch_gateway.ports import WriteConflictError
 from batch_gateway.service.context import Services
 from batch_gateway.service.intake.files import read_input_file
 from batch_gateway.service.layout import requests_key
 from batch_gateway.service.money.ledger import reserve_after_plan_read
-from batch_gateway.service.planning.chunks import ChunkWriter, boundaries_for, provider_line
+from batch_gateway.service.planning.chunks import (
+    ChunkWriter,
+    boundaries_for,
+    chunk_marker,
+    provider_line,
+    requests_etag,
+    requests_from,
+)
+from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.state import WorkflowState
 
+logger = Logger(child=True)
+PLANNING_STATUSES = (JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING)  # a canceled job is planned too
 
-def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
+
+def plan_job(services: Services, state: WorkflowState, budget: StepBudget | None = None) -> WorkflowState:
+    budget = budget or StepBudget()
     job = services.jobs.require_job(state.job_id)
     if job.chunk_count:  # a retried Plan: the chunks are already there
         return WorkflowState(job_id=job.id)
@@ -31,31 +51,75 @@ def plan_job(services: Services, state: WorkflowState) -> WorkflowState:
     job = reserve_after_plan_read(services, job)  # its budget reservation, now its estimate is known (0064)
     provider = services.planner_for(job.provider)
     boundaries = boundaries_for(provider, services, job.model, job.request_counts.total)
+    key = requests_key(job.id)
+    etag = requests_etag(services, key)
+    progress = job.plan_progress
+    if progress is None:
+        _discard_leftovers(services, job)
+        progress = PlanProgress(chunks=0, offset=0, position=0, etag=etag)
+    elif progress.etag != etag:
+        raise IntegrityError(f"the requests of {job.id} changed while it was planned part way")
+    elif progress.chunks:
+        logger.info("plan goes on", extra={"job_id": job.id, "chunks": progress.chunks, "offset": progress.offset})
 
-    chunks: list[Chunk] = []
+    index = progress.chunks  # of the chunk being filled
+    marker = chunk_marker(provider, job.id, index)
     current: ChunkWriter | None = None
-    marker = new_id_marker() if provider.marks_custom_ids else None  # of the chunk being filled
     try:
-        for position, raw in enumerate(services.payloads.iter_lines(requests_key(job.id))):
-            if not raw:
-                continue
-            request: dict[str, Any] = loads(raw)
+        for position, offset, request in requests_from(services, key, progress.offset, progress.position):
             custom_id, line = provider_line(provider, job, request, position, marker)
             if current is not None and boundaries.full(current.index, current.count, current.bytes, len(line)):
-                chunks.append(current.close(services, job))
-                current = None
-                if marker is not None:  # a new chunk, a new marker (all markers have one length: the line still fits)
-                    marker = new_id_marker()
-                    custom_id, line = provider_line(provider, job, request, position, marker)
+                chunk, current = current.close(services, job), None
+                after = PlanProgress(chunks=index + 1, offset=offset, position=position, etag=etag)
+                if not _record(services, job, chunk, after):
+                    return WorkflowState(job_id=job.id)
+                index += 1
+                marker = chunk_marker(provider, job.id, index)
+                custom_id, line = provider_line(provider, job, request, position, marker)
             if current is None:
-                current = ChunkWriter(services, job, len(chunks), marker)
+                if not budget.another():
+                    logger.info("plan stopped before its time limit", extra={"job_id": job.id, "chunks": index})
+                    raise TransientError(f"Plan of {job.id} stopped before its time limit; the retry goes on")
+                current = ChunkWriter(services, job, index, marker)
             current.add(custom_id, request["id"], line)
         if current is not None:
-            chunks.append(current.close(services, job))
+            chunk, current = current.close(services, job), None
+            _record(services, job, chunk, None)
     except BaseException:
         if current is not None:
             current.abort()
         raise
-    services.jobs.put_chunks(chunks)
-    services.jobs.update_job(job.id, chunk_count=len(chunks))
     return WorkflowState(job_id=job.id)
+
+
+def _record(services: Services, job: Job, chunk: Chunk, progress: PlanProgress | None) -> bool:
+    """Record a chunk whose files are written, and where the next one begins (None: it was the last). False when
+    another invocation has ended the plan meanwhile (nothing more to do); ``WriteConflictError`` (retried) when it
+    recorded this chunk first: the retry goes on from its record."""
+    try:
+        services.jobs.add_planned_chunks(
+            job.id, [chunk], job_statuses=PLANNING_STATUSES, after=chunk.index, progress=progress
+        )
+    except ConflictError:
+        current = services.jobs.require_job(job.id)
+        if current.chunk_count or current.status.terminal:
+            logger.info("the plan was ended by another invocation", extra={"job_id": job.id, "chunk": chunk.index})
+            return False
+        raise WriteConflictError(f"chunk {chunk.index} of {job.id} was recorded by another invocation") from None
+    return True
+
+
+def _discard_leftovers(services: Services, job: Job) -> None:
+    """A Plan from before decision 0118 that died after writing its chunk items but before ``chunk_count`` left
+    items no record describes (its chunk files are written again, from the first): they go before the first
+    record, so none is left beyond the new plan's last chunk."""
+    leftovers = [c.index for c in services.jobs.get_chunks(job.id)]
+    if not leftovers:
+        return
+    try:
+        services.jobs.discard_unplanned_chunks(job.id, leftovers)
+    except ConflictError:
+        raise WriteConflictError(f"another invocation began to plan {job.id}") from None
+    logger.warning(
+        "discarded the chunk items of an unfinished plan", extra={"job_id": job.id, "chunks": len(leftovers)}
+    )
