@@ -13,29 +13,49 @@
 - The files are written before that transaction, so a losing concurrent Retry writes the same keys as the winner.
   It writes the same bytes: a round is a pure function of what both read (the job at one ``chunk_count``, the
   ended chunks' ``retryable.jsonl``, ``requests.jsonl``), and a retry chunk's marker is derived from the job id and
-  the chunk's index (``round_marker``) instead of drawn at random. The winner's files stay the ones its record
-  describes.
+  the chunk's index (``planning.chunks.chunk_marker``) instead of drawn at random. The winner's files stay the ones
+  its record describes.
 - The new chunks are ``pending``: Poll sends them through the one exactly-once submit path (claims, leases,
   reconcile) and collects them; the workflow comes back here when they have ended, until nothing is left to retry.
+- A round goes on where the last invocation stopped (decision 0118): each chunk written is recorded on the job
+  (``round_progress``: the chunks so far, and the byte offset and line of the request the next one begins with),
+  not yet as a chunk item, so the round still appears whole or not at all. An invocation whose budget runs out
+  stops between chunks and raises ``TransientError``; its retry (or the retry after a timeout) reads the requests
+  on from the recorded offset and ends with the chunks one invocation would have written.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.contract.errors import ConflictError
+from batch_gateway.contract.errors import ConflictError, IntegrityError, TransientError
 from batch_gateway.jsonlines import dumps, loads
-from batch_gateway.models.ids import MARKER_BYTES
-from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobStatus, RequestCounts
+from batch_gateway.models.jobs import (
+    Chunk,
+    ChunkState,
+    ItemStatus,
+    Job,
+    JobStatus,
+    RequestCounts,
+    RoundChunk,
+    RoundProgress,
+)
 from batch_gateway.models.retry import retries
+from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import attempts_key, requests_key, retryable_key
 from batch_gateway.service.money.ledger import reserve_retry_round
-from batch_gateway.service.planning.chunks import ChunkWriter, chunk_limits, provider_line
+from batch_gateway.service.planning.chunks import (
+    ChunkWriter,
+    chunk_limits,
+    chunk_marker,
+    provider_line,
+    requests_etag,
+    requests_from,
+)
 from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.state import WorkflowState
 
@@ -79,8 +99,8 @@ def retry_job(services: Services, state: WorkflowState, budget: StepBudget | Non
                 wanted[record["id"]] = record
     if not wanted or not may_retry(services, job, list(wanted)):
         return _done(job, state)
-    new = _write_round(services, job, wanted, round_ + 1)
     try:
+        new = _write_round(services, job, wanted, round_ + 1, budget or StepBudget())
         services.jobs.add_chunks(job.id, new, job_statuses=SENDING_STATUSES, chunk_count=job.chunk_count)
     except ConflictError:
         current = services.jobs.require_job(job.id)
@@ -97,34 +117,58 @@ def retry_job(services: Services, state: WorkflowState, budget: StepBudget | Non
     return WorkflowState(job_id=job.id, polls=0, wait_seconds=services.settings.wait_after(0), done=False)
 
 
-def _write_round(services: Services, job: Job, wanted: dict[str, dict[str, Any]], attempt: int) -> list[Chunk]:
-    """The chosen requests as chunks ``job.chunk_count``.., in request order, cut like Plan cuts them."""
+def _write_round(
+    services: Services, job: Job, wanted: dict[str, dict[str, Any]], attempt: int, budget: StepBudget
+) -> list[Chunk]:
+    """The chosen requests as chunks ``job.chunk_count``.., in request order, cut like Plan cuts them, from where
+    the job's ``round_progress`` says an earlier invocation of this round stopped. Out of budget it raises
+    ``TransientError`` (what it wrote is recorded); ``ConflictError`` when the round was added meanwhile or the job
+    stopped sending."""
     provider = services.planner_for(job.provider)
     max_requests, max_bytes = chunk_limits(provider, services, job.model)
-    chunks: list[Chunk] = []
+    key = requests_key(job.id)
+    etag = requests_etag(services, key)
+    progress = job.round_progress
+    if progress is None or progress.start != job.chunk_count:  # none, or one of a round that was never added
+        progress = RoundProgress(start=job.chunk_count, etag=etag)
+    elif progress.etag != etag:
+        raise IntegrityError(f"the requests of {job.id} changed while a retry round was written part way")
+    elif progress.chunks:
+        logger.info("retry round goes on", extra={"job_id": job.id, "chunks": len(progress.chunks)})
+    chunks = [_restored(provider, job, progress.start + i, attempt, c) for i, c in enumerate(progress.chunks)]
+    index = progress.start + len(chunks)  # of the chunk being filled
+    marker = chunk_marker(provider, job.id, index)
     current: _Round | None = None
     try:
-        for position, raw in enumerate(services.payloads.iter_lines(requests_key(job.id))):
-            if not raw:
-                continue
-            request: dict[str, Any] = loads(raw)
+        for position, offset, request in requests_from(services, key, progress.offset, progress.position):
             record = wanted.get(request["id"])
             if record is None:
                 continue
-            index = job.chunk_count + len(chunks)  # of the chunk being filled
-            marker = current.writer.marker if current is not None else round_marker(provider, job, index)
             custom_id, line = provider_line(provider, job, request, position, marker)
             if current is not None and (
                 current.writer.count >= max_requests or current.writer.bytes + len(line) + 1 > max_bytes
             ):
-                chunks.append(current.close(services, job, attempt))
-                current = None
+                chunk, current = current.close(services, job, attempt), None
+                chunks.append(chunk)
+                progress = RoundProgress(
+                    start=progress.start,
+                    chunks=[*progress.chunks, _written(chunk)],
+                    offset=offset,
+                    position=position,
+                    etag=etag,
+                )
+                services.jobs.update_job(
+                    job.id, expect=SENDING_STATUSES, unchanged={"chunk_count": progress.start}, round_progress=progress
+                )
                 index += 1
-                marker = round_marker(provider, job, index)
+                marker = chunk_marker(provider, job.id, index)
                 custom_id, line = provider_line(provider, job, request, position, marker)
             if current is None:
                 if len(chunks) >= MAX_CHUNKS_PER_ROUND:
                     break  # the rest keep their last outcome (a round of 99 full chunks is millions of items)
+                if not budget.another():
+                    logger.info("retry round stopped before its time limit", extra={"job_id": job.id, "chunk": index})
+                    raise TransientError(f"Retry of {job.id} stopped before its time limit; the retry goes on")
                 current = _Round(services, job, index, marker)
             current.add(custom_id, request["id"], line, record)
         if current is not None:
@@ -136,14 +180,22 @@ def _write_round(services: Services, job: Job, wanted: dict[str, dict[str, Any]]
     return chunks
 
 
-def round_marker(provider: Any, job: Job, index: int) -> str | None:
-    """A retry chunk's marker: new for every chunk of the job (indexes are never reused, job ids never repeat), the
-    length of Plan's random ones, and the same in every invocation that writes chunk ``index`` (a losing concurrent
-    Retry rewrites the winner's files byte for byte instead of with a marker its record does not have)."""
-    if not provider.marks_custom_ids:
-        return None
-    digest = hashlib.blake2b(f"{job.id}/{index}".encode(), digest_size=MARKER_BYTES, person=b"bgw-retry-marker")
-    return digest.hexdigest()
+def _written(chunk: Chunk) -> RoundChunk:
+    assert chunk.replaces is not None
+    return RoundChunk(request_count=chunk.request_count, byte_size=chunk.byte_size, replaces=chunk.replaces)
+
+
+def _restored(provider: BatchProvider, job: Job, index: int, attempt: int, written: RoundChunk) -> Chunk:
+    """A chunk an earlier invocation of this round wrote, as its ``_Round.close`` made it."""
+    return Chunk(
+        job_id=job.id,
+        index=index,
+        request_count=written.request_count,
+        byte_size=written.byte_size,
+        id_marker=chunk_marker(provider, job.id, index),
+        attempt=attempt,
+        replaces=written.replaces,
+    )
 
 
 class _Round:
