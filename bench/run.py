@@ -4,11 +4,12 @@
 Exit code 0 even when a target fails: the table says FAIL and summary.json has ``"all_targets_met": false``.
 Loopback only, except that the Lambda bundles are built with pip the first time (then cached in bench/.cache/).
 
-Options: ``--only create,collect,imports,history,assets,submit,compat,estimate,lag,scale,infra_cost,overhead,chaos``
-runs a subset (summary.json is then written to ``bench/results/partial.json`` instead; ``--merge`` folds the subset's
-figures into summary.json, keeping the others and saying which steps were rerun when); ``--profile`` also writes
-cProfile stats of one create and one 100,000-line collect to ``bench/.cache/profiles/`` (and, with py-spy on the PATH,
-py-spy samples of moto and every Lambda worker during the overhead step's first create, in ``profiles/overhead/``).
+Options: ``--only STEPS`` runs a subset (comma separated, of create, collect, imports, history, assets, submit,
+compat, estimate, plan, lag, scale, infra_cost, overhead, chaos; summary.json is then written to
+``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into summary.json, keeping the others
+and saying which steps were rerun when); ``--profile`` also writes cProfile stats of one create and one 100,000-line
+collect to ``bench/.cache/profiles/`` (and, with py-spy on the PATH, py-spy samples of moto and every Lambda worker
+during the overhead step's first create, in ``profiles/overhead/``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ STEPS = (
     "submit",
     "compat",
     "estimate",
+    "plan",
     "lag",
     "scale",
     "infra_cost",
@@ -80,6 +82,13 @@ COMPAT_MAX_RATIO = 2.0
 ESTIMATE_N = 100_000
 ESTIMATE_RUNS = 2
 ESTIMATE_MAX_RATIO = 1.5
+# A resumed Plan (decision 0118): the largest input (1 GiB, the upload limit) planned once in one invocation and once
+# stopped by its budget every 3 chunks and gone on with by fresh invocations, bench/plan_bench.py. Going on from the
+# recorded place costs a ranged read and one HEAD an invocation (CPU time of the Plan process: its wall time here is
+# the moto server's on a shared machine); the memory of an invocation does not depend on the input's size.
+PLAN_MB = 1024
+PLAN_MAX_RESUMED_RATIO = 1.2
+PLAN_MAX_PEAK_RSS_MB = 64
 # Overhead vs the direct SDK (issue 15): 100,000 Anthropic requests through the local stack vs the anthropic SDK on the
 # same simulator, bench/overhead_bench.py. (a) POST /batches (an uploaded file) to provider batch over
 # messages.batches.create; (b) the results download over the SDK's results() stream.
@@ -365,6 +374,29 @@ def step_estimate(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return values, details
 
 
+def step_plan(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    with moto_process() as moto:  # the emulated S3 in its own process: only Plan's memory counts
+        url = moto.info["url"]
+        os.environ.update(child_env())
+        create_resources(url)
+        _log(f"plan: {PLAN_MB} MiB of requests, planned in one invocation and resumed every 3 chunks")
+        result = run_worker("bench.plan_bench", ["--mb", str(PLAN_MB), "--moto", url], timeout=3600)
+    values = {
+        "plan_resumed_cpu_ratio": result["resumed_cpu_ratio"],
+        "plan_resumed_peak_rss_mb": result["resumed_peak_growth_mb"],
+        "plan_1gib_cpu_s": result["single_cpu_s"],
+        "plan_resumed_invocations": len(result["invocations"]),
+        "plan_resumed_same_chunks": result["same_chunks"],
+    }
+    details = {
+        **result,
+        "rule": "service.workflow.plan.plan_job on 1 GiB of ~500-byte Claude requests (Anthropic chunks of 100,000), "
+        "against a moto server process, one fresh process: once uninterrupted, once stopped by its budget every 3 "
+        "chunks and resumed by new calls; the process's CPU time summed, peak RSS growth of the worst invocation",
+    }
+    return values, details
+
+
 def step_lag(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Notice lag (issue 14): 1,000 simulated provider batches polled by the real poll_schedule, in this process
     (discrete events, seconds of CPU); transitions from the synthesized definition. bench/lag_bench.py says the model;
@@ -461,6 +493,7 @@ STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[
     "submit": step_submit,
     "compat": step_compat,
     "estimate": step_estimate,
+    "plan": step_plan,
     "lag": step_lag,
     "scale": step_scale,
     "infra_cost": step_infra_cost,
@@ -520,6 +553,12 @@ def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[s
     check("compat_create_ratio", f"<= {COMPAT_MAX_RATIO} x native create", lambda v: v <= COMPAT_MAX_RATIO)
     check("compat_create_ratio_anthropic", f"<= {COMPAT_MAX_RATIO} x native create", lambda v: v <= COMPAT_MAX_RATIO)
     check("estimate_dry_run_ratio", f"<= {ESTIMATE_MAX_RATIO} x create", lambda v: v <= ESTIMATE_MAX_RATIO)
+    check(
+        "plan_resumed_cpu_ratio",
+        f"<= {PLAN_MAX_RESUMED_RATIO} x one uninterrupted plan, the same chunks",
+        lambda v: v <= PLAN_MAX_RESUMED_RATIO and values.get("plan_resumed_same_chunks") is True,
+    )
+    check("plan_resumed_peak_rss_mb", f"<= {PLAN_MAX_PEAK_RSS_MB} (1 GiB input)", lambda v: v <= PLAN_MAX_PEAK_RSS_MB)
     a_lag, b_lag, most = (
         lag_bench.TARGETS[k] for k in ("anthropic_like_p95_lag_s", "openai_like_p95_lag_s", "transitions_per_24h_job")
     )
@@ -598,7 +637,12 @@ def table(values: dict[str, Any], checks: dict[str, dict[str, Any]], details: di
             rows.append((key, _fmt(value), check["target"], verdict))
         shown.add(key)
     for key, value in values.items():
-        if key not in shown and key not in ("body_mb", "api_bundle_has_provider_sdk", "collect_flat"):
+        if key not in shown and key not in (
+            "body_mb",
+            "api_bundle_has_provider_sdk",
+            "collect_flat",
+            "plan_resumed_same_chunks",
+        ):
             rows.append((key, _fmt(value), "(info)", ""))
     widths = [max(len(r[i]) for r in [("key", "value", "target", "result"), *rows]) for i in range(4)]
     line = "  ".join(f"{{:<{w}}}" for w in widths)
