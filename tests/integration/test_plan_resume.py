@@ -13,7 +13,7 @@ from array import array
 
 import pytest
 
-from batch_gateway.contract.errors import TransientError
+from batch_gateway.contract.errors import IntegrityError, TransientError
 from batch_gateway.models.ids import id_hash
 from batch_gateway.models.jobs import Chunk, Retry
 from batch_gateway.service.api.query import get_job
@@ -21,8 +21,10 @@ from batch_gateway.service.layout import (
     chunk_id_hashes_key,
     chunk_ids_key,
     chunk_input_key,
+    requests_key,
     results_key,
 )
+from batch_gateway.service.planning.chunks import requests_from
 from batch_gateway.store.payloads import S3PayloadStore
 from lambdas import plan, poll, retry, submit
 from tests.support.concurrency import Threads
@@ -182,6 +184,31 @@ def test_a_job_the_previous_plan_left_part_way_is_planned_from_the_start_and_lea
     plan.handler({"job_id": job_id}, ctx)
 
     assert _caller_ids_by_chunk(services, job_id) == PAIRS
+
+
+def test_a_plan_whose_requests_changed_since_it_stopped_fails_rather_than_go_on_in_another_file(services, monkeypatch):
+    job_id = _job(services)
+    clock = WorkClock(monkeypatch, line_ms=30_000)
+    with pytest.raises(TransientError):
+        plan.handler({"job_id": job_id}, clock.invocation())
+    lines = [neutral_line(i, f"Name animal {i}") + b"\n" for i in reversed(IDS)]  # every line as long: still lines
+    services.payloads.put_bytes(requests_key(job_id), b"".join(lines))
+    with pytest.raises(IntegrityError):  # not retried: the workflow's catch fails the job
+        plan.handler({"job_id": job_id}, clock.invocation())
+    assert not _planned(services, job_id)
+
+
+def test_the_requests_are_read_on_only_from_the_start_of_a_line(services):
+    key = requests_key("job_" + "c" * 24)
+    lines = [neutral_line(i) for i in ("a", "b", "c")]
+    services.payloads.put_bytes(key, lines[0] + b"\n\n" + lines[1] + b"\n" + lines[2] + b"\n")
+    start = len(lines[0]) + 2  # line 2 (0-based), after a blank line
+    assert [(p, o, r["id"]) for p, o, r in requests_from(services, key, start, 2)] == [
+        (2, start, "b"),
+        (3, start + len(lines[1]) + 1, "c"),
+    ]
+    with pytest.raises(IntegrityError):
+        list(requests_from(services, key, start + 1, 2))
 
 
 # --- Retry ----------------------------------------------------------------------------------------------------------
