@@ -215,6 +215,7 @@ def test_the_requests_are_read_on_only_from_the_start_of_a_line(services):
 
 RETRY_IDS = [f"r{i:02d}" for i in range(12)]
 EXPIRING = RETRY_IDS[1::3]  # 4 items expire at every attempt (OpenAI's custom ids are the caller's: no marker to match)
+ROUND = [(2, EXPIRING[:2]), (2, EXPIRING[2:])]  # the retry round one invocation writes: in request order, 2 a chunk
 
 
 def _round_ended(services, ctx, monkeypatch) -> tuple[str, dict]:
@@ -236,13 +237,11 @@ def _round(services, job_id: str) -> list[tuple[int, list[str]]]:
     return [(c.attempt, i) for c, i in zip(chunks, ids, strict=True) if c.attempt > 1]
 
 
-def test_a_retry_round_that_needs_several_invocations_goes_on_to_the_round_of_one_run(
+def test_a_retry_round_that_needs_several_invocations_goes_on_to_the_round_one_writes_and_every_item_ends_once(
     services, ctx, simulator, monkeypatch
 ):
     simulator.configure(processing_seconds=0, item_outcomes=dict.fromkeys(EXPIRING, "expired"))
-    once, once_state = _round_ended(services, ctx, monkeypatch)
     job_id, state = _round_ended(services, ctx, monkeypatch)
-    assert retry.handler(once_state, ctx)["done"] is False  # the round, in one invocation
     clock = WorkClock(monkeypatch, line_ms=80_000)  # 4 lines: over 5 minutes of work
 
     killed = _run_out(retry.handler, state, clock, lambda: services.jobs.require_job(job_id).chunk_count > 1)
@@ -250,9 +249,7 @@ def test_a_retry_round_that_needs_several_invocations_goes_on_to_the_round_of_on
     assert killed == 0, "an invocation ran into its timeout instead of stopping before it"
     assert clock.invocations > 1
     assert clock.lines == len(EXPIRING), "a line was written twice: an invocation wrote again what an earlier one had"
-    expected = [(2, EXPIRING[i : i + 2]) for i in range(0, len(EXPIRING), 2)]
-    assert _round(services, once) == expected
-    assert _round(services, job_id) == expected
+    assert _round(services, job_id) == ROUND
     assert services.jobs.require_job(job_id).chunk_count == 3
 
     assert run_workflow(job_id, ctx)["status"] == "expired"  # every retried item expired again
@@ -280,6 +277,6 @@ def test_a_retry_killed_between_writing_a_chunk_and_recording_it_keeps_the_chunk
         retry.handler(state, ctx)
     assert retry.handler(state, ctx)["done"] is False  # the state machine's retry
 
-    assert _round(services, job_id) == [(2, EXPIRING[i : i + 2]) for i in range(0, len(EXPIRING), 2)]
+    assert _round(services, job_id) == ROUND
     writes = [_versions(moto_account, chunk_input_key(job_id, i)) for i in range(1, 3)]
     assert writes == [1, 2], "the round's chunk written before the kill was written again"
