@@ -4,7 +4,10 @@ recorded and reads the requests on from the recorded place, so a large input is 
 it takes, with exactly the chunks one long invocation would cut: every request in one chunk, once.
 
 The work is timed by ``tests.support.work_clock``: each provider line written costs a fixed share of a 5-minute
-invocation, and an invocation that spends it all is killed where it stands."""
+invocation, and an invocation that spends it all is killed where it stands. The handlers are called as a retry
+policy would call them (an input without ``loop``: a Plan out of time raises ``TransientError``), and two tests run
+the synthesized state machine itself (``run_definition``): Plan's ``Planned?`` Choice and Retry's way back through
+Poll, each continuation an answer rather than an error."""
 
 from __future__ import annotations
 
@@ -29,9 +32,10 @@ from batch_gateway.store.payloads import S3PayloadStore
 from lambdas import plan, poll, retry, submit
 from tests.support.concurrency import Threads
 from tests.support.fixtures import BUCKET
+from tests.support.lambda_context import RunningOutContext
 from tests.support.planned_jobs import neutral_line, new_job
 from tests.support.work_clock import Killed, WorkClock
-from tests.support.workflow_driver import run_workflow
+from tests.support.workflow_driver import run_definition
 
 CHUNK_REQUESTS = 2  # the operator's limit here: a few lines make many chunks
 IDS = [f"q{i:02d}" for i in range(16)]  # 8 chunks
@@ -186,6 +190,27 @@ def test_a_job_the_previous_plan_left_part_way_is_planned_from_the_start_and_lea
     assert _caller_ids_by_chunk(services, job_id) == PAIRS
 
 
+def test_a_plan_that_needs_more_invocations_than_the_retry_policy_allows_goes_on_through_its_choice(
+    services, ctx, simulator, monkeypatch
+):
+    """The synthesized state machine, interpreted (``run_definition``), each Plan invocation given time for one
+    chunk: 9 chunks take 9 invocations, none an error, where the retry policy allows 7 attempts (before, the 8th
+    went to MarkFailed and the job failed although nothing had gone wrong); the job then runs to its end."""
+    monkeypatch.setattr(services.settings, "max_chunk_requests", 1)
+    simulator.configure(processing_seconds=0)
+    ids = IDS[:9]
+    job_id = _job(services, ids)
+
+    execution = run_definition({"job_id": job_id}, contexts={"Plan": lambda: RunningOutContext(step_ms=100_000)})
+
+    assert execution.status == "SUCCEEDED", execution.steps[-10:]
+    assert [outcome for name, outcome in execution.steps if name == "Plan"] == ["ok"] * len(ids)
+    assert execution.output["status"] == "finished"
+    lines = [json.loads(x) for x in services.payloads.iter_lines(results_key(job_id)) if x]
+    assert sorted(line["id"] for line in lines) == ids  # one line per request
+    assert _caller_ids_by_chunk(services, job_id) == [[i] for i in ids]
+
+
 def test_a_plan_whose_requests_changed_since_it_stopped_fails_rather_than_go_on_in_another_file(services, monkeypatch):
     job_id = _job(services)
     clock = WorkClock(monkeypatch, line_ms=30_000)
@@ -240,19 +265,20 @@ def _round(services, job_id: str) -> list[tuple[int, list[str]]]:
 def test_a_retry_round_that_needs_several_invocations_goes_on_to_the_round_one_writes_and_every_item_ends_once(
     services, ctx, simulator, monkeypatch
 ):
+    """Through the synthesized state machine (``run_definition``) from Retry: an invocation out of time answers not
+    done, and the definition's loop (Retried?, Wait?, a Poll with nothing open, Collected?) brings it back."""
     simulator.configure(processing_seconds=0, item_outcomes=dict.fromkeys(EXPIRING, "expired"))
     job_id, state = _round_ended(services, ctx, monkeypatch)
     clock = WorkClock(monkeypatch, line_ms=80_000)  # 4 lines: over 5 minutes of work
 
-    killed = _run_out(retry.handler, state, clock, lambda: services.jobs.require_job(job_id).chunk_count > 1)
+    execution = run_definition(state, start_at="Retry", contexts={"Retry": clock.invocation})
 
-    assert killed == 0, "an invocation ran into its timeout instead of stopping before it"
+    assert execution.status == "SUCCEEDED", execution.steps[-10:]
+    assert {outcome for name, outcome in execution.steps if name == "Retry"} == {"ok"}  # never killed, no error
     assert clock.invocations > 1
     assert clock.lines == len(EXPIRING), "a line was written twice: an invocation wrote again what an earlier one had"
     assert _round(services, job_id) == ROUND
-    assert services.jobs.require_job(job_id).chunk_count == 3
-
-    assert run_workflow(job_id, ctx)["status"] == "expired"  # every retried item expired again
+    assert execution.output["status"] == "expired"  # every retried item expired again
     lines = [json.loads(x) for x in services.payloads.iter_lines(results_key(job_id)) if x]
     assert sorted(line["id"] for line in lines) == RETRY_IDS  # one line per request: none lost, none doubled
     assert {line["id"]: line["attempt_count"] for line in lines} == {i: 2 if i in EXPIRING else 1 for i in RETRY_IDS}
