@@ -1,6 +1,6 @@
 """The batch workflow: the worker Lambdas, Park and the Standard state machine that drives a job to a terminal status.
 
-    Plan -> Submit -> Wait? -> Park(<= $.wait_seconds, or until woken) -> Poll -> Collected? --done--> Retry
+    Plan *> Submit -> Wait? -> Park(<= $.wait_seconds, or until woken) -> Poll -> Collected? --done--> Retry
                                  ^                                            |                          |
                                  +-------------- not done (wait > 0) ---------+           Retried? --done--> Finalize
                                  +<------------------------ new chunks -----------------------+                 |
@@ -8,18 +8,20 @@
                                                                                           +--> Done
        any error after retries -> MarkFailed -> Marked failed? --> JobFailed
                                       ^----- not done ----+
+    *> through Planned?, which sends the execution back to Plan while Plan answers planned: false
 
 Park (decision 0072) waits for a task token at most ``$.wait_seconds``; a wake (cancel, a provider's push) ends it at
 once. Collected? parks again itself (or polls at once when no wait is asked for): three states per poll cycle.
 Retry (decision 0066) turns the items a job retries into new chunks, which Poll sends and collects like any other.
 Finalize and MarkFailed answer ``done: false`` when their invocation ran out of time and their Choice runs them again
-(decision 0117): two states per continuation, none of the retry policy's attempts.
+(decision 0117): two states per continuation, none of the retry policy's attempts. Plan does the same with
+``planned: false`` (decision 0118; not ``done``, which the Plan from before answers when it has planned).
 
-Every task but those two passes the whole state to its Lambda and takes the Lambda's return value as the next state
-(``output_path="$.Payload"``): ids and small numbers only, never prompts or results. Finalize and MarkFailed are
-given the job id (and MarkFailed the Catch's error) and ``loop: true``, which tells them that this definition loops
-them; under a definition from before the loop (executions keep theirs across a deploy) they raise for the retry
-policy instead.
+Submit, Poll and Retry pass the whole state to their Lambda and take the Lambda's return value as the next state
+(``output_path="$.Payload"``): ids and small numbers only, never prompts or results. Plan, Finalize and MarkFailed
+are given the job id (and MarkFailed the Catch's error) and ``loop: true``, which tells them that this definition
+loops them; under a definition from before the loop (executions keep theirs across a deploy) they raise for the
+retry policy instead.
 """
 
 from __future__ import annotations
@@ -254,10 +256,12 @@ class WorkflowConstruct(Construct):
         return task
 
     def _state_machine(self, config: GatewayConfig) -> sfn.StateMachine:
-        plan, submit, poll, retry = (self._task(name) for name in ("Plan", "Submit", "Poll", "Retry"))
-        # Finalize and MarkFailed loop through a Choice while they answer done: false (decision 0117); loop: true
-        # tells the code so (under an older definition, without it, a continuation raises for the retry policy).
+        submit, poll, retry = (self._task(name) for name in ("Submit", "Poll", "Retry"))
+        # Finalize and MarkFailed loop through a Choice while they answer done: false (decision 0117), and Plan while
+        # it answers planned: false (decision 0118); loop: true tells the code so (under an older definition,
+        # without it, a continuation raises for the retry policy).
         job_id = sfn.JsonPath.string_at("$.job_id")
+        plan = self._task("Plan", sfn.TaskInput.from_object({"job_id": job_id, "loop": True}))
         finalize = self._task("Finalize", sfn.TaskInput.from_object({"job_id": job_id, "loop": True}))
         mark_failed = self._task(
             "MarkFailed",
@@ -316,7 +320,8 @@ class WorkflowConstruct(Construct):
             .when(sfn.Condition.number_greater_than("$.wait_seconds", 0), park)
             .otherwise(poll)
         )
-        plan.next(submit).next(wait)
+        plan.next(self._until_done("Planned?", plan, submit, flag="$.planned"))
+        submit.next(wait)
         definition = plan
         poll.next(collected)
 
@@ -346,9 +351,11 @@ class WorkflowConstruct(Construct):
             )
         return state_machine
 
-    def _until_done(self, name: str, step: tasks.LambdaInvoke, end: sfn.IChainable) -> sfn.Choice:
-        """Back to ``step`` while it answers ``done: false``; any other answer goes on to ``end``, a missing ``done``
-        too (the code from before decision 0117, for the moments a deploy runs old functions under this definition:
-        a comparison on a missing field would fail the execution)."""
-        not_done = sfn.Condition.and_(sfn.Condition.is_present("$.done"), sfn.Condition.boolean_equals("$.done", False))
+    def _until_done(
+        self, name: str, step: tasks.LambdaInvoke, end: sfn.IChainable, *, flag: str = "$.done"
+    ) -> sfn.Choice:
+        """Back to ``step`` while it answers ``flag`` false (``done``; Plan's ``planned``); any other answer goes on
+        to ``end``, a missing ``flag`` too (the code from before decisions 0117 and 0118, for the moments a deploy
+        runs old functions under this definition: a comparison on a missing field would fail the execution)."""
+        not_done = sfn.Condition.and_(sfn.Condition.is_present(flag), sfn.Condition.boolean_equals(flag, False))
         return sfn.Choice(self, name).when(not_done, step).otherwise(end)

@@ -18,7 +18,7 @@ def test_a_ten_request_job_is_counted_step_by_step_and_priced(synthesized):
     assert counted["calls"]["submit"]["dynamodb:TransactWriteItems"] >= 1
     prices = json.loads(infra_cost.PRICES.read_text())
     job = infra_cost.price_job(counted, transitions_model(synthesized.json), polls=10, prices=prices)
-    assert job["transitions"] == 8 + 3 * 10  # fixed (with Finalized?, decision 0117) + three per poll cycle
+    assert job["transitions"] == 9 + 3 * 10  # fixed (with Finalized? and Planned?, 0117, 0118) + three per poll cycle
     assert all(v > 0 for k, v in job["usd"].items() if k not in ("sqs", "s3_storage"))
     assert 0 < job["total_usd"] < 0.05  # a small job costs cents of AWS at most
 

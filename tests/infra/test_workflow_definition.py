@@ -1,6 +1,6 @@
 """The state machine: Plan -> Submit -> Wait? -> Park -> Poll -> Collected? -> Retry -> Retried? -> Finalize, with
 retries and MarkFailed. Park waits for a wake or the next poll (decision 0072); Finalize and MarkFailed go on in a
-Choice loop until they say they are done (decision 0117)."""
+Choice loop until they say they are done (decision 0117), and Plan until it says it has planned (decision 0118)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ def test_workflow_has_exactly_the_designed_states(synthesized, states):
     assert synthesized.state_machine_definition()["StartAt"] == "Plan"
     assert {name: state["Type"] for name, state in states.items()} == {
         "Plan": "Task",
+        "Planned?": "Choice",
         "Submit": "Task",
         "Wait?": "Choice",
         "Park": "Task",
@@ -50,7 +51,8 @@ def test_workflow_has_exactly_the_designed_states(synthesized, states):
 
 
 def test_workflow_transitions_loop_through_park_until_done(states):
-    assert states["Plan"]["Next"] == "Submit"
+    assert states["Plan"]["Next"] == "Planned?"
+    assert states["Planned?"]["Default"] == "Submit"
     assert states["Submit"]["Next"] == "Wait?"
     assert states["Wait?"]["Choices"] == [{"Variable": "$.wait_seconds", "NumericGreaterThan": 0, "Next": "Park"}]
     assert states["Wait?"]["Default"] == "Poll"  # TimeoutSecondsPath must be positive: no wait polls now
@@ -88,11 +90,27 @@ def test_finalize_and_mark_failed_go_on_through_a_choice_until_they_say_they_are
     assert states[choice]["Default"] == end
 
 
+def test_plan_goes_on_through_its_choice_until_it_says_it_has_planned(states):
+    """Out of time, Plan answers ``planned: false`` and ``Planned?`` sends it back to itself (decision 0118); any
+    other answer goes on to Submit. Not ``done``: the Plan from before answers ``done: false`` when it has planned,
+    and under this definition, while a deploy updates the functions, it would be run again and again."""
+    assert states["Planned?"]["Choices"] == [
+        {
+            "And": [
+                {"Variable": "$.planned", "IsPresent": True},
+                {"Variable": "$.planned", "BooleanEquals": False},
+            ],
+            "Next": "Plan",
+        }
+    ]
+
+
 def test_finalize_and_mark_failed_are_told_that_the_definition_loops_them(synthesized, states):
     """``loop: true`` in their input says a ``done: false`` answer comes back to them. An execution still on a
     definition from before 0117 (running executions keep theirs across a deploy) sends no ``loop``: there the new code
     raises TransientError for a continuation, and the retry policy goes on as it used to."""
     for name, payload in {
+        "Plan": {"job_id.$": "$.job_id", "loop": True},  # decision 0118, as Finalize
         "Finalize": {"job_id.$": "$.job_id", "loop": True},
         "MarkFailed": {"job_id.$": "$.job_id", "error.$": "$.error", "loop": True},
     }.items():
@@ -148,7 +166,7 @@ def test_collected_polls_again_at_once_when_no_wait_is_asked_for_and_parks_other
     assert states["Collected?"]["Default"] == "Poll"
 
 
-@pytest.mark.parametrize("name", ["Plan", "Submit", "Poll", "Retry"])
+@pytest.mark.parametrize("name", ["Submit", "Poll", "Retry"])
 def test_each_task_invokes_its_lambda_with_the_whole_state_and_returns_the_payload(synthesized, states, name):
     task = states[name]
     assert task["Resource"] == "arn:${AWS::Partition}:states:::lambda:invoke"

@@ -9,11 +9,13 @@ when some caller ids had to be replaced) its id map, so memory stays flat whatev
 
 It goes on where the last invocation stopped (decision 0118): each chunk is recorded as soon as its files are
 written, in one transaction with the job's ``plan_progress`` (how many chunks, and the byte offset and line of the
-request the next one begins with). An invocation whose budget runs out stops between chunks and raises
-``TransientError``; the state machine's retry (or the retry after a timeout) reads the requests on from the
-recorded offset. A chunk's files are a pure function of the requests and its index, so one written again after a
-crash before its record, or by a Plan racing this one, has the same bytes; the record is fenced, so each chunk is
-recorded once. The last record sets ``chunk_count``: until then no other step sees the job as planned.
+request the next one begins with). An invocation whose budget runs out stops between chunks, having recorded at
+least one, and answers ``planned: false``: the state machine's Choice runs Plan again (under a definition from
+before, without ``loop``, it raises ``TransientError`` for the retry policy), and the next invocation, like the
+retry after a timeout, reads the requests on from the recorded offset. A chunk's files are a pure function of the
+requests and its index, so one written again after a crash before its record, or by a Plan racing this one, has the
+same bytes; the record is fenced, so each chunk is recorded once. The last record sets ``chunk_count``: until then
+no other step sees the job as planned.
 """
 
 from __future__ import annotations
@@ -42,7 +44,11 @@ logger = Logger(child=True)
 PLANNING_STATUSES = (JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING)  # a canceled job is planned too
 
 
-def plan_job(services: Services, state: WorkflowState, budget: StepBudget | None = None) -> WorkflowState:
+def plan_job(
+    services: Services, state: WorkflowState, budget: StepBudget | None = None, *, loop: bool = False
+) -> WorkflowState:
+    """The planned job's state; ``planned: false`` when the budget stopped it part way and ``loop`` says the
+    definition runs Plan again (else ``TransientError``, for the retry policy)."""
     budget = budget or StepBudget()
     job = services.jobs.require_job(state.job_id)
     if job.chunk_count:  # a retried Plan: the chunks are already there
@@ -77,8 +83,10 @@ def plan_job(services: Services, state: WorkflowState, budget: StepBudget | None
                 marker = chunk_marker(provider, job.id, index)
                 custom_id, line = provider_line(provider, job, request, position, marker)
             if current is None:
-                if not budget.another():
+                if not budget.another():  # never before the first chunk: each invocation records one at least
                     logger.info("plan stopped before its time limit", extra={"job_id": job.id, "chunks": index})
+                    if loop:
+                        return WorkflowState(job_id=job.id, planned=False)
                     raise TransientError(f"Plan of {job.id} stopped before its time limit; the retry goes on")
                 current = ChunkWriter(services, job, index, marker)
             current.add(custom_id, request["id"], line)

@@ -20,8 +20,10 @@
 - A round goes on where the last invocation stopped (decision 0118): each chunk written is recorded on the job
   (``round_progress``: the chunks so far, and the byte offset and line of the request the next one begins with),
   not yet as a chunk item, so the round still appears whole or not at all. An invocation whose budget runs out
-  stops between chunks and raises ``TransientError``; its retry (or the retry after a timeout) reads the requests
-  on from the recorded offset and ends with the chunks one invocation would have written.
+  stops between chunks, having recorded one at least, and answers not done with no wait: the state machine's loop
+  (Retried?, Wait?, a Poll that finds nothing open, Collected?) comes back to Retry, which, like the retry after a
+  timeout, reads the requests on from the recorded offset and ends with the chunks one invocation would have
+  written.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.contract.errors import ConflictError, IntegrityError, TransientError
+from batch_gateway.contract.errors import ConflictError, IntegrityError
 from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.jobs import (
     Chunk,
@@ -101,6 +103,8 @@ def retry_job(services: Services, state: WorkflowState, budget: StepBudget | Non
         return _done(job, state)
     try:
         new = _write_round(services, job, wanted, round_ + 1, budget or StepBudget())
+        if new is None:  # out of time, part of the round written and recorded: Poll (nothing open), then Retry again
+            return WorkflowState(job_id=job.id, polls=state.polls, wait_seconds=0, done=False)
         services.jobs.add_chunks(job.id, new, job_statuses=SENDING_STATUSES, chunk_count=job.chunk_count)
     except ConflictError:
         current = services.jobs.require_job(job.id)
@@ -119,11 +123,11 @@ def retry_job(services: Services, state: WorkflowState, budget: StepBudget | Non
 
 def _write_round(
     services: Services, job: Job, wanted: dict[str, dict[str, Any]], attempt: int, budget: StepBudget
-) -> list[Chunk]:
+) -> list[Chunk] | None:
     """The chosen requests as chunks ``job.chunk_count``.., in request order, cut like Plan cuts them, from where
-    the job's ``round_progress`` says an earlier invocation of this round stopped. Out of budget it raises
-    ``TransientError`` (what it wrote is recorded); ``ConflictError`` when the round was added meanwhile or the job
-    stopped sending."""
+    the job's ``round_progress`` says an earlier invocation of this round stopped. None when the budget stopped it
+    (after one chunk at least, recorded: the next invocation goes on); ``ConflictError`` when the round was added
+    meanwhile or the job stopped sending."""
     provider = services.planner_for(job.provider)
     max_requests, max_bytes = chunk_limits(provider, services, job.model)
     key = requests_key(job.id)
@@ -166,9 +170,9 @@ def _write_round(
             if current is None:
                 if len(chunks) >= MAX_CHUNKS_PER_ROUND:
                     break  # the rest keep their last outcome (a round of 99 full chunks is millions of items)
-                if not budget.another():
+                if not budget.another():  # never before the first chunk: each invocation records one at least
                     logger.info("retry round stopped before its time limit", extra={"job_id": job.id, "chunk": index})
-                    raise TransientError(f"Retry of {job.id} stopped before its time limit; the retry goes on")
+                    return None
                 current = _Round(services, job, index, marker)
             current.add(custom_id, request["id"], line, record)
         if current is not None:

@@ -31,9 +31,21 @@ class WorkflowState(_Versioned):
     wait_seconds: int = 0
     polls: int = 0
     done: bool = False
+    # Plan's answer only: ``False`` when it stopped part way and its Choice (``Planned?``) runs it again (decision
+    # 0118); absent otherwise. Not ``done``: the code from before answers ``done: false`` once it has planned.
+    planned: bool | None = None
 
     def out(self) -> dict[str, Any]:
-        return stamped(self.model_dump())
+        return stamped(self.model_dump(exclude_none=True))
+
+
+class PlanState(_Versioned):
+    """What Step Functions hands Plan. ``loop``: the definition sends an answer ``planned: false`` back to Plan
+    through its Choice (decision 0118, as Finalize's in 0117); a definition from before passes the whole state
+    without it, and there a Plan that stopped part way raises ``TransientError`` for the retry policy instead."""
+
+    job_id: str
+    loop: bool = False
 
 
 class FinalizeState(_Versioned):
