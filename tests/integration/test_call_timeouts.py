@@ -231,3 +231,29 @@ def test_every_provider_call_that_hangs_fails_before_the_invocation_runs_out(ser
     )
 
     _stall_at_once(services, simulator, [Stall(p, "delete", ended[p], "collected") for p in ("openai", "google")])
+
+
+RETRY_AFTER_SECONDS = 100  # a rate limit's "come back in": far past the invocation, within what OpenAI's SDK honours
+
+
+def test_a_rate_limit_whose_retry_after_outlasts_the_invocation_is_not_slept_on(services, ctx, simulator):
+    """A status call answered at once with 429 and ``retry-after`` far past the invocation's end. The SDKs that honour
+    it (Anthropic's at any length, OpenAI's up to 2 minutes) would sleep that long before trying again, and in Lambda
+    the step would be killed at its timeout. The step must come back in time instead, its chunk as it was: the rate
+    limit is the state machine's to wait out (the next poll asks again)."""
+    providers = [spec.name for spec in SPECS if not spec.keyless]
+    running = {p: _submitted(ctx, p) for p in providers}
+    for provider in providers:
+        simulator.add_fault(provider, "get_batch", "http_429", retry_after=RETRY_AFTER_SECONDS)
+    polls = Threads()
+    for provider in providers:
+        polls.start(provider, lambda provider=provider: _time_left_after_poll(running[provider]))
+    time_left = polls.join(timeout=2 * RETRY_AFTER_SECONDS)
+
+    assert simulator.stats()["faults_pending"] == []  # each status call was made and answered 429
+    assert {p: ms for p, ms in time_left.items() if ms <= 0} == {}  # none slept past its invocation
+    assert {
+        p: _chunk(services, running[p]).state.value
+        for p in providers
+        if not _chunk_is(_chunk(services, running[p]), "running")
+    } == {}

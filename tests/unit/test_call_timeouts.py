@@ -1,5 +1,8 @@
 """The per-call bounds of decision 0115: what a provider call may wait, with and without an invocation's deadline."""
 
+import email.utils
+from datetime import UTC, datetime, timedelta
+
 import httpx2
 import pytest
 
@@ -12,6 +15,7 @@ from batch_gateway.providers.call_timeouts import (
     NoTimeLeftError,
     boto_timeouts,
     bound_request,
+    bound_response,
 )
 
 
@@ -42,3 +46,20 @@ def test_with_no_time_left_no_call_is_made():
         with pytest.raises(ProviderUnavailableError):
             boto_timeouts()
     assert deadline.seconds_left() is None  # the deadline ends with the invocation
+
+
+def _retried(headers: dict[str, str]) -> bool:
+    """Whether the Anthropic and OpenAI SDKs may still wait and retry after this answer (its hook has run)."""
+    response = httpx2.Response(429, headers=headers)
+    bound_response(response)
+    return response.headers.get("x-should-retry") != "false"
+
+
+def test_a_retry_after_that_does_not_fit_the_time_left_is_not_waited_for_and_one_that_fits_is_left_to_the_sdk():
+    later = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=60), usegmt=True)
+    with deadline.until(lambda: 20_000):  # 15 s for calls
+        assert _retried({}) and _retried({"retry-after": "2"}) and _retried({"retry-after-ms": "2500"})
+        assert not _retried({"retry-after": "30"}) and not _retried({"retry-after-ms": "14500"})
+        assert not _retried({"retry-after": later})  # an HTTP date
+        assert _retried({"retry-after": "soon"})  # unreadable: the SDK's own rule
+    assert _retried({"retry-after": "30"}) and not _retried({"retry-after": "100"})  # no deadline: the 60 s cap

@@ -16,6 +16,7 @@ from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, Provide
 from batch_gateway.providers.call_timeouts import (
     CALL_TIMEOUT_SECONDS,
     CONNECT_TIMEOUT_SECONDS,
+    bound_response,
     no_time_left_as,
     request_hook,
 )
@@ -42,7 +43,10 @@ class AnthropicBatchProvider(BatchProvider):
             max_retries=2,
             timeout=anthropic.Timeout(CALL_TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),
             http_client=anthropic.DefaultHttpxClient(  # decision 0115
-                event_hooks={"request": [request_hook(no_time_left_as(anthropic.AnthropicError))]}
+                event_hooks={
+                    "request": [request_hook(no_time_left_as(anthropic.AnthropicError))],
+                    "response": [bound_response],
+                }
             ),
         )
 

@@ -8,13 +8,16 @@ call is not made: it fails at once as a connection never made (``ProviderUnavail
 The SDKs on httpx2 (Anthropic, OpenAI, google-genai) take a request hook (``request_hook``) that lowers each
 request's own timeouts, retries included, and refuses a request without time with ``NoTimeLeftError`` as the SDK's
 own error type, which the SDK does not retry; botocore has no per-request timeout, so the Bedrock adapter builds its
-clients with the timeouts and tries ``boto_timeouts`` gives.
+clients with the timeouts and tries ``boto_timeouts`` gives. The Anthropic and OpenAI SDKs also sleep before a retry
+for as long as the provider's ``retry-after`` asks (Anthropic's for any length, OpenAI's up to 2 minutes): their
+response hook (``bound_response``) tells them not to retry when that wait would not leave time for the try.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +72,39 @@ def bound_request(request: Any, refusal: type[NoTimeLeftError] = NoTimeLeftError
         if limit is not None:
             bounded[phase] = min(bounded[phase], limit)
     request.extensions = {**request.extensions, "timeout": bounded}
+
+
+def bound_response(response: Any) -> None:
+    """httpx2 response hook for the SDKs that wait what the provider's ``retry-after`` asks before a retry: when the
+    wait and a try after it do not fit the call limit (or the wait is over the per-call cap), the answer says not to
+    retry (``x-should-retry: false``, which both SDKs obey), and the provider's error (a rate limit, say) is raised
+    now, for the step to record and the state machine to wait out."""
+    wait = retry_after_seconds(response.headers)
+    if wait is None:
+        return
+    limit = call_limit()
+    allowed = CALL_TIMEOUT_SECONDS if limit is None else min(CALL_TIMEOUT_SECONDS, limit - MIN_CALL_SECONDS)
+    if wait > allowed:
+        response.headers["x-should-retry"] = "false"
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """The wait an answer asks for, as the SDKs read it: ``retry-after-ms``, else ``retry-after`` in seconds or as
+    an HTTP date; None without either (or unreadable)."""
+    try:
+        if (ms := headers.get("retry-after-ms")) is not None:
+            return float(ms) / 1000
+        if (value := headers.get("retry-after")) is None:
+            return None
+        try:
+            return float(value)
+        except ValueError:
+            # an HTTP date, rarely sent: email.utils costs 20 ms of import (-X importtime) on every adapter's import
+            from email.utils import parsedate_to_datetime  # noqa: PLC0415
+
+            return parsedate_to_datetime(value).timestamp() - time.time()
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, Provide
 from batch_gateway.providers.call_timeouts import (
     CALL_TIMEOUT_SECONDS,
     CONNECT_TIMEOUT_SECONDS,
+    bound_response,
     no_time_left_as,
     request_hook,
 )
@@ -64,7 +65,10 @@ class OpenAIBatchProvider(BatchProvider):
             max_retries=2,
             timeout=openai.Timeout(CALL_TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),
             http_client=openai.DefaultHttpxClient(  # decision 0115
-                event_hooks={"request": [request_hook(no_time_left_as(openai.OpenAIError))]}
+                event_hooks={
+                    "request": [request_hook(no_time_left_as(openai.OpenAIError))],
+                    "response": [bound_response],
+                }
             ),
         )
 
