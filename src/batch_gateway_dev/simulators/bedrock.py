@@ -659,7 +659,7 @@ class BedrockJobs:
     def retrieve(self, req: Request, id: str) -> Reply:
         with self.state.lock:
             job = self._job(id)
-        self._advance(job, wait=False)
+        self._advance_quietly(job, wait=False)
         return json_reply(job.view(time.time()))
 
     def list(self, req: Request) -> Reply:
@@ -687,7 +687,7 @@ class BedrockJobs:
         with self.state.lock:
             jobs = [job for job in self.jobs.values() if self.state.listed(job.submitted, now)]  # in creation order
         for job in jobs:
-            self._advance(job, wait=False)
+            self._advance_quietly(job, wait=False)
         if query.get("sortOrder", "Descending") == "Descending":
             jobs.reverse()
         views = [
@@ -727,12 +727,14 @@ class BedrockJobs:
         timer.daemon = True
         timer.start()
 
-    def _advance_quietly(self, job: _Job) -> None:
+    def _advance_quietly(self, job: _Job, wait: bool = True) -> None:
+        """Advance the job for its timer or a caller's status call or listing: an error of the job's own work (its
+        input read failing part way, say) is never the caller's answer, as on Bedrock; the next advance tries again."""
         if self.jobs.get(job.id) is not job:
             return  # forgotten by a reset
         try:
-            self._advance(job)
-        except Exception:  # a simulator bug: say so, the next poll tries again
+            self._advance(job, wait=wait)
+        except Exception:  # the job's own failure or a simulator bug: say so, the next advance tries again
             traceback.print_exc(file=sys.stderr)
 
     def _advance(self, job: _Job, wait: bool = True) -> None:
