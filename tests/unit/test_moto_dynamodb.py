@@ -80,3 +80,122 @@ def test_a_transaction_that_passes_writes_every_item_and_a_later_cancelled_one_k
         dynamodb.transact_write_items(TransactItems=[_put("c", n={"N": "3"}), refused])
 
     assert _items(dynamodb) == after_first
+
+
+INDEXED = f"indexed-{uuid.uuid4().hex[:8]}"
+VALUES = {
+    "s": {"S": "x"},
+    "n": {"N": "1.50"},
+    "b": {"B": b"\x00\xff"},
+    "ss": {"SS": ["a", "b"]},
+    "ns": {"NS": ["1", "2.5"]},
+    "m": {"M": {"deep": {"L": [{"S": "y"}, {"BOOL": True}, {"NULL": True}]}}},
+}
+
+
+@pytest.fixture
+def indexed(moto_account: dict[str, Any]) -> Any:
+    client = moto_account["dynamodb"]
+    if INDEXED in client.list_tables()["TableNames"]:
+        client.delete_table(TableName=INDEXED)
+    keys = [{"AttributeName": "g", "KeyType": "HASH"}, {"AttributeName": "r", "KeyType": "RANGE"}]
+    client.create_table(
+        TableName=INDEXED,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": name, "AttributeType": "S"} for name in ("pk", "sk", "g", "r")],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[
+            {"IndexName": "keys", "KeySchema": keys, "Projection": {"ProjectionType": "KEYS_ONLY"}},
+            {
+                "IndexName": "some",
+                "KeySchema": keys,
+                "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["n", "ss", "m", "absent"]},
+            },
+            {"IndexName": "all", "KeySchema": keys, "Projection": {"ProjectionType": "ALL"}},
+        ],
+    )
+    return client
+
+
+def test_an_index_query_answers_exactly_the_projected_attributes_as_they_were_written(indexed):
+    item = {"pk": {"S": "p"}, "sk": {"S": "s"}, "g": {"S": "G"}, "r": {"S": "R"}, **VALUES}
+    indexed.put_item(TableName=INDEXED, Item=item)
+    indexed.put_item(TableName=INDEXED, Item={"pk": {"S": "unindexed"}, "sk": {"S": "s"}})
+
+    def query(index: str) -> list[dict[str, Any]]:
+        return indexed.query(
+            TableName=INDEXED,
+            IndexName=index,
+            KeyConditionExpression="g = :g",
+            ExpressionAttributeValues={":g": {"S": "G"}},
+        )["Items"]
+
+    keys = {name: item[name] for name in ("pk", "sk", "g", "r")}
+    assert _unordered_sets(query("keys")) == [keys]
+    assert _unordered_sets(query("some")) == [{**keys, "n": item["n"], "ss": item["ss"], "m": item["m"]}]
+    assert _unordered_sets(query("all")) == [item]
+
+
+def _unordered_sets(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A set's members come back in any order (DynamoDB's sets are unordered): sorted as written above."""
+    kinds = ("SS", "NS", "BS")
+    return [{k: {t: sorted(v) if t in kinds else v for t, v in a.items()} for k, a in item.items()} for item in items]
+
+
+def test_an_item_over_the_size_limit_is_refused_and_one_under_it_is_kept(dynamodb):
+    dynamodb.put_item(
+        TableName=TABLE, Item={"pk": {"S": "under"}, "a": {"S": "x" * 200_000}, "b": {"S": "y" * 200_000}}
+    )
+    with pytest.raises(dynamodb.exceptions.ClientError, match="Item size (to update )?has exceeded"):
+        dynamodb.put_item(
+            TableName=TABLE, Item={"pk": {"S": "over"}, "a": {"S": "x" * 200_000}, "b": {"S": "y" * 210_000}}
+        )
+    with pytest.raises(dynamodb.exceptions.ClientError, match="Item size (to update )?has exceeded"):
+        dynamodb.update_item(
+            TableName=TABLE,
+            Key={"pk": {"S": "under"}},
+            UpdateExpression="SET c = :c",
+            ExpressionAttributeValues={":c": {"S": "z" * 10_000}},
+        )
+    assert set(_items(dynamodb)) == {"under"}
+    assert len(_items(dynamodb)["under"]["b"]["S"]) == 200_000
+
+
+def test_sets_are_sized_and_compared_by_their_members(dynamodb):
+    dynamodb.put_item(
+        TableName=TABLE,
+        Item={"pk": {"S": "sets"}, "ss": {"SS": ["a", "é"]}, "ns": {"NS": ["1.0", "2"]}, "bs": {"BS": [b"\x00"]}},
+    )
+
+    def holds(condition: str, **values: Any) -> bool:
+        try:
+            dynamodb.update_item(
+                TableName=TABLE,
+                Key={"pk": {"S": "sets"}},
+                UpdateExpression="SET checked = :yes",
+                ConditionExpression=condition,
+                ExpressionAttributeValues={":yes": {"BOOL": True}, **values},
+            )
+        except dynamodb.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    assert holds("contains(ss, :v)", **{":v": {"S": "é"}}) and not holds("contains(ss, :v)", **{":v": {"S": "b"}})
+    assert holds("ns = :v", **{":v": {"NS": ["2", "1"]}})  # numbers by value, members in any order
+    assert not holds("ns = :v", **{":v": {"NS": ["2", "3"]}})
+    assert holds("bs = :v", **{":v": {"BS": [b"\x00"]}})
+    big = [f"{n:07d}" for n in range(60_000)]  # 420,000 bytes of members: over the item limit
+    with pytest.raises(dynamodb.exceptions.ClientError, match="has exceeded"):
+        dynamodb.update_item(
+            TableName=TABLE,
+            Key={"pk": {"S": "sets"}},
+            UpdateExpression="SET ss = :many",
+            ExpressionAttributeValues={":many": {"SS": big}},
+        )
+    dynamodb.update_item(
+        TableName=TABLE,
+        Key={"pk": {"S": "sets"}},
+        UpdateExpression="SET ss = :many",
+        ExpressionAttributeValues={":many": {"SS": big[:50_000]}},
+    )
+    assert len(_items(dynamodb)["sets"]["ss"]["SS"]) == 50_000

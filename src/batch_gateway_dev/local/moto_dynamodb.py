@@ -9,6 +9,17 @@
   table back erased writes other requests made meanwhile). It keeps the items it touches instead and puts back only
   those.
 
+- **Items**: building an item checked the 400 KB limit on every attribute set, each check summing the size of every
+  attribute already set (nested maps walked in full): quadratic in an item's attributes, the larger part of a
+  ``PutItem``'s and an ``UpdateItem``'s cost for the job records. An item is built with one check of its whole size,
+  the same limit: a sum only grows as attributes are added, so one check at the end refuses exactly the items the
+  checks on the way did.
+- **Sets**: a set's size and its value for a comparison were computed by making an attribute value of each member,
+  each time: an owner's quota ledger holds a set of thousands of waiting jobs, and every update of it paid that
+  twice. They are computed from the members as they are, by the same rules.
+- **Index projections**: a query on a ``KEYS_ONLY`` or ``INCLUDE`` index turned each whole item into plain JSON
+  (deep copies and a deserialiser) to pick a few top-level attributes, then serialised them back. It picks them.
+
 ``install()`` is called by the local AWS process (``aws_server``) and by the test suite for its in-process moto.
 ``tests/integration/test_local_aws_answers.py`` holds every read of every attribute type to what was written, and
 ``tests/unit/test_moto_dynamodb.py`` a cancelled transaction to the items as they were.
@@ -32,6 +43,9 @@ def install() -> None:
     _installed = True
     _attribute_values_copied()
     _transactions_undo_their_own_items()
+    _items_checked_once()
+    _sets_taken_whole()
+    _index_projections_picked()
 
 
 def _attribute_values_copied() -> None:
@@ -126,3 +140,79 @@ def _key(backend: Any, table_name: Any, op: dict[str, Any]) -> dict[str, Any] | 
     if table.range_key_attr is not None and table.range_key_attr in item:
         key[table.range_key_attr] = item[table.range_key_attr]
     return key
+
+
+ITEM_SIZE_LIMIT = 405000  # moto's own (LimitedSizeDict): DynamoDB's 400 KB, as measured between 409 and 410 KB
+
+
+def _items_checked_once() -> None:
+    from moto.dynamodb.exceptions import ItemSizeTooLarge
+    from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
+    from moto.dynamodb.models.utilities import bytesize
+
+    def __init__(self: Any, hash_key: Any, range_key: Any, attrs: dict[str, Any]) -> None:
+        self.hash_key = hash_key
+        self.range_key = range_key
+        self.attrs = LimitedSizeDict()
+        size = 0
+        for key, value in attrs.items():
+            typed = DynamoType(value)
+            size += bytesize(key) + typed.size()
+            dict.__setitem__(self.attrs, key, typed)
+        if size > ITEM_SIZE_LIMIT:
+            raise ItemSizeTooLarge
+
+    Item.__init__ = __init__  # type: ignore[method-assign]  # patching moto
+
+
+def _sets_taken_whole() -> None:
+    from decimal import Decimal
+
+    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.models.utilities import bytesize
+
+    real_size = DynamoType.size
+    real_cast = DynamoType.cast_value
+
+    def size(self: Any) -> int:
+        kind = self.type
+        if kind == "NS":  # each member as DynamoType({"N": member}).size(): its length as a string
+            return sum(len(str(member)) for member in self.value)
+        if kind in ("SS", "BS"):  # each member as DynamoType({"S"|"B": member}).size(): its bytes
+            return sum(bytesize(member) for member in self.value)
+        return real_size(self)  # type: ignore[no-any-return]
+
+    def cast_value(self: Any) -> Any:
+        kind = self.type
+        if kind == "NS":
+            return {Decimal(member) for member in self.value}
+        if kind in ("SS", "BS"):
+            return set(self.value)
+        return real_cast.fget(self)  # type: ignore[attr-defined]
+
+    DynamoType.size = size  # type: ignore[method-assign]  # patching moto
+    DynamoType.cast_value = property(cast_value)  # type: ignore[assignment,method-assign]  # patching moto
+
+
+def _index_projections_picked() -> None:
+    from moto.dynamodb.models.dynamo_type import Item, LimitedSizeDict
+    from moto.dynamodb.models.table import SecondaryIndex
+
+    real = SecondaryIndex.project
+
+    def project(self: Any, item: Any) -> Any:
+        projection_type = (self.projection or {}).get("ProjectionType")
+        if projection_type not in ("KEYS_ONLY", "INCLUDE"):
+            return real(self, item)
+        names = [*self.table_key_attrs, *(key["AttributeName"] for key in self.schema)]
+        if projection_type == "INCLUDE":
+            names += self.projection.get("NonKeyAttributes", [])
+        picked = Item.__new__(Item)
+        picked.hash_key, picked.range_key = item.hash_key, item.range_key
+        picked.attrs = LimitedSizeDict()
+        for name in names:
+            if name in item.attrs and name not in picked.attrs:
+                dict.__setitem__(picked.attrs, name, copy.deepcopy(item.attrs[name]))
+        return picked
+
+    SecondaryIndex.project = project  # type: ignore[method-assign]  # patching moto
