@@ -14,9 +14,10 @@
   ``PutItem``'s and an ``UpdateItem``'s cost for the job records. An item is built with one check of its whole size,
   the same limit: a sum only grows as attributes are added, so one check at the end refuses exactly the items the
   checks on the way did.
-- **Sets**: a set's size and its value for a comparison were computed by making an attribute value of each member,
-  each time: an owner's quota ledger holds a set of thousands of waiting jobs, and every update of it paid that
-  twice. They are computed from the members as they are, by the same rules.
+- **Values compared**: an attribute value's value for a comparison (every sort of a table's items for a query,
+  every key matched) asked five type predicates before it cast; a set's size and value made an attribute value of
+  each member, each time (an owner's quota ledger holds a set of thousands of waiting jobs, and every update of it
+  paid that twice). Each is computed by the attribute's type at once, by the same rules.
 - **Index projections**: a query on a ``KEYS_ONLY`` or ``INCLUDE`` index turned each whole item into plain JSON
   (deep copies and a deserialiser) to pick a few top-level attributes, then serialised them back. It picks them.
 
@@ -44,7 +45,7 @@ def install() -> None:
     _attribute_values_copied()
     _transactions_undo_their_own_items()
     _items_checked_once()
-    _sets_taken_whole()
+    _values_cast_at_once()
     _index_projections_picked()
 
 
@@ -165,7 +166,7 @@ def _items_checked_once() -> None:
     Item.__init__ = __init__  # type: ignore[method-assign]  # patching moto
 
 
-def _sets_taken_whole() -> None:
+def _values_cast_at_once() -> None:
     from decimal import Decimal
 
     from moto.dynamodb.models.dynamo_type import DynamoType
@@ -182,16 +183,30 @@ def _sets_taken_whole() -> None:
             return sum(bytesize(member) for member in self.value)
         return real_size(self)  # type: ignore[no-any-return]
 
-    def cast_value(self: Any) -> Any:
+    def cast(self: Any) -> Any:
+        """``cast_value`` by the attribute's type at once (moto asks five predicates first): a string's or a binary's
+        own value, a number's Decimal, a set of its members' values; anything else as moto casts it."""
         kind = self.type
+        if kind == "S" or kind == "B" or kind == "BOOL":
+            return self.value
+        if kind == "N":
+            return Decimal(self.value)
         if kind == "NS":
             return {Decimal(member) for member in self.value}
         if kind in ("SS", "BS"):
             return set(self.value)
         return real_cast.fget(self)  # type: ignore[attr-defined]
 
+    # Sorting a table's items and matching a key compare attribute values: by their cast values, as moto's own.
     DynamoType.size = size  # type: ignore[method-assign]  # patching moto
-    DynamoType.cast_value = property(cast_value)  # type: ignore[assignment,method-assign]  # patching moto
+    DynamoType.cast_value = property(cast)  # type: ignore[assignment,method-assign]  # patching moto
+    DynamoType.__eq__ = lambda self, other: self.type == other.type and cast(self) == cast(other)  # type: ignore[method-assign,assignment]
+    DynamoType.__ne__ = lambda self, other: self.type != other.type or cast(self) != cast(other)  # type: ignore[method-assign,assignment]
+    DynamoType.__lt__ = lambda self, other: cast(self) < cast(other)  # type: ignore[method-assign,assignment]
+    DynamoType.__le__ = lambda self, other: cast(self) <= cast(other)  # type: ignore[method-assign,assignment]
+    DynamoType.__gt__ = lambda self, other: cast(self) > cast(other)  # type: ignore[method-assign,assignment]
+    DynamoType.__ge__ = lambda self, other: cast(self) >= cast(other)  # type: ignore[method-assign,assignment]
+    DynamoType.__hash__ = lambda self: hash((self.type, cast(self)))  # type: ignore[method-assign,assignment]
 
 
 def _index_projections_picked() -> None:
