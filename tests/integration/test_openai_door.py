@@ -7,7 +7,7 @@ import dataclasses
 import json
 
 import pytest
-from openai.types import Batch, FileDeleted, FileObject, Upload
+from openai.types import Batch, Completion, FileDeleted, FileObject, ModerationCreateResponse, Upload
 from openai.types.chat import ChatCompletion
 from openai.types.uploads import UploadPart
 
@@ -230,7 +230,7 @@ def test_an_after_cursor_that_is_not_one_of_the_callers_batches_lists_nothing(aw
     assert [batch["id"] for batch in listing["data"]] == [mine.id]
 
 
-@pytest.mark.parametrize("endpoint", ["/v1/completions", None])
+@pytest.mark.parametrize("endpoint", ["/v1/audio/speech", None])
 def test_unknown_endpoint_is_a_400_in_openai_error_shape(aws, ctx, endpoint):
     _, file, _ = _upload_file(ctx, _lines(1))
     code, body, _ = _create_batch(ctx, file["id"], endpoint=endpoint)
@@ -247,3 +247,85 @@ def test_an_upload_is_at_most_openais_200_mb_batch_file_limit(aws, ctx, size, co
     assert answered == code, upload
     if code == 400:
         assert upload["error"]["param"] == "bytes" and "209715200" in upload["error"]["message"]
+
+
+def _text_lines(url: str, model: str, texts: list[str], **body_extra) -> bytes:
+    field = "prompt" if url == "/v1/completions" else "input"
+    return "\n".join(
+        json.dumps({"custom_id": f"t-{i}", "method": "POST", "url": url, "body": {"model": model, field: text,
+                                                                                  **body_extra}})
+        for i, text in enumerate(texts)
+    ).encode()  # fmt: skip
+
+
+def _run_door_batch(aws, ctx, url: str, data: bytes) -> tuple[dict, list[dict]]:
+    code, file, _ = _upload_file(ctx, data)
+    assert code == 200, file
+    code, batch, _ = _create_batch(ctx, file["id"], endpoint=url)
+    assert code == 200, batch
+    run_workflow(batch["id"], ctx)
+    _, batch, _ = _call(ctx, "GET", f"/openai/v1/batches/{batch['id']}")
+    assert Batch.model_validate(batch).status == "completed", batch
+    code, _, response = _call(ctx, "GET", f"/openai/v1/files/{batch['output_file_id']}/content")
+    assert code == 302
+    return batch, sorted(_download(aws, response), key=lambda line: line["custom_id"])
+
+
+def test_a_completions_batch_runs_on_openai_and_answers_text_completions_with_a_cost(aws, ctx):
+    url = "/v1/completions"
+    batch, lines = _run_door_batch(aws, ctx, url, _text_lines(url, "davinci-002", ["Once upon", "Roses are"],
+                                                              max_tokens=16))  # fmt: skip
+    assert batch["endpoint"] == url and batch["request_counts"] == {"total": 2, "completed": 2, "failed": 0}
+    completions = [Completion.model_validate(line["response"]["body"]) for line in lines]
+    assert [c.choices[0].text for c in completions] == [
+        "[simulated davinci-002] Reply to: Once upon",
+        "[simulated davinci-002] Reply to: Roses are",
+    ]
+    job = aws.jobs.require_job(batch["id"])
+    assert (job.provider, job.endpoint) == ("openai", "completions")
+    native = json.loads(status.handler(load_event("api_status.json", batch["id"]), ctx)["body"])
+    assert native["endpoint"] == "completions" and native["cost"]["total"] > 0
+
+
+def test_a_moderations_batch_answers_moderation_results_and_costs_nothing(aws, ctx):
+    url = "/v1/moderations"
+    texts = ["I will kill the lights", "A calm morning"]
+    batch, lines = _run_door_batch(aws, ctx, url, _text_lines(url, "omni-moderation-latest", texts))
+    answers = [ModerationCreateResponse.model_validate(line["response"]["body"]) for line in lines]
+    assert [a.results[0].flagged for a in answers] == [True, False]
+    assert answers[0].results[0].categories.violence and answers[0].model == "omni-moderation-latest"
+    native = json.loads(status.handler(load_event("api_status.json", batch["id"]), ctx)["body"])
+    assert native["endpoint"] == "moderations" and native["cost"]["total"] == 0
+
+
+@pytest.mark.parametrize(
+    ("url", "model", "param"),
+    [
+        ("/v1/completions", "gpt-4o-mini", "line 1: body.model"),
+        ("/v1/completions", "gpt-3.5-turbo-instruct", "line 1: body.model"),
+        ("/v1/moderations", "text-embedding-3-small", "line 1: body.model"),
+    ],
+)
+def test_a_model_the_endpoint_does_not_serve_is_a_400_naming_the_line_and_nothing_starts(aws, ctx, url, model, param):
+    _, file, _ = _upload_file(ctx, _text_lines(url, model, ["x"]))
+    code, body, _ = _create_batch(ctx, file["id"], endpoint=url)
+    assert code == 400 and body["error"]["param"] == param, body
+    assert f"is not served on {url} in a batch" in body["error"]["message"]
+    _, listing, _ = _call(ctx, "GET", "/openai/v1/batches")
+    assert listing["data"] == []
+
+
+@pytest.mark.parametrize("url", ["/v1/images/generations", "/v1/images/edits", "/v1/videos"])
+def test_image_and_video_endpoints_are_refused_naming_the_endpoint_and_nothing_is_stored(aws, ctx, url):
+    line = {"custom_id": "i", "method": "POST", "url": url, "body": {"model": "gpt-image-1", "prompt": "a cat"}}
+    code, body, _ = _upload_file(ctx, json.dumps(line).encode())
+    assert code == 400 and f"{url} is not supported" in body["error"]["message"], body
+    _, listing, _ = _call(ctx, "GET", "/openai/v1/files")
+    assert listing["data"] == []
+
+    _, file, _ = _upload_file(ctx, _lines(1))
+    code, body, _ = _create_batch(ctx, file["id"], endpoint=url)
+    assert code == 400 and body["error"]["param"] == "endpoint", body
+    assert f"endpoint {url} is not supported: image and video batches are refused" in body["error"]["message"]
+    _, listing, _ = _call(ctx, "GET", "/openai/v1/batches")
+    assert listing["data"] == []

@@ -19,15 +19,19 @@ from batch_gateway.models.jsonl import split_lines
 from batch_gateway.models.openai_format import (
     COMPLETION_WINDOWS,
     ENDPOINTS,
+    MEDIA_ENDPOINTS,
     LineProblemError,
     batch_object,
     check_file,
+    check_model_on_endpoint,
+    media_refusal,
     parse_line,
     raise_problems,
 )
 from batch_gateway.models.requests import check_storable
 from batch_gateway.models.routing import provider_for_model
 from batch_gateway.ports import PayloadWriter
+from batch_gateway.provider_specs import BY_NAME
 from batch_gateway.service.api.cancel import cancel_job
 from batch_gateway.service.api.create import create_deferred_job, create_door_job
 from batch_gateway.service.context import Services
@@ -308,6 +312,8 @@ def create_batch(services: Services, owner: str, body: Any) -> dict[str, Any]:
     for name in unknown[:1]:
         raise InvalidRequestError(f"{name[:100]} is not a field of a batch", details=[{"field": name[:100]}])
     endpoint, window = body.get("endpoint"), body.get("completion_window")
+    if endpoint in MEDIA_ENDPOINTS:
+        raise InvalidRequestError(f"endpoint {media_refusal(endpoint)}", details=[{"field": "endpoint"}])
     if not isinstance(endpoint, str) or endpoint not in ENDPOINTS:
         raise InvalidRequestError(
             f"endpoint must be one of {', '.join(ENDPOINTS)}", details=[{"field": "endpoint", "message": ""}]
@@ -358,7 +364,13 @@ def _batch_model(services: Services, key: str, endpoint: str) -> tuple[str, str]
             except LineProblemError as problem:
                 raise_problems([{"line": number, "field": problem.field, "message": problem.message}], "invalid file")
             model = line["body"]["model"]
-            return model, provider_for_model(model, where="body.model", line=number)
+            provider = provider_for_model(model, where="body.model", line=number)
+            if endpoint in ENDPOINTS and ENDPOINTS[endpoint] in BY_NAME[provider].endpoints:
+                try:
+                    check_model_on_endpoint(model, provider, endpoint)
+                except LineProblemError as problem:
+                    raise_problems([{"line": number, "field": problem.field, "message": problem.message}], "invalid file")
+            return model, provider
     raise InvalidRequestError("the input file holds no requests", details=[{"field": "input_file_id"}])
 
 
