@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from datetime import UTC, datetime
 
+import boto3
 import pytest
 from openai.types import Batch, Completion, FileDeleted, FileObject, ModerationCreateResponse, Upload
 from openai.types.chat import ChatCompletion
@@ -327,5 +329,86 @@ def test_image_and_video_endpoints_are_refused_naming_the_endpoint_and_nothing_i
     code, body, _ = _create_batch(ctx, file["id"], endpoint=url)
     assert code == 400 and body["error"]["param"] == "endpoint", body
     assert f"endpoint {url} is not supported: image and video batches are refused" in body["error"]["message"]
+    _, listing, _ = _call(ctx, "GET", "/openai/v1/batches")
+    assert listing["data"] == []
+
+
+def _bucket_objects(aws, prefix: str) -> dict[str, dict[str, str]]:
+    """Every object under ``prefix`` in the payload bucket, with its tags (as S3 keeps them)."""
+    s3 = boto3.client("s3")
+    keys = [item["Key"] for item in s3.list_objects_v2(Bucket=aws.settings.bucket, Prefix=prefix).get("Contents", [])]
+    return {
+        key: {tag["Key"]: tag["Value"] for tag in s3.get_object_tagging(Bucket=aws.settings.bucket, Key=key)["TagSet"]}
+        for key in keys
+    }
+
+
+def test_output_expires_after_makes_the_output_and_error_files_404_then_and_tags_them_to_expire(aws, ctx, simulator):
+    """OpenAI's ``output_expires_after`` is anchored at each file's creation: from that second the files answer 404
+    (retrieve, content, list); their objects carry the tag the bucket's lifecycle deletes them by, in whole days."""
+    simulator.configure(item_outcomes={"req-1": "errored"})
+    clock = {"now": datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)}
+    aws.clock = lambda: clock["now"]
+    _, file, _ = _upload_file(ctx, _lines(3))
+    expiry = {"anchor": "created_at", "seconds": 2 * 86400 + 1}  # 2 days and a second: the objects go after 3 days
+    code, batch, _ = _create_batch(ctx, file["id"], output_expires_after=expiry)
+    assert code == 200, batch
+    clock["now"] = datetime(2026, 12, 1, 11, 0, 0, tzinfo=UTC)  # the files are written an hour after the batch
+    run_workflow(batch["id"], ctx)
+    _, batch, _ = _call(ctx, "GET", f"/openai/v1/batches/{batch['id']}")
+    files = [batch["output_file_id"], batch["error_file_id"]]
+    assert all(files), batch
+    written = int(clock["now"].timestamp())
+    for file_id in files:
+        code, found, _ = _call(ctx, "GET", f"/openai/v1/files/{file_id}")
+        assert code == 200 and FileObject.model_validate(found).expires_at == written + expiry["seconds"], found
+        code, _, response = _call(ctx, "GET", f"/openai/v1/files/{file_id}/content")
+        assert code == 302 and "X-Amz-Expires=3600&" in _location(response)
+    tagged = _bucket_objects(aws, "doors/openai/")
+    outputs = {key: tags for key, tags in tagged.items() if any(f in key for f in files)}
+    assert len(outputs) == 4  # each file's content and record
+    assert all(tags == {"batch-gateway-expires-after-days": "3"} for tags in outputs.values()), outputs
+    assert tagged[next(key for key in tagged if file["id"] in key and key.endswith(".json"))] == {}  # input kept
+
+    clock["now"] = datetime.fromtimestamp(written + expiry["seconds"] - 60, UTC)  # a minute before: still there
+    code, _, response = _call(ctx, "GET", f"/openai/v1/files/{files[0]}/content")
+    assert code == 302 and "X-Amz-Expires=60&" in _location(response)  # the URL ends with the file
+
+    clock["now"] = datetime.fromtimestamp(written + expiry["seconds"], UTC)
+    for file_id in files:
+        for path in (f"/openai/v1/files/{file_id}", f"/openai/v1/files/{file_id}/content"):
+            code, body, _ = _call(ctx, "GET", path)
+            assert code == 404 and body["error"]["type"] == "invalid_request_error", (path, body)
+    _, listing, _ = _call(ctx, "GET", "/openai/v1/files")
+    assert [f["id"] for f in listing["data"]] == [file["id"]]  # the input file has no expiry
+    code, _, _ = _call(ctx, "GET", f"/openai/v1/files/{file['id']}/content")
+    assert code == 302
+
+
+def test_without_output_expires_after_the_output_files_never_expire(aws, ctx):
+    _, file, _ = _upload_file(ctx, _lines(1))
+    _, batch, _ = _create_batch(ctx, file["id"])
+    run_workflow(batch["id"], ctx)
+    _, batch, _ = _call(ctx, "GET", f"/openai/v1/batches/{batch['id']}")
+    _, found, _ = _call(ctx, "GET", f"/openai/v1/files/{batch['output_file_id']}")
+    assert found["expires_at"] is None
+    assert all(tags == {} for tags in _bucket_objects(aws, "doors/openai/").values())
+
+
+@pytest.mark.parametrize(
+    ("value", "param"),
+    [
+        ({"anchor": "created_at", "seconds": 3599}, "output_expires_after.seconds"),
+        ({"anchor": "created_at", "seconds": 2_592_001}, "output_expires_after.seconds"),
+        ({"anchor": "created_at", "seconds": 3600.5}, "output_expires_after.seconds"),
+        ({"anchor": "completed_at", "seconds": 3600}, "output_expires_after.anchor"),
+        ({"seconds": 3600}, "output_expires_after"),
+        ("1h", "output_expires_after"),
+    ],
+)
+def test_an_output_expires_after_outside_openais_bounds_is_a_400_naming_it(aws, ctx, value, param):
+    _, file, _ = _upload_file(ctx, _lines(1))
+    code, body, _ = _create_batch(ctx, file["id"], output_expires_after=value)
+    assert code == 400 and body["error"]["param"] == param, body
     _, listing, _ = _call(ctx, "GET", "/openai/v1/batches")
     assert listing["data"] == []

@@ -58,6 +58,33 @@ COMPLETIONS_PASSED = OPENAI.options["completions"]
 MODERATION_FIELDS = frozenset({"model", "input"})
 
 
+OUTPUT_EXPIRY_SECONDS = (3600, 2_592_000)  # openai.types.batch_create_params.OutputExpiresAfter: 1 hour to 30 days
+
+
+def output_expiry_seconds(value: Any) -> int | None:
+    """A batch's ``output_expires_after`` (``{"anchor": "created_at", "seconds": n}``, the anchor being each output
+    file's creation) as its seconds; None when not given. Anything else is a 400 naming the field."""
+    if value is None:
+        return None
+    low, high = OUTPUT_EXPIRY_SECONDS
+    if not isinstance(value, dict) or set(value) != {"anchor", "seconds"}:
+        raise InvalidRequestError(
+            'output_expires_after must be {"anchor": "created_at", "seconds": <n>}',
+            details=[{"field": "output_expires_after"}],
+        )
+    if value["anchor"] != "created_at":
+        raise InvalidRequestError(
+            "output_expires_after.anchor must be 'created_at'", details=[{"field": "output_expires_after.anchor"}]
+        )
+    seconds = value["seconds"]
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or not low <= seconds <= high:
+        raise InvalidRequestError(
+            f"output_expires_after.seconds must be a whole number from {low} (1 hour) to {high} (30 days)",
+            details=[{"field": "output_expires_after.seconds"}],
+        )
+    return seconds
+
+
 def media_refusal(url: str) -> str:
     """Why an image or video endpoint is refused, naming it."""
     return f"{url} is not supported: image and video batches are refused (text endpoints: {', '.join(ENDPOINTS)})"

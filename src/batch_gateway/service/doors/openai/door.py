@@ -25,6 +25,7 @@ from batch_gateway.models.openai_format import (
     check_file,
     check_model_on_endpoint,
     media_refusal,
+    output_expiry_seconds,
     parse_line,
     raise_problems,
 )
@@ -82,9 +83,16 @@ def _file_object(meta: dict[str, Any]) -> dict[str, Any]:
         "filename": meta["filename"],
         "purpose": meta["purpose"],
         "status": "processed",
-        "expires_at": None,
+        "expires_at": meta.get("expires_at"),
         "status_details": None,
     }
+
+
+def _expired(services: Services, meta: dict[str, Any]) -> bool:
+    """A file past its ``expires_at`` (a batch's output_expires_after, decision 0125) is gone for the caller at once;
+    its objects are deleted by the bucket's lifecycle rule within a day after."""
+    expires_at = meta.get("expires_at")
+    return expires_at is not None and services.clock().timestamp() >= expires_at
 
 
 def _check_purpose(purpose: Any) -> None:
@@ -128,6 +136,8 @@ def _file_meta(services: Services, owner: str, file_id: str) -> dict[str, Any]:
     if not _valid_id(file_id, "file") or not services.payloads.exists(file_meta_key(owner, file_id)):
         raise NotFoundError(f"No such File object: {file_id[:64]}", details=[{"field": "file_id", "message": ""}])
     meta: dict[str, Any] = json.loads(services.payloads.get_bytes(file_meta_key(owner, file_id)))
+    if _expired(services, meta):
+        raise NotFoundError(f"No such File object: {file_id[:64]}", details=[{"field": "file_id", "message": ""}])
     return meta
 
 
@@ -147,7 +157,7 @@ def list_files(
     data = []
     for file_id in ids:
         meta = json.loads(services.payloads.get_bytes(file_meta_key(owner, file_id)))
-        if purpose and meta["purpose"] != purpose:
+        if (purpose and meta["purpose"] != purpose) or _expired(services, meta):
             continue
         data.append(_file_object(meta))
         if len(data) > size:
@@ -171,8 +181,11 @@ def delete_file(services: Services, owner: str, file_id: str) -> dict[str, Any]:
 
 def file_content_url(services: Services, owner: str, file_id: str) -> str:
     """A presigned URL of the file's content: the answer is a redirect, so no file passes through a Lambda."""
-    _file_meta(services, owner, file_id)
-    return services.payloads.presign_get(file_content_key(owner, file_id), PRESIGN_SECONDS)
+    meta = _file_meta(services, owner, file_id)
+    seconds = PRESIGN_SECONDS
+    if meta.get("expires_at") is not None:  # the URL ends with the file
+        seconds = max(1, min(seconds, int(meta["expires_at"] - services.clock().timestamp())))
+    return services.payloads.presign_get(file_content_key(owner, file_id), seconds)
 
 
 # --- uploads -----------------------------------------------------------------------------------------------------
@@ -320,6 +333,7 @@ def create_batch(services: Services, owner: str, body: Any) -> dict[str, Any]:
         )
     if window not in COMPLETION_WINDOWS:
         raise InvalidRequestError("completion_window must be '24h'", details=[{"field": "completion_window"}])
+    expires_after = output_expiry_seconds(body.get("output_expires_after"))
     metadata = body.get("metadata") or {}
     file_id = body.get("input_file_id")
     if not isinstance(file_id, str):
@@ -328,7 +342,13 @@ def create_batch(services: Services, owner: str, body: Any) -> dict[str, Any]:
     key = file_content_key(owner, file_id)
     model, provider = _batch_model(services, key, endpoint)
     problems: list[dict[str, Any]] = []
-    door_fields = DoorFields(endpoint=endpoint, completion_window=window, metadata=metadata, input_file_id=file_id)
+    door_fields = DoorFields(
+        endpoint=endpoint,
+        completion_window=window,
+        metadata=metadata,
+        input_file_id=file_id,
+        output_expires_after_seconds=expires_after,
+    )
     settings = {"provider": provider, "model": model, "endpoint": ENDPOINTS[endpoint], "metadata": metadata}
     check_storable({"door_fields": door_fields.to_dict()})
     if meta["bytes"] > services.settings.sync_input_max_bytes:
