@@ -227,7 +227,12 @@ class PayloadStore(Protocol):
     """Request and result payloads: objects of lines, read and written as streams."""
 
     def put_bytes(
-        self, key: str, data: bytes, content_type: str = "application/x-ndjson", *, tags: Mapping[str, str] | None = None
+        self,
+        key: str,
+        data: bytes,
+        content_type: str = "application/x-ndjson",
+        *,
+        tags: Mapping[str, str] | None = None,
     ) -> None:
         """``tags``: the object's tags, written with it (a lifecycle rule may act on them)."""
         ...

@@ -3,6 +3,8 @@ Responses API send (``/v1/responses`` with ``input_text`` / ``output_text`` part
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from batch_gateway.models.openai_format import LineProblemError, translate_line
@@ -155,8 +157,11 @@ def test_a_moderations_line_translates_to_one_text():
         ("/v1/completions", {"model": "gpt-3.5-turbo-instruct", "prompt": "a"}, "body.model"),
         ("/v1/moderations", {"model": "omni-moderation-latest", "input": [{"type": "image_url"}]}, "body.input"),
         ("/v1/moderations", {"model": "gpt-4o-mini", "input": "a"}, "body.model"),
-        ("/v1/chat/completions", {"model": "omni-moderation-latest", "messages": [{"role": "user", "content": "a"}]},
-         "body.model"),
+        (
+            "/v1/chat/completions",
+            {"model": "omni-moderation-latest", "messages": [{"role": "user", "content": "a"}]},
+            "body.model",
+        ),
         ("/v1/completions", {"model": "claude-sonnet-4-20250514", "prompt": "a"}, "url"),
     ],
 )
@@ -194,4 +199,4 @@ def test_an_image_or_video_line_is_refused_naming_its_endpoint(url):
     from batch_gateway.models.openai_format import parse_line
 
     with pytest.raises(LineProblemError, match=f"{url} is not supported: image and video batches are refused"):
-        parse_line('{"custom_id": "i", "method": "POST", "url": "%s", "body": {"model": "gpt-image-1"}}' % url)
+        parse_line(json.dumps({"custom_id": "i", "method": "POST", "url": url, "body": {"model": "gpt-image-1"}}))

@@ -102,12 +102,15 @@ ACCEPTED = {
     "openai completions": _openai(model="davinci-002", endpoint="completions", hyperparameters={"stop": "\n"}),
     "openai completions of a fine-tune": _openai(model="ft:babbage-002:org::x1", endpoint="completions"),
     "openai completions with a provider option": _openai(
-        model="babbage-002", endpoint="completions", requests={"a": {"prompt": "Hi", "max_tokens": 5}},
+        model="babbage-002",
+        endpoint="completions",
+        requests={"a": {"prompt": "Hi", "max_tokens": 5}},
         provider_options={"echo": True},
     ),
     "openai moderations": _openai(model="omni-moderation-latest", endpoint="moderations"),
-    "openai moderations of one message": _openai(model="text-moderation-stable", endpoint="moderations",
-                                                 requests={"a": [USER]}),
+    "openai moderations of one message": _openai(
+        model="text-moderation-stable", endpoint="moderations", requests={"a": [USER]}
+    ),
     "temperature zero": _body(hyperparameters={"temperature": 0}),
     "a provider option just under 1e38": _body(provider_options={"metadata": {"n": 9.999999999999998e37}}),
     "a provider option of 1e-130": _body(provider_options={"metadata": {"n": -1e-130, "m": 10**38 - 1}}),

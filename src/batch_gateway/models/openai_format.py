@@ -89,6 +89,7 @@ def media_refusal(url: str) -> str:
     """Why an image or video endpoint is refused, naming it."""
     return f"{url} is not supported: image and video batches are refused (text endpoints: {', '.join(ENDPOINTS)})"
 
+
 # gateway job status -> OpenAI batch status
 STATUSES = {
     JobStatus.QUEUED: "validating",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator, Mapping
-from urllib.parse import urlencode
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from batch_gateway.contract.errors import TransientError
 from batch_gateway.models.jsonl import split_lines
@@ -31,7 +31,12 @@ class S3PayloadStore(PayloadStore):
         self.bucket = bucket
 
     def put_bytes(
-        self, key: str, data: bytes, content_type: str = "application/x-ndjson", *, tags: Mapping[str, str] | None = None
+        self,
+        key: str,
+        data: bytes,
+        content_type: str = "application/x-ndjson",
+        *,
+        tags: Mapping[str, str] | None = None,
     ) -> None:
         self._s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type, **_tagging(tags))
 
@@ -162,7 +167,7 @@ class S3PayloadStore(PayloadStore):
         return [item["Key"] for page in pages for item in page.get("Contents", [])]
 
 
-def _tagging(tags: Mapping[str, str] | None) -> dict[str, str]:
+def _tagging(tags: Mapping[str, str] | None) -> dict[str, Any]:
     """The ``Tagging`` argument of a put or a multipart upload's create (needs ``s3:PutObjectTagging`` too)."""
     return {"Tagging": urlencode(dict(tags))} if tags else {}
 

@@ -421,7 +421,12 @@ class MemoryPayloadStore(PayloadStore):
             return self._objects[key]
 
     def put_bytes(
-        self, key: str, data: bytes, content_type: str = "application/x-ndjson", *, tags: Mapping[str, str] | None = None
+        self,
+        key: str,
+        data: bytes,
+        content_type: str = "application/x-ndjson",
+        *,
+        tags: Mapping[str, str] | None = None,
     ) -> None:
         self._store(key, bytes(data))
         self.tags[key] = dict(tags or {})

@@ -389,7 +389,8 @@ def _batch_model(services: Services, key: str, endpoint: str) -> tuple[str, str]
                 try:
                     check_model_on_endpoint(model, provider, endpoint)
                 except LineProblemError as problem:
-                    raise_problems([{"line": number, "field": problem.field, "message": problem.message}], "invalid file")
+                    where = {"line": number, "field": problem.field, "message": problem.message}
+                    raise_problems([where], "invalid file")
             return model, provider
     raise InvalidRequestError("the input file holds no requests", details=[{"field": "input_file_id"}])
 
