@@ -10,12 +10,18 @@ import openai
 import pytest
 from openai.types import Completion, ModerationCreateResponse
 
-from tests.e2e.test_openai_door import door_client
+from tests.support.api_caller import Caller
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("settled")  # no workflow left running into another test
 
 ENDED = ("completed", "failed", "expired", "cancelled")
+
+
+def door_client(stack, owner: Caller) -> openai.OpenAI:
+    """The SDK as a user's code builds it: the door's base URL and a gateway key of ``owner``'s."""
+    key = stack.api_key(owner, name="openai-text-endpoints-e2e")
+    return openai.OpenAI(base_url=stack.info()["openai_base_url"], api_key=key, max_retries=0)
 
 
 def _file(url: str, model: str, texts: list[str], **body) -> bytes:
