@@ -319,7 +319,26 @@ def _door_bodies() -> dict[str, dict[str, Any]]:
                         "endpoint": {"enum": list(openai_format.ENDPOINTS)},
                         "completion_window": {"enum": list(openai_format.COMPLETION_WINDOWS)},
                         "metadata": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
-                        "output_expires_after": {"type": "object"},
+                        "output_expires_after": {
+                            "anyOf": [
+                                {
+                                    "type": "object",
+                                    "required": ["anchor", "seconds"],
+                                    "additionalProperties": False,
+                                    "properties": {
+                                        "anchor": {"const": "created_at"},
+                                        "seconds": {
+                                            "type": "integer",
+                                            "minimum": openai_format.OUTPUT_EXPIRY_SECONDS[0],
+                                            "maximum": openai_format.OUTPUT_EXPIRY_SECONDS[1],
+                                        },
+                                    },
+                                },
+                                {"type": "null"},
+                            ],
+                            "description": "the output and error files expire this long after each file's "
+                            "creation: 404 from then on, and their objects deleted within a day after",
+                        },
                     },
                 }
             }
