@@ -52,6 +52,7 @@ def test_a_moderations_job_answers_each_texts_verdict_and_costs_nothing(aws, ctx
     results = _results(ctx, job["id"])
     [threat], [calm] = results["threat"]["outputs"], results["calm"]["outputs"]
     assert threat["type"] == "moderation" and threat["flagged"] and threat["categories"]["violence"]
+    assert results["threat"]["status"] == "succeeded" and results["threat"]["text"] is None
     assert threat["category_scores"]["violence"] == 0.9
     assert not calm["flagged"] and not any(calm["categories"].values())
     assert results["threat"]["cost"] == 0 and results["calm"]["cost"] == 0
