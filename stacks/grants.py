@@ -46,6 +46,7 @@ JOB_ITEMS_PREFIX = "JOB#"  # store/jobs.py: a job's item and its chunks
 OBJECT_READ = ["s3:GetObject"]
 OBJECT_WRITE = ["s3:PutObject", "s3:AbortMultipartUpload"]
 OBJECT_DELETE = ["s3:DeleteObject"]
+OBJECT_TAG = ["s3:PutObjectTagging"]  # a put or multipart upload that sets the object's tags needs it too
 
 
 def table(role: iam.IRole, jobs: dynamodb.ITable, key: kms.IKey | None, *, write: bool) -> None:

@@ -66,12 +66,25 @@ class StorageConstruct(Construct):
                 ),
                 # Native uploads (POST /uploads) are input files, not results: gone UPLOADS_EXPIRE_DAYS after upload
                 # (a delete marker, then the bytes a day later). The doors' files live under doors/ and stay until
-                # deleted, as the OpenAI API promises.
+                # deleted, as the OpenAI API promises, unless their batch set output_expires_after (below).
                 s3.LifecycleRule(
                     id="expire-native-uploads",
                     prefix=constants.UPLOADS_PREFIX,
                     expiration=Duration.days(UPLOADS_EXPIRE_DAYS),
                     noncurrent_version_expiration=Duration.days(1),
+                ),
+                # An OpenAI door batch's output_expires_after (decision 0125): its output and error files carry the
+                # tag saying after how many days they expire (rounded up); one rule per day count deletes them then
+                # (the door answers 404 from the exact second on).
+                *(
+                    s3.LifecycleRule(
+                        id=f"expire-door-files-after-{days}d",
+                        prefix=constants.DOORS_PREFIX,
+                        tag_filters={constants.EXPIRES_AFTER_DAYS_TAG: str(days)},
+                        expiration=Duration.days(days),
+                        noncurrent_version_expiration=Duration.days(1),
+                    )
+                    for days in range(1, constants.EXPIRES_AFTER_MAX_DAYS + 1)
                 ),
             ],
             **_SECURE_BUCKET,

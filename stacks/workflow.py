@@ -204,9 +204,10 @@ class WorkflowConstruct(Construct):
                 bucket,
                 key,
                 [f"{constants.DOORS_PREFIX}*"],
-                [*grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
+                [*grants.OBJECT_WRITE, *grants.OBJECT_DELETE, *grants.OBJECT_TAG],
                 "a door job's output files (OpenAI output/error files, Anthropic results) are written from its "
-                "results; an empty OpenAI file is deleted again (service/outputs/doors.py).",
+                "results, tagged with their expiry when the batch set one (decision 0125); an empty OpenAI file is "
+                "deleted again (service/outputs/doors.py).",
             )
         for function_id in ("Submit", "Poll", "MarkFailed"):
             secrets.grant_read(self.functions[function_id])

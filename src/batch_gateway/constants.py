@@ -101,6 +101,11 @@ OUTBOX_PREFIX = "outbox/"
 UPLOADS_PREFIX = "uploads/"  # POST /uploads: input files uploaded through presigned URLs
 DOORS_PREFIX = "doors/"  # the compatible doors' files; the workflow writes their output files (decision 0045)
 OPENAI_DOOR_PREFIX = DOORS_PREFIX + "openai/"  # the OpenAI door's files and upload parts, per owner digest
+# An OpenAI batch's output_expires_after (decision 0125): its output and error files are written with this object tag
+# saying after how many whole days (1 to the most, 30) they expire, and one bucket lifecycle rule per day count
+# deletes them then.
+EXPIRES_AFTER_DAYS_TAG = "batch-gateway-expires-after-days"
+EXPIRES_AFTER_MAX_DAYS = 30  # OpenAI's most: 2,592,000 seconds
 
 # DynamoDB layout: one table, job and chunk items under the job's partition.
 TABLE_PK = "pk"

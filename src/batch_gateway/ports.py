@@ -9,7 +9,7 @@ each and ``service.context.Services`` carries them to every use case. The in-mem
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, Self
@@ -226,7 +226,16 @@ class PayloadWriter(Protocol):
 class PayloadStore(Protocol):
     """Request and result payloads: objects of lines, read and written as streams."""
 
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/x-ndjson") -> None: ...
+    def put_bytes(
+        self,
+        key: str,
+        data: bytes,
+        content_type: str = "application/x-ndjson",
+        *,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
+        """``tags``: the object's tags, written with it (a lifecycle rule may act on them)."""
+        ...
 
     def get_bytes(self, key: str) -> bytes: ...
 
@@ -258,9 +267,11 @@ class PayloadStore(Protocol):
         replaces: str | None = None,
         new_only: bool = False,
         background: bool = False,
+        tags: Mapping[str, str] | None = None,
     ) -> PayloadWriter:
         """``replaces``: written only if the object still has this ETag; ``new_only``: only if there is none.
-        ``background``: a full part goes up while the next fills (decision 0088; about one more part of memory)."""
+        ``background``: a full part goes up while the next fills (decision 0088; about one more part of memory).
+        ``tags``: the object's tags, written with it."""
         ...
 
     def presign_get(self, key: str, expires_in: int) -> str: ...

@@ -62,6 +62,10 @@ class ProviderSpec(NamedTuple):
     # since the wheel never imports dev code); key_env and base_url_env below.
     simulator: str
     endpoints: tuple[str, ...] = (CHAT,)  # what ``endpoint`` may name; a chat-only provider records none on a job
+    # endpoint -> (pattern, the served models in words): the models the provider serves on that endpoint in a batch.
+    # The pattern is both a Python regex (searched) and an ECMA-262 one (docs/openapi.json), anchored at the start
+    # only; an endpoint not named takes every model ``models.check`` takes.
+    endpoint_models: MappingProxyType[str, tuple[str, str]] = MappingProxyType({})
     # Hyperparameter bounds that differ from models.requests.HYPERPARAMETERS'; None: the provider does not take it.
     hyperparameters: MappingProxyType[str, tuple[float, float] | None] = MappingProxyType({})
     # endpoint -> the provider_options a caller may pass through (only what the provider documents for batches).
@@ -153,6 +157,9 @@ ANTHROPIC: Final = ProviderSpec(
     ),
 )
 
+# OpenAI models that only the embeddings, completions and moderations endpoints serve; chat and responses take the rest
+_OPENAI_CHAT = "^(?!(?:ft:)?(?:text-embedding-|davinci-002|babbage-002)|(?:omni|text)-moderation-)"
+
 OPENAI: Final = ProviderSpec(
     name="openai",
     label="OpenAI",
@@ -167,10 +174,25 @@ OPENAI: Final = ProviderSpec(
         refusal=f"model '{{model}}' is an Anthropic model; use provider '{ANTHROPIC.name}'",
         refusal_detail="not an OpenAI model",
         schema=f"^(?!claude)[A-Za-z0-9]{_MODEL_CHARS}{{0,199}}$",
-        routes=r"\A(?:ft:)?(?:gpt-|o1|o3|o4|text-embedding-|chatgpt-).*\Z",
-        routes_hint="gpt-*, o1*, o3*, o4*, text-embedding-*, chatgpt-*",
+        routes=r"\A(?:(?:ft:)?(?:gpt-|o1|o3|o4|text-embedding-|chatgpt-|davinci-002|babbage-002)"
+        r"|(?:omni|text)-moderation-).*\Z",
+        routes_hint="gpt-*, o1*, o3*, o4*, text-embedding-*, chatgpt-*, davinci-002, babbage-002, "
+        "omni-moderation-*, text-moderation-*",
     ),
-    endpoints=(CHAT, "responses", "embeddings"),
+    endpoints=(CHAT, "responses", "embeddings", "completions", "moderations"),
+    # Which models each batch endpoint serves (developers.openai.com/api/docs/models/<model>, "Endpoints"): the
+    # legacy completions endpoint runs the GPT base models (gpt-3.5-turbo-instruct says "Batch: not supported"),
+    # moderations the moderation models (openai.types.ModerationModel), embeddings the embedding models; chat and
+    # responses none of those.
+    endpoint_models=MappingProxyType(
+        {
+            CHAT: (_OPENAI_CHAT, "not an embedding, completions or moderation model"),
+            "responses": (_OPENAI_CHAT, "not an embedding, completions or moderation model"),
+            "embeddings": ("^(?:ft:)?text-embedding-", "text-embedding-*"),
+            "completions": ("^(?:ft:)?(?:davinci-002|babbage-002)", "davinci-002, babbage-002"),
+            "moderations": ("^(?:omni|text)-moderation-", "omni-moderation-*, text-moderation-*"),
+        }
+    ),
     hyperparameters=MappingProxyType({"top_k": None}),  # None: not supported by the provider
     options=MappingProxyType(
         {
@@ -195,6 +217,11 @@ OPENAI: Final = ProviderSpec(
             ),
             "responses": frozenset({"reasoning", "text", "tools", "tool_choice", "store", "user", "truncation"}),
             "embeddings": frozenset({"dimensions", "encoding_format", "user"}),
+            # openai.types.CompletionCreateParams but n and best_of (one choice per request) and streaming
+            "completions": frozenset(
+                {"echo", "frequency_penalty", "logit_bias", "logprobs", "presence_penalty", "seed", "suffix", "user"}
+            ),
+            "moderations": frozenset(),  # openai.types.ModerationCreateParams: input and model only
         }
     ),
     # "Batch queue limit" per model (platform.openai.com/docs/guides/rate-limits and each model's page, tier 1): input

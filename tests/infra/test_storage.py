@@ -105,7 +105,7 @@ def test_native_uploads_expire_and_abandoned_multipart_uploads_are_aborted_but_d
     assert abort["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 1}
     assert "Prefix" not in abort and "Filter" not in abort
     # POST /uploads objects expire after the documented 7 days (docs/api.md), their old versions a day later
-    expiring = [rule for rule in rules if "ExpirationInDays" in rule]
+    expiring = [rule for rule in rules if "ExpirationInDays" in rule and "TagFilters" not in rule]
     assert expiring == [
         {
             "Id": "expire-native-uploads",
@@ -123,6 +123,27 @@ def test_native_uploads_expire_and_abandoned_multipart_uploads_are_aborted_but_d
         anthropic_door.anthropic_results_key("job_1"),
     ):
         assert not any(key.startswith(rule["Prefix"]) for rule in expiring), key
+
+
+def test_a_door_file_tagged_to_expire_after_n_days_has_a_rule_that_deletes_it_then(synthesized):
+    """An OpenAI batch's output_expires_after tags its output files with the days they last (decision 0125); the
+    bucket's lifecycle deletes each within a day of that, on AWS as locally (moto runs no lifecycle, so this is the
+    test of the deletion: the door's 404 is tested in tests/integration/test_openai_door.py)."""
+    _, payload = synthesized.by_path("Storage/PayloadBucket/Resource")
+    rules = payload["Properties"]["LifecycleConfiguration"]["Rules"]
+    by_days = {
+        rule["TagFilters"][0]["Value"]: rule for rule in rules if "TagFilters" in rule and rule["Status"] == "Enabled"
+    }
+    assert sorted(by_days, key=int) == [str(days) for days in range(1, 31)]
+    for days, rule in by_days.items():
+        assert rule["TagFilters"] == [{"Key": constants.EXPIRES_AFTER_DAYS_TAG, "Value": days}]
+        assert rule["Prefix"] == constants.DOORS_PREFIX and rule["ExpirationInDays"] == int(days)
+        assert rule["NoncurrentVersionExpiration"] == {"NoncurrentDays": 1}
+    # the functions that write those files may tag them (S3 refuses a tagged put without s3:PutObjectTagging; the
+    # local stack does not check it)
+    for function_id in ("Finalize", "MarkFailed"):
+        grants = synthesized.object_grants(function_id)
+        assert grants["s3:PutObjectTagging"] == {f"{constants.DOORS_PREFIX}*"}, function_id
 
 
 def test_bucket_policies_deny_requests_without_tls(synthesized):

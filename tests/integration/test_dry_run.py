@@ -31,6 +31,8 @@ BAD = [
     ("unknown top-level field", {"priority": "high"}),
     ("too much metadata", {"metadata": {f"k{i}": "v" for i in range(20)}}),
     ("endpoint for anthropic", {"endpoint": "embeddings"}),
+    ("image endpoint", {"provider": "openai", "model": "gpt-image-1", "endpoint": "images/generations"}),
+    ("chat model on moderations", {"provider": "openai", "model": "gpt-4o-mini", "endpoint": "moderations"}),
     ("assistant first", {"requests": {"a": {"messages": [{"role": "assistant", "content": "x"}]}}}),
     ("oversize prompt", {"requests": {"a": "x" * 1_000_001}}),
     ("nova with tools", {"provider": "bedrock", "model": "amazon.nova-lite-v1:0"}),
@@ -128,6 +130,18 @@ def test_the_estimate_prices_the_job_and_a_real_create_keeps_its_high_estimate(a
     assert status == 202
     stored = wiring.services().jobs.require_job(job["id"])
     assert stored.estimate_usd == pytest.approx(cost["high"], abs=1e-6)
+
+
+def test_a_moderations_estimate_has_no_output_and_costs_nothing_and_a_completions_one_prices_its_tokens(aws, ctx):
+    body = {"provider": "openai", "requests": {"a": "Hello there"}, "hyperparameters": {"max_tokens": 100}}
+    status, moderations = _post(ctx, {**body, "model": "omni-moderation-latest", "endpoint": "moderations",
+                                      "dry_run": True})  # fmt: skip
+    assert status == 200, moderations
+    assert moderations["endpoint"] == "moderations" and moderations["output_tokens"]["ceiling"] == 0
+    assert moderations["cost"]["low"] == 0 and moderations["cost"]["high"] == 0
+    status, completions = _post(ctx, {**body, "model": "davinci-002", "endpoint": "completions", "dry_run": True})
+    assert status == 200, completions
+    assert completions["output_tokens"]["ceiling"] == 100 and completions["cost"]["high"] > 0
 
 
 def test_an_unknown_model_has_no_price_not_zero(aws, ctx):

@@ -166,3 +166,17 @@ def test_only_a_background_writer_sends_parts_from_another_thread(store, monkeyp
             writer.write_line(line)
     assert len(senders) == 3 and senders[-1]  # the last part goes up at close, from the caller's thread
     assert all(senders) is not background
+
+
+@pytest.mark.parametrize("count", [3, 2 * PART_SIZE // 1000 + 5], ids=["one put", "several parts"])
+def test_tags_given_to_the_writer_are_on_the_object_however_it_went_up(store, count):
+    """An expiring door file (decision 0125) is tagged as it is written, one put or a multipart upload: no object
+    exists without the tag its lifecycle rule deletes it by."""
+    tags = {"batch-gateway-expires-after-days": "3"}
+    with store.writer("doors/openai/x/files/file-1.jsonl", tags=tags) as writer:
+        for line in lines(count):
+            writer.write_line(line)
+    store.put_bytes("doors/openai/x/files/file-1.json", b"{}", "application/json", tags=tags)
+    for key in ("doors/openai/x/files/file-1.jsonl", "doors/openai/x/files/file-1.json"):
+        found = store._s3.get_object_tagging(Bucket=store.bucket, Key=key)["TagSet"]
+        assert found == [{"Key": "batch-gateway-expires-after-days", "Value": "3"}], key

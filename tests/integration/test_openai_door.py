@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from datetime import UTC, datetime
 
+import boto3
 import pytest
-from openai.types import Batch, FileDeleted, FileObject, Upload
+from openai.types import Batch, Completion, FileDeleted, FileObject, ModerationCreateResponse, Upload
 from openai.types.chat import ChatCompletion
 from openai.types.uploads import UploadPart
 
@@ -230,7 +232,7 @@ def test_an_after_cursor_that_is_not_one_of_the_callers_batches_lists_nothing(aw
     assert [batch["id"] for batch in listing["data"]] == [mine.id]
 
 
-@pytest.mark.parametrize("endpoint", ["/v1/completions", None])
+@pytest.mark.parametrize("endpoint", ["/v1/audio/speech", None])
 def test_unknown_endpoint_is_a_400_in_openai_error_shape(aws, ctx, endpoint):
     _, file, _ = _upload_file(ctx, _lines(1))
     code, body, _ = _create_batch(ctx, file["id"], endpoint=endpoint)
@@ -247,3 +249,166 @@ def test_an_upload_is_at_most_openais_200_mb_batch_file_limit(aws, ctx, size, co
     assert answered == code, upload
     if code == 400:
         assert upload["error"]["param"] == "bytes" and "209715200" in upload["error"]["message"]
+
+
+def _text_lines(url: str, model: str, texts: list[str], **body_extra) -> bytes:
+    field = "prompt" if url == "/v1/completions" else "input"
+    return "\n".join(
+        json.dumps({"custom_id": f"t-{i}", "method": "POST", "url": url, "body": {"model": model, field: text,
+                                                                                  **body_extra}})
+        for i, text in enumerate(texts)
+    ).encode()  # fmt: skip
+
+
+def _run_door_batch(aws, ctx, url: str, data: bytes) -> tuple[dict, list[dict]]:
+    code, file, _ = _upload_file(ctx, data)
+    assert code == 200, file
+    code, batch, _ = _create_batch(ctx, file["id"], endpoint=url)
+    assert code == 200, batch
+    run_workflow(batch["id"], ctx)
+    _, batch, _ = _call(ctx, "GET", f"/openai/v1/batches/{batch['id']}")
+    assert Batch.model_validate(batch).status == "completed", batch
+    code, _, response = _call(ctx, "GET", f"/openai/v1/files/{batch['output_file_id']}/content")
+    assert code == 302
+    return batch, sorted(_download(aws, response), key=lambda line: line["custom_id"])
+
+
+def test_a_completions_batch_runs_on_openai_and_answers_text_completions_with_a_cost(aws, ctx):
+    url = "/v1/completions"
+    batch, lines = _run_door_batch(aws, ctx, url, _text_lines(url, "davinci-002", ["Once upon", "Roses are"],
+                                                              max_tokens=16))  # fmt: skip
+    assert batch["endpoint"] == url and batch["request_counts"] == {"total": 2, "completed": 2, "failed": 0}
+    completions = [Completion.model_validate(line["response"]["body"]) for line in lines]
+    assert [c.choices[0].text for c in completions] == [
+        "[simulated davinci-002] Reply to: Once upon",
+        "[simulated davinci-002] Reply to: Roses are",
+    ]
+    job = aws.jobs.require_job(batch["id"])
+    assert (job.provider, job.endpoint) == ("openai", "completions")
+    native = json.loads(status.handler(load_event("api_status.json", batch["id"]), ctx)["body"])
+    assert native["endpoint"] == "completions" and native["cost"]["total"] > 0
+
+
+def test_a_moderations_batch_answers_moderation_results_and_costs_nothing(aws, ctx):
+    url = "/v1/moderations"
+    texts = ["I will kill the lights", "A calm morning"]
+    batch, lines = _run_door_batch(aws, ctx, url, _text_lines(url, "omni-moderation-latest", texts))
+    answers = [ModerationCreateResponse.model_validate(line["response"]["body"]) for line in lines]
+    assert [a.results[0].flagged for a in answers] == [True, False]
+    assert answers[0].results[0].categories.violence and answers[0].model == "omni-moderation-latest"
+    native = json.loads(status.handler(load_event("api_status.json", batch["id"]), ctx)["body"])
+    assert native["endpoint"] == "moderations" and native["cost"]["total"] == 0
+
+
+@pytest.mark.parametrize(
+    ("url", "model", "param"),
+    [
+        ("/v1/completions", "gpt-4o-mini", "line 1: body.model"),
+        ("/v1/completions", "gpt-3.5-turbo-instruct", "line 1: body.model"),
+        ("/v1/moderations", "text-embedding-3-small", "line 1: body.model"),
+    ],
+)
+def test_a_model_the_endpoint_does_not_serve_is_a_400_naming_the_line_and_nothing_starts(aws, ctx, url, model, param):
+    _, file, _ = _upload_file(ctx, _text_lines(url, model, ["x"]))
+    code, body, _ = _create_batch(ctx, file["id"], endpoint=url)
+    assert code == 400 and body["error"]["param"] == param, body
+    assert f"is not served on {url} in a batch" in body["error"]["message"]
+    _, listing, _ = _call(ctx, "GET", "/openai/v1/batches")
+    assert listing["data"] == []
+
+
+@pytest.mark.parametrize("url", ["/v1/images/generations", "/v1/images/edits", "/v1/videos"])
+def test_image_and_video_endpoints_are_refused_naming_the_endpoint_and_nothing_is_stored(aws, ctx, url):
+    line = {"custom_id": "i", "method": "POST", "url": url, "body": {"model": "gpt-image-1", "prompt": "a cat"}}
+    code, body, _ = _upload_file(ctx, json.dumps(line).encode())
+    assert code == 400 and f"{url} is not supported" in body["error"]["message"], body
+    _, listing, _ = _call(ctx, "GET", "/openai/v1/files")
+    assert listing["data"] == []
+
+    _, file, _ = _upload_file(ctx, _lines(1))
+    code, body, _ = _create_batch(ctx, file["id"], endpoint=url)
+    assert code == 400 and body["error"]["param"] == "endpoint", body
+    assert f"endpoint {url} is not supported: image and video batches are refused" in body["error"]["message"]
+    _, listing, _ = _call(ctx, "GET", "/openai/v1/batches")
+    assert listing["data"] == []
+
+
+def _bucket_objects(aws, prefix: str) -> dict[str, dict[str, str]]:
+    """Every object under ``prefix`` in the payload bucket, with its tags (as S3 keeps them)."""
+    s3 = boto3.client("s3")
+    keys = [item["Key"] for item in s3.list_objects_v2(Bucket=aws.settings.bucket, Prefix=prefix).get("Contents", [])]
+    return {
+        key: {tag["Key"]: tag["Value"] for tag in s3.get_object_tagging(Bucket=aws.settings.bucket, Key=key)["TagSet"]}
+        for key in keys
+    }
+
+
+def test_output_expires_after_makes_the_output_and_error_files_404_then_and_tags_them_to_expire(aws, ctx, simulator):
+    """OpenAI's ``output_expires_after`` is anchored at each file's creation: from that second the files answer 404
+    (retrieve, content, list); their objects carry the tag the bucket's lifecycle deletes them by, in whole days."""
+    simulator.configure(item_outcomes={"req-1": "errored"})
+    clock = {"now": datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)}
+    aws.clock = lambda: clock["now"]
+    _, file, _ = _upload_file(ctx, _lines(3))
+    expiry = {"anchor": "created_at", "seconds": 2 * 86400 + 1}  # 2 days and a second: the objects go after 3 days
+    code, batch, _ = _create_batch(ctx, file["id"], output_expires_after=expiry)
+    assert code == 200, batch
+    clock["now"] = datetime(2026, 12, 1, 11, 0, 0, tzinfo=UTC)  # the files are written an hour after the batch
+    run_workflow(batch["id"], ctx)
+    _, batch, _ = _call(ctx, "GET", f"/openai/v1/batches/{batch['id']}")
+    files = [batch["output_file_id"], batch["error_file_id"]]
+    assert all(files), batch
+    written = int(clock["now"].timestamp())
+    for file_id in files:
+        code, found, _ = _call(ctx, "GET", f"/openai/v1/files/{file_id}")
+        assert code == 200 and FileObject.model_validate(found).expires_at == written + expiry["seconds"], found
+        code, _, response = _call(ctx, "GET", f"/openai/v1/files/{file_id}/content")
+        assert code == 302 and "X-Amz-Expires=3600&" in _location(response)
+    tagged = _bucket_objects(aws, "doors/openai/")
+    outputs = {key: tags for key, tags in tagged.items() if any(f in key for f in files)}
+    assert len(outputs) == 4  # each file's content and record
+    assert all(tags == {"batch-gateway-expires-after-days": "3"} for tags in outputs.values()), outputs
+    assert tagged[next(key for key in tagged if file["id"] in key and key.endswith(".json"))] == {}  # input kept
+
+    clock["now"] = datetime.fromtimestamp(written + expiry["seconds"] - 60, UTC)  # a minute before: still there
+    code, _, response = _call(ctx, "GET", f"/openai/v1/files/{files[0]}/content")
+    assert code == 302 and "X-Amz-Expires=60&" in _location(response)  # the URL ends with the file
+
+    clock["now"] = datetime.fromtimestamp(written + expiry["seconds"], UTC)
+    for file_id in files:
+        for path in (f"/openai/v1/files/{file_id}", f"/openai/v1/files/{file_id}/content"):
+            code, body, _ = _call(ctx, "GET", path)
+            assert code == 404 and body["error"]["type"] == "invalid_request_error", (path, body)
+    _, listing, _ = _call(ctx, "GET", "/openai/v1/files")
+    assert [f["id"] for f in listing["data"]] == [file["id"]]  # the input file has no expiry
+    code, _, _ = _call(ctx, "GET", f"/openai/v1/files/{file['id']}/content")
+    assert code == 302
+
+
+def test_without_output_expires_after_the_output_files_never_expire(aws, ctx):
+    _, file, _ = _upload_file(ctx, _lines(1))
+    _, batch, _ = _create_batch(ctx, file["id"])
+    run_workflow(batch["id"], ctx)
+    _, batch, _ = _call(ctx, "GET", f"/openai/v1/batches/{batch['id']}")
+    _, found, _ = _call(ctx, "GET", f"/openai/v1/files/{batch['output_file_id']}")
+    assert found["expires_at"] is None
+    assert all(tags == {} for tags in _bucket_objects(aws, "doors/openai/").values())
+
+
+@pytest.mark.parametrize(
+    ("value", "param"),
+    [
+        ({"anchor": "created_at", "seconds": 3599}, "output_expires_after.seconds"),
+        ({"anchor": "created_at", "seconds": 2_592_001}, "output_expires_after.seconds"),
+        ({"anchor": "created_at", "seconds": 3600.5}, "output_expires_after.seconds"),
+        ({"anchor": "completed_at", "seconds": 3600}, "output_expires_after.anchor"),
+        ({"seconds": 3600}, "output_expires_after"),
+        ("1h", "output_expires_after"),
+    ],
+)
+def test_an_output_expires_after_outside_openais_bounds_is_a_400_naming_it(aws, ctx, value, param):
+    _, file, _ = _upload_file(ctx, _lines(1))
+    code, body, _ = _create_batch(ctx, file["id"], output_expires_after=value)
+    assert code == 400 and body["error"]["param"] == param, body
+    _, listing, _ = _call(ctx, "GET", "/openai/v1/batches")
+    assert listing["data"] == []

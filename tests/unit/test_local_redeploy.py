@@ -19,6 +19,10 @@ DEPLOYED = {
         "Table": {"Type": "AWS::DynamoDB::Table", "Properties": {"BillingMode": "PAY_PER_REQUEST"}},
         "Queue": {"Type": "AWS::SQS::Queue", "Properties": {"VisibilityTimeout": 30}},
         "Alarm": {"Type": "AWS::CloudWatch::Alarm", "Properties": {"Threshold": 1}},
+        "Bucket": {
+            "Type": "AWS::S3::Bucket",
+            "Properties": {"VersioningConfiguration": {"Status": "Enabled"}, "LifecycleConfiguration": {"Rules": []}},
+        },
     }
 }
 
@@ -50,6 +54,7 @@ def _redeploy_with(monkeypatch, stack: LocalStack, template: dict) -> None:
         (lambda r: r["Table"]["Properties"].update(BillingMode="PROVISIONED"), "Table"),
         (lambda r: r.pop("Queue"), "Queue"),
         (lambda r: r.update(Secret={"Type": "AWS::SecretsManager::Secret", "Properties": {}}), "Secret"),
+        (lambda r: r["Bucket"]["Properties"].update(VersioningConfiguration={"Status": "Suspended"}), "Bucket"),
     ],
 )
 def test_a_template_that_changes_what_the_stack_made_at_start_is_refused_by_name(deployed, monkeypatch, change, named):
@@ -129,3 +134,25 @@ def test_a_role_a_redeploy_left_behind_is_updated_not_made_again_when_a_later_te
 
     assert [name for name, role in calls if role == "NewRole" and name == "create_role"] == ["create_role"]
     assert ("update_assume_role_policy", "NewRole") in calls and iam.policies["NewRole"] == {"new"}
+
+
+def test_a_bucket_whose_lifecycle_rules_alone_change_is_redeployed_not_refused(deployed, monkeypatch):
+    """S3 changes a bucket's lifecycle rules in place, and the local stack applies none (moto runs no lifecycle):
+    a release that adds rules (decision 0125's expiring door files) redeploys over the running stack."""
+    template = copy.deepcopy(DEPLOYED)
+    rule = {"Id": "expire-door-files-after-1d", "Status": "Enabled", "ExpirationInDays": 1}
+    template["Resources"]["Bucket"]["Properties"]["LifecycleConfiguration"]["Rules"].append(rule)
+    steps: list[str] = []
+    for step in ("_name_resources", "_deploy_roles", "_deploy_functions", "_deploy_state_machine"):
+        monkeypatch.setattr(deployed, step, lambda *_, name=step: steps.append(name))
+    monkeypatch.setattr(Template, "routes", lambda self: [])
+    monkeypatch.setattr(Template, "gateway_responses", lambda self: [])
+
+    class _Front:
+        def deploy(self, routes, responses) -> None:
+            steps.append("front")
+
+    deployed.front = _Front()  # type: ignore[assignment]
+    _redeploy_with(monkeypatch, deployed, template)
+    assert steps == ["_name_resources", "_deploy_roles", "_deploy_functions", "_deploy_state_machine", "front"]
+    assert deployed._template.raw == template

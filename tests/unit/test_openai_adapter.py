@@ -202,6 +202,22 @@ def test_embeddings_line_embeds_the_joined_user_text_without_generation_params(p
     }
 
 
+def test_completions_line_is_a_prompt_with_max_tokens_and_moderations_line_an_input_alone(provider):
+    neutral = request("c", "Once upon a time", temperature=0.3, stop=["\n"])
+    line = provider.to_provider("c", neutral, model="davinci-002", endpoint="completions", provider_options={})
+    assert line == {
+        "custom_id": "c",
+        "method": "POST",
+        "url": "/v1/completions",
+        "body": {"model": "davinci-002", "prompt": "Once upon a time", "max_tokens": 64, "temperature": 0.3,
+                 "stop": ["\n"]},
+    }  # fmt: skip
+    line = provider.to_provider("m", neutral, model="omni-moderation-latest", endpoint="moderations",
+                                provider_options={})  # fmt: skip
+    assert line["url"] == "/v1/moderations"
+    assert line["body"] == {"model": "omni-moderation-latest", "input": "Once upon a time"}
+
+
 def test_requests_an_endpoint_cannot_express_are_refused_rather_than_silently_changed(provider):
     with pytest.raises(errors.InvalidRequestError, match="stop"):
         provider.to_provider("r", request("r", stop="END"), model=MODEL, endpoint="responses", provider_options={})
@@ -230,13 +246,15 @@ def test_requests_an_endpoint_cannot_express_are_refused_rather_than_silently_ch
         (None, MODEL, "/v1/chat/completions"),
         ("responses", MODEL, "/v1/responses"),
         ("embeddings", EMBEDDING_MODEL, "/v1/embeddings"),
+        ("completions", "davinci-002", "/v1/completions"),
+        ("moderations", "omni-moderation-latest", "/v1/moderations"),
     ],
-    ids=["chat", "responses", "embeddings"],
+    ids=["chat", "responses", "embeddings", "completions", "moderations"],
 )
 def test_submit_status_results_cleanup_round_trip_on_each_endpoint(provider, sim, sdk, endpoint, model, url):
     sim.configure(processing_seconds=0.5)
     prompts = {"a": "Name an animal", "b": "Name a plant", "c": "Name a colour"}
-    system = None if endpoint == "embeddings" else "Be brief"
+    system = None if endpoint in ("embeddings", "completions", "moderations") else "Be brief"
     batch_id = submit(
         provider, [request(k, v, system=system) for k, v in prompts.items()], endpoint, model, job="job_round", index=3
     )
@@ -264,10 +282,15 @@ def test_submit_status_results_cleanup_round_trip_on_each_endpoint(provider, sim
     assert sorted(results) == ["a", "b", "c"]
     assert {r.status for r in results.values()} == {ItemStatus.SUCCEEDED}
     a = results["a"]
-    assert a.input_tokens > 0 and a.finish_type == "stop"
+    assert (a.input_tokens > 0 or endpoint == "moderations") and a.finish_type == "stop"
     if endpoint == "embeddings":
         [vector] = a.outputs
         assert vector["type"] == "embedding" and len(vector["embedding"]) == 8
+        assert a.output_tokens == 0
+    elif endpoint == "moderations":
+        [verdict] = a.outputs
+        assert verdict["type"] == "moderation" and verdict["flagged"] is False
+        assert set(verdict["categories"]) == set(verdict["category_scores"]) and "violence" in verdict["categories"]
         assert a.output_tokens == 0
     else:
         assert a.outputs == [{"type": "text", "text": f"[simulated {model}] Reply to: Name an animal"}]

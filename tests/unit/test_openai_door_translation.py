@@ -3,6 +3,8 @@ Responses API send (``/v1/responses`` with ``input_text`` / ``output_text`` part
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from batch_gateway.models.openai_format import LineProblemError, translate_line
@@ -121,3 +123,80 @@ def test_an_embeddings_output_line_is_an_embeddings_answer_the_openai_sdk_valida
     ok, line = output_line(_done_job("embeddings"), _succeeded([{"type": "embedding", "embedding": [0.5, -0.25]}]))
     answer = CreateEmbeddingResponse.model_validate(line["response"]["body"])
     assert ok and answer.data[0].embedding == [0.5, -0.25]
+
+
+def _plain_line(url, body):
+    return {"custom_id": "r1", "method": "POST", "url": url, "body": body}
+
+
+def test_a_completions_line_translates_to_one_prompt_and_passes_openais_own_fields_through():
+    body = {"model": "davinci-002", "prompt": "Once upon", "max_tokens": 20, "stop": ["\n"], "echo": True, "seed": 3}
+    custom_id, model, provider, request = translate_line(_plain_line("/v1/completions", body), "/v1/completions", 1)
+    assert (custom_id, model, provider) == ("r1", "davinci-002", "openai")
+    assert request == {
+        "prompt": "Once upon",
+        "max_tokens": 20,
+        "stop": ["\n"],
+        "provider_options": {"echo": True, "seed": 3},
+    }
+
+
+def test_a_moderations_line_translates_to_one_text():
+    body = {"model": "omni-moderation-latest", "input": "a calm morning"}
+    request = translate_line(_plain_line("/v1/moderations", body), "/v1/moderations", 1)[3]
+    assert request == {"prompt": "a calm morning"}
+
+
+@pytest.mark.parametrize(
+    ("url", "body", "field"),
+    [
+        ("/v1/completions", {"model": "davinci-002", "prompt": ["a", "b"]}, "body.prompt"),
+        ("/v1/completions", {"model": "davinci-002", "prompt": "a", "n": 2}, "body.n"),
+        ("/v1/completions", {"model": "davinci-002", "prompt": "a", "stream": True}, "body.stream"),
+        ("/v1/completions", {"model": "gpt-4o-mini", "prompt": "a"}, "body.model"),
+        ("/v1/completions", {"model": "gpt-3.5-turbo-instruct", "prompt": "a"}, "body.model"),
+        ("/v1/moderations", {"model": "omni-moderation-latest", "input": [{"type": "image_url"}]}, "body.input"),
+        ("/v1/moderations", {"model": "gpt-4o-mini", "input": "a"}, "body.model"),
+        (
+            "/v1/chat/completions",
+            {"model": "omni-moderation-latest", "messages": [{"role": "user", "content": "a"}]},
+            "body.model",
+        ),
+        ("/v1/completions", {"model": "claude-sonnet-4-20250514", "prompt": "a"}, "url"),
+    ],
+)
+def test_what_the_completions_and_moderations_endpoints_cannot_run_is_refused_naming_the_field(url, body, field):
+    with pytest.raises(LineProblemError) as refused:
+        translate_line(_plain_line(url, body), url, 1)
+    assert refused.value.field == field
+
+
+def test_a_completions_output_line_is_a_completion_the_openai_sdk_validates():
+    from openai.types import Completion
+
+    from batch_gateway.models.openai_format import output_line
+
+    ok, line = output_line(_done_job("completions"), _succeeded([{"type": "text", "text": " a time"}]))
+    completion = Completion.model_validate(line["response"]["body"])
+    assert ok and completion.object == "text_completion" and completion.choices[0].text == " a time"
+    assert completion.choices[0].finish_reason == "stop" and completion.usage.total_tokens == 15
+
+
+def test_a_moderations_output_line_is_a_moderation_answer_the_openai_sdk_validates():
+    from openai.types import ModerationCreateResponse
+
+    from batch_gateway.models.openai_format import output_line
+    from batch_gateway_dev.simulators.openai import moderation
+
+    [result] = moderation("omni-moderation-latest", "x", "I will kill the lights")["results"]
+    ok, line = output_line(_done_job("moderations"), _succeeded([{"type": "moderation", **result}]))
+    answer = ModerationCreateResponse.model_validate(line["response"]["body"])
+    assert ok and answer.results[0].flagged and answer.results[0].categories.violence
+
+
+@pytest.mark.parametrize("url", ["/v1/images/generations", "/v1/images/edits", "/v1/videos"])
+def test_an_image_or_video_line_is_refused_naming_its_endpoint(url):
+    from batch_gateway.models.openai_format import parse_line
+
+    with pytest.raises(LineProblemError, match=f"{url} is not supported: image and video batches are refused"):
+        parse_line(json.dumps({"custom_id": "i", "method": "POST", "url": url, "body": {"model": "gpt-image-1"}}))

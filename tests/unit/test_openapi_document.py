@@ -74,6 +74,7 @@ def _openai(**changes: Any) -> dict[str, Any]:
     return {"provider": "openai", "model": "gpt-4o-mini", "requests": {"a": "Hi"}, **changes}
 
 
+EMBED = "text-embedding-3-small"
 USER = {"role": "user", "content": "Hi"}
 SYSTEM = {"role": "system", "content": "Be brief"}
 ASSISTANT = {"role": "assistant", "content": "Hello"}
@@ -97,7 +98,19 @@ ACCEPTED = {
     "openai endpoint null": _openai(endpoint=None),
     "openai responses": _openai(endpoint="responses", provider_options={"store": False}),
     "openai embeddings of one text": _openai(model="text-embedding-3-small", endpoint="embeddings"),
-    "openai embeddings of one message": _openai(endpoint="embeddings", requests={"a": [USER]}),
+    "openai embeddings of one message": _openai(model=EMBED, endpoint="embeddings", requests={"a": [USER]}),
+    "openai completions": _openai(model="davinci-002", endpoint="completions", hyperparameters={"stop": "\n"}),
+    "openai completions of a fine-tune": _openai(model="ft:babbage-002:org::x1", endpoint="completions"),
+    "openai completions with a provider option": _openai(
+        model="babbage-002",
+        endpoint="completions",
+        requests={"a": {"prompt": "Hi", "max_tokens": 5}},
+        provider_options={"echo": True},
+    ),
+    "openai moderations": _openai(model="omni-moderation-latest", endpoint="moderations"),
+    "openai moderations of one message": _openai(
+        model="text-moderation-stable", endpoint="moderations", requests={"a": [USER]}
+    ),
     "temperature zero": _body(hyperparameters={"temperature": 0}),
     "a provider option just under 1e38": _body(provider_options={"metadata": {"n": 9.999999999999998e37}}),
     "a provider option of 1e-130": _body(provider_options={"metadata": {"n": -1e-130, "m": 10**38 - 1}}),
@@ -141,7 +154,26 @@ REFUSED = {
     "an unknown provider": _body(provider="bedrock"),
     "anthropic embeddings": _body(endpoint="embeddings"),
     "an anthropic provider option from openai": _body(provider_options={"seed": 7}),
-    "a provider option for another endpoint": _openai(endpoint="embeddings", provider_options={"seed": 7}),
+    "a provider option for another endpoint": _openai(model=EMBED, endpoint="embeddings", provider_options={"seed": 7}),
+    "a chat model on embeddings": _openai(endpoint="embeddings"),
+    "an embedding model on chat": _openai(model=EMBED),
+    "a moderation model on responses": _openai(model="omni-moderation-latest", endpoint="responses"),
+    "a chat model on completions": _openai(endpoint="completions"),
+    "gpt-3.5-turbo-instruct on completions (not served in a batch)": _openai(
+        model="gpt-3.5-turbo-instruct", endpoint="completions"
+    ),
+    "a completions model on moderations": _openai(model="davinci-002", endpoint="moderations"),
+    "a completions request with a system prompt": _openai(
+        model="davinci-002", endpoint="completions", requests={"a": [SYSTEM, USER]}
+    ),
+    "a moderations request of two messages": _openai(
+        model="omni-moderation-latest", endpoint="moderations", requests={"a": [USER, ASSISTANT, USER]}
+    ),
+    "a provider option on moderations": _openai(
+        model="omni-moderation-latest", endpoint="moderations", provider_options={"user": "u"}
+    ),
+    "the image generations endpoint": _openai(model="gpt-image-1", endpoint="images/generations"),
+    "the videos endpoint": _openai(model="sora-2", endpoint="/v1/videos"),
     "a provider option DynamoDB cannot store": _body(provider_options={"metadata": {"n": 1e-300}}),
     "a provider option holding an empty key": _body(provider_options={"metadata": {"a": [{"": 1}]}}),
     "a provider option of 1e126": _body(provider_options={"metadata": {"n": 1e126}}),
@@ -155,8 +187,8 @@ REFUSED = {
     "a provider option integer of 39 digits": _body(provider_options={"metadata": {"n": 10**38 + 1}}),
     "responses with a stop sequence": _openai(endpoint="responses", hyperparameters={"stop": "END"}),
     "responses with a per-request stop": _openai(endpoint="responses", requests={"a": {"prompt": "Hi", "stop": "X"}}),
-    "embeddings with a system prompt": _openai(endpoint="embeddings", requests={"a": [SYSTEM, USER]}),
-    "embeddings of two messages": _openai(endpoint="embeddings", requests={"a": [USER, ASSISTANT, USER]}),
+    "embeddings with a system prompt": _openai(model=EMBED, endpoint="embeddings", requests={"a": [SYSTEM, USER]}),
+    "embeddings of two messages": _openai(model=EMBED, endpoint="embeddings", requests={"a": [USER, ASSISTANT, USER]}),
     "seventeen metadata pairs": _body(metadata={str(i): "v" for i in range(17)}),
     "an empty metadata key": _body(metadata={"": "v"}),
     "a metadata value over 512 characters": _body(metadata={"k": "v" * 513}),

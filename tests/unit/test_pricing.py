@@ -84,6 +84,16 @@ def test_on_demand_costs_the_synchronous_price_and_saves_nothing():
     assert cost["saving"] == 0
 
 
+def test_a_completions_model_is_priced_and_a_moderation_model_costs_nothing_not_no_price():
+    tokens = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+    davinci = cost_of("openai", "davinci-002", tokens)
+    assert davinci["total"] == 2.0 and davinci["sync_total"] == 4.0
+    assert cost_of("openai", "babbage-002", tokens)["total"] == 0.4
+    for model in ("omni-moderation-latest", "omni-moderation-2024-09-26", "text-moderation-stable"):
+        free = cost_of("openai", model, Usage(input_tokens=1_000_000))
+        assert free["total"] == 0 and free["sync_total"] == 0 and "reason" not in free, model
+
+
 def test_an_unknown_model_has_no_total_and_says_why():
     cost = cost_of("openai", "my-finetune", USAGE)
     assert cost["total"] is None

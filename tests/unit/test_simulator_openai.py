@@ -9,7 +9,7 @@ import time
 import openai
 import pytest
 import requests
-from openai.types import CreateEmbeddingResponse
+from openai.types import Completion, CreateEmbeddingResponse, ModerationCreateResponse
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
@@ -32,8 +32,10 @@ def client(sim, shared_client):
 def line(custom_id: str, text: str = "Hi", model: str = MODEL, url: str = CHAT) -> dict:
     if url == "/v1/responses":
         body = {"model": model, "input": text, "instructions": "Be brief"}
-    elif url == "/v1/embeddings":
+    elif url in ("/v1/embeddings", "/v1/moderations"):
         body = {"model": model, "input": text}
+    elif url == "/v1/completions":
+        body = {"model": model, "prompt": text, "max_tokens": 64}
     else:
         body = {
             "model": model,
@@ -143,6 +145,36 @@ def test_embeddings_endpoint_outputs_eight_deterministic_floats(client):
     assert len(vector) == 8 and all(-1.0 <= v <= 1.0 for v in vector)
     assert vector == out["e2"].data[0].embedding != out["e3"].data[0].embedding
     assert out["e1"].usage.prompt_tokens == out["e1"].usage.total_tokens == len("same text") // 4
+    assert done.usage.output_tokens == 0
+
+
+def test_completions_endpoint_answers_text_completions_the_sdk_validates(client):
+    url = "/v1/completions"
+    lines = [line("c1", "Once upon a time", "davinci-002", url), line("c2", "Roses are", "davinci-002", url)]
+    done = wait_terminal(client, submit(client, lines, url).id)
+    assert done.endpoint == url and done.request_counts.completed == 2
+    out = {cid: Completion.model_validate(x["response"]["body"])
+           for cid, x in read_lines(client, done.output_file_id).items()}  # fmt: skip
+    first = out["c1"]
+    assert first.object == "text_completion" and first.model == "davinci-002"
+    assert first.choices[0].text == "[simulated davinci-002] Reply to: Once upon a time"
+    assert first.choices[0].finish_reason == "stop"
+    assert first.usage.prompt_tokens == len("Once upon a time") // 4
+    assert first.usage.total_tokens == first.usage.prompt_tokens + first.usage.completion_tokens > 0
+
+
+def test_moderations_endpoint_flags_the_trigger_words_and_bills_no_output(client):
+    url = "/v1/moderations"
+    model = "omni-moderation-latest"
+    lines = [line("m1", "I will kill the lights", model, url), line("m2", "A calm morning", model, url)]
+    done = wait_terminal(client, submit(client, lines, url).id)
+    out = {cid: ModerationCreateResponse.model_validate(x["response"]["body"])
+           for cid, x in read_lines(client, done.output_file_id).items()}  # fmt: skip
+    [flagged], [calm] = out["m1"].results, out["m2"].results
+    assert out["m1"].model == model and out["m1"].id.startswith("modr-")
+    assert flagged.flagged and flagged.categories.violence and flagged.category_scores.violence == 0.9
+    assert not calm.flagged and not any(calm.categories.model_dump().values())
+    assert max(calm.category_scores.model_dump().values()) < 0.01
     assert done.usage.output_tokens == 0
 
 

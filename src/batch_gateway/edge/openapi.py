@@ -248,9 +248,12 @@ _DOOR_LIMITS = {
     f"translated for every provider: {_names(openai_format.CHAT_TRANSLATED)} (text content only, n = 1, "
     "response_format text or json_schema; no tools, tool_choice or response_format on Amazon Nova); passed through on "
     f"OpenAI models only: {_names(openai_format.OPENAI_ONLY)}. /v1/embeddings "
-    f"({_names(openai_format.EMBEDDING_FIELDS)}) and /v1/responses ({_names(openai_format.RESPONSES_FIELDS)}) on "
-    "OpenAI models only. Anything else (stream, images, tool messages, other fields) is refused: 400 with param "
-    "'line <n>: body.<field>', nothing stored.",
+    f"({_names(openai_format.EMBEDDING_FIELDS)}), /v1/responses ({_names(openai_format.RESPONSES_FIELDS)}), "
+    f"/v1/completions ({_names(openai_format.COMPLETIONS_FIELDS | openai_format.COMPLETIONS_PASSED)}; davinci-002, "
+    f"babbage-002) and /v1/moderations ({_names(openai_format.MODERATION_FIELDS)}; omni-moderation-*, "
+    "text-moderation-*) on OpenAI models only, each endpoint with the models OpenAI serves there in a batch. "
+    f"{', '.join(openai_format.MEDIA_ENDPOINTS)}: refused (400 naming the endpoint). Anything else (stream, images, "
+    "tool messages, other fields) is refused: 400 with param 'line <n>: body.<field>', nothing stored.",
     "anthropicCreateBatch": "Each request's params are translated for the provider its model names (claude-* "
     "Anthropic, anthropic.claude-*/amazon.nova-* Bedrock, gpt-* OpenAI); one model per batch: model, max_tokens, "
     "messages (user/assistant, text blocks), system, temperature, top_p, top_k (not on OpenAI models), "
@@ -316,7 +319,26 @@ def _door_bodies() -> dict[str, dict[str, Any]]:
                         "endpoint": {"enum": list(openai_format.ENDPOINTS)},
                         "completion_window": {"enum": list(openai_format.COMPLETION_WINDOWS)},
                         "metadata": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
-                        "output_expires_after": {"type": "object"},
+                        "output_expires_after": {
+                            "anyOf": [
+                                {
+                                    "type": "object",
+                                    "required": ["anchor", "seconds"],
+                                    "additionalProperties": False,
+                                    "properties": {
+                                        "anchor": {"const": "created_at"},
+                                        "seconds": {
+                                            "type": "integer",
+                                            "minimum": openai_format.OUTPUT_EXPIRY_SECONDS[0],
+                                            "maximum": openai_format.OUTPUT_EXPIRY_SECONDS[1],
+                                        },
+                                    },
+                                },
+                                {"type": "null"},
+                            ],
+                            "description": "the output and error files expire this long after each file's "
+                            "creation: 404 from then on, and their objects deleted within a day after",
+                        },
                     },
                 }
             }

@@ -21,10 +21,11 @@ from batch_gateway.models.requests import (
     MAX_ID_CHARS,
     MAX_METADATA_PAIRS,
     MAX_REQUEST_CHARS,
+    ONE_TEXT_ENDPOINTS,
     PROVIDER_HYPERPARAMETER_LIMITS,
 )
 from batch_gateway.models.webhooks import EVENT_TYPES as WEBHOOK_EVENT_TYPES
-from batch_gateway.provider_specs import SPECS
+from batch_gateway.provider_specs import BY_NAME, CHAT, SPECS
 
 # The model names each provider takes (models.requests.check_model_for_provider), as ECMA-262 patterns: its spec's.
 MODEL_PATTERNS = {spec.name: spec.models.schema for spec in SPECS}
@@ -100,7 +101,7 @@ def _hyperparameters(provider: str, endpoint: str | None, *, stored: bool) -> di
 
 def _request(variant: str, provider: str, endpoint: str | None) -> dict[str, Any]:
     """One request of a body of this shape: a prompt, content parts, messages, or a request object."""
-    embeddings = endpoint == "embeddings"
+    embeddings = endpoint in ONE_TEXT_ENDPOINTS  # one text: embeddings, completions, moderations
     messages = _ref("OneUserMessage") if embeddings else _ref("Messages")
     properties: dict[str, Any] = {"messages": messages, "prompt": _ref("Content")}
     if not embeddings:
@@ -126,7 +127,11 @@ def _request(variant: str, provider: str, endpoint: str | None) -> dict[str, Any
 def _body(variant: str, provider: str, endpoint: str | None) -> dict[str, Any]:
     options = sorted(ALLOWED.get((provider, endpoint or "chat"), frozenset()))
     endpoint_schema: dict[str, Any] = {"enum": [endpoint]} if endpoint else {"enum": ["chat", None]}
-    model = {"type": "string", "pattern": MODEL_PATTERNS[provider]}
+    model: dict[str, Any] = {"type": "string", "pattern": MODEL_PATTERNS[provider]}
+    served = BY_NAME[provider].endpoint_models.get(endpoint or CHAT)
+    if served is not None:  # the models this endpoint serves (models.requests.check_model_for_endpoint)
+        model["allOf"] = [{"pattern": served[0]}]
+        model["description"] = served[1]
     return {
         "type": "object",
         "title": variant,

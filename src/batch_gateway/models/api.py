@@ -91,7 +91,7 @@ class JobView(BaseModel):
     status: Literal["queued", "in_progress", "canceling", "finished", "canceled", "expired", "failed"]
     provider: ProviderName
     model: str
-    endpoint: Literal["chat", "responses", "embeddings"] | None
+    endpoint: Literal["chat", "responses", "embeddings", "completions", "moderations"] | None
     request_counts: RequestCountsView
     chunks: list[ChunkView]
     waiting_for_quota: str | None = Field(
@@ -243,7 +243,7 @@ class Estimate(BaseModel):
     dry_run: Literal[True]
     provider: ProviderName
     model: str
-    endpoint: Literal["chat", "responses", "embeddings"] | None
+    endpoint: Literal["chat", "responses", "embeddings", "completions", "moderations"] | None
     request_count: int
     plan: ChunkPlan
     input_tokens: InputTokensEstimate

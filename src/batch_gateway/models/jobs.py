@@ -422,8 +422,9 @@ DROP_FOLDER_SOURCE = "drop-folder"  # the ``source`` of a job made from a file d
 
 class DoorFields(SubRecord):
     """A compatible front door's own fields (decision 0045); every one is None for a job of no door. OpenAI: the
-    batch's endpoint, completion_window, metadata and input_file_id, and its output and error files once
-    Finalize wrote them. Anthropic: when the batch was deleted from the door (the job is kept)."""
+    batch's endpoint, completion_window, metadata and input_file_id, its output_expires_after (in seconds after each
+    output file's creation; None: kept until deleted), and its output and error files once Finalize wrote them.
+    Anthropic: when the batch was deleted from the door (the job is kept)."""
 
     endpoint: str | None = None
     completion_window: str | None = None
@@ -432,6 +433,9 @@ class DoorFields(SubRecord):
     output_file_id: str | None = None
     error_file_id: str | None = None
     deleted_at: str | None = None
+    # An addition of 0.2.0 (schema version 2, decision 0125): a record without it reads as "kept until deleted", what
+    # the door promised before; a release that does not know it writes its files without an expiry.
+    output_expires_after_seconds: int | None = None
 
 
 class InputFile(SubRecord):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError
@@ -16,7 +17,16 @@ from batch_gateway.models.requests import MAX_ERROR_DETAILS
 from batch_gateway.models.routing import provider_for_model
 from batch_gateway.provider_specs import BY_NAME, OPENAI, SPECS
 
-ENDPOINTS = {"/v1/chat/completions": "chat", "/v1/embeddings": "embeddings", "/v1/responses": "responses"}
+ENDPOINTS = {
+    "/v1/chat/completions": "chat",
+    "/v1/embeddings": "embeddings",
+    "/v1/responses": "responses",
+    "/v1/completions": "completions",
+    "/v1/moderations": "moderations",
+}
+# The Batch API's other endpoints (openai.types.BatchCreateParams): their results are images and videos, which the
+# gateway neither stores nor prices, so they are refused by name (decision 0125).
+MEDIA_ENDPOINTS = ("/v1/images/generations", "/v1/images/edits", "/v1/videos")
 COMPLETION_WINDOWS = ("24h",)
 LINE_KEYS = frozenset({"custom_id", "method", "url", "body"})
 # Chat fields translated for every provider, and those only OpenAI itself takes (passed through unchanged).
@@ -42,6 +52,43 @@ OPENAI_ONLY = frozenset(
 )
 EMBEDDING_FIELDS = frozenset({"model", "input", "dimensions", "encoding_format", "user"})
 RESPONSES_FIELDS = frozenset({"model", "input", "instructions", "max_output_tokens", "temperature", "top_p"})
+# The legacy Completions API: translated fields, and OpenAI's own ones passed through (provider_specs' options)
+COMPLETIONS_FIELDS = frozenset({"model", "prompt", "max_tokens", "temperature", "top_p", "stop", "n"})
+COMPLETIONS_PASSED = OPENAI.options["completions"]
+MODERATION_FIELDS = frozenset({"model", "input"})
+
+
+OUTPUT_EXPIRY_SECONDS = (3600, 2_592_000)  # openai.types.batch_create_params.OutputExpiresAfter: 1 hour to 30 days
+
+
+def output_expiry_seconds(value: Any) -> int | None:
+    """A batch's ``output_expires_after`` (``{"anchor": "created_at", "seconds": n}``, the anchor being each output
+    file's creation) as its seconds; None when not given. Anything else is a 400 naming the field."""
+    if value is None:
+        return None
+    low, high = OUTPUT_EXPIRY_SECONDS
+    if not isinstance(value, dict) or set(value) != {"anchor", "seconds"}:
+        raise InvalidRequestError(
+            'output_expires_after must be {"anchor": "created_at", "seconds": <n>}',
+            details=[{"field": "output_expires_after"}],
+        )
+    if value["anchor"] != "created_at":
+        raise InvalidRequestError(
+            "output_expires_after.anchor must be 'created_at'", details=[{"field": "output_expires_after.anchor"}]
+        )
+    seconds = value["seconds"]
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or not low <= seconds <= high:
+        raise InvalidRequestError(
+            f"output_expires_after.seconds must be a whole number from {low} (1 hour) to {high} (30 days)",
+            details=[{"field": "output_expires_after.seconds"}],
+        )
+    return seconds
+
+
+def media_refusal(url: str) -> str:
+    """Why an image or video endpoint is refused, naming it."""
+    return f"{url} is not supported: image and video batches are refused (text endpoints: {', '.join(ENDPOINTS)})"
+
 
 # gateway job status -> OpenAI batch status
 STATUSES = {
@@ -85,6 +132,8 @@ def parse_line(raw: bytes | str) -> dict[str, Any]:
         raise LineProblemError("custom_id", "must be a non-empty string")
     if line["method"] != "POST":
         raise LineProblemError("method", "must be 'POST'")
+    if line["url"] in MEDIA_ENDPOINTS:
+        raise LineProblemError("url", media_refusal(line["url"]))
     if line["url"] not in ENDPOINTS:
         raise LineProblemError("url", f"must be one of {', '.join(ENDPOINTS)}")
     if not isinstance(line["body"], dict):
@@ -268,6 +317,34 @@ def embeddings_request(body: dict[str, Any]) -> dict[str, Any]:
     return {"prompt": body["input"], **({"provider_options": extra} if extra else {})}
 
 
+def completions_request(body: dict[str, Any]) -> dict[str, Any]:
+    """A legacy completions body (one prompt string, one choice) as a gateway request."""
+    unknown = sorted(set(body) - COMPLETIONS_FIELDS - COMPLETIONS_PASSED)
+    if unknown:
+        raise LineProblemError(f"body.{unknown[0]}", "cannot be translated")
+    if not isinstance(body.get("prompt"), str):
+        raise LineProblemError("body.prompt", "must be one string (one completion per line)")
+    if body.get("n", 1) != 1:
+        raise LineProblemError("body.n", "must be 1 (one choice per request)")
+    request: dict[str, Any] = {"prompt": body["prompt"]}
+    for name in ("max_tokens", "temperature", "top_p", "stop"):
+        if body.get(name) is not None:
+            request[name] = body[name]
+    passthrough = {k: v for k, v in body.items() if k in COMPLETIONS_PASSED}
+    if passthrough:
+        request["provider_options"] = passthrough
+    return request
+
+
+def moderations_request(body: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(body) - MODERATION_FIELDS)
+    if unknown:
+        raise LineProblemError(f"body.{unknown[0]}", "cannot be translated")
+    if not isinstance(body.get("input"), str):
+        raise LineProblemError("body.input", "must be one string (one text per line; no images)")
+    return {"prompt": body["input"]}
+
+
 def responses_request(body: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(body) - RESPONSES_FIELDS)
     if unknown:
@@ -290,6 +367,15 @@ def responses_request(body: dict[str, Any]) -> dict[str, Any]:
     return request
 
 
+def check_model_on_endpoint(model: str, provider: str, endpoint_url: str) -> None:
+    """``LineProblemError`` naming ``body.model`` when the provider does not serve the model on this endpoint in a
+    batch (its spec's ``endpoint_models``; ``models.requests.check_model_for_endpoint`` says the same to the native
+    API)."""
+    served = BY_NAME[provider].endpoint_models.get(ENDPOINTS[endpoint_url])
+    if served is not None and not re.search(served[0], model):
+        raise LineProblemError("body.model", f"{model[:200]} is not served on {endpoint_url} in a batch ({served[1]})")
+
+
 def translate_line(line: dict[str, Any], endpoint_url: str, number: int) -> tuple[str, str, str, dict[str, Any]]:
     """(custom_id, model, provider, gateway request) of one checked line for a batch on ``endpoint_url``."""
     if line["url"] != endpoint_url:
@@ -300,12 +386,17 @@ def translate_line(line: dict[str, Any], endpoint_url: str, number: int) -> tupl
     if kind not in BY_NAME[provider].endpoints:
         serving = " or ".join(spec.title for spec in SPECS if kind in spec.endpoints)
         raise LineProblemError("url", f"{endpoint_url} is served by {serving} models only")
+    check_model_on_endpoint(body["model"], provider, endpoint_url)
     if kind == "chat":
         request = chat_request(body, provider)
         for name in extras_the_model_drops(body["model"], request):
             raise LineProblemError(f"body.{name}", "cannot be translated to Amazon Nova (no tools or schema)")
     elif kind == "embeddings":
         request = embeddings_request(body)
+    elif kind == "completions":
+        request = completions_request(body)
+    elif kind == "moderations":
+        request = moderations_request(body)
     else:
         request = responses_request(body)
     return line["custom_id"], body["model"], provider, request
@@ -376,6 +467,24 @@ def _other_body(job: Job, item: dict[str, Any]) -> dict[str, Any]:
     text = "".join(o["text"] for o in outputs if o.get("type") == "text")
     suffix = _request_id(job.id, item["id"])[10:]
     prompt, completion = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+    if job.endpoint == "moderations":  # openai.types.ModerationCreateResponse; it carries no usage
+        results = [
+            {name: o.get(name) for name in ("flagged", "categories", "category_scores", "category_applied_input_types")}
+            for o in outputs
+            if o.get("type") == "moderation"
+        ]
+        return {"id": "modr-" + suffix, "model": job.model, "results": results}
+    if job.endpoint == "completions":  # openai.types.Completion
+        finish = _FINISH.get(item["finish_details"].get("type"), "stop")
+        return {
+            "id": "cmpl-" + suffix,
+            "object": "text_completion",
+            "created": int((job.ended_at or job.updated_at).timestamp()),
+            "model": job.model,
+            "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": finish}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+            "system_fingerprint": None,
+        }
     message = {
         "id": "msg_" + suffix,
         "type": "message",

@@ -147,13 +147,39 @@ def _check_metadata(value: Any) -> str | None:
     return None
 
 
+# Batch endpoints a provider has that the gateway refuses, by the names a caller may give them (OpenAI's image and
+# video endpoints: their results are media files, which the gateway neither stores nor prices; decision 0125).
+MEDIA_ENDPOINTS = frozenset(
+    {
+        f"{prefix}{name}"
+        for name in ("images/generations", "images/edits", "videos", "image_generations", "image_edits", "images")
+        for prefix in ("", "/v1/")
+    }
+)
+ONE_TEXT_ENDPOINTS = ("embeddings", "completions", "moderations")  # a request is one text, no system prompt
+NO_OUTPUT_ENDPOINTS = ("embeddings", "moderations")  # no generated tokens: no output ceiling, no hyperparameters sent
+
+
+def _check_endpoint_name(value: Any) -> str | None:
+    """None for an endpoint the gateway runs (or none given); else why not, naming the endpoint given."""
+    if value is None or value in ENDPOINTS:
+        return None
+    said = repr(value)[:80]
+    if value in MEDIA_ENDPOINTS:
+        return (
+            f"endpoint {said} is not supported: image and video batches are refused (this gateway runs text "
+            f"endpoints only: {', '.join(ENDPOINTS)})"
+        )
+    return f"endpoint {said} is not one of " + ", ".join(f"'{o}'" for o in ENDPOINTS)
+
+
 _FIELD_CHECKS = {
     "provider": _one_of(PROVIDERS),
     "model": _check_model,
     "requests": _check_requests,
     "hyperparameters": _check_object,
     "metadata": _check_metadata,
-    "endpoint": _one_of(ENDPOINTS, optional=True),
+    "endpoint": _check_endpoint_name,
     "provider_options": _check_object,
 }
 
@@ -281,6 +307,19 @@ def check_endpoint_for_provider(provider: str, endpoint: str | None) -> None:
         )
 
 
+def check_model_for_endpoint(provider: str, endpoint: str | None, model: str) -> None:
+    """A model the provider serves on this endpoint (its spec's ``endpoint_models``; none given is chat), else a 400
+    naming the model, the endpoint and the models that endpoint serves."""
+    spec = BY_NAME.get(provider)
+    served = spec.endpoint_models.get(endpoint or provider_specs.CHAT) if spec is not None else None
+    if served is not None and not re.search(served[0], model):
+        where = endpoint or provider_specs.CHAT
+        raise InvalidRequestError(
+            f"model '{model}' is not served on endpoint '{where}' in a batch; it takes {served[1]}",
+            details=[_detail("model", f"not a model of endpoint '{where}' ({served[1]})")],
+        )
+
+
 def validate_hyperparameters(params: dict[str, Any], provider: str, where: str) -> list[dict[str, str]]:
     """Return problems (empty when valid). ``where`` names the place for the message."""
     problems: list[dict[str, str]] = []
@@ -392,8 +431,8 @@ def _text_size(messages: list[dict[str, Any]], system: str | None) -> int:
 def _check_endpoint(
     where: str, messages: list[dict[str, Any]], system: str | None, params: dict[str, Any], endpoint: str | None
 ) -> None:
-    if endpoint == "embeddings" and (system or len(messages) != 1):
-        raise _bad(where, "an embeddings request is one text: a prompt string or a single user message, no system")
+    if endpoint in ONE_TEXT_ENDPOINTS and (system or len(messages) != 1):
+        raise _bad(where, f"an {endpoint} request is one text: a prompt string or a single user message, no system")
     if endpoint == "responses" and "stop" in params:
         raise _bad(where + ".stop", "the Responses API has no stop sequences")
 
@@ -485,7 +524,7 @@ def normalize_request(
     if _text_size(messages, system) > MAX_REQUEST_CHARS:
         raise _bad(where, f"the request's text is longer than {MAX_REQUEST_CHARS:,} characters")
     params = {**job_params, **overrides} if overrides else job_params
-    if endpoint in ("embeddings", "responses"):
+    if endpoint in (*ONE_TEXT_ENDPOINTS, "responses"):
         _check_endpoint(where, messages, system, params, endpoint)
     item = {"id": caller_id, "messages": messages, "system": system, "params": params}
     return {**item, **extras} if extras else item

@@ -32,7 +32,13 @@ from batch_gateway.providers.call_timeouts import (
 
 logger = Logger(child=True)
 
-URLS = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "embeddings": "/v1/embeddings"}
+URLS = {
+    "chat": "/v1/chat/completions",
+    "responses": "/v1/responses",
+    "embeddings": "/v1/embeddings",
+    "completions": "/v1/completions",
+    "moderations": "/v1/moderations",
+}
 CREATE_TIMEOUT_SECONDS = 120.0
 SPOOL_BYTES = 8 * 1024 * 1024  # chunk files above this go to the temp dir instead of memory
 RECONCILE_SLACK = timedelta(minutes=1)  # clock skew between our claim and OpenAI's created_at
@@ -88,6 +94,10 @@ class OpenAIBatchProvider(BatchProvider):
             body = _responses_body(request, model)
         elif url == URLS["embeddings"]:
             body = _embeddings_body(request, model)
+        elif url == URLS["completions"]:
+            body = _completions_body(request, model)
+        elif url == URLS["moderations"]:
+            body = {"model": model, "input": _one_text(request, "moderations")}
         else:
             body = _chat_body(request, model)
         body.update(openai_chat_extras(request) if url == URLS["chat"] else plain_extras(request))
@@ -257,14 +267,31 @@ def _responses_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     return body
 
 
-def _embeddings_body(request: dict[str, Any], model: str) -> dict[str, Any]:
+def _one_text(request: dict[str, Any], endpoint: str) -> str:
+    """The text of a request that is one user message (embeddings, completions, moderations)."""
     messages = request["messages"]
     if len(messages) != 1 or messages[0]["role"] != "user" or request.get("system"):
         raise errors.InvalidRequestError(
-            f"request {request['id']!r}: an embeddings request is one user message (its text is embedded)",
+            f"request {request['id']!r}: an {endpoint} request is one user message (its text is the input)",
             details=[{"field": f"requests.{request['id']}", "message": "one user message only"}],
         )
-    return {"model": model, "input": _text(messages[0]["content"])}
+    return _text(messages[0]["content"])
+
+
+def _embeddings_body(request: dict[str, Any], model: str) -> dict[str, Any]:
+    return {"model": model, "input": _one_text(request, "embeddings")}
+
+
+def _completions_body(request: dict[str, Any], model: str) -> dict[str, Any]:
+    """The legacy Completions API: a prompt string; ``max_tokens`` (no ``max_completion_tokens`` there)."""
+    params = request["params"]
+    body: dict[str, Any] = {"model": model, "prompt": _one_text(request, "completions")}
+    if "max_tokens" in params:
+        body["max_tokens"] = params["max_tokens"]
+    _sampling(body, params)
+    if "stop" in params:
+        body["stop"] = params["stop"]
+    return body
 
 
 # --- batches and results ------------------------------------------------------------------------------------
@@ -354,7 +381,17 @@ def _to_result(line: dict[str, Any]) -> ProviderResult:
 def _succeeded(custom_id: str, body: dict[str, Any]) -> ProviderResult:
     usage = body.get("usage") or {}
     kind = body.get("object")
-    if kind == "chat.completion" or "choices" in body:
+    if kind == "text_completion":  # the legacy Completions API (choices of text, not messages)
+        choice = (body.get("choices") or [{}])[0]
+        outputs = [{"type": "text", "text": choice.get("text") or ""}]
+        reason = choice.get("finish_reason")
+        finish = _FINISH.get(reason, reason or "stop")
+        tokens = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
+        details = (usage.get("prompt_tokens_details"), usage.get("completion_tokens_details"))
+    elif "results" in body:  # moderations: one result per input (one input per line); no usage, not billed
+        outputs = [_moderation_output(result) for result in body.get("results") or []]
+        finish, tokens, details = "stop", (0, 0), (None, None)
+    elif kind == "chat.completion" or "choices" in body:
         choice = (body.get("choices") or [{}])[0]
         outputs = _chat_outputs(choice.get("message") or {})
         reason = choice.get("finish_reason")
@@ -381,6 +418,14 @@ def _succeeded(custom_id: str, body: dict[str, Any]) -> ProviderResult:
         reasoning_tokens=int((details[1] or {}).get("reasoning_tokens") or 0),
         finish_type=finish,
     )
+
+
+MODERATION_FIELDS = ("flagged", "categories", "category_scores", "category_applied_input_types")
+
+
+def _moderation_output(result: dict[str, Any]) -> dict[str, Any]:
+    """One moderation result as a result item's output: OpenAI's fields as they came (the door rebuilds the body)."""
+    return {"type": "moderation", **{name: result.get(name) for name in MODERATION_FIELDS}}
 
 
 def _arguments(raw: Any) -> Any:

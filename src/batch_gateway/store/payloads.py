@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from batch_gateway.contract.errors import TransientError
 from batch_gateway.models.jsonl import split_lines
@@ -29,8 +30,15 @@ class S3PayloadStore(PayloadStore):
         self._s3 = s3_client
         self.bucket = bucket
 
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/x-ndjson") -> None:
-        self._s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
+    def put_bytes(
+        self,
+        key: str,
+        data: bytes,
+        content_type: str = "application/x-ndjson",
+        *,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
+        self._s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type, **_tagging(tags))
 
     def get_bytes(self, key: str) -> bytes:
         return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
@@ -104,12 +112,20 @@ class S3PayloadStore(PayloadStore):
         replaces: str | None = None,
         new_only: bool = False,
         background: bool = False,
+        tags: Mapping[str, str] | None = None,
     ) -> MultipartWriter:
         """``replaces``: the object is written only if it still has this ETag; ``new_only``: only if there is none.
         Otherwise the write fails with ``WriteConflictError`` and nothing changes. ``background``: parts go up
         while the next fills (decision 0088)."""
         return MultipartWriter(
-            self._s3, self.bucket, key, content_type, replaces=replaces, new_only=new_only, background=background
+            self._s3,
+            self.bucket,
+            key,
+            content_type,
+            replaces=replaces,
+            new_only=new_only,
+            background=background,
+            tags=tags,
         )
 
     def presign_get(self, key: str, expires_in: int) -> str:
@@ -151,6 +167,11 @@ class S3PayloadStore(PayloadStore):
         return [item["Key"] for page in pages for item in page.get("Contents", [])]
 
 
+def _tagging(tags: Mapping[str, str] | None) -> dict[str, Any]:
+    """The ``Tagging`` argument of a put or a multipart upload's create (needs ``s3:PutObjectTagging`` too)."""
+    return {"Tagging": urlencode(dict(tags))} if tags else {}
+
+
 COPY_PART_MAX = 5 * 1024**3  # S3's largest part, copied or not
 _CONFLICT_CODES = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
 
@@ -175,8 +196,10 @@ class MultipartWriter:
         replaces: str | None = None,
         new_only: bool = False,
         background: bool = False,
+        tags: Mapping[str, str] | None = None,
     ) -> None:
         self._s3, self._bucket, self.key, self._content_type = s3, bucket, key, content_type
+        self._tagging = _tagging(tags)
         self._background = background
         self._condition: dict[str, Any] = (  # IfMatch / IfNoneMatch, or nothing: keyword arguments of the write
             {"IfMatch": replaces} if replaces else ({"IfNoneMatch": "*"} if new_only else {})
@@ -240,7 +263,7 @@ class MultipartWriter:
     def _start_upload(self) -> str:
         if self._upload_id is None:
             self._upload_id = self._s3.create_multipart_upload(
-                Bucket=self._bucket, Key=self.key, ContentType=self._content_type
+                Bucket=self._bucket, Key=self.key, ContentType=self._content_type, **self._tagging
             )["UploadId"]
         return self._upload_id
 
@@ -286,6 +309,7 @@ class MultipartWriter:
                     Body=self._buffer,
                     ContentType=self._content_type,
                     **self._condition,
+                    **self._tagging,
                 )
             else:
                 if self._buffer.tell():

@@ -18,7 +18,7 @@ import io
 import json
 import operator
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from decimal import Decimal
 from enum import Enum
@@ -401,6 +401,7 @@ class MemoryPayloadStore(PayloadStore):
         self._lock = threading.RLock()
         self._objects: dict[str, bytes] = {}
         self._versions: dict[str, list[bytes]] = {}
+        self.tags: dict[str, dict[str, str]] = {}  # key -> the tags it was last written with
 
     def _store(self, key: str, data: bytes, *, replaces: str | None = None, new_only: bool = False) -> str:
         with self._lock:
@@ -419,8 +420,16 @@ class MemoryPayloadStore(PayloadStore):
                 raise KeyError(f"no object {key}")
             return self._objects[key]
 
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/x-ndjson") -> None:
+    def put_bytes(
+        self,
+        key: str,
+        data: bytes,
+        content_type: str = "application/x-ndjson",
+        *,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
         self._store(key, bytes(data))
+        self.tags[key] = dict(tags or {})
 
     def get_bytes(self, key: str) -> bytes:
         return self._read(key)
@@ -471,7 +480,9 @@ class MemoryPayloadStore(PayloadStore):
         replaces: str | None = None,
         new_only: bool = False,
         background: bool = False,  # no parts here
+        tags: Mapping[str, str] | None = None,
     ) -> MemoryWriter:
+        self.tags[key] = dict(tags or {})  # the fake keeps a key's last tags, written or not
         return MemoryWriter(self, key, replaces=replaces, new_only=new_only)
 
     def presign_get(self, key: str, expires_in: int) -> str:

@@ -69,6 +69,21 @@ PSEUDO_PARAMETERS = {
     "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
 }
 # What the local stack makes once, at start: a redeploy that would change one of these is refused (RedeployError).
+# Properties of those resources the local stack never applies, so that a redeploy changing only them changes nothing
+# here, as on AWS it changes them in place: a bucket's lifecycle rules (S3's PutBucketLifecycleConfiguration; moto
+# runs no lifecycle, and the stack makes its buckets without any: tests/infra holds the rules instead).
+NOT_APPLIED_LOCALLY = {"AWS::S3::Bucket": ("LifecycleConfiguration",)}
+
+
+def _as_made(resource: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A resource as the local stack makes it: without the properties it does not apply (``NOT_APPLIED_LOCALLY``)."""
+    dropped = NOT_APPLIED_LOCALLY.get(resource.get("Type", "")) if resource else None
+    if not resource or not dropped:
+        return resource
+    properties = {k: v for k, v in (resource.get("Properties") or {}).items() if k not in dropped}
+    return {**resource, "Properties": properties}
+
+
 MADE_AT_START_ONLY = frozenset(
     {
         "AWS::DynamoDB::Table",
@@ -734,7 +749,7 @@ class LocalStack:
             for logical_id in {*before.resources, *template.resources}
             if {before.resources.get(logical_id, {}).get("Type"), template.resources.get(logical_id, {}).get("Type")}
             & MADE_AT_START_ONLY
-            and before.resources.get(logical_id) != template.resources.get(logical_id)
+            and _as_made(before.resources.get(logical_id)) != _as_made(template.resources.get(logical_id))
         )
         if changed:
             raise RedeployError(f"a redeploy replaces code, roles and the workflow, not these resources: {changed}")

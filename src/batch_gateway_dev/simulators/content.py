@@ -66,7 +66,9 @@ def summarize_openai(endpoint: str, body: dict[str, Any]) -> tuple[str, int]:
         if isinstance(given, str):
             return given[:EXCERPT_CHARS], max(1, (extra + len(given)) // 4)
         return _summarize_messages(given, extra)
-    if endpoint == "/v1/embeddings":
+    if endpoint == "/v1/completions":  # the legacy Completions API: a prompt (a string here; lists as embeddings)
+        return summarize_openai("/v1/embeddings", {"input": body.get("prompt")})
+    if endpoint in ("/v1/embeddings", "/v1/moderations"):
         given = body.get("input")
         if isinstance(given, str):
             return given[:EXCERPT_CHARS], max(1, len(given) // 4)

@@ -76,7 +76,28 @@ _ERRORS = {
     RATE_LIMITED: (429, "requests", "rate_limit_exceeded"),
     SERVER_ERROR: (500, "server_error", "server_error"),
 }
-ENDPOINTS = ("/v1/chat/completions", "/v1/responses", "/v1/embeddings")
+ENDPOINTS = ("/v1/chat/completions", "/v1/responses", "/v1/embeddings", "/v1/completions", "/v1/moderations")
+NO_OUTPUT_ENDPOINTS = ("/v1/embeddings", "/v1/moderations")  # nothing generated: no output tokens
+# Moderations: every score is low and nothing is flagged, but for text holding one of these words (lower case), which
+# scores its category 0.9 and flags the result; deterministic like the rest.
+MODERATION_TRIGGERS = {"kill": "violence", "hate": "hate"}
+MODERATION_CATEGORIES = (
+    "harassment",
+    "harassment/threatening",
+    "hate",
+    "hate/threatening",
+    "illicit",
+    "illicit/violent",
+    "self-harm",
+    "self-harm/instructions",
+    "self-harm/intent",
+    "sexual",
+    "sexual/minors",
+    "violence",
+    "violence/graphic",
+)
+# openai.types.moderation.CategoryAppliedInputTypes: what omni-moderation judges of a text input
+_APPLIED_TEXT = {name: ["text"] for name in MODERATION_CATEGORIES}
 FILE_PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
 _ALPHABET = string.ascii_letters + string.digits
 _DAY = 24 * 3600
@@ -302,7 +323,7 @@ class _Batch:
         """Token usage of the succeeded items among the first `cutoff`, extended incrementally between polls."""
         if cutoff < self._usage_at:
             self._usage_at, self._usage = 0, [0, 0, 0, 0]
-        embeddings = self.endpoint == "/v1/embeddings"
+        embeddings = self.endpoint in NO_OUTPUT_ENDPOINTS
         outcome, model = self.plan.outcome, self.model or ""
         for i in range(self._usage_at, cutoff):
             if outcome(i, cutoff, EXPIRED) == SUCCEEDED:
@@ -464,6 +485,21 @@ _RESPONSE = json_template(
         "metadata": {},
     }
 )
+_COMPLETION = json_template(
+    {
+        "id": "<<id>>",
+        "object": "text_completion",
+        "created": "<<created>>",
+        "model": "<<model>>",
+        "choices": [{"text": "<<text>>", "index": 0, "logprobs": None, "finish_reason": "<<finish_reason>>"}],
+        "usage": {
+            "prompt_tokens": "<<input_tokens>>",
+            "completion_tokens": "<<output_tokens>>",
+            "total_tokens": "<<total_tokens>>",
+        },
+        "system_fingerprint": None,
+    }
+)
 _EMBEDDINGS = json_template(
     {
         "object": "list",
@@ -489,6 +525,8 @@ def _response_body(
     if endpoint == "/v1/embeddings":
         vector = dumps(content.embedding(model, excerpt, tokens))
         return _EMBEDDINGS % {"embedding": vector, "model": quote(model), "input_tokens": tokens}
+    if endpoint == "/v1/moderations":
+        return dumps(moderation(model, suffix, excerpt))
     visible = content.output_tokens(model, excerpt)
     reasoning = reasoning_tokens(model, visible)
     text = content.reply_text(model, excerpt)
@@ -509,6 +547,12 @@ def _response_body(
         "output_tokens": out,
         "total_tokens": tokens + out,
     }
+    if endpoint == "/v1/completions":
+        return _COMPLETION % {
+            **values,
+            "id": quote("cmpl-" + suffix),
+            "finish_reason": quote("length" if cut else "stop"),
+        }
     if endpoint == "/v1/responses":
         return _RESPONSE % {
             **values,
@@ -522,6 +566,24 @@ def _response_body(
         "id": quote("chatcmpl-" + suffix),
         "finish_reason": quote("length" if cut else "stop"),
     }
+
+
+def moderation(model: str, suffix: str, excerpt: str) -> dict[str, Any]:
+    """A ModerationCreateResponse of one text input: low scores from a hash of the text, and a trigger word's
+    category at 0.9 and flagged (``MODERATION_TRIGGERS``)."""
+    lowered = excerpt.lower()
+    hits = {category for word, category in MODERATION_TRIGGERS.items() if word in lowered}
+    scores = {
+        name: 0.9 if name in hits else int(content.short_hash(model, excerpt, name, length=4), 16) / 65536 / 100
+        for name in MODERATION_CATEGORIES
+    }
+    result = {
+        "flagged": bool(hits),
+        "categories": {name: name in hits for name in MODERATION_CATEGORIES},
+        "category_scores": scores,
+        "category_applied_input_types": _APPLIED_TEXT,
+    }
+    return {"id": "modr-" + suffix, "model": model, "results": [result]}
 
 
 def _check_metadata(metadata: Any) -> None:

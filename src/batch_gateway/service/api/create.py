@@ -24,6 +24,7 @@ from batch_gateway.models.provider_options import check_provider_options
 from batch_gateway.models.requests import (
     CreateJobInput,
     check_endpoint_for_provider,
+    check_model_for_endpoint,
     check_model_for_provider,
     check_provider_enabled,
     check_storable,
@@ -99,6 +100,7 @@ def draft(
     check_provider_enabled(spec.provider, services.settings.enabled_providers)
     check_model_for_provider(spec.provider, spec.model)
     check_endpoint_for_provider(spec.provider, spec.endpoint)
+    check_model_for_endpoint(spec.provider, spec.endpoint, spec.model)
     check_provider_options(spec.provider, spec.endpoint, spec.provider_options)
     params = job_hyperparameters(spec.hyperparameters, spec.provider)
     check_storable({"hyperparameters": params, "metadata": spec.metadata, "provider_options": spec.provider_options})

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.jobs import Job
-from batch_gateway.models.requests import iter_normalized
+from batch_gateway.models.requests import NO_OUTPUT_ENDPOINTS, iter_normalized
 from batch_gateway.ports import LineWriter
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import requests_key
@@ -95,7 +95,7 @@ def write_requests(
     """Normalise ``requests`` for ``job`` (its provider, model and hyperparameters) into ``sink``, streamed; how many
     and how large (``RequestStats``: the high estimate's inputs). Any invalid request raises
     ``InvalidRequestError`` with every problem once all are read, and nothing is stored."""
-    stats = RequestStats(embeddings=endpoint == "embeddings")
+    stats = RequestStats(embeddings=endpoint in NO_OUTPUT_ENDPOINTS)
     with sink.open(services, job) as writer:  # aborted (nothing stored) on any problem
         for item in iter_normalized(requests, job.hyperparameters, job.provider, endpoint, problems, job.model):
             try:

@@ -47,7 +47,7 @@ ESTIMATE_ERROR_BOUND = (
 class RequestStats:
     """What one pass over a job's normalised requests learns about its size: enough for the high estimate."""
 
-    embeddings: bool = False  # an embeddings job has no output tokens
+    embeddings: bool = False  # an embeddings (or moderations) job has no output tokens
     requests: int = 0
     input_bytes: int = 0  # of the normalised request lines, UTF-8
     tool_requests: int = 0

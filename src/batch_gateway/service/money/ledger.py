@@ -27,6 +27,7 @@ from batch_gateway.contract.errors import BudgetExceededError
 from batch_gateway.jsonlines import loads
 from batch_gateway.models.budgets import Budget, micros, micros_up, month_of, usd
 from batch_gateway.models.jobs import Job, Reservation
+from batch_gateway.models.requests import NO_OUTPUT_ENDPOINTS
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import requests_key
 from batch_gateway.service.money.estimate import RequestStats, job_high_estimate
@@ -182,7 +183,7 @@ def _amounts(budget: Budget, month: str, spent: int, reserved: int) -> dict[str,
 
 def _stats_of(services: Services, job: Job, items: set[str]) -> RequestStats:
     """The high estimate's inputs for the requests of ``items`` (read from the job's normalised requests)."""
-    stats = RequestStats(embeddings=job.endpoint == "embeddings")
+    stats = RequestStats(embeddings=job.endpoint in NO_OUTPUT_ENDPOINTS)
     for line in services.payloads.iter_lines(requests_key(job.id)):
         if line:
             record = loads(line)

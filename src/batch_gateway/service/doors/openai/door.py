@@ -19,15 +19,20 @@ from batch_gateway.models.jsonl import split_lines
 from batch_gateway.models.openai_format import (
     COMPLETION_WINDOWS,
     ENDPOINTS,
+    MEDIA_ENDPOINTS,
     LineProblemError,
     batch_object,
     check_file,
+    check_model_on_endpoint,
+    media_refusal,
+    output_expiry_seconds,
     parse_line,
     raise_problems,
 )
 from batch_gateway.models.requests import check_storable
 from batch_gateway.models.routing import provider_for_model
 from batch_gateway.ports import PayloadWriter
+from batch_gateway.provider_specs import BY_NAME
 from batch_gateway.service.api.cancel import cancel_job
 from batch_gateway.service.api.create import create_deferred_job, create_door_job
 from batch_gateway.service.context import Services
@@ -78,9 +83,16 @@ def _file_object(meta: dict[str, Any]) -> dict[str, Any]:
         "filename": meta["filename"],
         "purpose": meta["purpose"],
         "status": "processed",
-        "expires_at": None,
+        "expires_at": meta.get("expires_at"),
         "status_details": None,
     }
+
+
+def _expired(services: Services, meta: dict[str, Any]) -> bool:
+    """A file past its ``expires_at`` (a batch's output_expires_after, decision 0125) is gone for the caller at once;
+    its objects are deleted by the bucket's lifecycle rule within a day after."""
+    expires_at = meta.get("expires_at")
+    return expires_at is not None and services.clock().timestamp() >= expires_at
 
 
 def _check_purpose(purpose: Any) -> None:
@@ -124,6 +136,8 @@ def _file_meta(services: Services, owner: str, file_id: str) -> dict[str, Any]:
     if not _valid_id(file_id, "file") or not services.payloads.exists(file_meta_key(owner, file_id)):
         raise NotFoundError(f"No such File object: {file_id[:64]}", details=[{"field": "file_id", "message": ""}])
     meta: dict[str, Any] = json.loads(services.payloads.get_bytes(file_meta_key(owner, file_id)))
+    if _expired(services, meta):
+        raise NotFoundError(f"No such File object: {file_id[:64]}", details=[{"field": "file_id", "message": ""}])
     return meta
 
 
@@ -143,7 +157,7 @@ def list_files(
     data = []
     for file_id in ids:
         meta = json.loads(services.payloads.get_bytes(file_meta_key(owner, file_id)))
-        if purpose and meta["purpose"] != purpose:
+        if (purpose and meta["purpose"] != purpose) or _expired(services, meta):
             continue
         data.append(_file_object(meta))
         if len(data) > size:
@@ -167,8 +181,11 @@ def delete_file(services: Services, owner: str, file_id: str) -> dict[str, Any]:
 
 def file_content_url(services: Services, owner: str, file_id: str) -> str:
     """A presigned URL of the file's content: the answer is a redirect, so no file passes through a Lambda."""
-    _file_meta(services, owner, file_id)
-    return services.payloads.presign_get(file_content_key(owner, file_id), PRESIGN_SECONDS)
+    meta = _file_meta(services, owner, file_id)
+    seconds = PRESIGN_SECONDS
+    if meta.get("expires_at") is not None:  # the URL ends with the file
+        seconds = max(1, min(seconds, int(meta["expires_at"] - services.clock().timestamp())))
+    return services.payloads.presign_get(file_content_key(owner, file_id), seconds)
 
 
 # --- uploads -----------------------------------------------------------------------------------------------------
@@ -308,12 +325,15 @@ def create_batch(services: Services, owner: str, body: Any) -> dict[str, Any]:
     for name in unknown[:1]:
         raise InvalidRequestError(f"{name[:100]} is not a field of a batch", details=[{"field": name[:100]}])
     endpoint, window = body.get("endpoint"), body.get("completion_window")
+    if endpoint in MEDIA_ENDPOINTS:
+        raise InvalidRequestError(f"endpoint {media_refusal(endpoint)}", details=[{"field": "endpoint"}])
     if not isinstance(endpoint, str) or endpoint not in ENDPOINTS:
         raise InvalidRequestError(
             f"endpoint must be one of {', '.join(ENDPOINTS)}", details=[{"field": "endpoint", "message": ""}]
         )
     if window not in COMPLETION_WINDOWS:
         raise InvalidRequestError("completion_window must be '24h'", details=[{"field": "completion_window"}])
+    expires_after = output_expiry_seconds(body.get("output_expires_after"))
     metadata = body.get("metadata") or {}
     file_id = body.get("input_file_id")
     if not isinstance(file_id, str):
@@ -322,7 +342,13 @@ def create_batch(services: Services, owner: str, body: Any) -> dict[str, Any]:
     key = file_content_key(owner, file_id)
     model, provider = _batch_model(services, key, endpoint)
     problems: list[dict[str, Any]] = []
-    door_fields = DoorFields(endpoint=endpoint, completion_window=window, metadata=metadata, input_file_id=file_id)
+    door_fields = DoorFields(
+        endpoint=endpoint,
+        completion_window=window,
+        metadata=metadata,
+        input_file_id=file_id,
+        output_expires_after_seconds=expires_after,
+    )
     settings = {"provider": provider, "model": model, "endpoint": ENDPOINTS[endpoint], "metadata": metadata}
     check_storable({"door_fields": door_fields.to_dict()})
     if meta["bytes"] > services.settings.sync_input_max_bytes:
@@ -358,7 +384,14 @@ def _batch_model(services: Services, key: str, endpoint: str) -> tuple[str, str]
             except LineProblemError as problem:
                 raise_problems([{"line": number, "field": problem.field, "message": problem.message}], "invalid file")
             model = line["body"]["model"]
-            return model, provider_for_model(model, where="body.model", line=number)
+            provider = provider_for_model(model, where="body.model", line=number)
+            if endpoint in ENDPOINTS and ENDPOINTS[endpoint] in BY_NAME[provider].endpoints:
+                try:
+                    check_model_on_endpoint(model, provider, endpoint)
+                except LineProblemError as problem:
+                    where = {"line": number, "field": problem.field, "message": problem.message}
+                    raise_problems([where], "invalid file")
+            return model, provider
     raise InvalidRequestError("the input file holds no requests", details=[{"field": "input_file_id"}])
 
 
