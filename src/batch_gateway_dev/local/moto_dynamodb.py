@@ -181,7 +181,7 @@ def _values_cast_at_once() -> None:
             return sum(len(str(member)) for member in self.value)
         if kind in ("SS", "BS"):  # each member as DynamoType({"S"|"B": member}).size(): its bytes
             return sum(bytesize(member) for member in self.value)
-        return real_size(self)  # type: ignore[no-any-return]
+        return real_size(self)
 
     def cast(self: Any) -> Any:
         """``cast_value`` by the attribute's type at once (moto asks five predicates first): a string's or a binary's
@@ -200,13 +200,13 @@ def _values_cast_at_once() -> None:
     # Sorting a table's items and matching a key compare attribute values: by their cast values, as moto's own.
     DynamoType.size = size  # type: ignore[method-assign]  # patching moto
     DynamoType.cast_value = property(cast)  # type: ignore[assignment,method-assign]  # patching moto
-    DynamoType.__eq__ = lambda self, other: self.type == other.type and cast(self) == cast(other)  # type: ignore[method-assign,assignment]
-    DynamoType.__ne__ = lambda self, other: self.type != other.type or cast(self) != cast(other)  # type: ignore[method-assign,assignment]
-    DynamoType.__lt__ = lambda self, other: cast(self) < cast(other)  # type: ignore[method-assign,assignment]
-    DynamoType.__le__ = lambda self, other: cast(self) <= cast(other)  # type: ignore[method-assign,assignment]
-    DynamoType.__gt__ = lambda self, other: cast(self) > cast(other)  # type: ignore[method-assign,assignment]
-    DynamoType.__ge__ = lambda self, other: cast(self) >= cast(other)  # type: ignore[method-assign,assignment]
-    DynamoType.__hash__ = lambda self: hash((self.type, cast(self)))  # type: ignore[method-assign,assignment]
+    DynamoType.__eq__ = lambda self, other: self.type == other.type and cast(self) == cast(other)  # type: ignore[method-assign]
+    DynamoType.__ne__ = lambda self, other: self.type != other.type or cast(self) != cast(other)  # type: ignore[method-assign]
+    DynamoType.__lt__ = lambda self, other: cast(self) < cast(other)  # type: ignore[method-assign]
+    DynamoType.__le__ = lambda self, other: cast(self) <= cast(other)  # type: ignore[method-assign]
+    DynamoType.__gt__ = lambda self, other: cast(self) > cast(other)  # type: ignore[method-assign]
+    DynamoType.__ge__ = lambda self, other: cast(self) >= cast(other)  # type: ignore[method-assign]
+    DynamoType.__hash__ = lambda self: hash((self.type, cast(self)))  # type: ignore[method-assign]
 
 
 def _index_projections_picked() -> None:
@@ -222,7 +222,7 @@ def _index_projections_picked() -> None:
         names = [*self.table_key_attrs, *(key["AttributeName"] for key in self.schema)]
         if projection_type == "INCLUDE":
             names += self.projection.get("NonKeyAttributes", [])
-        picked = Item.__new__(Item)
+        picked: Any = Item.__new__(Item)
         picked.hash_key, picked.range_key = item.hash_key, item.range_key
         picked.attrs = LimitedSizeDict()
         for name in names:
