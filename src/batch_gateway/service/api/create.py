@@ -29,6 +29,7 @@ from batch_gateway.models.requests import (
     check_storable,
     job_hyperparameters,
 )
+from batch_gateway.constants import PROMPT_CACHE_OFF
 from batch_gateway.models.retry import job_retry
 from batch_gateway.provider_specs import BY_NAME
 from batch_gateway.service.api.webhooks import job_webhook
@@ -60,6 +61,7 @@ class JobDraft:
     door: str | None = None
     door_fields: DoorFields = field(default_factory=DoorFields)
     drop_name: str | None = None
+    prompt_cache: str = PROMPT_CACHE_OFF  # decision 0128
 
     def job(self, **recorded: Any) -> Job:
         """The one place a job is built: the draft's settings, plus what the requests (or the input file) tell."""
@@ -78,6 +80,7 @@ class JobDraft:
             door=self.door,
             door_fields=self.door_fields,
             retry=self.retry,
+            prompt_cache=self.prompt_cache,
             webhook=self.webhook,
             **recorded,
         )
@@ -108,6 +111,8 @@ def draft(
         params=params,
         webhook=job_webhook(spec.webhook, allow_loopback_http=services.settings.webhook_loopback_http),
         retry=job_retry(spec.retry, services.settings.retry_default, door),
+        # the doors' jobs take the deployment's default too: their callers' requests gain cache reads, nothing else
+        prompt_cache=spec.prompt_cache or services.settings.prompt_cache_default,
         source=source,
         job_id=job_id or new_job_id(),
         door=door,

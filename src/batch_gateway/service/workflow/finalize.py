@@ -27,6 +27,7 @@ from batch_gateway.models.jobs import (
     utcnow,
 )
 from batch_gateway.models.pricing import chunks_cost_detail
+from batch_gateway.service.planning.cache_groups import with_primers
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import chunk_results_key, outbox_key, results_key
 from batch_gateway.service.limits.admission import free_slot
@@ -90,7 +91,8 @@ def _finalize(services: Services, job: Job, state: FinalizeState, budget: StepBu
     failed = [c for c in chunks if c.state is ChunkState.FAILED]
     error = f"the provider refused chunk {failed[0].index}: {failed[0].error}" if failed else None
     door = write_door_outputs(services, job)  # before the status: an ended door job has its output files
-    cost = chunks_cost_detail(job.provider, job.model, chunks, table=services.prices())
+    table = services.prices()
+    cost = with_primers(job, chunks_cost_detail(job.provider, job.model, chunks, table=table), table)  # 0128
     job = services.jobs.update_job(
         job.id,
         expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING],
@@ -210,7 +212,8 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> boo
             counts = counts.add(RequestCounts(total=chunk.request_count, errored=chunk.request_count))
             if chunk.replaces is not None:  # a retry chunk: its items' earlier outcomes no longer count
                 counts = counts.subtract(chunk.replaces)
-    cost = chunks_cost_detail(job.provider, job.model, collected, table=services.prices())
+    table = services.prices()
+    cost = with_primers(job, chunks_cost_detail(job.provider, job.model, collected, table=table), table)  # 0128
     services.jobs.update_job(
         job.id,
         expect=[JobStatus.FAILED],
