@@ -1,0 +1,122 @@
+"""Cache-aware planning's primers through the handlers, against moto and the simulators (decision 0128): Plan
+groups the requests that share a prefix and marks their lines, Submit sends one primer per group before any chunk,
+once, whatever is retried, and the primer's cost is the job's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from batch_gateway.jsonlines import loads
+from batch_gateway.service.layout import chunk_input_key
+from lambdas import create, finalize, plan, poll, submit
+from tests.support.events import call, load_event
+
+SYSTEM = "You answer questions about rivers, briefly and accurately, in one line. " * 90  # about 1,600 tokens
+MODELS = {"anthropic": "claude-sonnet-4-20250514", "openai": "gpt-4.1-mini"}
+
+
+def _create(ctx, provider="anthropic", requests=20, **options):
+    event = load_event("api_create.json")
+    body = {
+        **json.loads(event["body"]),
+        "provider": provider,
+        "model": MODELS[provider],
+        "requests": {
+            f"r{i}": {"system": SYSTEM, "messages": [{"role": "user", "content": f"Name river number {i}."}]}
+            for i in range(requests)
+        },
+        **options,
+    }
+    event["body"] = json.dumps(body)
+    status, job = call(create.handler, event, ctx)
+    assert status == 202, job
+    return job["id"]
+
+
+def _lines(services, job_id):
+    return [loads(line) for line in services.payloads.iter_lines(chunk_input_key(job_id, 0))]
+
+
+def _sync_calls(simulator, provider):
+    """The synchronous model calls the simulator answered (Anthropic's Messages, OpenAI's chat and responses)."""
+    stats = simulator.stats()[provider]
+    return stats["messages"] if "messages" in stats else stats["answered"]
+
+
+def _finish(state, ctx):
+    for _ in range(200):
+        state = poll.handler(state, ctx)
+        if state["done"]:
+            return finalize.handler(state, ctx)
+    raise AssertionError("job did not finish")
+
+
+def test_plan_marks_every_request_of_a_shared_system_prompt_with_a_one_hour_breakpoint(aws, ctx):
+    job_id = _create(ctx)
+    plan.handler({"job_id": job_id}, ctx)
+    job = aws.jobs.require_job(job_id)
+    assert job.prompt_cache == "auto"
+    [group] = job.cache_plan.groups
+    assert group.requests == 20 and group.tokens >= 1024 and not group.primed
+    for line in _lines(aws, job_id):
+        [system] = line["params"]["system"]
+        assert system["text"] == SYSTEM and system["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+
+
+def test_prompt_cache_off_sends_the_requests_as_they_are(aws, ctx, simulator):
+    job_id = _create(ctx, prompt_cache="off")
+    state = submit.handler(plan.handler({"job_id": job_id}, ctx), ctx)
+    assert aws.jobs.require_job(job_id).cache_plan is None
+    assert all(line["params"]["system"] == SYSTEM for line in _lines(aws, job_id))
+    _finish(state, ctx)
+    assert _sync_calls(simulator, "anthropic") == 0
+
+
+def test_submit_sends_the_primer_once_before_the_batch_and_a_retried_submit_sends_nothing_again(aws, ctx, simulator):
+    job_id = _create(ctx)
+    state = plan.handler({"job_id": job_id}, ctx)
+    state = submit.handler(state, ctx)
+    assert _sync_calls(simulator, "anthropic") == 1
+    job = aws.jobs.require_job(job_id)
+    [group] = job.cache_plan.groups
+    assert group.primed and group.usage.cache_creation_input_tokens >= 1024 and job.cache_step == 2
+    submit.handler(state, ctx)  # the state machine's retry of a Submit whose answer was lost
+    poll.handler(state, ctx)
+    assert _sync_calls(simulator, "anthropic") == 1
+
+    ended = _finish(state, ctx)
+    assert ended["status"] == "finished"
+    done = aws.jobs.require_job(job_id)
+    items = sum(c.usage.cache_read_input_tokens for c in aws.jobs.get_chunks(job_id))
+    assert items >= 20 * 1024  # every item read what the primer wrote
+    assert done.cost["cache_write"] > 0  # the primer's write, the job's cost; no item wrote
+    assert all(c.usage.cache_creation_input_tokens == 0 for c in aws.jobs.get_chunks(job_id))
+
+
+def test_a_primer_claimed_by_an_invocation_that_died_is_not_sent_again_and_is_priced_as_its_write(aws, ctx, simulator):
+    job_id = _create(ctx)
+    state = plan.handler({"job_id": job_id}, ctx)
+    aws.jobs.update_job(job_id, cache_step=1)  # claimed, then the invocation died before its answer was recorded
+    submit.handler(state, ctx)
+    assert _sync_calls(simulator, "anthropic") == 0
+    job = aws.jobs.require_job(job_id)
+    [group] = job.cache_plan.groups
+    assert group.unsure and not group.primed and job.cache_step == 2
+    assert group.usage.cache_creation_input_tokens == group.tokens
+    assert _finish(state, ctx)["status"] == "finished"
+    assert aws.jobs.require_job(job_id).cost["cache_write"] > 0
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_no_chunk_is_sent_before_the_primers_and_poll_sends_them_first(aws, ctx, simulator, provider, monkeypatch):
+    job_id = _create(ctx, provider)
+    state = plan.handler({"job_id": job_id}, ctx)
+    aws.jobs.update_job(job_id, status="in_progress")  # Submit ran out of time before its first primer
+    assert simulator.stats()[provider]["batches_created"] == 0
+    state = poll.handler({**state, "polls": 0}, ctx)
+    job = aws.jobs.require_job(job_id)
+    assert job.primed and job.cache_plan.groups[0].primed
+    assert simulator.stats()[provider]["batches_created"] == 1
+    _finish(state, ctx)
