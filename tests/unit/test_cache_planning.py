@@ -124,8 +124,8 @@ def _prefix(adapter, line, model) -> CachePrefix:
 
 def test_the_callers_own_breakpoint_at_the_same_block_is_kept_not_duplicated():
     adapter = _anthropic()
-    params = {"model": SONNET, "max_tokens": 5, "system": [{"type": "text", "text": LONG, "cache_control": {"type": "ephemeral"}}],
-              "messages": [{"role": "user", "content": "Q"}]}  # fmt: skip
+    system = [{"type": "text", "text": LONG, "cache_control": {"type": "ephemeral"}}]
+    params = {"model": SONNET, "max_tokens": 5, "system": system, "messages": [{"role": "user", "content": "Q"}]}
     line = {"custom_id": "a", "params": params}
     before = copy.deepcopy(line)
     assert adapter.mark_cacheable(line, _prefix(adapter, line, SONNET))

@@ -563,6 +563,7 @@ class Job(Record):
     def primed(self) -> bool:
         """Every primer of the cache plan is done (or there is none): its chunks may be sent."""
         return self.cache_plan is None or self.cache_step >= 2 * len(self.cache_plan.groups)
+
     # The most the job can cost (USD, decision 0062), from the create pass that normalised its requests: input
     # bytes as tokens plus every request reaching max_tokens; None for a model without a price (and for a job whose
     # input file Plan reads, until then). Budgets reserve it.

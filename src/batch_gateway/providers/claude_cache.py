@@ -62,10 +62,9 @@ def prefixes(params: dict[str, Any], model: str) -> list[CachePrefix]:
     if tools or system:
         found.append(CachePrefix(prefix_key(model, tools, system), chars // CHARS_PER_TOKEN, 0))
     if len(messages) > 1:
-        leading = [
-            {"role": m.get("role"), "content": [_bare(b) for b in _blocks(m.get("content"))]} for m in messages[:-1]
-        ]
-        chars += sum(_chars(b) for m in leading for b in m["content"])
+        contents = [[_bare(b) for b in _blocks(m.get("content"))] for m in messages[:-1]]
+        leading = [{"role": m.get("role"), "content": c} for m, c in zip(messages, contents, strict=False)]
+        chars += sum(_chars(b) for content in contents for b in content)
         found.append(CachePrefix(prefix_key(model, tools, system, leading), chars // CHARS_PER_TOKEN, len(leading)))
     return [prefix for prefix in found if prefix.tokens >= least]
 

@@ -159,7 +159,9 @@ class OpenAIBatchProvider(BatchProvider):
             used = response.usage
             cached = used.input_tokens_details.cached_tokens if used.input_tokens_details else 0
             return Usage(
-                input_tokens=used.input_tokens - cached, output_tokens=used.output_tokens, cache_read_input_tokens=cached
+                input_tokens=used.input_tokens - cached,
+                output_tokens=used.output_tokens,
+                cache_read_input_tokens=cached,
             )
         kept = {name: body[name] for name in CHAT_PRIMER if name in body}
         completion = self._client.chat.completions.create(**kept, max_completion_tokens=1)

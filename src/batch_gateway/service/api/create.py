@@ -17,6 +17,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway.constants import PROMPT_CACHE_OFF
 from batch_gateway.contract.errors import BatchGatewayError, InvalidRequestError, TransientError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import DROP_FOLDER_SOURCE, DoorFields, InputFile, Job, JobWebhook, RequestCounts, Retry
@@ -29,7 +30,6 @@ from batch_gateway.models.requests import (
     check_storable,
     job_hyperparameters,
 )
-from batch_gateway.constants import PROMPT_CACHE_OFF
 from batch_gateway.models.retry import job_retry
 from batch_gateway.provider_specs import BY_NAME
 from batch_gateway.service.api.webhooks import job_webhook

@@ -109,13 +109,13 @@ def cache_plan(
     groups, primers = [], []
     for key in keys:
         seen = scan.prefixes[key]
-        line = seen.line
-        assert line is not None
-        prefix = next(p for p in provider.cache_prefixes(line, job.model) if p.key == key)
-        if not provider.mark_cacheable(line, prefix):
+        first = seen.line
+        assert first is not None
+        prefix = next(p for p in provider.cache_prefixes(first, job.model) if p.key == key)
+        if not provider.mark_cacheable(first, prefix):
             continue  # its first request cannot carry the marker (the caller's own use all the breakpoints)
         groups.append(CacheGroup(key=key, requests=members.get(key, 0), tokens=seen.tokens))
-        primers.append(line)
+        primers.append(first)
     return CachePlan(groups=groups), primers
 
 

@@ -27,12 +27,12 @@ from batch_gateway.models.jobs import (
     utcnow,
 )
 from batch_gateway.models.pricing import chunks_cost_detail
-from batch_gateway.service.planning.cache_groups import with_primers
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import chunk_results_key, outbox_key, results_key
 from batch_gateway.service.limits.admission import free_slot
 from batch_gateway.service.money.ledger import settle_job
 from batch_gateway.service.outputs.doors import write_door_outputs
+from batch_gateway.service.planning.cache_groups import with_primers
 from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.collect import summarize, unanswered_lines
 from batch_gateway.service.workflow.join import OPEN_STATUSES, join_results, joined

@@ -25,8 +25,8 @@ from aws_lambda_powertools import Logger
 from batch_gateway.contract.errors import ConflictError, IntegrityError, TransientError
 from batch_gateway.jsonlines import dumps
 from batch_gateway.models.jobs import CachePlan, Chunk, Job, JobStatus, PlanProgress
-from batch_gateway.providers.base import BatchProvider
 from batch_gateway.ports import WriteConflictError
+from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
 from batch_gateway.service.intake.files import read_input_file
 from batch_gateway.service.layout import cache_primer_key, requests_key
@@ -111,7 +111,9 @@ def _plan_cache(services: Services, job: Job, provider: BatchProvider, key: str)
     line and record the plan (an empty one when none does), before the first chunk: the chunks are marked by it,
     and Submit sends the primers before any of them. Recorded once: a Plan racing this one records the same."""
     lines = (
-        provider.to_provider("-", request, model=job.model, endpoint=job.endpoint, provider_options=job.provider_options)
+        provider.to_provider(
+            "-", request, model=job.model, endpoint=job.endpoint, provider_options=job.provider_options
+        )
         for _position, _offset, request in requests_from(services, key, 0, 0)
     )
     price = services.prices().price_for(job.provider, job.model)

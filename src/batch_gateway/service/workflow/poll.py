@@ -13,9 +13,11 @@ from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobSta
 from batch_gateway.models.pricing import chunks_cost_detail
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
+from batch_gateway.service.planning.cache_groups import with_primers
 from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.collect import collect_chunk, log_failed_batch, summarize
 from batch_gateway.service.workflow.poll_schedule import Sample, next_wait, record
+from batch_gateway.service.workflow.primers import prime_groups
 from batch_gateway.service.workflow.quota_gate import (
     forget_waiting,
     holds_quota,
@@ -24,8 +26,6 @@ from batch_gateway.service.workflow.quota_gate import (
     requeue_refused,
 )
 from batch_gateway.service.workflow.state import WorkflowState
-from batch_gateway.service.planning.cache_groups import with_primers
-from batch_gateway.service.workflow.primers import prime_groups
 from batch_gateway.service.workflow.submit import submit_chunk, unlisted_long_enough, waiting
 
 logger = Logger(child=True)

@@ -12,6 +12,8 @@ requests are sent all the same, and read the cache only as far as the provider c
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_lambda_powertools import Logger
 
 from batch_gateway.contract import errors
@@ -86,7 +88,7 @@ def _with(plan: CachePlan, index: int, **changes: object) -> CachePlan:
     return CachePlan(groups=groups)
 
 
-def _advance(services: Services, job: Job, step: int, **fields: object) -> Job:
+def _advance(services: Services, job: Job, step: int, **fields: Any) -> Job:
     """Move ``cache_step`` from ``step`` to ``step + 1`` with ``fields``; another invocation that moved it first
     wins, and the job as it now stands is answered."""
     try:
