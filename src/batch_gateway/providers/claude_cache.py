@@ -59,14 +59,16 @@ def prefixes(params: dict[str, Any], model: str) -> list[CachePrefix]:
     least = minimum_tokens(model)
     found: list[CachePrefix] = []
     chars = sum(_chars(t) for t in tools) + sum(_chars(b) for b in system)
-    if tools or system:
+    if (tools or system) and chars // CHARS_PER_TOKEN >= least:  # hashed only when long enough to cache
         found.append(CachePrefix(prefix_key(model, tools, system), chars // CHARS_PER_TOKEN, 0))
     if len(messages) > 1:
         contents = [[_bare(b) for b in _blocks(m.get("content"))] for m in messages[:-1]]
-        leading = [{"role": m.get("role"), "content": c} for m, c in zip(messages, contents, strict=False)]
         chars += sum(_chars(b) for content in contents for b in content)
-        found.append(CachePrefix(prefix_key(model, tools, system, leading), chars // CHARS_PER_TOKEN, len(leading)))
-    return [prefix for prefix in found if prefix.tokens >= least]
+        if chars // CHARS_PER_TOKEN >= least:
+            leading = [{"role": m.get("role"), "content": c} for m, c in zip(messages, contents, strict=False)]
+            key = prefix_key(model, tools, system, leading)
+            found.append(CachePrefix(key, chars // CHARS_PER_TOKEN, len(leading)))
+    return found
 
 
 def _places(params: dict[str, Any]) -> list[tuple[str, int, int]]:

@@ -9,6 +9,7 @@ on where another stopped marks the lines the other did (decision 0118).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -109,8 +110,8 @@ def cache_plan(
     groups, primers = [], []
     for key in keys:
         seen = scan.prefixes[key]
-        first = seen.line
-        assert first is not None
+        assert seen.line is not None
+        first = copy.deepcopy(seen.line)  # one request may be the first of two groups: each primer marked once
         prefix = next(p for p in provider.cache_prefixes(first, job.model) if p.key == key)
         if not provider.mark_cacheable(first, prefix):
             continue  # its first request cannot carry the marker (the caller's own use all the breakpoints)
