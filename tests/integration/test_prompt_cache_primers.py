@@ -120,3 +120,14 @@ def test_no_chunk_is_sent_before_the_primers_and_poll_sends_them_first(aws, ctx,
     assert job.primed and job.cache_plan.groups[0].primed
     assert simulator.stats()[provider]["batches_created"] == 1
     _finish(state, ctx)
+
+
+def test_a_job_of_short_requests_is_planned_with_no_group_and_sends_no_primer(aws, ctx, simulator):
+    event = load_event("api_create.json")  # five one-line prompts: no prefix near the 1,024-token minimum
+    status, job = call(create.handler, event, ctx)
+    assert status == 202 and job["prompt_cache"] == "auto"
+    state = submit.handler(plan.handler({"job_id": job["id"]}, ctx), ctx)
+    planned = aws.jobs.require_job(job["id"])
+    assert planned.cache_plan is not None and planned.cache_plan.groups == [] and planned.primed
+    assert _finish(state, ctx)["status"] == "finished"
+    assert _sync_calls(simulator, "anthropic") == 0

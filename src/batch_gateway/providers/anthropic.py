@@ -82,6 +82,7 @@ class AnthropicBatchProvider(BatchProvider):
     # --- prompt caching (decision 0128) ----------------------------------------------------------------------
 
     primer_write_factor = 2.0  # a 1-hour cache write costs twice the input price
+    cache_min_tokens = claude_cache.DEFAULT_MINIMUM
 
     def cache_prefixes(self, line: dict[str, Any], model: str) -> list[CachePrefix]:
         return claude_cache.prefixes(line["params"], model)

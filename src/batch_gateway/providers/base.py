@@ -202,6 +202,9 @@ class BatchProvider(abc.ABC):
 
     # The primer's cache write as a multiple of the synchronous input price (Anthropic's 1-hour TTL: 2).
     primer_write_factor: ClassVar[float] = 1.0
+    # The fewest tokens any model of the provider caches (0: its batches read no cache, and Plan looks no further).
+    # A request line shorter than this many tokens' characters holds no cacheable prefix: Plan skips it unread.
+    cache_min_tokens: ClassVar[int] = 0
 
     def cache_prefixes(self, line: dict[str, Any], model: str) -> list[CachePrefix]:
         """The prefixes of a batch line (``to_provider``'s) that a primer could write for the batch to read, shortest

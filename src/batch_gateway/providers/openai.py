@@ -136,6 +136,8 @@ class OpenAIBatchProvider(BatchProvider):
 
     # --- prompt caching (decision 0128) ----------------------------------------------------------------------
 
+    cache_min_tokens = CACHE_MINIMUM_TOKENS
+
     def cache_prefixes(self, line: dict[str, Any], model: str) -> list[CachePrefix]:
         body = line["body"]
         lead, chars = _leading(line["url"], body)

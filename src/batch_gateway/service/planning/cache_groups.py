@@ -27,6 +27,7 @@ AUTO = PROMPT_CACHE_AUTO
 PAYBACK = 2.0  # a group is primed when its expected saving is at least twice its primer's cost
 MAX_GROUPS = 20  # primers per job at most (one provider call each, in Submit), the largest savings first
 TRACKED = 20_000  # distinct prefixes counted at once; beyond, those seen once are forgotten (a bound on memory)
+CHARS_PER_TOKEN = 4  # the estimate the adapters' prefixes use (a token is about four characters of English)
 PRIMER_OUTPUT_TOKENS = 16  # what a primer's answer is priced at, at most
 
 

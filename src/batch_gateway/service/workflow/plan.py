@@ -23,7 +23,7 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger
 
 from batch_gateway.contract.errors import ConflictError, IntegrityError, TransientError
-from batch_gateway.jsonlines import dumps
+from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.jobs import CachePlan, Chunk, Job, JobStatus, PlanProgress
 from batch_gateway.ports import WriteConflictError
 from batch_gateway.providers.base import BatchProvider
@@ -31,7 +31,7 @@ from batch_gateway.service.context import Services
 from batch_gateway.service.intake.files import read_input_file
 from batch_gateway.service.layout import cache_primer_key, requests_key
 from batch_gateway.service.money.ledger import reserve_after_plan_read
-from batch_gateway.service.planning.cache_groups import AUTO, CacheMarks, cache_plan
+from batch_gateway.service.planning.cache_groups import AUTO, CHARS_PER_TOKEN, CacheMarks, cache_plan
 from batch_gateway.service.planning.chunks import (
     ChunkWriter,
     boundaries_for,
@@ -110,11 +110,13 @@ def _plan_cache(services: Services, job: Job, provider: BatchProvider, key: str)
     """Find the prefixes the job's requests share that pay back a primer (decision 0128), write each group's primer
     line and record the plan (an empty one when none does), before the first chunk: the chunks are marked by it,
     and Submit sends the primers before any of them. Recorded once: a Plan racing this one records the same."""
+    least = provider.cache_min_tokens * CHARS_PER_TOKEN  # characters: a shorter line holds no cacheable prefix
     lines = (
         provider.to_provider(
-            "-", request, model=job.model, endpoint=job.endpoint, provider_options=job.provider_options
+            "-", loads(raw), model=job.model, endpoint=job.endpoint, provider_options=job.provider_options
         )
-        for _position, _offset, request in requests_from(services, key, 0, 0)
+        for raw in (services.payloads.iter_lines(key) if least else ())
+        if len(raw) >= least
     )
     price = services.prices().price_for(job.provider, job.model)
     plan, primers = cache_plan(provider, job, lines, price)
