@@ -5,6 +5,7 @@ once, whatever is retried, and the primer's cost is the job's."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -107,6 +108,19 @@ def test_a_primer_claimed_by_an_invocation_that_died_is_not_sent_again_and_is_pr
     assert group.usage.cache_creation_input_tokens == group.tokens
     assert _finish(state, ctx)["status"] == "finished"
     assert aws.jobs.require_job(job_id).cost["cache_write"] > 0
+
+
+def test_a_primer_another_invocation_is_sending_holds_every_chunk_back_until_its_lease_is_over(aws, ctx, simulator):
+    job_id = _create(ctx)
+    state = plan.handler({"job_id": job_id}, ctx)
+    aws.jobs.update_job(job_id, cache_step=1, cache_lease_until=datetime.now(UTC) + timedelta(minutes=5))
+    submit.handler(state, ctx)
+    poll.handler({**state, "polls": 0}, ctx)
+    assert _sync_calls(simulator, "anthropic") == 0  # not sent twice
+    assert simulator.stats()["anthropic"]["batches_created"] == 0  # nor any chunk before it
+    aws.jobs.update_job(job_id, cache_lease_until=datetime.now(UTC) - timedelta(seconds=1))  # that invocation died
+    assert _finish(state, ctx)["status"] == "finished"
+    assert _sync_calls(simulator, "anthropic") == 0 and aws.jobs.require_job(job_id).cache_plan.groups[0].unsure
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])

@@ -558,6 +558,7 @@ class Job(Record):
     # How far the primers are (each step a write conditional on the one before): ``2i``, the primers of groups
     # before ``i`` are done; ``2i + 1``, group ``i``'s primer is claimed (sent, or about to be).
     cache_step: int = 0
+    cache_lease_until: datetime | None = None  # a primer's claim is live until then (as a chunk's, decision 0128)
 
     @property
     def primed(self) -> bool:

@@ -26,7 +26,7 @@ from batch_gateway.service.workflow.quota_gate import (
     requeue_refused,
 )
 from batch_gateway.service.workflow.state import WorkflowState
-from batch_gateway.service.workflow.submit import submit_chunk, unlisted_long_enough, waiting
+from batch_gateway.service.workflow.submit import claim_lease, submit_chunk, unlisted_long_enough, waiting
 
 logger = Logger(child=True)
 
@@ -166,7 +166,7 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
     # A chunk waits for quota: the job's later chunks wait behind it (decision 0081); or the job's primers are not
     # all sent yet (decision 0128): none is sent before them.
     if not job.primed and not canceling:
-        job = prime_groups(services, job, provider, budget) or job
+        job = prime_groups(services, job, provider, budget, claim_lease(services, budget)) or job
     blocked = not job.primed and not canceling
     for chunk in services.jobs.get_chunks(job.id):
         if chunk.open and not budget.stopped:
