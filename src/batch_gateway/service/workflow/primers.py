@@ -3,11 +3,12 @@ before any chunk of the job is sent, so the batch's items read what it wrote.
 
 Submit sends them before its first chunk, and Poll, which also sends pending chunks, first sends any left (a Submit
 out of time stops between two primers). Each primer is a unit of the step's budget: a provider call, with its
-reserve. Like a create, a primer is recorded around its call (the job's ``cache_step``): claimed (``2i + 1``) by a
-write conditional on the step before, then done (``2i + 2``) with what it used. A claim found without its answer
-(the invocation died once its claim's lease is over, or the answer was lost) is never sent again: it may have been made and billed; it is taken to
-have written its prefix (``unsure``, priced as the write). A primer the provider refuses is left out: the group's
-requests are sent all the same, and read the cache only as far as the provider caches without it.
+reserve. Like a create, a primer is recorded around its call (the job's ``cache_step``): claimed (``2i + 1``, with a
+lease) by a write conditional on the step before, then done (``2i + 2``) with what it used. While a claim's lease is
+live no chunk is sent. A claim found without its answer once its lease is over (the invocation died), or a lost
+answer, is never sent again: it may have been made and billed; it is taken to have written its prefix (``unsure``,
+priced as the write). A primer the provider refuses is left out: the group's requests are sent all the same, and
+read the cache only as far as the provider caches without it.
 """
 
 from __future__ import annotations
