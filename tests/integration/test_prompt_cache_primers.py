@@ -9,10 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from batch_gateway.contract.errors import TransientError
 from batch_gateway.jsonlines import loads
 from batch_gateway.service.layout import chunk_input_key
 from lambdas import create, finalize, plan, poll, submit
 from tests.support.events import call, load_event
+from tests.support.work_clock import WorkClock
 
 SYSTEM = "You answer questions about rivers, briefly and accurately, in one line. " * 90  # about 1,600 tokens
 MODELS = {"anthropic": "claude-sonnet-4-20250514", "openai": "gpt-4.1-mini"}
@@ -36,8 +38,8 @@ def _create(ctx, provider="anthropic", requests=20, **options):
     return job["id"]
 
 
-def _lines(services, job_id):
-    return [loads(line) for line in services.payloads.iter_lines(chunk_input_key(job_id, 0))]
+def _lines(services, job_id, index=0):
+    return [loads(line) for line in services.payloads.iter_lines(chunk_input_key(job_id, index))]
 
 
 def _sync_calls(simulator, provider):
@@ -145,3 +147,27 @@ def test_a_job_of_short_requests_is_planned_with_no_group_and_sends_no_primer(aw
     assert planned.cache_plan is not None and planned.cache_plan.groups == [] and planned.primed
     assert _finish(state, ctx)["status"] == "finished"
     assert _sync_calls(simulator, "anthropic") == 0
+
+
+def test_a_plan_that_needs_several_invocations_marks_its_chunks_as_one_run_does(aws, ctx, monkeypatch):
+    """Decision 0118 holds with a cache plan: recorded before the first chunk, it marks every chunk the same whichever
+    invocation writes it."""
+    monkeypatch.setattr(aws.settings, "max_chunk_requests", 3)  # 20 requests: 7 chunks
+    once = _create(ctx)
+    plan.handler({"job_id": once}, ctx)
+    job_id = _create(ctx)
+    clock = WorkClock(monkeypatch, line_ms=30_000)  # 20 lines: 10 minutes of work, over one invocation's 5
+    while not aws.jobs.require_job(job_id).chunk_count:
+        assert clock.invocations < 10, "not planned after 10 invocations"
+        try:
+            plan.handler({"job_id": job_id}, clock.invocation())
+        except TransientError:
+            pass
+    assert clock.invocations > 2 and clock.lines == 20
+
+    def params(job_id):
+        chunks = aws.jobs.get_chunks(job_id)
+        return [[line["params"] for line in _lines(aws, job_id, c.index)] for c in chunks]
+
+    assert params(job_id) == params(once) and len(params(job_id)) == 7
+    assert all(p["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"} for c in params(job_id) for p in c)
