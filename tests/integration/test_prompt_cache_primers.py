@@ -125,9 +125,9 @@ def test_a_primer_another_invocation_is_sending_holds_every_chunk_back_until_its
     assert _sync_calls(simulator, "anthropic") == 0 and aws.jobs.require_job(job_id).cache_plan.groups[0].unsure
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
-def test_no_chunk_is_sent_before_the_primers_and_poll_sends_them_first(aws, ctx, simulator, provider, monkeypatch):
-    job_id = _create(ctx, provider)
+@pytest.mark.parametrize(("provider", "endpoint"), [("anthropic", None), ("openai", "chat"), ("openai", "responses")])
+def test_no_chunk_is_sent_before_the_primers_and_poll_sends_them_first(aws, ctx, simulator, provider, endpoint):
+    job_id = _create(ctx, provider, **({"endpoint": endpoint} if endpoint else {}))
     state = plan.handler({"job_id": job_id}, ctx)
     aws.jobs.update_job(job_id, status="in_progress")  # Submit ran out of time before its first primer
     assert simulator.stats()[provider]["batches_created"] == 0
@@ -135,7 +135,8 @@ def test_no_chunk_is_sent_before_the_primers_and_poll_sends_them_first(aws, ctx,
     job = aws.jobs.require_job(job_id)
     assert job.primed and job.cache_plan.groups[0].primed
     assert simulator.stats()[provider]["batches_created"] == 1
-    _finish(state, ctx)
+    assert _finish(state, ctx)["status"] == "finished"
+    assert all(c.usage.cache_read_input_tokens >= 20 * 1024 for c in aws.jobs.get_chunks(job_id))  # the primer's
 
 
 def test_a_job_of_short_requests_is_planned_with_no_group_and_sends_no_primer(aws, ctx, simulator):

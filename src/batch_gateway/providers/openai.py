@@ -60,8 +60,26 @@ CACHE_MINIMUM_TOKENS = 1024
 CHARS_PER_TOKEN = 4
 CACHE_KEY_PREFIX = "bgw-"
 CACHE_SHAPE = ("tools", "tool_choice", "response_format", "text", "prompt_cache_key")  # part of what must match
-CHAT_PRIMER = ("model", "messages", "prompt_cache_key", "prompt_cache_retention", *CACHE_SHAPE)
-RESPONSES_PRIMER = ("model", "input", "instructions", "prompt_cache_key", "prompt_cache_retention", *CACHE_SHAPE)
+# What a primer sends of a marked line: what the cached prefix depends on, each a parameter of the SDK's call.
+CHAT_PRIMER = (
+    "model",
+    "messages",
+    "tools",
+    "tool_choice",
+    "response_format",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+)
+RESPONSES_PRIMER = (
+    "model",
+    "input",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "text",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+)
 RESPONSES_LEAST_OUTPUT = 16  # the Responses API's smallest max_output_tokens
 
 
