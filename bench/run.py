@@ -5,7 +5,7 @@ Exit code 0 even when a target fails: the table says FAIL and summary.json has `
 Loopback only, except that the Lambda bundles are built with pip the first time (then cached in bench/.cache/).
 
 Options: ``--only STEPS`` runs a subset (comma separated, of create, collect, imports, history, assets, submit,
-compat, estimate, plan, lag, scale, infra_cost, overhead, chaos; summary.json is then written to
+compat, estimate, plan, lag, scale, infra_cost, overhead, chaos, cache; summary.json is then written to
 ``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into summary.json, keeping the others
 and saying which steps were rerun when); ``--profile`` also writes cProfile stats of one create and one 100,000-line
 collect to ``bench/.cache/profiles/`` (and, with py-spy on the PATH, py-spy samples of moto and every Lambda worker
@@ -57,6 +57,7 @@ STEPS = (
     "infra_cost",
     "overhead",
     "chaos",
+    "cache",
 )
 CREATE_N = 85_000  # the largest round number whose API Gateway event fits Lambda's 6 MB (a 5.8 MB body)
 COLLECT_SIZES = (10_000, 50_000, 100_000)
@@ -467,6 +468,22 @@ def step_overhead(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return values, result
 
 
+CACHE_N = 2000  # requests sharing a 3,000-token system prompt, each with a 200-token question
+CACHE_MAX_RATIO = {"anthropic": 0.45, "openai": 0.7}  # a job's cost with prompt_cache auto over off (issue 27)
+CACHE_MIN_READ_SHARE = 0.9  # of the shared tokens the items read from the cache after the primer
+
+
+def step_cache(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Cache-aware planning (issue 27, decision 0128): bench/cache_bench.py says what is measured."""
+    _log(f"cache: {CACHE_N:,} requests sharing a 3,000-token system prompt, prompt_cache off and auto")
+    result = run_worker("bench.cache_bench", ["--n", str(CACHE_N)], timeout=3600)
+    values = {
+        "cache_saving_ratio": {p: result[p]["cost_ratio"] for p in CACHE_MAX_RATIO},
+        "cache_read_share": {p: result[p]["cache_read_share"] for p in CACHE_MAX_RATIO},
+    }
+    return values, result
+
+
 def step_chaos(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A large chaos run (issue 30, decision 0122): bench/chaos_bench.py's seeds, each many jobs with faults on a local
     stack of its own; the whole result is also written to bench/results/chaos.json."""
@@ -499,6 +516,7 @@ STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[
     "infra_cost": step_infra_cost,
     "overhead": step_overhead,
     "chaos": step_chaos,
+    "cache": step_cache,
 }
 
 # --- targets -------------------------------------------------------------------------------------------------------
@@ -582,6 +600,16 @@ def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[s
         lambda v: v <= OVERHEAD_MAX_RESULTS_RATIO,
     )
     check("chaos_violations", "0 (every invariant, every seed)", lambda v: v == 0)
+    check(
+        "cache_saving_ratio",
+        " and ".join(f"{p} <= {r}" for p, r in CACHE_MAX_RATIO.items()) + " (auto over off)",
+        lambda v: all(v[p] <= r for p, r in CACHE_MAX_RATIO.items()),
+    )
+    check(
+        "cache_read_share",
+        f">= {CACHE_MIN_READ_SHARE} of the shared tokens, each provider",
+        lambda v: all(v[p] >= CACHE_MIN_READ_SHARE for p in CACHE_MAX_RATIO),
+    )
     return result
 
 

@@ -72,6 +72,9 @@ Context keys:
 ``retry_default``
     The ``retry`` option of jobs created through ``POST /batches`` or the drop folder that give none, as JSON, e.g.
     ``{"max_attempts": 2, "on": ["expired", "overloaded"]}``; default ``""`` (no retries). Decision 0066.
+``prompt_cache_default``
+    The ``prompt_cache`` option of jobs that give none: ``auto`` (the default: cache-aware planning, decision 0128) or
+    ``off``. The functions get it as ``PROMPT_CACHE_DEFAULT`` when it is not the default.
 """
 
 from __future__ import annotations
@@ -107,6 +110,7 @@ DEFAULTS: dict[str, Any] = {
     "bedrock_model_limits": "",
     "bedrock_on_demand_concurrency": constants.BEDROCK_ON_DEMAND_CONCURRENCY,
     "retry_default": "",
+    "prompt_cache_default": constants.DEFAULT_PROMPT_CACHE,
     "quotas": "{}",
     "reconcile_wait_seconds": "",
     "owner_weights": "{}",
@@ -149,6 +153,14 @@ class ConfigError(ValueError):
     """A context value that the stack cannot deploy."""
 
 
+def _prompt_cache_default(raw: Any) -> str:
+    """Context ``prompt_cache_default``: "auto" or "off" (decision 0128)."""
+    if raw not in constants.PROMPT_CACHE_MODES:
+        modes = " or ".join(repr(mode) for mode in constants.PROMPT_CACHE_MODES)
+        raise ConfigError(f"context 'prompt_cache_default' must be {modes}, got {raw!r}")
+    return str(raw)
+
+
 def _retry_default(raw: Any) -> str:
     """Context ``retry_default`` as compact JSON, checked like a job's ``retry`` option (decision 0066)."""
     if raw in ("", None):
@@ -188,6 +200,7 @@ class GatewayConfig:
     price_overrides: str = "{}"  # JSON price rows over prices.json (decision 0060)
     bedrock: BedrockConfig = field(default_factory=lambda: BedrockConfig())
     retry_default: str = ""  # JSON of the deployment's retry option, "" for none
+    prompt_cache_default: str = constants.DEFAULT_PROMPT_CACHE  # "auto" | "off" (decision 0128)
     webhook_loopback_http: bool = False  # plain http to loopback webhook URLs (the local stack only; decision 0071)
     webhook_retry_schedule: str = constants.DEFAULT_WEBHOOK_RETRY_SCHEDULE
     quotas: str = "{}"  # JSON of the quota overrides (decisions 0080, 0081), as QUOTAS_JSON
@@ -269,6 +282,7 @@ class GatewayConfig:
             webhook_loopback_http=bool(loopback),
             webhook_retry_schedule=webhook_schedule,
             retry_default=_retry_default(value("retry_default")),
+            prompt_cache_default=_prompt_cache_default(value("prompt_cache_default")),
             quotas=_quotas(value("quotas")),
             owner_weights=_owner_weights(value("owner_weights")),
             owner_limits=_owner_limits(value("owner_limits")),

@@ -134,6 +134,11 @@ class FunctionFactory:
                 constants.ENV_JOBS_TABLE: self._table.table_name,
                 constants.ENV_PAYLOAD_BUCKET: self._bucket.bucket_name,
                 **({constants.ENV_RETRY_DEFAULT: self._config.retry_default} if self._config.retry_default else {}),
+                **(
+                    {constants.ENV_PROMPT_CACHE_DEFAULT: self._config.prompt_cache_default}
+                    if self._config.prompt_cache_default != constants.DEFAULT_PROMPT_CACHE
+                    else {}
+                ),
                 **(environment or {}),
             },
         )

@@ -124,6 +124,24 @@ class WorkflowConstruct(Construct):
             grants.OBJECT_WRITE,
             "Plan writes each chunk's provider lines and id lists.",
         )
+        primer_files = [f"{JOBS_PREFIX}*/cache/*"]  # each cache group's primer line (decision 0128)
+        grants.objects(
+            self.functions["Plan"].role,
+            bucket,
+            key,
+            primer_files,
+            grants.OBJECT_WRITE,
+            "Plan writes each cache group's primer line (decision 0128).",
+        )
+        for function_id in ("Submit", "Poll"):
+            grants.objects(
+                self.functions[function_id].role,
+                bucket,
+                key,
+                primer_files,
+                grants.OBJECT_READ,
+                f"{function_id} reads the primer lines it sends before a job's chunks (decision 0128).",
+            )
         grants.objects(
             self.functions["Plan"].role,
             bucket,

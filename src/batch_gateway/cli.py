@@ -276,6 +276,7 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
         provider_options=header.get("provider_options"),
         idempotency_key=args.idempotency_key,
         webhook=_webhook_option(args),
+        prompt_cache=args.prompt_cache or header.get("prompt_cache"),
     )
     if job.webhook and job.webhook.get("secret"):  # answered this once: the caller needs it to verify deliveries
         sys.stderr.write(f"webhook secret (shown once): {job.webhook['secret']}\n")
@@ -616,6 +617,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--webhook-events",
         metavar="EVENTS",
         help="comma separated, e.g. batch.ended,batch.progress (default: batch.status_changed)",
+    )
+    submit.add_argument(
+        "--prompt-cache",
+        choices=["auto", "off"],
+        help="cache-aware planning (header: prompt_cache; default: the deployment's, auto unless set off)",
     )
     submit.add_argument("--wait", action="store_true", help="wait for the job to end, then write its results")
     submit.add_argument(

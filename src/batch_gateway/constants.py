@@ -65,6 +65,10 @@ ENV_KEY_PEPPER_SECRET_ARN = "API_KEY_PEPPER_SECRET_ARN"
 KEY_PEPPER_SECRET_NAME = "batch-gateway/api-key-pepper"
 ENV_PRICE_OVERRIDES_PARAMETER = "PRICE_OVERRIDES_PARAMETER"  # SSM parameter of price rows over prices.json (0060)
 ENV_RETRY_DEFAULT = "RETRY_DEFAULT"  # JSON: the retry option of jobs that give none (decision 0066); unset: off
+ENV_PROMPT_CACHE_DEFAULT = "PROMPT_CACHE_DEFAULT"  # the prompt_cache option of jobs that give none (decision 0128)
+PROMPT_CACHE_AUTO, PROMPT_CACHE_OFF = "auto", "off"
+PROMPT_CACHE_MODES = (PROMPT_CACHE_AUTO, PROMPT_CACHE_OFF)  # what a job's `prompt_cache` may be
+DEFAULT_PROMPT_CACHE = PROMPT_CACHE_AUTO
 RETRY_OUTCOMES = ("expired", "rate_limited", "overloaded", "server_error")  # what a job's `retry.on` may name
 RETRY_MAX_ATTEMPTS = 5  # the most `retry.max_attempts` may be
 # Webhooks (decisions 0070, 0071): "true" lets webhook URLs use plain http to loopback (context webhook_loopback_http:

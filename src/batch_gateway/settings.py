@@ -100,6 +100,7 @@ class Settings:
     # None: the provider's create timeout plus its list lag (``BatchProvider.unlisted_wait``, decision 0111).
     reconcile_wait_seconds: float | None = None
     retry_default: dict[str, Any] | None = None  # the retry option of a job that gives none (decision 0066)
+    prompt_cache_default: str = c.DEFAULT_PROMPT_CACHE  # the prompt_cache option of a job that gives none (0128)
     # Webhooks (decisions 0070, 0071): plain http to loopback (the local stack's template only), and the seconds a
     # failed delivery waits before each next attempt (after the last, the dead-letter queue).
     webhook_loopback_http: bool = False
@@ -139,6 +140,7 @@ class Settings:
             ),
             bedrock=bedrock,
             retry_default=_retry_default(env.get(c.ENV_RETRY_DEFAULT)),
+            prompt_cache_default=_prompt_cache_default(env.get(c.ENV_PROMPT_CACHE_DEFAULT)),
             webhook_loopback_http=(env.get(c.ENV_WEBHOOK_LOOPBACK_HTTP) or "").lower() == "true",
             webhook_retry_schedule=_schedule(env.get(c.ENV_WEBHOOK_RETRY_SCHEDULE) or c.DEFAULT_WEBHOOK_RETRY_SCHEDULE),
             webhook_queue_url=env.get(c.ENV_WEBHOOK_QUEUE_URL) or None,
@@ -181,6 +183,15 @@ def _enabled_providers(text: str | None, secrets: Mapping[str, str], bedrock: Be
 
 def _reachable(secrets: Mapping[str, str], bedrock: BedrockSettings) -> tuple[str, ...]:
     return (*secrets, *((BEDROCK.name,) if bedrock.role_arn else ()))
+
+
+def _prompt_cache_default(text: str | None) -> str:
+    """``PROMPT_CACHE_DEFAULT``: "auto" or "off" (checked at synth by the CDK app); unset: auto."""
+    if not text:
+        return c.DEFAULT_PROMPT_CACHE
+    if text not in c.PROMPT_CACHE_MODES:
+        raise ValueError(f"{c.ENV_PROMPT_CACHE_DEFAULT} must be one of {', '.join(c.PROMPT_CACHE_MODES)}")
+    return text
 
 
 def _retry_default(text: str | None) -> dict[str, Any] | None:

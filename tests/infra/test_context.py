@@ -78,6 +78,20 @@ def test_retry_default_is_checked_at_synth_and_reaches_the_functions_as_json():
             config(bad)
 
 
+def test_prompt_cache_default_is_checked_at_synth_and_reaches_the_functions_only_when_off():
+    """Decision 0128: auto (the default) sets nothing, so the default template is unchanged; off is set; anything
+    else never deploys."""
+
+    def config(value):
+        return GatewayConfig.from_context(lambda key: value if key == "prompt_cache_default" else None)
+
+    assert config(None).prompt_cache_default == "auto"
+    assert config("off").prompt_cache_default == "off"
+    for bad in ("on", "", "OFF"):
+        with pytest.raises(ConfigError, match="prompt_cache_default"):
+            config(bad)
+
+
 def test_quotas_and_owner_weights_are_checked_at_synth_and_reach_the_functions_that_admit_and_release():
     """Decision 0081: a bad quota document or weight never deploys (the reason is models.quotas.parse_overrides'); a
     good one reaches Submit, Poll, MarkFailed and the Sweeper as compact JSON, the functions that admit and release."""

@@ -111,16 +111,25 @@ def test_the_steps_that_move_a_job_emit_events_and_finalize_and_mark_failed_writ
         assert "outbox/*" in synthesized.object_grants(function_id)["s3:PutObject"]
 
 
-def test_plan_reads_no_secret_and_only_requests_and_input_files_and_writes_only_requests_and_chunk_files(
+def test_plan_reads_no_secret_and_only_requests_and_input_files_and_writes_only_requests_chunk_and_primer_files(
     synthesized,
 ):
     assert not _has(synthesized.role_actions("Plan"), "secretsmanager:")
     assert synthesized.object_grants("Plan") == {
         # a large input file (native upload, OpenAI-door file) is read and normalised by Plan (decision 0054)
         "s3:GetObject": {"jobs/*/requests.jsonl", "uploads/*", "doors/openai/*/files/*.jsonl"},
-        "s3:PutObject": {"jobs/*/chunks/*", "jobs/*/requests.jsonl"},
-        "s3:AbortMultipartUpload": {"jobs/*/chunks/*", "jobs/*/requests.jsonl"},
+        # each cache group's primer line (decision 0128)
+        "s3:PutObject": {"jobs/*/chunks/*", "jobs/*/requests.jsonl", "jobs/*/cache/*"},
+        "s3:AbortMultipartUpload": {"jobs/*/chunks/*", "jobs/*/requests.jsonl", "jobs/*/cache/*"},
     }
+
+
+@pytest.mark.parametrize("function_id", ["Submit", "Poll"])
+def test_the_steps_that_send_primers_read_the_primer_lines_and_write_none(synthesized, function_id):
+    """Decision 0128: Submit, and Poll when Submit ran out of time, send each cache group's primer."""
+    grants = synthesized.object_grants(function_id)
+    assert "jobs/*/cache/*" in grants["s3:GetObject"]
+    assert all("jobs/*/cache/*" not in keys for action, keys in grants.items() if action != "s3:GetObject")
 
 
 def test_functions_that_touch_provider_batches_know_their_deployment(synthesized):

@@ -117,6 +117,17 @@ def test_header_values_are_defaults_and_flags_override_them(gateway, input_file)
     assert body["requests"]["request_B"] == {"messages": [{"role": "user", "content": "B"}], "system": "Be brief"}
 
 
+def test_prompt_cache_comes_from_the_header_and_the_flag_overrides_it(gateway, tmp_path):
+    """Decision 0128: the job option, as the create body's ``prompt_cache``; absent, the body leaves it out."""
+    path = tmp_path / "off.jsonl"
+    header = '{"batch_gateway": {"provider": "anthropic", "model": "claude-x", "prompt_cache": "off"}}\n'
+    path.write_text(header + '{"id": "a", "request": "A"}\n')
+    assert main(["submit", str(path)]) == 0
+    assert main(["submit", str(path), "--prompt-cache", "auto"]) == 0
+    first, second = (r.body for r in gateway.requests_to("POST", "/batches"))
+    assert (first["prompt_cache"], second["prompt_cache"]) == ("off", "auto")
+
+
 def test_submit_without_wait_prints_the_job_id(gateway, input_file, capsys):
     assert main(["submit", str(input_file)]) == 0
     assert capsys.readouterr().out.startswith("submitted job_1: 2 requests to anthropic claude-test")

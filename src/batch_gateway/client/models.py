@@ -114,6 +114,7 @@ class Job(_Response):
     cost: dict[str, Any] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     retry: Retry | None = None  # None: failed items are not retried
+    prompt_cache: str = "off"  # "auto": cache-aware planning (decision 0128); "off": sent as they are
     created_at: datetime | None = None
     updated_at: datetime | None = None
     ended_at: datetime | None = None

@@ -80,6 +80,7 @@ class JobView(TypedDict):
     cost: CostView
     metadata: dict[str, str]
     retry: RetryView | None
+    prompt_cache: str  # "auto" | "off" (decision 0128)
     webhook: JobWebhookView | None
     created_at: str
     updated_at: str

@@ -32,6 +32,7 @@ HEADER_FIELDS: dict[str, tuple[type, ...]] = {
     "endpoint": (str,),
     "metadata": (dict,),
     "provider_options": (dict,),
+    "prompt_cache": (str,),  # "auto" | "off" (decision 0128)
 }
 LINE_FIELDS = frozenset({"id", "request"})
 MAX_DETAILS = 100

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from batch_gateway.constants import RETRY_MAX_ATTEMPTS, RETRY_OUTCOMES
+from batch_gateway.constants import PROMPT_CACHE_MODES, RETRY_MAX_ATTEMPTS, RETRY_OUTCOMES
 from batch_gateway.edge.openapi_webhooks import WEBHOOK_URL
 from batch_gateway.models.provider_options import ALLOWED
 from batch_gateway.models.requests import (
@@ -163,6 +163,13 @@ def _body(variant: str, provider: str, endpoint: str | None) -> dict[str, Any]:
                 "hyperparameters and metadata at most 300 KiB as DynamoDB counts them, nested at most 31 deep",
             },
             "retry": _ref("Retry"),
+            "prompt_cache": {
+                "enum": list(PROMPT_CACHE_MODES),
+                "description": "cache-aware planning (decision 0128): auto, Plan primes the provider's prompt cache "
+                "with one synchronous request for each prefix many requests share when that pays back by the price "
+                "table, and marks the requests to read it; off, the requests are sent as they are. Absent: the "
+                "deployment's default (auto unless the operator set off)",
+            },
             "webhook": _ref("JobWebhook"),
             "dry_run": _ref("DryRun"),
         },

@@ -111,6 +111,11 @@ class JobView(BaseModel):
     )
     metadata: dict[str, str]
     retry: RetryView | None = Field(None, description="automatic retry of failed items; null: none")
+    prompt_cache: Literal["auto", "off"] = Field(
+        "off",
+        description="cache-aware planning (decision 0128): auto, prefixes many requests share are primed and "
+        "marked for the provider's prompt cache when that pays back; off, the requests are sent as they are",
+    )
     webhook: JobWebhookView | None = Field(None, description="the job's own webhook; null: none")
     created_at: str
     updated_at: str

@@ -17,6 +17,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 # The statuses are part of the API contract, shared with the SDK; the server imports them from here too.
+from batch_gateway.constants import PROMPT_CACHE_OFF
 from batch_gateway.contract.statuses import TERMINAL_JOB_STATUSES as TERMINAL_JOB_STATUSES
 from batch_gateway.contract.statuses import ItemStatus as ItemStatus
 from batch_gateway.contract.statuses import JobStatus as JobStatus
@@ -475,6 +476,34 @@ class Reservation(SubRecord):
     settled: int | None = None
 
 
+class CacheGroup(SubRecord):
+    """A prefix many requests of a job share, worth a primer (decision 0128): its key (a hash of the prefix in the
+    provider's cacheable order), how many requests share it and its estimated tokens; what its primer cost, once
+    sent (``primed``), or its estimate when the primer's answer was lost (``unsure``: never sent again)."""
+
+    key: str
+    requests: int
+    tokens: int
+    primed: bool = False
+    unsure: bool = False
+    usage: Usage = dataclasses.field(default_factory=Usage)
+
+
+class CachePlan(SubRecord):
+    """What Plan found for a job with ``prompt_cache: auto`` (decision 0128): the groups it primes (empty: none worth
+    it). How far their primers are is the job's ``cache_step``."""
+
+    groups: list[CacheGroup] = dataclasses.field(default_factory=list)
+
+    @property
+    def usage(self) -> Usage:
+        """What the primers used (sent synchronously: priced at the synchronous rates)."""
+        total = Usage()
+        for group in self.groups:
+            total = total.add(group.usage)
+        return total
+
+
 class JobWebhook(SubRecord):
     """The job's own webhook (service.webhooks, decision 0070). Its secret is answered by create only, never by a
     job view, an event or a log (nor a repr)."""
@@ -526,6 +555,20 @@ class Job(Record):
     door_fields: DoorFields = dataclasses.field(default_factory=DoorFields)
     input_file: InputFile | None = None  # None: the requests came with the create
     retry: Retry | None = None  # None: no retries
+    # Cache-aware planning (decision 0128): the job's option ("auto" | "off"; None: a job from before it, off) and what
+    # Plan found for it (None: not looked yet, or off).
+    prompt_cache: str | None = None
+    cache_plan: CachePlan | None = None
+    # How far the primers are (each step a write conditional on the one before): ``2i``, the primers of groups
+    # before ``i`` are done; ``2i + 1``, group ``i``'s primer is claimed (sent, or about to be).
+    cache_step: int = 0
+    cache_lease_until: datetime | None = None  # a primer's claim is live until then (as a chunk's, decision 0128)
+
+    @property
+    def primed(self) -> bool:
+        """Every primer of the cache plan is done (or there is none): its chunks may be sent."""
+        return self.cache_plan is None or self.cache_step >= 2 * len(self.cache_plan.groups)
+
     # The most the job can cost (USD, decision 0062), from the create pass that normalised its requests: input
     # bytes as tokens plus every request reaching max_tokens; None for a model without a price (and for a job whose
     # input file Plan reads, until then). Budgets reserve it.
@@ -580,6 +623,7 @@ class Job(Record):
             "cost": cost,
             "metadata": self.metadata,
             "retry": self.retry.public() if self.retry else None,
+            "prompt_cache": self.prompt_cache or PROMPT_CACHE_OFF,
             "webhook": self.webhook.public() if self.webhook else None,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batch_gateway import provider_specs
+from batch_gateway.constants import PROMPT_CACHE_MODES
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.provider_options import ALLOWED as ALLOWED_OPTIONS
 from batch_gateway.models.request_extras import EXTRA_KEYS, extras_the_model_drops
@@ -63,6 +64,7 @@ FIELDS = (
     "provider_options",
     "retry",
     "webhook",
+    "prompt_cache",
 )
 REQUIRED = ("provider", "model", "requests")
 
@@ -83,6 +85,7 @@ class CreateJobInput:
     provider_options: dict[str, Any] = field(default_factory=dict)
     retry: dict[str, Any] | None = None  # models.retry.parse_retry's form; None: the deployment's default
     webhook: Any = None  # the job's own webhook as given; api.webhooks.job_webhook checks it (decision 0070)
+    prompt_cache: str | None = None  # "auto" | "off"; None: the deployment's default (decision 0128)
 
     @classmethod
     def parse(cls, body: Any) -> CreateJobInput:
@@ -174,6 +177,7 @@ def _check_endpoint_name(value: Any) -> str | None:
 
 
 _FIELD_CHECKS = {
+    "prompt_cache": _one_of(PROMPT_CACHE_MODES, optional=True),
     "provider": _one_of(PROVIDERS),
     "model": _check_model,
     "requests": _check_requests,

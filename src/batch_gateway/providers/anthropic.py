@@ -9,10 +9,18 @@ from typing import Any
 from batch_gateway.contract import errors
 from batch_gateway.jsonlines import loads
 from batch_gateway.models.ids import carries_marker
-from batch_gateway.models.jobs import ItemStatus, RequestCounts
+from batch_gateway.models.jobs import ItemStatus, RequestCounts, Usage
 from batch_gateway.models.request_extras import anthropic_extras
 from batch_gateway.provider_specs import ANTHROPIC
-from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult
+from batch_gateway.providers import claude_cache
+from batch_gateway.providers.base import (
+    BatchProvider,
+    CachePrefix,
+    ChunkRef,
+    Found,
+    ProviderBatch,
+    ProviderResult,
+)
 from batch_gateway.providers.call_timeouts import (
     CALL_TIMEOUT_SECONDS,
     CONNECT_TIMEOUT_SECONDS,
@@ -74,6 +82,29 @@ class AnthropicBatchProvider(BatchProvider):
         if provider_options:
             params.update(provider_options)
         return {"custom_id": custom_id, "params": params}
+
+    # --- prompt caching (decision 0128) ----------------------------------------------------------------------
+
+    primer_write_factor = 2.0  # a 1-hour cache write costs twice the input price
+    cache_min_tokens = claude_cache.DEFAULT_MINIMUM
+
+    def cache_prefixes(self, line: dict[str, Any], model: str) -> list[CachePrefix]:
+        return claude_cache.prefixes(line["params"], model)
+
+    def mark_cacheable(self, line: dict[str, Any], prefix: CachePrefix) -> bool:
+        return claude_cache.mark(line["params"], prefix)
+
+    def _prime(self, line: dict[str, Any]) -> Usage:
+        """One synchronous Messages call of the marked line with one token of output: it answers once the cache is
+        written (the Message Batches guide's advice for context shared across a batch)."""
+        message = self._client.messages.create(**claude_cache.primer_params(line["params"]))
+        usage = message.usage
+        return Usage(
+            input_tokens=usage.input_tokens or 0,
+            output_tokens=usage.output_tokens or 0,
+            cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
+            cache_read_input_tokens=usage.cache_read_input_tokens or 0,
+        )
 
     # --- batches --------------------------------------------------------------------------------------------
 

@@ -11,6 +11,8 @@ not override the public methods: that is checked when its class is defined. Reci
 from __future__ import annotations
 
 import abc
+import hashlib
+import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -70,6 +72,27 @@ class Found:
 
     ours: tuple[ProviderBatch, ...] = ()
     pending: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CachePrefix:
+    """A prefix of a provider line that the provider could cache (decision 0128): ``key`` hashes its content in the
+    provider's cacheable order with the model and whatever else must match, ``tokens`` estimates its length, and
+    ``stop`` says where it ends in the adapter's own terms (``mark_cacheable`` reads it)."""
+
+    key: str
+    tokens: int
+    stop: int = 0
+
+
+def prefix_key(*parts: Any) -> str:
+    """A cache prefix's key: a hash of its parts as canonical JSON (the same content gives the same key in every
+    invocation and process)."""
+    digest = hashlib.blake2b(digest_size=16, person=b"bgw-cache-prefix")
+    for part in parts:
+        digest.update(json.dumps(part, sort_keys=True, separators=(",", ":"), default=str).encode())
+        digest.update(b"\x1e")
+    return digest.hexdigest()
 
 
 @dataclass
@@ -174,6 +197,34 @@ class BatchProvider(abc.ABC):
     def min_records(self, model: str) -> int:
         """The fewest requests a provider batch of ``model`` may hold (Bedrock); Plan balances chunks above it."""
         return 1
+
+    # --- prompt caching (decision 0128): a provider that caches nothing in batch keeps these defaults ---------------
+
+    # The primer's cache write as a multiple of the synchronous input price (Anthropic's 1-hour TTL: 2).
+    primer_write_factor: ClassVar[float] = 1.0
+    # The fewest tokens any model of the provider caches (0: its batches read no cache, and Plan looks no further).
+    # A request line shorter than this many tokens' characters holds no cacheable prefix: Plan skips it unread.
+    cache_min_tokens: ClassVar[int] = 0
+
+    def cache_prefixes(self, line: dict[str, Any], model: str) -> list[CachePrefix]:
+        """The prefixes of a batch line (``to_provider``'s) that a primer could write for the batch to read, shortest
+        first, each at least the model's minimum cacheable length. Pure. None where batch items read no cache."""
+        return []
+
+    def mark_cacheable(self, line: dict[str, Any], prefix: CachePrefix) -> bool:
+        """Put the markers the provider needs into ``line`` so that it reads (and the primer writes) ``prefix``; the
+        caller's own markers are kept and never pushed beyond the provider's limit. False: the line cannot be marked
+        (it is sent as it is)."""
+        return False
+
+    def prime(self, line: dict[str, Any]) -> Usage:
+        """Write the cache of a marked batch line the cheapest way the provider allows (a synchronous call with the
+        least output) and answer when it is written: what the call used, at synchronous prices."""
+        with self._errors(creating=True):  # a lost answer may have written (and billed) the cache: ambiguous
+            return self._prime(line)
+
+    def _prime(self, line: dict[str, Any]) -> Usage:
+        raise errors.ProviderRequestError(f"{self.label} has no primer")
 
     def _errors(self, *, creating: bool = False) -> mapped_errors:
         return mapped_errors(self.sdk, self.label, creating=creating, name=self.name)
@@ -335,6 +386,7 @@ SHARED_FLOW = frozenset(
         "find_submitted",
         "owned_open_batches",
         "cleanup",
+        "prime",
         "_client",
         "_errors",
     }

@@ -18,10 +18,19 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway.contract import errors
 from batch_gateway.jsonlines import loads
-from batch_gateway.models.jobs import ItemStatus, RequestCounts
+from batch_gateway.models.jobs import ItemStatus, RequestCounts, Usage
 from batch_gateway.models.request_extras import openai_chat_extras, plain_extras
 from batch_gateway.provider_specs import OPENAI
-from batch_gateway.providers.base import BatchProvider, ChunkRef, Found, ProviderBatch, ProviderResult, failed_batch
+from batch_gateway.providers.base import (
+    BatchProvider,
+    CachePrefix,
+    ChunkRef,
+    Found,
+    ProviderBatch,
+    ProviderResult,
+    failed_batch,
+    prefix_key,
+)
 from batch_gateway.providers.call_timeouts import (
     CALL_TIMEOUT_SECONDS,
     CONNECT_TIMEOUT_SECONDS,
@@ -50,6 +59,58 @@ ORPHAN_LOOKBACK = timedelta(days=2)  # batches run at most 24 h; older ones have
 OPEN_STATUSES = frozenset({"validating", "in_progress", "finalizing"})
 _ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
 _UNFINISHED = OPENAI.unfinished  # RequestCounts field for the requests never run
+
+
+# Prompt caching (decision 0128): automatic for prompts of 1,024 tokens and more; ``prompt_cache_key`` routes the
+# requests that share a prefix to the same cache (and is part of what must match, with the tools and output format).
+CACHE_MINIMUM_TOKENS = 1024
+CHARS_PER_TOKEN = 4
+CACHE_KEY_PREFIX = "bgw-"
+CACHE_SHAPE = ("tools", "tool_choice", "response_format", "text", "prompt_cache_key")  # part of what must match
+# What a primer sends of a marked line: what the cached prefix depends on, each a parameter of the SDK's call.
+CHAT_PRIMER = (
+    "model",
+    "messages",
+    "tools",
+    "tool_choice",
+    "response_format",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+)
+RESPONSES_PRIMER = (
+    "model",
+    "input",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "text",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+)
+RESPONSES_LEAST_OUTPUT = 16  # the Responses API's smallest max_output_tokens
+
+
+def _text_chars(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(_text_chars(part.get("text") if isinstance(part, dict) else part) for part in content)
+    return 0
+
+
+def _leading(url: str, body: dict[str, Any]) -> tuple[list[Any], int]:
+    """The messages every request of a group may share (all but the last) and their characters of text."""
+    if url == URLS["responses"]:
+        given = body.get("input")
+        items = list(given[:-1]) if isinstance(given, list) else []
+        instructions = body.get("instructions")
+        lead = ([{"role": "system", "content": instructions}] if isinstance(instructions, str) else []) + items
+    elif url == URLS["chat"]:
+        messages = body.get("messages")
+        lead = list(messages[:-1]) if isinstance(messages, list) else []
+    else:
+        return [], 0  # embeddings never cache
+    return lead, sum(_text_chars(m.get("content")) for m in lead if isinstance(m, dict))
 
 
 def _url(endpoint: str | None) -> str:
@@ -104,6 +165,48 @@ class OpenAIBatchProvider(BatchProvider):
         if provider_options:
             body.update(provider_options)
         return {"custom_id": custom_id, "method": "POST", "url": url, "body": body}
+
+    # --- prompt caching (decision 0128) ----------------------------------------------------------------------
+
+    cache_min_tokens = CACHE_MINIMUM_TOKENS
+
+    def cache_prefixes(self, line: dict[str, Any], model: str) -> list[CachePrefix]:
+        body = line["body"]
+        lead, chars = _leading(line["url"], body)
+        if not lead or chars // CHARS_PER_TOKEN < CACHE_MINIMUM_TOKENS:
+            return []
+        shape = {name: body.get(name) for name in CACHE_SHAPE if body.get(name) is not None}
+        return [CachePrefix(prefix_key(model, line["url"], shape, lead), chars // CHARS_PER_TOKEN)]
+
+    def mark_cacheable(self, line: dict[str, Any], prefix: CachePrefix) -> bool:
+        """``prompt_cache_key`` names the group, so its requests go where its primer wrote; a caller's own key is
+        kept (it is part of the group's key: the primer carries it too)."""
+        line["body"].setdefault("prompt_cache_key", CACHE_KEY_PREFIX + prefix.key)
+        return True
+
+    def _prime(self, line: dict[str, Any]) -> Usage:
+        """One synchronous call of the marked line with the least output the endpoint allows."""
+        body = line["body"]
+        if line["url"] == URLS["responses"]:
+            kept = {name: body[name] for name in RESPONSES_PRIMER if name in body}
+            response = self._client.responses.create(**kept, max_output_tokens=RESPONSES_LEAST_OUTPUT)
+            used = response.usage
+            cached = used.input_tokens_details.cached_tokens if used.input_tokens_details else 0
+            return Usage(
+                input_tokens=used.input_tokens - cached,
+                output_tokens=used.output_tokens,
+                cache_read_input_tokens=cached,
+            )
+        kept = {name: body[name] for name in CHAT_PRIMER if name in body}
+        completion = self._client.chat.completions.create(**kept, max_completion_tokens=1)
+        used = completion.usage
+        details = used.prompt_tokens_details if used is not None else None
+        cached = (details.cached_tokens or 0) if details is not None else 0
+        return Usage(
+            input_tokens=(used.prompt_tokens if used else 0) - cached,
+            output_tokens=used.completion_tokens if used else 0,
+            cache_read_input_tokens=cached,
+        )
 
     # --- batches --------------------------------------------------------------------------------------------
 

@@ -21,6 +21,11 @@ def results_key(job_id: str) -> str:
     return f"jobs/{job_id}/results.jsonl"
 
 
+def cache_primer_key(job_id: str, group: int) -> str:
+    """The provider line Plan chose as cache group ``group``'s primer (decision 0128), sent by Submit."""
+    return f"jobs/{job_id}/cache/primer-{group}.json"
+
+
 def chunk_prefix(job_id: str, index: int) -> str:
     return f"jobs/{job_id}/chunks/{index:05d}/"
 

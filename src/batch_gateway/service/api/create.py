@@ -17,6 +17,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway.constants import PROMPT_CACHE_OFF
 from batch_gateway.contract.errors import BatchGatewayError, InvalidRequestError, TransientError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import DROP_FOLDER_SOURCE, DoorFields, InputFile, Job, JobWebhook, RequestCounts, Retry
@@ -61,6 +62,7 @@ class JobDraft:
     door: str | None = None
     door_fields: DoorFields = field(default_factory=DoorFields)
     drop_name: str | None = None
+    prompt_cache: str = PROMPT_CACHE_OFF  # decision 0128
 
     def job(self, **recorded: Any) -> Job:
         """The one place a job is built: the draft's settings, plus what the requests (or the input file) tell."""
@@ -79,6 +81,7 @@ class JobDraft:
             door=self.door,
             door_fields=self.door_fields,
             retry=self.retry,
+            prompt_cache=self.prompt_cache,
             webhook=self.webhook,
             **recorded,
         )
@@ -110,6 +113,8 @@ def draft(
         params=params,
         webhook=job_webhook(spec.webhook, allow_loopback_http=services.settings.webhook_loopback_http),
         retry=job_retry(spec.retry, services.settings.retry_default, door),
+        # the doors' jobs take the deployment's default too: their callers' requests gain cache reads, nothing else
+        prompt_cache=spec.prompt_cache or services.settings.prompt_cache_default,
         source=source,
         job_id=job_id or new_job_id(),
         door=door,

@@ -155,17 +155,22 @@ class ChunkWriter:
 
 
 def provider_line(
-    provider: BatchProvider, job: Job, request: dict[str, Any], position: int, marker: str | None
+    provider: BatchProvider,
+    job: Job,
+    request: dict[str, Any],
+    position: int,
+    marker: str | None,
+    marks: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> tuple[str, bytes]:
-    """The request's custom_id and its provider line (the custom_id carries the chunk's marker when there is one)."""
+    """The request's custom_id and its provider line (the custom_id carries the chunk's marker when there is one);
+    ``marks`` puts a cache-aware plan's markers in (decision 0128)."""
     custom_id = (
         custom_id_for(request["id"], position) if marker is None else marked_custom_id(request["id"], position, marker)
     )
-    return custom_id, dumps(
-        provider.to_provider(
-            custom_id, request, model=job.model, endpoint=job.endpoint, provider_options=job.provider_options
-        )
+    line = provider.to_provider(
+        custom_id, request, model=job.model, endpoint=job.endpoint, provider_options=job.provider_options
     )
+    return custom_id, dumps(marks(line) if marks is not None else line)
 
 
 def chunk_marker(provider: BatchProvider, job_id: str, index: int) -> str | None:

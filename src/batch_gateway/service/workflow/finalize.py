@@ -32,6 +32,7 @@ from batch_gateway.service.layout import chunk_results_key, outbox_key, results_
 from batch_gateway.service.limits.admission import free_slot
 from batch_gateway.service.money.ledger import settle_job
 from batch_gateway.service.outputs.doors import write_door_outputs
+from batch_gateway.service.planning.cache_groups import with_primers
 from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.collect import summarize, unanswered_lines
 from batch_gateway.service.workflow.join import OPEN_STATUSES, join_results, joined
@@ -90,7 +91,8 @@ def _finalize(services: Services, job: Job, state: FinalizeState, budget: StepBu
     failed = [c for c in chunks if c.state is ChunkState.FAILED]
     error = f"the provider refused chunk {failed[0].index}: {failed[0].error}" if failed else None
     door = write_door_outputs(services, job)  # before the status: an ended door job has its output files
-    cost = chunks_cost_detail(job.provider, job.model, chunks, table=services.prices())
+    table = services.prices()
+    cost = with_primers(job, chunks_cost_detail(job.provider, job.model, chunks, table=table), table)  # 0128
     job = services.jobs.update_job(
         job.id,
         expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING],
@@ -210,7 +212,8 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> boo
             counts = counts.add(RequestCounts(total=chunk.request_count, errored=chunk.request_count))
             if chunk.replaces is not None:  # a retry chunk: its items' earlier outcomes no longer count
                 counts = counts.subtract(chunk.replaces)
-    cost = chunks_cost_detail(job.provider, job.model, collected, table=services.prices())
+    table = services.prices()
+    cost = with_primers(job, chunks_cost_detail(job.provider, job.model, collected, table=table), table)  # 0128
     services.jobs.update_job(
         job.id,
         expect=[JobStatus.FAILED],

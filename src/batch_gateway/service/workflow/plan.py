@@ -23,12 +23,15 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger
 
 from batch_gateway.contract.errors import ConflictError, IntegrityError, TransientError
-from batch_gateway.models.jobs import Chunk, Job, JobStatus, PlanProgress
+from batch_gateway.jsonlines import dumps, loads
+from batch_gateway.models.jobs import CachePlan, Chunk, Job, JobStatus, PlanProgress
 from batch_gateway.ports import WriteConflictError
+from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
 from batch_gateway.service.intake.files import read_input_file
-from batch_gateway.service.layout import requests_key
+from batch_gateway.service.layout import cache_primer_key, requests_key
 from batch_gateway.service.money.ledger import reserve_after_plan_read
+from batch_gateway.service.planning.cache_groups import AUTO, CHARS_PER_TOKEN, CacheMarks, cache_plan
 from batch_gateway.service.planning.chunks import (
     ChunkWriter,
     boundaries_for,
@@ -60,6 +63,9 @@ def plan_job(
     key = requests_key(job.id)
     etag = requests_etag(services, key)
     progress = job.plan_progress
+    if job.prompt_cache == AUTO and job.cache_plan is None and progress is None:
+        job = _plan_cache(services, job, provider, key)
+    marks = CacheMarks(provider, job)
     if progress is None:
         _discard_leftovers(services, job)
         progress = PlanProgress(chunks=0, offset=0, position=0, etag=etag)
@@ -73,7 +79,7 @@ def plan_job(
     current: ChunkWriter | None = None
     try:
         for position, offset, request in requests_from(services, key, progress.offset, progress.position):
-            custom_id, line = provider_line(provider, job, request, position, marker)
+            custom_id, line = provider_line(provider, job, request, position, marker, marks.mark if marks else None)
             if current is not None and boundaries.full(current.index, current.count, current.bytes, len(line)):
                 chunk, current = current.close(services, job), None
                 after = PlanProgress(chunks=index + 1, offset=offset, position=position, etag=etag)
@@ -81,7 +87,7 @@ def plan_job(
                     return WorkflowState(job_id=job.id)
                 index += 1
                 marker = chunk_marker(provider, job.id, index)
-                custom_id, line = provider_line(provider, job, request, position, marker)
+                custom_id, line = provider_line(provider, job, request, position, marker, marks.mark if marks else None)
             if current is None:
                 if not budget.another():  # never before the first chunk: each invocation records one at least
                     logger.info("plan stopped before its time limit", extra={"job_id": job.id, "chunks": index})
@@ -98,6 +104,37 @@ def plan_job(
             current.abort()
         raise
     return WorkflowState(job_id=job.id)
+
+
+def _plan_cache(services: Services, job: Job, provider: BatchProvider, key: str) -> Job:
+    """Find the prefixes the job's requests share that pay back a primer (decision 0128), write each group's primer
+    line and record the plan (an empty one when none does), before the first chunk: the chunks are marked by it,
+    and Submit sends the primers before any of them. Recorded once: a Plan racing this one records the same."""
+    least = provider.cache_min_tokens * CHARS_PER_TOKEN  # characters: a shorter line holds no cacheable prefix
+    lines = (
+        provider.to_provider(
+            "-", loads(raw), model=job.model, endpoint=job.endpoint, provider_options=job.provider_options
+        )
+        for raw in (services.payloads.iter_lines(key) if least else ())
+        if len(raw) >= least
+    )
+    price = services.prices().price_for(job.provider, job.model)
+    plan, primers = cache_plan(provider, job, lines, price)
+    for index, line in enumerate(primers):
+        services.payloads.put_bytes(cache_primer_key(job.id, index), dumps(line), "application/json")
+    return _record_cache_plan(services, job, plan)
+
+
+def _record_cache_plan(services: Services, job: Job, plan: CachePlan) -> Job:
+    try:
+        job = services.jobs.update_job(job.id, unchanged={"cache_plan": None}, cache_plan=plan)
+    except ConflictError:
+        job = services.jobs.require_job(job.id)  # another Plan recorded it: the same plan
+    logger.info(
+        "cache plan",
+        extra={"job_id": job.id, "groups": len(plan.groups), "requests": sum(g.requests for g in plan.groups)},
+    )
+    return job
 
 
 def _record(services: Services, job: Job, chunk: Chunk, progress: PlanProgress | None) -> bool:

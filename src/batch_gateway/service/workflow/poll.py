@@ -13,9 +13,11 @@ from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobSta
 from batch_gateway.models.pricing import chunks_cost_detail
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
+from batch_gateway.service.planning.cache_groups import with_primers
 from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.collect import collect_chunk, log_failed_batch, summarize
 from batch_gateway.service.workflow.poll_schedule import Sample, next_wait, record
+from batch_gateway.service.workflow.primers import prime_groups
 from batch_gateway.service.workflow.quota_gate import (
     forget_waiting,
     holds_quota,
@@ -24,7 +26,7 @@ from batch_gateway.service.workflow.quota_gate import (
     requeue_refused,
 )
 from batch_gateway.service.workflow.state import WorkflowState
-from batch_gateway.service.workflow.submit import submit_chunk, unlisted_long_enough, waiting
+from batch_gateway.service.workflow.submit import claim_lease, submit_chunk, unlisted_long_enough, waiting
 
 logger = Logger(child=True)
 
@@ -161,7 +163,11 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
     provider = services.provider_for(job.provider)
     canceling = job.status is JobStatus.CANCELING
     chunks = []
-    blocked = False  # a chunk waits for quota: the job's later chunks wait behind it (decision 0081)
+    # A chunk waits for quota: the job's later chunks wait behind it (decision 0081); or the job's primers are not
+    # all sent yet (decision 0128): none is sent before them.
+    if not job.primed and not canceling:
+        job = prime_groups(services, job, provider, budget, claim_lease(services, budget)) or job
+    blocked = not job.primed and not canceling
     for chunk in services.jobs.get_chunks(job.id):
         if chunk.open and not budget.stopped:
             held_back = blocked and not _admitted_already(services, job, chunk)
@@ -173,7 +179,8 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
     fields: dict[str, Any] = {"request_counts": counts, "usage": usage, "waiting_for_quota": quota_wait(chunks)}
     collected = [c for c in chunks if c.collected]
     if collected:  # the running cost of what is collected so far (decision 0060)
-        fields["cost"] = chunks_cost_detail(job.provider, job.model, collected, table=services.prices())
+        table = services.prices()
+        fields["cost"] = with_primers(job, chunks_cost_detail(job.provider, job.model, collected, table=table), table)
         fields["cost_usd"] = fields["cost"]["total"]
     if job.status is JobStatus.QUEUED and any(c.state is ChunkState.SUBMITTED for c in chunks):
         fields["status"] = JobStatus.IN_PROGRESS

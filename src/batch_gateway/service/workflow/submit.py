@@ -29,6 +29,7 @@ from batch_gateway.service.context import Services
 from batch_gateway.service.layout import chunk_input_key
 from batch_gateway.service.quotas.rule import Wait
 from batch_gateway.service.step_budget import StepBudget
+from batch_gateway.service.workflow.primers import prime_groups
 from batch_gateway.service.workflow.quota_gate import REFUSED, Reserved, admit_chunk, release_chunk, wait_chunk
 from batch_gateway.service.workflow.state import WorkflowState
 
@@ -279,7 +280,8 @@ def submit_job(services: Services, state: WorkflowState, budget: StepBudget | No
     if job.status is JobStatus.QUEUED:
         provider = services.provider_for(job.provider)
         waits: str | None = None  # the job's waiting_for_quota (decision 0081), written with its status
-        for chunk in services.jobs.get_chunks(job.id):
+        primed = prime_groups(services, job, provider, budget, claim_lease(services, budget))  # first (0128)
+        for chunk in services.jobs.get_chunks(job.id) if primed is not None else []:
             if chunk.collected or chunk.state not in UNSENT:
                 continue
             if not budget.another():

@@ -1,0 +1,157 @@
+"""Cache-aware planning's arithmetic (decision 0128): which prefixes many requests of a job share, which of them pay
+back a primer by the price table, and which group each request's line is marked for.
+
+A request may share two prefixes (the system prompt and tools; those and its leading messages): it is counted for
+each, and belongs to the longest chosen one. Groups are chosen again until every chosen group pays back its primer
+with the requests that belong to it. Every pass is a pure function of the job's requests, so an invocation that goes
+on where another stopped marks the lines the other did (decision 0118).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from batch_gateway.constants import PROMPT_CACHE_AUTO
+from batch_gateway.models.jobs import CacheGroup, CachePlan, Job, Usage
+from batch_gateway.models.pricing import MILLION, ModelPrice, add_costs, cost_of
+from batch_gateway.providers.base import BatchProvider, CachePrefix
+
+if TYPE_CHECKING:
+    from batch_gateway.contract.jobs import CostView
+    from batch_gateway.models.pricing import PriceTable
+
+AUTO = PROMPT_CACHE_AUTO
+PAYBACK = 2.0  # a group is primed when its expected saving is at least twice its primer's cost
+MAX_GROUPS = 20  # primers per job at most (one provider call each, in Submit), the largest savings first
+TRACKED = 20_000  # distinct prefixes counted at once; beyond, those seen once are forgotten (a bound on memory)
+CHARS_PER_TOKEN = 4  # the estimate the adapters' prefixes use (a token is about four characters of English)
+PRIMER_OUTPUT_TOKENS = 16  # what a primer's answer is priced at, at most
+
+
+@dataclass
+class _Seen:
+    tokens: int
+    count: int = 0
+    line: dict[str, Any] | None = None  # the first request's provider line: the group's primer
+
+
+@dataclass
+class Scan:
+    """What the first pass over a job's requests counted."""
+
+    prefixes: dict[str, _Seen] = field(default_factory=dict)
+    shapes: dict[tuple[str, ...], int] = field(default_factory=dict)  # a request's prefix keys -> requests
+
+    def add(self, line: dict[str, Any], found: list[CachePrefix]) -> None:
+        if not found:
+            return
+        keys = tuple(prefix.key for prefix in found)
+        self.shapes[keys] = self.shapes.get(keys, 0) + 1
+        for prefix in found:
+            seen = self.prefixes.get(prefix.key)
+            if seen is None:
+                seen = self.prefixes[prefix.key] = _Seen(prefix.tokens, line=line)
+            seen.count += 1
+        if len(self.prefixes) > TRACKED:
+            self._forget_singles()
+
+    def _forget_singles(self) -> None:
+        self.prefixes = {key: seen for key, seen in self.prefixes.items() if seen.count > 1}
+        self.shapes = {keys: n for keys, n in self.shapes.items() if n > 1 or keys[-1] in self.prefixes}
+
+
+def pays_back(requests: int, tokens: int, price: ModelPrice, write_factor: float) -> bool:
+    """Whether ``requests`` batch requests reading ``tokens`` cached tokens instead of plain input save at least
+    ``PAYBACK`` times what one synchronous primer writing them costs."""
+    if requests < 2:
+        return False
+    saving = requests * tokens * (price.batch.input - price.batch.cache_read) / MILLION
+    primer = (tokens * price.sync.input * write_factor + PRIMER_OUTPUT_TOKENS * price.sync.output) / MILLION
+    return saving > 0 and saving >= PAYBACK * primer
+
+
+def choose(scan: Scan, price: ModelPrice | None, write_factor: float) -> list[str]:
+    """The keys of the groups worth a primer, largest saving first (at most ``MAX_GROUPS``)."""
+    if price is None:
+        return []  # no price, no arithmetic: sent as they are
+    chosen = {key for key, seen in scan.prefixes.items() if pays_back(seen.count, seen.tokens, price, write_factor)}
+    while True:
+        members = _members(scan, chosen)
+        kept = {key for key in chosen if pays_back(members.get(key, 0), scan.prefixes[key].tokens, price, write_factor)}
+        if kept == chosen:
+            break
+        chosen = kept
+    saving = {key: members[key] * scan.prefixes[key].tokens for key in chosen}
+    return sorted(chosen, key=lambda key: (-saving[key], key))[:MAX_GROUPS]
+
+
+def _members(scan: Scan, chosen: set[str]) -> dict[str, int]:
+    """Requests per chosen group: each request belongs to the longest chosen prefix it has."""
+    members: dict[str, int] = {}
+    for keys, count in scan.shapes.items():
+        for key in reversed(keys):
+            if key in chosen:
+                members[key] = members.get(key, 0) + count
+                break
+    return members
+
+
+def cache_plan(
+    provider: BatchProvider, job: Job, lines: Iterable[dict[str, Any]], price: ModelPrice | None
+) -> tuple[CachePlan, list[dict[str, Any]]]:
+    """The job's cache plan from its provider lines (unmarked), and each group's primer line (marked)."""
+    scan = Scan()
+    for line in lines:
+        scan.add(line, provider.cache_prefixes(line, job.model))
+    keys = choose(scan, price, provider.primer_write_factor)
+    members = _members(scan, set(keys))
+    groups, primers = [], []
+    for key in keys:
+        seen = scan.prefixes[key]
+        assert seen.line is not None
+        first = copy.deepcopy(seen.line)  # one request may be the first of two groups: each primer marked once
+        prefix = next(p for p in provider.cache_prefixes(first, job.model) if p.key == key)
+        if not provider.mark_cacheable(first, prefix):
+            continue  # its first request cannot carry the marker (the caller's own use all the breakpoints)
+        groups.append(CacheGroup(key=key, requests=members.get(key, 0), tokens=seen.tokens))
+        primers.append(first)
+    return CachePlan(groups=groups), primers
+
+
+class CacheMarks:
+    """Marks each provider line of a planned job for the longest chosen prefix it has (decision 0128)."""
+
+    def __init__(self, provider: BatchProvider, job: Job) -> None:
+        self.provider = provider
+        self.model = job.model
+        self.keys = {group.key for group in job.cache_plan.groups} if job.cache_plan else set()
+
+    def __bool__(self) -> bool:
+        return bool(self.keys)
+
+    def mark(self, line: dict[str, Any]) -> dict[str, Any]:
+        for prefix in reversed(self.provider.cache_prefixes(line, self.model)):
+            if prefix.key in self.keys:
+                self.provider.mark_cacheable(line, prefix)
+                break
+        return line
+
+
+def unsure_usage(group: CacheGroup, write_factor: float) -> Usage:
+    """What a primer whose answer was lost is taken to have used: its prefix written (the most it could cost)."""
+    if write_factor > 1:
+        return Usage(cache_creation_input_tokens=group.tokens, output_tokens=PRIMER_OUTPUT_TOKENS)
+    return Usage(input_tokens=group.tokens, output_tokens=PRIMER_OUTPUT_TOKENS)
+
+
+def with_primers(job: Job, cost: CostView, table: PriceTable | None) -> CostView:
+    """The job's cost with what its primers cost (synchronous calls: at the synchronous prices)."""
+    if job.cache_plan is None or not job.cache_plan.groups:
+        return cost
+    used = job.cache_plan.usage
+    if used == Usage():
+        return cost
+    return add_costs(cost, cost_of(job.provider, job.model, used, on_demand=True, table=table))
