@@ -6,6 +6,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from batch_gateway_dev.local import moto_dynamodb
+
 
 class Rendezvous:
     """Waits that a hook inside the code under test makes (the code might catch an ``AssertionError``, or run the hook
@@ -64,16 +66,8 @@ class Threads(Rendezvous):
 
 def serialise_moto_dynamodb(monkeypatch: Any) -> None:
     """DynamoDB applies each conditional write (and each transaction) atomically; moto checks the condition and then
-    writes in two Python steps with no lock, so two threads could both pass one check. One lock around each item
-    operation restores the service's guarantee and nothing more."""
-    from moto.dynamodb.models import DynamoDBBackend
-
-    lock = threading.RLock()
-    for name in ("put_item", "update_item", "delete_item", "get_item", "transact_write_items"):
-        real = getattr(DynamoDBBackend, name)
-
-        def atomic(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
-            with lock:
-                return _real(*args, **kwargs)
-
-        monkeypatch.setattr(DynamoDBBackend, name, atomic)
+    writes in two Python steps with no lock, so two threads could both pass one check. The local AWS process's lock
+    (``moto_dynamodb.make_item_operations_atomic``), around each item operation and the answer written from it,
+    restores the service's guarantee for this test. (The answer once was outside it here: a Plan racing another read
+    a job item while the other wrote it, ``dictionary changed size during iteration``, in CI.)"""
+    moto_dynamodb.make_item_operations_atomic(monkeypatch.setattr)

@@ -111,31 +111,6 @@ def _stopped_executions_end_at_once() -> None:
     Execution.stop = stop  # type: ignore[method-assign]  # patching moto
 
 
-def _dynamodb_items_change_atomically() -> None:
-    """DynamoDB applies each write and each transaction atomically and isolated. moto's server answers requests on
-    threads without a lock: a condition can pass in two requests at once, and a transaction whose condition fails
-    puts back a copy of the whole table taken before it began, erasing other requests' writes made meanwhile (a
-    chunk's claim vanished under a concurrent failed claim of another job's chunk, and the chunk was sent twice).
-    One lock around every item operation makes them behave as DynamoDB's do. The lock also covers writing the answer
-    (the request handler): moto serialises the live item after the backend returns, and a write meanwhile broke the
-    answer (``dictionary changed size during iteration``, or an item botocore could not parse: a 500 from the API)."""
-    from moto.dynamodb.models import DynamoDBBackend
-    from moto.dynamodb.responses import DynamoHandler
-
-    lock = threading.RLock()
-    names = ("put_item", "update_item", "delete_item", "transact_write_items", "get_item", "query", "scan")
-    handler_names = (*names, "batch_get_item", "batch_write_item", "transact_get_items")
-    for cls, methods in ((DynamoDBBackend, names), (DynamoHandler, handler_names)):
-        for name in methods:
-            real = getattr(cls, name)
-
-            def atomic(self: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
-                with lock:
-                    return _real(self, *args, **kwargs)
-
-            setattr(cls, name, atomic)
-
-
 def _empty_map_keys_keep_their_values() -> None:
     """moto stores a map whose key is the empty string intact, but its JSON serializer takes an empty key for "the
     top level" and writes that entry's structure into the enclosing map without the key: ``{"M": {"": {"N": "1"}}}``
@@ -227,7 +202,7 @@ def main() -> None:
     _states_call_as_their_role(credentials, endpoint)
     _stopped_executions_end_at_once()
     moto_dynamodb.install()  # before the lock below, so a transaction keeps and puts back its items inside it
-    _dynamodb_items_change_atomically()
+    moto_dynamodb.make_item_operations_atomic()
     _empty_map_keys_keep_their_values()
     _event_paths_parsed_once()
     print(json.dumps({"endpoint": endpoint}), flush=True)

@@ -31,7 +31,9 @@ from __future__ import annotations
 import base64
 import copy
 import functools
+import threading
 import types
+from collections.abc import Callable
 from typing import Any
 
 _installed = False
@@ -231,3 +233,31 @@ def _index_projections_picked() -> None:
         return picked
 
     SecondaryIndex.project = project  # type: ignore[method-assign]  # patching moto
+
+
+def make_item_operations_atomic(patch: Callable[[Any, str, Any], None] = setattr) -> None:
+    """DynamoDB applies each write and each transaction atomically and isolated. moto answers requests on threads
+    without a lock: a condition can pass in two requests at once, and a transaction whose condition fails puts back
+    what it touched, erasing other requests' writes made meanwhile (a chunk's claim vanished under a concurrent failed
+    claim of another job's chunk, and the chunk was sent twice). One lock around every item operation makes them
+    behave as DynamoDB's do. The lock also covers writing the answer (the request handler): moto serialises the live
+    item after the backend returns, and a write meanwhile broke the answer (``dictionary changed size during
+    iteration``, or an item botocore could not parse: a 500 from the API).
+
+    The local AWS process patches for good (``setattr``); a test that races conditional writes on the in-process
+    moto passes ``monkeypatch.setattr``, which undoes it after the test."""
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.responses import DynamoHandler
+
+    lock = threading.RLock()
+    names = ("put_item", "update_item", "delete_item", "transact_write_items", "get_item", "query", "scan")
+    handler_names = (*names, "batch_get_item", "batch_write_item", "transact_get_items")
+    for cls, methods in ((DynamoDBBackend, names), (DynamoHandler, handler_names)):
+        for name in methods:
+            real = getattr(cls, name)
+
+            def atomic(self: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+                with lock:
+                    return _real(self, *args, **kwargs)
+
+            patch(cls, name, atomic)
