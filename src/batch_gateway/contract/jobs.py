@@ -60,6 +60,14 @@ class RetryView(TypedDict):
     on: list[str]
 
 
+class GuardrailsView(TypedDict):
+    """The input guardrails a job was screened under (decision 0124): counts by entity type, never a value."""
+
+    pii: str  # off | flag | redact | reject
+    flagged: dict[str, int]
+    redacted: dict[str, int]
+
+
 class JobWebhookView(TypedDict):
     url: str
     events: list[str]
@@ -80,6 +88,7 @@ class JobView(TypedDict):
     cost: CostView
     metadata: dict[str, str]
     retry: RetryView | None
+    guardrails: GuardrailsView
     webhook: JobWebhookView | None
     created_at: str
     updated_at: str

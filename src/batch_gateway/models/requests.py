@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batch_gateway import provider_specs
+from batch_gateway.constants import PII_MODES
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.provider_options import ALLOWED as ALLOWED_OPTIONS
 from batch_gateway.models.request_extras import EXTRA_KEYS, extras_the_model_drops
@@ -63,6 +64,7 @@ FIELDS = (
     "provider_options",
     "retry",
     "webhook",
+    "guardrails",
 )
 REQUIRED = ("provider", "model", "requests")
 
@@ -83,6 +85,7 @@ class CreateJobInput:
     provider_options: dict[str, Any] = field(default_factory=dict)
     retry: dict[str, Any] | None = None  # models.retry.parse_retry's form; None: the deployment's default
     webhook: Any = None  # the job's own webhook as given; api.webhooks.job_webhook checks it (decision 0070)
+    guardrails: dict[str, str] | None = None  # {"pii": mode} (decision 0124); None: the deployment's default
 
     @classmethod
     def parse(cls, body: Any) -> CreateJobInput:
@@ -133,6 +136,16 @@ def _check_requests(value: Any) -> str | None:
     return None if value else "must hold at least one request"
 
 
+def _check_guardrails(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) - {"pii"}:
+        return 'must be an object such as {"pii": "redact"}'
+    if "pii" in value and value["pii"] not in PII_MODES:
+        return "pii must be " + " or ".join(f"'{mode}'" for mode in PII_MODES)
+    return None
+
+
 def _check_object(value: Any) -> str | None:
     return None if isinstance(value, dict) else "must be an object"
 
@@ -155,6 +168,7 @@ _FIELD_CHECKS = {
     "metadata": _check_metadata,
     "endpoint": _one_of(ENDPOINTS, optional=True),
     "provider_options": _check_object,
+    "guardrails": _check_guardrails,
 }
 
 
