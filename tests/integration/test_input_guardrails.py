@@ -9,7 +9,7 @@ import pytest
 
 from batch_gateway import wiring
 from batch_gateway.service.layout import requests_key, results_key
-from lambdas import create
+from lambdas import create, ingest
 from tests.support.events import call, executions, job_view, load_event
 from tests.support.fixtures import BUCKET
 from tests.support.workflow_driver import run_workflow
@@ -103,3 +103,43 @@ def test_an_unknown_mode_is_a_400_that_lists_the_modes(aws, ctx):
     status, answer = _create(ctx, {"pii": "mask"}, {"a": CLEAN})
     assert status == 400
     assert "'off' or 'flag' or 'redact' or 'reject'" in answer["error"]["message"]
+
+
+def _drop(key, body):
+    s3 = boto3.client("s3")
+    s3.put_object(Bucket=BUCKET, Key=key, Body=body)
+    event = load_event("sqs_drop_folder.json")
+    message = json.loads(event["Records"][0]["body"])
+    message["Records"][0]["s3"]["object"]["key"] = key
+    message["Records"][0]["s3"]["object"].pop("eTag")
+    event["Records"][0]["body"] = json.dumps(message)
+    return event
+
+
+def _dropped_file(pii):
+    header = {"provider": "anthropic", "model": "claude-sonnet-4-20250514", "guardrails": {"pii": pii}}
+    lines = [{"batch_gateway": header}, {"id": "leaky", "request": SECRET}, {"id": "clean", "request": CLEAN}]
+    return "\n".join(json.dumps(line) for line in lines).encode()
+
+
+def test_a_dropped_file_header_rejects_personal_data_with_a_receipt_naming_the_request_not_the_value(aws, ctx):
+    assert ingest.handler(_drop("inbox/pii.jsonl", _dropped_file("reject")), ctx) == {"batchItemFailures": []}
+    receipt = boto3.client("s3").get_object(Bucket=BUCKET, Key="outbox/pii.receipt.json")["Body"].read().decode()
+    assert json.loads(receipt)["status"] == "rejected"
+    assert "requests.leaky" in receipt and "card_number, email" in receipt
+    assert EMAIL not in receipt and "4111" not in receipt
+    jobs = boto3.client("dynamodb").scan(
+        TableName="jobs", Select="COUNT", FilterExpression="sk = :j", ExpressionAttributeValues={":j": {"S": "JOB"}}
+    )
+    assert jobs["Count"] == 0  # the file's claim is kept (a redelivery finds it answered), no job
+    keys = [o["Key"] for o in boto3.client("s3").list_objects_v2(Bucket=BUCKET).get("Contents", [])]
+    assert not [k for k in keys if k.startswith("jobs/")]
+
+
+def test_a_dropped_file_header_redacts_before_the_requests_are_stored(aws, ctx):
+    ingest.handler(_drop("inbox/pii.jsonl", _dropped_file("redact")), ctx)
+    receipt = json.loads(boto3.client("s3").get_object(Bucket=BUCKET, Key="outbox/pii.receipt.json")["Body"].read())
+    job = aws.jobs.require_job(receipt["job_id"])
+    assert job.guardrails.redacted == {"card_number": 1, "email": 1}
+    stored = b"".join(aws.payloads.iter_lines(requests_key(job.id)))
+    assert b"[EMAIL]" in stored and EMAIL.encode() not in stored and b"4111" not in stored

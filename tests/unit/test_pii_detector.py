@@ -63,3 +63,10 @@ def test_several_entities_in_one_string_come_back_in_order():
 
 def test_a_redaction_writes_the_type_and_nothing_of_the_value():
     assert placeholder("card_number") == "[CARD_NUMBER]"
+
+
+def test_the_modes_the_sdk_knows_are_the_servers():
+    from batch_gateway import constants
+    from batch_gateway.contract import jobs
+
+    assert constants.PII_MODES == jobs.PII_MODES

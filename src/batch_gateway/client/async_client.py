@@ -83,6 +83,7 @@ class AsyncBatchGatewayClient:
         idempotency_key: str | None = None,
         input_file: str | None = None,
         webhook: Mapping[str, Any] | None = None,
+        guardrails: Mapping[str, str] | None = None,
     ) -> Job:
         """See ``BatchGatewayClient.create_job``: ``requests``, or ``input_file`` (an upload id from ``upload``)."""
         return await asyncio.to_thread(
@@ -97,6 +98,7 @@ class AsyncBatchGatewayClient:
             idempotency_key=idempotency_key,
             input_file=input_file,
             webhook=webhook,
+            guardrails=guardrails,
         )
 
     async def estimate_job(

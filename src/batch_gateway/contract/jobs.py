@@ -60,6 +60,9 @@ class RetryView(TypedDict):
     on: list[str]
 
 
+PII_MODES = ("off", "flag", "redact", "reject")  # a job's guardrails.pii (decision 0124)
+
+
 class GuardrailsView(TypedDict):
     """The input guardrails a job was screened under (decision 0124): counts by entity type, never a value."""
 

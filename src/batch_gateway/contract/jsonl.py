@@ -32,6 +32,7 @@ HEADER_FIELDS: dict[str, tuple[type, ...]] = {
     "endpoint": (str,),
     "metadata": (dict,),
     "provider_options": (dict,),
+    "guardrails": (dict,),  # {"pii": mode} (decision 0124)
 }
 LINE_FIELDS = frozenset({"id", "request"})
 MAX_DETAILS = 100
