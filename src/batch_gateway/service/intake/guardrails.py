@@ -39,51 +39,45 @@ class Screen:
         return self.mode != OFF
 
     def item(self, item: dict[str, Any]) -> dict[str, Any]:
-        """The request as it may be written (redacted under redact); counts what it holds."""
-        found: Counter[str] = Counter()
-        redact = self.mode == REDACT
+        """The request as it may be written (redacted under redact); counts what it holds. The common case, nothing
+        found, returns the request as it came without building anything (bench step ``guardrails``)."""
+        find = self.detector.find
+        hits: list[tuple[int, int, list[tuple[str, int, int]]]] = []  # (message or -1 for system, part or -1, spans)
         system = item.get("system")
-        if system:
-            new_system = self._text(system, found, redact)
-            if redact and new_system is not system:
-                item = {**item, "system": new_system}
-        messages = item["messages"]
-        new_messages = None
-        for index, message in enumerate(messages):
+        if system and (spans := find(system)):
+            hits.append((-1, -1, spans))
+        for index, message in enumerate(item["messages"]):
             content = message["content"]
             if isinstance(content, str):
-                new_content: Any = self._text(content, found, redact)
+                if spans := find(content):
+                    hits.append((index, -1, spans))
             else:
-                parts = [self._text(part["text"], found, redact) for part in content]
-                changed = any(new is not part["text"] for new, part in zip(parts, content, strict=True))
-                new_content = [{"type": "text", "text": text} for text in parts] if changed else content
-            if redact and new_content is not content:
-                new_messages = new_messages or list(messages)
-                new_messages[index] = {**message, "content": new_content}
-        if new_messages is not None:
-            item = {**item, "messages": new_messages}
-        if found:
-            self.flagged.update(found)
-            if self.mode == REJECT:
-                self.refused_count += 1
-                if len(self.refused) < MAX_ERROR_DETAILS:
-                    self.refused.append((item["id"], sorted(found)))
+                for part_index, part in enumerate(content):
+                    if spans := find(part["text"]):
+                        hits.append((index, part_index, spans))
+        if not hits:
+            return item
+        found = Counter(kind for _, _, spans in hits for kind, _, _ in spans)
+        self.flagged.update(found)
+        if self.mode == REJECT:
+            self.refused_count += 1
+            if len(self.refused) < MAX_ERROR_DETAILS:
+                self.refused.append((item["id"], sorted(found)))
+        if self.mode != REDACT:
+            return item
+        item = {**item, "messages": list(item["messages"])}
+        for index, part_index, spans in hits:
+            if index < 0:
+                item["system"] = _redacted(item["system"], spans)
+                continue
+            message = item["messages"][index]
+            if part_index < 0:
+                item["messages"][index] = {**message, "content": _redacted(message["content"], spans)}
+            else:
+                parts = list(message["content"])
+                parts[part_index] = {**parts[part_index], "text": _redacted(parts[part_index]["text"], spans)}
+                item["messages"][index] = {**message, "content": parts}
         return item
-
-    def _text(self, text: str, found: Counter[str], redact: bool) -> str:
-        spans = self.detector.find(text)
-        if not spans:
-            return text
-        found.update(kind for kind, _, _ in spans)
-        if not redact:
-            return text
-        pieces: list[str] = []
-        at = 0
-        for kind, start, end in spans:
-            pieces += (text[at:start], placeholder(kind))
-            at = end
-        pieces.append(text[at:])
-        return "".join(pieces)
 
     def refuse(self) -> None:
         """Under reject, any request holding personal data refuses the whole create: 400 naming the requests and
@@ -104,6 +98,17 @@ class Screen:
     def result(self) -> Guardrails:
         flagged = dict(sorted(self.flagged.items()))
         return Guardrails(pii=self.mode, flagged=flagged, redacted=flagged if self.mode == REDACT else {})
+
+
+def _redacted(text: str, spans: list[tuple[str, int, int]]) -> str:
+    """``text`` with each span replaced by its type (``[EMAIL]``)."""
+    pieces: list[str] = []
+    at = 0
+    for kind, start, end in spans:
+        pieces += (text[at:start], placeholder(kind))
+        at = end
+    pieces.append(text[at:])
+    return "".join(pieces)
 
 
 def screen_for(services: Services, mode: str) -> Screen:
