@@ -31,8 +31,7 @@ def guarded_body(n: int, digits: bool = True) -> dict[str, Any]:
     body = create_body(n)
     extra = " (in 2024, about 300 words)" if digits else ""
     body["requests"] = {
-        rid: f"{text}{extra}{PII if i % 10 == 0 else ''}"
-        for i, (rid, text) in enumerate(body["requests"].items())
+        rid: f"{text}{extra}{PII if i % 10 == 0 else ''}" for i, (rid, text) in enumerate(body["requests"].items())
     }
     return body
 

@@ -4,8 +4,8 @@
 Exit code 0 even when a target fails: the table says FAIL and summary.json has ``"all_targets_met": false``.
 Loopback only, except that the Lambda bundles are built with pip the first time (then cached in bench/.cache/).
 
-Options: ``--only STEPS`` runs a subset (comma separated, of create, guardrails, collect, imports, history, assets, submit,
-compat, estimate, plan, lag, scale, infra_cost, overhead, chaos; summary.json is then written to
+Options: ``--only STEPS`` runs a subset (comma separated, of create, guardrails, collect, imports, history, assets,
+submit, compat, estimate, plan, lag, scale, infra_cost, overhead, chaos; summary.json is then written to
 ``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into summary.json, keeping the others
 and saying which steps were rerun when); ``--profile`` also writes cProfile stats of one create and one 100,000-line
 collect to ``bench/.cache/profiles/`` (and, with py-spy on the PATH, py-spy samples of moto and every Lambda worker

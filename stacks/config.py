@@ -176,7 +176,8 @@ def _guardrails(raw: Any) -> tuple[str, str]:
     ):
         raise ConfigError(
             'context \'guardrails\' must be JSON like {"pii": "redact", "detector": "builtin"} (pii one of '
-            f"{list(constants.PII_MODES)}; detector builtin, comprehend or bedrock:<guardrail id>:<version>), got {raw!r}"
+            f"{list(constants.PII_MODES)}; detector builtin, comprehend or bedrock:<guardrail id>:<version>), "
+            f"got {raw!r}"
         )
     return pii, detector
 

@@ -255,5 +255,7 @@ def pii_detector(role: iam.IRole, detector: str) -> None:
     elif kind == "bedrock":
         guardrail_id = guardrail.partition(":")[0]
         role.add_to_principal_policy(
-            iam.PolicyStatement(actions=["bedrock:ApplyGuardrail"], resources=[bedrock_arn(f"guardrail/{guardrail_id}")])
+            iam.PolicyStatement(
+                actions=["bedrock:ApplyGuardrail"], resources=[bedrock_arn(f"guardrail/{guardrail_id}")]
+            )
         )

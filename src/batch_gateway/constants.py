@@ -69,7 +69,12 @@ ENV_RETRY_DEFAULT = "RETRY_DEFAULT"  # JSON: the retry option of jobs that give 
 # detector that screens ("builtin", "comprehend" or "bedrock:<guardrail id>:<version>"); unset: off, builtin.
 ENV_GUARDRAILS_PII = "GUARDRAILS_PII"
 ENV_PII_DETECTOR = "PII_DETECTOR"
-PII_MODES = ("off", "flag", "redact", "reject")  # contract.jobs.PII_MODES (the SDK's; test_pii_detector holds them equal)
+PII_MODES = (
+    "off",
+    "flag",
+    "redact",
+    "reject",
+)  # contract.jobs.PII_MODES (the SDK's; test_pii_detector holds them equal)
 PII_DETECTORS = ("builtin", "comprehend", "bedrock")  # a Bedrock guardrail: bedrock:<id>:<version>
 RETRY_OUTCOMES = ("expired", "rate_limited", "overloaded", "server_error")  # what a job's `retry.on` may name
 RETRY_MAX_ATTEMPTS = 5  # the most `retry.max_attempts` may be

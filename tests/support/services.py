@@ -8,8 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from batch_gateway.models.jobs import utcnow
-from batch_gateway.models.pricing import PriceTable, file_table
 from batch_gateway.models.pii import BUILTIN
+from batch_gateway.models.pricing import PriceTable, file_table
 from batch_gateway.ports import PiiDetector, ProviderBatchIndex, Resolver, WebhookSender
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services

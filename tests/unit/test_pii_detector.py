@@ -81,7 +81,10 @@ def test_a_screen_redacts_system_string_content_and_text_parts_and_counts_by_typ
         "id": "a",
         "system": "Operator: ops@example.com",
         "messages": [
-            {"role": "user", "content": [{"type": "text", "text": "card 5555 5555 5555 4444"}, {"type": "text", "text": "hi"}]},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "card 5555 5555 5555 4444"}, {"type": "text", "text": "hi"}],
+            },
             {"role": "assistant", "content": "ok"},
             {"role": "user", "content": "host 10.1.2.3"},
         ],
@@ -89,7 +92,10 @@ def test_a_screen_redacts_system_string_content_and_text_parts_and_counts_by_typ
     }
     out = screen.item(item)
     assert out["system"] == "Operator: [EMAIL]"
-    assert out["messages"][0]["content"] == [{"type": "text", "text": "card [CARD_NUMBER]"}, {"type": "text", "text": "hi"}]
+    assert out["messages"][0]["content"] == [
+        {"type": "text", "text": "card [CARD_NUMBER]"},
+        {"type": "text", "text": "hi"},
+    ]
     assert out["messages"][2]["content"] == "host [IP_ADDRESS]" and out["params"] == {"max_tokens": 5}
     assert item["system"] == "Operator: ops@example.com"  # the caller's object is not changed in place
     assert screen.result().redacted == {"card_number": 1, "email": 1, "ip_address": 1}

@@ -15,9 +15,7 @@ TEXT = "Mail ana@example.com or call +44 20 7946 0958"
 
 
 def _client(service):
-    return boto3.client(
-        service, region_name="eu-west-1", aws_access_key_id="test", aws_secret_access_key="test"
-    )
+    return boto3.client(service, region_name="eu-west-1", aws_access_key_id="test", aws_secret_access_key="test")
 
 
 def test_comprehend_spans_come_from_its_offsets_in_lower_case_types():

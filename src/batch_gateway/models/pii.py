@@ -106,7 +106,11 @@ def _ip_address(value: str) -> bool:
     return ":" in value or all(int(octet) <= 255 for octet in value.split("."))
 
 
-_CHECKS: dict[str, Callable[[str], bool]] = {CARD_NUMBER: _card, IBAN: _iban, IP_ADDRESS: _ip_address}  # what a found value must pass
+_CHECKS: dict[str, Callable[[str], bool]] = {
+    CARD_NUMBER: _card,
+    IBAN: _iban,
+    IP_ADDRESS: _ip_address,
+}  # what a found value must pass
 
 
 def find(text: str) -> list[tuple[str, int, int]]:

@@ -65,7 +65,9 @@ class BedrockGuardrailDetector:
         for assessment in answer.get("assessments", []):
             policy = assessment.get("sensitiveInformationPolicy") or {}
             matches += [(str(e["type"]).lower(), e["match"]) for e in policy.get("piiEntities", []) if e.get("match")]
-            matches += [(str(r.get("name") or "regex"), r["match"]) for r in policy.get("regexes", []) if r.get("match")]
+            matches += [
+                (str(r.get("name") or "regex"), r["match"]) for r in policy.get("regexes", []) if r.get("match")
+            ]
         spans: list[tuple[str, int, int]] = []
         for kind, value in matches:
             at = 0

@@ -15,8 +15,8 @@ from batch_gateway.models.jobs import OPENAI_DOOR, Job, RequestCounts
 from batch_gateway.models.jsonl import RequestFile, iter_jsonl_lines
 from batch_gateway.models.requests import MAX_ERROR_DETAILS
 from batch_gateway.service.context import Services
-from batch_gateway.service.intake.openai_file import translated_requests
 from batch_gateway.service.intake.guardrails import screen_for
+from batch_gateway.service.intake.openai_file import translated_requests
 from batch_gateway.service.intake.requests import by_line, write_requests
 from batch_gateway.service.money.estimate import job_high_estimate
 
