@@ -71,7 +71,7 @@ Context keys:
     doors) and the Limits function get it as ``OWNER_LIMITS_JSON``.
 ``guardrails``
     The input guardrails of jobs that name none (decision 0124), JSON ``{"pii": "off" | "flag" | "redact" |
-    "reject", "detector": "builtin" | "comprehend" | "bedrock:<guardrail id>:<version>"}``; default ``{"pii": "off",
+    "reject", "detector": "builtin" | "comprehend" | "bedrock-guardrail:<id>:<version>"}``; default ``{"pii": "off",
     "detector": "builtin"}``. The compatible doors' jobs always take it. A detector other than ``builtin`` grants the
     functions that screen requests (Create, both doors, Ingest, Plan) ``comprehend:DetectPiiEntities`` or
     ``bedrock:ApplyGuardrail`` on that guardrail, and nothing when it is not named. Every function gets it as
@@ -171,12 +171,12 @@ def _guardrails(raw: Any) -> tuple[str, str]:
         or set(value) - {"pii", "detector"}
         or pii not in constants.PII_MODES
         or kind not in constants.PII_DETECTORS
-        or (kind == "bedrock") != (rest.count(":") == 1 and all(rest.split(":")))
-        or (kind != "bedrock" and rest)
+        or (kind == "bedrock-guardrail") != (rest.count(":") == 1 and all(rest.split(":")))
+        or (kind != "bedrock-guardrail" and rest)
     ):
         raise ConfigError(
             'context \'guardrails\' must be JSON like {"pii": "redact", "detector": "builtin"} (pii one of '
-            f"{list(constants.PII_MODES)}; detector builtin, comprehend or bedrock:<guardrail id>:<version>), "
+            f"{list(constants.PII_MODES)}; detector builtin, comprehend or bedrock-guardrail:<id>:<version>), "
             f"got {raw!r}"
         )
     return pii, detector
@@ -222,7 +222,7 @@ class GatewayConfig:
     bedrock: BedrockConfig = field(default_factory=lambda: BedrockConfig())
     retry_default: str = ""  # JSON of the deployment's retry option, "" for none
     guardrails_pii: str = "off"  # the input guardrails of jobs that name none (decision 0124), as GUARDRAILS_PII
-    pii_detector: str = "builtin"  # builtin | comprehend | bedrock:<id>:<version>, as PII_DETECTOR
+    pii_detector: str = "builtin"  # builtin | comprehend | bedrock-guardrail:<id>:<version>, as PII_DETECTOR
     webhook_loopback_http: bool = False  # plain http to loopback webhook URLs (the local stack only; decision 0071)
     webhook_retry_schedule: str = constants.DEFAULT_WEBHOOK_RETRY_SCHEDULE
     quotas: str = "{}"  # JSON of the quota overrides (decisions 0080, 0081), as QUOTAS_JSON

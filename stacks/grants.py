@@ -252,7 +252,7 @@ def pii_detector(role: iam.IRole, detector: str) -> None:
             "AwsSolutions-IAM5[Resource::*]",
             "comprehend:DetectPiiEntities supports no resource-level permission: AWS requires Resource '*'.",
         )
-    elif kind == "bedrock":
+    elif kind == "bedrock-guardrail":
         guardrail_id = guardrail.partition(":")[0]
         role.add_to_principal_policy(
             iam.PolicyStatement(

@@ -66,7 +66,7 @@ KEY_PEPPER_SECRET_NAME = "batch-gateway/api-key-pepper"
 ENV_PRICE_OVERRIDES_PARAMETER = "PRICE_OVERRIDES_PARAMETER"  # SSM parameter of price rows over prices.json (0060)
 ENV_RETRY_DEFAULT = "RETRY_DEFAULT"  # JSON: the retry option of jobs that give none (decision 0066); unset: off
 # Input guardrails (decision 0124): the personal-data screen of jobs that name none (context `guardrails`), and the
-# detector that screens ("builtin", "comprehend" or "bedrock:<guardrail id>:<version>"); unset: off, builtin.
+# detector that screens ("builtin", "comprehend" or "bedrock-guardrail:<id>:<version>"); unset: off, builtin.
 ENV_GUARDRAILS_PII = "GUARDRAILS_PII"
 ENV_PII_DETECTOR = "PII_DETECTOR"
 PII_MODES = (
@@ -75,7 +75,7 @@ PII_MODES = (
     "redact",
     "reject",
 )  # contract.jobs.PII_MODES (the SDK's; test_pii_detector holds them equal)
-PII_DETECTORS = ("builtin", "comprehend", "bedrock")  # a Bedrock guardrail: bedrock:<id>:<version>
+PII_DETECTORS = ("builtin", "comprehend", "bedrock-guardrail")  # the last as bedrock-guardrail:<id>:<version>
 RETRY_OUTCOMES = ("expired", "rate_limited", "overloaded", "server_error")  # what a job's `retry.on` may name
 RETRY_MAX_ATTEMPTS = 5  # the most `retry.max_attempts` may be
 # Webhooks (decisions 0070, 0071): "true" lets webhook URLs use plain http to loopback (context webhook_loopback_http:

@@ -207,10 +207,10 @@ def _one_of(name: str, value: str, options: tuple[str, ...]) -> str:
 
 
 def _pii_detector(value: str) -> str:
-    """``builtin``, ``comprehend`` or ``bedrock:<guardrail id>:<version>`` (decision 0124)."""
+    """``builtin``, ``comprehend`` or ``bedrock-guardrail:<id>:<version>`` (decision 0124)."""
     kind, _, rest = value.partition(":")
-    if kind not in c.PII_DETECTORS or (kind == "bedrock") != bool(rest) or (rest and rest.count(":") != 1):
-        raise ValueError(f"{c.ENV_PII_DETECTOR} must be builtin, comprehend or bedrock:<guardrail id>:<version>")
+    if kind not in c.PII_DETECTORS or (kind == "bedrock-guardrail") != bool(rest) or (rest and rest.count(":") != 1):
+        raise ValueError(f"{c.ENV_PII_DETECTOR} must be builtin, comprehend or bedrock-guardrail:<id>:<version>")
     return value
 
 

@@ -160,7 +160,7 @@ def services() -> Services:
 
 def _pii_detector(s: Settings) -> PiiDetector:
     """The deployment's personal-data detector (decision 0124): the built-in patterns, Comprehend, or a Bedrock
-    guardrail (``bedrock:<id>:<version>``)."""
+    guardrail (``bedrock-guardrail:<id>:<version>``)."""
     kind, _, guardrail = s.pii_detector.partition(":")
     if kind == "builtin":
         return BUILTIN
@@ -171,7 +171,7 @@ def _pii_detector(s: Settings) -> PiiDetector:
 
     if kind == "comprehend":
         return ComprehendDetector(aws.pii_client("comprehend"))
-    if kind == "bedrock":
+    if kind == "bedrock-guardrail":
         guardrail_id, _, version = guardrail.partition(":")
         return BedrockGuardrailDetector(aws.pii_client("bedrock-runtime"), guardrail_id, version)
     raise RuntimeError(f"{constants.ENV_PII_DETECTOR} names no known detector")

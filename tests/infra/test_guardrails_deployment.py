@@ -32,14 +32,14 @@ def test_the_default_deployment_screens_nothing_and_grants_no_detector(synthesiz
 
 
 def test_a_bedrock_guardrail_is_granted_on_that_guardrail_to_the_screening_functions_only(tmp_path):
-    synthesized = _synth(tmp_path, guardrails='{"pii": "redact", "detector": "bedrock:gr-abc123:3"}')
+    synthesized = _synth(tmp_path, guardrails='{"pii": "redact", "detector": "bedrock-guardrail:gr-abc123:3"}')
     for function_id in SCREENERS:
         statements = [s for s in synthesized.statements(function_id) if "bedrock:ApplyGuardrail" in json.dumps(s)]
         assert len(statements) == 1, function_id
         assert "guardrail/gr-abc123" in json.dumps(statements[0]["Resource"])
         env = synthesized.function(function_id)[1]["Properties"]["Environment"]["Variables"]
         assert env[constants.ENV_GUARDRAILS_PII] == "redact"
-        assert env[constants.ENV_PII_DETECTOR] == "bedrock:gr-abc123:3"
+        assert env[constants.ENV_PII_DETECTOR] == "bedrock-guardrail:gr-abc123:3"
     for function_id in OTHERS:
         assert "bedrock:ApplyGuardrail" not in synthesized.role_actions(function_id), function_id
 
@@ -47,6 +47,12 @@ def test_a_bedrock_guardrail_is_granted_on_that_guardrail_to_the_screening_funct
 def test_the_context_is_checked_at_synth():
     config = GatewayConfig.from_context({"guardrails": '{"pii": "reject", "detector": "comprehend"}'}.get)
     assert (config.guardrails_pii, config.pii_detector) == ("reject", "comprehend")
-    for bad in ('{"pii": "mask"}', '{"detector": "bedrock"}', '{"detector": "regex"}', '{"pi": "off"}', "redact"):
+    for bad in (
+        '{"pii": "mask"}',
+        '{"detector": "bedrock-guardrail"}',
+        '{"detector": "regex"}',
+        '{"pi": "off"}',
+        "redact",
+    ):
         with pytest.raises(ConfigError, match="guardrails"):
             GatewayConfig.from_context({"guardrails": bad}.get)
