@@ -117,6 +117,15 @@ def test_header_values_are_defaults_and_flags_override_them(gateway, input_file)
     assert body["requests"]["request_B"] == {"messages": [{"role": "user", "content": "B"}], "system": "Be brief"}
 
 
+def test_pii_flag_sends_the_guardrails_option_and_otherwise_the_header_s(gateway, input_file, tmp_path):
+    assert main(["submit", str(input_file), "--pii", "redact"]) == 0
+    assert gateway.requests_to("POST", "/batches")[0].body["guardrails"] == {"pii": "redact"}
+    with_header = tmp_path / "with_header.jsonl"
+    with_header.write_text(INPUT.replace('"hyperparameters"', '"guardrails": {"pii": "reject"}, "hyperparameters"', 1))
+    assert main(["submit", str(with_header)]) == 0
+    assert gateway.requests_to("POST", "/batches")[1].body["guardrails"] == {"pii": "reject"}
+
+
 def test_submit_without_wait_prints_the_job_id(gateway, input_file, capsys):
     assert main(["submit", str(input_file)]) == 0
     assert capsys.readouterr().out.startswith("submitted job_1: 2 requests to anthropic claude-test")
