@@ -56,3 +56,14 @@ def test_the_context_is_checked_at_synth():
     ):
         with pytest.raises(ConfigError, match="guardrails"):
             GatewayConfig.from_context({"guardrails": bad}.get)
+
+
+def test_comprehend_is_granted_its_one_action_to_the_screening_functions_only_and_passes_cdk_nag(tmp_path):
+    synthesized = _synth(tmp_path, guardrails='{"pii": "flag", "detector": "comprehend"}')  # nag on: a finding raises
+    for function_id in SCREENERS:
+        assert "comprehend:DetectPiiEntities" in synthesized.role_actions(function_id), function_id
+        assert not {a for a in synthesized.role_actions(function_id) if a.startswith("comprehend:")} - {
+            "comprehend:DetectPiiEntities"
+        }
+    for function_id in OTHERS:
+        assert not {a for a in synthesized.role_actions(function_id) if a.startswith("comprehend:")}, function_id
