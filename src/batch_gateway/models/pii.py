@@ -166,8 +166,7 @@ def placeholder(kind: str) -> str:
 class BuiltinDetector:
     """The ``PiiDetector`` port on the patterns above: no client, nothing leaves the function."""
 
-    def find(self, text: str) -> list[tuple[str, int, int]]:
-        return find(text)
+    find = staticmethod(find)  # the function itself: no call in between, once a request text
 
 
 BUILTIN = BuiltinDetector()
