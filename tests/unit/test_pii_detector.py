@@ -14,6 +14,11 @@ def kinds(text):
     ("text", "found"),
     [
         ("write to ana.b+x@example.co.uk today", [("email", "ana.b+x@example.co.uk")]),
+        ("cc a@x.io, b@y.org and @@ a@@b", [("email", "a@x.io"), ("email", "b@y.org")]),
+        (
+            f"to {'x' * 40}@{('d' * 60 + '.') * 4}example.com",
+            [("email", f"{'x' * 40}@{('d' * 60 + '.') * 4}example.com")],
+        ),
         ("call +44 20 7946 0958 please", [("phone", "+44 20 7946 0958")]),
         ("or (555) 123-4567, or 555-123-4567", [("phone", "(555) 123-4567"), ("phone", "555-123-4567")]),
         ("card 4111 1111 1111 1111 exp 12/29", [("card_number", "4111 1111 1111 1111")]),

@@ -67,6 +67,8 @@ def _compiled() -> tuple[tuple[re.Pattern[str], re.Pattern[str]], ...]:
 
 
 _DIGIT = re.compile(r"\d")
+_LOCAL_MAX, _DOMAIN_MAX = 65, 260  # characters before and after an @ an email can take
+_DOMAIN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._")
 _ANY = re.compile(r"[@\d:]|AKIA|ASIA|AIDA|AROA")  # what every family's gate needs one of
 # group name -> entity type (a type with several branches names each group apart: a name is used once a pattern)
 _KIND = {
@@ -129,9 +131,19 @@ def find(text: str) -> list[tuple[str, int, int]]:
     if _ANY.search(text) is None:  # the common case: one search in C, no family can match
         return []
     email, aws_key, iban, digits, ipv6 = _compiled()
+    found: list[tuple[int, int, str]] = []
+    at, done = text.find("@"), 0
+    while at >= 0:  # an email holds its @: read only a window around each (a whole-text scan tries every word)
+        match = email[1].search(text, max(done, at - _LOCAL_MAX), at + _DOMAIN_MAX)
+        if match is not None and match.end() < len(text) and text[match.end()] in _DOMAIN_CHARS:
+            match = email[1].search(text, match.start(), len(text))  # the window cut a longer domain: read it all
+        if match is not None and match.start() <= at < match.end():
+            found.append((match.start(), -match.end(), EMAIL))
+            done = match.end()
+            at = text.find("@", done)
+        else:
+            at = text.find("@", at + 1)
     families = []
-    if "@" in text:  # the gates, cheapest first; most text passes none but the digits'
-        families.append(email[1])
     if "A" in text and aws_key[0].search(text):
         families.append(aws_key[1])
     if _DIGIT.search(text):
@@ -140,7 +152,6 @@ def find(text: str) -> list[tuple[str, int, int]]:
         families.append(digits[1])
     if ":" in text and ipv6[0].search(text):
         families.append(ipv6[1])
-    found: list[tuple[int, int, str]] = []
     for pattern in families:
         for match in pattern.finditer(text):
             kind = _KIND[match.lastgroup or ""]
