@@ -4,8 +4,8 @@
 Exit code 0 even when a target fails: the table says FAIL and summary.json has ``"all_targets_met": false``.
 Loopback only, except that the Lambda bundles are built with pip the first time (then cached in bench/.cache/).
 
-Options: ``--only STEPS`` runs a subset (comma separated, of create, collect, imports, history, assets, submit,
-compat, estimate, plan, lag, scale, infra_cost, overhead, chaos, cache; summary.json is then written to
+Options: ``--only STEPS`` runs a subset (comma separated, of create, guardrails, collect, imports, history, assets,
+submit, compat, estimate, plan, lag, scale, infra_cost, overhead, chaos, cache; summary.json is then written to
 ``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into summary.json, keeping the others
 and saying which steps were rerun when); ``--profile`` also writes cProfile stats of one create and one 100,000-line
 collect to ``bench/.cache/profiles/`` (and, with py-spy on the PATH, py-spy samples of moto and every Lambda worker
@@ -47,6 +47,7 @@ STEPS = (
     "assets",
     "imports",
     "create",
+    "guardrails",
     "collect",
     "submit",
     "compat",
@@ -207,6 +208,28 @@ def step_create(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         "create_s_moto_server": [round(t, 3) for r in memory_runs for t in r["create_s"]],
         "floor_s_moto_server": [round(t, 3) for r in memory_runs for t in r["floor_s"]],
         "bedrock": {"create_s": [round(t, 3) for t in bedrock["create_s"]], "floor_s": bedrock["floor_s"]},
+    }
+    return values, details
+
+
+def step_guardrails(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The input guardrails' cost on create (decision 0124): the built-in detector's throughput, and create with
+    ``pii: redact`` vs ``off`` on the create step's requests (every tenth holding personal data)."""
+    _log("guardrails: detector throughput, create with pii redact vs off, in-process moto")
+    run = run_worker("bench.guardrails_bench", ["--n", str(CREATE_N), "--reps", "3"], timeout=300)
+    values = {
+        "guardrails_detector_mb_per_s": round(run["detector"]["mb_per_s"], 1),
+        "guardrails_redact_ratio_to_off": round(median(run["redact_s"]) / median(run["off_s"]), 2),
+        "guardrails_create_redact_ratio_to_floor": round(median(run["redact_s"]) / median(run["floor_s"]), 2),
+        "guardrails_digits_redact_ratio_to_off": round(median(run["digits_redact_s"]) / median(run["digits_off_s"]), 2),
+    }
+    details = {
+        "requests": run["n"],
+        "detector": run["detector"],
+        "off_s": [round(t, 3) for t in run["off_s"]],
+        "redact_s": [round(t, 3) for t in run["redact_s"]],
+        "floor_s": [round(t, 3) for t in run["floor_s"]],
+        "digits": {key: [round(t, 3) for t in run[f"digits_{key}"]] for key in ("off_s", "redact_s", "floor_s")},
     }
     return values, details
 
@@ -506,6 +529,7 @@ STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[
     "assets": step_assets,
     "imports": step_imports,
     "create": step_create,
+    "guardrails": step_guardrails,
     "collect": step_collect,
     "submit": step_submit,
     "compat": step_compat,
@@ -544,6 +568,9 @@ def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[s
         "create_peak_rss_mb", f"<= 4 x body_mb ({4 * body:.1f})" if body else "<= 4 x body_mb", lambda v: v <= 4 * body
     )
     check("create_ratio_to_floor_bedrock", "<= 3.0", lambda v: v <= 3.0)
+    # the screen must not take create beyond its target (issue 31 item 6)
+    check("guardrails_create_redact_ratio_to_floor", "<= 3.0", lambda v: v <= 3.0)
+    check("guardrails_redact_ratio_to_off", "<= 1.5", lambda v: v <= 1.5)
     check("collect_ratio_to_floor", "<= 3.0", lambda v: v <= 3.0)
     check("collect_ratio_to_floor_bedrock", "<= 3.0", lambda v: v <= 3.0)
     check(

@@ -69,6 +69,13 @@ Context keys:
     60, "open_jobs": 100}``. Checked at synth by ``models.owner_limits.parse_limits`` (the admin route's own check).
     An operator overrides them per owner with ``POST /limits``. The functions that create jobs (Create and both
     doors) and the Limits function get it as ``OWNER_LIMITS_JSON``.
+``guardrails``
+    The input guardrails of jobs that name none (decision 0124), JSON ``{"pii": "off" | "flag" | "redact" |
+    "reject", "detector": "builtin" | "comprehend" | "bedrock-guardrail:<id>:<version>"}``; default ``{"pii": "off",
+    "detector": "builtin"}``. The compatible doors' jobs always take it. A detector other than ``builtin`` grants the
+    functions that screen requests (Create, both doors, Ingest, Plan) ``comprehend:DetectPiiEntities`` or
+    ``bedrock:ApplyGuardrail`` on that guardrail, and nothing when it is not named. Every function gets it as
+    ``GUARDRAILS_PII`` and ``PII_DETECTOR`` when it is not the default.
 ``retry_default``
     The ``retry`` option of jobs created through ``POST /batches`` or the drop folder that give none, as JSON, e.g.
     ``{"max_attempts": 2, "on": ["expired", "overloaded"]}``; default ``""`` (no retries). Decision 0066.
@@ -111,6 +118,7 @@ DEFAULTS: dict[str, Any] = {
     "bedrock_on_demand_concurrency": constants.BEDROCK_ON_DEMAND_CONCURRENCY,
     "retry_default": "",
     "prompt_cache_default": constants.DEFAULT_PROMPT_CACHE,
+    "guardrails": {"pii": "off", "detector": "builtin"},
     "quotas": "{}",
     "reconcile_wait_seconds": "",
     "owner_weights": "{}",
@@ -161,6 +169,31 @@ def _prompt_cache_default(raw: Any) -> str:
     return str(raw)
 
 
+def _guardrails(raw: Any) -> tuple[str, str]:
+    """Context ``guardrails`` as (pii mode, detector), checked as the functions read them (decision 0124)."""
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        value = None
+    pii = value.get("pii", "off") if isinstance(value, dict) else None
+    detector = value.get("detector", "builtin") if isinstance(value, dict) else None
+    kind, _, rest = str(detector).partition(":")
+    if (
+        not isinstance(value, dict)
+        or set(value) - {"pii", "detector"}
+        or pii not in constants.PII_MODES
+        or kind not in constants.PII_DETECTORS
+        or (kind == "bedrock-guardrail") != (rest.count(":") == 1 and all(rest.split(":")))
+        or (kind != "bedrock-guardrail" and rest)
+    ):
+        raise ConfigError(
+            'context \'guardrails\' must be JSON like {"pii": "redact", "detector": "builtin"} (pii one of '
+            f"{list(constants.PII_MODES)}; detector builtin, comprehend or bedrock-guardrail:<id>:<version>), "
+            f"got {raw!r}"
+        )
+    return pii, detector
+
+
 def _retry_default(raw: Any) -> str:
     """Context ``retry_default`` as compact JSON, checked like a job's ``retry`` option (decision 0066)."""
     if raw in ("", None):
@@ -201,6 +234,8 @@ class GatewayConfig:
     bedrock: BedrockConfig = field(default_factory=lambda: BedrockConfig())
     retry_default: str = ""  # JSON of the deployment's retry option, "" for none
     prompt_cache_default: str = constants.DEFAULT_PROMPT_CACHE  # "auto" | "off" (decision 0128)
+    guardrails_pii: str = "off"  # the input guardrails of jobs that name none (decision 0124), as GUARDRAILS_PII
+    pii_detector: str = "builtin"  # builtin | comprehend | bedrock-guardrail:<id>:<version>, as PII_DETECTOR
     webhook_loopback_http: bool = False  # plain http to loopback webhook URLs (the local stack only; decision 0071)
     webhook_retry_schedule: str = constants.DEFAULT_WEBHOOK_RETRY_SCHEDULE
     quotas: str = "{}"  # JSON of the quota overrides (decisions 0080, 0081), as QUOTAS_JSON
@@ -277,7 +312,10 @@ class GatewayConfig:
         if not valid_wait:
             raise ConfigError(f"context 'reconcile_wait_seconds' must be seconds >= 0 or empty, got {reconcile_wait!r}")
 
+        guardrails_pii, pii_detector = _guardrails(value("guardrails"))
         return cls(
+            guardrails_pii=guardrails_pii,
+            pii_detector=pii_detector,
             reconcile_wait_seconds=reconcile_wait,
             webhook_loopback_http=bool(loopback),
             webhook_retry_schedule=webhook_schedule,

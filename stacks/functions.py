@@ -18,7 +18,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from batch_gateway import constants
-from stacks import nag
+from stacks import grants, nag
 from stacks.bundling import RUNTIME, lambda_code
 from stacks.config import GatewayConfig
 
@@ -44,6 +44,17 @@ def enabled_providers_environment(config: GatewayConfig) -> dict[str, str]:
     """The providers this deployment runs (context ``providers``), for every function that creates jobs: they hold
     no provider key, so only this tells them a job for another provider must be refused at create (decision 0102)."""
     return {constants.ENV_ENABLED_PROVIDERS: ",".join(config.providers)}
+
+
+def guardrails_environment(config: GatewayConfig) -> dict[str, str]:
+    """The input guardrails' deployment default and detector (context ``guardrails``, decision 0124), when not the
+    defaults (off, builtin)."""
+    found = {}
+    if config.guardrails_pii != "off":
+        found[constants.ENV_GUARDRAILS_PII] = config.guardrails_pii
+    if config.pii_detector != "builtin":
+        found[constants.ENV_PII_DETECTOR] = config.pii_detector
+    return found
 
 
 def owner_limits_environment(config: GatewayConfig) -> dict[str, str]:
@@ -108,6 +119,8 @@ class FunctionFactory:
             description=f"Batch Gateway {function_id} function",
         )
         log_group.grant_write(role)
+        if function_id in grants.SCREENING_FUNCTIONS:  # the input guardrails' detector, only when one is named
+            grants.pii_detector(role, self._config.pii_detector)
 
         function = lambda_.Function(
             scope,
@@ -139,6 +152,7 @@ class FunctionFactory:
                     if self._config.prompt_cache_default != constants.DEFAULT_PROMPT_CACHE
                     else {}
                 ),
+                **guardrails_environment(self._config),
                 **(environment or {}),
             },
         )

@@ -235,3 +235,28 @@ def resume_tasks(scope: Construct, construct_id: str, role: iam.IRole, state_mac
             iam.PolicyStatement(actions=["states:SendTaskSuccess"], resources=[state_machine.state_machine_arn])
         ],
     )
+
+
+# The functions that screen requests for the input guardrails (decision 0124): every writer of requests.jsonl.
+SCREENING_FUNCTIONS = frozenset({"Create", "AnthropicCompat", "OpenAICompat", "Ingest", "Plan"})
+
+
+def pii_detector(role: iam.IRole, detector: str) -> None:
+    """What the deployment's personal-data detector calls (decision 0124): nothing for the built-in one;
+    ``comprehend:DetectPiiEntities`` (no resource-level permission exists for it) or ``bedrock:ApplyGuardrail`` on
+    the named guardrail only."""
+    kind, _, guardrail = detector.partition(":")
+    if kind == "comprehend":
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["comprehend:DetectPiiEntities"], resources=["*"]))
+        nag.acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "comprehend:DetectPiiEntities supports no resource-level permission: AWS requires Resource '*'.",
+        )
+    elif kind == "bedrock-guardrail":
+        guardrail_id = guardrail.partition(":")[0]
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["bedrock:ApplyGuardrail"], resources=[bedrock_arn(f"guardrail/{guardrail_id}")]
+            )
+        )

@@ -27,6 +27,7 @@ from batch_gateway.client._constants import DEFAULT_STATUS_CHECK_INTERVAL, ENDPO
 from batch_gateway.client.errors import BatchGatewayError, error_from_job
 from batch_gateway.client.models import Job, JobStatus
 from batch_gateway.client.sync_client import BatchGatewayClient
+from batch_gateway.contract.jobs import PII_MODES
 from batch_gateway.contract.jsonl import HEADER_KEY, ParsedFile, dumps_line, iter_jsonl_lines, parse_jsonl
 from batch_gateway.provider_specs import ENDPOINTS, PROVIDERS
 
@@ -277,6 +278,7 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
         idempotency_key=args.idempotency_key,
         webhook=_webhook_option(args),
         prompt_cache=args.prompt_cache or header.get("prompt_cache"),
+        guardrails={"pii": args.pii} if args.pii else header.get("guardrails"),
     )
     if job.webhook and job.webhook.get("secret"):  # answered this once: the caller needs it to verify deliveries
         sys.stderr.write(f"webhook secret (shown once): {job.webhook['secret']}\n")
@@ -622,6 +624,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--prompt-cache",
         choices=["auto", "off"],
         help="cache-aware planning (header: prompt_cache; default: the deployment's, auto unless set off)",
+    )
+    submit.add_argument(
+        "--pii",
+        choices=list(PII_MODES),
+        help="input guardrails (header: guardrails): flag, redact or reject personal data before anything is stored "
+        "(default: the deployment's)",
     )
     submit.add_argument("--wait", action="store_true", help="wait for the job to end, then write its results")
     submit.add_argument(

@@ -69,6 +69,17 @@ ENV_PROMPT_CACHE_DEFAULT = "PROMPT_CACHE_DEFAULT"  # the prompt_cache option of 
 PROMPT_CACHE_AUTO, PROMPT_CACHE_OFF = "auto", "off"
 PROMPT_CACHE_MODES = (PROMPT_CACHE_AUTO, PROMPT_CACHE_OFF)  # what a job's `prompt_cache` may be
 DEFAULT_PROMPT_CACHE = PROMPT_CACHE_AUTO
+# Input guardrails (decision 0124): the personal-data screen of jobs that name none (context `guardrails`), and the
+# detector that screens ("builtin", "comprehend" or "bedrock-guardrail:<id>:<version>"); unset: off, builtin.
+ENV_GUARDRAILS_PII = "GUARDRAILS_PII"
+ENV_PII_DETECTOR = "PII_DETECTOR"
+PII_MODES = (
+    "off",
+    "flag",
+    "redact",
+    "reject",
+)  # contract.jobs.PII_MODES (the SDK's; test_pii_detector holds them equal)
+PII_DETECTORS = ("builtin", "comprehend", "bedrock-guardrail")  # the last as bedrock-guardrail:<id>:<version>
 RETRY_OUTCOMES = ("expired", "rate_limited", "overloaded", "server_error")  # what a job's `retry.on` may name
 RETRY_MAX_ATTEMPTS = 5  # the most `retry.max_attempts` may be
 # Webhooks (decisions 0070, 0071): "true" lets webhook URLs use plain http to loopback (context webhook_loopback_http:

@@ -535,6 +535,15 @@ class WebhookQueue(Protocol):
         """The received message comes back (is received again) after ``seconds``."""
 
 
+class PiiDetector(Protocol):
+    """Finds personal data in one request text (decision 0124): the built-in patterns (``models.pii``), Amazon
+    Comprehend's DetectPiiEntities or a Bedrock guardrail (``store.pii_detectors``). Never logs or keeps the text."""
+
+    def find(self, text: str) -> list[tuple[str, int, int]]:
+        """Every entity found: (type, start, end) character offsets into ``text``, in order, not overlapping."""
+        ...
+
+
 class Resolver(Protocol):
     """DNS (decision 0071): what a webhook's host name resolves to, in bounded time."""
 

@@ -115,6 +115,10 @@ class Settings:
     # `owner_limits`, checked at synth by models.owner_limits.parse_limits), on the functions that create jobs and the
     # Limits function; an owner's override comes from the table. Unset: no limit.
     owner_limits: dict[str, int | None] = field(default_factory=dict)
+    # Input guardrails (decision 0124): the personal-data screen of a job that names none (context `guardrails`, the
+    # only one the compatible doors' jobs get), and which detector screens.
+    guardrails_pii: str = "off"
+    pii_detector: str = "builtin"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -147,6 +151,8 @@ class Settings:
             quotas=_json_object(c.ENV_QUOTAS_JSON, env.get(c.ENV_QUOTAS_JSON)),
             owner_weights=_weights(env.get(c.ENV_OWNER_WEIGHTS_JSON)),
             owner_limits=_json_object(c.ENV_OWNER_LIMITS_JSON, env.get(c.ENV_OWNER_LIMITS_JSON)),
+            guardrails_pii=_one_of(c.ENV_GUARDRAILS_PII, env.get(c.ENV_GUARDRAILS_PII) or "off", c.PII_MODES),
+            pii_detector=_pii_detector(env.get(c.ENV_PII_DETECTOR) or "builtin"),
         )
 
     @property
@@ -202,6 +208,20 @@ def _retry_default(text: str | None) -> dict[str, Any] | None:
     value = json.loads(text)
     if not isinstance(value, dict):
         raise ValueError(f'{c.ENV_RETRY_DEFAULT} must be a JSON object such as {{"max_attempts": 2}}')
+    return value
+
+
+def _one_of(name: str, value: str, options: tuple[str, ...]) -> str:
+    if value not in options:
+        raise ValueError(f"{name} must be one of {', '.join(options)}")
+    return value
+
+
+def _pii_detector(value: str) -> str:
+    """``builtin``, ``comprehend`` or ``bedrock-guardrail:<id>:<version>`` (decision 0124)."""
+    kind, _, rest = value.partition(":")
+    if kind not in c.PII_DETECTORS or (kind == "bedrock-guardrail") != bool(rest) or (rest and rest.count(":") != 1):
+        raise ValueError(f"{c.ENV_PII_DETECTOR} must be builtin, comprehend or bedrock-guardrail:<id>:<version>")
     return value
 
 

@@ -29,6 +29,7 @@ from aws_lambda_powertools import Logger
 from batch_gateway import constants
 from batch_gateway.contract.errors import ProviderAuthError
 from batch_gateway.models.jobs import utcnow
+from batch_gateway.models.pii import BUILTIN
 from batch_gateway.models.pricing import PriceTable, file_table
 from batch_gateway.models.schema import stamped
 from batch_gateway.ports import (
@@ -37,6 +38,7 @@ from batch_gateway.ports import (
     KeyStore,
     OwnerLimitStore,
     PayloadStore,
+    PiiDetector,
     ProviderBatchIndex,
     QuotaStore,
     Resolver,
@@ -143,6 +145,7 @@ def services() -> Services:
         provider_batches=_on_first_use(_provider_batches, s),
         openai_webhook_secret=openai_webhook_secret,
         limits=_on_first_use(_limit_store, s),
+        pii=_on_first_use(_pii_detector, s),
         clock=utcnow,
     )
     # Every job change is announced on the bus (events.signals, decision 0068) by the functions that have it. One
@@ -153,6 +156,25 @@ def services() -> Services:
 
 # The ports' builders: one adapter each, on the settings of the cold start. Those of the ports only some functions
 # use import their adapter's module when called (COLD_START).
+
+
+def _pii_detector(s: Settings) -> PiiDetector:
+    """The deployment's personal-data detector (decision 0124): the built-in patterns, Comprehend, or a Bedrock
+    guardrail (``bedrock-guardrail:<id>:<version>``)."""
+    kind, _, guardrail = s.pii_detector.partition(":")
+    if kind == "builtin":
+        return BUILTIN
+    from batch_gateway.store.pii_detectors import (  # noqa: PLC0415 (cold start: COLD_START)
+        BedrockGuardrailDetector,
+        ComprehendDetector,
+    )
+
+    if kind == "comprehend":
+        return ComprehendDetector(aws.pii_client("comprehend"))
+    if kind == "bedrock-guardrail":
+        guardrail_id, _, version = guardrail.partition(":")
+        return BedrockGuardrailDetector(aws.pii_client("bedrock-runtime"), guardrail_id, version)
+    raise RuntimeError(f"{constants.ENV_PII_DETECTOR} names no known detector")
 
 
 def _job_store(s: Settings) -> JobStore:

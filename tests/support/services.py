@@ -8,8 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from batch_gateway.models.jobs import utcnow
+from batch_gateway.models.pii import BUILTIN
 from batch_gateway.models.pricing import PriceTable, file_table
-from batch_gateway.ports import ProviderBatchIndex, Resolver, WebhookSender
+from batch_gateway.ports import PiiDetector, ProviderBatchIndex, Resolver, WebhookSender
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
 from batch_gateway.settings import Settings
@@ -56,6 +57,7 @@ def memory_services(
     provider_batches: ProviderBatchIndex | None = None,
     openai_webhook_secret: Callable[[], str] | None = None,
     clock: Callable[[], datetime] | None = None,
+    pii: PiiDetector | None = None,
 ) -> Services:
     """Fresh in-memory stores and the collaborators given; any other one raises ``AssertionError`` when called."""
     return Services(
@@ -81,5 +83,6 @@ def memory_services(
         provider_batches=provider_batches or MemoryProviderBatchIndex(),  # knows no provider batch
         openai_webhook_secret=openai_webhook_secret or unexpected("openai_webhook_secret"),
         limits=MemoryOwnerLimitStore(),  # no override; the deployment's limits come from the settings
+        pii=pii or BUILTIN,  # the built-in patterns, as a deployment that names no detector
         clock=clock or utcnow,  # the wall clock unless a test moves its own
     )

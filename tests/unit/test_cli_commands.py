@@ -128,6 +128,15 @@ def test_prompt_cache_comes_from_the_header_and_the_flag_overrides_it(gateway, t
     assert (first["prompt_cache"], second["prompt_cache"]) == ("off", "auto")
 
 
+def test_pii_flag_sends_the_guardrails_option_and_otherwise_the_header_s(gateway, input_file, tmp_path):
+    assert main(["submit", str(input_file), "--pii", "redact"]) == 0
+    assert gateway.requests_to("POST", "/batches")[0].body["guardrails"] == {"pii": "redact"}
+    with_header = tmp_path / "with_header.jsonl"
+    with_header.write_text(INPUT.replace('"hyperparameters"', '"guardrails": {"pii": "reject"}, "hyperparameters"', 1))
+    assert main(["submit", str(with_header)]) == 0
+    assert gateway.requests_to("POST", "/batches")[1].body["guardrails"] == {"pii": "reject"}
+
+
 def test_submit_without_wait_prints_the_job_id(gateway, input_file, capsys):
     assert main(["submit", str(input_file)]) == 0
     assert capsys.readouterr().out.startswith("submitted job_1: 2 requests to anthropic claude-test")

@@ -84,6 +84,7 @@ class AsyncBatchGatewayClient:
         input_file: str | None = None,
         webhook: Mapping[str, Any] | None = None,
         prompt_cache: str | None = None,
+        guardrails: Mapping[str, str] | None = None,
     ) -> Job:
         """See ``BatchGatewayClient.create_job``: ``requests``, or ``input_file`` (an upload id from ``upload``)."""
         return await asyncio.to_thread(
@@ -99,6 +100,7 @@ class AsyncBatchGatewayClient:
             input_file=input_file,
             webhook=webhook,
             prompt_cache=prompt_cache,
+            guardrails=guardrails,
         )
 
     async def estimate_job(

@@ -93,6 +93,14 @@ class Retry(_Response):
     on: list[str]  # the outcomes that are retried: expired, rate_limited, overloaded, server_error
 
 
+class Guardrails(_Response):
+    """The input guardrails the job's requests were screened under (decision 0124): counts by entity type."""
+
+    pii: str = "off"  # off, flag, redact or reject
+    flagged: dict[str, int] = Field(default_factory=dict)  # values found, by entity type
+    redacted: dict[str, int] = Field(default_factory=dict)  # values replaced with their type, by entity type
+
+
 class Job(_Response):
     """A batch job as ``GET /batches/{id}`` answers it."""
 
@@ -115,6 +123,7 @@ class Job(_Response):
     metadata: dict[str, Any] = Field(default_factory=dict)
     retry: Retry | None = None  # None: failed items are not retried
     prompt_cache: str = "off"  # "auto": cache-aware planning (decision 0128); "off": sent as they are
+    guardrails: Guardrails = Field(default_factory=Guardrails)
     created_at: datetime | None = None
     updated_at: datetime | None = None
     ended_at: datetime | None = None

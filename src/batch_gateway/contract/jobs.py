@@ -60,6 +60,17 @@ class RetryView(TypedDict):
     on: list[str]
 
 
+PII_MODES = ("off", "flag", "redact", "reject")  # a job's guardrails.pii (decision 0124)
+
+
+class GuardrailsView(TypedDict):
+    """The input guardrails a job was screened under (decision 0124): counts by entity type, never a value."""
+
+    pii: str  # off | flag | redact | reject
+    flagged: dict[str, int]
+    redacted: dict[str, int]
+
+
 class JobWebhookView(TypedDict):
     url: str
     events: list[str]
@@ -81,6 +92,7 @@ class JobView(TypedDict):
     metadata: dict[str, str]
     retry: RetryView | None
     prompt_cache: str  # "auto" | "off" (decision 0128)
+    guardrails: GuardrailsView
     webhook: JobWebhookView | None
     created_at: str
     updated_at: str

@@ -33,6 +33,7 @@ HEADER_FIELDS: dict[str, tuple[type, ...]] = {
     "metadata": (dict,),
     "provider_options": (dict,),
     "prompt_cache": (str,),  # "auto" | "off" (decision 0128)
+    "guardrails": (dict,),  # {"pii": mode} (decision 0124)
 }
 LINE_FIELDS = frozenset({"id", "request"})
 MAX_DETAILS = 100

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from batch_gateway.constants import PROMPT_CACHE_MODES, RETRY_MAX_ATTEMPTS, RETRY_OUTCOMES
+from batch_gateway.constants import PII_MODES, PROMPT_CACHE_MODES, RETRY_MAX_ATTEMPTS, RETRY_OUTCOMES
 from batch_gateway.edge.openapi_webhooks import WEBHOOK_URL
 from batch_gateway.models.provider_options import ALLOWED
 from batch_gateway.models.requests import (
@@ -171,6 +171,7 @@ def _body(variant: str, provider: str, endpoint: str | None) -> dict[str, Any]:
                 "deployment's default (auto unless the operator set off)",
             },
             "webhook": _ref("JobWebhook"),
+            "guardrails": _ref("Guardrails"),
             "dry_run": _ref("DryRun"),
         },
     }
@@ -252,6 +253,16 @@ def schemas() -> dict[str, Any]:
             "description": "automatic retry of failed items (decision 0066): an item whose latest outcome is one of "
             "`on` runs again in a new chunk until it has had `max_attempts` attempts; an invalid request never "
             "does. Absent: the deployment's default (none unless the operator set one)",
+        },
+        "Guardrails": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"pii": {"enum": list(PII_MODES)}},
+            "description": "input guardrails (decision 0124): `pii` screens every request's text for emails, phone "
+            "numbers, card numbers, IBANs, IP addresses and AWS access keys before anything is stored. flag: count "
+            "them; redact: replace each with its type ([EMAIL]) before anything leaves for the provider; reject: "
+            "answer 400 naming the requests and types, store nothing; off: no screen. Absent: the deployment's "
+            "default (off unless the operator set one)",
         },
         "JobWebhook": {
             "type": "object",

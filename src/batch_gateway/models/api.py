@@ -53,6 +53,18 @@ class RetryView(BaseModel):
     )
 
 
+class GuardrailsView(BaseModel):
+    """The input guardrails the job's requests were screened under (decision 0124): counts by entity type (email,
+    phone, card_number, iban, ip_address, aws_access_key, or the configured detector's types), never a value."""
+
+    pii: Literal["off", "flag", "redact", "reject"] = Field(
+        description="the personal-data screen: off, flag (count only), redact (each value replaced with its type "
+        "before anything leaves for the provider) or reject (a create with any is refused)"
+    )
+    flagged: dict[str, int] = Field(description="values found, by entity type (empty under off)")
+    redacted: dict[str, int] = Field(description="values replaced with their type, by entity type (redact only)")
+
+
 class JobWebhookView(BaseModel):
     """The job's own webhook (decision 0070)."""
 
@@ -116,6 +128,7 @@ class JobView(BaseModel):
         description="cache-aware planning (decision 0128): auto, prefixes many requests share are primed and "
         "marked for the provider's prompt cache when that pays back; off, the requests are sent as they are",
     )
+    guardrails: GuardrailsView = Field(description="the input guardrails its requests were screened under")
     webhook: JobWebhookView | None = Field(None, description="the job's own webhook; null: none")
     created_at: str
     updated_at: str

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from batch_gateway.contract.jobs import (
         ChunkView,
         CostView,
+        GuardrailsView,
         JobView,
         JobWebhookView,
         RequestCountsView,
@@ -454,6 +455,19 @@ class InputFile(SubRecord):
     problem_count: int | None = None
 
 
+class Guardrails(SubRecord):
+    """The job's input guardrails (decision 0124): the ``pii`` mode it was screened under (off, flag, redact,
+    reject) and, by entity type, how many values the screen found (``flagged``) and replaced with their type
+    (``redacted``). Counts only: no value is ever kept."""
+
+    pii: str = "off"
+    flagged: dict[str, int] = dataclasses.field(default_factory=dict)
+    redacted: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def public(self) -> GuardrailsView:
+        return {"pii": self.pii, "flagged": dict(self.flagged), "redacted": dict(self.redacted)}
+
+
 class Retry(SubRecord):
     """Automatic retry of failed items (models.retry, decision 0066): an item whose latest outcome is one of ``on``
     runs again until it has had ``max_attempts`` attempts."""
@@ -516,6 +530,9 @@ class JobWebhook(SubRecord):
         return {"url": self.url, "events": list(self.events)}
 
 
+_UNSCREENED = Guardrails()
+
+
 @dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class Job(Record):
     """A batch job as it is stored; ``public()`` is what its owner sees."""
@@ -569,6 +586,8 @@ class Job(Record):
         """Every primer of the cache plan is done (or there is none): its chunks may be sent."""
         return self.cache_plan is None or self.cache_step >= 2 * len(self.cache_plan.groups)
 
+    # Input guardrails (decision 0124); None: a job of a release before them, never screened (shown as "off").
+    guardrails: Guardrails | None = None
     # The most the job can cost (USD, decision 0062), from the create pass that normalised its requests: input
     # bytes as tokens plus every request reaching max_tokens; None for a model without a price (and for a job whose
     # input file Plan reads, until then). Budgets reserve it.
@@ -624,6 +643,7 @@ class Job(Record):
             "metadata": self.metadata,
             "retry": self.retry.public() if self.retry else None,
             "prompt_cache": self.prompt_cache or PROMPT_CACHE_OFF,
+            "guardrails": (self.guardrails or _UNSCREENED).public(),
             "webhook": self.webhook.public() if self.webhook else None,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),

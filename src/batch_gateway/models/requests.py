@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batch_gateway import provider_specs
-from batch_gateway.constants import PROMPT_CACHE_MODES
+from batch_gateway.constants import PII_MODES, PROMPT_CACHE_MODES
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.provider_options import ALLOWED as ALLOWED_OPTIONS
 from batch_gateway.models.request_extras import EXTRA_KEYS, extras_the_model_drops
@@ -65,6 +65,7 @@ FIELDS = (
     "retry",
     "webhook",
     "prompt_cache",
+    "guardrails",
 )
 REQUIRED = ("provider", "model", "requests")
 
@@ -86,6 +87,7 @@ class CreateJobInput:
     retry: dict[str, Any] | None = None  # models.retry.parse_retry's form; None: the deployment's default
     webhook: Any = None  # the job's own webhook as given; api.webhooks.job_webhook checks it (decision 0070)
     prompt_cache: str | None = None  # "auto" | "off"; None: the deployment's default (decision 0128)
+    guardrails: dict[str, str] | None = None  # {"pii": mode} (decision 0124); None: the deployment's default
 
     @classmethod
     def parse(cls, body: Any) -> CreateJobInput:
@@ -134,6 +136,16 @@ def _check_requests(value: Any) -> str | None:
     if not isinstance(value, dict):
         return "must be an object of request id -> request"
     return None if value else "must hold at least one request"
+
+
+def _check_guardrails(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) - {"pii"}:
+        return 'must be an object such as {"pii": "redact"}'
+    if "pii" in value and value["pii"] not in PII_MODES:
+        return "pii must be " + " or ".join(f"'{mode}'" for mode in PII_MODES)
+    return None
 
 
 def _check_object(value: Any) -> str | None:
@@ -185,6 +197,7 @@ _FIELD_CHECKS = {
     "metadata": _check_metadata,
     "endpoint": _check_endpoint_name,
     "provider_options": _check_object,
+    "guardrails": _check_guardrails,
 }
 
 

@@ -17,6 +17,7 @@ from batch_gateway.ports import (
     KeyStore,
     OwnerLimitStore,
     PayloadStore,
+    PiiDetector,
     ProviderBatchIndex,
     QuotaStore,
     Resolver,
@@ -58,4 +59,5 @@ class Services:
     provider_batches: ProviderBatchIndex  # which job holds a provider batch (decision 0073)
     openai_webhook_secret: Callable[[], str]  # what OpenAI signs the project's webhooks with (decision 0073)
     limits: OwnerLimitStore  # per-owner limits on creates: overrides and each owner's usage (decision 0119)
+    pii: PiiDetector  # the input guardrails' personal-data detector (decision 0124)
     clock: Callable[[], datetime]  # now, in UTC: what the owner limits' minutes are counted by (tests move it)

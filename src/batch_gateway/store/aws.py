@@ -107,3 +107,9 @@ def execution_status(execution_arn: str) -> str:
         return sfn.describe_execution(executionArn=execution_arn)["status"]
     except sfn.exceptions.ExecutionDoesNotExist:
         return "MISSING"
+
+
+@cache
+def pii_client(service: Literal["comprehend", "bedrock-runtime"]) -> Any:
+    """The client of a configured personal-data detector (decision 0124): Comprehend or Bedrock's runtime."""
+    return _session().client(service, config=_CONFIG)

@@ -20,7 +20,16 @@ from aws_lambda_powertools import Logger
 from batch_gateway.constants import PROMPT_CACHE_OFF
 from batch_gateway.contract.errors import BatchGatewayError, InvalidRequestError, TransientError
 from batch_gateway.models.ids import new_job_id
-from batch_gateway.models.jobs import DROP_FOLDER_SOURCE, DoorFields, InputFile, Job, JobWebhook, RequestCounts, Retry
+from batch_gateway.models.jobs import (
+    DROP_FOLDER_SOURCE,
+    DoorFields,
+    Guardrails,
+    InputFile,
+    Job,
+    JobWebhook,
+    RequestCounts,
+    Retry,
+)
 from batch_gateway.models.provider_options import check_provider_options
 from batch_gateway.models.requests import (
     CreateJobInput,
@@ -35,6 +44,7 @@ from batch_gateway.models.retry import job_retry
 from batch_gateway.provider_specs import BY_NAME
 from batch_gateway.service.api.webhooks import job_webhook
 from batch_gateway.service.context import Services
+from batch_gateway.service.intake.guardrails import screen_for
 from batch_gateway.service.intake.requests import STORED, RequestSink, write_requests
 from batch_gateway.service.layout import requests_key
 from batch_gateway.service.limits import admission as limits
@@ -63,6 +73,7 @@ class JobDraft:
     door_fields: DoorFields = field(default_factory=DoorFields)
     drop_name: str | None = None
     prompt_cache: str = PROMPT_CACHE_OFF  # decision 0128
+    pii: str = "off"  # the input guardrails' personal-data screen (decision 0124)
 
     def job(self, **recorded: Any) -> Job:
         """The one place a job is built: the draft's settings, plus what the requests (or the input file) tell."""
@@ -83,7 +94,7 @@ class JobDraft:
             retry=self.retry,
             prompt_cache=self.prompt_cache,
             webhook=self.webhook,
-            **recorded,
+            **{"guardrails": Guardrails(pii=self.pii), **recorded},
         )
 
 
@@ -120,6 +131,7 @@ def draft(
         door=door,
         door_fields=door_fields or DoorFields(),
         drop_name=drop_name,
+        pii=(spec.guardrails or {}).get("pii") or services.settings.guardrails_pii,
     )
 
 
@@ -140,13 +152,21 @@ def create(
     reserve, record and start the job."""
     template = job_draft.job()
     admission = admit(services, job_draft) if sink.keeps else None  # 429 before anything is written
+    screen = screen_for(services, job_draft.pii)
     try:
         stats = write_requests(
-            services, template, endpoint=job_draft.spec.endpoint, requests=requests, sink=sink, problems=problems
+            services,
+            template,
+            endpoint=job_draft.spec.endpoint,
+            requests=requests,
+            sink=sink,
+            problems=problems,
+            screen=screen,
         )
         job = job_draft.job(
             request_counts=RequestCounts(total=stats.requests, processing=stats.requests),
             estimate_usd=job_high_estimate(services, template.provider, template.model, stats),
+            guardrails=screen.result(),
         )
         sink.written(job, stats)
     except BaseException:

@@ -15,6 +15,7 @@ from batch_gateway.models.jobs import OPENAI_DOOR, Job, RequestCounts
 from batch_gateway.models.jsonl import RequestFile, iter_jsonl_lines
 from batch_gateway.models.requests import MAX_ERROR_DETAILS
 from batch_gateway.service.context import Services
+from batch_gateway.service.intake.guardrails import screen_for
 from batch_gateway.service.intake.openai_file import translated_requests
 from batch_gateway.service.intake.requests import by_line, write_requests
 from batch_gateway.service.money.estimate import job_high_estimate
@@ -42,6 +43,7 @@ def read_input_file(services: Services, job: Job) -> Job:
     if ref.problems:
         raise InputFileError(_summary(ref.problems, ref.problem_count), details=ref.problems)
     problems: list[dict[str, Any]] = []
+    screen = screen_for(services, job.guardrails.pii if job.guardrails else "off")  # decision 0124
     requests: Iterable[tuple[str, Any, int | None]]
     if ref.format == OPENAI_DOOR:
         endpoint = job.door_fields.endpoint
@@ -50,7 +52,9 @@ def read_input_file(services: Services, job: Job) -> Job:
     else:
         requests = RequestFile(iter_jsonl_lines(services.payloads.open_object(ref.key)), problems).requests()
     try:
-        stats = write_requests(services, job, endpoint=ref.endpoint, requests=requests, problems=problems)
+        stats = write_requests(
+            services, job, endpoint=ref.endpoint, requests=requests, problems=problems, screen=screen
+        )
     except InvalidRequestError as error:
         found = error.details or [{"message": error.message}]
         kept = [_line_problem(d, ref.format) for d in found[:MAX_ERROR_DETAILS]]
@@ -62,6 +66,7 @@ def read_input_file(services: Services, job: Job) -> Job:
         job.id,
         request_counts=RequestCounts(total=total, processing=total),
         input_file=dataclasses.replace(ref, read=True),
+        guardrails=screen.result(),
         estimate_usd=job_high_estimate(services, job.provider, job.model, stats),
     )
 

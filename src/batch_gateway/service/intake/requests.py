@@ -17,6 +17,7 @@ from batch_gateway.models.jobs import Job
 from batch_gateway.models.requests import NO_OUTPUT_ENDPOINTS, iter_normalized
 from batch_gateway.ports import LineWriter
 from batch_gateway.service.context import Services
+from batch_gateway.service.intake.guardrails import Screen
 from batch_gateway.service.layout import requests_key
 from batch_gateway.service.money.estimate import RequestStats, check_small_job
 
@@ -91,13 +92,22 @@ def write_requests(
     requests: Iterable[tuple[str, Any, int | None]],
     sink: RequestSink = STORED,
     problems: list[dict[str, Any]] | None = None,
+    screen: Screen | None = None,
 ) -> RequestStats:
     """Normalise ``requests`` for ``job`` (its provider, model and hyperparameters) into ``sink``, streamed; how many
     and how large (``RequestStats``: the high estimate's inputs). Any invalid request raises
-    ``InvalidRequestError`` with every problem once all are read, and nothing is stored."""
+    ``InvalidRequestError`` with every problem once all are read, and nothing is stored. ``screen``: the input
+    guardrails (decision 0124), on each request before its line is written; under reject, a request holding
+    personal data refuses the create the same way."""
+    screening = screen is not None and screen.active
     stats = RequestStats(embeddings=endpoint in NO_OUTPUT_ENDPOINTS)
     with sink.open(services, job) as writer:  # aborted (nothing stored) on any problem
         for item in iter_normalized(requests, job.hyperparameters, job.provider, endpoint, problems, job.model):
+            if screening:
+                assert screen is not None
+                item = screen.item(item)
+                if screen.refused:  # nothing more is written: the create is refused once every request is read
+                    continue
             try:
                 line = request_line(item)
             except UnicodeEncodeError:
@@ -108,5 +118,7 @@ def write_requests(
             writer.write_line(line)
             stats.add(item, len(line) + 1)
             sink.add(item)
+        if screen is not None:
+            screen.refuse()  # in the writer: a refusal stores nothing
         check_small_job(services, job.provider, job.model, stats.requests)  # in the writer: a refusal stores nothing
     return stats
