@@ -79,18 +79,21 @@ def test_dry_run_false_is_a_real_create(aws, ctx):
     assert status == 202 and job["id"].startswith("job_")
 
 
-def _requests(n):
-    # sizes that vary, so both the request and the byte limit cut chunks
-    return {f"r{i}": "word " * (5 + (i * 37) % 120) for i in range(n)}
+def _requests(n, distinct=None):
+    # sizes that vary, so both the request and the byte limit cut chunks; with ``distinct``, request i asks what
+    # request i % distinct does (in-job dedup sends it once: decision 0126)
+    return {f"r{i}": "word " * (5 + ((i % (distinct or n)) * 37) % 120) for i in range(n)}
 
 
+@pytest.mark.parametrize("distinct", [None, 25], ids=["all distinct", "15 duplicates"])
 @pytest.mark.parametrize("provider, model", [("anthropic", "claude-sonnet-4-20250514"), ("openai", "gpt-4o-mini")])
-def test_the_dry_run_plan_is_the_plan_a_real_create_gets(aws, ctx, monkeypatch, provider, model):
+def test_the_dry_run_plan_is_the_plan_a_real_create_gets(aws, ctx, monkeypatch, provider, model, distinct):
     monkeypatch.setenv("MAX_CHUNK_REQUESTS", "7")
     monkeypatch.setenv("MAX_CHUNK_BYTES", "2500")
     wiring.reset()
     services = wiring.services()
-    body = {"provider": provider, "model": model, "requests": _requests(40), "hyperparameters": {"max_tokens": 300}}
+    requests = _requests(40, distinct)
+    body = {"provider": provider, "model": model, "requests": requests, "hyperparameters": {"max_tokens": 300}}
     started_before = len(executions(services))
 
     status, estimate = _post(ctx, {**body, "dry_run": True})
@@ -102,7 +105,8 @@ def test_the_dry_run_plan_is_the_plan_a_real_create_gets(aws, ctx, monkeypatch, 
     plan_job(services, WorkflowState(job_id=job["id"]))
     chunks = services.jobs.get_chunks(job["id"])
     planned = [{"index": c.index, "requests": c.request_count, "bytes": c.byte_size} for c in chunks]
-    assert len(planned) > 5  # both limits cut: a real test of the boundaries
+    assert len(planned) > (5 if distinct is None else 3)  # both limits cut: a real test of the boundaries
+    assert sum(c.request_count for c in chunks) == (distinct or 40)
     assert estimate["plan"]["chunks"] == planned
     assert estimate["plan"]["chunk_count"] == len(planned)
     assert estimate["request_count"] == 40

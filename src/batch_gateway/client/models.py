@@ -59,6 +59,7 @@ class RequestCounts(_Response):
     errored: int = 0
     canceled: int = 0
     expired: int = 0
+    sent: int | None = None  # a job's: requests sent, total less its duplicates (decision 0126)
 
     @property
     def done(self) -> int:

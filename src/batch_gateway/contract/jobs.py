@@ -17,6 +17,8 @@ class RequestCountsView(TypedDict):
     errored: int
     canceled: int
     expired: int
+    # the job's only (decision 0126): requests sent to the provider, ``total`` less the duplicates of the job
+    sent: NotRequired[int]
 
 
 class UsageView(TypedDict):

@@ -24,6 +24,11 @@ class RequestCountsView(BaseModel):
     errored: int
     canceled: int
     expired: int
+    sent: int | None = Field(
+        default=None,
+        description="a job's only: requests sent to the provider; total less the requests identical to another "
+        "of the job, which are sent once and whose results are copies (decision 0126); total until it is planned",
+    )
 
 
 class ChunkView(BaseModel):

@@ -183,6 +183,7 @@ class DryRun:
         self._planner: BatchProvider | None = None
         self._template: Job | None = None
         self._marker: str | None = None
+        self._firsts: set[bytes] = set()  # canonical hashes met: a duplicate takes no place in a chunk (0126)
 
     def open(self, services: Services, job: Job) -> _Discard:
         """Before the requests: the job as it would be recorded (its provider, model, endpoint and options)."""
@@ -194,9 +195,14 @@ class DryRun:
         return _Discard()
 
     def add(self, item: dict[str, Any]) -> None:
+        from batch_gateway.service.planning.canonical import request_hash  # noqa: PLC0415 (see COLD_START)
         from batch_gateway.service.planning.chunks import provider_line  # noqa: PLC0415 (see COLD_START)
 
         assert self._planner is not None and self._template is not None
+        digest = request_hash(self._template, item)
+        if digest in self._firsts:  # sent once with the first of its kind, as Plan does (decision 0126)
+            return
+        self._firsts.add(digest)
         _, line = provider_line(self._planner, self._template, item, len(self.line_lengths), self._marker)
         self.line_lengths.append(len(line))
 

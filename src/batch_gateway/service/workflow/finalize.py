@@ -80,12 +80,14 @@ def _finalize(services: Services, job: Job, state: FinalizeState, budget: StepBu
     if any(c.open for c in chunks):
         raise IntegrityError(f"job {job.id} has chunks whose results are not collected")
     before = _progress(job, chunks)
-    if join_results(services, job, chunks, budget or StepBudget()) is None:
+    done = join_results(services, job, chunks, budget or StepBudget())
+    if done is None:
         job = services.jobs.require_job(job.id)
         _go_on_or_raise("Finalize", job.id, loop=state.loop, moved=_progress(job, chunks) > before)
         return {"job_id": job.id, "status": job.status.value, "done": False}
 
     counts, usage = summarize(chunks)
+    counts = counts.add(done.copied)  # the duplicates' outcomes are their firsts' (decision 0126)
     status = _terminal_status(job, chunks)
     failed = [c for c in chunks if c.state is ChunkState.FAILED]
     error = f"the provider refused chunk {failed[0].index}: {failed[0].error}" if failed else None
@@ -205,6 +207,7 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> boo
     door = write_door_outputs(services, services.jobs.require_job(job.id))
     collected = [c for c in chunks if c.collected]
     counts, usage = summarize(collected)
+    counts = counts.add(done.copied)  # the duplicates' outcomes are their firsts' (decision 0126)
     for chunk in chunks:
         if not chunk.collected:
             counts = counts.add(RequestCounts(total=chunk.request_count, errored=chunk.request_count))
