@@ -617,7 +617,11 @@ def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[s
         f"== {distinct:,} of {DEDUP_N:,} (the distinct ones, each once)",
         lambda v: v == distinct and values.get("dedup_sent_all_distinct") is True,
     )
-    check("dedup_plan_cpu_ratio", f"<= {DEDUP_MAX_PLAN_RATIO} x a plan without duplicates", lambda v: v <= DEDUP_MAX_PLAN_RATIO)
+    check(
+        "dedup_plan_cpu_ratio",
+        f"<= {DEDUP_MAX_PLAN_RATIO} x a plan without duplicates",
+        lambda v: v <= DEDUP_MAX_PLAN_RATIO,
+    )
     return result
 
 

@@ -172,3 +172,21 @@ def test_a_dry_run_of_a_file_above_the_synchronous_bound_is_refused(aws, ctx, mo
     assert status == 400, answer
     assert "dry run reads input files of up to 200 bytes" in answer["error"]["message"]
     assert boto3.client("dynamodb").scan(TableName="jobs")["Count"] == 0
+
+
+def test_the_dry_run_estimates_the_cache_saving_of_repeated_system_prompts_and_says_how(aws, ctx):
+    system = "You are a careful classifier. " * 40  # 1,200 bytes: ~300 tokens
+    requests = {f"r{i}": {"messages": [{"role": "user", "content": f"text {i}"}], "system": system} for i in range(5)}
+    body = {"provider": "anthropic", "model": "claude-sonnet-4-20250514", "requests": requests}
+
+    status, estimate = _post(ctx, {**body, "dry_run": True})
+    assert status == 200, estimate
+    saving = estimate["cache_saving"]
+    assert saving["cached_input_tokens"] == 4 * 300  # the 4 requests after the first read it
+    price = price_for("anthropic", "claude-sonnet-4-20250514")
+    assert saving["high"] == pytest.approx(1200 * (price.batch.input - price.batch.cache_read) / 1e6)
+    assert saving["low"] == 0
+    assert "repeated system prompts" in saving["method"]
+
+    status, none = _post(ctx, {**_body(), "dry_run": True})
+    assert none["cache_saving"]["cached_input_tokens"] == 0 and none["cache_saving"]["high"] == 0

@@ -62,9 +62,14 @@ def test_identical_requests_are_sent_once_and_every_id_gets_the_result_under_its
     results = _results(services, job_id)
     assert sorted(results) == sorted(texts)
     for copy, first in (("c", "a"), ("d", "a"), ("e", "b")):
-        assert {**results[copy], "id": first} == results[first], f"{copy} did not get {first}'s result"
-    assert results["a"]["status"] == "succeeded"
+        assert {**results[copy], "id": first, "cost": results[first]["cost"]} == results[first], (
+            f"{copy} did not get {first}'s result"
+        )
+        assert results[copy]["cost"] == 0  # not billed: sent once
+    assert results["a"]["status"] == "succeeded" and results["a"]["cost"] > 0
     view = get_job(services, job_id, "alice")
+    assert view["cost"]["savings"]["dedup"] == pytest.approx(2 * results["a"]["cost"] + results["b"]["cost"], abs=1e-6)
+    assert view["cost"]["total"] == pytest.approx(sum(r["cost"] for r in results.values()), abs=1e-6)
     assert view["status"] == "finished"
     assert view["request_counts"]["total"] == 6
     assert view["request_counts"]["sent"] == 3

@@ -31,6 +31,17 @@ class UsageView(TypedDict):
     reasoning_tokens: int
 
 
+class SavingsView(TypedDict):
+    """USD not paid, by where the saving came from (decisions 0126 and 0127): ``batch`` the batch discount (``saving``),
+    ``cache`` cache reads at the input price less what they cost, ``reuse`` results answered from an earlier job,
+    ``dedup`` duplicates of the job not sent."""
+
+    batch: float
+    cache: float
+    reuse: float
+    dedup: float
+
+
 class CostView(TypedDict):
     """USD (``models.pricing.cost_of``): every part for a priced model, ``total`` None and a ``reason`` without a
     price. The job stores this object as it is shown."""
@@ -43,6 +54,7 @@ class CostView(TypedDict):
     cache_read: NotRequired[float]
     sync_total: NotRequired[float]
     saving: NotRequired[float]
+    savings: NotRequired[SavingsView]
     price_version: NotRequired[str | None]
     reason: NotRequired[str]
 

@@ -383,6 +383,7 @@ class JoinProgress(SubRecord):
     etag: str | None = None
     # The outcomes of the copies written for duplicates (decision 0126): outcome -> lines, part of ``lines``.
     copied: dict[str, int] = dataclasses.field(default_factory=dict)
+    copied_cost: float = 0.0  # USD the copies' firsts cost: what sending the duplicates would have cost again
 
 
 class PlanProgress(SubRecord):

@@ -26,7 +26,7 @@ from batch_gateway.models.jobs import (
     RequestCounts,
     utcnow,
 )
-from batch_gateway.models.pricing import chunks_cost_detail
+from batch_gateway.models.pricing import chunks_cost_detail, with_savings
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import chunk_results_key, outbox_key, results_key
 from batch_gateway.service.limits.admission import free_slot
@@ -92,7 +92,9 @@ def _finalize(services: Services, job: Job, state: FinalizeState, budget: StepBu
     failed = [c for c in chunks if c.state is ChunkState.FAILED]
     error = f"the provider refused chunk {failed[0].index}: {failed[0].error}" if failed else None
     door = write_door_outputs(services, job)  # before the status: an ended door job has its output files
-    cost = chunks_cost_detail(job.provider, job.model, chunks, table=services.prices())
+    cost = with_savings(
+        chunks_cost_detail(job.provider, job.model, chunks, table=services.prices()), dedup=done.copied_cost
+    )
     job = services.jobs.update_job(
         job.id,
         expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING],
@@ -213,7 +215,9 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> boo
             counts = counts.add(RequestCounts(total=chunk.request_count, errored=chunk.request_count))
             if chunk.replaces is not None:  # a retry chunk: its items' earlier outcomes no longer count
                 counts = counts.subtract(chunk.replaces)
-    cost = chunks_cost_detail(job.provider, job.model, collected, table=services.prices())
+    cost = with_savings(
+        chunks_cost_detail(job.provider, job.model, collected, table=services.prices()), dedup=done.copied_cost
+    )
     services.jobs.update_job(
         job.id,
         expect=[JobStatus.FAILED],

@@ -33,6 +33,7 @@ class Joined:
     lines: int
     ids: int
     copied: RequestCounts  # the duplicates' copies among the lines, by outcome (decision 0126)
+    copied_cost: float = 0.0  # USD their firsts cost, once a copy: the dedup saving
 
 
 def joined(services: Services, job: Job) -> Joined | None:
@@ -43,7 +44,12 @@ def joined(services: Services, job: Job) -> Joined | None:
     head = services.payloads.head(results_key(job.id))
     if head is None or head[0] != progress.etag:
         return None
-    return Joined(lines=progress.lines, ids=progress.ids, copied=copied_counts(progress.copied))
+    return Joined(
+        lines=progress.lines,
+        ids=progress.ids,
+        copied=copied_counts(progress.copied),
+        copied_cost=progress.copied_cost,
+    )
 
 
 def join_results(
@@ -65,11 +71,12 @@ def join_results(
     progress = job.results_joined or JoinProgress()
     head = services.payloads.head(key)
     start, lines, ids, copied = progress.chunks, progress.lines, progress.ids, dict(progress.copied)
+    copied_cost = progress.copied_cost
     if start and (head is None or head[0] != progress.etag):
         logger.warning(
             "results.jsonl is not the one recorded; joining again from the first chunk", extra={"job_id": job.id}
         )
-        start, lines, ids, copied = 0, 0, 0, {}
+        start, lines, ids, copied, copied_cost = 0, 0, 0, {}, 0.0
     read = lines_of or (lambda chunk: services.payloads.iter_lines(chunk_results_key(job.id, chunk.index)))
     chunks = sorted(chunks, key=lambda c: c.index)
     last = last_attempts(services, job, chunks)  # a retried item's line is its last attempt's (decision 0066)
@@ -95,7 +102,10 @@ def join_results(
                     if copies:
                         item = loads(line)
                         for copy_id in copies.get(item["id"], ()):
-                            writer.write_line(dumps({**item, "id": copy_id}))
+                            # the copy is not billed: its cost is 0 and the first's is the saving (decision 0126)
+                            copy = {**item, "id": copy_id, **({"cost": 0.0} if item.get("cost") else {})}
+                            writer.write_line(dumps(copy))
+                            copied_cost += item.get("cost") or 0.0
                             seen.add(hashlib.blake2b(copy_id.encode(), digest_size=12).digest())
                             lines += 1
                             copied[item["status"]] = copied.get(item["status"], 0) + 1
@@ -109,13 +119,17 @@ def join_results(
     services.jobs.update_job(
         job.id,
         expect=expect,
-        results_joined=JoinProgress(chunks=end, lines=lines, ids=ids, etag=writer.etag, copied=copied),
+        results_joined=JoinProgress(
+            chunks=end, lines=lines, ids=ids, etag=writer.etag, copied=copied, copied_cost=round(copied_cost, 10)
+        ),
     )
     logger.info(
         "results joined" if complete else "results joined in part; the next invocation goes on",
         extra={"job_id": job.id, "chunks_joined": end, "chunks": len(chunks)},
     )
-    return Joined(lines=lines, ids=ids, copied=copied_counts(copied)) if complete else None
+    if not complete:
+        return None
+    return Joined(lines=lines, ids=ids, copied=copied_counts(copied), copied_cost=round(copied_cost, 10))
 
 
 def _copies(services: Services, job: Job, chunks: list[Chunk]) -> dict[str, list[str]]:
