@@ -5,7 +5,7 @@ Exit code 0 even when a target fails: the table says FAIL and summary.json has `
 Loopback only, except that the Lambda bundles are built with pip the first time (then cached in bench/.cache/).
 
 Options: ``--only STEPS`` runs a subset (comma separated, of create, guardrails, collect, imports, history, assets,
-submit, compat, estimate, plan, lag, scale, infra_cost, overhead, chaos, cache; summary.json is then written to
+submit, compat, estimate, plan, lag, scale, infra_cost, overhead, chaos, cache, dedup; summary.json is then written to
 ``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into summary.json, keeping the others
 and saying which steps were rerun when); ``--profile`` also writes cProfile stats of one create and one 100,000-line
 collect to ``bench/.cache/profiles/`` (and, with py-spy on the PATH, py-spy samples of moto and every Lambda worker
@@ -59,6 +59,7 @@ STEPS = (
     "overhead",
     "chaos",
     "cache",
+    "dedup",
 )
 CREATE_N = 85_000  # the largest round number whose API Gateway event fits Lambda's 6 MB (a 5.8 MB body)
 COLLECT_SIZES = (10_000, 50_000, 100_000)
@@ -98,6 +99,12 @@ OVERHEAD_N = 100_000
 OVERHEAD_ROUNDS = 3
 OVERHEAD_MAX_CREATE_RATIO = 1.5
 OVERHEAD_MAX_RESULTS_RATIO = 1.0
+# In-job dedup (issue 27 item 4, decision 0126): 10,000 requests, 30 % of them repeating an earlier one, planned;
+# exactly the 7,000 distinct ones are provider lines. Hashing every request costs Plan some CPU: at most 1.5 x the
+# plan of 10,000 distinct requests (it writes fewer lines).
+DEDUP_N = 10_000
+DEDUP_SHARE = 0.3
+DEDUP_MAX_PLAN_RATIO = 1.5
 CHAOS_TIMEOUT_S = 3600  # three seeds of 16 jobs, each with Submit and Poll claims that may wait out their lease
 
 
@@ -421,6 +428,27 @@ def step_plan(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return values, details
 
 
+def step_dedup(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    with moto_process() as moto:
+        url = moto.info["url"]
+        os.environ.update(child_env())
+        create_resources(url)
+        _log(f"dedup: {DEDUP_N:,} requests, {DEDUP_SHARE:.0%} duplicates, planned")
+        args = ["--n", str(DEDUP_N), "--duplicates", str(DEDUP_SHARE), "--moto", url]
+        result = run_worker("bench.dedup_bench", args, timeout=1800)
+    values = {
+        "dedup_sent": result["sent"],
+        "dedup_sent_all_distinct": result["sent_all_distinct"],
+        "dedup_plan_cpu_ratio": result["plan_cpu_ratio"],
+    }
+    details = {
+        **result,
+        "rule": "service.workflow.plan.plan_job on 10,000 Claude requests of which 3,000 repeat an earlier one, "
+        "against a moto server process: the provider lines of its chunks; CPU time over a plan of 10,000 distinct",
+    }
+    return values, details
+
+
 def step_lag(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Notice lag (issue 14): 1,000 simulated provider batches polled by the real poll_schedule, in this process
     (discrete events, seconds of CPU); transitions from the synthesized definition. bench/lag_bench.py says the model;
@@ -541,6 +569,7 @@ STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[
     "overhead": step_overhead,
     "chaos": step_chaos,
     "cache": step_cache,
+    "dedup": step_dedup,
 }
 
 # --- targets -------------------------------------------------------------------------------------------------------
@@ -636,6 +665,17 @@ def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[s
         "cache_read_share",
         f">= {CACHE_MIN_READ_SHARE} of the shared tokens, each provider",
         lambda v: all(v[p] >= CACHE_MIN_READ_SHARE for p in CACHE_MAX_RATIO),
+    )
+    distinct = DEDUP_N - int(DEDUP_N * DEDUP_SHARE)
+    check(
+        "dedup_sent",
+        f"== {distinct:,} of {DEDUP_N:,} (the distinct ones, each once)",
+        lambda v: v == distinct and values.get("dedup_sent_all_distinct") is True,
+    )
+    check(
+        "dedup_plan_cpu_ratio",
+        f"<= {DEDUP_MAX_PLAN_RATIO} x a plan without duplicates",
+        lambda v: v <= DEDUP_MAX_PLAN_RATIO,
     )
     return result
 

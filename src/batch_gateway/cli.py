@@ -230,6 +230,12 @@ def _estimate_text(estimate: dict[str, Any]) -> str:
             f"{_usd(cost['sync_high'])} through the synchronous API: saving {_usd(cost['saving_low'])} to "
             f"{_usd(cost['saving_high'])})"
         )
+    cache = estimate.get("cache_saving")
+    if cache and cache.get("cached_input_tokens"):
+        lines.append(
+            f"cache saving: {_usd(cache['low'])} to {_usd(cache['high'])} "
+            f"(~{cache['cached_input_tokens']:,} cached input tokens; {cache['method']})"
+        )
     lines.append("nothing was stored or started")
     return "\n".join(lines)
 
@@ -335,6 +341,7 @@ def _status_lines(job: Job) -> Iterable[tuple[str, str]]:
         (
             f"{counts.done}/{counts.total} done (succeeded {counts.succeeded}, errored {counts.errored}, "
             f"canceled {counts.canceled}, expired {counts.expired}, processing {counts.processing})"
+            + (f"; {counts.sent} sent" if counts.sent is not None and counts.sent != counts.total else "")
         ),
     )
     usage = job.usage
@@ -351,6 +358,8 @@ def _status_lines(job: Job) -> Iterable[tuple[str, str]]:
     cost = _cost_text(job)
     if cost:
         yield "cost", cost
+    if job.savings:
+        yield "savings", ", ".join(f"{source} ${amount:.4f}" for source, amount in job.savings.items())
     chunks = ", ".join(f"{c.provider_batch_id or '-'} {c.status}" for c in job.chunks)
     yield "chunks", f"{len(job.chunks)}" + (f" ({chunks})" if chunks else "")
     if job.metadata:

@@ -129,12 +129,13 @@ class JobStore(Protocol):
         job_statuses: Iterable[JobStatus],
         after: int,
         progress: PlanProgress | None,
+        duplicates: int = 0,
     ) -> None:
         """Plan's record (decision 0118), atomically: new chunks (none of them may exist) and the job's
         ``plan_progress`` moved on from ``after`` recorded chunks (0: none, no progress) to ``progress``; with
         ``progress`` None the plan is complete: ``chunk_count`` becomes ``after + len(chunks)`` and the progress is
-        removed. Only while the job is in one of ``job_statuses`` and has no ``chunk_count``; else ``ConflictError``
-        and nothing written. At most 99 chunks."""
+        removed, and the job's ``duplicates`` (decision 0126) becomes ``duplicates``. Only while the job is in one of
+        ``job_statuses`` and has no ``chunk_count``; else ``ConflictError`` and nothing written. At most 99 chunks."""
         ...
 
     def discard_unplanned_chunks(self, job_id: str, indexes: list[int]) -> None:

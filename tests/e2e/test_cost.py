@@ -36,6 +36,9 @@ def _row(provider: str, prefix: str) -> dict:
 
 def _body(model: str = MODEL, **changes) -> dict:
     requests_ = {cid: {"system": SYSTEM, "messages": [{"role": "user", "content": q}]} for cid, q in QUESTIONS.items()}
+    # the same prompt as same_1 but not the same request (in-job dedup would send an identical one once: decision
+    # 0126), so it is sent and reads the prompt same_1 wrote
+    requests_["same_2"]["max_tokens"] = 1000
     requests_["broken"] = {"system": SYSTEM, "messages": [{"role": "user", "content": "This one fails."}]}
     return seed_body(
         model=model, requests=requests_, provider_options={"cache_control": {"type": "ephemeral"}}, **changes

@@ -128,7 +128,7 @@ def test_a_batch_that_can_never_fit_the_enqueued_token_limit_fails_the_job_with_
     sim.configure(enqueued_token_limit=10)
     # A model no other test of this stack uses: "alone" means nothing else of ours in flight on the model's ledger,
     # and another test's job still running on gpt-4o-mini would make each refusal wait instead of count.
-    job = alice.create(openai_body({f"r{i}": "x" * 200 for i in range(3)}, model="gpt-4.1-mini"))
+    job = alice.create(openai_body({f"r{i}": f"{i}" + "x" * 199 for i in range(3)}, model="gpt-4.1-mini"))
     done = alice.wait(job["id"], timeout=300)
     assert done["status"] == "failed"
     assert "token_limit_exceeded" in done["error"]

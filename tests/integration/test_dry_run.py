@@ -81,18 +81,21 @@ def test_dry_run_false_is_a_real_create(aws, ctx):
     assert status == 202 and job["id"].startswith("job_")
 
 
-def _requests(n):
-    # sizes that vary, so both the request and the byte limit cut chunks
-    return {f"r{i}": "word " * (5 + (i * 37) % 120) for i in range(n)}
+def _requests(n, distinct=None):
+    # sizes that vary, so both the request and the byte limit cut chunks; with ``distinct``, request i asks what
+    # request i % distinct does (in-job dedup sends it once: decision 0126)
+    return {f"r{i}": "word " * (5 + ((i % (distinct or n)) * 37) % 120) for i in range(n)}
 
 
+@pytest.mark.parametrize("distinct", [None, 25], ids=["all distinct", "15 duplicates"])
 @pytest.mark.parametrize("provider, model", [("anthropic", "claude-sonnet-4-20250514"), ("openai", "gpt-4o-mini")])
-def test_the_dry_run_plan_is_the_plan_a_real_create_gets(aws, ctx, monkeypatch, provider, model):
+def test_the_dry_run_plan_is_the_plan_a_real_create_gets(aws, ctx, monkeypatch, provider, model, distinct):
     monkeypatch.setenv("MAX_CHUNK_REQUESTS", "7")
     monkeypatch.setenv("MAX_CHUNK_BYTES", "2500")
     wiring.reset()
     services = wiring.services()
-    body = {"provider": provider, "model": model, "requests": _requests(40), "hyperparameters": {"max_tokens": 300}}
+    requests = _requests(40, distinct)
+    body = {"provider": provider, "model": model, "requests": requests, "hyperparameters": {"max_tokens": 300}}
     started_before = len(executions(services))
 
     status, estimate = _post(ctx, {**body, "dry_run": True})
@@ -104,7 +107,8 @@ def test_the_dry_run_plan_is_the_plan_a_real_create_gets(aws, ctx, monkeypatch, 
     plan_job(services, WorkflowState(job_id=job["id"]))
     chunks = services.jobs.get_chunks(job["id"])
     planned = [{"index": c.index, "requests": c.request_count, "bytes": c.byte_size} for c in chunks]
-    assert len(planned) > 5  # both limits cut: a real test of the boundaries
+    assert len(planned) > (5 if distinct is None else 3)  # both limits cut: a real test of the boundaries
+    assert sum(c.request_count for c in chunks) == (distinct or 40)
     assert estimate["plan"]["chunks"] == planned
     assert estimate["plan"]["chunk_count"] == len(planned)
     assert estimate["request_count"] == 40
@@ -182,3 +186,21 @@ def test_a_dry_run_of_a_file_above_the_synchronous_bound_is_refused(aws, ctx, mo
     assert status == 400, answer
     assert "dry run reads input files of up to 200 bytes" in answer["error"]["message"]
     assert boto3.client("dynamodb").scan(TableName="jobs")["Count"] == 0
+
+
+def test_the_dry_run_estimates_the_cache_saving_of_repeated_system_prompts_and_says_how(aws, ctx):
+    system = "You are a careful classifier. " * 40  # 1,200 bytes: ~300 tokens
+    requests = {f"r{i}": {"messages": [{"role": "user", "content": f"text {i}"}], "system": system} for i in range(5)}
+    body = {"provider": "anthropic", "model": "claude-sonnet-4-20250514", "requests": requests}
+
+    status, estimate = _post(ctx, {**body, "dry_run": True})
+    assert status == 200, estimate
+    saving = estimate["cache_saving"]
+    assert saving["cached_input_tokens"] == 4 * 300  # the 4 requests after the first read it
+    price = price_for("anthropic", "claude-sonnet-4-20250514")
+    assert saving["high"] == pytest.approx(1200 * (price.batch.input - price.batch.cache_read) / 1e6)
+    assert saving["low"] == 0
+    assert "repeated system prompts" in saving["method"]
+
+    status, none = _post(ctx, {**_body(), "dry_run": True})
+    assert none["cache_saving"]["cached_input_tokens"] == 0 and none["cache_saving"]["high"] == 0

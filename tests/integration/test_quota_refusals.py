@@ -15,7 +15,7 @@ from tests.support.events import call, job_view, load_event
 
 def _openai_job(ctx, text: str) -> dict:
     event = load_event("api_create.json")
-    body = {"provider": "openai", "model": "gpt-4o-mini", "requests": {f"r{i}": text for i in range(3)}}
+    body = {"provider": "openai", "model": "gpt-4o-mini", "requests": {f"r{i}": f"{i}{text[1:]}" for i in range(3)}}
     event["body"] = json.dumps(body)
     code, job = call(create.handler, event, ctx)
     assert code == 202, job
@@ -69,7 +69,7 @@ def test_a_job_larger_than_the_enqueued_token_limit_is_cut_to_fit_and_finishes_w
     wiring.reset()
     simulator.configure(processing_seconds=0.5, enqueued_token_limit=400)
     event = load_event("api_create.json")
-    body = {"provider": "openai", "model": "gpt-4o-mini", "requests": {f"r{i}": "x" * 400 for i in range(6)}}
+    body = {"provider": "openai", "model": "gpt-4o-mini", "requests": {f"r{i}": f"{i}" + "x" * 399 for i in range(6)}}
     event["body"] = json.dumps(body)
     code, job = call(create.handler, event, ctx)
     assert code == 202, job

@@ -143,7 +143,7 @@ def test_a_batch_refused_for_the_enqueued_token_limit_waits_and_fails_naming_onl
     """The OpenAI simulator fails a batch over the model's enqueued tokens as OpenAI does: `token_limit_exceeded`,
     worded with the organisation and the tokens in flight. Alone and still over, the chunk fails at last."""
     simulator.configure(processing_seconds=0.5, enqueued_token_limit=50)
-    job = _create(ctx, provider="openai", model="gpt-4o-mini", requests={f"r{i}": "x" * 400 for i in range(3)})
+    job = _create(ctx, provider="openai", model="gpt-4o-mini", requests={f"r{i}": f"{i}" + "x" * 399 for i in range(3)})
     state = submit.handler(plan.handler({"job_id": job["id"]}, ctx), ctx)
     said = ("organization", "org-simulated", "enqueued tokens")
 

@@ -14,11 +14,13 @@ from batch_gateway.service.workflow.state import WorkflowState
 MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-20250514", "google": "gemini-2.5-flash"}
 
 
-def neutral_line(caller_id: str, text: str = "q") -> bytes:
+def neutral_line(caller_id: str, text: str | None = None) -> bytes:
+    """A normalised request; without ``text`` it asks its own id, so requests with different ids are different
+    requests (identical ones are sent once: in-job dedup, decision 0126)."""
     return json.dumps(
         {
             "id": caller_id,
-            "messages": [{"role": "user", "content": text}],
+            "messages": [{"role": "user", "content": caller_id if text is None else text}],
             "system": None,
             "params": {"max_tokens": 16},
         },
@@ -42,8 +44,6 @@ def new_job(services, lines: list[bytes], provider: str = "openai") -> str:
 
 
 def plan(services, ids: list[str], provider: str = "openai", texts: list[str] | None = None) -> str:
-    job_id = new_job(
-        services, [neutral_line(i, t) for i, t in zip(ids, texts or ["q"] * len(ids), strict=True)], provider
-    )
+    job_id = new_job(services, [neutral_line(i, t) for i, t in zip(ids, texts or list(ids), strict=True)], provider)
     plan_job(services, WorkflowState(job_id=job_id))
     return job_id

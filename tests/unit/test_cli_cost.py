@@ -33,3 +33,24 @@ def test_status_says_why_a_cost_is_unknown_and_marks_a_running_total():
     )
     running = _lines(status="in_progress", cost={"currency": "USD", "total": 1.5, "sync_total": 3, "saving": 1.5})
     assert running["cost"].startswith("$1.5000 so far")
+
+
+def test_status_shows_the_savings_by_source_and_how_many_requests_were_sent():
+    lines = _lines(
+        request_counts={"total": 10, "succeeded": 10, "sent": 7},
+        cost={
+            "currency": "USD",
+            "total": 0.007,
+            "sync_total": 0.014,
+            "saving": 0.007,
+            "savings": {"batch": 0.007, "cache": 0.0021, "reuse": 0.0, "dedup": 0.003},
+        },
+    )
+    assert lines["savings"] == "batch $0.0070, cache $0.0021, reuse $0.0000, dedup $0.0030"
+    assert lines["requests"].endswith("; 7 sent")
+
+
+def test_status_of_a_job_that_ended_before_savings_were_shown_has_no_savings_line():
+    lines = _lines(cost={"currency": "USD", "total": 0.0123, "sync_total": 0.0246, "saving": 0.0123})
+    assert "savings" not in lines
+    assert not lines["requests"].endswith("sent")

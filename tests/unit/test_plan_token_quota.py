@@ -28,7 +28,7 @@ def services_with(quotas: dict[str, Any] | None = None):
 def test_an_openai_job_over_the_models_enqueued_token_limit_is_cut_into_chunks_that_each_fit():
     """10,000 requests of ~500 tokens on gpt-4o-mini (2,000,000 enqueued tokens at tier 1): one chunk would be ~5M."""
     services = services_with()
-    job_id = plan(services, [f"r{i}" for i in range(10_000)], texts=["x" * 1_900] * 10_000)
+    job_id = plan(services, [f"r{i}" for i in range(10_000)], texts=[f"{i:05d}" + "x" * 1_895 for i in range(10_000)])
     chunks = services.jobs.get_chunks(job_id)
 
     tokens = [cost_of(chunk).tokens for chunk in chunks]
@@ -42,7 +42,7 @@ def test_the_deployments_lower_enqueued_token_limit_cuts_smaller_chunks(provider
     model = {"openai": "gpt-4o-mini", "google": "gemini-2.5-flash"}[provider]
     quotas = {provider: {model: {"enqueued_tokens": 1_000}}}
     services = services_with(quotas)
-    job_id = plan(services, [f"r{i}" for i in range(40)], provider, texts=["y" * 200] * 40)
+    job_id = plan(services, [f"r{i}" for i in range(40)], provider, texts=[f"{i:02d}" + "y" * 198 for i in range(40)])
     chunks = services.jobs.get_chunks(job_id)
 
     assert len(chunks) > 1 and all(cost_of(chunk).tokens <= 900 for chunk in chunks), [

@@ -72,7 +72,7 @@ def chunk_lines(services, job_id: str, index: int) -> list[bytes]:
     return [line for line in services.payloads.iter_lines(chunk_input_key(job_id, index)) if line]
 
 
-def provider_line_bytes(services, provider: str = "openai", caller_id: str = "r0", text: str = "q") -> int:
+def provider_line_bytes(services, provider: str = "openai", caller_id: str = "r0", text: str | None = None) -> int:
     """Bytes one request takes in a chunk file (its provider line plus the newline)."""
     adapter = services.provider_for(provider)
     request = json.loads(neutral_line(caller_id, text))
@@ -121,7 +121,7 @@ def test_a_retried_plan_keeps_the_chunks_it_made(svc):
     ids=["exactly-three-lines", "one-byte-short-of-three", "one-byte-over-three", "one-line"],
 )
 def test_byte_limit_closes_a_chunk_when_the_next_line_would_cross_it(svc, lines_that_fit, slack, expected):
-    size = provider_line_bytes(svc)  # every line is the same size: ids r0..r6 and the same text
+    size = provider_line_bytes(svc)  # every line is the same size: ids r0..r6, each asking its own id
     svc.settings.max_chunk_bytes = ENVELOPE_BYTES + lines_that_fit * size + slack
     job_id = plan(svc, [f"r{i}" for i in range(7)])
     assert chunk_sizes(svc, job_id) == expected
@@ -129,7 +129,7 @@ def test_byte_limit_closes_a_chunk_when_the_next_line_would_cross_it(svc, lines_
 
 
 def test_byte_limit_with_uneven_lines_packs_greedily_and_never_exceeds_the_limit(svc):
-    texts = ["a" * n for n in (10, 300, 20, 20, 500, 5, 5, 5, 250, 1)]
+    texts = [chr(97 + i) * n for i, n in enumerate((10, 300, 20, 20, 500, 5, 5, 5, 250, 1))]  # all different
     limit = 700
     svc.settings.max_chunk_bytes = ENVELOPE_BYTES + limit
     ids = [f"r{i}" for i in range(len(texts))]

@@ -9,7 +9,7 @@ from importlib import resources
 import pytest
 
 from batch_gateway.models.jobs import Usage
-from batch_gateway.models.pricing import PriceTable, cost_of, file_table, price_for
+from batch_gateway.models.pricing import PriceTable, add_costs, cost_of, file_table, price_for, with_savings
 
 USAGE = Usage(
     input_tokens=1_000_000,
@@ -74,6 +74,8 @@ def test_cost_of_prices_each_part_and_the_saving():
         "total": 22.725,
         "sync_total": 45.45,
         "saving": 22.725,
+        # cache: 4 M reads at the input price (1.5) less what they cost (0.15): 5.4
+        "savings": {"batch": 22.725, "cache": 5.4, "reuse": 0.0, "dedup": 0.0},
         "price_version": file_table().version,
     }
 
@@ -82,6 +84,22 @@ def test_on_demand_costs_the_synchronous_price_and_saves_nothing():
     cost = cost_of("anthropic", "claude-sonnet-4-20250514", USAGE, on_demand=True)
     assert cost["total"] == cost["sync_total"] == 45.45
     assert cost["saving"] == 0
+    assert cost["savings"] == {"batch": 0.0, "cache": 10.8, "reuse": 0.0, "dedup": 0.0}  # reads at sync input 3.0
+
+
+def test_savings_add_up_across_costs_and_a_dedup_saving_adds_to_the_rest():
+    batch = cost_of("anthropic", "claude-sonnet-4-20250514", USAGE)
+    both = add_costs(batch, cost_of("anthropic", "claude-sonnet-4-20250514", USAGE, on_demand=True))
+    assert both["savings"] == {"batch": 22.725, "cache": 16.2, "reuse": 0.0, "dedup": 0.0}
+    assert with_savings(both, dedup=1.25)["savings"]["dedup"] == 1.25
+    assert with_savings(both, dedup=1.25)["saving"] == both["saving"]  # the batch saving, as before
+    unknown = cost_of("openai", "my-finetune", USAGE)
+    assert with_savings(unknown, dedup=1.0) == unknown
+
+
+def test_a_stored_cost_from_before_savings_gets_them_from_its_batch_saving():
+    old = {"currency": "USD", "total": 1.0, "sync_total": 2.0, "saving": 1.0, "price_version": "v"}
+    assert with_savings(old, dedup=0.5)["savings"] == {"batch": 1.0, "cache": 0.0, "reuse": 0.0, "dedup": 0.5}
 
 
 def test_a_completions_model_is_priced_and_a_moderation_model_costs_nothing_not_no_price():

@@ -385,7 +385,7 @@ def test_a_sweep_hands_a_long_quota_repair_to_invocations_of_its_own_each_bounde
     from batch_gateway.service.workflow import sweep as sweep_module
 
     services, provider = services_with({P: {M: {"batches_in_flight": None, "enqueued_tokens": None}}})
-    job_id = planned(services, ["r"] * 250)
+    job_id = planned(services, [f"r{i:03d}" for i in range(250)])  # 250 different requests
     submit_job(services, WorkflowState(job_id=job_id))
     for index in range(0, 250, 2):  # every other chunk collected without its release
         services.jobs.update_chunk(chunk(services, job_id, index), state=ChunkState.COLLECTED, collected=True)

@@ -59,6 +59,7 @@ class RequestCounts(_Response):
     errored: int = 0
     canceled: int = 0
     expired: int = 0
+    sent: int | None = None  # a job's: requests sent, total less its duplicates (decision 0126)
 
     @property
     def done(self) -> int:
@@ -116,9 +117,9 @@ class Job(_Response):
     waiting_for_quota: str | None = None
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float | None = None
-    # {"currency", "input", "output", "cache_write", "cache_read", "total", "sync_total", "saving", "price_version"}
-    # in USD (every part 0 before any chunk is collected), or {"currency", "total": None, "reason"} for a model
-    # without a price
+    # {"currency", "input", "output", "cache_write", "cache_read", "total", "sync_total", "saving", "savings",
+    # "price_version"} in USD (every part 0 before any chunk is collected), or {"currency", "total": None, "reason"}
+    # for a model without a price; "savings": {"batch", "cache", "reuse", "dedup"} (jobs that ended before it: none)
     cost: dict[str, Any] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     retry: Retry | None = None  # None: failed items are not retried
@@ -134,6 +135,11 @@ class Job(_Response):
     @property
     def batch_status(self) -> BatchStatus:
         return BatchStatus.from_job_status(self.status)
+
+    @property
+    def savings(self) -> dict[str, float]:
+        """USD not paid, by source (``batch``, ``cache``, ``reuse``, ``dedup``); empty when the job shows none."""
+        return dict((self.cost or {}).get("savings") or {})
 
     @property
     def is_terminal(self) -> bool:

@@ -17,6 +17,8 @@ class RequestCountsView(TypedDict):
     errored: int
     canceled: int
     expired: int
+    # the job's only (decision 0126): requests sent to the provider, ``total`` less the duplicates of the job
+    sent: NotRequired[int]
 
 
 class UsageView(TypedDict):
@@ -27,6 +29,17 @@ class UsageView(TypedDict):
     cache_creation_input_tokens: int
     cache_read_input_tokens: int
     reasoning_tokens: int
+
+
+class SavingsView(TypedDict):
+    """USD not paid, by where the saving came from (decisions 0126 and 0127): ``batch`` the batch discount (``saving``),
+    ``cache`` cache reads at the input price less what they cost, ``reuse`` results answered from an earlier job,
+    ``dedup`` duplicates of the job not sent."""
+
+    batch: float
+    cache: float
+    reuse: float
+    dedup: float
 
 
 class CostView(TypedDict):
@@ -41,6 +54,7 @@ class CostView(TypedDict):
     cache_read: NotRequired[float]
     sync_total: NotRequired[float]
     saving: NotRequired[float]
+    savings: NotRequired[SavingsView]
     price_version: NotRequired[str | None]
     reason: NotRequired[str]
 

@@ -24,6 +24,11 @@ class RequestCountsView(BaseModel):
     errored: int
     canceled: int
     expired: int
+    sent: int | None = Field(
+        default=None,
+        description="a job's only: requests sent to the provider; total less the requests identical to another "
+        "of the job, which are sent once and whose results are copies (decision 0126); total until it is planned",
+    )
 
 
 class ChunkView(BaseModel):
@@ -83,6 +88,20 @@ class UsageView(BaseModel):
     reasoning_tokens: int = Field(0, description="of output_tokens, the model's reasoning (informational)")
 
 
+class SavingsView(BaseModel):
+    """USD not paid, by source; each at the prices the requests ran at."""
+
+    batch: float = Field(description="the batch discount: sync_total - total (the same as `saving`)")
+    cache: float = Field(
+        description="cache reads priced at the input price less what they cost, from the usage the provider reported"
+    )
+    reuse: float = Field(description="what the results answered from an earlier job of yours cost that job")
+    dedup: float = Field(
+        description="what the requests identical to another of the job would have cost: their "
+        "first's cost, once for each copy"
+    )
+
+
 class CostView(BaseModel):
     """USD at the price table's batch prices (requests run on demand: synchronous prices); docs/pricing.md."""
 
@@ -94,6 +113,9 @@ class CostView(BaseModel):
     total: float | None = Field(description="null for a model without a known price (then `reason` says so)")
     sync_total: float | None = Field(None, description="the same tokens at synchronous (non-batch) prices")
     saving: float | None = Field(None, description="sync_total - total")
+    savings: SavingsView | None = Field(
+        None, description="USD not paid, by source (absent on jobs that ended before it was shown)"
+    )
     price_version: str | None = Field(None, description="the price table's version, with any override's")
     reason: str | None = Field(None, description="why there is no total")
 
@@ -255,6 +277,13 @@ class CostRange(BaseModel):
     reason: str | None = Field(default=None, description="why there is no price (unknown model)")
 
 
+class CacheSavingEstimate(BaseModel):
+    low: float | None = Field(description="USD; 0 (the provider may miss the cache); null: no known price")
+    high: float | None = Field(description="USD if every repeated system prompt is read from the cache")
+    cached_input_tokens: int = Field(description="the repeated system prompts' tokens (bytes/4)")
+    method: str = Field(description="how the estimate was made, in words")
+
+
 class Estimate(BaseModel):
     """The answer to ``POST /batches`` with ``"dry_run": true``: nothing was stored or started."""
 
@@ -267,3 +296,6 @@ class Estimate(BaseModel):
     input_tokens: InputTokensEstimate
     output_tokens: OutputTokensCeiling
     cost: CostRange
+    cache_saving: CacheSavingEstimate = Field(
+        description="what reading the repeated system prompts from the provider's cache may save (issue 27)"
+    )

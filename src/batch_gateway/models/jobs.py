@@ -332,6 +332,9 @@ class Chunk(Record):
     attempt: int = 1
     replaces: RequestCounts | None = None
     retryable: int = 0
+    # In-job dedup (decision 0126): requests identical to one sent before, met while Plan filled this chunk; not
+    # sent, their results are copies (its duplicates.json). 0: none, and every chunk planned before dedup.
+    duplicates: int = 0
     # Poll's prediction of the provider's end (workflow.poll_schedule, decision 0074): the last few
     # [epoch seconds, requests done, requests in all] of the provider's counts, newest last. Notice lag (decision
     # 0075): when a poll first saw the batch ended, and the provider's own end time when its adapter reports one.
@@ -380,6 +383,9 @@ class JoinProgress(SubRecord):
     lines: int = 0
     ids: int = 0
     etag: str | None = None
+    # The outcomes of the copies written for duplicates (decision 0126): outcome -> lines, part of ``lines``.
+    copied: dict[str, int] = dataclasses.field(default_factory=dict)
+    copied_cost: float = 0.0  # USD the copies' firsts cost: what sending the duplicates would have cost again
 
 
 class PlanProgress(SubRecord):
@@ -563,6 +569,9 @@ class Job(Record):
     source: str = "api"
     drop_name: str | None = None  # drop-folder jobs: where results go under outbox/
     error: str | None = None
+    # In-job dedup (decision 0126): requests not sent because an identical one of the job is, recorded with the
+    # plan's last chunk (0: none, or not planned yet). The view's ``sent`` is ``total`` less these.
+    duplicates: int = 0
     results_joined: JoinProgress | None = None  # None: nothing joined yet
     # A Plan or a Retry round that stopped part way: where the next invocation goes on (decision 0118).
     plan_progress: PlanProgress | None = None
@@ -632,7 +641,7 @@ class Job(Record):
             "provider": self.provider,
             "model": self.model,
             "endpoint": self.endpoint,
-            "request_counts": self.request_counts.public(),
+            "request_counts": {**self.request_counts.public(), "sent": self.request_counts.total - self.duplicates},
             # a Plan that stopped part way has recorded some chunks (decision 0118): none is shown before the whole plan
             "chunks": [c.public() for c in chunks or []] if self.plan_progress is None else [],
             # kept on the job by the steps (decision 0081), so a list, which reads no chunks, shows it too

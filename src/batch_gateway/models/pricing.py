@@ -24,11 +24,12 @@ from batch_gateway.models.jobs import Chunk, Usage
 from batch_gateway.provider_specs import BY_NAME
 
 if TYPE_CHECKING:
-    from batch_gateway.contract.jobs import CostView
+    from batch_gateway.contract.jobs import CostView, SavingsView
 
 CURRENCY = "USD"
 PARTS = ("input", "output", "cache_write", "cache_read")  # priced parts of a Usage, in the cost object's order
 MILLION = 1_000_000
+SAVING_SOURCES = ("batch", "cache", "reuse", "dedup")  # a cost's ``savings``, in their order (decision 0126)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -184,6 +185,7 @@ def cost_of(
     parts = {part: tokens[part] * getattr(rates, part) / MILLION for part in PARTS}
     sync_total = sum(tokens[part] * getattr(price.sync, part) for part in PARTS) / MILLION
     total = sum(parts.values())
+    cache_saving = tokens["cache_read"] * (rates.input - rates.cache_read) / MILLION  # reads at the input price
     return {
         "currency": CURRENCY,
         "input": round(parts["input"], 6),
@@ -193,8 +195,23 @@ def cost_of(
         "total": round(total, 6),
         "sync_total": round(sync_total, 6),
         "saving": round(sync_total - total, 6),
+        "savings": savings(batch=sync_total - total, cache=cache_saving),
         "price_version": table.version,
     }
+
+
+def savings(*, batch: float = 0.0, cache: float = 0.0, reuse: float = 0.0, dedup: float = 0.0) -> SavingsView:
+    """A cost's ``savings`` object, each source rounded as the parts are."""
+    return {"batch": round(batch, 6), "cache": round(cache, 6), "reuse": round(reuse, 6), "dedup": round(dedup, 6)}
+
+
+def with_savings(cost: CostView, **more: float) -> CostView:
+    """``cost`` with more saved from the sources named (``reuse``, ``dedup``); a cost without a total unchanged."""
+    if cost.get("total") is None:
+        return cost
+    known = cost.get("savings") or savings(batch=cost.get("saving", 0.0))
+    now = {source: known[source] + more.get(source, 0.0) for source in SAVING_SOURCES}  # type: ignore[literal-required]
+    return {**cost, "savings": savings(**now)}
 
 
 def add_costs(first: CostView, second: CostView) -> CostView:
@@ -205,6 +222,8 @@ def add_costs(first: CostView, second: CostView) -> CostView:
         return second.copy()
     one, other = cast("Mapping[str, Any]", first), cast("Mapping[str, Any]", second)  # summed key by key
     summed = {key: round(one[key] + other[key], 6) for key in (*PARTS, "total", "sync_total", "saving") if key in one}
+    if "savings" in one and "savings" in other:
+        summed["savings"] = savings(**{s: one["savings"][s] + other["savings"][s] for s in SAVING_SOURCES})
     return cast("CostView", {"currency": CURRENCY, **summed, "price_version": first.get("price_version")})
 
 

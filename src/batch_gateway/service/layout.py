@@ -45,6 +45,12 @@ def chunk_id_hashes_key(job_id: str, index: int) -> str:
     return chunk_prefix(job_id, index) + "custom_ids.hashes"
 
 
+def chunk_duplicates_key(job_id: str, index: int) -> str:
+    """Caller id -> the caller id of the earlier identical request whose result it gets (decision 0126), for the
+    duplicates Plan met while it filled this chunk; only for a chunk that met any."""
+    return chunk_prefix(job_id, index) + "duplicates.json"
+
+
 def chunk_idmap_key(job_id: str, index: int) -> str:
     """custom_id -> caller id, only for ids that could not be sent as they were."""
     return chunk_prefix(job_id, index) + "idmap.json"

@@ -455,6 +455,7 @@ class DynamoDBJobStore(JobStore):
         job_statuses: Iterable[JobStatus],
         after: int,
         progress: PlanProgress | None,
+        duplicates: int = 0,
     ) -> None:
         if len(chunks) > MAX_ADDED_CHUNKS:
             raise ValueError(f"at most {MAX_ADDED_CHUNKS} chunks are added at once, not {len(chunks)}")
@@ -474,8 +475,10 @@ class DynamoDBJobStore(JobStore):
         else:
             condition += "attribute_not_exists(#progress)"
         if progress is None:  # the plan is complete
-            expression = "SET #count = :new, #updated = :now REMOVE #progress"
+            expression = "SET #count = :new, #dups = :dups, #updated = :now REMOVE #progress"
             values[":new"] = after + len(chunks)
+            values[":dups"] = duplicates
+            names["#dups"] = "duplicates"
         else:
             expression = "SET #progress = :progress, #updated = :now"
             values[":progress"] = progress.to_dict()

@@ -261,6 +261,7 @@ class MemoryJobStore(JobStore):
         job_statuses: Iterable[JobStatus],
         after: int,
         progress: PlanProgress | None,
+        duplicates: int = 0,
     ) -> None:
         if len(chunks) > MAX_ADDED_CHUNKS:
             raise ValueError(f"at most {MAX_ADDED_CHUNKS} chunks are added at once, not {len(chunks)}")
@@ -278,7 +279,11 @@ class MemoryJobStore(JobStore):
                 raise ConflictError(f"the plan of {job_id} is not where this record goes on from")
             for chunk in chunks:
                 self._chunks[(chunk.job_id, chunk.index)] = _plain(chunk.to_dict())
-            done = {"chunk_count": after + len(chunks), "plan_progress": None} if progress is None else {}
+            done = (
+                {"chunk_count": after + len(chunks), "plan_progress": None, "duplicates": duplicates}
+                if progress is None
+                else {}
+            )
             _set(job, {"plan_progress": progress, **done, "updated_at": utcnow()})
 
     def discard_unplanned_chunks(self, job_id: str, indexes: list[int]) -> None:

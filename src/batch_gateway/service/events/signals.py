@@ -253,8 +253,11 @@ class SignallingJobStore(JobStore):
         job_statuses: Iterable[JobStatus],
         after: int,
         progress: PlanProgress | None,
+        duplicates: int = 0,
     ) -> None:
-        self.inner.add_planned_chunks(job_id, chunks, job_statuses=job_statuses, after=after, progress=progress)
+        self.inner.add_planned_chunks(
+            job_id, chunks, job_statuses=job_statuses, after=after, progress=progress, duplicates=duplicates
+        )
 
     def discard_unplanned_chunks(self, job_id: str, indexes: list[int]) -> None:
         self.inner.discard_unplanned_chunks(job_id, indexes)

@@ -16,6 +16,7 @@ A real create keeps the same pass's high estimate in USD (``RequestStats``, ``Jo
 from __future__ import annotations
 
 import dataclasses
+import json
 from array import array
 from typing import TYPE_CHECKING, Any
 
@@ -105,6 +106,31 @@ def cost_range(
     }
 
 
+CACHE_SAVING_METHOD = (
+    "repeated system prompts: every request after the first with a system prompt already seen reads that prompt "
+    "from the provider's prompt cache, its bytes/4 tokens at the input price less the cache-read price; `high` if "
+    "every such read hits, `low` 0 (a batch's cache hits are the provider's best effort, and a prompt under its "
+    "minimum cacheable length is not cached); what a job saves is shown after it from the usage the provider reports"
+)
+
+
+def cache_saving(
+    services: Services, provider: str, model: str, read_tokens: int, *, on_demand: bool = False
+) -> dict[str, Any]:
+    """The dry run's estimate of the cache saving (``savings.cache`` once the job has run), with its method."""
+    cost = cost_of(
+        provider, model, Usage(cache_read_input_tokens=read_tokens), on_demand=on_demand, table=services.prices()
+    )
+    saved = cost.get("savings")
+    high = saved["cache"] if saved is not None and cost.get("total") is not None else None
+    return {
+        "low": None if high is None else 0.0,
+        "high": high,
+        "cached_input_tokens": read_tokens,
+        "method": CACHE_SAVING_METHOD,
+    }
+
+
 def high_estimate_usd(
     provider: str, model: str, stats: RequestStats, *, on_demand: bool = False, table: PriceTable | None = None
 ) -> float | None:
@@ -183,6 +209,9 @@ class DryRun:
         self._planner: BatchProvider | None = None
         self._template: Job | None = None
         self._marker: str | None = None
+        self._firsts: set[bytes] = set()  # canonical hashes met: a duplicate takes no place in a chunk (0126)
+        self._prefixes: set[str] = set()  # system prompts met: a later request may read one from the cache
+        self.cached_bytes = 0  # of the system prompts of the requests after the first that had each
 
     def open(self, services: Services, job: Job) -> _Discard:
         """Before the requests: the job as it would be recorded (its provider, model, endpoint and options)."""
@@ -194,9 +223,21 @@ class DryRun:
         return _Discard()
 
     def add(self, item: dict[str, Any]) -> None:
+        from batch_gateway.service.planning.canonical import request_hash  # noqa: PLC0415 (see COLD_START)
         from batch_gateway.service.planning.chunks import provider_line  # noqa: PLC0415 (see COLD_START)
 
         assert self._planner is not None and self._template is not None
+        digest = request_hash(self._template, item)
+        if digest in self._firsts:  # sent once with the first of its kind, as Plan does (decision 0126)
+            return
+        self._firsts.add(digest)
+        system = item.get("system")
+        if system:
+            prefix = system if isinstance(system, str) else json.dumps(system, sort_keys=True, ensure_ascii=False)
+            if prefix in self._prefixes:
+                self.cached_bytes += len(prefix.encode())
+            else:
+                self._prefixes.add(prefix)
         _, line = provider_line(self._planner, self._template, item, len(self.line_lengths), self._marker)
         self.line_lengths.append(len(line))
 
@@ -237,6 +278,9 @@ class DryRun:
                 "error_bound": ESTIMATE_ERROR_BOUND,
             },
             "output_tokens": {"ceiling": stats.max_output_tokens},
+            "cache_saving": cache_saving(
+                services, job.provider, job.model, -(-self.cached_bytes // BYTES_PER_TOKEN), on_demand=on_demand
+            ),
             "cost": cost_range(
                 job.provider,
                 job.model,

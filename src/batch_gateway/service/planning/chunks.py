@@ -30,7 +30,13 @@ from batch_gateway.models.quotas import BYTES_PER_TOKEN, scopes_for
 from batch_gateway.ports import PayloadWriter
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
-from batch_gateway.service.layout import chunk_id_hashes_key, chunk_idmap_key, chunk_ids_key, chunk_input_key
+from batch_gateway.service.layout import (
+    chunk_duplicates_key,
+    chunk_id_hashes_key,
+    chunk_idmap_key,
+    chunk_ids_key,
+    chunk_input_key,
+)
 
 ENVELOPE_BYTES = 64  # '{"requests":[' ... ']}' and commas, with room to spare
 IDS_BATCH = 4096  # custom_ids a chunk writer holds before it writes them and their hashes
@@ -114,6 +120,7 @@ class ChunkWriter:
         self.pending_ids: list[str] = []  # written and hashed IDS_BATCH at a time: few calls, little memory
         self.hashes = array("Q")
         self.idmap: dict[str, str] = {}
+        self.duplicates: dict[str, str] = {}  # caller id -> the caller id of the identical request sent (0126)
         self.count = 0
         self.bytes = 0
 
@@ -126,6 +133,10 @@ class ChunkWriter:
             self.idmap[custom_id] = caller_id
         self.count += 1
         self.bytes += len(line) + 1
+
+    def duplicate(self, caller_id: str, original_id: str) -> None:
+        """A request identical to one sent before: not sent, its result is a copy of ``original_id``'s."""
+        self.duplicates[caller_id] = original_id
 
     def _write_ids(self) -> None:
         """The pending custom_ids, one line each in input order, and their hashes."""
@@ -145,8 +156,17 @@ class ChunkWriter:
         )
         if self.idmap:
             services.payloads.put_bytes(chunk_idmap_key(job.id, self.index), dumps(self.idmap), "application/json")
+        if self.duplicates:
+            services.payloads.put_bytes(
+                chunk_duplicates_key(job.id, self.index), dumps(self.duplicates), "application/json"
+            )
         return Chunk(
-            job_id=job.id, index=self.index, request_count=self.count, byte_size=self.bytes, id_marker=self.marker
+            job_id=job.id,
+            index=self.index,
+            request_count=self.count,
+            byte_size=self.bytes,
+            id_marker=self.marker,
+            duplicates=len(self.duplicates),
         )
 
     def abort(self) -> None:

@@ -26,7 +26,7 @@ from batch_gateway.models.jobs import (
     RequestCounts,
     utcnow,
 )
-from batch_gateway.models.pricing import chunks_cost_detail
+from batch_gateway.models.pricing import chunks_cost_detail, with_savings
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import chunk_results_key, outbox_key, results_key
 from batch_gateway.service.limits.admission import free_slot
@@ -81,18 +81,23 @@ def _finalize(services: Services, job: Job, state: FinalizeState, budget: StepBu
     if any(c.open for c in chunks):
         raise IntegrityError(f"job {job.id} has chunks whose results are not collected")
     before = _progress(job, chunks)
-    if join_results(services, job, chunks, budget or StepBudget()) is None:
+    done = join_results(services, job, chunks, budget or StepBudget())
+    if done is None:
         job = services.jobs.require_job(job.id)
         _go_on_or_raise("Finalize", job.id, loop=state.loop, moved=_progress(job, chunks) > before)
         return {"job_id": job.id, "status": job.status.value, "done": False}
 
     counts, usage = summarize(chunks)
+    counts = counts.add(done.copied)  # the duplicates' outcomes are their firsts' (decision 0126)
     status = _terminal_status(job, chunks)
     failed = [c for c in chunks if c.state is ChunkState.FAILED]
     error = f"the provider refused chunk {failed[0].index}: {failed[0].error}" if failed else None
     door = write_door_outputs(services, job)  # before the status: an ended door job has its output files
     table = services.prices()
-    cost = with_primers(job, chunks_cost_detail(job.provider, job.model, chunks, table=table), table)  # 0128
+    cost = with_savings(
+        with_primers(job, chunks_cost_detail(job.provider, job.model, chunks, table=table), table),  # 0128
+        dedup=done.copied_cost,
+    )
     job = services.jobs.update_job(
         job.id,
         expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING],
@@ -207,13 +212,17 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> boo
     door = write_door_outputs(services, services.jobs.require_job(job.id))
     collected = [c for c in chunks if c.collected]
     counts, usage = summarize(collected)
+    counts = counts.add(done.copied)  # the duplicates' outcomes are their firsts' (decision 0126)
     for chunk in chunks:
         if not chunk.collected:
             counts = counts.add(RequestCounts(total=chunk.request_count, errored=chunk.request_count))
             if chunk.replaces is not None:  # a retry chunk: its items' earlier outcomes no longer count
                 counts = counts.subtract(chunk.replaces)
     table = services.prices()
-    cost = with_primers(job, chunks_cost_detail(job.provider, job.model, collected, table=table), table)  # 0128
+    cost = with_savings(
+        with_primers(job, chunks_cost_detail(job.provider, job.model, collected, table=table), table),  # 0128
+        dedup=done.copied_cost,
+    )
     services.jobs.update_job(
         job.id,
         expect=[JobStatus.FAILED],

@@ -40,6 +40,7 @@ from batch_gateway.service.planning.chunks import (
     requests_etag,
     requests_from,
 )
+from batch_gateway.service.planning.dedup import JobDuplicates
 from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.state import WorkflowState
 
@@ -74,11 +75,18 @@ def plan_job(
     elif progress.chunks:
         logger.info("plan goes on", extra={"job_id": job.id, "chunks": progress.chunks, "offset": progress.offset})
 
+    duplicates = JobDuplicates(job).seen_before(services, key, progress.offset)  # decision 0126
     index = progress.chunks  # of the chunk being filled
     marker = chunk_marker(provider, job.id, index)
     current: ChunkWriter | None = None
     try:
         for position, offset, request in requests_from(services, key, progress.offset, progress.position):
+            first = duplicates.first_of(request)
+            if first is not None:  # sent once, with the first of its kind; never the first of a chunk (below)
+                if current is None:
+                    raise IntegrityError(f"request {position} of {job.id} is a duplicate where a chunk begins")
+                current.duplicate(request["id"], first)
+                continue
             custom_id, line = provider_line(provider, job, request, position, marker, marks.mark if marks else None)
             if current is not None and boundaries.full(current.index, current.count, current.bytes, len(line)):
                 chunk, current = current.close(services, job), None
@@ -98,7 +106,7 @@ def plan_job(
             current.add(custom_id, request["id"], line)
         if current is not None:
             chunk, current = current.close(services, job), None
-            _record(services, job, chunk, None)
+            _record(services, job, chunk, None, duplicates=duplicates.count)
     except BaseException:
         if current is not None:
             current.abort()
@@ -137,13 +145,18 @@ def _record_cache_plan(services: Services, job: Job, plan: CachePlan) -> Job:
     return job
 
 
-def _record(services: Services, job: Job, chunk: Chunk, progress: PlanProgress | None) -> bool:
+def _record(services: Services, job: Job, chunk: Chunk, progress: PlanProgress | None, *, duplicates: int = 0) -> bool:
     """Record a chunk whose files are written, and where the next one begins (None: it was the last). False when
     another invocation has ended the plan meanwhile (nothing more to do); ``WriteConflictError`` (retried) when it
     recorded this chunk first: the retry goes on from its record."""
     try:
         services.jobs.add_planned_chunks(
-            job.id, [chunk], job_statuses=PLANNING_STATUSES, after=chunk.index, progress=progress
+            job.id,
+            [chunk],
+            job_statuses=PLANNING_STATUSES,
+            after=chunk.index,
+            progress=progress,
+            duplicates=duplicates,
         )
     except ConflictError:
         current = services.jobs.require_job(job.id)

@@ -1,0 +1,102 @@
+"""The result-reuse index on DynamoDB, in the jobs table (decision 0127, proposed; not yet wired into a workflow).
+
+Layout: ``pk = REUSE#<owner>``, ``sk = <request hash, hex>`` (``service.planning.canonical.request_hash``): the
+succeeded result item of that owner's request (without its id), the job it came from, and ``expires_at`` (epoch
+seconds). The owner is part of the partition key, so a look-up cannot reach another owner's result whatever else
+it asks. An entry past ``expires_at`` is not answered (a TTL on the attribute would only tidy up).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from batch_gateway.store.jobs import _values
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+REUSE_PREFIX = "REUSE#"
+BATCH_GET = 100  # DynamoDB's most keys a BatchGetItem takes
+BATCH_WRITE = 25
+REUSABLE_STATUS = "succeeded"  # errored, expired and canceled items are never reused
+
+
+@dataclass(frozen=True)
+class ReusableResult:
+    job_id: str
+    item: dict[str, Any]
+    ended_at: int  # epoch seconds
+    expires_at: int
+
+
+def _key(owner: str, digest: bytes) -> dict[str, Any]:
+    return _values({"pk": REUSE_PREFIX + owner, "sk": digest.hex()})
+
+
+class DynamoDBReuseIndex:
+    def __init__(self, dynamodb_client: DynamoDBClient, table: str) -> None:
+        self._db = dynamodb_client
+        self.table = table
+
+    def put_results(
+        self,
+        owner: str,
+        job_id: str,
+        results: Iterable[tuple[bytes, dict[str, Any]]],
+        *,
+        ended_at: int,
+        expires_at: int,
+    ) -> int:
+        """Index the succeeded ones of ``(request hash, result item)``; how many were written."""
+        writes: list[dict[str, Any]] = []
+        for digest, item in results:
+            if item.get("status") != REUSABLE_STATUS:
+                continue
+            stored = {k: v for k, v in item.items() if k != "id"}
+            values = _values({"job_id": job_id, "item": json.dumps(stored), "ended_at": ended_at})
+            values["expires_at"] = {"N": str(expires_at)}
+            writes.append({"PutRequest": {"Item": {**_key(owner, digest), **values}}})
+        for start in range(0, len(writes), BATCH_WRITE):
+            pending: dict[str, Any] = {self.table: writes[start : start + BATCH_WRITE]}
+            while pending:
+                answer = self._db.batch_write_item(RequestItems=pending)
+                pending = dict(answer.get("UnprocessedItems") or {})
+        return len(writes)
+
+    def find(self, owner: str, digests: list[bytes], *, now: int, max_age: int) -> dict[bytes, ReusableResult]:
+        """The owner's results for these hashes, ended at most ``max_age`` seconds before ``now`` and not expired."""
+        by_hex = {d.hex(): d for d in digests}
+        found: dict[bytes, ReusableResult] = {}
+        hexes = list(by_hex)
+        for start in range(0, len(hexes), BATCH_GET):
+            keys = [_key(owner, by_hex[h]) for h in hexes[start : start + BATCH_GET]]
+            pending: dict[str, Any] = {self.table: {"Keys": keys, "ConsistentRead": True}}
+            while pending:
+                answer = self._db.batch_get_item(RequestItems=pending)
+                for raw in answer["Responses"].get(self.table, []):
+                    entry = ReusableResult(
+                        job_id=raw["job_id"]["S"],
+                        item=json.loads(raw["item"]["S"]),
+                        ended_at=int(raw["ended_at"]["N"]),
+                        expires_at=int(raw["expires_at"]["N"]),
+                    )
+                    if entry.expires_at > now and now - entry.ended_at <= max_age:
+                        found[by_hex[raw["sk"]["S"]]] = entry
+                pending = dict(answer.get("UnprocessedKeys") or {})
+        return found
+
+    def forget_job(self, owner: str, job_id: str, digests: Iterable[bytes]) -> None:
+        """Remove the job's entries (its results deleted): only those that still come from it."""
+        for digest in digests:
+            try:
+                self._db.delete_item(
+                    TableName=self.table,
+                    Key=_key(owner, digest),
+                    ConditionExpression="job_id = :j",
+                    ExpressionAttributeValues={":j": {"S": job_id}},
+                )
+            except self._db.exceptions.ConditionalCheckFailedException:
+                continue  # a later job's result took the key: it stays
