@@ -20,6 +20,7 @@ def test_create_status_retrieve_list_through_the_state_machine(alice):
         "errored": 0,
         "canceled": 0,
         "expired": 0,
+        "sent": 5,  # all different: each sent (decision 0126)
     }
     assert done["chunks"][0]["provider_batch_id"].startswith("msgbatch_")
     assert done["usage"]["output_tokens"] > 0 and done["metadata"] == {"team": "search"}

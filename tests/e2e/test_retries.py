@@ -42,7 +42,7 @@ def test_expired_and_529_items_are_retried_and_every_item_ends_succeeded_one_bat
     done = alice.wait(job["id"], timeout=120)
     assert done["status"] == "finished"
     assert done["request_counts"] == {
-        "total": 6, "processing": 0, "succeeded": 6, "errored": 0, "canceled": 0, "expired": 0,
+        "total": 6, "processing": 0, "succeeded": 6, "errored": 0, "canceled": 0, "expired": 0, "sent": 6,
     }  # fmt: skip
     chunks = done["chunks"]
     assert [c["attempt"] for c in chunks] == [1, 2]
@@ -67,7 +67,7 @@ def test_invalid_request_items_are_not_retried_and_max_attempts_holds(alice, sim
     tag = secrets.token_hex(4)
     ids = [f"{tag}_{c}" for c in "ABC"]
     sim.configure(first_attempt_outcomes={ids[0]: "errored"})
-    job = alice.create(seed_body(requests={i: "hi" for i in ids}, retry={"max_attempts": 3}))
+    job = alice.create(seed_body(requests={i: f"hi ({i})" for i in ids}, retry={"max_attempts": 3}))  # each sent
     done = alice.wait(job["id"], timeout=60)
     assert done["status"] == "finished" and len(done["chunks"]) == 1
     item = alice.all_results(job["id"])[ids[0]]
@@ -85,7 +85,8 @@ def test_cancel_during_a_retry_round_cancels_it_and_the_job_ends_canceled(alice,
     tag = secrets.token_hex(4)
     ids = [f"{tag}_{c}" for c in "AB"]
     sim.configure(first_attempt_outcomes={ids[1]: "expired"}, processing_seconds=4)
-    job = alice.create(seed_body(requests={i: "hi" for i in ids}, retry={"max_attempts": 2}))
+    # different requests: identical ones would be sent once (decision 0126), and the expired one never sent
+    job = alice.create(seed_body(requests={i: f"hi ({i})" for i in ids}, retry={"max_attempts": 2}))
     deadline = time.monotonic() + 60
     while len((view := alice.request("GET", f"/batches/{job['id']}").json())["chunks"]) < 2:
         assert time.monotonic() < deadline and view["status"] in ("queued", "in_progress"), view

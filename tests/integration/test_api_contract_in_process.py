@@ -27,7 +27,10 @@ from requests.adapters import BaseAdapter
 from requests.structures import CaseInsensitiveDict
 from urllib3 import HTTPHeaderDict
 
+from batch_gateway import wiring
+from batch_gateway.constants import ENV_ENABLED_PROVIDERS
 from batch_gateway.edge.openapi import document
+from batch_gateway.provider_specs import PROVIDERS
 from batch_gateway_dev.local.front import ApiFront
 from batch_gateway_dev.local.template import Route
 from lambdas import anthropic_compat, cancel, create, list_jobs, openai_compat, retrieve, status, uploads
@@ -127,7 +130,12 @@ class InProcess(BaseAdapter):
 
 
 @pytest.fixture
-def session(aws) -> requests.Session:
+def session(aws, monkeypatch) -> requests.Session:
+    # A deployment of every provider: the document's providers are all schema-valid, and a provider a deployment
+    # does not run is its own 400 (decision 0102). Without it the handlers enabled what the test account reaches (the
+    # keyed providers' secrets, no Bedrock service role), and CI's run refused a generated Bedrock job with 400.
+    monkeypatch.setenv(ENV_ENABLED_PROVIDERS, ",".join(PROVIDERS))
+    wiring.reset()
     session = requests.Session()
     session.mount(BASE_URL, InProcess())
     return session
