@@ -433,19 +433,9 @@ class DynamoDBJobStore(JobStore):
                 {**values, ":old": chunk_count, ":new": chunk_count + len(chunks), ":now": iso(utcnow())}
             ),
         }
-        items: list[TransactWriteItemTypeDef] = [{"Update": job_update}]
-        for chunk in chunks:
-            item = _to_item({"pk": _pk(chunk.job_id), "sk": _chunk_sk(chunk.index), **_dump(chunk)})
-            items.append(
-                {"Put": {"TableName": self.table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}}
-            )
-        try:
-            self._db.transact_write_items(TransactItems=items)
-        except (
-            self._db.exceptions.TransactionCanceledException,
-            self._db.exceptions.ConditionalCheckFailedException,
-        ) as exc:
-            raise ConflictError(f"chunks of {job_id} cannot be added now (status or chunk count changed)") from exc
+        self._put_chunks_with(
+            job_update, chunks, f"chunks of {job_id} cannot be added now (status or chunk count changed)"
+        )
 
     def add_planned_chunks(
         self,
@@ -490,6 +480,11 @@ class DynamoDBJobStore(JobStore):
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": _values(values),
         }
+        self._put_chunks_with(job_update, chunks, f"the plan of {job_id} is not where this record goes on from")
+
+    def _put_chunks_with(self, job_update: UpdateTypeDef, chunks: list[Chunk], conflict: str) -> None:
+        """The job's update and each new chunk item (none there before), in one transaction; ``ConflictError``
+        (``conflict``) when the job's condition or a chunk's does not hold."""
         items: list[TransactWriteItemTypeDef] = [{"Update": job_update}]
         for chunk in chunks:
             item = _to_item({"pk": _pk(chunk.job_id), "sk": _chunk_sk(chunk.index), **_dump(chunk)})
@@ -502,7 +497,7 @@ class DynamoDBJobStore(JobStore):
             self._db.exceptions.TransactionCanceledException,
             self._db.exceptions.ConditionalCheckFailedException,
         ) as exc:
-            raise ConflictError(f"the plan of {job_id} is not where this record goes on from") from exc
+            raise ConflictError(conflict) from exc
 
     def discard_unplanned_chunks(self, job_id: str, indexes: list[int]) -> None:
         for start in range(0, len(indexes), MAX_ADDED_CHUNKS):
