@@ -54,3 +54,21 @@ def test_status_of_a_job_that_ended_before_savings_were_shown_has_no_savings_lin
     lines = _lines(cost={"currency": "USD", "total": 0.0123, "sync_total": 0.0246, "saving": 0.0123})
     assert "savings" not in lines
     assert not lines["requests"].endswith("sent")
+
+
+def test_the_sdk_job_gives_its_savings_by_source_and_none_for_a_job_from_before_them():
+    savings = {"batch": 7.81, "cache": 2.7, "reuse": 0.0, "dedup": 3.35}
+    job = Job.model_validate(
+        {
+            "id": "job_1",
+            "status": "finished",
+            "provider": "anthropic",
+            "model": "m",
+            "cost": {"total": 7.81, "savings": savings},
+        }
+    )
+    assert job.savings == savings
+    job.savings["batch"] = 0  # a copy: the job's own cost is not changed through it
+    assert job.cost is not None and job.cost["savings"]["batch"] == 7.81
+    before = Job.model_validate({"id": "job_2", "status": "finished", "provider": "anthropic", "model": "m"})
+    assert before.savings == {} and Job.model_validate({**before.model_dump(), "cost": {"total": 1.0}}).savings == {}
