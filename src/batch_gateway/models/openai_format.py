@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Set
 from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError
@@ -307,23 +308,29 @@ def chat_request(body: dict[str, Any], provider: str) -> dict[str, Any]:
     return request
 
 
-def embeddings_request(body: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(body) - EMBEDDING_FIELDS)
+def _only(body: dict[str, Any], allowed: Set[str]) -> None:
+    """A field the translation does not know is the line's problem, never dropped."""
+    unknown = sorted(set(body) - allowed)
     if unknown:
         raise LineProblemError(f"body.{unknown[0]}", "cannot be translated")
-    if not isinstance(body.get("input"), str):
-        raise LineProblemError("body.input", "must be one string (one embedding per line)")
+
+
+def _one_string(body: dict[str, Any], field: str, message: str) -> None:
+    if not isinstance(body.get(field), str):
+        raise LineProblemError(f"body.{field}", message)
+
+
+def embeddings_request(body: dict[str, Any]) -> dict[str, Any]:
+    _only(body, EMBEDDING_FIELDS)
+    _one_string(body, "input", "must be one string (one embedding per line)")
     extra = {k: v for k, v in body.items() if k in ("dimensions", "encoding_format", "user")}
     return {"prompt": body["input"], **({"provider_options": extra} if extra else {})}
 
 
 def completions_request(body: dict[str, Any]) -> dict[str, Any]:
     """A legacy completions body (one prompt string, one choice) as a gateway request."""
-    unknown = sorted(set(body) - COMPLETIONS_FIELDS - COMPLETIONS_PASSED)
-    if unknown:
-        raise LineProblemError(f"body.{unknown[0]}", "cannot be translated")
-    if not isinstance(body.get("prompt"), str):
-        raise LineProblemError("body.prompt", "must be one string (one completion per line)")
+    _only(body, COMPLETIONS_FIELDS | COMPLETIONS_PASSED)
+    _one_string(body, "prompt", "must be one string (one completion per line)")
     if body.get("n", 1) != 1:
         raise LineProblemError("body.n", "must be 1 (one choice per request)")
     request: dict[str, Any] = {"prompt": body["prompt"]}
@@ -337,18 +344,13 @@ def completions_request(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def moderations_request(body: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(body) - MODERATION_FIELDS)
-    if unknown:
-        raise LineProblemError(f"body.{unknown[0]}", "cannot be translated")
-    if not isinstance(body.get("input"), str):
-        raise LineProblemError("body.input", "must be one string (one text per line; no images)")
+    _only(body, MODERATION_FIELDS)
+    _one_string(body, "input", "must be one string (one text per line; no images)")
     return {"prompt": body["input"]}
 
 
 def responses_request(body: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(body) - RESPONSES_FIELDS)
-    if unknown:
-        raise LineProblemError(f"body.{unknown[0]}", "cannot be translated")
+    _only(body, RESPONSES_FIELDS)
     raw = body.get("input")
     if isinstance(raw, str):
         request: dict[str, Any] = {"prompt": raw}
