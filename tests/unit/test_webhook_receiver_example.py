@@ -1,4 +1,4 @@
-"""README's webhook receiver (the block after ``<!-- webhook-receiver -->``) runs as printed: it verifies a signed
+"""docs/events.md's webhook receiver (the block after ``<!-- webhook-receiver -->``) runs as printed: it verifies a signed
 delivery with the SDK's verify_webhook, answers 204 and prints the event; a forged one gets 400 and nothing."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import requests
 from batch_gateway.models.webhooks import new_secret
 from batch_gateway.service.events.webhook_delivery import signature_headers
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+EVENTS_DOC = Path(__file__).resolve().parents[2] / "docs" / "events.md"
 
 
 def _receiver_code() -> str:
-    text = README.read_text()
+    text = EVENTS_DOC.read_text()
     block = text.split("<!-- webhook-receiver -->", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     return block
 
