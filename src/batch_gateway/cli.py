@@ -208,7 +208,9 @@ def _read_header(path: str) -> dict[str, Any]:
 
 
 def _usd(value: Any) -> str:
-    return "unknown" if value is None else f"${value:,.4f}"
+    if value is None:
+        return "unknown"
+    return f"-${-value:,.4f}" if value < 0 else f"${value:,.4f}"
 
 
 def _estimate_text(estimate: dict[str, Any]) -> str:
@@ -236,6 +238,9 @@ def _estimate_text(estimate: dict[str, Any]) -> str:
             f"cache saving: {_usd(cache['low'])} to {_usd(cache['high'])} "
             f"(~{cache['cached_input_tokens']:,} cached input tokens; {cache['method']})"
         )
+    primers = (cache or {}).get("primers")
+    if primers and primers.get("groups"):
+        lines.append(f"cache primers: {primers['groups']} (one synchronous call each, {_usd(primers['cost'])})")
     lines.append("nothing was stored or started")
     return "\n".join(lines)
 

@@ -188,10 +188,10 @@ def test_a_dry_run_of_a_file_above_the_synchronous_bound_is_refused(aws, ctx, mo
     assert boto3.client("dynamodb").scan(TableName="jobs")["Count"] == 0
 
 
-def test_the_dry_run_estimates_the_cache_saving_of_repeated_system_prompts_and_says_how(aws, ctx):
+def test_without_cache_aware_planning_the_dry_run_estimates_repeated_system_prompts_and_says_how(aws, ctx):
     system = "You are a careful classifier. " * 40  # 1,200 bytes: ~300 tokens
     requests = {f"r{i}": {"messages": [{"role": "user", "content": f"text {i}"}], "system": system} for i in range(5)}
-    body = {"provider": "anthropic", "model": "claude-sonnet-4-20250514", "requests": requests}
+    body = {"provider": "anthropic", "model": "claude-sonnet-4-20250514", "requests": requests, "prompt_cache": "off"}
 
     status, estimate = _post(ctx, {**body, "dry_run": True})
     assert status == 200, estimate
@@ -204,3 +204,48 @@ def test_the_dry_run_estimates_the_cache_saving_of_repeated_system_prompts_and_s
 
     status, none = _post(ctx, {**_body(), "dry_run": True})
     assert none["cache_saving"]["cached_input_tokens"] == 0 and none["cache_saving"]["high"] == 0
+
+
+def test_the_dry_run_estimates_the_cache_groups_plan_primes_and_their_primers_cost(aws, ctx):
+    """With ``prompt_cache: auto`` (the default) the dry run's cache saving is the plan Plan makes (decision 0128):
+    the same groups, the same requests and tokens in each, less what each group's primer costs at the synchronous
+    price (a 1-hour cache write and a short answer)."""
+    services = wiring.services()
+    system = "Classify the ticket by the policy below and answer with one word. " + "Policy clause. " * 750
+    requests = {
+        f"r{i}": {"messages": [{"role": "user", "content": f"ticket {i}"}], "system": system} for i in range(30)
+    }
+    body = {"provider": "anthropic", "model": "claude-sonnet-4-20250514", "requests": requests}
+
+    status, estimate = _post(ctx, {**body, "dry_run": True})
+    assert status == 200, estimate
+    status, job = _post(ctx, body)
+    assert status == 202, job
+    plan_job(services, WorkflowState(job_id=job["id"]))
+    groups = services.jobs.require_job(job["id"]).cache_plan.groups
+    assert len(groups) == 1 and groups[0].requests == 30  # what Plan primes: the estimate must say the same
+
+    saving = estimate["cache_saving"]
+    read = sum(g.requests * g.tokens for g in groups)
+    assert saving["cached_input_tokens"] == read
+    assert saving["primers"]["groups"] == 1
+    price = price_for("anthropic", "claude-sonnet-4-20250514")
+    primers = sum(g.tokens * price.sync.input * 2 + 16 * price.sync.output for g in groups) / 1e6
+    assert saving["primers"]["cost"] == pytest.approx(primers, abs=1e-6)
+    assert saving["high"] == pytest.approx(
+        read * (price.batch.input - price.batch.cache_read) / 1e6 - primers, abs=1e-6
+    )
+    assert saving["low"] == pytest.approx(-primers, abs=1e-6)  # every read missing: the primers are paid for nothing
+    assert "primer" in saving["method"]
+
+
+def test_the_dry_run_counts_no_saving_for_a_group_too_small_to_pay_back_its_primer(aws, ctx):
+    system = "Answer briefly and cite the clause. " + "Clause text. " * 400  # ~1,300 tokens: cacheable
+    requests = {f"r{i}": {"messages": [{"role": "user", "content": f"q {i}"}], "system": system} for i in range(2)}
+    status, estimate = _post(
+        ctx, {"provider": "anthropic", "model": "claude-sonnet-4-20250514", "requests": requests, "dry_run": True}
+    )
+    assert status == 200, estimate
+    saving = estimate["cache_saving"]
+    assert saving["primers"] == {"groups": 0, "cost": 0.0}
+    assert saving["cached_input_tokens"] == 0 and saving["high"] == 0 and saving["low"] == 0

@@ -1,5 +1,5 @@
-"""docs/events.md's webhook receiver (the block after ``<!-- webhook-receiver -->``) runs as printed: it verifies a signed
-delivery with the SDK's verify_webhook, answers 204 and prints the event; a forged one gets 400 and nothing."""
+"""docs/events.md's webhook receiver (the block after ``<!-- webhook-receiver -->``) runs as printed: it verifies a
+signed delivery with the SDK's verify_webhook, answers 204 and prints the event; a forged one gets 400 and nothing."""
 
 from __future__ import annotations
 

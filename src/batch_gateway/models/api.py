@@ -277,10 +277,23 @@ class CostRange(BaseModel):
     reason: str | None = Field(default=None, description="why there is no price (unknown model)")
 
 
+class PrimersEstimate(BaseModel):
+    groups: int = Field(description="the groups Plan would prime, one synchronous primer each (decision 0128)")
+    cost: float | None = Field(description="USD the primers cost at the synchronous price; null: no known price")
+
+
 class CacheSavingEstimate(BaseModel):
-    low: float | None = Field(description="USD; 0 (the provider may miss the cache); null: no known price")
-    high: float | None = Field(description="USD if every repeated system prompt is read from the cache")
-    cached_input_tokens: int = Field(description="the repeated system prompts' tokens (bytes/4)")
+    low: float | None = Field(
+        description="USD if no read hits: 0, or less the primers' cost with prompt_cache auto; null: no known price"
+    )
+    high: float | None = Field(description="USD if every read hits (less the primers' cost with prompt_cache auto)")
+    cached_input_tokens: int = Field(
+        description="tokens read from the cache (bytes/4): the primed groups' prefixes with prompt_cache auto, the "
+        "repeated system prompts with off"
+    )
+    primers: PrimersEstimate | None = Field(
+        default=None, description="with prompt_cache auto on a provider that caches: the primers Plan would send"
+    )
     method: str = Field(description="how the estimate was made, in words")
 
 
@@ -297,5 +310,5 @@ class Estimate(BaseModel):
     output_tokens: OutputTokensCeiling
     cost: CostRange
     cache_saving: CacheSavingEstimate = Field(
-        description="what reading the repeated system prompts from the provider's cache may save (issue 27)"
+        description="what reading shared prefixes from the provider's cache may save (issue 27, decision 0128)"
     )

@@ -20,16 +20,20 @@ import json
 from array import array
 from typing import TYPE_CHECKING, Any
 
+from batch_gateway.constants import PROMPT_CACHE_AUTO
 from batch_gateway.contract.errors import InvalidRequestError
+from batch_gateway.jsonlines import loads
 from batch_gateway.models.jobs import Usage
 from batch_gateway.models.pricing import PriceTable, cost_of
 from batch_gateway.models.requests import DEFAULT_MAX_TOKENS
 from batch_gateway.provider_specs import BEDROCK
 
 if TYPE_CHECKING:
-    from batch_gateway.models.jobs import Job
+    from batch_gateway.models.jobs import CacheGroup, Job
+    from batch_gateway.models.pricing import ModelPrice
     from batch_gateway.providers.base import BatchProvider
     from batch_gateway.service.context import Services
+    from batch_gateway.service.planning.cache_groups import Scan
 
 BYTES_PER_TOKEN = 4  # the estimate: English prose and JSON run 3.5-4.5 bytes a token
 # The system prompt Anthropic adds to a request with tools (264-530 tokens by model, its tool-use docs); OpenAI's is
@@ -114,10 +118,20 @@ CACHE_SAVING_METHOD = (
 )
 
 
+PRIMED_SAVING_METHOD = (
+    "cache-aware planning (prompt_cache auto, decision 0128): the groups of requests sharing a prefix (system prompt, "
+    "tools, leading messages, in the provider's cacheable order, bytes/4 tokens) that Plan primes because their "
+    "reads save at least twice their primer at the price table; every request of a group reads the prefix at the "
+    "batch cache-read price instead of the input price (`high`), less what the primers cost (one synchronous call "
+    "each, writing the prefix and a short answer); `low` is the primers' cost alone, as if no read hit"
+)
+
+
 def cache_saving(
     services: Services, provider: str, model: str, read_tokens: int, *, on_demand: bool = False
 ) -> dict[str, Any]:
-    """The dry run's estimate of the cache saving (``savings.cache`` once the job has run), with its method."""
+    """The dry run's estimate of the cache saving (``savings.cache`` once the job has run), with its method, for a
+    job without cache-aware planning: repeated system prompts, read if the provider caches them."""
     cost = cost_of(
         provider, model, Usage(cache_read_input_tokens=read_tokens), on_demand=on_demand, table=services.prices()
     )
@@ -128,6 +142,30 @@ def cache_saving(
         "high": high,
         "cached_input_tokens": read_tokens,
         "method": CACHE_SAVING_METHOD,
+    }
+
+
+def primed_cache_saving(groups: list[CacheGroup], price: ModelPrice | None, write_factor: float) -> dict[str, Any]:
+    """The dry run's estimate of the cache saving of a job Plan will prime (decision 0128): its groups' reads less
+    their primers' cost, by the arithmetic that chose them."""
+    from batch_gateway.service.planning.cache_groups import primer_cost, read_saving  # noqa: PLC0415 (COLD_START)
+
+    if price is None:
+        return {
+            "low": None,
+            "high": None,
+            "cached_input_tokens": 0,
+            "primers": {"groups": 0, "cost": None},
+            "method": PRIMED_SAVING_METHOD,
+        }
+    primers = sum(primer_cost(group.tokens, price, write_factor) for group in groups)
+    reads = sum(read_saving(group.requests, group.tokens, price) for group in groups)
+    return {
+        "low": round(-primers, 6),
+        "high": round(reads - primers, 6),
+        "cached_input_tokens": sum(group.requests * group.tokens for group in groups),
+        "primers": {"groups": len(groups), "cost": round(primers, 6)},
+        "method": PRIMED_SAVING_METHOD,
     }
 
 
@@ -212,6 +250,8 @@ class DryRun:
         self._firsts: set[bytes] = set()  # canonical hashes met: a duplicate takes no place in a chunk (0126)
         self._prefixes: set[str] = set()  # system prompts met: a later request may read one from the cache
         self.cached_bytes = 0  # of the system prompts of the requests after the first that had each
+        self._scan: Scan | None = None  # with prompt_cache auto: the prefixes Plan will count (decision 0128)
+        self._least = 0  # characters: a shorter provider line holds no cacheable prefix
 
     def open(self, services: Services, job: Job) -> _Discard:
         """Before the requests: the job as it would be recorded (its provider, model, endpoint and options)."""
@@ -220,6 +260,11 @@ class DryRun:
         self._planner = services.planner_for(job.provider)
         self._template = job
         self._marker = new_id_marker() if self._planner.marks_custom_ids else None
+        if job.prompt_cache == PROMPT_CACHE_AUTO and self._planner.cache_min_tokens:
+            from batch_gateway.service.planning.cache_groups import CHARS_PER_TOKEN, Scan  # noqa: PLC0415 (COLD_START)
+
+            self._scan = Scan()
+            self._least = self._planner.cache_min_tokens * CHARS_PER_TOKEN
         return _Discard()
 
     def add(self, item: dict[str, Any]) -> None:
@@ -240,9 +285,23 @@ class DryRun:
                 self._prefixes.add(prefix)
         _, line = provider_line(self._planner, self._template, item, len(self.line_lengths), self._marker)
         self.line_lengths.append(len(line))
+        if self._scan is not None and len(line) >= self._least:
+            provider_view = loads(line)
+            self._scan.add(provider_view, self._planner.cache_prefixes(provider_view, self._template.model))
 
     def written(self, job: Job, stats: RequestStats) -> None:
         self.job, self.stats = job, stats
+
+    def _cache_saving(self, services: Services, job: Job, *, on_demand: bool) -> dict[str, Any]:
+        assert self._planner is not None
+        if self._scan is None:
+            read_tokens = -(-self.cached_bytes // BYTES_PER_TOKEN)
+            return cache_saving(services, job.provider, job.model, read_tokens, on_demand=on_demand)
+        from batch_gateway.service.planning.cache_groups import primed_groups  # noqa: PLC0415 (COLD_START)
+
+        price = services.prices().price_for(job.provider, job.model)
+        groups = [group for group, _ in primed_groups(self._planner, job.model, self._scan, price)]
+        return primed_cache_saving(groups, price, self._planner.primer_write_factor)
 
     def report(self, services: Services) -> dict[str, Any]:
         from batch_gateway.service.planning.chunks import (  # noqa: PLC0415 (cold start: see COLD_START)
@@ -278,9 +337,7 @@ class DryRun:
                 "error_bound": ESTIMATE_ERROR_BOUND,
             },
             "output_tokens": {"ceiling": stats.max_output_tokens},
-            "cache_saving": cache_saving(
-                services, job.provider, job.model, -(-self.cached_bytes // BYTES_PER_TOKEN), on_demand=on_demand
-            ),
+            "cache_saving": self._cache_saving(services, job, on_demand=on_demand),
             "cost": cost_range(
                 job.provider,
                 job.model,

@@ -63,14 +63,23 @@ class Scan:
         self.shapes = {keys: n for keys, n in self.shapes.items() if n > 1 or keys[-1] in self.prefixes}
 
 
+def read_saving(requests: int, tokens: int, price: ModelPrice) -> float:
+    """USD saved when ``requests`` batch requests read ``tokens`` cached tokens instead of plain input."""
+    return requests * tokens * (price.batch.input - price.batch.cache_read) / MILLION
+
+
+def primer_cost(tokens: int, price: ModelPrice, write_factor: float) -> float:
+    """USD one synchronous primer costs: its prefix written to the cache and a short answer."""
+    return (tokens * price.sync.input * write_factor + PRIMER_OUTPUT_TOKENS * price.sync.output) / MILLION
+
+
 def pays_back(requests: int, tokens: int, price: ModelPrice, write_factor: float) -> bool:
     """Whether ``requests`` batch requests reading ``tokens`` cached tokens instead of plain input save at least
     ``PAYBACK`` times what one synchronous primer writing them costs."""
     if requests < 2:
         return False
-    saving = requests * tokens * (price.batch.input - price.batch.cache_read) / MILLION
-    primer = (tokens * price.sync.input * write_factor + PRIMER_OUTPUT_TOKENS * price.sync.output) / MILLION
-    return saving > 0 and saving >= PAYBACK * primer
+    saving = read_saving(requests, tokens, price)
+    return saving > 0 and saving >= PAYBACK * primer_cost(tokens, price, write_factor)
 
 
 def choose(scan: Scan, price: ModelPrice | None, write_factor: float) -> list[str]:
@@ -79,7 +88,7 @@ def choose(scan: Scan, price: ModelPrice | None, write_factor: float) -> list[st
         return []  # no price, no arithmetic: sent as they are
     chosen = {key for key, seen in scan.prefixes.items() if pays_back(seen.count, seen.tokens, price, write_factor)}
     while True:
-        members = _members(scan, chosen)
+        members = members_of(scan, chosen)
         kept = {key for key in chosen if pays_back(members.get(key, 0), scan.prefixes[key].tokens, price, write_factor)}
         if kept == chosen:
             break
@@ -88,7 +97,7 @@ def choose(scan: Scan, price: ModelPrice | None, write_factor: float) -> list[st
     return sorted(chosen, key=lambda key: (-saving[key], key))[:MAX_GROUPS]
 
 
-def _members(scan: Scan, chosen: set[str]) -> dict[str, int]:
+def members_of(scan: Scan, chosen: set[str]) -> dict[str, int]:
     """Requests per chosen group: each request belongs to the longest chosen prefix it has."""
     members: dict[str, int] = {}
     for keys, count in scan.shapes.items():
@@ -106,19 +115,27 @@ def cache_plan(
     scan = Scan()
     for line in lines:
         scan.add(line, provider.cache_prefixes(line, job.model))
+    chosen = primed_groups(provider, job.model, scan, price)
+    return CachePlan(groups=[group for group, _ in chosen]), [primer for _, primer in chosen]
+
+
+def primed_groups(
+    provider: BatchProvider, model: str, scan: Scan, price: ModelPrice | None
+) -> list[tuple[CacheGroup, dict[str, Any]]]:
+    """The groups a scan's requests are planned in, each with its primer line (marked); the dry run's estimate
+    counts the same groups Plan primes."""
     keys = choose(scan, price, provider.primer_write_factor)
-    members = _members(scan, set(keys))
-    groups, primers = [], []
+    members = members_of(scan, set(keys))
+    chosen = []
     for key in keys:
         seen = scan.prefixes[key]
         assert seen.line is not None
         first = copy.deepcopy(seen.line)  # one request may be the first of two groups: each primer marked once
-        prefix = next(p for p in provider.cache_prefixes(first, job.model) if p.key == key)
+        prefix = next(p for p in provider.cache_prefixes(first, model) if p.key == key)
         if not provider.mark_cacheable(first, prefix):
             continue  # its first request cannot carry the marker (the caller's own use all the breakpoints)
-        groups.append(CacheGroup(key=key, requests=members.get(key, 0), tokens=seen.tokens))
-        primers.append(first)
-    return CachePlan(groups=groups), primers
+        chosen.append((CacheGroup(key=key, requests=members.get(key, 0), tokens=seen.tokens), first))
+    return chosen
 
 
 class CacheMarks:
