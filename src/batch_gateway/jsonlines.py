@@ -35,3 +35,15 @@ def dumps(obj: Any) -> bytes:
         return orjson.dumps(obj) if orjson is not None else _compact(obj).encode()
     except (TypeError, UnicodeEncodeError):  # e.g. a lone surrogate: escape it rather than fail the line
         return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode()
+
+
+def dumps_sorted(obj: Any) -> bytes:
+    """Compact UTF-8 JSON with sorted keys: a canonical form (``planning.canonical``). What orjson refuses (a lone
+    surrogate, an integer beyond 64 bits) is written by the standard library, escaped to ASCII: still one form per
+    value, since such a value never has the orjson form."""
+    try:
+        if orjson is not None:
+            return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+        return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+    except (TypeError, UnicodeEncodeError):
+        return json.dumps(obj, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=str).encode()

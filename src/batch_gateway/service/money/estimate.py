@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from batch_gateway.providers.base import BatchProvider
     from batch_gateway.service.context import Services
     from batch_gateway.service.planning.cache_groups import Scan
+    from batch_gateway.service.planning.canonical import RequestHasher
 
 BYTES_PER_TOKEN = 4  # the estimate: English prose and JSON run 3.5-4.5 bytes a token
 # The system prompt Anthropic adds to a request with tools (264-530 tokens by model, its tool-use docs); OpenAI's is
@@ -246,6 +247,7 @@ class DryRun:
         self.job: Job | None = None
         self._planner: BatchProvider | None = None
         self._template: Job | None = None
+        self._hash: RequestHasher | None = None
         self._marker: str | None = None
         self._firsts: set[bytes] = set()  # canonical hashes met: a duplicate takes no place in a chunk (0126)
         self._prefixes: set[str] = set()  # system prompts met: a later request may read one from the cache
@@ -256,9 +258,11 @@ class DryRun:
     def open(self, services: Services, job: Job) -> _Discard:
         """Before the requests: the job as it would be recorded (its provider, model, endpoint and options)."""
         from batch_gateway.models.ids import new_id_marker  # noqa: PLC0415 (cold start: see COLD_START)
+        from batch_gateway.service.planning.canonical import RequestHasher  # noqa: PLC0415 (see COLD_START)
 
         self._planner = services.planner_for(job.provider)
         self._template = job
+        self._hash = RequestHasher(job)
         self._marker = new_id_marker() if self._planner.marks_custom_ids else None
         if job.prompt_cache == PROMPT_CACHE_AUTO and self._planner.cache_min_tokens:
             from batch_gateway.service.planning.cache_groups import CHARS_PER_TOKEN, Scan  # noqa: PLC0415 (COLD_START)
@@ -268,11 +272,10 @@ class DryRun:
         return _Discard()
 
     def add(self, item: dict[str, Any]) -> None:
-        from batch_gateway.service.planning.canonical import request_hash  # noqa: PLC0415 (see COLD_START)
         from batch_gateway.service.planning.chunks import provider_line  # noqa: PLC0415 (see COLD_START)
 
-        assert self._planner is not None and self._template is not None
-        digest = request_hash(self._template, item)
+        assert self._planner is not None and self._template is not None and self._hash is not None
+        digest = self._hash(item)
         if digest in self._firsts:  # sent once with the first of its kind, as Plan does (decision 0126)
             return
         self._firsts.add(digest)

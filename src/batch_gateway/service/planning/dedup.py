@@ -13,7 +13,7 @@ from typing import Any
 
 from batch_gateway.models.jobs import Job
 from batch_gateway.service.context import Services
-from batch_gateway.service.planning.canonical import request_hash
+from batch_gateway.service.planning.canonical import RequestHasher
 from batch_gateway.service.planning.chunks import requests_from
 
 
@@ -22,11 +22,12 @@ class JobDuplicates:
 
     def __init__(self, job: Job) -> None:
         self.job = job
+        self._hash = RequestHasher(job)
         self.firsts: dict[bytes, str] = {}
         self.count = 0  # duplicates met so far
 
     def first_of(self, request: dict[str, Any]) -> str | None:
-        digest = request_hash(self.job, request)
+        digest = self._hash(request)
         first = self.firsts.get(digest)
         if first is None:
             self.firsts[digest] = request["id"]
