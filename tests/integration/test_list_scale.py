@@ -133,7 +133,7 @@ def test_the_openai_doors_page_after_a_deep_cursor_reads_what_a_shallow_one_read
     starts just after it on the by-owner index: the 2,000th newest batch as ``after`` costs what the 10th does."""
     services = memory_services()
     services.jobs = store
-    ids = _bulk(store, OWNER, 2_500, door="openai")
+    ids = _bulk(store, OWNER, 2_110, door="openai")  # the 2,000th and an index page (100) beyond it
     reads = Reads(store._db)
     seen = {}
     for depth in (10, 2_000):
@@ -213,7 +213,7 @@ def test_the_anthropic_doors_page_at_a_deep_cursor_reads_what_a_shallow_one_read
     batch newer than the cursor before: 2,000 items at the 2,000th)."""
     services = memory_services()
     services.jobs = store
-    ids = _bulk(store, OWNER, 2_500, door="anthropic")
+    ids = _bulk(store, OWNER, 2_110, door="anthropic")  # the 2,000th and an index page (100) beyond it
     reads = Reads(store._db)
     seen = {}
     for depth in depths:
