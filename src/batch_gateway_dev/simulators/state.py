@@ -16,6 +16,8 @@ from typing import Any
 from batch_gateway.provider_specs import SPECS
 from batch_gateway_dev.simulators import settings
 from batch_gateway_dev.simulators.faults import FaultQueue
+from batch_gateway_dev.simulators.lasting import BatchClock, LastingFaults
+from batch_gateway_dev.simulators.sync_calls import SyncLedger
 
 
 def _simulator(target: str) -> Any:
@@ -30,6 +32,8 @@ class SimulatorClock:
 
     def __init__(self) -> None:
         self.offset = 0.0
+        self._moved = threading.Condition()
+        self._resets = 0
 
     def now(self) -> float:
         return time.time() + self.offset
@@ -38,8 +42,25 @@ class SimulatorClock:
         """Move the clock ``seconds`` forward (never back); returns the new time."""
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
             raise ValueError(f"the clock only moves forward: seconds must be a number >= 0, got {seconds!r}")
-        self.offset += float(seconds)
+        with self._moved:
+            self.offset += float(seconds)
+            self._moved.notify_all()
         return self.now()
+
+    def reset(self) -> None:
+        """Back to wall time; every `wait` under way ends now."""
+        with self._moved:
+            self.offset = 0.0
+            self._resets += 1
+            self._moved.notify_all()
+
+    def wait(self, seconds: float) -> None:
+        """Return once this clock has moved ``seconds`` past now: by wall time passing, by `advance` (a test lets a
+        synchronous call's latency pass without waiting), or at once on `reset`."""
+        with self._moved:
+            until, resets = self.now() + seconds, self._resets
+            while self._resets == resets and (left := until - self.now()) > 0:
+                self._moved.wait(left)
 
 
 class SimulatorState:
@@ -50,6 +71,8 @@ class SimulatorState:
         # Replaced, never mutated, so a handler can read one consistent dict without holding the lock.
         self.settings: dict[str, Any] = copy.deepcopy(self._defaults)
         self.faults = FaultQueue()
+        self.lasting = LastingFaults()  # stall / outage / flex_unavailable until lifted (decision 0133)
+        self.sync_calls = SyncLedger()  # every synchronous call answered, per provider (decision 0133)
         self.fired: set[str] = set()  # first_attempt_outcomes keys already used (each fires in one batch only)
         # One simulator per provider, as its spec names it (provider_specs), in the specs' order.
         self.simulators: dict[str, Any] = {spec.name: _simulator(spec.simulator)(self) for spec in SPECS}
@@ -79,9 +102,11 @@ class SimulatorState:
         with self.lock:
             self._resets += 1
             self.settings = copy.deepcopy(self._defaults)
-            self.clock.offset = 0.0
+            self.clock.reset()
+            self.sync_calls.clear()
             self.fired.clear()
             self.faults.clear()
+            self.lasting.clear()
             for provider in self.providers:
                 provider.reset()
             self.requests.clear()
@@ -136,8 +161,11 @@ class SimulatorState:
                         cut += 1
                     continue
                 plan = getattr(batch, "plan", None)
-                if plan is not None and plan.end > now:
-                    plan.seconds = max(now - plan.created, 0.0)
+                if plan is None or (isinstance(plan.pause, BatchClock) and plan.pause.stalled):
+                    continue  # a stalled batch makes no progress, however much time passes (lasting.py)
+                own_now = plan.at(now)
+                if plan.end > own_now:
+                    plan.seconds = max(own_now - plan.created, 0.0)
                     cut += 1
         return cut
 
@@ -181,6 +209,8 @@ class SimulatorState:
                 "requests": dict(self.requests),
                 "faults_pending": self.faults.pending(),
                 "faults_fired": self.faults.fired(),
+                "faults_lasting": self.lasting.listed(),
+                "sync_calls": self.sync_calls.listed(),
                 "held": self.held,
                 "settings": copy.deepcopy(self.settings),
             }
