@@ -17,8 +17,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from batch_gateway.provider_specs import BEDROCK, OPENAI
 from batch_gateway_dev.http_server import LoopbackServer, QuietHandler
-from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators import lasting, settings
+from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators.faults import NO_ANSWER_KINDS, Fault
 from batch_gateway_dev.simulators.state import SimulatorState
 from batch_gateway_dev.simulators.sync_calls import call_model
@@ -170,6 +170,8 @@ class _Handler(QuietHandler):
                 if spec.get("kind") in lasting.KINDS:  # a lasting fault: it holds until lifted (decision 0133)
                     added = state.lasting.add(*lasting.check(spec))
                     return json_reply({"lasting": added, "faults_lasting": state.lasting.listed()})
+                if "op" not in spec:  # not a one-shot fault either: say what a lasting one takes
+                    lasting.check(spec)
                 fault = state.faults.add(**spec)
                 return json_reply({"queued": fault.describe(), "pending": state.faults.pending()})
             if req.method == "DELETE" and route == "/faults":
