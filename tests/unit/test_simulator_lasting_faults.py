@@ -19,6 +19,7 @@ from google.genai import errors, types
 
 from batch_gateway_dev.simulators.lasting import LastingFaults
 from batch_gateway_dev.simulators.schedule import Plan
+from tests.support.waiting import wait_for
 
 CLAUDE = "claude-sonnet-4-20250514"
 GPT = "gpt-4o-mini"
@@ -73,7 +74,7 @@ def openai_batch(sim, model: str = GPT, n: int = 3):
     return client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
 
 
-def gemini_batch(sim, n: int = 3):
+def gemini_batch(sim, n: int = 3, model: str = GEMINI):
     client = gemini(sim)
     lines = [
         {"key": f"r{i}", "request": {"contents": [{"role": "user", "parts": [{"text": f"q{i}"}]}]}} for i in range(n)
@@ -81,7 +82,7 @@ def gemini_batch(sim, n: int = 3):
     data = "".join(json.dumps(line) + "\n" for line in lines).encode()
     config = types.UploadFileConfig(mime_type="application/jsonl", display_name="chunk.jsonl")
     uploaded = client.files.upload(file=io.BytesIO(data), config=config)
-    return client.batches.create(model=GEMINI, src=uploaded.name, config={"display_name": "bg-stall"})
+    return client.batches.create(model=model, src=uploaded.name, config={"display_name": "bg-stall"})
 
 
 # ---- the admin API
@@ -331,3 +332,32 @@ def test_a_gemini_batch_under_a_stall_stays_pending_until_lifted(sim):
     admin(sim, "DELETE", "/faults", {"provider": "google", "kind": "stall"})
     assert sim.end_processing("google") == 1
     assert client.batches.get(name=job.name).state == types.JobState.JOB_STATE_SUCCEEDED
+
+
+# Per provider: (stalled model, another model, create a batch of a model -> its id in GET /_simulator/batches)
+CREATES = {
+    "anthropic": (CLAUDE, "claude-3-5-haiku-20241022", lambda sim, model: anthropic_batch(sim, model).id),
+    "openai": (GPT, "gpt-4.1", lambda sim, model: openai_batch(sim, model).id),
+    "google": (GEMINI, "gemini-2.0-flash", lambda sim, model: gemini_batch(sim, model=model).name.split("/")[-1]),
+}
+
+
+@pytest.mark.parametrize("provider", sorted(CREATES))
+def test_a_stalled_batch_stays_frozen_while_a_later_batch_of_another_model_ends(sim, provider):
+    """Wall time passes (the later batch, on the same schedule, ends); the stalled one has not moved. No sleep: the
+    test waits on the later batch's end, then on the stalled one's once lifted."""
+    stalled_model, other_model, create = CREATES[provider]
+    sim.configure(processing_seconds=0.3)
+    sim.add_lasting_fault(provider, "stall", model=stalled_model)
+    held = create(sim, stalled_model)
+    free = create(sim, other_model)
+
+    def ended(batch_id: str) -> bool:
+        return next(b["ended"] for b in sim.created_batches()[provider] if b["id"] == batch_id)
+
+    finished = f"batches/{held}" if provider == "google" else held  # Gemini's items_finished key is its name
+    wait_for(lambda: ended(free), timeout=10, what="the batch of the other model to end")
+    assert not ended(held) and sim.stats()["items_finished"][finished] == 0
+    sim.lift_fault(provider, "stall", model=stalled_model)
+    wait_for(lambda: ended(held), timeout=10, what="the lifted batch to end")
+    assert sim.stats()["items_finished"][finished] == 3
