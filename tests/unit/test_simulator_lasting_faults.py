@@ -361,3 +361,19 @@ def test_a_stalled_batch_stays_frozen_while_a_later_batch_of_another_model_ends(
     sim.lift_fault(provider, "stall", model=stalled_model)
     wait_for(lambda: ended(held), timeout=10, what="the lifted batch to end")
     assert sim.stats()["items_finished"][finished] == 3
+
+
+def test_a_cancel_during_a_stall_runs_on_the_batchs_own_time(sim):
+    """A cancel is accepted while stalled; the time it takes (`cancel_seconds`) is frozen with the batch, so it
+    completes only once the stall is lifted."""
+    sim.configure(processing_seconds=HOUR, cancel_seconds=30)
+    client = claude(sim)
+    batch = anthropic_batch(sim)
+    sim.add_lasting_fault("anthropic", "stall")
+    assert client.messages.batches.cancel(batch.id).processing_status == "canceling"
+    assert sim.end_processing("anthropic") == 0
+    assert client.messages.batches.retrieve(batch.id).processing_status == "canceling"
+    sim.lift_fault("anthropic", "stall")
+    assert sim.end_processing("anthropic") == 1
+    ended = client.messages.batches.retrieve(batch.id)
+    assert ended.processing_status == "ended" and ended.request_counts.canceled == 3

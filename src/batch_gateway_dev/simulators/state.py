@@ -154,18 +154,18 @@ class SimulatorState:
         cut = 0
         with self.lock:
             for batch in getattr(simulator, "batches", {}).values():
-                cancel_at = getattr(batch, "cancel_at", None)
-                if cancel_at is not None:
-                    if cancel_at + batch.cancel_seconds > now:
-                        batch.cancel_seconds = max(now - cancel_at, 0.0)
-                        cut += 1
-                    continue
                 plan = getattr(batch, "plan", None)
                 if plan is None or (isinstance(plan.pause, BatchClock) and plan.pause.stalled):
-                    continue  # a stalled batch makes no progress, however much time passes (lasting.py)
-                own_now = plan.at(now)
-                if plan.end > own_now:
-                    plan.seconds = max(own_now - plan.created, 0.0)
+                    continue  # a stalled batch makes no progress, its cancel neither (lasting.py)
+                own = plan.at(now)  # the batch's own time: a lifted stall shifted it
+                cancel_at = getattr(batch, "cancel_at", None)
+                if cancel_at is not None:
+                    if cancel_at + batch.cancel_seconds > own:
+                        batch.cancel_seconds = max(own - cancel_at, 0.0)
+                        cut += 1
+                    continue
+                if plan.end > own:
+                    plan.seconds = max(own - plan.created, 0.0)
                     cut += 1
         return cut
 
