@@ -47,7 +47,7 @@ class SyncLedger:
         self._lock = threading.Lock()
         self._calls: dict[str, list[dict[str, Any]]] = {}
 
-    def record(self, provider: str, endpoint: str, req: Request, model: str | None, status: int) -> None:
+    def record(self, provider: str, endpoint: str, req: Request, model: str | None, status: int | None) -> None:
         body = call_json(req)
         tier = body.get("service_tier")
         call = {
