@@ -3,6 +3,7 @@ reads its input nor processes a record while a later job of another model comple
 
 from __future__ import annotations
 
+from tests.support.waiting import wait_for
 from tests.unit import test_simulator_bedrock as bedrock_sim
 
 # The Bedrock simulator's module fixtures (the local AWS process with its roles and bucket, the clients), by name.
@@ -28,6 +29,10 @@ def test_a_stalled_job_makes_no_progress_until_lifted(sim, bedrock, s3):
     assert job["status"] not in bedrock_sim.ENDED and job.get("processedRecordCount", 0) == 0
     assert sim.stats()["items_finished"][held.rsplit("/", 1)[-1]] == 0
     sim.lift_fault("bedrock", "stall", model=CLAUDE)
+    # nobody polls: the lift re-arms the job, which reads its input and writes its output on its own, as Bedrock does
+    prefix = f"output/{held.rsplit('/', 1)[-1]}/"
+    written = lambda: s3.list_objects_v2(Bucket=bedrock_sim.BUCKET, Prefix=prefix).get("KeyCount", 0) >= 2  # noqa: E731
+    wait_for(written, timeout=10, what="the lifted job to write its output and manifest unpolled")
     done = bedrock_sim.wait_ended(bedrock, held)
     assert done["status"] == "Completed" and done["processedRecordCount"] == 2
     assert [line["recordId"] for line in bedrock_sim.output_lines(s3, held)] == ["a", "b"]

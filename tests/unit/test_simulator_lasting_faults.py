@@ -4,6 +4,7 @@ listed in GET /_simulator/state and lifted by DELETE /_simulator/faults or POST 
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 
@@ -17,9 +18,11 @@ from botocore.config import Config
 from google import genai
 from google.genai import errors, types
 
+from batch_gateway_dev.simulators import SimulatorServer
 from batch_gateway_dev.simulators.lasting import LastingFaults
 from batch_gateway_dev.simulators.schedule import Plan
 from tests.support.waiting import wait_for
+from tests.support.webhook_receiver import WebhookReceiver
 
 CLAUDE = "claude-sonnet-4-20250514"
 GPT = "gpt-4o-mini"
@@ -377,3 +380,21 @@ def test_a_cancel_during_a_stall_runs_on_the_batchs_own_time(sim):
     assert sim.end_processing("anthropic") == 1
     ended = client.messages.batches.retrieve(batch.id)
     assert ended.processing_status == "ended" and ended.request_counts.canceled == 3
+
+
+def test_a_stalled_openai_batch_pushes_its_webhook_only_after_the_lift():
+    """The webhook is pushed when the batch really ends: not at its unshifted end, and once the lift re-arms it."""
+    secret = "whsec_" + base64.b64encode(b"simulated openai webhook secret!").decode()
+    with WebhookReceiver() as receiver, SimulatorServer(processing_seconds=0.3) as own:
+        own.push_openai_webhooks(receiver.url, secret)
+        own.add_lasting_fault("openai", "stall", model=GPT)
+        held, free = openai_batch(own, GPT).id, openai_batch(own, "gpt-4.1").id
+
+        def pushed(batch_id: str):
+            return lambda seen: [r for r in seen if json.loads(r.body)["data"]["id"] == batch_id]
+
+        receiver.wait_for(pushed(free), timeout=10)
+        assert not pushed(held)(receiver.seen())
+        own.lift_fault("openai", "stall", model=GPT)
+        [event] = pushed(held)(receiver.wait_for(pushed(held), timeout=10))
+        assert json.loads(event.body)["type"] == "batch.completed"

@@ -546,6 +546,17 @@ class BedrockJobs:
         reached, its output written or not)."""
         return [{"id": j.id, "mark": j.name, "ended": j.schedule(now)[0] in ENDED} for j in self.jobs.values()]
 
+    def resume(self) -> None:
+        """After a stall is lifted: wake each job not ended when its next step is due on its shifted time (the timers
+        set before the stall fired while it held, and found nothing due)."""
+        with self.state.lock:
+            jobs = [job for job in self.jobs.values() if job.final is None and job.pause is not None]
+        for job in jobs:
+            due = job.load_at if job.plan is None else min(job.plan.end, job.expire_at)
+            if job.stop_at is not None:
+                due = job.stop_at + job.stop_seconds
+            self._wake(job, due)
+
     def end_processing(self) -> int:
         """Every job still running ends now, as if its processing time had been what has passed (one not yet
         validated reads its input first), and every stop still under way completes now; returns how many."""
@@ -722,14 +733,16 @@ class BedrockJobs:
             if job.stop_at is None:
                 job.stop_at = now if job.pause is None else job.pause(now)
                 job.stop_seconds = self.state.settings["cancel_seconds"]
-        self._wake(job, now + job.stop_seconds)
+        self._wake(job, job.stop_at + job.stop_seconds)  # the stop's end, on the job's own time
         return json_reply({})
 
     # ---- the job's own progress
 
     def _wake(self, job: _Job, at: float) -> None:
         """Advance the job at `at` even if nobody polls it (Bedrock writes output whether or not anyone looks)."""
-        timer = threading.Timer(max(0.0, at - time.time()), self._advance_quietly, (job,))
+        now = time.time()
+        own = now if job.pause is None else job.pause(now)  # `at` is on the job's own time (a stall shifts it)
+        timer = threading.Timer(max(0.0, at - own), self._advance_quietly, (job,))
         timer.daemon = True
         timer.start()
 

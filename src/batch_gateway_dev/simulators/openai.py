@@ -720,6 +720,16 @@ class OpenAIBatches:
         status = _FAULT_STATUS.get(fault.status, fault.status)
         return ApiError(status, type_, fault.message(), code=code, headers=fault.headers())
 
+    def resume(self) -> None:
+        """After a stall is lifted: look at each batch again when its shifted end comes, for its webhook (the look
+        scheduled at its unshifted end found it unfinished)."""
+        now = time.time()
+        with self.state.lock:
+            for batch in self.batches.values():
+                if batch.timeline(now)[0] in ("validating", "in_progress", "finalizing", "cancelling"):
+                    end = batch.plan.end if batch.cancel_at is None else batch.cancel_at + batch.cancel_seconds
+                    self.pusher.schedule(batch.id, now + max(end - batch.plan.at(now), 0.0))
+
     def _ended(self, batch_id: str) -> tuple[str, float] | None:
         """(status, when it reached it) of a batch now, for the webhook pusher; None once forgotten."""
         with self.state.lock:

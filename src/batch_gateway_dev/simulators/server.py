@@ -176,7 +176,7 @@ class _Handler(QuietHandler):
                 return json_reply({"queued": fault.describe(), "pending": state.faults.pending()})
             if req.method == "DELETE" and route == "/faults":
                 spec = parse_json(req.body) if req.body.strip() else dict(req.query)
-                lifted = state.lasting.lift(*lasting.check(spec))
+                lifted = state.lift(*lasting.check(spec))
                 if lifted is None:
                     return json_reply({"error": f"no such lasting fault is active: {spec}"}, 404)
                 return json_reply({"lifted": lifted, "faults_lasting": state.lasting.listed()})
@@ -307,7 +307,7 @@ class SimulatorServer:
 
     def lift_fault(self, provider: str, kind: str, model: str | None = None) -> dict[str, Any] | None:
         """Lift one lasting fault (same as DELETE /_simulator/faults); returns it, or None when it was not active."""
-        return self.state.lasting.lift(provider, kind, model)
+        return self.state.lift(provider, kind, model)
 
     def sync_calls(self) -> dict[str, dict[str, Any]]:
         """Per provider, the synchronous calls answered since the last reset (GET /_simulator/state `sync_calls`)."""

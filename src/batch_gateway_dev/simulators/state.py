@@ -16,7 +16,7 @@ from typing import Any
 from batch_gateway.provider_specs import SPECS
 from batch_gateway_dev.simulators import settings
 from batch_gateway_dev.simulators.faults import FaultQueue
-from batch_gateway_dev.simulators.lasting import BatchClock, LastingFaults
+from batch_gateway_dev.simulators.lasting import STALL, BatchClock, LastingFaults
 from batch_gateway_dev.simulators.sync_calls import SyncLedger
 
 
@@ -111,6 +111,15 @@ class SimulatorState:
                 provider.reset()
             self.requests.clear()
         self.release_held()
+
+    def lift(self, provider: str, kind: str, model: str | None = None) -> dict[str, Any] | None:
+        """Lift a lasting fault (`LastingFaults.lift`); after a stall, a simulator whose batches act on their own
+        (Bedrock writes output, OpenAI pushes webhooks) re-arms them for their shifted times (`resume`)."""
+        lifted = self.lasting.lift(provider, kind, model)
+        resume = getattr(self.simulators[provider], "resume", None)
+        if lifted is not None and kind == STALL and resume is not None:
+            resume()
+        return lifted
 
     def hold(self, seconds: float) -> bool:
         """Keep the calling request on the wire until ``release_held()`` or ``seconds`` pass. False when a reset let
