@@ -96,6 +96,7 @@ class _Batch:
 
     def timeline(self, now: float) -> tuple[str, float, int, str]:
         """(processing_status, end time, finished-item cutoff, outcome of the unfinished) at `now`."""
+        now = self.plan.at(now)  # a lasting stall holds the batch's own time (lasting.py)
         if self.cancel_at is not None:
             end = self.cancel_at + self.cancel_seconds
             cutoff, leftover = self.plan.done_by(self.cancel_at), CANCELED
@@ -350,10 +351,11 @@ class AnthropicBatches:
     def items_finished(self, now: float) -> dict[str, int]:
         """Each batch's finished items so far: its timeline gives the final cutoff; until the end (or the cancel)
         only the first ones are done."""
-        return {
-            batch_id: batch.plan.done_by(now if batch.cancel_at is None else min(now, batch.cancel_at))
-            for batch_id, batch in self.batches.items()
-        }
+        finished = {}
+        for batch_id, batch in self.batches.items():
+            own = batch.plan.at(now)  # a lasting stall holds the batch's own time (lasting.py)
+            finished[batch_id] = batch.plan.done_by(own if batch.cancel_at is None else min(own, batch.cancel_at))
+        return finished
 
     @staticmethod
     def request_id() -> tuple[str, str]:
@@ -398,6 +400,7 @@ class AnthropicBatches:
         now = time.time()
         with self.state.lock:
             plan = Plan.from_settings(now, config, [p[0] for p in parsed], self.state.fired)
+            plan.pause = self.state.lasting.pause(PROVIDER, {p[1] for p in parsed}, now)
             start = now + self.state.clock.offset
         problems: dict[int, str] = {}
         for index, prompt in enumerate(prompts):
@@ -495,7 +498,7 @@ class AnthropicBatches:
             if status == "ended":
                 raise _invalid(f"Message Batch {id!r} has already ended and cannot be canceled.")
             if batch.cancel_at is None:
-                batch.cancel_at = now
+                batch.cancel_at = batch.plan.at(now)
                 batch.cancel_seconds = self.state.settings["cancel_seconds"]
             view = batch.view(now, req.base_url)
             if batch.cancel_seconds == 0 or view["processing_status"] == "ended":

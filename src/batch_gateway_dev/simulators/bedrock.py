@@ -39,6 +39,7 @@ from batch_gateway_dev.simulators import cache_prefixes, content
 from batch_gateway_dev.simulators.anthropic import message_body
 from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators.faults import Fault
+from batch_gateway_dev.simulators.lasting import BatchClock
 from batch_gateway_dev.simulators.prompt_cache import PromptCache, written
 from batch_gateway_dev.simulators.schedule import ERRORED, EXPIRED, SUCCEEDED, Plan
 from batch_gateway_dev.simulators.wire import BadBody, Reply, Request, Route, dumps, json_reply, parse_json
@@ -310,7 +311,7 @@ class _Job:
         "id", "arn", "name", "model_id", "family", "converse", "role_arn", "token", "fingerprint", "input_uri",
         "output_uri", "timeout_hours", "invocation_type", "submitted", "seconds", "config", "expire_at", "lock",
         "loaded", "validated_at", "records", "files", "plan", "error_indices", "failure", "stop_at", "stop_seconds",
-        "final", "credentials",
+        "final", "credentials", "pause",
     )  # fmt: skip
 
     def __init__(self, body: dict[str, Any], arn: str, fingerprint: str, config: dict[str, Any], now: float) -> None:
@@ -343,6 +344,7 @@ class _Job:
         self.stop_seconds = 0.0
         self.final: tuple[str, float, int] | None = None  # frozen (status, since, processed) once the job ended
         self.credentials: dict[str, str] | None = None
+        self.pause: BatchClock | None = None  # a lasting stall holds the job's own time (lasting.py)
 
     @property
     def load_at(self) -> float:
@@ -363,6 +365,7 @@ class _Job:
 
     def schedule(self, now: float) -> tuple[str, float, int]:
         """(status, when it began, records processed) that the timeline reaches at `now`, output written or not."""
+        now = now if self.pause is None else self.pause(now)
         loaded = self.loaded  # before the plan: `_load` publishes the plan first and `loaded` last, without our lock
         plan = self.plan
         if self.stop_at is not None:
@@ -393,6 +396,7 @@ class _Job:
         """Records finished so far (the first ones, in order), for `items_finished`."""
         if self.final is not None:
             return self.final[2]
+        now = now if self.pause is None else self.pause(now)
         plan = self.plan
         if plan is None:
             return 0
@@ -542,6 +546,17 @@ class BedrockJobs:
         reached, its output written or not)."""
         return [{"id": j.id, "mark": j.name, "ended": j.schedule(now)[0] in ENDED} for j in self.jobs.values()]
 
+    def resume(self) -> None:
+        """After a stall is lifted: wake each job not ended when its next step is due on its shifted time (the timers
+        set before the stall fired while it held, and found nothing due)."""
+        with self.state.lock:
+            jobs = [job for job in self.jobs.values() if job.final is None and job.pause is not None]
+        for job in jobs:
+            due = job.load_at if job.plan is None else min(job.plan.end, job.expire_at)
+            if job.stop_at is not None:
+                due = job.stop_at + job.stop_seconds
+            self._wake(job, due)
+
     def end_processing(self) -> int:
         """Every job still running ends now, as if its processing time had been what has passed (one not yet
         validated reads its input first), and every stop still under way completes now; returns how many."""
@@ -551,18 +566,19 @@ class BedrockJobs:
         cut = []
         for job in jobs:
             with job.lock:
-                if job.final is not None:
-                    continue
+                if job.final is not None or (job.pause is not None and job.pause.stalled):
+                    continue  # ended, or stalled: a stalled job makes no progress however much time passes
+                own = now if job.pause is None else job.pause(now)  # the job's own time: a lifted stall shifted it
                 if job.stop_at is not None:
-                    if job.stop_at + job.stop_seconds <= now:
+                    if job.stop_at + job.stop_seconds <= own:
                         continue
-                    job.stop_seconds = max(now - job.stop_at, 0.0)
+                    job.stop_seconds = max(own - job.stop_at, 0.0)
                 elif not job.loaded:  # each phase takes no time from here: it loads, then its records end at once
                     job.seconds = 0.0
-                    job.validated_at = min(job.validated_at, now)
-                elif job.plan is not None and job.plan.end > now:
-                    job.plan.created = min(job.plan.created, now)
-                    job.plan.seconds = max(now - job.plan.created, 0.0)
+                    job.validated_at = min(job.validated_at, own)
+                elif job.plan is not None and job.plan.end > own:
+                    job.plan.created = min(job.plan.created, own)
+                    job.plan.seconds = max(own - job.plan.created, 0.0)
                 else:
                     continue  # it failed validation, or ended and its output is being written
             cut.append(job)
@@ -651,6 +667,7 @@ class BedrockJobs:
             job_id = "".join(secrets.choice(_ID_ALPHABET) for _ in range(12))
             arn = f"arn:aws:bedrock:{region}:{account}:model-invocation-job/{job_id}"
             job = _Job(body, arn, fingerprint, config, now)
+            job.pause = self.state.lasting.pause(PROVIDER, {job.model_id}, now)
             self.jobs[job.id] = job
             self.created += 1
         self._wake(job, job.load_at)
@@ -714,16 +731,18 @@ class BedrockJobs:
             if status in ENDED:
                 raise _validation(f"The model invocation job {job.arn} is in status {status} and cannot be stopped.")
             if job.stop_at is None:
-                job.stop_at = now
+                job.stop_at = now if job.pause is None else job.pause(now)
                 job.stop_seconds = self.state.settings["cancel_seconds"]
-        self._wake(job, now + job.stop_seconds)
+        self._wake(job, job.stop_at + job.stop_seconds)  # the stop's end, on the job's own time
         return json_reply({})
 
     # ---- the job's own progress
 
     def _wake(self, job: _Job, at: float) -> None:
         """Advance the job at `at` even if nobody polls it (Bedrock writes output whether or not anyone looks)."""
-        timer = threading.Timer(max(0.0, at - time.time()), self._advance_quietly, (job,))
+        now = time.time()
+        own = now if job.pause is None else job.pause(now)  # `at` is on the job's own time (a stall shifts it)
+        timer = threading.Timer(max(0.0, at - own), self._advance_quietly, (job,))
         timer.daemon = True
         timer.start()
 
@@ -749,7 +768,8 @@ class BedrockJobs:
 
     def _advance_locked(self, job: _Job) -> None:
         now = time.time()
-        if not job.loaded and job.stop_at is None and now >= job.load_at:
+        own = now if job.pause is None else job.pause(now)  # the job's own time (lasting.py); schedule() shifts too
+        if not job.loaded and job.stop_at is None and own >= job.load_at:
             self._load(job)
             if job.plan is not None:
                 self._wake(job, min(job.plan.end, job.expire_at))
@@ -768,7 +788,7 @@ class BedrockJobs:
             job.failure = self._read_input(job)
         except AccessDenied as exc:
             job.failure = str(exc)
-        job.validated_at = max(job.validated_at, time.time())
+        job.validated_at = max(job.validated_at, time.time() if job.pause is None else job.pause(time.time()))
         if job.failure is None:
             config = job.config
             wanted = config["item_outcomes"]

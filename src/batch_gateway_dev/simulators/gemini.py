@@ -391,6 +391,7 @@ class _Batch:
 
     def timeline(self, now: float) -> tuple[str, int, float | None]:
         """(state, finished-line cutoff, end time or None) at `now`."""
+        now = self.plan.at(now)  # a lasting stall holds the batch's own time (lasting.py)
         plan, running = self.plan, self.running_at
         if self.cancel_at is not None:
             cutoff = plan.done_by(self.cancel_at) if self.cancel_at >= running and not self.failure else 0
@@ -759,6 +760,7 @@ class GeminiBatches:
                 )
             keys = [item.key or f"#{i}" for i, item in enumerate(items)]
             plan = Plan.from_settings(now, config, keys, self.state.fired)
+            plan.pause = self.state.lasting.pause(PROVIDER, {model}, now)
             for index, kind in errored.items():
                 plan.forced.setdefault(index, kind)
             start = now + self.state.clock.offset
@@ -829,7 +831,7 @@ class GeminiBatches:
                     400, f"Batch {batch.name} is already in a terminal state ({state}) and cannot be cancelled."
                 )
             if batch.cancel_at is None:
-                batch.cancel_at = now
+                batch.cancel_at = batch.plan.at(now)
                 batch.cancel_seconds = self.state.settings["cancel_seconds"]
         return json_reply({})
 

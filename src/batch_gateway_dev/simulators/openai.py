@@ -30,6 +30,7 @@ from batch_gateway.provider_specs import OPENAI
 from batch_gateway_dev.simulators import cache_prefixes, content, settings
 from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators.faults import Fault
+from batch_gateway_dev.simulators.lasting import FLEX_UNAVAILABLE
 from batch_gateway_dev.simulators.openai_push import WebhookPusher
 from batch_gateway_dev.simulators.prompt_cache import Mark, PromptCache, written
 from batch_gateway_dev.simulators.schedule import (
@@ -76,6 +77,13 @@ _ERRORS = {
     RATE_LIMITED: (429, "requests", "rate_limit_exceeded"),
     SERVER_ERROR: (500, "server_error", "server_error"),
 }
+SERVICE_TIERS = ("auto", "default", "flex", "scale", "priority")
+# Flex processing without capacity answers 429 "Resource Unavailable" (OpenAI's Flex guide; the body's exact words are
+# the simulator's own: the guide shows none).
+FLEX_UNAVAILABLE_MESSAGE = (
+    "Resource unavailable: Flex processing has no capacity for this request right now (simulated). "
+    "Retry later, or send it without service_tier 'flex'."
+)
 ENDPOINTS = ("/v1/chat/completions", "/v1/responses", "/v1/embeddings", "/v1/completions", "/v1/moderations")
 NO_OUTPUT_ENDPOINTS = ("/v1/embeddings", "/v1/moderations")  # nothing generated: no output tokens
 # Moderations: every score is low and nothing is flagged, but for text holding one of these words (lower case), which
@@ -288,6 +296,7 @@ class _Batch:
 
     def timeline(self, now: float) -> tuple[str, dict[str, float], int, str]:
         """(status, reached timestamps, finished-item cutoff, outcome of the unfinished) at `now`."""
+        now = self.plan.at(now)  # a lasting stall holds the batch's own time (lasting.py)
         plan, validated = self.plan, self.validated_at
         stamps: dict[str, float] = {}
         if self.cancel_at is not None:
@@ -439,7 +448,7 @@ _CHAT_COMPLETION = json_template(
                 "rejected_prediction_tokens": 0,
             },
         },
-        "service_tier": "default",
+        "service_tier": "<<service_tier>>",
         "system_fingerprint": None,
     }
 )
@@ -483,6 +492,7 @@ _RESPONSE = json_template(
         },
         "user": None,
         "metadata": {},
+        "service_tier": "<<service_tier>>",
     }
 )
 _COMPLETION = json_template(
@@ -519,9 +529,11 @@ def _response_body(
     cached: int,
     created: int,
     limit: int | None = None,
+    service_tier: str = "default",
 ) -> str:
     """JSON of the endpoint's success body: ChatCompletion, Response or CreateEmbeddingResponse; an answer longer
-    than ``limit`` output tokens (reasoning included) is cut there (`length`, or an incomplete Response)."""
+    than ``limit`` output tokens (reasoning included) is cut there (`length`, or an incomplete Response).
+    ``service_tier``: the tier the answer says it ran at (a chat completion's or a response's)."""
     if endpoint == "/v1/embeddings":
         vector = dumps(content.embedding(model, excerpt, tokens))
         return _EMBEDDINGS % {"embedding": vector, "model": quote(model), "input_tokens": tokens}
@@ -546,6 +558,7 @@ def _response_body(
         "input_tokens": tokens,
         "output_tokens": out,
         "total_tokens": tokens + out,
+        "service_tier": quote(service_tier),
     }
     if endpoint == "/v1/completions":
         return _COMPLETION % {
@@ -637,7 +650,8 @@ class OpenAIBatches:
         self.batches: dict[str, _Batch] = {}
         self.created = 0
         self.uploaded = 0
-        self.answered = 0  # synchronous chat completions and responses
+        self.answered = 0  # synchronous chat completions, responses and embeddings
+        self.flex_calls = 0  # of them, those that asked for service_tier "flex" (`openai_flex_unavailable_every`)
         self.cache = PromptCache()
         # OpenAI's project webhooks: a signed batch.* event when a batch ends (openai_push.py)
         self.pusher = WebhookPusher(self._ended)
@@ -653,12 +667,13 @@ class OpenAIBatches:
             Route("POST", "/v1/batches/{id}/cancel", "cancel_batch", self.cancel),
             Route("POST", "/v1/chat/completions", "converse", self.chat),
             Route("POST", "/v1/responses", "converse", self.respond),
+            Route("POST", "/v1/embeddings", "converse", self.embed),
         ]
 
     def reset(self) -> None:
         self.files.clear()
         self.batches.clear()
-        self.created = self.uploaded = self.answered = 0
+        self.created = self.uploaded = self.answered = self.flex_calls = 0
         self.cache.clear()
         self.pusher.forget()
 
@@ -704,6 +719,16 @@ class OpenAIBatches:
         type_, code = _FAULT_ERRORS[fault.status]
         status = _FAULT_STATUS.get(fault.status, fault.status)
         return ApiError(status, type_, fault.message(), code=code, headers=fault.headers())
+
+    def resume(self) -> None:
+        """After a stall is lifted: look at each batch again when its shifted end comes, for its webhook (the look
+        scheduled at its unshifted end found it unfinished)."""
+        now = time.time()
+        with self.state.lock:
+            for batch in self.batches.values():
+                if batch.timeline(now)[0] in ("validating", "in_progress", "finalizing", "cancelling"):
+                    end = batch.plan.end if batch.cancel_at is None else batch.cancel_at + batch.cancel_seconds
+                    self.pusher.schedule(batch.id, now + max(end - batch.plan.at(now), 0.0))
 
     def _ended(self, batch_id: str) -> tuple[str, float] | None:
         """(status, when it reached it) of a batch now, for the webhook pusher; None once forgotten."""
@@ -888,6 +913,7 @@ class OpenAIBatches:
             if errors:
                 items = []
             plan = Plan.from_settings(now, config, [item[0] for item in items], self.state.fired)
+            plan.pause = self.state.lasting.pause(PROVIDER, {model} if model else set(), now)
             start = now + self.state.clock.offset
         if items and any(asks):
             hits = self.cache.run_batch(
@@ -916,6 +942,13 @@ class OpenAIBatches:
         body = self._sync_body(req, "input")
         return self._answer(req, "/v1/responses", body, body.get("max_output_tokens"))
 
+    def embed(self, req: Request) -> Reply:
+        """`POST /v1/embeddings`: a `CreateEmbeddingResponse`, the vector a batch line of the same body gets."""
+        body = self._sync_body(req, "input")
+        if "service_tier" in body:  # Flex processing is for Responses and Chat Completions only
+            raise _invalid("Unrecognized request argument supplied: service_tier", "service_tier", "unknown_parameter")
+        return self._answer(req, "/v1/embeddings", body, None)
+
     @staticmethod
     def _sync_body(req: Request, needs: str) -> dict[str, Any]:
         try:
@@ -935,17 +968,37 @@ class OpenAIBatches:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
             raise _invalid(f"Invalid value for the output token limit: {limit!r}.", None, "invalid_value")
         model = str(body["model"])
+        tier = self._service_tier(body.get("service_tier"), model)
         excerpt, tokens = content.summarize_openai(endpoint, body)
         marks = cache_prefixes.openai_marks(endpoint, body, tokens, scope_of(req))
         now = self.state.clock.now()
         hit = self.cache.use(marks, now)
         suffix = secrets.token_hex(12)
-        answer = _response_body(endpoint, model, suffix, excerpt, tokens, hit.tokens if hit else 0, int(now), limit)
+        cached = hit.tokens if hit else 0
+        answer = _response_body(endpoint, model, suffix, excerpt, tokens, cached, int(now), limit, tier)
         with self.state.lock:
             self.answered += 1
         reply = Reply(200, answer.encode(), "application/json")
         reply.completed = self.cache.later(written(marks, hit), self.state.clock.now)
         return reply
+
+    def _service_tier(self, asked: Any, model: str) -> str:
+        """The tier a call runs at, as its answer says it (`auto` and none run at `default`); a `flex` call answers
+        429 resource unavailable while the lasting fault `flex_unavailable` holds, and every
+        `openai_flex_unavailable_every`-th flex call does (decision 0133)."""
+        if asked is None or asked == "auto":
+            return "default"
+        if asked not in SERVICE_TIERS:
+            message = f"Invalid value for 'service_tier': {asked!r}; supported values are {', '.join(SERVICE_TIERS)}."
+            raise _invalid(message, "service_tier", "invalid_value")
+        if asked == "flex":
+            with self.state.lock:
+                self.flex_calls += 1
+                every = self.state.settings["openai_flex_unavailable_every"]
+                refused = bool(every) and self.flex_calls % every == 0
+            if refused or self.state.lasting.active(PROVIDER, FLEX_UNAVAILABLE, [model]):
+                raise ApiError(429, "resource_unavailable", FLEX_UNAVAILABLE_MESSAGE, code="resource_unavailable")
+        return str(asked)
 
     def _token_limit_errors(
         self, items: list[Item], model: str | None, limit: int | None, now: float
@@ -988,7 +1041,7 @@ class OpenAIBatches:
             if status in ("completed", "failed", "expired", "cancelled"):
                 raise _invalid(f"Cannot cancel a batch with status '{status}'.")
             if batch.cancel_at is None:
-                batch.cancel_at = now
+                batch.cancel_at = batch.plan.at(now)
                 batch.cancel_seconds = self.state.settings["cancel_seconds"]
                 self.pusher.schedule(batch.id, now + batch.cancel_seconds)
             view = self._view(batch, now)

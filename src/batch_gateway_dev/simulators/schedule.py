@@ -8,6 +8,7 @@ cancel keeps what finished before it; an expiring batch only ever finishes its f
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,13 @@ class Plan:
     forced: dict[int, str]  # item index -> one of ERROR_KINDS | EXPIRED (`item_outcomes`, `first_attempt_outcomes`)
     error_every: int
     expire: bool  # batch_outcome == "expire"
+    # The batch's own time at a wall time: the wall time less what lasting `stall` faults took (lasting.py); None:
+    # never stalled. Its timeline reads `at(now)`, so a stall freezes it and a lifted one shifts it.
+    pause: Callable[[float], float] | None = None
+
+    def at(self, now: float) -> float:
+        """Where this batch's timeline stands at wall time ``now``."""
+        return now if self.pause is None else self.pause(now)
 
     @classmethod
     def from_settings(

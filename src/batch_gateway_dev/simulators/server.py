@@ -17,12 +17,15 @@ from urllib.parse import parse_qsl, urlsplit
 
 from batch_gateway.provider_specs import BEDROCK, OPENAI
 from batch_gateway_dev.http_server import LoopbackServer, QuietHandler
+from batch_gateway_dev.simulators import lasting, settings
 from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators.faults import NO_ANSWER_KINDS, Fault
 from batch_gateway_dev.simulators.state import SimulatorState
+from batch_gateway_dev.simulators.sync_calls import call_model
 from batch_gateway_dev.simulators.wire import BadBody, Reply, Request, json_reply, parse_json
 
 ADMIN_PREFIX = "/_simulator"
+_OUTAGE = "Service unavailable: a simulated outage of %s (lasting fault; DELETE /_simulator/faults lifts it)."
 _HARD_BODY_CAP = 1024 * 1024 * 1024  # beyond this the body is not even read
 
 
@@ -104,31 +107,49 @@ class _Handler(QuietHandler):
                 if match is None or route.method != req.method:
                     continue
                 state.count(f"{req.method} {route.template}")
-                header, rid = provider.request_id()
-                fault = None
-                try:
-                    provider.authorize(req)
-                    fault = state.faults.take(provider.provider, route.op)
-                    if fault is not None and fault.kind in NO_ANSWER_KINDS:
-                        return Reply(200), fault  # never performed; serve drops the connection
-                    if fault is not None and not fault.performs_call:
-                        return provider.render(provider.fault_error(fault)), None
-                    if fault is not None and fault.kind == "hold_before_accept" and not state.hold(fault.seconds):
-                        # a reset let it go: performed now, it would be a stray in the fresh state; lost instead
-                        return Reply(200), Fault(provider.provider, route.op, "drop_before_accept")
-                    reply = route.handler(req, **match.groupdict())
-                    if fault is not None and fault.kind == "hold_after_accept":
-                        state.hold(fault.seconds)
-                except ApiError as exc:
-                    return provider.render(exc), fault
-                except Exception as exc:  # a simulator bug: answer 500 and say so on stderr
-                    traceback.print_exc(file=sys.stderr)
-                    return provider.render(ApiError(500, provider.error_types[0], repr(exc))), fault
-                reply.headers.setdefault(header, rid)
+                reply, fault = self._perform(provider, route, match.groupdict(), req)
+                if route.op == "converse":  # a synchronous call: recorded with what it was answered (None: no answer)
+                    dropped = fault is not None and (fault.after_accept or fault.kind in NO_ANSWER_KINDS)
+                    model = call_model(req, match.groupdict())
+                    status = None if dropped else reply.status
+                    state.sync_calls.record(provider.provider, route.template, req, model, status)
                 return reply, fault
         message = f"Unknown request URL: {req.method} {req.path}."
         api = state.simulator_for_path(req.path)
         return api.render(ApiError(404, api.error_types[1], message)), None
+
+    def _perform(self, provider: Any, route: Any, groups: dict[str, str], req: Request) -> tuple[Reply, Fault | None]:
+        """One matched call: a lasting outage, then auth, one-shot faults, a synchronous call's latency, the handler."""
+        state = self.server.state
+        if state.lasting.present(provider.provider, lasting.OUTAGE) and state.lasting.active(
+            provider.provider, lasting.OUTAGE, [call_model(req, groups)]
+        ):
+            outage = Fault(provider.provider, route.op, "http_503", extra={"message": _OUTAGE % provider.provider})
+            return provider.render(provider.fault_error(outage)), None
+        header, rid = provider.request_id()
+        fault = None
+        try:
+            provider.authorize(req)
+            fault = state.faults.take(provider.provider, route.op)
+            if fault is not None and fault.kind in NO_ANSWER_KINDS:
+                return Reply(200), fault  # never performed; serve drops the connection
+            if fault is not None and not fault.performs_call:
+                return provider.render(provider.fault_error(fault)), None
+            if fault is not None and fault.kind == "hold_before_accept" and not state.hold(fault.seconds):
+                # a reset let it go: performed now, it would be a stray in the fresh state; lost instead
+                return Reply(200), Fault(provider.provider, route.op, "drop_before_accept")
+            if route.op == "converse":
+                state.clock.wait(settings.sync_latency(state.settings, provider.provider))
+            reply = route.handler(req, **groups)
+            if fault is not None and fault.kind == "hold_after_accept":
+                state.hold(fault.seconds)
+        except ApiError as exc:
+            return provider.render(exc), fault
+        except Exception as exc:  # a simulator bug: answer 500 and say so on stderr
+            traceback.print_exc(file=sys.stderr)
+            return provider.render(ApiError(500, provider.error_types[0], repr(exc))), fault
+        reply.headers.setdefault(header, rid)
+        return reply, fault
 
     def _admin(self, req: Request) -> Reply:
         state = self.server.state
@@ -146,8 +167,19 @@ class _Handler(QuietHandler):
                 spec = parse_json(req.body)
                 if not isinstance(spec, dict):
                     raise ValueError("fault must be a JSON object")
+                if spec.get("kind") in lasting.KINDS:  # a lasting fault: it holds until lifted (decision 0133)
+                    added = state.lasting.add(*lasting.check(spec))
+                    return json_reply({"lasting": added, "faults_lasting": state.lasting.listed()})
+                if "op" not in spec:  # not a one-shot fault either: say what a lasting one takes
+                    lasting.check(spec)
                 fault = state.faults.add(**spec)
                 return json_reply({"queued": fault.describe(), "pending": state.faults.pending()})
+            if req.method == "DELETE" and route == "/faults":
+                spec = parse_json(req.body) if req.body.strip() else dict(req.query)
+                lifted = state.lift(*lasting.check(spec))
+                if lifted is None:
+                    return json_reply({"error": f"no such lasting fault is active: {spec}"}, 404)
+                return json_reply({"lifted": lifted, "faults_lasting": state.lasting.listed()})
             if req.method == "POST" and route == "/openai/webhook":
                 spec = parse_json(req.body or b"{}")
                 if not isinstance(spec, dict):
@@ -268,6 +300,19 @@ class SimulatorServer:
         """Queue a one-shot fault (same as POST /_simulator/faults); returns it."""
         return self.state.faults.add(provider, op, kind, times, **extra).describe()
 
+    def add_lasting_fault(self, provider: str, kind: str, model: str | None = None) -> dict[str, Any]:
+        """Set a lasting fault, `stall`, `outage` or `flex_unavailable` (same as POST /_simulator/faults with such a
+        kind); it holds until `lift_fault` or `reset`. Returns it."""
+        return self.state.lasting.add(provider, kind, model)
+
+    def lift_fault(self, provider: str, kind: str, model: str | None = None) -> dict[str, Any] | None:
+        """Lift one lasting fault (same as DELETE /_simulator/faults); returns it, or None when it was not active."""
+        return self.state.lift(provider, kind, model)
+
+    def sync_calls(self) -> dict[str, dict[str, Any]]:
+        """Per provider, the synchronous calls answered since the last reset (GET /_simulator/state `sync_calls`)."""
+        return self.state.sync_calls.listed()
+
     def release_held(self) -> int:
         """Let every call held by a hold fault go on (same as POST /_simulator/release); returns how many."""
         return self.state.release_held()
@@ -291,10 +336,12 @@ class SimulatorServer:
         return self.state.faults.fired()
 
     def reset(self) -> None:
-        """Forget all batches, files, prompt caches and faults; restore the default settings and the clock."""
+        """Forget all batches, files, prompt caches, faults (lasting ones too) and recorded synchronous calls; restore
+        the default settings and the clock."""
         self.state.reset()
 
     def stats(self) -> dict[str, Any]:
-        """Same as GET /_simulator/state: settings, pending faults, held calls, request counts, each provider's
-        batches and ``items_finished`` (per batch id, how many items have finished so far)."""
+        """Same as GET /_simulator/state: settings, pending faults, lasting faults (``faults_lasting``), held calls,
+        request counts, synchronous calls (``sync_calls``), each provider's batches and ``items_finished`` (per batch
+        id, how many items have finished so far)."""
         return self.state.stats()

@@ -13,6 +13,8 @@ import copy
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from batch_gateway.provider_specs import PROVIDERS
+
 MB = 1024 * 1024
 BATCH_OUTCOMES = ("complete", "expire")
 ITEM_OUTCOMES = ("errored", "expired", "overloaded", "rate_limited", "server_error")
@@ -49,6 +51,12 @@ DEFAULTS: dict[str, Any] = {
     # only what was complete when its wave began. 10,000: a cold batch of up to 10,000 items sharing a prefix reads
     # nothing from the cache (as measured on Anthropic), a larger one from its second wave on.
     "cache_wave_size": 10_000,
+    # Synchronous endpoints (decision 0133): how long each call takes on the simulator's clock before it answers (one
+    # number for every provider, or {provider: seconds}; `POST /_simulator/clock` lets it pass at once), and every
+    # how many `service_tier: "flex"` OpenAI calls one answers 429 resource unavailable (0: never; the lasting fault
+    # `flex_unavailable` makes every one answer so).
+    "sync_latency_seconds": 0.0,
+    "openai_flex_unavailable_every": 0,
 }
 
 
@@ -88,8 +96,16 @@ def validate(updates: dict[str, Any], limited: Collection[str]) -> dict[str, Any
     for key, value in updates.items():
         if key in ("processing_seconds", "cancel_seconds", "list_lag_seconds"):
             clean[key] = _number(key, value)
-        elif key == "error_every":
+        elif key in ("error_every", "openai_flex_unavailable_every"):
             clean[key] = _count(key, value)
+        elif key == "sync_latency_seconds":
+            if isinstance(value, dict):
+                unknown = set(value) - set(PROVIDERS)
+                if unknown:
+                    raise ValueError(f"{key}: unknown providers {sorted(unknown)}; known: {list(PROVIDERS)}")
+                clean[key] = {p: _number(f"{key}.{p}", v) for p, v in value.items()}
+            else:
+                clean[key] = _number(key, value)
         elif key in (
             "bedrock_min_records",
             "bedrock_max_records",
@@ -136,3 +152,11 @@ def limit(settings: dict[str, Any], provider: str, key: str, real: Mapping[str, 
     if isinstance(value, dict):
         value = value.get(provider)
     return real[key] if value is None else int(value)
+
+
+def sync_latency(settings: dict[str, Any], provider: str) -> float:
+    """How long a synchronous call of ``provider`` takes on the simulator's clock (`sync_latency_seconds`)."""
+    value = settings.get("sync_latency_seconds") or 0.0
+    if isinstance(value, dict):
+        value = value.get(provider, 0.0)
+    return float(value)

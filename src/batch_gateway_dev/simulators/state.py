@@ -16,6 +16,8 @@ from typing import Any
 from batch_gateway.provider_specs import SPECS
 from batch_gateway_dev.simulators import settings
 from batch_gateway_dev.simulators.faults import FaultQueue
+from batch_gateway_dev.simulators.lasting import STALL, BatchClock, LastingFaults
+from batch_gateway_dev.simulators.sync_calls import SyncLedger
 
 
 def _simulator(target: str) -> Any:
@@ -30,6 +32,8 @@ class SimulatorClock:
 
     def __init__(self) -> None:
         self.offset = 0.0
+        self._moved = threading.Condition()
+        self._resets = 0
 
     def now(self) -> float:
         return time.time() + self.offset
@@ -38,8 +42,25 @@ class SimulatorClock:
         """Move the clock ``seconds`` forward (never back); returns the new time."""
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
             raise ValueError(f"the clock only moves forward: seconds must be a number >= 0, got {seconds!r}")
-        self.offset += float(seconds)
+        with self._moved:
+            self.offset += float(seconds)
+            self._moved.notify_all()
         return self.now()
+
+    def reset(self) -> None:
+        """Back to wall time; every `wait` under way ends now."""
+        with self._moved:
+            self.offset = 0.0
+            self._resets += 1
+            self._moved.notify_all()
+
+    def wait(self, seconds: float) -> None:
+        """Return once this clock has moved ``seconds`` past now: by wall time passing, by `advance` (a test lets a
+        synchronous call's latency pass without waiting), or at once on `reset`."""
+        with self._moved:
+            until, resets = self.now() + seconds, self._resets
+            while self._resets == resets and (left := until - self.now()) > 0:
+                self._moved.wait(left)
 
 
 class SimulatorState:
@@ -50,6 +71,8 @@ class SimulatorState:
         # Replaced, never mutated, so a handler can read one consistent dict without holding the lock.
         self.settings: dict[str, Any] = copy.deepcopy(self._defaults)
         self.faults = FaultQueue()
+        self.lasting = LastingFaults()  # stall / outage / flex_unavailable until lifted (decision 0133)
+        self.sync_calls = SyncLedger()  # every synchronous call answered, per provider (decision 0133)
         self.fired: set[str] = set()  # first_attempt_outcomes keys already used (each fires in one batch only)
         # One simulator per provider, as its spec names it (provider_specs), in the specs' order.
         self.simulators: dict[str, Any] = {spec.name: _simulator(spec.simulator)(self) for spec in SPECS}
@@ -79,13 +102,24 @@ class SimulatorState:
         with self.lock:
             self._resets += 1
             self.settings = copy.deepcopy(self._defaults)
-            self.clock.offset = 0.0
+            self.clock.reset()
+            self.sync_calls.clear()
             self.fired.clear()
             self.faults.clear()
+            self.lasting.clear()
             for provider in self.providers:
                 provider.reset()
             self.requests.clear()
         self.release_held()
+
+    def lift(self, provider: str, kind: str, model: str | None = None) -> dict[str, Any] | None:
+        """Lift a lasting fault (`LastingFaults.lift`); after a stall, a simulator whose batches act on their own
+        (Bedrock writes output, OpenAI pushes webhooks) re-arms them for their shifted times (`resume`)."""
+        lifted = self.lasting.lift(provider, kind, model)
+        resume = getattr(self.simulators[provider], "resume", None)
+        if lifted is not None and kind == STALL and resume is not None:
+            resume()
+        return lifted
 
     def hold(self, seconds: float) -> bool:
         """Keep the calling request on the wire until ``release_held()`` or ``seconds`` pass. False when a reset let
@@ -129,15 +163,18 @@ class SimulatorState:
         cut = 0
         with self.lock:
             for batch in getattr(simulator, "batches", {}).values():
+                plan = getattr(batch, "plan", None)
+                if plan is None or (isinstance(plan.pause, BatchClock) and plan.pause.stalled):
+                    continue  # a stalled batch makes no progress, its cancel neither (lasting.py)
+                own = plan.at(now)  # the batch's own time: a lifted stall shifted it
                 cancel_at = getattr(batch, "cancel_at", None)
                 if cancel_at is not None:
-                    if cancel_at + batch.cancel_seconds > now:
-                        batch.cancel_seconds = max(now - cancel_at, 0.0)
+                    if cancel_at + batch.cancel_seconds > own:
+                        batch.cancel_seconds = max(own - cancel_at, 0.0)
                         cut += 1
                     continue
-                plan = getattr(batch, "plan", None)
-                if plan is not None and plan.end > now:
-                    plan.seconds = max(now - plan.created, 0.0)
+                if plan.end > own:
+                    plan.seconds = max(own - plan.created, 0.0)
                     cut += 1
         return cut
 
@@ -181,6 +218,8 @@ class SimulatorState:
                 "requests": dict(self.requests),
                 "faults_pending": self.faults.pending(),
                 "faults_fired": self.faults.fired(),
+                "faults_lasting": self.lasting.listed(),
+                "sync_calls": self.sync_calls.listed(),
                 "held": self.held,
                 "settings": copy.deepcopy(self.settings),
             }
