@@ -66,6 +66,7 @@ FIELDS = (
     "webhook",
     "prompt_cache",
     "guardrails",
+    "provider_headers",
 )
 REQUIRED = ("provider", "model", "requests")
 
@@ -88,6 +89,9 @@ class CreateJobInput:
     webhook: Any = None  # the job's own webhook as given; api.webhooks.job_webhook checks it (decision 0070)
     prompt_cache: str | None = None  # "auto" | "off"; None: the deployment's default (decision 0128)
     guardrails: dict[str, str] | None = None  # {"pii": mode} (decision 0124); None: the deployment's default
+    # Headers sent to the provider with the job's batches (decision 0129), checked against the deployment's allow-list
+    # by ``models.provider_headers`` when the job is drafted.
+    provider_headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, body: Any) -> CreateJobInput:
@@ -148,6 +152,12 @@ def _check_guardrails(value: Any) -> str | None:
     return None
 
 
+def _check_headers(value: Any) -> str | None:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return 'must be an object of header name -> string value, such as {"anthropic-beta": "..."}'
+    return None
+
+
 def _check_object(value: Any) -> str | None:
     return None if isinstance(value, dict) else "must be an object"
 
@@ -198,6 +208,7 @@ _FIELD_CHECKS = {
     "endpoint": _check_endpoint_name,
     "provider_options": _check_object,
     "guardrails": _check_guardrails,
+    "provider_headers": _check_headers,
 }
 
 
