@@ -127,7 +127,7 @@ DEFAULTS: dict[str, Any] = {
     "retry_default": "",
     "prompt_cache_default": constants.DEFAULT_PROMPT_CACHE,
     "guardrails": {"pii": "off", "detector": "builtin"},
-    "provider_headers": "{}",
+    "provider_headers": {},
     "quotas": "{}",
     "reconcile_wait_seconds": "",
     "owner_weights": "{}",

@@ -63,9 +63,7 @@ def test_the_native_api_passes_provider_headers_and_a_job_without_them_sends_non
     plain = alice.wait(without["id"])
     assert job["status"] == plain["status"] == "finished"
     assert job["request_counts"]["succeeded"] == 5
-    assert received(sim, job) == [
-        {"anthropic-beta": f"{PASSED_BETAS[0]},{BETA}", "anthropic-workspace-id": WORKSPACE}
-    ]
+    assert received(sim, job) == [{"anthropic-beta": f"{PASSED_BETAS[0]},{BETA}", "anthropic-workspace-id": WORKSPACE}]
     assert received(sim, plain) == [{}]
 
 
