@@ -168,6 +168,8 @@ def test_a_primer_goes_without_the_batch_only_beta_and_with_the_rest(sim):
     assert scoped.prime(line).input_tokens >= 0  # the simulator refuses a synchronous call naming a batch-only beta
     only_large = AnthropicBatchProvider(api_key="k", base_url=sim.url).with_headers({"anthropic-beta": LARGE})
     assert only_large.prime(line).input_tokens >= 0
-    with anthropic.Anthropic(base_url=sim.url, api_key="k", max_retries=0) as client:
-        with pytest.raises(anthropic.BadRequestError, match="Unsupported beta header"):
-            client.messages.create(**params, extra_headers={"anthropic-beta": LARGE})
+    with (
+        anthropic.Anthropic(base_url=sim.url, api_key="k", max_retries=0) as client,
+        pytest.raises(anthropic.BadRequestError, match="Unsupported beta header"),
+    ):
+        client.messages.create(**params, extra_headers={"anthropic-beta": LARGE})

@@ -14,8 +14,8 @@ from typing import Any
 
 from batch_gateway.constants import PII_MODES, PROMPT_CACHE_MODES, RETRY_MAX_ATTEMPTS, RETRY_OUTCOMES
 from batch_gateway.edge.openapi_webhooks import WEBHOOK_URL
-from batch_gateway.models.provider_options import ALLOWED
 from batch_gateway.models.provider_headers import MAX_HEADERS, MAX_VALUE_CHARS
+from batch_gateway.models.provider_options import ALLOWED
 from batch_gateway.models.requests import (
     DEFAULT_MAX_TOKENS,
     HYPERPARAMETERS,

@@ -32,7 +32,7 @@ def parse_allow_list(raw: Any) -> AllowList:
         return {}
     value = json.loads(raw) if isinstance(raw, str) else raw
     if not isinstance(value, dict):
-        raise ValueError('provider headers must be a JSON object such as {"anthropic": {"anthropic-beta": [...]}}')
+        raise ValueError("provider headers must be a JSON object of provider -> {header name: allowed values}")
     allowed: AllowList = {}
     for provider, headers in value.items():
         spec = BY_NAME.get(provider)
@@ -111,3 +111,21 @@ def check_provider_headers(provider: str, headers: Any, allowed: AllowList) -> d
 
 def _refused(field: str, message: str) -> InvalidRequestError:
     return InvalidRequestError(f"{field}: {message}", details=[{"field": field, "message": message}])
+
+
+def header_values(provider: str, headers: Mapping[str, str]) -> set[str]:
+    """Every value a job's checked headers name (each member of a list header's value)."""
+    spec = BY_NAME.get(provider)
+    lists = spec.list_headers if spec is not None else frozenset()
+    return {
+        member.strip()
+        for name, value in headers.items()
+        for member in (value.split(",") if name in lists else [value])
+        if member.strip()
+    }
+
+
+def long_context(provider: str, headers: Mapping[str, str]) -> bool:
+    """The job's headers ask for the provider's long context: its long requests cost the long-context rates."""
+    spec = BY_NAME.get(provider)
+    return spec is not None and bool(header_values(provider, headers) & spec.long_context_headers)

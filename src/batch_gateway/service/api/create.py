@@ -39,6 +39,7 @@ from batch_gateway.models.requests import (
     check_model_for_provider,
     check_provider_enabled,
     check_storable,
+    hyperparameter_limits,
     job_hyperparameters,
 )
 from batch_gateway.models.retry import job_retry
@@ -120,7 +121,7 @@ def draft(
     check_model_for_endpoint(spec.provider, spec.endpoint, spec.model)
     check_provider_options(spec.provider, spec.endpoint, spec.provider_options)
     headers = check_provider_headers(spec.provider, spec.provider_headers, services.settings.provider_headers)
-    params = job_hyperparameters(spec.hyperparameters, spec.provider)
+    params = job_hyperparameters(spec.hyperparameters, spec.provider, hyperparameter_limits(spec.provider, headers))
     check_storable({"hyperparameters": params, "metadata": spec.metadata, "provider_options": spec.provider_options})
     return JobDraft(
         owner=owner,
@@ -170,7 +171,9 @@ def create(
         )
         job = job_draft.job(
             request_counts=RequestCounts(total=stats.requests, processing=stats.requests),
-            estimate_usd=job_high_estimate(services, template.provider, template.model, stats),
+            estimate_usd=job_high_estimate(
+                services, template.provider, template.model, stats, template.provider_headers
+            ),
             guardrails=screen.result(),
         )
         sink.written(job, stats)
