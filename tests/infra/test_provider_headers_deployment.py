@@ -9,6 +9,7 @@ import json
 import pytest
 
 from batch_gateway import constants
+from batch_gateway.models.provider_headers import parse_allow_list
 from batch_gateway.settings import Settings
 from stacks.config import ConfigError, GatewayConfig
 from tests.infra.test_guardrails_deployment import OTHERS, SCREENERS, _synth
@@ -27,7 +28,7 @@ def test_the_allow_list_reaches_every_function_as_the_functions_read_it(tmp_path
     for function_id in (*SCREENERS, *OTHERS):
         env = synthesized.function(function_id)[1]["Properties"]["Environment"]["Variables"]
         settings = Settings.from_env({constants.ENV_PROVIDER_HEADERS_JSON: env[constants.ENV_PROVIDER_HEADERS_JSON]})
-        assert settings.provider_headers == {
+        assert parse_allow_list(settings.provider_headers) == {
             "anthropic": {"anthropic-beta": ("output-300k-2026-03-24",), "anthropic-workspace-id": None}
         }, function_id
 

@@ -27,17 +27,19 @@ ALLOWED = {ANTHROPIC.name: {"anthropic-beta": [LARGE, OLD], "anthropic-workspace
 
 
 def allowed() -> dict:
-    return parse_allow_list(json.dumps(ALLOWED))
+    """The deployment's allow-list as the functions hold it (``Settings.provider_headers``: the context's JSON)."""
+    return json.loads(json.dumps(ALLOWED))
 
 
 # ---- the allow-list
 
 
 def test_the_allow_list_names_values_or_any_value_and_empty_allows_nothing():
-    assert allowed() == {ANTHROPIC.name: {"anthropic-beta": (LARGE, OLD), "anthropic-workspace-id": None}}
+    parsed = parse_allow_list(json.dumps(ALLOWED))
+    assert parsed == {ANTHROPIC.name: {"anthropic-beta": (LARGE, OLD), "anthropic-workspace-id": None}}
     assert parse_allow_list("") == parse_allow_list(None) == parse_allow_list("{}") == {}
     settings = Settings.from_env({"PROVIDER_HEADERS_JSON": json.dumps(ALLOWED)})
-    assert settings.provider_headers == allowed()
+    assert parse_allow_list(settings.provider_headers) == parsed
     assert Settings.from_env({}).provider_headers == {}
 
 

@@ -11,7 +11,6 @@ import pytest
 
 from batch_gateway.contract import errors
 from batch_gateway.models.pricing import price_for
-from batch_gateway.models.provider_headers import parse_allow_list
 from batch_gateway.service.api.batches import create_job
 from batch_gateway.service.money.estimate import RequestStats, high_estimate_usd
 from batch_gateway.settings import Settings
@@ -23,7 +22,7 @@ ALLOWED = {"anthropic": {"anthropic-beta": [LARGE, LONG], "anthropic-workspace-i
 
 
 def _settings() -> Settings:
-    return Settings(table="jobs", bucket="payloads", provider_headers=parse_allow_list(json.dumps(ALLOWED)))
+    return Settings(table="jobs", bucket="payloads", provider_headers=json.loads(json.dumps(ALLOWED)))
 
 
 def _services():
@@ -70,6 +69,7 @@ def test_a_header_not_allowed_stores_nothing_and_starts_nothing():
 
 def test_the_large_output_beta_raises_max_tokens_bound_and_the_reservation_counts_it():
     services = _services()
+
     def big() -> dict:  # a create consumes its requests
         return {"a": {"prompt": "hi", "max_tokens": 250_000}}
 

@@ -69,11 +69,13 @@ def requested_headers(provider: str, headers: Mapping[str, str]) -> dict[str, st
     return {name.lower(): value for name, value in headers.items() if pattern.fullmatch(name.lower())}
 
 
-def check_provider_headers(provider: str, headers: Any, allowed: AllowList) -> dict[str, str]:
-    """A job's headers, checked against the deployment's allow-list and normalised (names lower case, a list header's
-    members trimmed and without repeats); ``InvalidRequestError`` names the first header or value not allowed."""
+def check_provider_headers(provider: str, headers: Any, allowed: Mapping[str, Any]) -> dict[str, str]:
+    """A job's headers, checked against the deployment's allow-list (``Settings.provider_headers``: the JSON document
+    of context ``provider_headers``, parsed here) and normalised (names lower case, a list header's members trimmed
+    and without repeats); ``InvalidRequestError`` names the first header or value not allowed."""
     if headers is None or headers == {}:
         return {}
+    allowed = parse_allow_list(dict(allowed))
     if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
         raise _refused("provider_headers", "must be an object of header name -> string value")
     if len(headers) > MAX_HEADERS:
