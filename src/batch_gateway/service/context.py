@@ -66,4 +66,5 @@ class Services:
     def provider_of(self, job: Job) -> BatchProvider:
         """The provider client for calls about ``job``'s batches: with the headers the job passes through (decision
         0129), on every call (a workspace header scopes the retrieve, results, cancel and list of its batches too)."""
-        return self.provider_for(job.provider).with_headers(job.provider_headers)
+        provider = self.provider_for(job.provider)
+        return provider.with_headers(job.provider_headers) if job.provider_headers else provider
