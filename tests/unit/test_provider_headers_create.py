@@ -11,7 +11,8 @@ import pytest
 
 from batch_gateway.contract import errors
 from batch_gateway.models.pricing import price_for
-from batch_gateway.service.api.batches import create_job
+from batch_gateway.providers import make_provider
+from batch_gateway.service.api.batches import create_job, estimate_job
 from batch_gateway.service.money.estimate import RequestStats, high_estimate_usd
 from batch_gateway.settings import Settings
 from tests.support.services import memory_services
@@ -26,7 +27,11 @@ def _settings() -> Settings:
 
 
 def _services():
-    return memory_services(settings=_settings(), start_workflow=lambda name, payload: f"arn:execution:{name}")
+    return memory_services(
+        settings=_settings(),
+        start_workflow=lambda name, payload: f"arn:execution:{name}",
+        planner_for=lambda name: make_provider(name, api_key=""),  # a dry run's lines and chunks; no call
+    )
 
 
 def _body(requests: dict, **changes) -> dict:
@@ -120,3 +125,20 @@ def test_a_job_with_the_1m_context_beta_reserves_the_long_context_price():
     )
     assert plain.estimate_usd is not None and longer.estimate_usd is not None
     assert longer.estimate_usd == pytest.approx(2 * plain.estimate_usd, rel=0.05)  # input doubled, output x1.5
+
+
+def test_a_dry_run_checks_the_headers_and_prices_the_long_context_in_its_high_cost():
+    services = _services()
+    long_prompt = "word " * 50_000
+
+    def body(**changes) -> dict:
+        return _body({"a": long_prompt}, dry_run=True, **changes)
+
+    plain = estimate_job(services, "alice", body())["cost"]
+    longer = estimate_job(services, "alice", body(provider_headers={"anthropic-beta": LONG}))["cost"]
+    assert longer["low"] == plain["low"]  # the estimate's low end is the input at the ordinary rate
+    assert longer["high"] == pytest.approx(2 * plain["high"], rel=0.05)
+    assert longer["sync_high"] == pytest.approx(2 * plain["sync_high"], rel=0.05)
+    with pytest.raises(errors.InvalidRequestError, match="anthropic-user-profile-id"):
+        estimate_job(services, "alice", body(provider_headers={"anthropic-user-profile-id": "u"}))
+    assert services.jobs._jobs == {}  # type: ignore[attr-defined]  # a dry run keeps nothing
