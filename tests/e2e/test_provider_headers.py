@@ -51,6 +51,7 @@ def test_the_door_passes_the_callers_beta_and_workspace_headers_on_to_anthropic(
     assert {r.custom_id for r in client.messages.batches.results(batch.id)} == {"q0", "q1"}
     job = alice.request("GET", f"/batches/{batch.id}").json()
     assert received(sim, job) == [{"anthropic-beta": BETA, "anthropic-workspace-id": WORKSPACE}]
+    assert job["provider_headers"] == received(sim, job)[0]
 
 
 def test_the_native_api_passes_provider_headers_and_a_job_without_them_sends_none(alice, sim):
@@ -65,6 +66,7 @@ def test_the_native_api_passes_provider_headers_and_a_job_without_them_sends_non
     assert job["request_counts"]["succeeded"] == 5
     assert received(sim, job) == [{"anthropic-beta": f"{PASSED_BETAS[0]},{BETA}", "anthropic-workspace-id": WORKSPACE}]
     assert received(sim, plain) == [{}]
+    assert job["provider_headers"] == received(sim, job)[0] and plain["provider_headers"] == {}  # the job view
 
 
 def test_a_header_or_beta_the_deployment_does_not_allow_is_refused_and_nothing_is_stored(client, alice, sim, stack):

@@ -173,7 +173,13 @@ def _body(variant: str, provider: str, endpoint: str | None) -> dict[str, Any]:
             },
             "webhook": _ref("JobWebhook"),
             "guardrails": _ref("Guardrails"),
-            "provider_headers": _ref("ProviderHeaders"),
+            "provider_headers": _ref("ProviderHeaders")
+            if BY_NAME[provider].passthrough_headers
+            else {
+                "type": "object",
+                "maxProperties": 0,
+                "description": f"{BY_NAME[provider].label} takes no pass-through headers (decision 0129): only {{}}",
+            },
             "dry_run": _ref("DryRun"),
         },
     }
@@ -273,8 +279,9 @@ def schemas() -> dict[str, Any]:
             "additionalProperties": {"type": "string", "minLength": 1, "maxLength": MAX_VALUE_CHARS},
             "description": "headers sent to the provider on every call about the job's batches (decision 0129), "
             "e.g. `anthropic-beta` (a comma-separated list of betas) and `anthropic-workspace-id`. Only the headers "
-            "and values the deployment's allow-list names (context `provider_headers`) are accepted; any other is "
-            "a 400 naming it, and nothing is stored or started. Absent or {}: none",
+            "and values the deployment's allow-list names (context `provider_headers`, default none) are accepted, "
+            "so a body this schema allows may still be refused: any other header or value is a 400 naming it "
+            "(`provider_headers.<name>`), and nothing is stored or started. Absent or {}: none",
         },
         "JobWebhook": {
             "type": "object",

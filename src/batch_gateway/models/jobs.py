@@ -656,6 +656,7 @@ class Job(Record):
             "retry": self.retry.public() if self.retry else None,
             "prompt_cache": self.prompt_cache or PROMPT_CACHE_OFF,
             "guardrails": (self.guardrails or _UNSCREENED).public(),
+            "provider_headers": dict(self.provider_headers),
             "webhook": self.webhook.public() if self.webhook else None,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
