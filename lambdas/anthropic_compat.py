@@ -6,6 +6,7 @@ from batch_gateway.edge.anthropic_http import (
     anthropic_handler,
     anthropic_response,
     make_anthropic_resolver,
+    request_headers,
     results_url_for,
 )
 from batch_gateway.edge.http import caller, json_body, query
@@ -21,7 +22,11 @@ def create():
     event = app.current_event
     owner = caller(event)
     body = anthropic_door.create_batch(
-        wiring.services(), owner=owner, body=json_body(event, needs="requests"), results_url=results_url_for(event)
+        wiring.services(),
+        owner=owner,
+        body=json_body(event, needs="requests"),
+        results_url=results_url_for(event),
+        headers=request_headers(event),
     )
     return anthropic_response(200, body)
 

@@ -79,6 +79,13 @@ Context keys:
 ``retry_default``
     The ``retry`` option of jobs created through ``POST /batches`` or the drop folder that give none, as JSON, e.g.
     ``{"max_attempts": 2, "on": ["expired", "overloaded"]}``; default ``""`` (no retries). Decision 0066.
+``provider_headers``
+    The provider headers a job may pass through to its provider (decision 0129), JSON ``{provider: {header:
+    [allowed values] | "*"}}``, e.g. ``{"anthropic": {"anthropic-beta": ["output-300k-2026-03-24"],
+    "anthropic-workspace-id": "*"}}``: a list names every value (every beta of ``anthropic-beta``'s comma-separated
+    list), ``"*"`` any id. Default ``{}``: no header passes, and a job that asks for one is refused (400). Checked at
+    synth by ``models.provider_headers.parse_allow_list``. Every function gets it as ``PROVIDER_HEADERS_JSON`` when
+    it is not empty.
 ``prompt_cache_default``
     The ``prompt_cache`` option of jobs that give none: ``auto`` (the default: cache-aware planning, decision 0128) or
     ``off``. The functions get it as ``PROMPT_CACHE_DEFAULT`` when it is not the default.
@@ -95,6 +102,7 @@ from aws_cdk import aws_logs as logs
 
 from batch_gateway import constants, provider_specs
 from batch_gateway.models.owner_limits import LimitsError, parse_limits  # the admin route's check (decision 0119)
+from batch_gateway.models.provider_headers import parse_allow_list  # the functions' own check (decision 0129)
 from batch_gateway.models.quotas import parse_overrides  # the one check of a quota document (decision 0081)
 
 KNOWN_PROVIDERS = provider_specs.PROVIDERS
@@ -119,6 +127,7 @@ DEFAULTS: dict[str, Any] = {
     "retry_default": "",
     "prompt_cache_default": constants.DEFAULT_PROMPT_CACHE,
     "guardrails": {"pii": "off", "detector": "builtin"},
+    "provider_headers": {},
     "quotas": "{}",
     "reconcile_wait_seconds": "",
     "owner_weights": "{}",
@@ -167,6 +176,22 @@ def _prompt_cache_default(raw: Any) -> str:
         modes = " or ".join(repr(mode) for mode in constants.PROMPT_CACHE_MODES)
         raise ConfigError(f"context 'prompt_cache_default' must be {modes}, got {raw!r}")
     return str(raw)
+
+
+def _provider_headers(raw: Any) -> str:
+    """Context ``provider_headers`` as compact JSON ("" when empty), checked as the functions read it (decision
+    0129)."""
+    try:
+        allowed = parse_allow_list(raw)
+    except ValueError as error:
+        raise ConfigError(
+            f"context 'provider_headers': {error} (JSON such as "
+            '{"anthropic": {"anthropic-beta": ["output-300k-2026-03-24"], "anthropic-workspace-id": "*"}})'
+        ) from None
+    if not allowed:
+        return ""
+    document = {p: {h: "*" if v is None else list(v) for h, v in hs.items()} for p, hs in allowed.items()}
+    return json.dumps(document, separators=(",", ":"), sort_keys=True)
 
 
 def _guardrails(raw: Any) -> tuple[str, str]:
@@ -236,6 +261,7 @@ class GatewayConfig:
     prompt_cache_default: str = constants.DEFAULT_PROMPT_CACHE  # "auto" | "off" (decision 0128)
     guardrails_pii: str = "off"  # the input guardrails of jobs that name none (decision 0124), as GUARDRAILS_PII
     pii_detector: str = "builtin"  # builtin | comprehend | bedrock-guardrail:<id>:<version>, as PII_DETECTOR
+    provider_headers: str = ""  # JSON of the header allow-list (decision 0129), as PROVIDER_HEADERS_JSON; "": none
     webhook_loopback_http: bool = False  # plain http to loopback webhook URLs (the local stack only; decision 0071)
     webhook_retry_schedule: str = constants.DEFAULT_WEBHOOK_RETRY_SCHEDULE
     quotas: str = "{}"  # JSON of the quota overrides (decisions 0080, 0081), as QUOTAS_JSON
@@ -314,6 +340,7 @@ class GatewayConfig:
 
         guardrails_pii, pii_detector = _guardrails(value("guardrails"))
         return cls(
+            provider_headers=_provider_headers(value("provider_headers")),
             guardrails_pii=guardrails_pii,
             pii_detector=pii_detector,
             reconcile_wait_seconds=reconcile_wait,

@@ -153,6 +153,11 @@ class FunctionFactory:
                     else {}
                 ),
                 **guardrails_environment(self._config),
+                **(
+                    {constants.ENV_PROVIDER_HEADERS_JSON: self._config.provider_headers}
+                    if self._config.provider_headers
+                    else {}
+                ),
                 **(environment or {}),
             },
         )

@@ -69,6 +69,9 @@ ENV_PROMPT_CACHE_DEFAULT = "PROMPT_CACHE_DEFAULT"  # the prompt_cache option of 
 PROMPT_CACHE_AUTO, PROMPT_CACHE_OFF = "auto", "off"
 PROMPT_CACHE_MODES = (PROMPT_CACHE_AUTO, PROMPT_CACHE_OFF)  # what a job's `prompt_cache` may be
 DEFAULT_PROMPT_CACHE = PROMPT_CACHE_AUTO
+# Provider header pass-through (decision 0129): JSON {provider: {header name: [allowed values] | "*"}} (context
+# `provider_headers`, checked at synth by models.provider_headers.parse_allow_list); unset: no header passes.
+ENV_PROVIDER_HEADERS_JSON = "PROVIDER_HEADERS_JSON"
 # Input guardrails (decision 0124): the personal-data screen of jobs that name none (context `guardrails`), and the
 # detector that screens ("builtin", "comprehend" or "bedrock-guardrail:<id>:<version>"); unset: off, builtin.
 ENV_GUARDRAILS_PII = "GUARDRAILS_PII"

@@ -76,6 +76,16 @@ class ProviderSpec(NamedTuple):
     # The price table (prices.json) keys a model by a prefix of its id. Non-empty: ids carry more than the model (an
     # inference profile's geography, an ARN), and the key starts at the first of these markers (Bedrock).
     price_key_starts: tuple[str, ...] = ()
+    # Provider headers a caller may ask to pass through (decision 0129): a Python regex the lower-case header name
+    # fullmatches (the deployment's allow-list names which of them it takes, ``models.provider_headers``); None: none.
+    # ``list_headers``: those whose value is a comma-separated list, each member allow-listed on its own.
+    passthrough_headers: str | None = None
+    list_headers: frozenset[str] = frozenset()
+    # What a pass-through header's value changes: hyperparameter bounds it raises (a beta -> {name: (low, high)}),
+    # and the values under which a request above the price row's ``long_context.above`` input tokens is priced at
+    # the row's long-context rates (decision 0129).
+    header_hyperparameters: MappingProxyType[str, MappingProxyType[str, tuple[float, float]]] = MappingProxyType({})
+    long_context_headers: frozenset[str] = frozenset()
     # Development only: the SDK's own variables for a real key (the local stack calls the real API when one is set)
     # and for its base URL (pointed at the simulator by the local stack and the test accounts).
     key_env: str | None = None
@@ -132,6 +142,15 @@ ANTHROPIC: Final = ProviderSpec(
         routes_hint="claude-*",
     ),
     hyperparameters=MappingProxyType({"temperature": (0.0, 1.0)}),
+    # The request headers of Anthropic's API but its version (the SDK's own): anthropic-beta (a comma-separated list
+    # of betas) and anthropic-workspace-id are the documented ones on the Message Batches routes (decision 0129).
+    passthrough_headers=r"anthropic-(?!version\Z)[a-z0-9][a-z0-9-]{0,62}",
+    list_headers=frozenset({"anthropic-beta"}),
+    # The large-output beta (Message Batches only): max_tokens up to 300,000 on the models that take it (the API
+    # refuses it on the others). The 128K-output beta of Claude 3.7 Sonnet stays within the gateway's own bound.
+    header_hyperparameters=MappingProxyType({"output-300k-2026-03-24": MappingProxyType({"max_tokens": (1, 300_000)})}),
+    # The 1M-context beta of Sonnet 4 and 4.5: a request of more than 200K input tokens costs the long-context rates.
+    long_context_headers=frozenset({"context-1m-2025-08-07"}),
     options=MappingProxyType(
         {
             # cache_control: Anthropic's automatic prompt caching of the whole prompt (its cache writes and reads are

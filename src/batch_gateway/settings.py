@@ -119,6 +119,9 @@ class Settings:
     # only one the compatible doors' jobs get), and which detector screens.
     guardrails_pii: str = "off"
     pii_detector: str = "builtin"
+    # Provider header pass-through (decision 0129): the headers, and their values, a job may send to its provider, as
+    # the JSON of context `provider_headers` (checked at synth, read at create by models.provider_headers); empty: none.
+    provider_headers: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -153,6 +156,7 @@ class Settings:
             owner_limits=_json_object(c.ENV_OWNER_LIMITS_JSON, env.get(c.ENV_OWNER_LIMITS_JSON)),
             guardrails_pii=_one_of(c.ENV_GUARDRAILS_PII, env.get(c.ENV_GUARDRAILS_PII) or "off", c.PII_MODES),
             pii_detector=_pii_detector(env.get(c.ENV_PII_DETECTOR) or "builtin"),
+            provider_headers=_json_object(c.ENV_PROVIDER_HEADERS_JSON, env.get(c.ENV_PROVIDER_HEADERS_JSON)),
         )
 
     @property

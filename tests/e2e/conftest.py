@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from batch_gateway.constants import ENV_MAX_CHUNK_REQUESTS
 from batch_gateway_dev.local.stack import DROP_FOLDER_USER, LocalStack
 from tests.support.api_caller import Caller
 from tests.support.clean_stack import start_clean
+
+PASSED_BETAS = ["output-300k-2026-03-24", "output-128k-2025-02-19"]  # the local stack's allow-list of betas
 
 
 @pytest.fixture(scope="session")
@@ -22,6 +26,8 @@ def stack():
         "webhook_retry_schedule": "1,1,1",
         "reconcile_wait_seconds": "5",
         "owner_limits": '{"creates_per_minute": null, "open_jobs": null}',
+        # Header pass-through (decision 0129), tests/e2e/test_provider_headers.py: two betas by name, any workspace.
+        "provider_headers": json.dumps({"anthropic": {"anthropic-beta": PASSED_BETAS, "anthropic-workspace-id": "*"}}),
     }
     with LocalStack(poll_schedule="1", processing_seconds=0.5, context=context) as local:
         yield local

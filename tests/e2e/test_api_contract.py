@@ -113,6 +113,10 @@ def test_the_service_keeps_the_documented_contract(case, contract_caller):
     elif "next_token" in (case.query or {}) and _refused_field(response) == "next_token":
         # an opaque token the generator made up: the document says only a token the service gave out is taken
         checks = WITHOUT_ACCEPTANCE
+    elif (_refused_field(response) or "").startswith("provider_headers."):
+        # a header or beta the generator made up: the document says only what the deployment's allow-list names is
+        # taken (decision 0129), which no schema of the body can say
+        checks = WITHOUT_ACCEPTANCE
     case.validate_response(response, checks=checks, transport_kwargs={"base_url": caller["base_url"]})
     if case.operation.label == "POST /batches" and response.status_code == 202:
         if key is not None:

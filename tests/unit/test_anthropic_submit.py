@@ -43,9 +43,9 @@ def received(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
     bodies: list[dict] = []
     real = simulated_api.parse_requests
 
-    def recording(body, max_requests):
+    def recording(body, *args, **kwargs):
         bodies.append(body)
-        return real(body, max_requests)
+        return real(body, *args, **kwargs)
 
     monkeypatch.setattr(simulated_api, "parse_requests", recording)
     return bodies

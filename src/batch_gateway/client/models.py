@@ -125,6 +125,7 @@ class Job(_Response):
     retry: Retry | None = None  # None: failed items are not retried
     prompt_cache: str = "off"  # "auto": cache-aware planning (decision 0128); "off": sent as they are
     guardrails: Guardrails = Field(default_factory=Guardrails)
+    provider_headers: dict[str, str] = Field(default_factory=dict)  # sent to the provider (decision 0129)
     created_at: datetime | None = None
     updated_at: datetime | None = None
     ended_at: datetime | None = None

@@ -35,7 +35,9 @@ if TYPE_CHECKING:
     import boto3
     import botocore.session
 
-JOB_OPTIONS = frozenset({"metadata", "endpoint", "provider_options", "webhook", "prompt_cache", "guardrails"})
+JOB_OPTIONS = frozenset(
+    {"metadata", "endpoint", "provider_options", "webhook", "prompt_cache", "guardrails", "provider_headers"}
+)
 
 
 def _path(*segments: str) -> str:
@@ -100,6 +102,7 @@ class BatchGatewayClient:
         webhook: Mapping[str, Any] | None = None,
         prompt_cache: str | None = None,
         guardrails: Mapping[str, str] | None = None,
+        provider_headers: Mapping[str, str] | None = None,
     ) -> Job:
         """``POST /batches``. ``requests`` maps caller ids to ``LMInput`` or API request forms; or ``input_file`` is
         an upload id (``upload(path)``) of a JSONL file of requests. ``webhook``: ``{"url", "events"?}``, the job's
@@ -107,7 +110,9 @@ class BatchGatewayClient:
         answered this once. ``prompt_cache``: "auto" or "off" (cache-aware planning, decision 0128); None: the
         deployment's default.
         answered this once. ``guardrails``: ``{"pii": "off" | "flag" | "redact" | "reject"}``, the input
-        guardrails (decision 0124); absent: the deployment's default.
+        guardrails (decision 0124); absent: the deployment's default. ``provider_headers``: headers sent to the
+        provider with the job's batches, such as ``{"anthropic-beta": "output-300k-2026-03-24"}`` (decision 0129);
+        only those the deployment allows, else 400.
 
         Safe to retry: one ``Idempotency-Key`` (a new uuid4 unless given) is sent on every attempt.
         """
@@ -124,6 +129,7 @@ class BatchGatewayClient:
             webhook=webhook,
             prompt_cache=prompt_cache,
             guardrails=guardrails,
+            provider_headers=provider_headers,
         )
         key = idempotency_key or str(uuid.uuid4())
         # 409 on create means "this key is still being handled" (e.g. our own earlier attempt that timed out):

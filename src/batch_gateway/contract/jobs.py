@@ -107,6 +107,7 @@ class JobView(TypedDict):
     retry: RetryView | None
     prompt_cache: str  # "auto" | "off" (decision 0128)
     guardrails: GuardrailsView
+    provider_headers: dict[str, str]  # sent to the provider with its batches (decision 0129); {}: none
     webhook: JobWebhookView | None
     created_at: str
     updated_at: str

@@ -62,3 +62,11 @@ def results_url_for(event: ApiEvent) -> Callable[[str], str]:
     full = event.request_context.path or event.path
     base = full[: full.find(PREFIX)] if PREFIX in full else ""
     return lambda batch_id: f"{proto}://{host}{base}{PREFIX}/messages/batches/{batch_id}/results"
+
+
+def request_headers(event: ApiEvent) -> dict[str, str]:
+    """The caller's request headers, a header sent more than once as one comma-separated value (Anthropic takes
+    ``anthropic-beta`` either way: one list, or the header repeated); API Gateway's ``headers`` keeps only the last."""
+    multi = event.raw_event.get("multiValueHeaders") or {}
+    joined = {name: ",".join(values) for name, values in multi.items() if values}
+    return joined or dict(event.headers or {})

@@ -14,6 +14,7 @@ from typing import Any
 
 from batch_gateway.constants import PII_MODES, PROMPT_CACHE_MODES, RETRY_MAX_ATTEMPTS, RETRY_OUTCOMES
 from batch_gateway.edge.openapi_webhooks import WEBHOOK_URL
+from batch_gateway.models.provider_headers import MAX_HEADERS, MAX_VALUE_CHARS
 from batch_gateway.models.provider_options import ALLOWED
 from batch_gateway.models.requests import (
     DEFAULT_MAX_TOKENS,
@@ -172,6 +173,13 @@ def _body(variant: str, provider: str, endpoint: str | None) -> dict[str, Any]:
             },
             "webhook": _ref("JobWebhook"),
             "guardrails": _ref("Guardrails"),
+            "provider_headers": _ref("ProviderHeaders")
+            if BY_NAME[provider].passthrough_headers
+            else {
+                "type": "object",
+                "maxProperties": 0,
+                "description": f"{BY_NAME[provider].label} takes no pass-through headers (decision 0129): only {{}}",
+            },
             "dry_run": _ref("DryRun"),
         },
     }
@@ -263,6 +271,17 @@ def schemas() -> dict[str, Any]:
             "them; redact: replace each with its type ([EMAIL]) before anything leaves for the provider; reject: "
             "answer 400 naming the requests and types, store nothing; off: no screen. Absent: the deployment's "
             "default (off unless the operator set one)",
+        },
+        "ProviderHeaders": {
+            "type": "object",
+            "maxProperties": MAX_HEADERS,
+            "propertyNames": {"minLength": 1, "maxLength": 64},
+            "additionalProperties": {"type": "string", "minLength": 1, "maxLength": MAX_VALUE_CHARS},
+            "description": "headers sent to the provider on every call about the job's batches (decision 0129), "
+            "e.g. `anthropic-beta` (a comma-separated list of betas) and `anthropic-workspace-id`. Only the headers "
+            "and values the deployment's allow-list names (context `provider_headers`, default none) are accepted, "
+            "so a body this schema allows may still be refused: any other header or value is a 400 naming it "
+            "(`provider_headers.<name>`), and nothing is stored or started. Absent or {}: none",
         },
         "JobWebhook": {
             "type": "object",

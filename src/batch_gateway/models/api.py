@@ -151,6 +151,10 @@ class JobView(BaseModel):
         "marked for the provider's prompt cache when that pays back; off, the requests are sent as they are",
     )
     guardrails: GuardrailsView = Field(description="the input guardrails its requests were screened under")
+    provider_headers: dict[str, str] = Field(
+        description="headers sent to the provider on every call about its batches, as checked against the "
+        "deployment's allow-list (decision 0129); {}: none"
+    )
     webhook: JobWebhookView | None = Field(None, description="the job's own webhook; null: none")
     created_at: str
     updated_at: str

@@ -559,6 +559,9 @@ class Job(Record):
     metadata: dict[str, str] = dataclasses.field(default_factory=dict)
     hyperparameters: dict[str, Any] = dataclasses.field(default_factory=dict)
     provider_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # Headers every call about the job's provider batches carries (decision 0129): checked against the deployment's
+    # allow-list at create, lower-case names. Empty: none (and every job from before them).
+    provider_headers: dict[str, str] = dataclasses.field(default_factory=dict)
     chunk_count: int = 0
     created_at: datetime = dataclasses.field(default_factory=utcnow)
     updated_at: datetime = dataclasses.field(default_factory=utcnow)
@@ -653,6 +656,7 @@ class Job(Record):
             "retry": self.retry.public() if self.retry else None,
             "prompt_cache": self.prompt_cache or PROMPT_CACHE_OFF,
             "guardrails": (self.guardrails or _UNSCREENED).public(),
+            "provider_headers": dict(self.provider_headers),
             "webhook": self.webhook.public() if self.webhook else None,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),

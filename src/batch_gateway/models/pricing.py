@@ -30,6 +30,9 @@ CURRENCY = "USD"
 PARTS = ("input", "output", "cache_write", "cache_read")  # priced parts of a Usage, in the cost object's order
 MILLION = 1_000_000
 SAVING_SOURCES = ("batch", "cache", "reuse", "dedup")  # a cost's ``savings``, in their order (decision 0126)
+# Long context (decision 0129): a request of more input tokens than this costs its row's ``long_context`` rates, all
+# of its tokens, under a pass-through header that asks for it (Anthropic's 1M-context beta on Sonnet 4 and 4.5).
+LONG_CONTEXT_ABOVE = 200_000
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -43,6 +46,14 @@ class Rates:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class LongContext:
+    """A row's long-context rates: what every token of a request above ``LONG_CONTEXT_ABOVE`` input tokens costs."""
+
+    batch: Rates
+    sync: Rates
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ModelPrice:
     """One row of the table: a provider's model prefix, its batch and synchronous rates, and when they were read."""
 
@@ -53,6 +64,7 @@ class ModelPrice:
     date: str = ""
     source: str = ""
     note: str = ""
+    long_context: LongContext | None = None  # None: the model has no long-context rates (decision 0129)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], base: ModelPrice | None = None) -> ModelPrice:
@@ -69,11 +81,24 @@ class ModelPrice:
             raise ValueError(f"{provider}/{model}: sync is an object of prices")
         doubled = Rates(**{part: getattr(batch, part) * 2 for part in PARTS})
         sync = _rates(sync_row, base.sync if base else None, doubled)
+        long_row = row.get("long_context")
+        long_context = base.long_context if base else None
+        if long_row is not None:
+            if not isinstance(long_row, Mapping):
+                raise ValueError(f"{provider}/{model}: long_context is an object of prices")
+            long_batch = _rates(long_row, long_context.batch if long_context else None, None)
+            long_sync_row = long_row.get("sync") or {}
+            if not isinstance(long_sync_row, Mapping):
+                raise ValueError(f"{provider}/{model}: long_context.sync is an object of prices")
+            long_doubled = Rates(**{part: getattr(long_batch, part) * 2 for part in PARTS})
+            long_sync = _rates(long_sync_row, long_context.sync if long_context else None, long_doubled)
+            long_context = LongContext(batch=long_batch, sync=long_sync)
         return cls(
             provider=provider,
             model=model,
             batch=batch,
             sync=sync,
+            long_context=long_context,
             date=str(row.get("date") or (base.date if base else "")),
             source=str(row.get("source") or (base.source if base else "")),
             note=str(row.get("note") or (base.note if base else "")),
@@ -171,19 +196,28 @@ def unknown_cost(provider: str, model: str) -> CostView:
 
 
 def cost_of(
-    provider: str, model: str, usage: Usage, *, on_demand: bool = False, table: PriceTable | None = None
+    provider: str,
+    model: str,
+    usage: Usage,
+    *,
+    on_demand: bool = False,
+    table: PriceTable | None = None,
+    long_context: bool = False,
 ) -> CostView:
     """``{"currency", "input", "output", "cache_write", "cache_read", "total", "sync_total", "saving",
     "price_version"}`` in USD: ``usage`` at batch prices (``on_demand``: at the synchronous prices, no saving);
-    ``sync_total`` is what the same tokens cost synchronously. Unknown model: ``total`` None and a ``reason``."""
+    ``sync_total`` is what the same tokens cost synchronously. Unknown model: ``total`` None and a ``reason``.
+    ``long_context``: the usage of requests above ``LONG_CONTEXT_ABOVE`` input tokens, at the row's long-context
+    rates (its ordinary rates when it has none)."""
     table = table or file_table()
     price = table.price_for(provider, model)
     if price is None:
         return unknown_cost(provider, model)
     tokens = _parts(usage)
-    rates = price.sync if on_demand else price.batch
+    tier = price.long_context if long_context and price.long_context is not None else price
+    rates = tier.sync if on_demand else tier.batch
     parts = {part: tokens[part] * getattr(rates, part) / MILLION for part in PARTS}
-    sync_total = sum(tokens[part] * getattr(price.sync, part) for part in PARTS) / MILLION
+    sync_total = sum(tokens[part] * getattr(tier.sync, part) for part in PARTS) / MILLION
     total = sum(parts.values())
     cache_saving = tokens["cache_read"] * (rates.input - rates.cache_read) / MILLION  # reads at the input price
     return {

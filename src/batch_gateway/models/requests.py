@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from batch_gateway import provider_specs
 from batch_gateway.constants import PII_MODES, PROMPT_CACHE_MODES
 from batch_gateway.contract.errors import InvalidRequestError
+from batch_gateway.models.provider_headers import header_values
 from batch_gateway.models.provider_options import ALLOWED as ALLOWED_OPTIONS
 from batch_gateway.models.request_extras import EXTRA_KEYS, extras_the_model_drops
 from batch_gateway.models.retry import parse_retry
@@ -66,6 +67,7 @@ FIELDS = (
     "webhook",
     "prompt_cache",
     "guardrails",
+    "provider_headers",
 )
 REQUIRED = ("provider", "model", "requests")
 
@@ -88,6 +90,9 @@ class CreateJobInput:
     webhook: Any = None  # the job's own webhook as given; api.webhooks.job_webhook checks it (decision 0070)
     prompt_cache: str | None = None  # "auto" | "off"; None: the deployment's default (decision 0128)
     guardrails: dict[str, str] | None = None  # {"pii": mode} (decision 0124); None: the deployment's default
+    # Headers sent to the provider with the job's batches (decision 0129), checked against the deployment's allow-list
+    # by ``models.provider_headers`` when the job is drafted.
+    provider_headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, body: Any) -> CreateJobInput:
@@ -148,6 +153,12 @@ def _check_guardrails(value: Any) -> str | None:
     return None
 
 
+def _check_headers(value: Any) -> str | None:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return 'must be an object of header name -> string value, such as {"anthropic-beta": "..."}'
+    return None
+
+
 def _check_object(value: Any) -> str | None:
     return None if isinstance(value, dict) else "must be an object"
 
@@ -198,6 +209,7 @@ _FIELD_CHECKS = {
     "endpoint": _check_endpoint_name,
     "provider_options": _check_object,
     "guardrails": _check_guardrails,
+    "provider_headers": _check_headers,
 }
 
 
@@ -337,10 +349,24 @@ def check_model_for_endpoint(provider: str, endpoint: str | None, model: str) ->
         )
 
 
-def validate_hyperparameters(params: dict[str, Any], provider: str, where: str) -> list[dict[str, str]]:
-    """Return problems (empty when valid). ``where`` names the place for the message."""
+def hyperparameter_limits(provider: str, headers: Mapping[str, str]) -> dict[str, tuple[float, float] | None]:
+    """The provider's bounds as a job's pass-through headers leave them (the large-output beta raises max_tokens;
+    decision 0129)."""
+    limits = dict(PROVIDER_HYPERPARAMETER_LIMITS.get(provider, {}))
+    spec = BY_NAME.get(provider)
+    if spec is not None and headers:
+        for value in sorted(header_values(provider, headers)):
+            limits.update(spec.header_hyperparameters.get(value, {}))
+    return limits
+
+
+def validate_hyperparameters(
+    params: dict[str, Any], provider: str, where: str, limits: Mapping[str, tuple[float, float] | None] | None = None
+) -> list[dict[str, str]]:
+    """Return problems (empty when valid). ``where`` names the place for the message. ``limits``: the job's bounds
+    (``hyperparameter_limits``); None: the provider's own."""
     problems: list[dict[str, str]] = []
-    limits = PROVIDER_HYPERPARAMETER_LIMITS.get(provider, {})
+    limits = PROVIDER_HYPERPARAMETER_LIMITS.get(provider, {}) if limits is None else limits
     for name, value in params.items():
         spec = HYPERPARAMETERS.get(name)
         if spec is None:
@@ -497,7 +523,12 @@ def _extras(raw: dict[str, Any], where: str, provider: str, endpoint: str | None
 
 
 def normalize_request(
-    caller_id: str, raw: Any, job_params: dict[str, Any], provider: str, endpoint: str | None = None
+    caller_id: str,
+    raw: Any,
+    job_params: dict[str, Any],
+    provider: str,
+    endpoint: str | None = None,
+    limits: Mapping[str, tuple[float, float] | None] | None = None,
 ) -> dict[str, Any]:
     """One request in neutral form: ``{"id", "messages", "system", "params"}``; raises _RequestProblem."""
     where = f"requests.{caller_id}"
@@ -533,7 +564,7 @@ def normalize_request(
             system = "\n\n".join(s for s in (system, raw["system"]) if s)
         extras = _extras(raw, where, provider, endpoint)
         overrides = whole_numbers({k: v for k, v in raw.items() if k in HYPERPARAMETERS})
-        problems = validate_hyperparameters(overrides, provider, where)
+        problems = validate_hyperparameters(overrides, provider, where, limits)
         if problems:
             raise _RequestProblem(problems[0]["field"], problems[0]["message"])
     else:
@@ -558,9 +589,11 @@ def whole_numbers(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def job_hyperparameters(raw: dict[str, Any], provider: str) -> dict[str, Any]:
+def job_hyperparameters(
+    raw: dict[str, Any], provider: str, limits: Mapping[str, tuple[float, float] | None] | None = None
+) -> dict[str, Any]:
     raw = whole_numbers(raw)
-    problems = validate_hyperparameters(raw, provider, "hyperparameters")
+    problems = validate_hyperparameters(raw, provider, "hyperparameters", limits)
     if problems:
         raise InvalidRequestError(
             "invalid hyperparameters: " + "; ".join(f"{p['field']}: {p['message']}" for p in problems[:3]),
@@ -583,6 +616,7 @@ def iter_normalized(
     endpoint: str | None = None,
     problems: list[dict[str, Any]] | None = None,
     model: str = "",
+    limits: Mapping[str, tuple[float, float] | None] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Yield normalised requests; collect every problem (with its line, for files) and raise them together at the
     end. ``problems`` may already hold what a file reader found while producing ``requests``. With ``model``, a
@@ -595,7 +629,7 @@ def iter_normalized(
             detail: dict[str, Any] = _detail(f"requests[{caller_id!r:.80}]", why)
         else:
             try:
-                item = normalize_request(caller_id, raw, job_params, provider, endpoint)
+                item = normalize_request(caller_id, raw, job_params, provider, endpoint, limits)
             except _RequestProblem as problem:
                 detail = problem.detail
             except RecursionError:

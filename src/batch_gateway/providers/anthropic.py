@@ -33,6 +33,10 @@ CREATE_TIMEOUT_SECONDS = 120.0
 CREATE_PATH = "/v1/messages/batches"
 BODY_PIECE_BYTES = 1024 * 1024  # the create body goes out in pieces of about this size
 RECONCILE_WINDOW = timedelta(minutes=15)
+BETA_HEADER = "anthropic-beta"
+# Betas that exist only on the Message Batches API (decision 0129): a primer (a synchronous Messages call) goes
+# without them. The large-output beta raises max_tokens to 300,000 on some models, in batches only.
+BATCH_ONLY_BETAS = frozenset({"output-300k-2026-03-24"})
 
 
 class AnthropicBatchProvider(BatchProvider):
@@ -48,6 +52,7 @@ class AnthropicBatchProvider(BatchProvider):
         return anthropic.Anthropic(
             api_key=self._api_key,
             base_url=self._base_url,
+            default_headers=self._headers or None,  # a job's pass-through headers, on every call (decision 0129)
             max_retries=2,
             timeout=anthropic.Timeout(CALL_TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),
             http_client=anthropic.DefaultHttpxClient(  # decision 0115
@@ -97,7 +102,7 @@ class AnthropicBatchProvider(BatchProvider):
     def _prime(self, line: dict[str, Any]) -> Usage:
         """One synchronous Messages call of the marked line with one token of output: it answers once the cache is
         written (the Message Batches guide's advice for context shared across a batch)."""
-        message = self._client.messages.create(**claude_cache.primer_params(line["params"]))
+        message = self._client.messages.create(**claude_cache.primer_params(line["params"]), **self._primer_headers())
         usage = message.usage
         return Usage(
             input_tokens=usage.input_tokens or 0,
@@ -105,6 +110,15 @@ class AnthropicBatchProvider(BatchProvider):
             cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
             cache_read_input_tokens=usage.cache_read_input_tokens or 0,
         )
+
+    def _primer_headers(self) -> dict[str, Any]:
+        """The job's headers for a primer, but the betas that exist in batches only (decision 0129)."""
+        if BETA_HEADER not in self._headers:
+            return {}
+        import anthropic  # noqa: PLC0415 (cold start: the SDK, see _new_client)
+
+        kept = [b for b in self._headers[BETA_HEADER].split(",") if b not in BATCH_ONLY_BETAS]
+        return {"extra_headers": {BETA_HEADER: ",".join(kept) if kept else anthropic.omit}}
 
     # --- batches --------------------------------------------------------------------------------------------
 

@@ -11,9 +11,10 @@ not override the public methods: that is checked when its class is defined. Reci
 from __future__ import annotations
 
 import abc
+import copy
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -163,6 +164,18 @@ class BatchProvider(abc.ABC):
         self._api_key = api_key
         self._base_url = base_url
         self._deployment_id = deployment_id
+        self._headers: dict[str, str] = {}  # sent on every call (``with_headers``, decision 0129)
+
+    def with_headers(self, headers: Mapping[str, str]) -> BatchProvider:
+        """This adapter, for the calls about one job's batches: ``headers`` (the job's pass-through headers, checked
+        at create against the deployment's allow-list) go on every call. No headers: this very adapter. Otherwise a
+        copy whose SDK client is built on its first call (``_new_client`` reads ``_headers``)."""
+        if not headers:
+            return self
+        other = copy.copy(self)
+        other.__dict__.pop("_client", None)  # the cached client of the copied adapter, if built: not its headers
+        other._headers = dict(headers)
+        return other
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

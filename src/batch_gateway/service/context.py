@@ -28,6 +28,7 @@ from batch_gateway.ports import (
 from batch_gateway.settings import Settings
 
 if TYPE_CHECKING:  # the API functions never build a provider
+    from batch_gateway.models.jobs import Job
     from batch_gateway.providers.base import BatchProvider
 
 
@@ -61,3 +62,9 @@ class Services:
     limits: OwnerLimitStore  # per-owner limits on creates: overrides and each owner's usage (decision 0119)
     pii: PiiDetector  # the input guardrails' personal-data detector (decision 0124)
     clock: Callable[[], datetime]  # now, in UTC: what the owner limits' minutes are counted by (tests move it)
+
+    def provider_of(self, job: Job) -> BatchProvider:
+        """The provider client for calls about ``job``'s batches: with the headers the job passes through (decision
+        0129), on every call (a workspace header scopes the retrieve, results, cancel and list of its batches too)."""
+        provider = self.provider_for(job.provider)
+        return provider.with_headers(job.provider_headers) if job.provider_headers else provider

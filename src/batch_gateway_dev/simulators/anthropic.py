@@ -74,6 +74,36 @@ def rfc3339(t: float | None) -> str | None:
     return datetime.fromtimestamp(t, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+# Output caps (decision 0129): every current model's max_tokens is at most STANDARD_MAX_OUTPUT; the large-output
+# beta raises it to LARGE_MAX_OUTPUT, on the Message Batches API only (a synchronous call naming it is refused).
+STANDARD_MAX_OUTPUT = 128_000
+LARGE_OUTPUT_BETA = "output-300k-2026-03-24"
+LARGE_MAX_OUTPUT = 300_000
+BATCH_ONLY_BETAS = frozenset({LARGE_OUTPUT_BETA})
+WORKSPACE_HEADER = "anthropic-workspace-id"
+
+
+def asked_headers(req: Request) -> dict[str, str]:
+    """The `anthropic-*` request headers but the version (the SDK's own): what a caller asked the API for, as the
+    simulator records it per batch (`/_simulator/batches`), names lower case, a repeated header joined by commas."""
+    asked: dict[str, str] = {}
+    for name, value in req.headers.items():
+        name = name.lower()
+        if name.startswith("anthropic-") and name != "anthropic-version":
+            asked[name] = f"{asked[name]},{value}" if name in asked else value
+    return asked
+
+
+def betas_of(req: Request) -> set[str]:
+    """The betas a call names: `anthropic-beta` is a comma-separated list, or the header repeated."""
+    value = asked_headers(req).get("anthropic-beta", "")
+    return {beta.strip() for beta in value.split(",") if beta.strip()}
+
+
+def output_cap(betas: set[str], *, batch: bool) -> int:
+    return LARGE_MAX_OUTPUT if batch and LARGE_OUTPUT_BETA in betas else STANDARD_MAX_OUTPUT
+
+
 def _invalid(message: str) -> ApiError:
     return ApiError(400, "invalid_request_error", message)
 
@@ -83,10 +113,18 @@ def _not_found(batch_id: str) -> ApiError:
 
 
 class _Batch:
-    __slots__ = ("id", "plan", "items", "problems", "cancel_at", "cancel_seconds", "_final")
+    __slots__ = ("id", "plan", "items", "problems", "cancel_at", "cancel_seconds", "_final", "headers")
 
-    def __init__(self, batch_id: str, plan: Plan, items: list[Item], problems: dict[int, str]) -> None:
+    def __init__(
+        self,
+        batch_id: str,
+        plan: Plan,
+        items: list[Item],
+        problems: dict[int, str],
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.id = batch_id
+        self.headers = headers or {}  # the anthropic-* headers it was created with (decision 0129)
         self.plan = plan
         self.items = items
         self.problems = problems  # item index -> why Anthropic refuses it (its cache markers): an errored result
@@ -129,8 +167,9 @@ class _Batch:
         }
 
 
-def params_problem(params: dict[str, Any]) -> str | None:
-    """What is wrong with one request's Messages params ("field: message"), or None when they are valid."""
+def params_problem(params: dict[str, Any], max_output: int = STANDARD_MAX_OUTPUT) -> str | None:
+    """What is wrong with one request's Messages params ("field: message"), or None when they are valid.
+    ``max_output``: the largest max_tokens the call's betas allow."""
     model = params.get("model")
     if not isinstance(model, str) or not model:
         return "model: Field required"
@@ -139,6 +178,12 @@ def params_problem(params: dict[str, Any]) -> str | None:
         return "max_tokens: Field required"
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         return f"max_tokens: must be an integer >= 1, got {max_tokens!r}"
+    if max_tokens > max_output:
+        return (
+            f"max_tokens: {max_tokens} > {max_output}, which is the maximum allowed number of output tokens for "
+            f"{model}"
+            + ("" if max_output > STANDARD_MAX_OUTPUT else f" (more needs the {LARGE_OUTPUT_BETA} beta, in a batch)")
+        )
     messages = params.get("messages")
     if not isinstance(messages, list) or not messages:
         return "messages: must be a non-empty list of messages"
@@ -157,7 +202,7 @@ def scope_of(req: Request) -> str:
     return content.short_hash("anthropic-key", key.strip())
 
 
-def parse_requests(body: Any, max_requests: int) -> list[Parsed]:
+def parse_requests(body: Any, max_requests: int, max_output: int = STANDARD_MAX_OUTPUT) -> list[Parsed]:
     """Validate a create body and reduce each request to what its result needs (custom_id, model, prompt excerpt)
     and its params (for the prompt cache); errors name the index and custom_id."""
     if not isinstance(body, dict):
@@ -190,7 +235,7 @@ def parse_requests(body: Any, max_requests: int) -> list[Parsed]:
         params = entry.get("params")
         if not isinstance(params, dict):
             raise _invalid(f"{where}.params: Field required (custom_id {cid!r})")
-        problem = params_problem(params)
+        problem = params_problem(params, max_output)
         if problem is None and params.get("stream"):
             problem = "stream: streaming is not supported in Message Batches"
         if problem is not None:
@@ -344,7 +389,12 @@ class AnthropicBatches:
         """Every batch: its id, the chunk markers its custom_ids carry (Anthropic keeps no metadata) and whether it
         has ended."""
         return [
-            {"id": b.id, "mark": markers([item[0] for item in b.items]), "ended": b.timeline(now)[0] == "ended"}
+            {
+                "id": b.id,
+                "mark": markers([item[0] for item in b.items]),
+                "ended": b.timeline(now)[0] == "ended",
+                "headers": dict(b.headers),  # what it was created with (decision 0129)
+            }
             for b in self.batches.values()
         ]
 
@@ -379,11 +429,17 @@ class AnthropicBatches:
             return
         raise ApiError(401, "authentication_error", "x-api-key header is required")
 
-    def _get(self, batch_id: str) -> _Batch:
+    def _get(self, batch_id: str, req: Request | None = None) -> _Batch:
+        """The batch, as a call sees it: one created in a workspace (its `anthropic-workspace-id`) is found only by
+        calls naming that workspace, one created without by calls naming none (decision 0129)."""
         batch = self.batches.get(batch_id)
-        if batch is None:
+        if batch is None or (req is not None and not self._visible(batch, req)):
             raise _not_found(batch_id)
         return batch
+
+    @staticmethod
+    def _visible(batch: _Batch, req: Request) -> bool:
+        return batch.headers.get(WORKSPACE_HEADER) == req.header(WORKSPACE_HEADER)
 
     def create(self, req: Request) -> Reply:
         config = self.state.settings
@@ -394,7 +450,9 @@ class AnthropicBatches:
             body = parse_json(req.body)
         except BadBody as exc:
             raise _invalid(str(exc)) from None
-        parsed = parse_requests(body, settings.limit(config, PROVIDER, "max_requests", REAL_LIMITS))
+        parsed = parse_requests(
+            body, settings.limit(config, PROVIDER, "max_requests", REAL_LIMITS), output_cap(betas_of(req), batch=True)
+        )
         scope = scope_of(req)
         prompts = [cache_prefixes.anthropic_prompt(p[3], scope) for p in parsed]
         now = time.time()
@@ -420,7 +478,8 @@ class AnthropicBatches:
             items.append(
                 (cid, model, excerpt, prompt.tokens - use.read - use.write, use.write_5m, use.write_1h, use.read)
             )
-        batch = _Batch("msgbatch_01" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(22)), plan, items, problems)
+        batch_id = "msgbatch_01" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(22))
+        batch = _Batch(batch_id, plan, items, problems, asked_headers(req))
         with self.state.lock:
             self.batches[batch.id] = batch
             self.created += 1
@@ -435,6 +494,9 @@ class AnthropicBatches:
             raise _invalid(str(exc)) from None
         if not isinstance(params, dict):
             raise _invalid("The request body must be a JSON object.")
+        batch_only = sorted(betas_of(req) & BATCH_ONLY_BETAS)
+        if batch_only:
+            raise _invalid(f"Unsupported beta header: {batch_only[0]} (Message Batches API only)")
         problem = params_problem(params)
         if problem is None and params.get("stream"):
             problem = "stream: the simulator answers non-streaming requests only"
@@ -456,7 +518,7 @@ class AnthropicBatches:
 
     def retrieve(self, req: Request, id: str) -> Reply:
         with self.state.lock:
-            return json_reply(self._get(id).view(time.time(), req.base_url))
+            return json_reply(self._get(id, req).view(time.time(), req.base_url))
 
     def list(self, req: Request) -> Reply:
         try:
@@ -470,7 +532,11 @@ class AnthropicBatches:
             raise _invalid("Only one of after_id and before_id may be given.")
         with self.state.lock:
             now = time.time()
-            ids = [i for i in reversed(self.batches) if self.state.listed(self.batches[i].plan.created, now)]
+            ids = [
+                i
+                for i in reversed(self.batches)
+                if self.state.listed(self.batches[i].plan.created, now) and self._visible(self.batches[i], req)
+            ]
             if after:
                 start = ids.index(after) + 1 if after in ids else len(ids)
                 page, has_more = ids[start : start + limit], start + limit < len(ids)
@@ -492,7 +558,7 @@ class AnthropicBatches:
 
     def cancel(self, req: Request, id: str) -> Reply:
         with self.state.lock:
-            batch = self._get(id)
+            batch = self._get(id, req)
             now = time.time()
             status = batch.timeline(now)[0]
             if status == "ended":
@@ -515,7 +581,7 @@ class AnthropicBatches:
 
     def delete(self, req: Request, id: str) -> Reply:
         with self.state.lock:
-            batch = self._get(id)
+            batch = self._get(id, req)
             if batch.timeline(time.time())[0] != "ended":
                 raise _invalid(f"Message Batch {id!r} cannot be deleted while it is still processing; cancel it first.")
             del self.batches[id]
@@ -523,7 +589,7 @@ class AnthropicBatches:
 
     def results(self, req: Request, id: str) -> Reply:
         with self.state.lock:
-            batch = self._get(id)
+            batch = self._get(id, req)
             status, _end, cutoff, leftover = batch.timeline(time.time())
         if status != "ended":
             raise _invalid(f"Results for Message Batch {id!r} are not available until processing has ended.")

@@ -30,6 +30,7 @@ from batch_gateway.models.jobs import (
     RequestCounts,
     Retry,
 )
+from batch_gateway.models.provider_headers import check_provider_headers
 from batch_gateway.models.provider_options import check_provider_options
 from batch_gateway.models.requests import (
     CreateJobInput,
@@ -38,6 +39,7 @@ from batch_gateway.models.requests import (
     check_model_for_provider,
     check_provider_enabled,
     check_storable,
+    hyperparameter_limits,
     job_hyperparameters,
 )
 from batch_gateway.models.retry import job_retry
@@ -74,6 +76,7 @@ class JobDraft:
     drop_name: str | None = None
     prompt_cache: str = PROMPT_CACHE_OFF  # decision 0128
     pii: str = "off"  # the input guardrails' personal-data screen (decision 0124)
+    provider_headers: dict[str, str] = field(default_factory=dict)  # checked (decision 0129)
 
     def job(self, **recorded: Any) -> Job:
         """The one place a job is built: the draft's settings, plus what the requests (or the input file) tell."""
@@ -87,6 +90,7 @@ class JobDraft:
             metadata=spec.metadata,
             hyperparameters=self.params,
             provider_options=spec.provider_options,
+            provider_headers=self.provider_headers,
             source=self.source,
             drop_name=self.drop_name,
             door=self.door,
@@ -116,7 +120,8 @@ def draft(
     check_endpoint_for_provider(spec.provider, spec.endpoint)
     check_model_for_endpoint(spec.provider, spec.endpoint, spec.model)
     check_provider_options(spec.provider, spec.endpoint, spec.provider_options)
-    params = job_hyperparameters(spec.hyperparameters, spec.provider)
+    headers = check_provider_headers(spec.provider, spec.provider_headers, services.settings.provider_headers)
+    params = job_hyperparameters(spec.hyperparameters, spec.provider, hyperparameter_limits(spec.provider, headers))
     check_storable({"hyperparameters": params, "metadata": spec.metadata, "provider_options": spec.provider_options})
     return JobDraft(
         owner=owner,
@@ -132,6 +137,7 @@ def draft(
         door_fields=door_fields or DoorFields(),
         drop_name=drop_name,
         pii=(spec.guardrails or {}).get("pii") or services.settings.guardrails_pii,
+        provider_headers=headers,
     )
 
 
@@ -165,7 +171,9 @@ def create(
         )
         job = job_draft.job(
             request_counts=RequestCounts(total=stats.requests, processing=stats.requests),
-            estimate_usd=job_high_estimate(services, template.provider, template.model, stats),
+            estimate_usd=job_high_estimate(
+                services, template.provider, template.model, stats, template.provider_headers
+            ),
             guardrails=screen.result(),
         )
         sink.written(job, stats)

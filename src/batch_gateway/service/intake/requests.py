@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.jobs import Job
-from batch_gateway.models.requests import NO_OUTPUT_ENDPOINTS, iter_normalized
+from batch_gateway.models.requests import NO_OUTPUT_ENDPOINTS, hyperparameter_limits, iter_normalized
 from batch_gateway.ports import LineWriter
 from batch_gateway.service.context import Services
 from batch_gateway.service.intake.guardrails import Screen
@@ -102,7 +102,8 @@ def write_requests(
     screening = screen is not None and screen.active
     stats = RequestStats(embeddings=endpoint in NO_OUTPUT_ENDPOINTS)
     with sink.open(services, job) as writer:  # aborted (nothing stored) on any problem
-        for item in iter_normalized(requests, job.hyperparameters, job.provider, endpoint, problems, job.model):
+        limits = hyperparameter_limits(job.provider, job.provider_headers)  # a beta may raise them (0129)
+        for item in iter_normalized(requests, job.hyperparameters, job.provider, endpoint, problems, job.model, limits):
             if screening:
                 assert screen is not None
                 item = screen.item(item)

@@ -18,17 +18,20 @@ from __future__ import annotations
 import dataclasses
 import json
 from array import array
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from batch_gateway.constants import PROMPT_CACHE_AUTO
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.jsonlines import loads
 from batch_gateway.models.jobs import Usage
-from batch_gateway.models.pricing import PriceTable, cost_of
+from batch_gateway.models.pricing import LONG_CONTEXT_ABOVE, PriceTable, add_costs, cost_of
+from batch_gateway.models.provider_headers import long_context
 from batch_gateway.models.requests import DEFAULT_MAX_TOKENS
 from batch_gateway.provider_specs import BEDROCK
 
 if TYPE_CHECKING:
+    from batch_gateway.contract.jobs import CostView
     from batch_gateway.models.jobs import CacheGroup, Job
     from batch_gateway.models.pricing import ModelPrice
     from batch_gateway.providers.base import BatchProvider
@@ -58,14 +61,25 @@ class RequestStats:
     input_bytes: int = 0  # of the normalised request lines, UTF-8
     tool_requests: int = 0
     max_output_tokens: int = 0  # the sum of every request's max_tokens
+    # The requests whose input ceiling is above LONG_CONTEXT_ABOVE tokens (decision 0129): their input ceilings and
+    # max_tokens, also counted in the totals above. Under a long-context header they cost the long-context rates.
+    long_requests: int = 0
+    long_input_ceiling: int = 0
+    long_max_output: int = 0
 
     def add(self, item: dict[str, Any], line_bytes: int) -> None:
         self.requests += 1
         self.input_bytes += line_bytes
-        if item.get("tools"):
+        tools = bool(item.get("tools"))
+        if tools:
             self.tool_requests += 1
-        if not self.embeddings:
-            self.max_output_tokens += int(item["params"].get("max_tokens", DEFAULT_MAX_TOKENS))
+        output = 0 if self.embeddings else int(item["params"].get("max_tokens", DEFAULT_MAX_TOKENS))
+        self.max_output_tokens += output
+        ceiling = line_bytes + (TOOL_PROMPT_TOKENS_MAX if tools else 0)
+        if ceiling > LONG_CONTEXT_ABOVE:
+            self.long_requests += 1
+            self.long_input_ceiling += ceiling
+            self.long_max_output += output
 
     @property
     def input_tokens_estimate(self) -> int:
@@ -85,20 +99,16 @@ def cost_range(
     *,
     on_demand: bool = False,
     table: PriceTable | None = None,
+    long: tuple[int, int] = (0, 0),
 ) -> dict[str, Any]:
     """``{"currency", "low", "high", "sync_low", "sync_high", "saving_low", "saving_high", "price_version"}`` in USD:
     low = ``input_tokens`` alone, high = ``input_ceiling`` plus ``output_ceiling``, at batch prices (``on_demand``:
-    at the synchronous prices, no saving). Unknown model: ``low`` and ``high`` None and a ``reason``, never 0."""
+    at the synchronous prices, no saving). ``long``: the (input, output) ceilings of those of them that cost the
+    long-context rates (decision 0129). Unknown model: ``low`` and ``high`` None and a ``reason``, never 0."""
     low = cost_of(provider, model, Usage(input_tokens=input_tokens), on_demand=on_demand, table=table)
     if low.get("total") is None:
         return {"currency": low["currency"], "low": None, "high": None, "reason": low.get("reason")}
-    high = cost_of(
-        provider,
-        model,
-        Usage(input_tokens=input_ceiling, output_tokens=output_ceiling),
-        on_demand=on_demand,
-        table=table,
-    )
+    high = _ceiling_cost(provider, model, input_ceiling, output_ceiling, long=long, on_demand=on_demand, table=table)
     return {
         "currency": low["currency"],
         "low": low["total"],
@@ -170,15 +180,51 @@ def primed_cache_saving(groups: list[CacheGroup], price: ModelPrice | None, writ
     }
 
 
+def _ceiling_cost(
+    provider: str,
+    model: str,
+    input_ceiling: int,
+    output_ceiling: int,
+    *,
+    long: tuple[int, int],
+    on_demand: bool,
+    table: PriceTable | None,
+) -> CostView:
+    """The ceilings' cost, the ``long`` part of them at the long-context rates (decision 0129)."""
+    short = Usage(input_tokens=input_ceiling - long[0], output_tokens=output_ceiling - long[1])
+    cost = cost_of(provider, model, short, on_demand=on_demand, table=table)
+    if long == (0, 0):
+        return cost
+    longer = Usage(input_tokens=long[0], output_tokens=long[1])
+    return add_costs(cost, cost_of(provider, model, longer, on_demand=on_demand, table=table, long_context=True))
+
+
+def long_ceilings(stats: RequestStats, provider: str, headers: Mapping[str, str]) -> tuple[int, int]:
+    """The (input, output) ceilings that cost the long-context rates: those of the long requests when the job's
+    headers ask for the provider's long context, else none."""
+    if not stats.long_requests or not long_context(provider, headers):
+        return (0, 0)
+    return (stats.long_input_ceiling, stats.long_max_output)
+
+
 def high_estimate_usd(
-    provider: str, model: str, stats: RequestStats, *, on_demand: bool = False, table: PriceTable | None = None
+    provider: str,
+    model: str,
+    stats: RequestStats,
+    *,
+    on_demand: bool = False,
+    table: PriceTable | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> float | None:
-    """The most the job's requests can cost (USD): input ceiling plus every request reaching ``max_tokens``; None
+    """The most the job's requests can cost (USD): input ceiling plus every request reaching ``max_tokens``, a long
+    request at the long-context rates when ``headers`` (the job's pass-through headers) ask for long context; None
     for a model without a price."""
-    cost = cost_of(
+    cost = _ceiling_cost(
         provider,
         model,
-        Usage(input_tokens=stats.input_tokens_ceiling, output_tokens=stats.max_output_tokens),
+        stats.input_tokens_ceiling,
+        stats.max_output_tokens,
+        long=long_ceilings(stats, provider, headers or {}),
         on_demand=on_demand,
         table=table,
     )
@@ -186,10 +232,12 @@ def high_estimate_usd(
     return None if total is None else float(total)
 
 
-def job_high_estimate(services: Services, provider: str, model: str, stats: RequestStats) -> float | None:
+def job_high_estimate(
+    services: Services, provider: str, model: str, stats: RequestStats, headers: Mapping[str, str] | None = None
+) -> float | None:
     """``high_estimate_usd`` with this deployment's prices, and on-demand prices for a job run request by request."""
     on_demand = runs_on_demand(services, provider, model, stats.requests)
-    return high_estimate_usd(provider, model, stats, on_demand=on_demand, table=services.prices())
+    return high_estimate_usd(provider, model, stats, on_demand=on_demand, table=services.prices(), headers=headers)
 
 
 def runs_on_demand(services: Services, provider: str, model: str, total: int) -> bool:
@@ -349,5 +397,6 @@ class DryRun:
                 stats.max_output_tokens,
                 on_demand=on_demand,
                 table=services.prices(),
+                long=long_ceilings(stats, job.provider, job.provider_headers),
             ),
         }

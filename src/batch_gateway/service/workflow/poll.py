@@ -160,7 +160,7 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
     on with the chunks this one did not reach, and the poll schedule does not move on."""
     budget = budget or StepBudget()
     job = services.jobs.require_job(state.job_id)
-    provider = services.provider_for(job.provider)
+    provider = services.provider_of(job)
     canceling = job.status is JobStatus.CANCELING
     chunks = []
     # A chunk waits for quota: the job's later chunks wait behind it (decision 0081); or the job's primers are not

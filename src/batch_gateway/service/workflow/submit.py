@@ -278,7 +278,7 @@ def submit_job(services: Services, state: WorkflowState, budget: StepBudget | No
     budget = budget or StepBudget()
     job = services.jobs.require_job(state.job_id)
     if job.status is JobStatus.QUEUED:
-        provider = services.provider_for(job.provider)
+        provider = services.provider_of(job)
         waits: str | None = None  # the job's waiting_for_quota (decision 0081), written with its status
         primed = prime_groups(services, job, provider, budget, claim_lease(services, budget))  # first (0128)
         for chunk in services.jobs.get_chunks(job.id) if primed is not None else []:

@@ -353,7 +353,7 @@ def _cancel_running(services: Services, job: Job, budget: StepBudget) -> bool:
             return False
         keys = {"job_id": job.id, "chunk": chunk.index, "provider_batch_id": chunk.provider_batch_id}
         try:
-            provider = provider or services.provider_for(job.provider)  # a failed secret read: the next sweep
+            provider = provider or services.provider_of(job)  # a failed secret read: the next sweep
         except ProviderAuthError:  # the provider is no longer enabled, or its key is empty: nothing can be asked
             logger.warning("cannot reach the provider to cancel a stopped job's batches", exc_info=True, extra=keys)
             return True

@@ -49,7 +49,7 @@ def wind_down(services: Services, job: Job, reason: str, budget: StepBudget) -> 
 
 def _provider(services: Services, job: Job) -> BatchProvider | None:
     try:
-        return services.provider_for(job.provider)
+        return services.provider_of(job)
     except errors.BatchGatewayError as exc:  # no key, or the provider is not enabled: nothing can be running there
         logger.warning(
             "no provider client for a failed job; its chunks are recorded as errored",

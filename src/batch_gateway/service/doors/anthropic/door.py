@@ -6,12 +6,13 @@ workflow, splitting, exactly-once submission, ownership) is the gateway's own.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError, NotFoundError
 from batch_gateway.models import anthropic_format as fmt
 from batch_gateway.models.jobs import ANTHROPIC_DOOR, DoorFields, Job, iso, utcnow
+from batch_gateway.models.provider_headers import requested_headers
 from batch_gateway.service.api.cancel import cancel_job
 from batch_gateway.service.api.create import create_door_job
 from batch_gateway.service.context import Services
@@ -22,8 +23,20 @@ _PAGE = 100  # jobs read per store page while looking for the door's batches
 _PAGES_READ = 5  # a list that has found a batch reads at most this many store pages (as the OpenAI door)
 
 
-def create_batch(services: Services, *, owner: str, body: Any, results_url: Callable[[str], str]) -> dict[str, Any]:
+def create_batch(
+    services: Services,
+    *,
+    owner: str,
+    body: Any,
+    results_url: Callable[[str], str],
+    headers: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """``headers``: the caller's HTTP request headers; those that ask the provider for something (``anthropic-beta``,
+    ``anthropic-workspace-id``) go with the job's batches when the deployment allows them, else 400 (decision 0129)."""
     gateway_body, ids = fmt.to_gateway_body(body)
+    asked = requested_headers(gateway_body["provider"], headers or {})
+    if asked:
+        gateway_body["provider_headers"] = asked
     index_of = {custom_id: i for i, custom_id in enumerate(ids)}
     try:
         requests = gateway_body.pop("requests")
