@@ -119,6 +119,8 @@ class Settings:
     # only one the compatible doors' jobs get), and which detector screens.
     guardrails_pii: str = "off"
     pii_detector: str = "builtin"
+    # The console's browser origin (decision 0134): the key mount's answers carry CORS headers for it; "": none.
+    console_origin: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -153,6 +155,7 @@ class Settings:
             owner_limits=_json_object(c.ENV_OWNER_LIMITS_JSON, env.get(c.ENV_OWNER_LIMITS_JSON)),
             guardrails_pii=_one_of(c.ENV_GUARDRAILS_PII, env.get(c.ENV_GUARDRAILS_PII) or "off", c.PII_MODES),
             pii_detector=_pii_detector(env.get(c.ENV_PII_DETECTOR) or "builtin"),
+            console_origin=env.get(c.ENV_CONSOLE_ORIGIN) or "",
         )
 
     @property

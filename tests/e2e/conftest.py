@@ -9,6 +9,8 @@ from batch_gateway_dev.local.stack import DROP_FOLDER_USER, LocalStack
 from tests.support.api_caller import Caller
 from tests.support.clean_stack import start_clean
 
+CONSOLE_ORIGIN = "https://console.example.com"
+
 
 @pytest.fixture(scope="session")
 def stack():
@@ -18,7 +20,9 @@ def stack():
     # No per-owner limits by default (decision 0119): the same few callers create every test's jobs on a worker's
     # stack, faster than any real tenant, so a deployment's default would refuse by timing;
     # tests/e2e/test_owner_limits.py sets its tenant's limits with POST /limits.
+    # A console origin (decision 0134): the key mount answers CORS for it (tests/e2e/test_key_mount.py).
     context = {
+        "console_origin": CONSOLE_ORIGIN,
         "webhook_retry_schedule": "1,1,1",
         "reconcile_wait_seconds": "5",
         "owner_limits": '{"creates_per_minute": null, "open_jobs": null}',

@@ -31,7 +31,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from batch_gateway_dev.http_server import LoopbackServer, QuietHandler
-from batch_gateway_dev.local.template import GatewayResponse, Route
+from batch_gateway_dev.local.template import GatewayResponse, Preflight, Route
 from batch_gateway_dev.sigv4 import parse_authorization
 
 STAGE = "v1"
@@ -137,14 +137,17 @@ class ApiFront:
         authorize: Invoke | None = None,
         iam_allows: Callable[[Principal, str], bool] | None = None,
         gateway_responses: dict[str, GatewayResponse] | None = None,
+        preflights: list[Preflight] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
         """``invoke``: an API function -> (its response, its error type). ``authorize``: an authorizer function ->
         (its answer, its error message). ``iam_allows``: whether a principal's IAM policies allow
         ``execute-api:Invoke`` on a method ARN (None: every signed caller may call every method).
-        ``gateway_responses``: the template's, by response type."""
+        ``gateway_responses``: the template's, by response type. ``preflights``: the template's CORS ``OPTIONS``
+        methods."""
         self.routes = routes
+        self.preflights = preflights or []
         self._gateway_responses = gateway_responses or {}
         self._invoke = invoke
         self._identify = identify
@@ -162,16 +165,24 @@ class ApiFront:
                     status, headers, payload = front.dispatch(self.command, self.path, dict(self.headers.items()), body)
                 self.send_bytes(status, payload, headers)
 
+            def do_OPTIONS(self) -> None:  # CORS preflights (decision 0134); the other servers have none
+                self.serve()
+
         self._server = LoopbackServer(_Handler, host, port)
 
     @property
     def url(self) -> str:
         return f"{self._server.origin}/{STAGE}"
 
-    def deploy(self, routes: list[Route], gateway_responses: dict[str, GatewayResponse]) -> None:
-        """Take a new deployment's routes and gateway responses (a redeploy); a request already routed ends as it
-        began."""
-        self.routes, self._gateway_responses = routes, gateway_responses
+    def deploy(
+        self,
+        routes: list[Route],
+        gateway_responses: dict[str, GatewayResponse],
+        preflights: list[Preflight] | None = None,
+    ) -> None:
+        """Take a new deployment's routes, gateway responses and preflights (a redeploy); a request already routed
+        ends as it began."""
+        self.routes, self._gateway_responses, self.preflights = routes, gateway_responses, preflights or []
 
     def start(self) -> ApiFront:
         self._server.start(name="api-front")
@@ -199,6 +210,10 @@ class ApiFront:
         if not path.startswith(f"/{STAGE}/") and path != f"/{STAGE}":
             return _json(403, {"message": "Missing Authentication Token"}, "MissingAuthenticationTokenException")
         path = path[len(STAGE) + 1 :] or "/"
+        if method == "OPTIONS":
+            for preflight in self.preflights:
+                if preflight.match(path):
+                    return preflight.status, dict(preflight.headers), b""
         for route in self.routes:
             params = route.match(method, path)
             if params is None:
