@@ -184,7 +184,7 @@ KEY_MOUNT_ADMIN = {  # method ARN of a key-mount admin route -> denied to a key 
 
 
 def _denied(policy: dict, method_arn: str) -> bool:
-    """IAM's evaluation of the authorizer's policy for one method ARN, as API Gateway applies it (explicit Deny wins)."""
+    """IAM's evaluation of the authorizer's policy for one method ARN, as API Gateway applies it (a Deny wins)."""
     from moto.iam.access_control import IAMPolicy, PermissionResult
 
     result = IAMPolicy(json.dumps(policy)).is_action_permitted("execute-api:Invoke", method_arn)
