@@ -407,11 +407,15 @@ class ApiConstruct(Construct):
         validator = api.add_request_validator(
             "RequestParameters", validate_request_parameters=True, validate_request_body=False
         )
+        # API Gateway's own answers (a refused key, the throttle) carry the console's origin too, so its page reads
+        # their status instead of a CORS failure (decision 0134). Gateway responses are per API: SigV4 routes' too.
+        cors = {"Access-Control-Allow-Origin": f"'{config.console_origin}'"} if config.console_origin else None
         for response_type in (apigw.ResponseType.DEFAULT_4_XX, apigw.ResponseType.DEFAULT_5_XX):
             api.add_gateway_response(
                 f"Gateway{response_type.response_type}",
                 type=response_type,
                 templates={"application/json": _ERROR_TEMPLATE},
+                response_headers=cors,
             )
         for response_type in AUTHORIZER_FAILURES:
             api.add_gateway_response(
@@ -419,6 +423,7 @@ class ApiConstruct(Construct):
                 type=response_type,
                 status_code="503",
                 templates={"application/json": _KEY_UNCHECKED_TEMPLATE},
+                response_headers=cors,
             )
 
         key_mounted = [

@@ -115,6 +115,9 @@ def test_a_missing_key_is_401_and_an_unknown_one_403(stack):
     assert (unknown.status_code, unknown.json()) == (403, DENIED)
     garbage = KeyCaller(api_url, "not-a-key").request("GET", "/batches")
     assert (garbage.status_code, garbage.json()) == (403, DENIED)
+    # API Gateway's own refusals carry the console's origin (the DEFAULT_4XX gateway response's header), so the
+    # console reads "401"/"403", not a CORS failure.
+    assert {r.headers.get("Access-Control-Allow-Origin") for r in (missing, unknown, garbage)} == {CONSOLE_ORIGIN}
 
 
 def test_a_sigv4_signature_is_no_key_on_the_key_mount(stack, alice):
@@ -151,6 +154,7 @@ def test_a_preflight_allows_the_console_origin_alone_and_only_on_the_key_mount(s
     # Another origin: the answer names the console's origin, not the caller's, so a browser refuses it.
     other = _preflight(api_url, "/batches", "https://evil.example.net")
     assert other.headers.get("Access-Control-Allow-Origin") != "https://evil.example.net"
-    # The SigV4 mount has no preflight at all: API Gateway's unknown-route answer, no CORS header.
+    # The SigV4 mount has no preflight at all: API Gateway's unknown-route 403, which allows no method or header.
     native = requests.options(api_url + "/batches", headers={"Origin": CONSOLE_ORIGIN}, timeout=30)
-    assert native.status_code == 403 and "Access-Control-Allow-Origin" not in native.headers
+    assert native.status_code == 403 and native.json() == {"message": "Missing Authentication Token"}
+    assert "Access-Control-Allow-Methods" not in native.headers and "Access-Control-Allow-Headers" not in native.headers

@@ -83,8 +83,18 @@ def test_api_gateway_may_invoke_each_function_on_its_own_key_mount_methods_only(
     assert sorted(tails) == sorted(expected)
 
 
+def _gateway_response_headers(template: dict) -> dict[str, dict]:
+    """Gateway response type -> its response parameters."""
+    return {
+        v["Properties"]["ResponseType"]: v["Properties"].get("ResponseParameters", {})
+        for v in template["Resources"].values()
+        if v["Type"] == "AWS::ApiGateway::GatewayResponse"
+    }
+
+
 def test_without_a_console_origin_there_is_no_cors_anywhere(synthesized):
     assert not [route for route in _methods(synthesized.json) if route[0] == "OPTIONS"]
+    assert not [t for t, params in _gateway_response_headers(synthesized.json).items() if params], "CORS headers"
     for function_id, env in _environments(synthesized.json).items():
         assert constants.ENV_CONSOLE_ORIGIN not in env, function_id
 
@@ -142,3 +152,11 @@ def test_an_origin_a_browser_would_never_send_is_refused_at_synth(origin):
 )
 def test_an_origin_is_taken_as_it_is(origin):
     assert GatewayConfig.from_context({"console_origin": origin}.get).console_origin == origin
+
+
+def test_api_gateways_own_refusals_carry_the_console_origin(with_console):
+    """A refused key (401/403), the throttle (429) or an authorizer that failed (503) reach the console as statuses."""
+    responses = _gateway_response_headers(with_console)
+    assert set(responses) == {"DEFAULT_4XX", "DEFAULT_5XX", "AUTHORIZER_CONFIGURATION_ERROR", "AUTHORIZER_FAILURE"}
+    for response_type, params in responses.items():
+        assert params == {"gatewayresponse.header.Access-Control-Allow-Origin": f"'{ORIGIN}'"}, response_type

@@ -8,7 +8,8 @@ policies must allow ``execute-api:Invoke`` on the method's ARN (``arn:aws:execut
 (decision 0045): ``Unauthorized`` raised -> 401, a policy that does not allow the method ARN -> 403, else the request
 goes on with the authorizer's principal and context in ``requestContext.authorizer``; an authorizer that fails otherwise
 is API Gateway's ``AUTHORIZER_CONFIGURATION_ERROR``, answered as the template's gateway response for that type says
-(decision 0102; the ``DEFAULT_4XX``/``DEFAULT_5XX`` responses, which only reshape bodies, are not applied). Routes match
+(decision 0102; the ``DEFAULT_4XX``/``DEFAULT_5XX`` responses' bodies are not applied, their static headers are: the
+console origin's CORS header, decision 0134). Routes match
 like API Gateway's
 (literal before ``{param}`` before greedy ``{proxy+}``; ``ANY`` after an exact method). The function is invoked
 through the Lambda API (so it runs with its own environment and role), and a function error or an oversized response
@@ -46,6 +47,10 @@ CLOCK_SKEW_SECONDS = 15 * 60
 
 Response = tuple[int, dict[str, str], bytes]
 Invoke = Callable[[str, dict[str, Any]], tuple[dict[str, Any] | None, str | None]]
+
+
+class _FunctionAnswer(tuple[int, dict[str, str], bytes]):
+    """A function's own answer (API Gateway's gateway responses never touch it)."""
 
 
 class Principal(Protocol):
@@ -201,8 +206,21 @@ class ApiFront:
         """The answer to one HTTP request. Like API Gateway's, every answer (its own refusals too) carries
         ``x-amzn-RequestId``, the id the function sees as ``requestContext.requestId``."""
         request_id = str(uuid.uuid4())
-        status, out_headers, data = self._answer(method, raw_path, headers, body, request_id)
+        answer = self._answer(method, raw_path, headers, body, request_id)
+        status, out_headers, data = answer
+        if status >= 400 and not isinstance(answer, _FunctionAnswer):  # API Gateway's own refusal
+            out_headers = {**self._gateway_headers(status, out_headers), **out_headers}
         return status, {**out_headers, "x-amzn-RequestId": request_id}, data
+
+    def _gateway_headers(self, status: int, headers: dict[str, str]) -> dict[str, str]:
+        """The static headers of the gateway response for API Gateway's own refusal: the specific type's for an
+        authorizer failure, else ``DEFAULT_4XX``'s or ``DEFAULT_5XX``'s (their bodies are not applied, see above)."""
+        if headers.get("x-amzn-ErrorType") == "AuthorizerConfigurationException":
+            specific = self._gateway_responses.get("AUTHORIZER_CONFIGURATION_ERROR")
+            if specific is not None:
+                return specific.headers
+        default = self._gateway_responses.get("DEFAULT_4XX" if status < 500 else "DEFAULT_5XX")
+        return default.headers if default else {}
 
     def _answer(self, method: str, raw_path: str, headers: dict[str, str], body: bytes, request_id: str) -> Response:
         parts = urlsplit(raw_path)
@@ -249,7 +267,7 @@ class ApiFront:
             out_headers = {k: str(v) for k, v in (response.get("headers") or {}).items()}
             for key, values in (response.get("multiValueHeaders") or {}).items():
                 out_headers[key] = ", ".join(str(v) for v in values)
-            return int(response["statusCode"]), out_headers, data
+            return _FunctionAnswer((int(response["statusCode"]), out_headers, data))
         # API Gateway's answer for an unknown route
         return _json(403, {"message": "Missing Authentication Token"}, "MissingAuthenticationTokenException")
 

@@ -14,7 +14,7 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +119,7 @@ class GatewayResponse:
 
     status: int | None
     template: str | None
+    headers: dict[str, str] = field(default_factory=dict)  # its static response headers (decision 0134)
 
 
 @dataclass
@@ -187,7 +188,12 @@ class Template:
             props = resource["Properties"]
             status = props.get("StatusCode")
             template = (props.get("ResponseTemplates") or {}).get("application/json")
-            responses[str(props["ResponseType"])] = GatewayResponse(int(status) if status else None, template)
+            headers = {
+                name.removeprefix("gatewayresponse.header."): str(value).strip("'")
+                for name, value in (props.get("ResponseParameters") or {}).items()
+                if name.startswith("gatewayresponse.header.")
+            }
+            responses[str(props["ResponseType"])] = GatewayResponse(int(status) if status else None, template, headers)
         return responses
 
     def _path_of(self, ref: Any) -> str:
