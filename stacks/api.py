@@ -1,4 +1,5 @@
-"""The HTTP API: a regional REST API, IAM (SigV4) auth on every method, one Lambda proxy integration per route."""
+"""The HTTP API: a regional REST API, one Lambda proxy integration per route. The native routes use IAM (SigV4) auth;
+the compatible doors and the key mount (the native routes again under ``/k``, decision 0134) the key authorizer."""
 
 from __future__ import annotations
 
@@ -87,6 +88,9 @@ ROUTES: list[tuple[str, str, str, dict[str, bool]]] = [
 
 # Routes under these prefixes are the compatible doors: the key authorizer, not IAM, authorizes them (decision 0045).
 KEY_AUTHORIZED_PREFIXES = ("/openai/", "/anthropic/")
+# The key mount (decision 0134): every native route again under this prefix, same function, the key authorizer.
+KEY_MOUNT_PREFIX = constants.KEY_MOUNT_PREFIX
+NATIVE_ROUTES = [route for route in ROUTES if not route[1].startswith(KEY_AUTHORIZED_PREFIXES)]
 
 # API Gateway's own errors (unsigned request, throttling, bad parameters) in the service's error shape.
 _ERROR_TEMPLATE = (
@@ -178,6 +182,9 @@ class ApiConstruct(Construct):
         # Webhook subscriptions (decision 0070): subscription items of the table only.
         self.functions["Webhooks"] = api_function("Webhooks", loopback_environment(config))
         grants.webhook_items(self.functions["Webhooks"].role, table, storage.key, grants.WEBHOOKS_ADMIN)
+        if config.console_origin:  # the key mount's answers carry its CORS headers (decision 0134)
+            for function_id in sorted({function_id for _, _, function_id, _ in NATIVE_ROUTES}):
+                self.functions[function_id].add_environment(constants.ENV_CONSOLE_ORIGIN, config.console_origin)
         self.rest_api = self._rest_api(config)
 
     def _grant(
@@ -350,7 +357,8 @@ class ApiConstruct(Construct):
             self.key_pepper.grant_read(function)
 
     def _door_authorizer(self) -> apigw.RequestAuthorizer:
-        """One REQUEST authorizer for both doors, made when the first door route is: no identity source, so
+        """One REQUEST authorizer for both doors and the key mount, made when the first such route is: no identity
+        source, so
         ``Authorization: Bearer`` and ``x-api-key`` both reach it, and so API Gateway's result cache must be off
         (TTL 0); the function caches lookups itself for 30 s."""
         if self._authorizer is None:
@@ -399,11 +407,15 @@ class ApiConstruct(Construct):
         validator = api.add_request_validator(
             "RequestParameters", validate_request_parameters=True, validate_request_body=False
         )
+        # API Gateway's own answers (a refused key, the throttle) carry the console's origin too, so its page reads
+        # their status instead of a CORS failure (decision 0134). Gateway responses are per API: SigV4 routes' too.
+        cors = {"Access-Control-Allow-Origin": f"'{config.console_origin}'"} if config.console_origin else None
         for response_type in (apigw.ResponseType.DEFAULT_4_XX, apigw.ResponseType.DEFAULT_5_XX):
             api.add_gateway_response(
                 f"Gateway{response_type.response_type}",
                 type=response_type,
                 templates={"application/json": _ERROR_TEMPLATE},
+                response_headers=cors,
             )
         for response_type in AUTHORIZER_FAILURES:
             api.add_gateway_response(
@@ -411,11 +423,15 @@ class ApiConstruct(Construct):
                 type=response_type,
                 status_code="503",
                 templates={"application/json": _KEY_UNCHECKED_TEMPLATE},
+                response_headers=cors,
             )
 
-        for http_method, path, function_id, parameters in ROUTES:
+        key_mounted = [
+            (method, KEY_MOUNT_PREFIX + path, fn, parameters) for method, path, fn, parameters in NATIVE_ROUTES
+        ]
+        for http_method, path, function_id, parameters in [*ROUTES, *key_mounted]:
             resource = api.root.resource_for_path(path)
-            by_key = path.startswith(KEY_AUTHORIZED_PREFIXES)
+            by_key = path.startswith(KEY_AUTHORIZED_PREFIXES) or path.startswith(KEY_MOUNT_PREFIX + "/")
             resource.add_method(
                 http_method,
                 apigw.LambdaIntegration(self.functions[function_id], allow_test_invoke=False),
@@ -424,6 +440,8 @@ class ApiConstruct(Construct):
                 request_parameters=parameters,
                 request_validator=validator,
             )
+        if config.console_origin:
+            self._cors_preflights(api, key_mounted, config.console_origin)
 
         nag.acknowledge(
             api,
@@ -451,3 +469,19 @@ class ApiConstruct(Construct):
             "CloudWatch role (AWS::ApiGateway::Account), a singleton this stack does not take over.",
         )
         return api
+
+    @staticmethod
+    def _cors_preflights(api: apigw.RestApi, routes: list[tuple[str, str, str, dict[str, bool]]], origin: str) -> None:
+        """``OPTIONS`` on each key-mount resource (decision 0134): a mock integration that answers the console's
+        origin alone, the methods of that resource, and the headers the console sends. No authorizer: browsers send
+        preflights without credentials. The SigV4 routes get none."""
+        methods: dict[str, list[str]] = {}
+        for http_method, path, _, _ in routes:
+            methods.setdefault(path, []).append(http_method)
+        for path, allowed in methods.items():
+            api.root.resource_for_path(path).add_cors_preflight(
+                allow_origins=[origin],
+                allow_methods=[*allowed, "OPTIONS"],
+                allow_headers=list(constants.CORS_ALLOW_HEADERS),
+                max_age=Duration.minutes(10),
+            )

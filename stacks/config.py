@@ -89,6 +89,11 @@ Context keys:
 ``prompt_cache_default``
     The ``prompt_cache`` option of jobs that give none: ``auto`` (the default: cache-aware planning, decision 0128) or
     ``off``. The functions get it as ``PROMPT_CACHE_DEFAULT`` when it is not the default.
+``console_origin``
+    The web console's browser origin (decision 0134), e.g. ``"https://console.example.com"``: the key mount (``/k/...``)
+    answers CORS preflights and its answers carry ``Access-Control-Allow-Origin`` for this origin only. Default ``""``:
+    no CORS at all. ``https://`` (``http://`` only for localhost), no path, no ``*``. The native API functions get it as
+    ``CONSOLE_ORIGIN`` when it is set.
 """
 
 from __future__ import annotations
@@ -96,6 +101,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -134,6 +140,7 @@ DEFAULTS: dict[str, Any] = {
     "owner_limits": constants.DEFAULT_OWNER_LIMITS,
     "webhook_loopback_http": False,
     "webhook_retry_schedule": constants.DEFAULT_WEBHOOK_RETRY_SCHEDULE,
+    "console_origin": "",
 }
 
 KMS_MODES = ("aws", "customer")
@@ -269,6 +276,7 @@ class GatewayConfig:
     # JSON {"creates_per_minute", "open_jobs"} (decision 0119), as OWNER_LIMITS_JSON
     owner_limits: str = json.dumps(constants.DEFAULT_OWNER_LIMITS, separators=(",", ":"), sort_keys=True)
     reconcile_wait_seconds: str = ""  # as RECONCILE_WAIT_SECONDS; "": each provider's own wait (decision 0111)
+    console_origin: str = ""  # the key mount's one CORS origin (decision 0134), as CONSOLE_ORIGIN; "": no CORS
 
     @classmethod
     def from_context(cls, get: Any) -> GatewayConfig:
@@ -341,6 +349,7 @@ class GatewayConfig:
         guardrails_pii, pii_detector = _guardrails(value("guardrails"))
         return cls(
             provider_headers=_provider_headers(value("provider_headers")),
+            console_origin=_console_origin(value("console_origin")),
             guardrails_pii=guardrails_pii,
             pii_detector=pii_detector,
             reconcile_wait_seconds=reconcile_wait,
@@ -488,3 +497,27 @@ def _owner_limits(raw: Any) -> str:
             '{"creates_per_minute": 60, "open_jobs": 100}; null lifts a limit)'
         ) from None
     return json.dumps(limits, separators=(",", ":"), sort_keys=True)
+
+
+def _console_origin(raw: Any) -> str:
+    """An origin as browsers send it: scheme and host (and port), nothing else; plain http for localhost only."""
+    origin = str(raw or "").strip()
+    if not origin:
+        return ""
+    parts = urlsplit(origin)
+    local = parts.hostname in ("localhost", "127.0.0.1")
+    if (
+        parts.scheme not in ("https", "http")
+        or (parts.scheme == "http" and not local)
+        or not parts.hostname
+        or "*" in origin
+        or parts.path
+        or parts.query
+        or parts.fragment
+        or parts.username
+    ):
+        raise ConfigError(
+            f"context 'console_origin' must be an origin like 'https://console.example.com' (http only for "
+            f"localhost; no path, no '*'), got {raw!r}"
+        )
+    return origin

@@ -2,7 +2,7 @@
 
     batch-gateway submit requests.jsonl --wait -o results.jsonl
     batch-gateway status ID | results ID [-o FILE] | list [--status S] | cancel ID
-    batch-gateway keys create --owner ARN [--name N] | keys list | keys revoke ID
+    batch-gateway keys create --owner ARN [--name N] [--admin] | keys list | keys revoke ID
     batch-gateway budgets set --owner ARN --monthly-usd N | budgets list | budgets remove --owner ARN | budget
     batch-gateway limits set --owner ARN [--creates-per-minute N|none] [--open-jobs N|none] | limits list
         | limits remove --owner ARN | limit
@@ -433,7 +433,7 @@ def cmd_cancel(args: argparse.Namespace, client: BatchGatewayClient) -> int:
 
 
 def cmd_keys_create(args: argparse.Namespace, client: BatchGatewayClient) -> int:
-    created = client.create_key(args.owner, args.name)
+    created = client.create_key(args.owner, args.name, admin=args.admin)
     if args.json:
         _json_out(created)
     else:
@@ -684,6 +684,9 @@ def build_parser() -> argparse.ArgumentParser:
     key_create = key_commands.add_parser("create", parents=[common], help="a new key for an IAM principal")
     key_create.add_argument("--owner", required=True, metavar="ARN", help="IAM user or role ARN the key acts as")
     key_create.add_argument("--name", help="a label shown by keys list")
+    key_create.add_argument(
+        "--admin", action="store_true", help="the key may call /keys, /budgets, /limits through the key mount (/k)"
+    )
     key_create.set_defaults(handler=cmd_keys_create)
     key_list = key_commands.add_parser("list", parents=[common], help="every key (never the key itself)")
     key_list.set_defaults(handler=cmd_keys_list)

@@ -98,6 +98,14 @@ ENV_QUOTAS_JSON = "QUOTAS_JSON"
 ENV_OWNER_WEIGHTS_JSON = "OWNER_WEIGHTS_JSON"
 ENV_KEY_RATE_LIMIT = "API_KEY_RATE_LIMIT"  # requests per second per gateway key (KeyAuthorizer; decision 0046)
 DEFAULT_KEY_RATE_LIMIT = 20
+# The key mount (decision 0134): the native routes a second time under this prefix, behind the key authorizer. Under it
+# the admin routes answer only an admin key (the authorizer denies them to any other). CONSOLE_ORIGIN (context
+# `console_origin`) is the one browser origin the mount answers with CORS headers; unset: none.
+KEY_MOUNT_PREFIX = "/k"
+KEY_MOUNT_ADMIN_PATHS = ("/keys", "/keys/*", "/budgets", "/limits")
+ENV_CONSOLE_ORIGIN = "CONSOLE_ORIGIN"
+CORS_ALLOW_HEADERS = ("Authorization", "Content-Type", "Idempotency-Key")
+CORS_EXPOSE_HEADERS = ("Retry-After", "x-amzn-RequestId")
 # Per-owner limits on creates (decision 0119): the deployment's default, JSON {"creates_per_minute": n | null,
 # "open_jobs": n | null} (context `owner_limits`), on the functions that create jobs; unset: no limit.
 ENV_OWNER_LIMITS_JSON = "OWNER_LIMITS_JSON"

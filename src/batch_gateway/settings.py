@@ -122,6 +122,8 @@ class Settings:
     # Provider header pass-through (decision 0129): the headers, and their values, a job may send to its provider, as
     # the JSON of context `provider_headers` (checked at synth, read at create by models.provider_headers); empty: none.
     provider_headers: dict[str, Any] = field(default_factory=dict)
+    # The console's browser origin (decision 0134): the key mount's answers carry CORS headers for it; "": none.
+    console_origin: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -157,6 +159,7 @@ class Settings:
             guardrails_pii=_one_of(c.ENV_GUARDRAILS_PII, env.get(c.ENV_GUARDRAILS_PII) or "off", c.PII_MODES),
             pii_detector=_pii_detector(env.get(c.ENV_PII_DETECTOR) or "builtin"),
             provider_headers=_json_object(c.ENV_PROVIDER_HEADERS_JSON, env.get(c.ENV_PROVIDER_HEADERS_JSON)),
+            console_origin=env.get(c.ENV_CONSOLE_ORIGIN) or "",
         )
 
     @property

@@ -12,6 +12,7 @@ from tests.support.api_caller import Caller
 from tests.support.clean_stack import start_clean
 
 PASSED_BETAS = ["output-300k-2026-03-24", "output-128k-2025-02-19"]  # the local stack's allow-list of betas
+CONSOLE_ORIGIN = "https://console.example.com"
 
 
 @pytest.fixture(scope="session")
@@ -22,7 +23,9 @@ def stack():
     # No per-owner limits by default (decision 0119): the same few callers create every test's jobs on a worker's
     # stack, faster than any real tenant, so a deployment's default would refuse by timing;
     # tests/e2e/test_owner_limits.py sets its tenant's limits with POST /limits.
+    # A console origin (decision 0134): the key mount answers CORS for it (tests/e2e/test_key_mount.py).
     context = {
+        "console_origin": CONSOLE_ORIGIN,
         "webhook_retry_schedule": "1,1,1",
         "reconcile_wait_seconds": "5",
         "owner_limits": '{"creates_per_minute": null, "open_jobs": null}',

@@ -57,7 +57,7 @@ def test_one_request_authorizer_without_identity_source_or_cache(synthesized):
 def test_every_door_route_uses_the_key_authorizer_and_every_other_route_iam(synthesized):
     authorizer_id, _ = _authorizer(synthesized)
     for (method, path), props in _routes(synthesized).items():
-        if path.startswith(("/openai/", "/anthropic/")):
+        if path.startswith(("/openai/", "/anthropic/", constants.KEY_MOUNT_PREFIX + "/")):  # doors, key mount (0134)
             assert props["AuthorizationType"] == "CUSTOM", (method, path)
             assert props["AuthorizerId"] == {"Ref": authorizer_id}, (method, path)
         elif path != constants.OPENAI_WEBHOOK_PATH:  # signed by OpenAI (tests/infra/test_openai_push_deployment.py)

@@ -1,4 +1,5 @@
-"""The HTTP API: five routes, SigV4 on every method, a v1 stage that logs metadata only and throttles."""
+"""The HTTP API: its routes, SigV4 on every native method, a v1 stage that logs metadata only and throttles. The key
+mount's twins of the native routes (decision 0134): tests/infra/test_key_mount_deployment.py."""
 
 from __future__ import annotations
 
@@ -36,6 +37,11 @@ EXPECTED_ROUTES = {
     ("ANY", "/openai/v1/{proxy+}"): "OpenAICompat",
     ("POST", "/providers/openai/webhook"): "OpenAIWebhook",  # decision 0073
 }
+NATIVE = [route for route in EXPECTED_ROUTES if not route[1].startswith(("/openai/", "/anthropic/", "/providers/"))]
+# The key mount (decision 0134): each native route again under /k, same function.
+EXPECTED_ROUTES.update(
+    {(method, constants.KEY_MOUNT_PREFIX + path): EXPECTED_ROUTES[(method, path)] for method, path in NATIVE}
+)
 
 
 def _resource_paths(synthesized) -> dict[str, str]:
@@ -61,7 +67,7 @@ def _routes(synthesized) -> dict[tuple[str, str], dict]:
     }
 
 
-def test_api_exposes_exactly_the_five_routes_each_proxied_to_its_lambda(synthesized):
+def test_api_exposes_exactly_its_routes_each_proxied_to_its_lambda(synthesized):
     routes = _routes(synthesized)
     assert set(routes) == set(EXPECTED_ROUTES)
     for route, function_id in EXPECTED_ROUTES.items():
@@ -72,14 +78,12 @@ def test_api_exposes_exactly_the_five_routes_each_proxied_to_its_lambda(synthesi
 
 
 def test_every_api_method_requires_iam_sigv4_authorization(synthesized):
-    """Except the compatible doors, which the key authorizer guards (tests/infra/test_api_keys_deployment.py), and
-    OpenAI's webhooks, which their signature authenticates (tests/infra/test_openai_push_deployment.py)."""
+    """Except the compatible doors and the key mount, which the key authorizer guards
+    (tests/infra/test_api_keys_deployment.py, tests/infra/test_key_mount_deployment.py), and OpenAI's webhooks, which
+    their signature authenticates (tests/infra/test_openai_push_deployment.py)."""
     routes = _routes(synthesized)
-    native = [
-        props
-        for (_, path), props in routes.items()
-        if not path.startswith(("/openai/", "/anthropic/")) and path != constants.OPENAI_WEBHOOK_PATH
-    ]
+    native = [props for route, props in routes.items() if route in NATIVE]
+    assert len(native) == len(NATIVE) == 22
     assert {props["AuthorizationType"] for props in native} == {"AWS_IAM"}
 
 

@@ -298,3 +298,14 @@ def test_limits_set_sends_the_limits_given_none_lifting_one_and_limit_shows_the_
     assert main(["limits", "set", "--owner", owner]) == 2  # nothing to set: a usage error, nothing sent
     assert main(["limits", "set", "--owner", owner, "--open-jobs", "many"]) == 2
     assert len(gateway.requests_to("POST", "/limits")) == 1
+
+
+def test_keys_create_admin_asks_for_an_admin_key_and_without_it_a_plain_one(gateway, capsys):
+    """``--admin`` (decision 0134): the body says ``"admin": true``; without the flag the body has no admin field."""
+    made = {"id": "key_6f1c2a9b3d4e5f60", "owner": "arn:aws:iam::123456789012:role/ops", "name": "", "admin": True}
+    gateway.script("POST", "/keys", {**made, "key": "bgk_" + "a" * 43}, {**made, "admin": False, "key": "bgk_b"})
+    assert main(["keys", "create", "--owner", made["owner"], "--admin"]) == 0
+    assert main(["keys", "create", "--owner", made["owner"]]) == 0
+    bodies = [r.body for r in gateway.requests_to("POST", "/keys")]
+    assert bodies == [{"owner": made["owner"], "admin": True}, {"owner": made["owner"]}]
+    assert capsys.readouterr().out.splitlines()[0] == "bgk_" + "a" * 43

@@ -149,7 +149,7 @@ def test_a_bucket_whose_lifecycle_rules_alone_change_is_redeployed_not_refused(d
     monkeypatch.setattr(Template, "gateway_responses", lambda self: [])
 
     class _Front:
-        def deploy(self, routes, responses) -> None:
+        def deploy(self, routes, responses, preflights) -> None:
             steps.append("front")
 
     deployed.front = _Front()  # type: ignore[assignment]

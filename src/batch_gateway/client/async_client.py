@@ -171,9 +171,9 @@ class AsyncBatchGatewayClient:
 
     # --- gateway API keys (admin: IAM must allow the caller on /keys; decision 0045) ------------------------------
 
-    async def create_key(self, owner: str, name: str | None = None) -> dict[str, Any]:
+    async def create_key(self, owner: str, name: str | None = None, *, admin: bool = False) -> dict[str, Any]:
         """See ``BatchGatewayClient.create_key``: the answer's ``key`` is shown this once."""
-        return await asyncio.to_thread(self.sync.create_key, owner, name)
+        return await asyncio.to_thread(self.sync.create_key, owner, name, admin=admin)
 
     async def list_keys(self) -> list[dict[str, Any]]:
         return await asyncio.to_thread(self.sync.list_keys)

@@ -220,10 +220,15 @@ class BatchGatewayClient:
 
     # --- gateway API keys (admin: IAM must allow the caller on /keys; decision 0045) ------------------------------
 
-    def create_key(self, owner: str, name: str | None = None) -> dict[str, Any]:
-        """``POST /keys``: a gateway API key for the IAM principal ``owner``, for the OpenAI and Anthropic SDKs. The
-        answer's ``key`` is shown this once; only its hash is kept."""
-        body: dict[str, Any] = {"owner": owner, **({"name": name} if name else {})}
+    def create_key(self, owner: str, name: str | None = None, *, admin: bool = False) -> dict[str, Any]:
+        """``POST /keys``: a gateway API key for the IAM principal ``owner``, for the OpenAI and Anthropic SDKs and the
+        key mount (``/k``). The answer's ``key`` is shown this once; only its hash is kept. ``admin``: the key may call
+        the admin routes through the key mount too (decision 0134)."""
+        body: dict[str, Any] = {
+            "owner": owner,
+            **({"name": name} if name else {}),
+            **({"admin": True} if admin else {}),
+        }
         answer: dict[str, Any] = self._transport.request("POST", "/keys", body=body)
         return answer
 

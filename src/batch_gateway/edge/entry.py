@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as AwsConnectionError
 
-from batch_gateway import deadline, wiring
+from batch_gateway import constants, deadline, wiring
 from batch_gateway.contract.errors import ProviderKeyRejectedError, TransientError
 from batch_gateway.edge.observability import logger, metrics, tracer
 from batch_gateway.service.step_budget import StepBudget
@@ -20,12 +20,41 @@ if TYPE_CHECKING:
 
 
 def api_handler(app: RestResolver) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
+    """A native API function's handler. A request through the key mount (decision 0134: ``/k/batches``, resource
+    ``/k/batches``) is routed as its native route (``/batches``), and its answer carries the console origin's CORS
+    headers when the deployment names one."""
+
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, log_event=False)
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        return app.resolve(event, context)
+        if not key_mounted(event):
+            return app.resolve(event, context)
+        path = str(event.get("path") or "")
+        native = {**event, "path": path[len(constants.KEY_MOUNT_PREFIX) :] or "/"}
+        return with_cors(app.resolve(native, context), wiring.settings().console_origin)
 
     return handler
+
+
+def key_mounted(event: dict[str, Any]) -> bool:
+    """Whether API Gateway matched the request on the key mount (its resource, not the client's path, says so)."""
+    resource = str(event.get("resource") or "")
+    return resource.startswith(constants.KEY_MOUNT_PREFIX + "/")
+
+
+def with_cors(answer: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The key mount's answer with CORS headers for ``origin`` (the console's), or as it is when there is none."""
+    if not origin:
+        return answer
+    headers = dict(answer.get("multiValueHeaders") or {})
+    headers.update(
+        {
+            "Access-Control-Allow-Origin": [origin],
+            "Access-Control-Expose-Headers": [", ".join(constants.CORS_EXPOSE_HEADERS)],
+            "Vary": ["Origin"],
+        }
+    )
+    return {**answer, "multiValueHeaders": headers}
 
 
 def workflow_handler(

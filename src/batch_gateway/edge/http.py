@@ -85,6 +85,12 @@ def caller(event: ApiEvent) -> str:
     return principal_name(principal)
 
 
+def by_gateway_key(event: ApiEvent) -> bool:
+    """Whether the key authorizer let the request in (a door, or the key mount: decision 0134), not SigV4."""
+    authorizer = event.request_context.get("authorizer") or {}
+    return isinstance(authorizer, dict) and bool(authorizer.get("owner"))
+
+
 def json_body(event: ApiEvent, *, needs: str) -> Any:
     """The request's JSON body. ``needs`` names what the route's body must hold, in its API's words (the doors speak
     the OpenAI and Anthropic APIs', not the native one's): an empty body is refused with it."""

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from batch_gateway import constants
 from batch_gateway.constants import DEFAULT_PRESIGN_EXPIRY
 from batch_gateway.contract.errors import ERROR_TYPES
 from batch_gateway.edge import openapi_create, openapi_gateway, openapi_webhooks
@@ -188,13 +189,14 @@ def _upload_schemas() -> dict[str, Any]:
 
 _KEY: dict[str, Any] = {
     "type": "object",
-    "required": ["id", "owner", "name", "created_at"],
+    "required": ["id", "owner", "name", "created_at", "admin"],
     "properties": {
         "id": {"type": "string"},
         "owner": {"type": "string", "description": "the IAM principal ARN the key acts as"},
         "name": {"type": "string"},
         "created_at": {"type": "string", "format": "date-time"},
         "revoked_at": {"type": ["string", "null"], "format": "date-time"},
+        "admin": {"type": "boolean", "description": "may call the admin routes through the key mount (/k)"},
     },
 }
 # The compatible doors (decision 0045): the official SDKs' own routes and objects, behind a gateway API key.
@@ -664,7 +666,16 @@ def _keys_paths(sigv4: list[dict[str, list[str]]]) -> dict[str, Any]:
                                 "type": "object",
                                 "required": ["owner"],
                                 "additionalProperties": False,
-                                "properties": {"owner": {"type": "string"}, "name": {"type": "string"}},
+                                "properties": {
+                                    "owner": {"type": "string"},
+                                    "name": {"type": "string"},
+                                    "admin": {
+                                        "type": "boolean",
+                                        "default": False,
+                                        "description": "an admin key (decision 0134): SigV4 callers only; "
+                                        "from an admin key through /k/keys it is a 403",
+                                    },
+                                },
                             }
                         }
                     },
@@ -726,7 +737,10 @@ def document() -> dict[str, Any]:
             "and Anthropic-compatible doors (/openai/v1, /anthropic/v1) take a gateway API key as Authorization: "
             "Bearer or x-api-key and act as its owner; they serve the batch routes below only (any other path or "
             "method under a door, such as /openai/v1/chat/completions or /anthropic/v1/messages, answers 404 in that "
-            "door's error shape). A caller sees only its own batches. Error types: "
+            "door's error shape). Every native route is also served under the key mount, /k (GET /k/batches, "
+            "...; x-key-mount), with a gateway key instead of SigV4 and the same bodies and answers; there /k/keys, "
+            "/k/budgets and /k/limits answer admin keys only (403 otherwise), and CORS is answered for the "
+            "deployment's console_origin alone. A caller sees only its own batches. Error types: "
             + ", ".join(sorted(ERROR_TYPES))
             + ".",
         },
@@ -748,6 +762,16 @@ def document() -> dict[str, Any]:
                 "gatewayKeyBearer": {"type": "http", "scheme": "bearer", "description": "a gateway API key (bgk_...)"},
                 "gatewayKey": {"type": "apiKey", "name": "x-api-key", "in": "header"},
             },
+        },
+        # The key mount (decision 0134): the paths below once more under this prefix, each operation's security
+        # replaced by these (one authorization type per API Gateway method, so a second mount, not an alternative).
+        "x-key-mount": {
+            "prefix": constants.KEY_MOUNT_PREFIX,
+            "security": [{"gatewayKeyBearer": []}, {"gatewayKey": []}],
+            "admin_only": [
+                constants.KEY_MOUNT_PREFIX + path for path in ("/keys", "/keys/{id}", "/budgets", "/limits")
+            ],
+            "cors_allow_headers": list(constants.CORS_ALLOW_HEADERS),
         },
         "paths": {
             "/batches": {

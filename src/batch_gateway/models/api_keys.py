@@ -64,3 +64,12 @@ class ApiKey(Record):
     name: str
     created_at: datetime
     revoked_at: datetime | None = None
+    admin: bool = False  # may call the admin routes through the key mount (decision 0134); absent on older keys
+
+
+def checked_admin(admin: Any) -> bool:
+    if admin is None:
+        return False
+    if not isinstance(admin, bool):
+        raise InvalidRequestError("admin must be true or false", details=[{"field": "admin", "message": "invalid"}])
+    return admin

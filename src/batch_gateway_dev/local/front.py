@@ -8,7 +8,8 @@ policies must allow ``execute-api:Invoke`` on the method's ARN (``arn:aws:execut
 (decision 0045): ``Unauthorized`` raised -> 401, a policy that does not allow the method ARN -> 403, else the request
 goes on with the authorizer's principal and context in ``requestContext.authorizer``; an authorizer that fails otherwise
 is API Gateway's ``AUTHORIZER_CONFIGURATION_ERROR``, answered as the template's gateway response for that type says
-(decision 0102; the ``DEFAULT_4XX``/``DEFAULT_5XX`` responses, which only reshape bodies, are not applied). Routes match
+(decision 0102; the ``DEFAULT_4XX``/``DEFAULT_5XX`` responses' bodies are not applied, their static headers are: the
+console origin's CORS header, decision 0134). Routes match
 like API Gateway's
 (literal before ``{param}`` before greedy ``{proxy+}``; ``ANY`` after an exact method). The function is invoked
 through the Lambda API (so it runs with its own environment and role), and a function error or an oversized response
@@ -31,7 +32,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from batch_gateway_dev.http_server import LoopbackServer, QuietHandler
-from batch_gateway_dev.local.template import GatewayResponse, Route
+from batch_gateway_dev.local.template import GatewayResponse, Preflight, Route
 from batch_gateway_dev.sigv4 import parse_authorization
 
 STAGE = "v1"
@@ -46,6 +47,10 @@ CLOCK_SKEW_SECONDS = 15 * 60
 
 Response = tuple[int, dict[str, str], bytes]
 Invoke = Callable[[str, dict[str, Any]], tuple[dict[str, Any] | None, str | None]]
+
+
+class _FunctionAnswer(tuple[int, dict[str, str], bytes]):
+    """A function's own answer (API Gateway's gateway responses never touch it)."""
 
 
 class Principal(Protocol):
@@ -137,14 +142,17 @@ class ApiFront:
         authorize: Invoke | None = None,
         iam_allows: Callable[[Principal, str], bool] | None = None,
         gateway_responses: dict[str, GatewayResponse] | None = None,
+        preflights: list[Preflight] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
         """``invoke``: an API function -> (its response, its error type). ``authorize``: an authorizer function ->
         (its answer, its error message). ``iam_allows``: whether a principal's IAM policies allow
         ``execute-api:Invoke`` on a method ARN (None: every signed caller may call every method).
-        ``gateway_responses``: the template's, by response type."""
+        ``gateway_responses``: the template's, by response type. ``preflights``: the template's CORS ``OPTIONS``
+        methods."""
         self.routes = routes
+        self.preflights = preflights or []
         self._gateway_responses = gateway_responses or {}
         self._invoke = invoke
         self._identify = identify
@@ -162,16 +170,24 @@ class ApiFront:
                     status, headers, payload = front.dispatch(self.command, self.path, dict(self.headers.items()), body)
                 self.send_bytes(status, payload, headers)
 
+            def do_OPTIONS(self) -> None:  # CORS preflights (decision 0134); the other servers have none
+                self.serve()
+
         self._server = LoopbackServer(_Handler, host, port)
 
     @property
     def url(self) -> str:
         return f"{self._server.origin}/{STAGE}"
 
-    def deploy(self, routes: list[Route], gateway_responses: dict[str, GatewayResponse]) -> None:
-        """Take a new deployment's routes and gateway responses (a redeploy); a request already routed ends as it
-        began."""
-        self.routes, self._gateway_responses = routes, gateway_responses
+    def deploy(
+        self,
+        routes: list[Route],
+        gateway_responses: dict[str, GatewayResponse],
+        preflights: list[Preflight] | None = None,
+    ) -> None:
+        """Take a new deployment's routes, gateway responses and preflights (a redeploy); a request already routed
+        ends as it began."""
+        self.routes, self._gateway_responses, self.preflights = routes, gateway_responses, preflights or []
 
     def start(self) -> ApiFront:
         self._server.start(name="api-front")
@@ -190,8 +206,21 @@ class ApiFront:
         """The answer to one HTTP request. Like API Gateway's, every answer (its own refusals too) carries
         ``x-amzn-RequestId``, the id the function sees as ``requestContext.requestId``."""
         request_id = str(uuid.uuid4())
-        status, out_headers, data = self._answer(method, raw_path, headers, body, request_id)
+        answer = self._answer(method, raw_path, headers, body, request_id)
+        status, out_headers, data = answer
+        if status >= 400 and not isinstance(answer, _FunctionAnswer):  # API Gateway's own refusal
+            out_headers = {**self._gateway_headers(status, out_headers), **out_headers}
         return status, {**out_headers, "x-amzn-RequestId": request_id}, data
+
+    def _gateway_headers(self, status: int, headers: dict[str, str]) -> dict[str, str]:
+        """The static headers of the gateway response for API Gateway's own refusal: the specific type's for an
+        authorizer failure, else ``DEFAULT_4XX``'s or ``DEFAULT_5XX``'s (their bodies are not applied, see above)."""
+        if headers.get("x-amzn-ErrorType") == "AuthorizerConfigurationException":
+            specific = self._gateway_responses.get("AUTHORIZER_CONFIGURATION_ERROR")
+            if specific is not None:
+                return specific.headers
+        default = self._gateway_responses.get("DEFAULT_4XX" if status < 500 else "DEFAULT_5XX")
+        return default.headers if default else {}
 
     def _answer(self, method: str, raw_path: str, headers: dict[str, str], body: bytes, request_id: str) -> Response:
         parts = urlsplit(raw_path)
@@ -199,6 +228,10 @@ class ApiFront:
         if not path.startswith(f"/{STAGE}/") and path != f"/{STAGE}":
             return _json(403, {"message": "Missing Authentication Token"}, "MissingAuthenticationTokenException")
         path = path[len(STAGE) + 1 :] or "/"
+        if method == "OPTIONS":
+            for preflight in self.preflights:
+                if preflight.match(path):
+                    return preflight.status, dict(preflight.headers), b""
         for route in self.routes:
             params = route.match(method, path)
             if params is None:
@@ -234,7 +267,7 @@ class ApiFront:
             out_headers = {k: str(v) for k, v in (response.get("headers") or {}).items()}
             for key, values in (response.get("multiValueHeaders") or {}).items():
                 out_headers[key] = ", ".join(str(v) for v in values)
-            return int(response["statusCode"]), out_headers, data
+            return _FunctionAnswer((int(response["statusCode"]), out_headers, data))
         # API Gateway's answer for an unknown route
         return _json(403, {"message": "Missing Authentication Token"}, "MissingAuthenticationTokenException")
 

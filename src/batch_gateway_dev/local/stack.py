@@ -218,6 +218,7 @@ class LocalStack:
             authorize=self._invoke_authorizer,
             iam_allows=self._iam_allows,
             gateway_responses=template.gateway_responses(),
+            preflights=template.preflights(),
             host=self.host,
             port=self.port,
         ).start()
@@ -378,16 +379,22 @@ class LocalStack:
             self._iam = self.client("iam")
         return self._iam
 
-    def api_key(self, owner: Any, name: str | None = None) -> str:
+    def api_key(self, owner: Any, name: str | None = None, *, admin: bool = False) -> str:
         """A gateway API key for ``owner`` (a caller, anything with ``.principal``, or a principal ARN), made
-        through the admin route ``POST /keys`` as the operator, as ``batch-gateway keys create`` does."""
+        through the admin route ``POST /keys`` as the operator, as ``batch-gateway keys create`` does; ``admin``: a
+        key that may call the key mount's admin routes too (decision 0134)."""
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
         from botocore.credentials import Credentials
 
         assert self.front, "the stack is not started"
         operator = self.caller(DEFAULT_CALLER)
-        body = json.dumps({"owner": getattr(owner, "principal", owner), "name": name or "test"}).encode()
+        fields = {
+            "owner": getattr(owner, "principal", owner),
+            "name": name or "test",
+            **({"admin": True} if admin else {}),
+        }
+        body = json.dumps(fields).encode()
         url = f"{self.front.url}/keys"
         request = AWSRequest(method="POST", url=url, data=body, headers={"Content-Type": "application/json"})
         SigV4Auth(Credentials(operator.access_key, operator.secret_key), "execute-api", REGION).add_auth(request)
@@ -758,7 +765,7 @@ class LocalStack:
         self._deploy_roles(before, template)
         self._deploy_functions(before, template)
         self._deploy_state_machine(template)
-        self.front.deploy(template.routes(), template.gateway_responses())
+        self.front.deploy(template.routes(), template.gateway_responses(), template.preflights())
         self._template = template
 
     @staticmethod

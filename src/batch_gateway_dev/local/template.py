@@ -14,7 +14,7 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +119,20 @@ class GatewayResponse:
 
     status: int | None
     template: str | None
+    headers: dict[str, str] = field(default_factory=dict)  # its static response headers (decision 0134)
+
+
+@dataclass
+class Preflight:
+    """An ``OPTIONS`` method with a ``MOCK`` integration (CDK's ``add_cors_preflight``, decision 0134): its path, and
+    the status and static headers of its integration response."""
+
+    path: str
+    status: int
+    headers: dict[str, str]
+
+    def match(self, path: str) -> bool:
+        return Route("OPTIONS", self.path, "").match("OPTIONS", path) is not None
 
 
 @dataclass
@@ -174,17 +188,40 @@ class Template:
             props = resource["Properties"]
             status = props.get("StatusCode")
             template = (props.get("ResponseTemplates") or {}).get("application/json")
-            responses[str(props["ResponseType"])] = GatewayResponse(int(status) if status else None, template)
+            headers = {
+                name.removeprefix("gatewayresponse.header."): str(value).strip("'")
+                for name, value in (props.get("ResponseParameters") or {}).items()
+                if name.startswith("gatewayresponse.header.")
+            }
+            responses[str(props["ResponseType"])] = GatewayResponse(int(status) if status else None, template, headers)
         return responses
 
-    def routes(self) -> list[Route]:
+    def _path_of(self, ref: Any) -> str:
         api_resources = self.of_type("AWS::ApiGateway::Resource")
+        if isinstance(ref, dict) and "Ref" in ref and ref["Ref"] in api_resources:
+            props = api_resources[ref["Ref"]]["Properties"]
+            return f"{self._path_of(props['ParentId'])}/{props['PathPart']}"
+        return ""  # the API's root resource
 
-        def path_of(ref: Any) -> str:
-            if isinstance(ref, dict) and "Ref" in ref and ref["Ref"] in api_resources:
-                props = api_resources[ref["Ref"]]["Properties"]
-                return f"{path_of(props['ParentId'])}/{props['PathPart']}"
-            return ""  # the API's root resource
+    def preflights(self) -> list[Preflight]:
+        """The API's CORS preflight methods: ``OPTIONS`` with a ``MOCK`` integration whose one integration response
+        sets static headers (``method.response.header.X: "'value'"``)."""
+        found = []
+        for method in self.of_type("AWS::ApiGateway::Method").values():
+            props = method["Properties"]
+            integration = props.get("Integration") or {}
+            if props["HttpMethod"] != "OPTIONS" or integration.get("Type") != "MOCK":
+                continue
+            [answer] = integration["IntegrationResponses"]
+            headers = {
+                name.removeprefix("method.response.header."): str(value).strip("'")
+                for name, value in (answer.get("ResponseParameters") or {}).items()
+            }
+            found.append(Preflight(self._path_of(props["ResourceId"]) or "/", int(answer["StatusCode"]), headers))
+        return found
+
+    def routes(self) -> list[Route]:
+        path_of = self._path_of
 
         authorizers = self.of_type("AWS::ApiGateway::Authorizer")
         routes = []

@@ -17,6 +17,7 @@ from typing import Any
 from batch_gateway.contract.errors import NotFoundError
 from batch_gateway.models.api_keys import (
     ApiKey,
+    checked_admin,
     checked_name,
     is_key_id,
     key_hash,
@@ -44,9 +45,16 @@ class ApiKeys:
     _cache: dict[str, tuple[float, ApiKey | None]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def create_key(self, owner: Any, name: Any = None) -> dict[str, Any]:
-        """A new key for ``owner``: the one answer that holds the key itself."""
-        record = ApiKey(id=new_key_id(), owner=checked_owner(owner), name=checked_name(name), created_at=utcnow())
+    def create_key(self, owner: Any, name: Any = None, admin: Any = None) -> dict[str, Any]:
+        """A new key for ``owner``: the one answer that holds the key itself. An ``admin`` key may also call the admin
+        routes through the key mount (decision 0134); who may mint one is the edge's check."""
+        record = ApiKey(
+            id=new_key_id(),
+            owner=checked_owner(owner),
+            name=checked_name(name),
+            created_at=utcnow(),
+            admin=checked_admin(admin),
+        )
         key = new_key()
         self.store.put_key(record, key_hash(self.pepper(), key))
         return {**record.to_dict(), "key": key}
