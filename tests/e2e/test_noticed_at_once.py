@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from batch_gateway import constants
-from batch_gateway_dev.simulators.openai_push import sign
+from batch_gateway_dev.simulators.webhook_push import sign
 from tests.support.api_caller import Caller
 from tests.support.waiting import wait_for
 
