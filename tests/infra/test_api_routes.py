@@ -73,7 +73,7 @@ def test_api_exposes_exactly_the_five_routes_each_proxied_to_its_lambda(synthesi
 
 def test_every_api_method_requires_iam_sigv4_authorization(synthesized):
     """Except the compatible doors, which the key authorizer guards (tests/infra/test_api_keys_deployment.py), and
-    OpenAI's webhooks, which their signature authenticates (tests/infra/test_openai_push_deployment.py)."""
+    OpenAI's webhooks, which their signature authenticates (tests/infra/test_provider_push_deployment.py)."""
     routes = _routes(synthesized)
     native = [
         props

@@ -2,7 +2,7 @@
 OpenAI or Gemini wakes the job whose chunk holds the batch; a forged or stale signature is refused (400) and wakes
 nothing; an unknown batch, another provider's job, an ended job and other event types are acknowledged and ignored.
 Events are made by the simulators' own signer (the one OpenAI's SDK ``webhooks.unwrap`` accepts:
-tests/unit/test_simulator_openai_webhooks.py) in each provider's event shape (``simulators/webhook_push.py``)."""
+tests/unit/test_simulator_webhooks.py) in each provider's event shape (``simulators/webhook_push.py``)."""
 
 from __future__ import annotations
 
