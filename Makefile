@@ -95,7 +95,7 @@ synth: $(VENV_STAMP) node_modules/.installed
 
 # ruff; then cfn-lint (W3005: CDK's own redundant DependsOn) and checkov (0 failed checks; each check that does not
 # fit is skipped in the template metadata with its reason, see stacks/checkov.py) on templates synthesized with
-# bundling skipped, with the default context and with -c kms=customer -c providers=anthropic,openai,bedrock
+# bundling skipped, with the default context and with -c kms=customer -c providers=anthropic,openai,bedrock,google
 # -c console_origin=https://console.example.com (the key mount's CORS preflights, decision 0134).
 # cdk-nag runs inside every synth.
 lint: $(VENV_STAMP) $(LINT_STAMP)
@@ -104,7 +104,7 @@ lint: $(VENV_STAMP) $(LINT_STAMP)
 	$(UV) run --frozen mypy
 	$(UV) run --frozen lint-imports
 	$(UV) run --frozen python -m stacks.synth_for_lint cdk.out/lint
-	$(UV) run --frozen python -m stacks.synth_for_lint cdk.out/lint-kms kms=customer providers=anthropic,openai,bedrock \
+	$(UV) run --frozen python -m stacks.synth_for_lint cdk.out/lint-kms kms=customer providers=anthropic,openai,bedrock,google \
 		console_origin=https://console.example.com
 	$(UV) run --frozen cfn-lint -i W3005 -- cdk.out/lint/$(LINT_TEMPLATE) cdk.out/lint-kms/$(LINT_TEMPLATE)
 	$(CHECKOV) -f cdk.out/lint/$(LINT_TEMPLATE)

@@ -6,7 +6,7 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from batch_gateway.provider_specs import OPENAI
+from batch_gateway.provider_specs import WEBHOOK_PUSH
 from stacks import checkov
 from stacks.alarms import AlarmsConstruct
 from stacks.api import ApiConstruct
@@ -16,8 +16,8 @@ from stacks.dashboard import DashboardConstruct
 from stacks.drop_folder import DropFolderConstruct
 from stacks.encryption import CustomerKey
 from stacks.functions import FunctionFactory
-from stacks.openai_push import OpenAIPushConstruct
 from stacks.pricing import PricingConstruct
+from stacks.provider_push import BedrockPushConstruct, WebhookPushConstruct
 from stacks.secrets import SecretsConstruct
 from stacks.signals import EMITTING_API_FUNCTIONS, EMITTING_WORKFLOW_FUNCTIONS, SignalsConstruct
 from stacks.storage import StorageConstruct
@@ -79,18 +79,32 @@ class BatchGatewayStack(Stack):
             if config.bedrock_enabled
             else None
         )
-        # OpenAI's batch webhooks wake the job's workflow at once (decision 0073): only with the openai provider.
-        self.openai_push = (
-            OpenAIPushConstruct(
+        # OpenAI's and Gemini's batch webhooks wake the job's workflow at once (decisions 0073, 0135), and Bedrock's
+        # job state changes on the default bus: each only with its provider.
+        self.webhook_push = {
+            push.provider: WebhookPushConstruct(
                 self,
-                "OpenAIPush",
+                f"{push.title}Push",
+                push=push,
                 functions=self.functions,
                 rest_api=self.api.rest_api,
                 table=self.storage.table,
                 key=key,
                 state_machine=self.workflow.state_machine,
             )
-            if OPENAI.name in config.providers
+            for push in WEBHOOK_PUSH.values()
+            if push.provider in config.providers
+        }
+        self.bedrock_push = (
+            BedrockPushConstruct(
+                self,
+                "BedrockPush",
+                functions=self.functions,
+                table=self.storage.table,
+                key=key,
+                state_machine=self.workflow.state_machine,
+            )
+            if config.bedrock_enabled
             else None
         )
         self.pricing = PricingConstruct(self, "Pricing", overrides=config.price_overrides)

@@ -15,6 +15,7 @@ import jsii
 from aws_cdk import Aspects, CfnResource, IAspect, Stack
 from constructs import IConstruct
 
+from batch_gateway.provider_specs import WEBHOOK_PUSH
 from stacks.config import GatewayConfig
 
 
@@ -80,10 +81,11 @@ _ALWAYS = [
     Suppression(
         "CKV_AWS_59",
         "AWS::ApiGateway::Method",
-        "POST /providers/openai/webhook takes OpenAI's batch webhooks, which cannot sign with SigV4 or carry a gateway "
-        "key: the function verifies the Standard Webhooks signature with the project webhook's secret, refuses "
-        "anything else with 400, and a verified event can only make a job's next poll run now (decision 0073).",
-        applies=_path_ends("/providers/openai/webhook/POST/Resource"),
+        "POST /providers/openai/webhook and /providers/google/webhook take OpenAI's and Gemini's batch webhooks, which "
+        "cannot sign with SigV4 or carry a gateway key: the function verifies the Standard Webhooks signature with the "
+        "webhook's secret, refuses anything else with 400, and a verified event can only make a job's next poll run "
+        "now (decisions 0073, 0135).",
+        applies=_path_ends(*(f"{push.path}/POST/Resource" for push in WEBHOOK_PUSH.values())),
     ),
 ]
 

@@ -173,12 +173,22 @@ WORKFLOW_HANDLERS = {
 }
 # The workflow's Park step (decision 0072): a small function in the API bundle that stores the task token.
 PARK_HANDLER = "lambdas.park.handler"
-# POST /providers/openai/webhook: OpenAI's signed batch events wake the job's workflow (decision 0073).
-OPENAI_WEBHOOK_HANDLER = "lambdas.openai_webhook.handler"
+# POST /providers/{openai,google}/webhook: a provider's signed batch events wake the job's workflow (decisions 0073,
+# 0135; provider_specs.WEBHOOK_PUSH). One handler module; one function per provider, each reading only its secret.
+PROVIDER_WEBHOOK_HANDLER = "lambdas.provider_webhook.handler"
 OPENAI_WEBHOOK_PATH = "/providers/openai/webhook"
 ENV_OPENAI_WEBHOOK_SECRET_ARN = "OPENAI_WEBHOOK_SECRET_ARN"  # the secret OpenAI signs the project's webhooks with
 OPENAI_WEBHOOK_SECRET_NAME = "batch-gateway/openai-webhook-secret"
-OPENAI_WEBHOOK_MAX_BYTES = 64 * 1024  # an OpenAI event is a few hundred bytes; larger bodies are refused unread
+GEMINI_WEBHOOK_PATH = "/providers/google/webhook"
+ENV_GEMINI_WEBHOOK_SECRET_ARN = "GEMINI_WEBHOOK_SECRET_ARN"  # the secret of the Gemini API project's static webhook
+GEMINI_WEBHOOK_SECRET_NAME = "batch-gateway/gemini-webhook-secret"
+WEBHOOK_MAX_BYTES = 64 * 1024  # a provider's batch event is a few hundred bytes; larger bodies are refused unread
+# Bedrock's job state changes on the default bus (decision 0135): an EventBridge rule invokes this function.
+BEDROCK_JOB_EVENT_HANDLER = "lambdas.bedrock_job_event.handler"
+BEDROCK_JOB_EVENT_SOURCE = "aws.bedrock"  # only AWS may put events with an aws.* source
+BEDROCK_JOB_EVENT_DETAIL_TYPE = "Batch Inference Job State Change"
+# the statuses that end a job (ModelInvocationJobStatus); the rule matches only these
+BEDROCK_JOB_ENDED_STATUSES = ("Completed", "PartiallyCompleted", "Failed", "Stopped", "Expired")
 # The webhook queue's consumer: fans bus events out to targets and delivers them (decisions 0070, 0071).
 WEBHOOK_DELIVERY_HANDLER = "lambdas.webhook_deliveries.handler"
 INGEST_HANDLER = "lambdas.ingest.handler"  # S3 drop folder, fed by SQS

@@ -376,3 +376,44 @@ BY_NAME: MappingProxyType[str, ProviderSpec] = MappingProxyType({spec.name: spec
 PROVIDERS: tuple[str, ...] = tuple(BY_NAME)  # every provider the gateway has an adapter for
 KEYED: tuple[str, ...] = tuple(spec.name for spec in SPECS if not spec.keyless)  # one API key secret each
 ENDPOINTS: tuple[str, ...] = tuple(dict.fromkeys(endpoint for spec in SPECS for endpoint in spec.endpoints))
+
+
+class WebhookPush(NamedTuple):
+    """A provider that signs the end of a batch as a webhook under the Standard Webhooks scheme (decisions 0073,
+    0135): the unauthenticated route it posts to, the secret it signs with, the events that end a batch."""
+
+    provider: str  # the ProviderSpec's name: only a job of this provider is woken
+    title: str  # construct ids: "<title>Push", "<title>WebhookSecret", "<title>Webhook" (OpenAI's kept since 0073)
+    path: str  # POST <path> on the API, without IAM or an authorizer
+    secret_name: str  # Secrets Manager: the webhook's signing secret (whsec_...), put there by the operator
+    secret_env: str  # the variable holding that secret's ARN (the receiver's only secret)
+    ended_events: frozenset[str]  # event types that say a batch ended; others are acknowledged and ignored
+    # The provider's batch names start with it (what Submit records): an event naming the bare id gets it added.
+    batch_prefix: str = ""
+
+
+WEBHOOK_PUSH: MappingProxyType[str, WebhookPush] = MappingProxyType(
+    {
+        # platform.openai.com/docs/guides/webhooks: a project webhook; data.id is the batch id.
+        OPENAI.name: WebhookPush(
+            provider=OPENAI.name,
+            title="OpenAI",
+            path=constants.OPENAI_WEBHOOK_PATH,
+            secret_name=constants.OPENAI_WEBHOOK_SECRET_NAME,
+            secret_env=constants.ENV_OPENAI_WEBHOOK_SECRET_ARN,
+            ended_events=frozenset({"batch.completed", "batch.failed", "batch.expired", "batch.cancelled"}),
+        ),
+        # ai.google.dev/gemini-api/docs/webhooks: a static (project-level) webhook, HMAC-signed; the SDK's
+        # WebhookSubscribedEvent lists batch.succeeded, batch.failed and batch.expired (a cancel is ours: the cancel
+        # path wakes the job itself). data.id names the batch; batches/ is added when it is bare.
+        GOOGLE.name: WebhookPush(
+            provider=GOOGLE.name,
+            title="Gemini",
+            path=constants.GEMINI_WEBHOOK_PATH,
+            secret_name=constants.GEMINI_WEBHOOK_SECRET_NAME,
+            secret_env=constants.ENV_GEMINI_WEBHOOK_SECRET_ARN,
+            ended_events=frozenset({"batch.succeeded", "batch.failed", "batch.expired", "batch.cancelled"}),
+            batch_prefix="batches/",
+        ),
+    }
+)

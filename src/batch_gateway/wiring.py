@@ -46,7 +46,7 @@ from batch_gateway.ports import (
     WebhookSender,
     WebhookStore,
 )
-from batch_gateway.provider_specs import BY_NAME
+from batch_gateway.provider_specs import BY_NAME, WEBHOOK_PUSH
 from batch_gateway.service.context import Services
 from batch_gateway.service.events.signals import signalling
 from batch_gateway.settings import Settings
@@ -143,7 +143,7 @@ def services() -> Services:
         resolver=_on_first_use(_resolver, s),
         webhook_sender=_on_first_use(_webhook_sender, s),
         provider_batches=_on_first_use(_provider_batches, s),
-        openai_webhook_secret=openai_webhook_secret,
+        webhook_secret=webhook_secret,
         limits=_on_first_use(_limit_store, s),
         pii=_on_first_use(_pii_detector, s),
         clock=utcnow,
@@ -319,10 +319,10 @@ def api_keys() -> ApiKeys:
     return ApiKeys(store=built.keys, pepper=built.key_pepper, rate_limit=rate)
 
 
-def openai_webhook_secret() -> str:
-    """The secret OpenAI signs the project's webhooks with (decision 0073), from Secrets Manager, cached like the
-    provider keys."""
-    value = _secret(constants.ENV_OPENAI_WEBHOOK_SECRET_ARN)
+def webhook_secret(provider: str) -> str:
+    """The secret ``provider`` signs its batch webhooks with (decisions 0073, 0135), from Secrets Manager, cached like
+    the provider keys. Each receiver function has only its own provider's variable: another provider's raises."""
+    value = _secret(WEBHOOK_PUSH[provider].secret_env)
     return value.strip() if isinstance(value, str) else ""
 
 

@@ -1,8 +1,8 @@
-"""Noticed at once (decisions 0072, 0073), through the faithful local stack with IAM enforced: a workflow parked on a
-long poll schedule (600 s) is woken by OpenAI's signed batch webhook (the simulator pushes it to the stack's own
-receiver, signed with the secret the stack keeps in OpenAIWebhookSecret) and collects within seconds of the batch's
-end; a forged webhook gets 400 and wakes nothing; a cancel during a long park reaches the provider within seconds
-(Cancel's role resumes the parked task: states:SendTaskSuccess is granted)."""
+"""Noticed at once (decisions 0072, 0073, 0135), through the faithful local stack with IAM enforced: a workflow parked
+on a long poll schedule (600 s) is woken by OpenAI's or Gemini's signed batch webhook (the simulator pushes it to the
+stack's own receiver, signed with the secret the stack keeps in OpenAIWebhookSecret or GeminiWebhookSecret) and
+collects within seconds of the batch's end; a forged webhook gets 400 and wakes nothing; a cancel during a long park
+reaches the provider within seconds (Cancel's role resumes the parked task: states:SendTaskSuccess is granted)."""
 
 from __future__ import annotations
 
@@ -10,20 +10,21 @@ import base64
 import json
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
 import requests
 
 from batch_gateway import constants
-from batch_gateway_dev.simulators.openai_push import sign
+from batch_gateway_dev.simulators.webhook_push import sign
 from tests.support.api_caller import Caller
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
 LONG_PARK = "600"  # seconds between polls: without a wake, nothing is noticed for 10 minutes
-MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-20250514"}
+MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-20250514", "google": "gemini-2.5-flash"}
 
 
 @pytest.fixture
@@ -63,7 +64,11 @@ def parked(stack, caller: Caller, job_id: str) -> tuple[str, str]:
 
 def provider_batch(sim, provider: str, batch_id: str) -> dict[str, Any]:
     """The provider's own view of a batch, asked over the wire."""
-    if provider == "anthropic":
+    if provider == "google":
+        answer = requests.get(
+            f"{sim.gemini_base_url}/v1beta/{batch_id}", timeout=10, headers={"x-goog-api-key": "simulator-key"}
+        )
+    elif provider == "anthropic":
         answer = requests.get(
             f"{sim.url}/v1/messages/batches/{batch_id}",
             timeout=10,
@@ -127,6 +132,44 @@ def test_a_forged_openai_webhook_gets_400_and_wakes_nothing_and_a_signed_one_wak
 
     assert signed.status_code == 200, signed.text
     # woken: the parked task resumed, Poll ran (the batch still runs) and the workflow parked again with a new token
+    wait_for(lambda: job_item(stack, job_id).get("park_token") not in (None, token), 20, "a poll and a new park")
+
+
+def test_a_gemini_batch_that_ends_while_parked_is_collected_within_seconds_of_its_end(stack, sim, alice, long_park):
+    sim.configure(processing_seconds=8)  # ends well after the workflow parked for 600 s
+    job_id = create(alice, "google")
+    batch_id, _token = parked(stack, alice, job_id)
+    assert "endTime" not in provider_batch(sim, "google", batch_id)["metadata"]
+
+    job = alice.wait(job_id, timeout=60)
+    collected_at = time.time()
+
+    ended = provider_batch(sim, "google", batch_id)["metadata"]["endTime"]
+    ended_at = datetime.fromisoformat(ended.replace("Z", "+00:00")).timestamp()
+    assert job["status"] == "finished" and job["request_counts"]["succeeded"] == 3
+    assert collected_at - ended_at < 30, f"collected {collected_at - ended_at:.1f} s after the batch ended"
+    pushes = [d for d in sim.stats()["google"]["webhooks"]["deliveries"] if d["batch_id"] == batch_id]
+    assert [(d["type"], d["status"]) for d in pushes] == [("batch.succeeded", 200)]
+
+
+def test_a_forged_gemini_webhook_gets_400_and_wakes_nothing_and_a_signed_one_wakes(stack, sim, alice, long_park):
+    sim.configure(processing_seconds=300)  # the batch runs on: only a webhook could wake the job now
+    job_id = create(alice, "google")
+    batch_id, token = parked(stack, alice, job_id)
+    body = json.dumps(
+        {"type": "batch.succeeded", "version": "v1", "timestamp": "2026-12-04T00:00:00Z"} | {"data": {"id": batch_id}}
+    )
+    url = stack.webhook_url("google")
+    openais = stack.openai_webhook_secret  # another provider's secret verifies nothing here
+    for forged_secret in ("whsec_" + base64.b64encode(b"not the secret this stack keeps").decode(), openais):
+        forged = requests.post(url, data=body, headers=sign(forged_secret, "msg_x", body), timeout=30)
+        assert forged.status_code == 400, forged.text
+    item = job_item(stack, job_id)
+    assert item.get("park_token") == token and not item.get("wake_requested")  # still parked, no wake pending
+
+    signed = requests.post(url, data=body, headers=sign(stack.webhook_secrets["google"], "msg_y", body), timeout=30)
+
+    assert signed.status_code == 200, signed.text
     wait_for(lambda: job_item(stack, job_id).get("park_token") not in (None, token), 20, "a poll and a new park")
 
 

@@ -60,7 +60,7 @@ def test_every_door_route_uses_the_key_authorizer_and_every_other_route_iam(synt
         if path.startswith(("/openai/", "/anthropic/", constants.KEY_MOUNT_PREFIX + "/")):  # doors, key mount (0134)
             assert props["AuthorizationType"] == "CUSTOM", (method, path)
             assert props["AuthorizerId"] == {"Ref": authorizer_id}, (method, path)
-        elif path != constants.OPENAI_WEBHOOK_PATH:  # signed by OpenAI (tests/infra/test_openai_push_deployment.py)
+        elif path != constants.OPENAI_WEBHOOK_PATH:  # signed by OpenAI (tests/infra/test_provider_push_deployment.py)
             assert props["AuthorizationType"] == "AWS_IAM", (method, path)
 
 

@@ -79,8 +79,8 @@ def test_api_exposes_exactly_its_routes_each_proxied_to_its_lambda(synthesized):
 
 def test_every_api_method_requires_iam_sigv4_authorization(synthesized):
     """Except the compatible doors and the key mount, which the key authorizer guards
-    (tests/infra/test_api_keys_deployment.py, tests/infra/test_key_mount_deployment.py), and OpenAI's webhooks, which
-    their signature authenticates (tests/infra/test_openai_push_deployment.py)."""
+    (tests/infra/test_api_keys_deployment.py, tests/infra/test_key_mount_deployment.py), and the providers' webhooks,
+    which their signature authenticates (tests/infra/test_provider_push_deployment.py)."""
     routes = _routes(synthesized)
     native = [props for route, props in routes.items() if route in NATIVE]
     assert len(native) == len(NATIVE) == 22

@@ -55,7 +55,7 @@ def memory_services(
     resolver: Resolver | None = None,
     webhook_sender: WebhookSender | None = None,
     provider_batches: ProviderBatchIndex | None = None,
-    openai_webhook_secret: Callable[[], str] | None = None,
+    webhook_secret: Callable[[str], str] | None = None,
     clock: Callable[[], datetime] | None = None,
     pii: PiiDetector | None = None,
 ) -> Services:
@@ -81,7 +81,7 @@ def memory_services(
         resolver=resolver or Unexpected("resolver"),
         webhook_sender=webhook_sender or Unexpected("webhook_sender"),
         provider_batches=provider_batches or MemoryProviderBatchIndex(),  # knows no provider batch
-        openai_webhook_secret=openai_webhook_secret or unexpected("openai_webhook_secret"),
+        webhook_secret=webhook_secret or unexpected("webhook_secret"),
         limits=MemoryOwnerLimitStore(),  # no override; the deployment's limits come from the settings
         pii=pii or BUILTIN,  # the built-in patterns, as a deployment that names no detector
         clock=clock or utcnow,  # the wall clock unless a test moves its own

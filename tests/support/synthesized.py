@@ -20,7 +20,7 @@ ALL_HANDLERS = {
     "KeyAuthorizer": constants.AUTHORIZER_HANDLER,
     "WebhookDeliveries": constants.WEBHOOK_DELIVERY_HANDLER,
     "Park": constants.PARK_HANDLER,
-    "OpenAIWebhook": constants.OPENAI_WEBHOOK_HANDLER,
+    "OpenAIWebhook": constants.PROVIDER_WEBHOOK_HANDLER,
 }
 FUNCTION_SCOPES = {
     **{f: "Api" for f in constants.API_HANDLERS},

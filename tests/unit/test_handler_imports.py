@@ -18,7 +18,8 @@ API_BUNDLE_HANDLERS = [
     *constants.API_HANDLERS.values(),
     constants.INGEST_HANDLER,
     constants.PARK_HANDLER,
-    constants.OPENAI_WEBHOOK_HANDLER,
+    constants.PROVIDER_WEBHOOK_HANDLER,
+    constants.BEDROCK_JOB_EVENT_HANDLER,
 ]
 NOT_IN_API_BUNDLE = {"anthropic", "openai", "httpx2"}
 NOT_ON_API_PATH = {"pydantic", "aws_xray_sdk"}
@@ -64,7 +65,7 @@ def test_api_bundle_handlers_import_only_what_their_bundle_carries(handler):
     )
     loaded = set(json.loads(done.stdout))
     assert not loaded & NOT_IN_API_BUNDLE
-    if handler in (*constants.API_HANDLERS.values(), constants.OPENAI_WEBHOOK_HANDLER):
+    if handler in (*constants.API_HANDLERS.values(), constants.PROVIDER_WEBHOOK_HANDLER):
         assert not loaded & NOT_ON_API_PATH
 
 

@@ -166,7 +166,7 @@ def test_any_path_is_routed_as_powertools_routes_it(method, path, answer):
 
 
 def _api_modules() -> list[str]:
-    handlers = [*constants.API_HANDLERS.values(), constants.OPENAI_WEBHOOK_HANDLER]
+    handlers = [*constants.API_HANDLERS.values(), constants.PROVIDER_WEBHOOK_HANDLER]
     return sorted({handler.rsplit(".", 1)[0] for handler in handlers})
 
 

@@ -58,7 +58,8 @@ class Services:
     resolver: Resolver  # DNS for a delivery, bounded in time (decision 0071)
     webhook_sender: WebhookSender  # one POST to the checked addresses (decision 0071)
     provider_batches: ProviderBatchIndex  # which job holds a provider batch (decision 0073)
-    openai_webhook_secret: Callable[[], str]  # what OpenAI signs the project's webhooks with (decision 0073)
+    # provider -> the secret it signs its batch webhooks with (decisions 0073, 0135; provider_specs.WEBHOOK_PUSH)
+    webhook_secret: Callable[[str], str]
     limits: OwnerLimitStore  # per-owner limits on creates: overrides and each owner's usage (decision 0119)
     pii: PiiDetector  # the input guardrails' personal-data detector (decision 0124)
     clock: Callable[[], datetime]  # now, in UTC: what the owner limits' minutes are counted by (tests move it)

@@ -29,8 +29,7 @@ from typing import Any, TypedDict
 import boto3
 import requests
 
-from batch_gateway.constants import OPENAI_WEBHOOK_PATH, OPENAI_WEBHOOK_SECRET_NAME
-from batch_gateway.provider_specs import SPECS
+from batch_gateway.provider_specs import OPENAI, SPECS, WEBHOOK_PUSH
 from batch_gateway_dev.local.front import ApiFront, Principal
 from batch_gateway_dev.local.lambda_runtime import ENVIRONMENTS_FILE, IN_FLIGHT_FILE, code_zip
 from batch_gateway_dev.local.resources import create_table
@@ -171,7 +170,7 @@ class LocalStack:
         self._generation = 0
         self._sqs_mappings: list[SqsMapping] = []
         self._sqs_poller: SqsPoller | None = None
-        self.openai_webhook_secret: str | None = None  # the OpenAIWebhookSecret's value, when openai is enabled
+        self.webhook_secrets: dict[str, str] = {}  # provider -> its webhook secret's value, for each enabled pusher
         self._lambda_service: CallerCredentials | None = None
         self._control_lock = threading.Lock()
         self._control_id = 0
@@ -222,9 +221,10 @@ class LocalStack:
             host=self.host,
             port=self.port,
         ).start()
-        if self.simulator and self.openai_webhook_secret:
-            # OpenAI's project webhook, pointed at this stack's receiver (decision 0073), as an operator sets it up.
-            self.simulator.push_openai_webhooks(self.openai_webhook_url, self.openai_webhook_secret)
+        for provider, secret in self.webhook_secrets.items() if self.simulator else ():
+            # OpenAI's project webhook and Gemini's static one, pointed at this stack's receivers (decisions 0073,
+            # 0135), as an operator sets them up.
+            self.simulator.push_webhooks(provider, self.webhook_url(provider), secret)
         return self
 
     def stop(self) -> None:
@@ -253,12 +253,20 @@ class LocalStack:
     def __exit__(self, *_: Any) -> None:
         self.stop()
 
-    @property
-    def openai_webhook_url(self) -> str:
-        """Where OpenAI's batch webhooks go: this stack's receiver, ``POST /providers/openai/webhook``."""
+    def webhook_url(self, provider: str) -> str:
+        """Where ``provider``'s batch webhooks go: this stack's receiver, ``POST /providers/<provider>/webhook``."""
         if self.front is None:
             raise RuntimeError("the local stack is not started")
-        return f"{self.front.url}{OPENAI_WEBHOOK_PATH}"
+        return f"{self.front.url}{WEBHOOK_PUSH[provider].path}"
+
+    @property
+    def openai_webhook_url(self) -> str:
+        return self.webhook_url(OPENAI.name)
+
+    @property
+    def openai_webhook_secret(self) -> str | None:
+        """The OpenAIWebhookSecret's value, when openai is enabled."""
+        return self.webhook_secrets.get(OPENAI.name)
 
     def info(self) -> dict[str, Any]:
         caller = self.caller(DEFAULT_CALLER)
@@ -601,9 +609,10 @@ class LocalStack:
         secrets = self.client("secretsmanager")
         for logical_id, secret in template.of_type("AWS::SecretsManager::Secret").items():
             name = str(secret["Properties"].get("Name") or logical_id)
-            if name == OPENAI_WEBHOOK_SECRET_NAME:
-                # As OpenAI shows a project webhook's secret; the simulator signs its batch webhooks with it.
-                value = self.openai_webhook_secret = "whsec_" + base64.b64encode(os.urandom(32)).decode()
+            push = next((p for p in WEBHOOK_PUSH.values() if p.secret_name == name), None)
+            if push is not None:
+                # As OpenAI and Gemini show a webhook's secret; the simulator signs its batch webhooks with it.
+                value = self.webhook_secrets[push.provider] = "whsec_" + base64.b64encode(os.urandom(32)).decode()
             else:
                 provider = next((p for p in PROVIDER_KEY_VARS if p in name.lower()), None)
                 value = (self._provider_keys.get(provider) if provider else None) or "simulator-key"
@@ -774,6 +783,11 @@ class LocalStack:
         to SQS queues, as deployed: moto matches the pattern and sends each event to the queue. A schedule rule
         (the sweeper's) has no pattern to match here: the local stack runs the sweeper on demand."""
         if "EventPattern" not in props:
+            return
+        sources = props["EventPattern"].get("source") or []
+        if sources and all(str(source).startswith("aws.") for source in sources):
+            # An AWS service's events (Bedrock's job state changes, decision 0135): only AWS puts them, and the
+            # simulators do not, so nothing would match; the jobs' polls find the ends (tests/integration).
             return
         targets = props.get("Targets") or []
         unsupported = [t["Arn"] for t in targets if ":sqs:" not in str(t["Arn"])]

@@ -58,6 +58,7 @@ from batch_gateway_dev.simulators.schedule import (
     SUCCEEDED,
     Plan,
 )
+from batch_gateway_dev.simulators.webhook_push import GEMINI_EVENTS, WebhookPusher
 from batch_gateway_dev.simulators.wire import BadBody, Reply, Request, Route, dumps, json_reply, parse_json
 
 PROVIDER = GOOGLE.name
@@ -488,6 +489,8 @@ class GeminiBatches:
         self.uploaded = 0
         self.generated = 0  # synchronous generateContent calls
         self.cache = PromptCache()
+        # Gemini's static webhook: a signed batch.* event when a batch ends (webhook_push.py, decision 0135)
+        self.pusher = WebhookPusher(self._ended, GEMINI_EVENTS, PROVIDER)
         self.routes = [
             route
             for v in API_VERSIONS
@@ -513,6 +516,7 @@ class GeminiBatches:
         self.batches.clear()
         self.created = self.uploaded = self.generated = 0
         self.cache.clear()
+        self.pusher.forget()
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -521,6 +525,7 @@ class GeminiBatches:
             "files_uploaded": self.uploaded,
             "batches": list(self.batches),
             "generated": self.generated,
+            "webhooks": {**self.pusher.settings(), "deliveries": list(self.pusher.deliveries)},
             "cache_entries": len(self.cache),
         }
 
@@ -778,6 +783,7 @@ class GeminiBatches:
             batch = _Batch(plan, items, model, display_name, file_name, failure)
             self.batches[batch.id] = batch
             self.created += 1
+            self.pusher.schedule(batch.name, batch.running_at if failure else plan.end)
             return json_reply(self._operation(batch, now))
 
     def generate(self, req: Request, model: str) -> Reply:
@@ -806,6 +812,16 @@ class GeminiBatches:
         reply.completed = self.cache.later(written(marks, hit), self.state.clock.now)
         return reply
 
+    def _ended(self, name: str) -> tuple[str, float] | None:
+        """(state, when it reached it) of the batch ``batches/<id>`` now, for the webhook pusher; None once forgotten
+        or deleted, or while it has not ended."""
+        with self.state.lock:
+            batch = self.batches.get(name.removeprefix("batches/"))
+            if batch is None:
+                return None
+            state, _cutoff, end = batch.timeline(time.time())
+        return None if end is None else (state, end)
+
     def retrieve(self, req: Request, id: str) -> Reply:
         with self.state.lock:
             return json_reply(self._operation(self._batch(id), time.time()))
@@ -833,6 +849,7 @@ class GeminiBatches:
             if batch.cancel_at is None:
                 batch.cancel_at = batch.plan.at(now)
                 batch.cancel_seconds = self.state.settings["cancel_seconds"]
+                self.pusher.schedule(batch.name, now + batch.cancel_seconds)  # a cancel sends nothing: checked then
         return json_reply({})
 
     def delete_batch(self, req: Request, id: str) -> Reply:

@@ -31,7 +31,6 @@ from batch_gateway_dev.simulators import cache_prefixes, content, settings
 from batch_gateway_dev.simulators.errors import ApiError
 from batch_gateway_dev.simulators.faults import Fault
 from batch_gateway_dev.simulators.lasting import FLEX_UNAVAILABLE
-from batch_gateway_dev.simulators.openai_push import WebhookPusher
 from batch_gateway_dev.simulators.prompt_cache import Mark, PromptCache, written
 from batch_gateway_dev.simulators.schedule import (
     CANCELED,
@@ -44,6 +43,7 @@ from batch_gateway_dev.simulators.schedule import (
     SUCCEEDED,
     Plan,
 )
+from batch_gateway_dev.simulators.webhook_push import OPENAI_EVENTS, WebhookPusher
 from batch_gateway_dev.simulators.wire import (
     BadBody,
     Reply,
@@ -653,8 +653,8 @@ class OpenAIBatches:
         self.answered = 0  # synchronous chat completions, responses and embeddings
         self.flex_calls = 0  # of them, those that asked for service_tier "flex" (`openai_flex_unavailable_every`)
         self.cache = PromptCache()
-        # OpenAI's project webhooks: a signed batch.* event when a batch ends (openai_push.py)
-        self.pusher = WebhookPusher(self._ended)
+        # OpenAI's project webhooks: a signed batch.* event when a batch ends (webhook_push.py)
+        self.pusher = WebhookPusher(self._ended, OPENAI_EVENTS, PROVIDER)
         self.routes = [
             Route("POST", "/v1/files", "upload_file", self.upload),
             Route("GET", "/v1/files", "list_files", self.list_files),

@@ -15,7 +15,7 @@ import traceback
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from batch_gateway.provider_specs import BEDROCK, OPENAI
+from batch_gateway.provider_specs import BEDROCK, WEBHOOK_PUSH
 from batch_gateway_dev.http_server import LoopbackServer, QuietHandler
 from batch_gateway_dev.simulators import lasting, settings
 from batch_gateway_dev.simulators.errors import ApiError
@@ -180,11 +180,11 @@ class _Handler(QuietHandler):
                 if lifted is None:
                     return json_reply({"error": f"no such lasting fault is active: {spec}"}, 404)
                 return json_reply({"lifted": lifted, "faults_lasting": state.lasting.listed()})
-            if req.method == "POST" and route == "/openai/webhook":
+            if req.method == "POST" and route.endswith("/webhook") and route.strip("/")[:-8] in WEBHOOK_PUSH:
                 spec = parse_json(req.body or b"{}")
                 if not isinstance(spec, dict):
                     raise ValueError("webhook settings must be a JSON object")
-                pusher = state.simulators[OPENAI.name].pusher
+                pusher = state.simulators[route.strip("/")[:-8]].pusher
                 pusher.configure(spec.get("url"), spec.get("secret"))
                 return json_reply(pusher.settings())
             if req.method == "POST" and route == "/clock":
@@ -240,11 +240,14 @@ class SimulatorServer:
 
         self.state.simulators[BEDROCK.name].aws = AwsAccess(endpoint_url, aws_access_key_id, aws_secret_access_key)
 
-    def push_openai_webhooks(self, url: str | None, secret: str | None = None) -> None:
-        """Send OpenAI's signed ``batch.*`` webhook events to ``url`` when a batch ends, signed with ``secret``
-        (``whsec_<base64>``, as OpenAI shows a project webhook's secret); None stops. Same as POST
-        /_simulator/openai/webhook ``{"url", "secret"}``. Kept across ``reset()``: it is the deployment's wiring."""
-        self.state.simulators[OPENAI.name].pusher.configure(url, secret)
+    def push_webhooks(self, provider: str, url: str | None, secret: str | None = None) -> None:
+        """Send ``provider``'s signed ``batch.*`` webhook events (OpenAI's or Gemini's: ``simulators/webhook_push.py``)
+        to ``url`` when a batch ends, signed with ``secret`` (``whsec_<base64>``, as the providers show a webhook's
+        secret); None stops. Same as POST /_simulator/<provider>/webhook ``{"url", "secret"}``. Kept across
+        ``reset()``: it is the deployment's wiring."""
+        if provider not in WEBHOOK_PUSH:
+            raise ValueError(f"{provider!r} sends no webhooks")
+        self.state.simulators[provider].pusher.configure(url, secret)
 
     def start(self) -> SimulatorServer:
         if self._httpd is not None:
