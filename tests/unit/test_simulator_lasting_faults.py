@@ -386,7 +386,7 @@ def test_a_stalled_openai_batch_pushes_its_webhook_only_after_the_lift():
     """The webhook is pushed when the batch really ends: not at its unshifted end, and once the lift re-arms it."""
     secret = "whsec_" + base64.b64encode(b"simulated openai webhook secret!").decode()
     with WebhookReceiver() as receiver, SimulatorServer(processing_seconds=0.3) as own:
-        own.push_openai_webhooks(receiver.url, secret)
+        own.push_webhooks("openai", receiver.url, secret)
         own.add_lasting_fault("openai", "stall", model=GPT)
         held, free = openai_batch(own, GPT).id, openai_batch(own, "gpt-4.1").id
 
@@ -398,3 +398,22 @@ def test_a_stalled_openai_batch_pushes_its_webhook_only_after_the_lift():
         own.lift_fault("openai", "stall", model=GPT)
         [event] = pushed(held)(receiver.wait_for(pushed(held), timeout=10))
         assert json.loads(event.body)["type"] == "batch.completed"
+
+
+def test_a_stalled_gemini_batch_pushes_its_webhook_only_after_the_lift():
+    """As OpenAI's: the push looks at a stalled batch at its unshifted end, finds it running and sends nothing; the
+    lift looks again at its shifted end, so the webhook still comes (polling is only the fallback)."""
+    secret = "whsec_" + base64.b64encode(b"simulated gemini webhook secret!").decode()
+    with WebhookReceiver() as receiver, SimulatorServer(processing_seconds=0.3) as own:
+        own.push_webhooks("google", receiver.url, secret)
+        own.add_lasting_fault("google", "stall", model=GEMINI)
+        held, free = gemini_batch(own).name, gemini_batch(own, model="gemini-2.5-pro").name
+
+        def pushed(name: str):
+            return lambda seen: [r for r in seen if json.loads(r.body)["data"]["id"] == name]
+
+        receiver.wait_for(pushed(free), timeout=10)
+        assert not pushed(held)(receiver.seen())
+        own.lift_fault("google", "stall", model=GEMINI)
+        [event] = pushed(held)(receiver.wait_for(pushed(held), timeout=10))
+        assert json.loads(event.body)["type"] == "batch.succeeded"

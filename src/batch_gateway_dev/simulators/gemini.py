@@ -812,6 +812,16 @@ class GeminiBatches:
         reply.completed = self.cache.later(written(marks, hit), self.state.clock.now)
         return reply
 
+    def resume(self) -> None:
+        """After a stall is lifted: look at each batch again when its shifted end comes, for its webhook (the look
+        scheduled at its unshifted end found it running), as the OpenAI simulator does."""
+        now = time.time()
+        with self.state.lock:
+            for batch in self.batches.values():
+                if batch.timeline(now)[2] is None:
+                    end = batch.plan.end if batch.cancel_at is None else batch.cancel_at + batch.cancel_seconds
+                    self.pusher.schedule(batch.name, now + max(end - batch.plan.at(now), 0.0))
+
     def _ended(self, name: str) -> tuple[str, float] | None:
         """(state, when it reached it) of the batch ``batches/<id>`` now, for the webhook pusher; None once forgotten
         or deleted, or while it has not ended."""

@@ -114,7 +114,7 @@ class SimulatorState:
 
     def lift(self, provider: str, kind: str, model: str | None = None) -> dict[str, Any] | None:
         """Lift a lasting fault (`LastingFaults.lift`); after a stall, a simulator whose batches act on their own
-        (Bedrock writes output, OpenAI pushes webhooks) re-arms them for their shifted times (`resume`)."""
+        (Bedrock writes output, OpenAI and Gemini push webhooks) re-arms them for their shifted times (`resume`)."""
         lifted = self.lasting.lift(provider, kind, model)
         resume = getattr(self.simulators[provider], "resume", None)
         if lifted is not None and kind == STALL and resume is not None:
