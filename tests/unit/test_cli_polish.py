@@ -94,7 +94,8 @@ def test_wait_resumes_with_progress_writes_the_results_and_exits_0_when_finished
 @pytest.mark.parametrize("ended", ["canceled", "expired"])
 def test_wait_exits_3_for_a_job_that_ended_canceled_or_expired_and_still_writes_what_it_has(gateway, capsys, ended):
     gateway.script("GET", "/batches/job_1", job("job_1", ended, request_counts=counts(succeeded=1, **{ended: 1})))
-    gateway.script("GET", "/batches/job_1/results", results("job_1", [item("a"), item("b", status=ended)], status=ended))
+    items = [item("a"), item("b", status=ended)]
+    gateway.script("GET", "/batches/job_1/results", results("job_1", items, status=ended))
     assert main(["wait", "job_1"]) == 3
     captured = capsys.readouterr()
     assert len(captured.out.splitlines()) == 2
@@ -162,9 +163,7 @@ def test_upload_progress_redraws_on_a_terminal_and_writes_one_line_otherwise():
         show = UploadProgress(stream, "big.jsonl", tty=is_tty)
         show(5_000_000, 12_000_000)
         show(12_000_000, 12_000_000)
-    assert tty.getvalue() == (
-        "\ruploading big.jsonl: 5.0/12.0 MB (41%)\ruploading big.jsonl: 12.0/12.0 MB (100%)\n"
-    )
+    assert tty.getvalue() == ("\ruploading big.jsonl: 5.0/12.0 MB (41%)\ruploading big.jsonl: 12.0/12.0 MB (100%)\n")
     assert plain.getvalue() == "uploading big.jsonl: 12.0/12.0 MB (100%)\n"
 
 

@@ -4,6 +4,7 @@ what they caught."""
 
 from __future__ import annotations
 
+import pickle
 import socket
 import threading
 
@@ -78,6 +79,15 @@ def test_each_status_raises_its_official_sdk_class_and_its_wire_class_with_the_r
     retried = (status == 429 or status >= 500) and wire is not ProviderError  # a provider's refusal is permanent
     attempts = 2 if retried else 1
     assert len(gateway.requests_to("GET", "/batches/x")) == attempts
+
+
+def test_an_error_of_a_wire_class_and_a_status_class_survives_pickling_with_both(gateway):
+    gateway.script("GET", "/batches/x", error(429, "limit_exceeded", "over your limits"))
+    with pytest.raises(RateLimitError) as caught:
+        client_of(gateway.url, max_attempts=1).get_job("x")
+    copy = pickle.loads(pickle.dumps(caught.value))  # e.g. across a process pool
+    assert isinstance(copy, LimitExceededError) and isinstance(copy, RateLimitError)
+    assert (copy.message, copy.status_code, copy.request_id) == ("over your limits", 429, "req-1")
 
 
 def test_the_split_classes_have_the_official_sdks_names():

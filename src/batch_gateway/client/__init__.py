@@ -11,8 +11,8 @@
 Every error is a ``BatchGatewayError`` (the service's own error tree, ``batch_gateway.contract.errors``), with
 ``status_code`` and ``request_id`` of the answer it came from, split by status as the official SDKs split theirs
 (``AuthenticationError``, ``PermissionDeniedError``, ``NotFoundError``, ``ConflictError``, ``RateLimitError``,
-``InternalServerError``, ``APIConnectionError``, ``APITimeoutError``); ``BatchWaitTimeoutError`` (a wait ran out of status
-checks) is one too, and also a ``TimeoutError`` (its old name ``BatchWaitTimeout`` still works, deprecated).
+``InternalServerError``, ``APIConnectionError``, ``APITimeoutError``); ``BatchWaitTimeoutError`` (a wait ran out of
+status checks) is one too, and also a ``TimeoutError`` (its old name ``BatchWaitTimeout`` still works, deprecated).
 Defaults are in ``batch_gateway.client._constants``.
 """
 

@@ -14,7 +14,6 @@ The error is also split by HTTP status as the official ``openai``/``anthropic`` 
 
 from __future__ import annotations
 
-import functools
 import json
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -138,15 +137,41 @@ def _status_class(status: int | None) -> type[BatchGatewayError] | None:
     )
 
 
-@functools.cache
+_PAIRS: dict[tuple[type[BatchGatewayError], type[BatchGatewayError]], type[BatchGatewayError]] = {}
+
+
 def _both(wire: type[BatchGatewayError], by_status: type[BatchGatewayError]) -> type[BatchGatewayError]:
     """A class that is both the wire class and the status class, named as the wire class (made once per pair)."""
     if issubclass(wire, by_status):
         return wire
     if issubclass(by_status, wire):
         return by_status
-    namespace = {"__module__": wire.__module__, "__qualname__": wire.__qualname__, "__doc__": wire.__doc__}
+    made = _PAIRS.get((wire, by_status))
+    return made if made is not None else _PAIRS.setdefault((wire, by_status), _make_pair(wire, by_status))
+
+
+def _make_pair(wire: type[BatchGatewayError], by_status: type[BatchGatewayError]) -> type[BatchGatewayError]:
+
+    def __reduce__(self: BatchGatewayError) -> tuple[Any, ...]:  # pickle names the pair, not the made class
+        return (_rebuild, (wire, by_status, self.args, self.__dict__))
+
+    namespace = {
+        "__module__": wire.__module__,
+        "__qualname__": wire.__qualname__,
+        "__doc__": wire.__doc__,
+        "__reduce__": __reduce__,
+    }
     return type(wire.__name__, (wire, by_status), namespace)
+
+
+def _rebuild(
+    wire: type[BatchGatewayError], by_status: type[BatchGatewayError], args: tuple[Any, ...], state: dict[str, Any]
+) -> BatchGatewayError:
+    cls = _both(wire, by_status)
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 # An answer that is not in our error shape: its class from its HTTP status (403 is API Gateway's IAM refusal; 429

@@ -193,7 +193,7 @@ class SignedTransport:
             except urllib3.exceptions.SSLError as exc:  # a bad certificate does not heal on retry
                 raise build_error(BatchGatewayError.type, f"TLS error talking to {self.endpoint}: {exc}") from exc
             except urllib3.exceptions.HTTPError as exc:
-                error = connection_error(self.endpoint, exc)
+                error: BatchGatewayError = connection_error(self.endpoint, exc)
                 cause: BaseException | None = exc
             else:
                 if 200 <= response.status < 300:
@@ -252,9 +252,9 @@ class SignedTransport:
 
 def connection_error(endpoint: str, exc: urllib3.exceptions.HTTPError) -> APIConnectionError:
     """No answer: a timeout (connecting or reading) is ``APITimeoutError``, anything else ``APIConnectionError``."""
-    timed_out = isinstance(exc, urllib3.exceptions.TimeoutError) and not isinstance(
-        exc, urllib3.exceptions.NewConnectionError  # urllib3 files "connection refused" under connect timeouts
-    )
+    # urllib3 files a refused connection (NewConnectionError) under its connect timeouts: not a timeout
+    refused = isinstance(exc, urllib3.exceptions.NewConnectionError)
+    timed_out = isinstance(exc, urllib3.exceptions.TimeoutError) and not refused
     if timed_out:
         return APITimeoutError(f"timed out talking to {endpoint}: {exc}")
     return APIConnectionError(f"could not reach {endpoint}: {exc}")
