@@ -2,7 +2,7 @@
 
     batch-gateway submit requests.jsonl --wait -o results.jsonl
     batch-gateway wait ID [-o FILE] | status ID | results ID [-o FILE] | list [--status S] | cancel ID
-    batch-gateway webhooks create --url URL [--events E,..] | webhooks list | webhooks delete ID
+    batch-gateway webhooks create --url URL --events E,.. | webhooks list | webhooks delete ID
     batch-gateway keys create --owner ARN [--name N] | keys list | keys revoke ID
     batch-gateway budgets set --owner ARN --monthly-usd N | budgets list | budgets remove --owner ARN | budget
     batch-gateway limits set --owner ARN [--creates-per-minute N|none] [--open-jobs N|none] | limits list
@@ -897,8 +897,9 @@ def build_parser() -> argparse.ArgumentParser:
     hook_create.add_argument(
         "--events",
         type=_events_arg,
+        required=True,
         metavar="EVENTS",
-        help="comma separated, e.g. batch.ended,batch.progress (default: the service's, batch.status_changed)",
+        help="comma separated, e.g. batch.ended,batch.progress (the names: docs/api.md#webhooks)",
     )
     hook_create.add_argument("--description", help="a label shown by webhooks list")
     hook_create.set_defaults(handler=cmd_webhooks_create)

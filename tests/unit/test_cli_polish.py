@@ -191,7 +191,10 @@ def test_webhooks_create_prints_the_secret_once_on_stdout_and_list_and_delete_sh
     assert '"deleted": true' in capsys.readouterr().out
 
 
-def test_webhooks_create_without_a_url_is_a_usage_error(gateway, capsys):
-    assert main(["webhooks", "create"]) == 2
-    assert "--url" in capsys.readouterr().err
+@pytest.mark.parametrize("missing", ["--url", "--events"])
+def test_webhooks_create_without_a_url_or_events_is_a_usage_error(gateway, capsys, missing):
+    given = {"--url": HOOK["url"], "--events": "batch.ended"}
+    argv = [arg for flag, value in given.items() if flag != missing for arg in (flag, value)]
+    assert main(["webhooks", "create", *argv]) == 2
+    assert missing in capsys.readouterr().err
     assert not gateway.received

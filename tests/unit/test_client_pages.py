@@ -58,7 +58,7 @@ def test_the_explicit_page_api_walks_the_same_pages(gateway):
     assert [j.id for j in second.data] == ["job_3", "job_4"]
     last = second.get_next_page()
     assert not last.has_next_page()
-    with pytest.raises(StopIteration):
+    with pytest.raises(RuntimeError, match="has_next_page"):
         last.get_next_page()
     assert [len(p.data) for p in client.list_jobs().iter_pages()] == [2, 2, 1]
     assert gateway.requests_to("GET", "/batches")[0].query["status"] == "queued"

@@ -65,9 +65,13 @@ def test_create_sends_url_events_and_description_and_answers_the_secret_once(gat
     assert client.webhooks.delete(HOOK["id"]) == {"id": HOOK["id"], "deleted": True}
 
 
-def test_create_without_events_leaves_them_to_the_service(gateway):
-    BatchGatewayClient(gateway.url).webhooks.create(HOOK["url"])
-    assert gateway.requests_to("POST", "/webhooks")[0].body == {"url": HOOK["url"]}
+def test_create_needs_a_list_of_events_and_one_string_is_refused_before_sending(gateway):
+    client = BatchGatewayClient(gateway.url)
+    with pytest.raises(TypeError):
+        client.webhooks.create(HOOK["url"])  # type: ignore[call-arg]  # the service requires events
+    with pytest.raises(TypeError, match="list of event names"):
+        client.webhooks.create(HOOK["url"], events="batch.ended")
+    assert not gateway.received
 
 
 def test_a_refused_url_and_someone_elses_subscription_are_typed_errors():
@@ -76,7 +80,7 @@ def test_a_refused_url_and_someone_elses_subscription_are_typed_errors():
         gateway.script("DELETE", "/webhooks/whk_other", error(404, "not_found", "webhook whk_other not found"))
         client = BatchGatewayClient(gateway.url)
         with pytest.raises(InvalidRequestError, match="https"):
-            client.webhooks.create("http://example.com")
+            client.webhooks.create("http://example.com", events=["batch.ended"])
         with pytest.raises(NotFoundError) as caught:
             client.webhooks.delete("whk_other")
         assert caught.value.request_id == "req-2"

@@ -41,7 +41,7 @@ class SyncPage(Generic[T]):
 
     def get_next_page(self) -> SyncPage[T]:
         if not self.has_next_page() or self.next_token is None:
-            raise StopIteration("this is the last page")  # as openai's: call has_next_page() first
+            raise RuntimeError("no next page: check has_next_page() first")  # as openai's
         return self._fetch(self.next_token)
 
     def iter_pages(self) -> Iterator[SyncPage[T]]:
@@ -80,7 +80,7 @@ class AsyncPage(Generic[T]):
 
     async def get_next_page(self) -> AsyncPage[T]:
         if not self.has_next_page() or self.next_token is None:
-            raise StopAsyncIteration("this is the last page")
+            raise RuntimeError("no next page: check has_next_page() first")
         return await self._fetch(self.next_token)
 
     async def iter_pages(self) -> AsyncIterator[AsyncPage[T]]:

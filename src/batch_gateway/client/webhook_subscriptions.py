@@ -33,15 +33,13 @@ class Webhooks:
     def __init__(self, transport: SignedTransport) -> None:
         self._transport = transport
 
-    def create(
-        self, url: str, *, events: Sequence[str] | None = None, description: str | None = None
-    ) -> WebhookSubscription:
-        """``POST /webhooks``: ``url`` (https) gets every job's ``events`` (see docs/api.md#webhooks). The answer's
-        ``secret`` signs the deliveries and is answered this once. ``InvalidRequestError`` for a refused URL or an
-        unknown event."""
-        body: dict[str, Any] = {"url": url}
-        if events is not None:
-            body["events"] = list(events)
+    def create(self, url: str, *, events: Sequence[str], description: str | None = None) -> WebhookSubscription:
+        """``POST /webhooks``: ``url`` (https) gets every job's ``events`` (e.g. ``["batch.ended"]``; the names are in
+        docs/api.md#webhooks). The answer's ``secret`` signs the deliveries and is answered this once.
+        ``InvalidRequestError`` for a refused URL or an unknown event."""
+        if isinstance(events, str):  # "batch.ended" would go out as its letters
+            raise TypeError("events is a list of event names, e.g. ['batch.ended']")
+        body: dict[str, Any] = {"url": url, "events": list(events)}
         if description is not None:
             body["description"] = description
         return WebhookSubscription.model_validate(self._transport.request("POST", "/webhooks", body=body))
@@ -73,9 +71,7 @@ class AsyncWebhooks:
     def __init__(self, webhooks: Webhooks) -> None:
         self.sync = webhooks
 
-    async def create(
-        self, url: str, *, events: Sequence[str] | None = None, description: str | None = None
-    ) -> WebhookSubscription:
+    async def create(self, url: str, *, events: Sequence[str], description: str | None = None) -> WebhookSubscription:
         return await asyncio.to_thread(self.sync.create, url, events=events, description=description)
 
     async def list(self) -> list[WebhookSubscription]:
