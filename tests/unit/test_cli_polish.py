@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import shlex
 from importlib import metadata
 
 import pytest
 
+from batch_gateway import cli
 from batch_gateway.cli import Progress, UploadProgress, build_parser, main
 from batch_gateway.client.models import Job
+from batch_gateway.client.transport import SignedTransport
+from tests.support.fake_s3 import FakeS3, multipart_upload
 from tests.support.replay_gateway import FAKE_AWS_ENV, ReplayGateway, answer, item, job, results
 
 HOOK = {
@@ -198,3 +202,32 @@ def test_webhooks_create_without_a_url_or_events_is_a_usage_error(gateway, capsy
     assert main(["webhooks", "create", *argv]) == 2
     assert missing in capsys.readouterr().err
     assert not gateway.received
+
+
+def test_submit_of_a_large_file_shows_upload_progress_and_survives_a_part_s3_fails_once(
+    gateway, tmp_path, capsys, monkeypatch
+):
+    lines = [json.dumps({"batch_gateway": {"provider": "anthropic", "model": "claude-test"}})]
+    lines += [json.dumps({"id": f"r{i}", "request": f"question {i}"}) for i in range(20)]
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    size = path.stat().st_size
+    monkeypatch.setattr(cli, "INLINE_MAX_BYTES", 100)  # this file is "large": it goes up as an upload
+    monkeypatch.setattr(SignedTransport, "pause_before_retry", lambda self, attempt, retry_after=None: None)
+    s3 = FakeS3()
+    s3.server.start(name="fake-s3", poll_interval=0.02)
+    try:
+        part = size // 2 + 1
+        s3.faults = {"/part2": [500]}
+        gateway.script("POST", "/uploads", answer(201, multipart_upload(s3, part, 2)))
+        gateway.script("POST", "/batches", job("job_1", total=20))
+
+        assert main(["submit", str(path)]) == 0
+    finally:
+        s3.server.stop()
+
+    assert s3.parts["/part1"] + s3.parts["/part2"] == path.read_bytes()
+    assert s3.hits["/part2"] == 2
+    assert gateway.requests_to("POST", "/batches")[0].body["input_file"] == "upl_1"
+    err = capsys.readouterr().err
+    assert f"uploading big.jsonl: {size / 1e6:,.1f}/{size / 1e6:,.1f} MB (100%)" in err

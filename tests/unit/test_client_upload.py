@@ -3,51 +3,13 @@ not retried, and progress is reported after each part (decision 0131). S3 is a l
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
-
 import pytest
 
 from batch_gateway.client import APIConnectionError, BatchGatewayClient, BatchGatewayError, InternalServerError
-from batch_gateway_dev.http_server import LoopbackServer, QuietHandler
+from tests.support.fake_s3 import FakeS3, multipart_upload
 from tests.support.replay_gateway import FAKE_AWS_ENV, ReplayGateway, answer
 
 PART = 5
-
-
-class FakeS3:
-    """Keeps the last body PUT to each path; ``faults[path]``: answers to give first ("drop": close unanswered)."""
-
-    def __init__(self) -> None:
-        self.parts: dict[str, bytes] = {}
-        self.faults: dict[str, list[int | str]] = {}
-        self.hits: Counter[str] = Counter()
-        self.completed: bytes | None = None
-        self._lock = threading.Lock()
-        s3 = self
-
-        class Handler(QuietHandler):
-            def serve(self) -> None:
-                body = self.read_body() or b""
-                with s3._lock:
-                    s3.hits[self.path] += 1
-                    queued = s3.faults.get(self.path) or []
-                    fault = queued.pop(0) if queued else None
-                if fault == "drop":
-                    self.close_connection = True
-                    self.connection.shutdown(2)  # no status line: the client sees the connection break
-                    return
-                if fault is not None:
-                    self.send_bytes(int(fault), b"<Error><Code>SlowDown</Code></Error>", {})
-                    return
-                if self.command == "POST":
-                    s3.completed = body
-                    self.send_bytes(200, b"<CompleteMultipartUploadResult/>", {})
-                else:
-                    s3.parts[self.path] = body
-                    self.send_bytes(200, b"", {"ETag": f'"etag-{self.path[-1]}"'})
-
-        self.server = LoopbackServer(Handler)
 
 
 @pytest.fixture(autouse=True)
@@ -67,21 +29,7 @@ def s3():
 @pytest.fixture
 def gateway(s3):
     with ReplayGateway() as server:
-        base = s3.server.origin
-        server.script(
-            "POST",
-            "/uploads",
-            answer(
-                201,
-                {
-                    "id": "upl_1",
-                    "method": "POST",
-                    "part_size": PART,
-                    "parts": [{"part_number": n, "url": f"{base}/part{n}"} for n in (1, 2, 3)],
-                    "complete_url": f"{base}/complete",
-                },
-            ),
-        )
+        server.script("POST", "/uploads", answer(201, multipart_upload(s3, PART, 3)))
         yield server
 
 
