@@ -1,14 +1,17 @@
 """``batch-gateway``: the service's verbs on JSONL files.
 
     batch-gateway submit requests.jsonl --wait -o results.jsonl
-    batch-gateway status ID | results ID [-o FILE] | list [--status S] | cancel ID
+    batch-gateway wait ID [-o FILE] | status ID | results ID [-o FILE] | list [--status S] | cancel ID
+    batch-gateway webhooks create --url URL --events E,.. | webhooks list | webhooks delete ID
     batch-gateway keys create --owner ARN [--name N] [--admin] | keys list | keys revoke ID
     batch-gateway budgets set --owner ARN --monthly-usd N | budgets list | budgets remove --owner ARN | budget
     batch-gateway limits set --owner ARN [--creates-per-minute N|none] [--open-jobs N|none] | limits list
         | limits remove --owner ARN | limit
     batch-gateway local [--host H] [--port N]
 
-Exit codes: 0 ok, 1 the service (or the input file) said no, 2 usage error, 130 interrupted.
+Exit codes: 0 ok, 1 the service (or the input file) said no, or the job failed, 2 usage error, 3 the job waited for
+ended canceled or expired (the results it has are written), 130 interrupted. ``--version``; each command's ``--help``
+lists them with an example.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from importlib import metadata
 from typing import IO, Any, NoReturn
 
 from batch_gateway.client._constants import DEFAULT_STATUS_CHECK_INTERVAL, ENDPOINT_ENV
@@ -31,7 +35,7 @@ from batch_gateway.contract.jobs import PII_MODES
 from batch_gateway.contract.jsonl import HEADER_KEY, ParsedFile, dumps_line, iter_jsonl_lines, parse_jsonl
 from batch_gateway.provider_specs import ENDPOINTS, PROVIDERS
 
-EXIT_OK, EXIT_SERVICE_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_SERVICE_ERROR, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 JOB_STATUSES = [status.value for status in JobStatus]
 
 
@@ -101,12 +105,14 @@ def _format_detail(detail: dict[str, Any]) -> str:
 
 def _report_error(error: BatchGatewayError, as_json: bool) -> None:
     if as_json:
-        body = {"error": {**error.to_body()["error"], "status_code": error.status_code}}
+        body = {"error": {**error.to_body()["error"], "status_code": error.status_code, "request_id": error.request_id}}
         _err(json.dumps(body, ensure_ascii=False))
         return
     _err(f"error: {error.type}: {error.message}")
     for detail in error.details:
         _err(_format_detail(detail))
+    if error.request_id:
+        _err(f"  request id: {error.request_id}")
 
 
 def _elapsed(seconds: float) -> str:
@@ -116,7 +122,11 @@ def _elapsed(seconds: float) -> str:
 
 
 class Progress:
-    """Waiting feedback on stderr: one redrawn line on a terminal, a plain line per change otherwise (logs, CI)."""
+    """Waiting feedback on stderr: one redrawn line on a terminal, a plain line per change otherwise (logs, CI).
+
+    After the elapsed time: while the job waits for provider quota, why (the job view's ``waiting_for_quota``);
+    otherwise, once requests have finished while we watched, an ETA from the rate seen so far (the job view has no
+    prediction of its own: the provider's counts move in steps, so it is a rough guess, shown as ``~``)."""
 
     BAR_WIDTH = 24
 
@@ -127,8 +137,20 @@ class Progress:
         self._start = clock()
         self._drawn = 0
         self._last: str | None = None
+        self._first: tuple[float, int] | None = None  # (when, done) at the first status check
+
+    def _eta(self, job: Job, now: float) -> str:
+        done, total = job.request_counts.done, job.request_counts.total
+        if self._first is None:
+            self._first = (now, done)
+        first_at, first_done = self._first
+        if job.is_terminal or done <= first_done or now <= first_at or done >= total:
+            return ""
+        rate = (done - first_done) / (now - first_at)
+        return f" | ETA ~{_elapsed((total - done) / rate)}"
 
     def update(self, job: Job) -> None:
+        now = self._clock()
         counts = job.request_counts
         done, total = counts.done, counts.total
         filled = self.BAR_WIDTH * done // total if total else 0
@@ -137,7 +159,11 @@ class Progress:
             f"{job.id} {job.status:<11} [{bar}] {done}/{total} done | succeeded {counts.succeeded}"
             f" errored {counts.errored} canceled {counts.canceled} expired {counts.expired}"
         )
-        line = f"{state} | {_elapsed(self._clock() - self._start)}"
+        eta = self._eta(job, now)
+        if job.waiting_for_quota and not job.is_terminal:
+            state += f" | waiting for quota: {job.waiting_for_quota}"
+            eta = ""
+        line = f"{state} | {_elapsed(now - self._start)}{eta}"
         if self._tty:
             width = shutil.get_terminal_size((120, 20)).columns - 1  # a wrapped line cannot be redrawn
             line = line[:width]
@@ -152,6 +178,24 @@ class Progress:
         if self._tty and self._drawn:
             self._stream.write("\n")
             self._stream.flush()
+
+
+class UploadProgress:
+    """``client.upload``'s ``on_progress`` for people: a redrawn line on a terminal, one line at the end otherwise."""
+
+    def __init__(self, stream: IO[str], name: str, *, tty: bool) -> None:
+        self._stream = stream
+        self._name = name
+        self._tty = tty
+
+    def __call__(self, sent: int, total: int) -> None:
+        percent = 100 * sent // total if total else 100
+        line = f"uploading {self._name}: {sent / 1e6:,.1f}/{total / 1e6:,.1f} MB ({percent}%)"
+        if self._tty:
+            self._stream.write("\r" + line + ("\n" if sent >= total else ""))
+        elif sent >= total:
+            self._stream.write(line + "\n")
+        self._stream.flush()
 
 
 # --- commands ----------------------------------------------------------------------------------------------------
@@ -264,7 +308,7 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
             raise UsageError("--dry-run starts nothing to wait for: drop --wait")
         estimate = client.estimate_job(
             None if large else parsed.requests,
-            input_file=client.upload(args.file) if large else None,
+            input_file=_upload(client, args.file) if large else None,
             provider=provider,
             model=model,
             hyperparameters=hyperparameters or None,
@@ -279,7 +323,7 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
         return EXIT_OK
     job = client.create_job(
         None if large else parsed.requests,
-        input_file=client.upload(args.file) if large else None,
+        input_file=_upload(client, args.file) if large else None,
         provider=provider,
         model=model,
         hyperparameters=hyperparameters or None,
@@ -302,12 +346,22 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
             )
         return EXIT_OK
 
+    return _wait_then_write(args, client, job.id)
+
+
+def _upload(client: BatchGatewayClient, path: str) -> str:
+    return client.upload(path, on_progress=UploadProgress(sys.stderr, os.path.basename(path), tty=sys.stderr.isatty()))
+
+
+def _wait_then_write(args: argparse.Namespace, client: BatchGatewayClient, batch_id: str) -> int:
+    """Wait for the job to end (progress on stderr), then write its results: ``submit --wait`` and ``wait``.
+    Exit code by how it ended: finished 0, failed 1 (its error), canceled or expired 3."""
     progress = Progress(sys.stderr, tty=sys.stderr.isatty())
     try:
-        job = client.batch.wait(job.id, status_check_interval=args.poll_interval, on_update=progress.update)
+        job = client.batch.wait(batch_id, status_check_interval=args.poll_interval, on_update=progress.update)
     except KeyboardInterrupt:
         progress.close()
-        _err(f"stopped waiting; {job.id} keeps running: batch-gateway status {job.id}")
+        _err(f"stopped waiting; {batch_id} keeps running: batch-gateway wait {batch_id}")
         return EXIT_INTERRUPTED
     progress.close()
     if job.status == JobStatus.FAILED:
@@ -318,7 +372,11 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
     _err(f"{job.id} {job.status}: {_tally_text(tally)}{where}" + (f"; cost {cost}" if cost else ""))
     if args.json and where:
         _json_out(_job_json(job))
-    return EXIT_OK
+    return EXIT_OK if job.status == JobStatus.FINISHED else EXIT_INCOMPLETE
+
+
+def cmd_wait(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    return _wait_then_write(args, client, args.batch_id)
 
 
 def _cost_text(job: Job) -> str:
@@ -582,6 +640,52 @@ def cmd_budget(args: argparse.Namespace, client: BatchGatewayClient) -> int:
     return EXIT_OK
 
 
+def _events_arg(value: str) -> list[str]:
+    return [event.strip() for event in value.split(",") if event.strip()]
+
+
+def cmd_webhooks_create(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    hook = client.webhooks.create(args.url, events=args.events, description=args.description)
+    if args.json:
+        _json_out(hook.model_dump(mode="json", exclude_none=True))
+    else:
+        _out(hook.secret or "")
+        _err(f"webhook {hook.id} -> {hook.url} ({', '.join(hook.events)}): its signing secret is shown once, store it")
+    return EXIT_OK
+
+
+def cmd_webhooks_list(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    hooks = client.webhooks.list()
+    if args.json:
+        _json_out([hook.model_dump(mode="json", exclude_none=True) for hook in hooks])
+        return EXIT_OK
+    if not hooks:
+        _err("no webhooks")
+        return EXIT_OK
+    rows = [["ID", "URL", "EVENTS", "DESCRIPTION"]]
+    rows += [[h.id, h.url, ",".join(h.events), h.description or "-"] for h in hooks]
+    for line in _table(rows):
+        _out(line)
+    return EXIT_OK
+
+
+def cmd_webhooks_delete(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    deleted = client.webhooks.delete(args.webhook_id)
+    _json_out(deleted) if args.json else _out(f"{deleted['id']} deleted: deliveries still queued are dropped")
+    return EXIT_OK
+
+
+def cmd_webhooks_rotate(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    hook = client.webhooks.rotate_secret(args.webhook_id)
+    if args.json:
+        _json_out(hook.model_dump(mode="json", exclude_none=True))
+    else:
+        _out(hook.secret or "")
+        until = hook.previous_secret_expires_at.isoformat() if hook.previous_secret_expires_at else "-"
+        _err(f"webhook {hook.id}: new signing secret shown once; the old one also signs until {until}")
+    return EXIT_OK
+
+
 def cmd_local(args: argparse.Namespace) -> int:
     try:
         # Development tooling, never in the SDK's wheel: installed with a clone of the repository (`make local`). Not
@@ -595,6 +699,53 @@ def cmd_local(args: argparse.Namespace) -> int:
 
 
 # --- parser --------------------------------------------------------------------------------------------------------
+
+
+_EXIT_CODES = "0 ok; 1 the service said no (the error and its request id on stderr); 2 usage error; 130 interrupted"
+_WAIT_EXIT_CODES = (
+    "0 the job finished; 1 the service said no, or the job failed (its error on stderr); 2 usage error;\n"
+    "  3 the job ended canceled or expired (the results it has are written); 130 interrupted (the job keeps running)"
+)
+_EXAMPLES: dict[str, str] = {
+    "submit": "batch-gateway submit requests.jsonl --wait -o results.jsonl\n"
+    "  batch-gateway submit requests.jsonl --provider openai --model gpt-4o-mini --dry-run",
+    "wait": "batch-gateway wait job_0123456789abcdef01234567 -o results.jsonl   # after Ctrl-C stopped submit --wait",
+    "status": "batch-gateway status job_0123456789abcdef01234567 --json",
+    "results": "batch-gateway results job_0123456789abcdef01234567 -o results.jsonl",
+    "list": "batch-gateway list --status in_progress --limit 20",
+    "cancel": "batch-gateway cancel job_0123456789abcdef01234567",
+    "keys": "batch-gateway keys create --owner arn:aws:iam::123456789012:role/search --name search",
+    "keys create": "batch-gateway keys create --owner arn:aws:iam::123456789012:role/search --name search",
+    "keys list": "batch-gateway keys list --json",
+    "keys revoke": "batch-gateway keys revoke key_6f1c2a9b3d4e5f60",
+    "budgets": "batch-gateway budgets set --owner arn:aws:iam::123456789012:role/search --monthly-usd 500",
+    "budgets set": "batch-gateway budgets set --owner arn:aws:iam::123456789012:role/search --monthly-usd 500",
+    "budgets list": "batch-gateway budgets list",
+    "budgets remove": "batch-gateway budgets remove --owner arn:aws:iam::123456789012:role/search",
+    "budget": "batch-gateway budget",
+    "limits": "batch-gateway limits set --owner arn:aws:iam::123456789012:role/search --creates-per-minute 10",
+    "limits set": "batch-gateway limits set --owner arn:aws:iam::123456789012:role/search --open-jobs none",
+    "limits list": "batch-gateway limits list --json",
+    "limits remove": "batch-gateway limits remove --owner arn:aws:iam::123456789012:role/search",
+    "limit": "batch-gateway limit",
+    "webhooks": "batch-gateway webhooks create --url https://hooks.example.com/batch --events batch.ended",
+    "webhooks create": "batch-gateway webhooks create --url https://hooks.example.com/batch --events batch.ended",
+    "webhooks list": "batch-gateway webhooks list",
+    "webhooks delete": "batch-gateway webhooks delete whk_0123456789abcdef",
+    "webhooks rotate-secret": "batch-gateway webhooks rotate-secret whk_0123456789abcdef",
+    "local": "batch-gateway local --port 8080",
+}
+
+
+def _command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, common: argparse.ArgumentParser, **kw: Any
+) -> argparse.ArgumentParser:
+    """A command's parser, its ``--help`` ending with an example and the exit codes."""
+    parser = commands.add_parser(name, parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter, **kw)
+    path = parser.prog.split(" ", 1)[1]
+    codes = _WAIT_EXIT_CODES if path in ("submit", "wait") else _EXIT_CODES
+    parser.epilog = f"example:\n  {_EXAMPLES[path]}\n\nexit codes:\n  {codes}"
+    return parser
 
 
 def _global_options() -> argparse.ArgumentParser:
@@ -615,10 +766,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="batch-gateway",
         parents=[common],
         description="Run LLM requests through the providers' batch APIs via a Batch Gateway deployment.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"example:\n  {_EXAMPLES['submit']}\n\nexit codes:\n  {_WAIT_EXIT_CODES}\n\n"
+        "batch-gateway COMMAND --help shows each command's own",
     )
+    parser.add_argument("--version", action="version", version=f"batch-gateway {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    submit = commands.add_parser("submit", parents=[common], help="submit a JSONL file of requests")
+    submit = _command(commands, "submit", common, help="submit a JSONL file of requests")
     submit.add_argument("file", metavar="FILE.jsonl", help="requests, one per line ('-' for stdin)")
     submit.add_argument("--provider", choices=list(PROVIDERS), help="overrides the header's provider")
     submit.add_argument("--model", help="overrides the header's model")
@@ -661,57 +816,71 @@ def build_parser() -> argparse.ArgumentParser:
     )
     submit.set_defaults(handler=cmd_submit)
 
-    status = commands.add_parser("status", parents=[common], help="show a job")
+    wait = _command(
+        commands, "wait", common, help="wait for a job to end (again, after Ctrl-C), then write its results as JSONL"
+    )
+    wait.add_argument("batch_id", metavar="ID")
+    wait.add_argument("-o", "--output", metavar="OUT.jsonl", help="results file (default: stdout)")
+    wait.add_argument(
+        "--poll-interval",
+        type=float,
+        default=DEFAULT_STATUS_CHECK_INTERVAL,
+        metavar="S",
+        help="seconds between status checks",
+    )
+    wait.set_defaults(handler=cmd_wait)
+
+    status = _command(commands, "status", common, help="show a job")
     status.add_argument("batch_id", metavar="ID")
     status.set_defaults(handler=cmd_status)
 
-    results = commands.add_parser("results", parents=[common], help="write an ended job's results as JSONL")
+    results = _command(commands, "results", common, help="write an ended job's results as JSONL")
     results.add_argument("batch_id", metavar="ID")
     results.add_argument("-o", "--output", metavar="FILE", help="default: stdout")
     results.set_defaults(handler=cmd_results)
 
-    listing = commands.add_parser("list", parents=[common], help="list your jobs, newest first")
+    listing = _command(commands, "list", common, help="list your jobs, newest first")
     listing.add_argument("--status", choices=JOB_STATUSES)
     listing.add_argument("--limit", type=int, metavar="N", help="show at most N jobs")
     listing.set_defaults(handler=cmd_list)
 
-    cancel = commands.add_parser("cancel", parents=[common], help="cancel a job (finished items are kept)")
+    cancel = _command(commands, "cancel", common, help="cancel a job (finished items are kept)")
     cancel.add_argument("batch_id", metavar="ID")
     cancel.set_defaults(handler=cmd_cancel)
 
-    keys = commands.add_parser("keys", parents=[common], help="gateway API keys for the OpenAI/Anthropic SDKs (admin)")
+    keys = _command(commands, "keys", common, help="gateway API keys for the OpenAI/Anthropic SDKs (admin)")
     key_commands = keys.add_subparsers(dest="keys_command", required=True, metavar="KEYS_COMMAND")
-    key_create = key_commands.add_parser("create", parents=[common], help="a new key for an IAM principal")
+    key_create = _command(key_commands, "create", common, help="a new key for an IAM principal")
     key_create.add_argument("--owner", required=True, metavar="ARN", help="IAM user or role ARN the key acts as")
     key_create.add_argument("--name", help="a label shown by keys list")
     key_create.add_argument(
         "--admin", action="store_true", help="the key may call /keys, /budgets, /limits through the key mount (/k)"
     )
     key_create.set_defaults(handler=cmd_keys_create)
-    key_list = key_commands.add_parser("list", parents=[common], help="every key (never the key itself)")
+    key_list = _command(key_commands, "list", common, help="every key (never the key itself)")
     key_list.set_defaults(handler=cmd_keys_list)
-    key_revoke = key_commands.add_parser("revoke", parents=[common], help="revoke a key (refused within 30 s)")
+    key_revoke = _command(key_commands, "revoke", common, help="revoke a key (refused within 30 s)")
     key_revoke.add_argument("key_id", metavar="ID")
     key_revoke.set_defaults(handler=cmd_keys_revoke)
 
-    budgets = commands.add_parser("budgets", parents=[common], help="monthly budgets per owner in USD (admin)")
+    budgets = _command(commands, "budgets", common, help="monthly budgets per owner in USD (admin)")
     budget_commands = budgets.add_subparsers(dest="budgets_command", required=True, metavar="BUDGETS_COMMAND")
-    budget_set = budget_commands.add_parser("set", parents=[common], help="set or replace an owner's budget")
+    budget_set = _command(budget_commands, "set", common, help="set or replace an owner's budget")
     budget_set.add_argument("--owner", required=True, metavar="ARN", help="IAM user or role ARN the budget limits")
     budget_set.add_argument("--monthly-usd", required=True, type=float, metavar="N", help="US dollars a month")
     budget_set.set_defaults(handler=cmd_budgets_set)
-    budget_list = budget_commands.add_parser("list", parents=[common], help="every budget with this month's amounts")
+    budget_list = _command(budget_commands, "list", common, help="every budget with this month's amounts")
     budget_list.set_defaults(handler=cmd_budgets_list)
-    budget_remove = budget_commands.add_parser("remove", parents=[common], help="remove an owner's budget")
+    budget_remove = _command(budget_commands, "remove", common, help="remove an owner's budget")
     budget_remove.add_argument("--owner", required=True, metavar="ARN")
     budget_remove.set_defaults(handler=cmd_budgets_remove)
-    own_budget = commands.add_parser("budget", parents=[common], help="your own monthly budget and what is left")
+    own_budget = _command(commands, "budget", common, help="your own monthly budget and what is left")
     own_budget.set_defaults(handler=cmd_budget)
 
-    limits = commands.add_parser("limits", parents=[common], help="per-owner limits on creates (admin)")
+    limits = _command(commands, "limits", common, help="per-owner limits on creates (admin)")
     limit_commands = limits.add_subparsers(dest="limits_command", required=True, metavar="LIMITS_COMMAND")
-    limit_set = limit_commands.add_parser(
-        "set", parents=[common], help="set or replace an owner's limits (one not given: the deployment's default)"
+    limit_set = _command(
+        limit_commands, "set", common, help="set or replace an owner's limits (one not given: the deployment's default)"
     )
     limit_set.add_argument("--owner", required=True, metavar="ARN", help="IAM user or role ARN the limits apply to")
     for flag, what in (("--creates-per-minute", "jobs created in a UTC minute"), ("--open-jobs", "jobs open at once")):
@@ -719,19 +888,52 @@ def build_parser() -> argparse.ArgumentParser:
             flag, type=_limit_arg, default=_NOT_GIVEN, metavar="N|none", help=f"{what}, 1-1000, or none: no limit"
         )
     limit_set.set_defaults(handler=cmd_limits_set)
-    limit_list = limit_commands.add_parser("list", parents=[common], help="the defaults and every owner's override")
+    limit_list = _command(limit_commands, "list", common, help="the defaults and every owner's override")
     limit_list.set_defaults(handler=cmd_limits_list)
-    limit_remove = limit_commands.add_parser("remove", parents=[common], help="back to the deployment's defaults")
+    limit_remove = _command(limit_commands, "remove", common, help="back to the deployment's defaults")
     limit_remove.add_argument("--owner", required=True, metavar="ARN")
     limit_remove.set_defaults(handler=cmd_limits_remove)
-    own_limits = commands.add_parser("limit", parents=[common], help="your own limits on creates and your usage")
+    own_limits = _command(commands, "limit", common, help="your own limits on creates and your usage")
     own_limits.set_defaults(handler=cmd_limit)
 
-    local = commands.add_parser("local", parents=[common], help="run the whole service on this machine")
+    webhooks = _command(
+        commands, "webhooks", common, help="webhook subscriptions: signed deliveries of every job's events"
+    )
+    hook_commands = webhooks.add_subparsers(dest="webhooks_command", required=True, metavar="WEBHOOKS_COMMAND")
+    hook_create = _command(hook_commands, "create", common, help="subscribe a URL (prints its signing secret once)")
+    hook_create.add_argument("--url", required=True, help="https URL the deliveries are POSTed to")
+    hook_create.add_argument(
+        "--events",
+        type=_events_arg,
+        required=True,
+        metavar="EVENTS",
+        help="comma separated, e.g. batch.ended,batch.progress (the names: docs/api.md#webhooks)",
+    )
+    hook_create.add_argument("--description", help="a label shown by webhooks list")
+    hook_create.set_defaults(handler=cmd_webhooks_create)
+    hook_list = _command(hook_commands, "list", common, help="your subscriptions (never a secret)")
+    hook_list.set_defaults(handler=cmd_webhooks_list)
+    hook_delete = _command(hook_commands, "delete", common, help="delete a subscription")
+    hook_delete.add_argument("webhook_id", metavar="ID")
+    hook_delete.set_defaults(handler=cmd_webhooks_delete)
+    hook_rotate = _command(
+        hook_commands, "rotate-secret", common, help="a new signing secret (the old one also signs for 24 hours)"
+    )
+    hook_rotate.add_argument("webhook_id", metavar="ID")
+    hook_rotate.set_defaults(handler=cmd_webhooks_rotate)
+
+    local = _command(commands, "local", common, help="run the whole service on this machine")
     local.add_argument("--host", default="127.0.0.1")
     local.add_argument("--port", type=int, default=0, help="0 picks a free port (the stack prints its api_url)")
     local.set_defaults(handler=None)
     return parser
+
+
+def _version() -> str:
+    try:
+        return metadata.version("batch-gateway")
+    except metadata.PackageNotFoundError:  # a source tree that is not installed
+        return "unknown"
 
 
 def _usage_exit(parser: argparse.ArgumentParser, message: str) -> NoReturn:

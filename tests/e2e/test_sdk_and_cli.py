@@ -63,8 +63,23 @@ def test_sync_sdk_create_status_retrieve_list_cancel(stack, sim, monkeypatch):
     slow = client.batch.create({"y": "slow"}, provider="anthropic", model="claude-sonnet-4-20250514")
     client.batch.cancel(slow)
     assert client.batch.status(slow) in (BatchStatus.CANCELING, BatchStatus.FINISHED)
-    with pytest.raises(NotFoundError):
+    with pytest.raises(NotFoundError) as missing:
         client.batch.status("job_000000000000000000000000")
+    assert missing.value.status_code == 404 and missing.value.request_id  # the stack's x-amzn-RequestId
+    assert batch_id in [job.id for job in client.list_jobs(limit=1)]  # one job a page, paged lazily
+
+
+def test_sdk_webhook_subscriptions_are_created_listed_and_deleted(stack, sim, monkeypatch):
+    for key, value in _env(stack, "sdk-hooks").items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_SESSION_TOKEN")
+    client = BatchGatewayClient(stack.info()["api_url"], region="us-east-1")
+    hook = client.webhooks.create("http://127.0.0.1:9/hook", events=["batch.ended"], description="e2e")
+    assert hook.secret and hook.secret.startswith("whsec_")
+    assert [(h.id, h.secret) for h in client.webhooks.list()] == [(hook.id, None)]
+    assert client.webhooks.delete(hook.id) == {"id": hook.id, "deleted": True}
+    with pytest.raises(NotFoundError):
+        client.webhooks.get(hook.id)
 
 
 def test_cli_submit_wait_writes_results_and_status_list_work(stack, sim, tmp_path):
@@ -98,6 +113,16 @@ def test_cli_submit_wait_writes_results_and_status_list_work(stack, sim, tmp_pat
     items = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(i["id"] for i in items) == ["q0", "q1", "q2", "q3"]
     assert all(i["status"] == "succeeded" for i in items)
+    batch_id = done.stderr.strip().splitlines()[-1].split()[0]
+    waited = subprocess.run(  # wait on a job that has ended: its results again, at once
+        [sys.executable, "-m", "batch_gateway.cli", "wait", batch_id],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert waited.returncode == 0, waited.stderr
+    assert sorted(json.loads(line)["id"] for line in waited.stdout.splitlines()) == ["q0", "q1", "q2", "q3"]
     listed = subprocess.run(
         [sys.executable, "-m", "batch_gateway.cli", "--json", "list"],
         env=env,
@@ -114,4 +139,4 @@ def test_cli_submit_wait_writes_results_and_status_list_work(stack, sim, tmp_pat
         text=True,
         timeout=60,
     )
-    assert bad.returncode == 1 and "not_found" in bad.stderr
+    assert bad.returncode == 1 and "not_found" in bad.stderr and "request id: " in bad.stderr

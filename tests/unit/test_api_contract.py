@@ -251,4 +251,6 @@ def test_the_sdk_rebuilds_every_error_from_the_body_the_server_answers(error_typ
     body = sent.to_body()
     api.ErrorBody.model_validate(body)
     rebuilt = error_from_response(cls.http_status, json.dumps(body).encode(), request_id="r-1")
-    assert (type(rebuilt), rebuilt.message, rebuilt.details) == (cls, sent.message, sent.details)
+    # its wire class, and also the status class the official SDKs name (PermissionDeniedError, ...: decision 0131)
+    assert isinstance(rebuilt, cls) and rebuilt.type == cls.type and rebuilt.status_code == cls.http_status
+    assert (rebuilt.message, rebuilt.details) == (sent.message, sent.details)

@@ -226,14 +226,14 @@ def test_results_writes_jsonl_for_an_ended_job(gateway, tmp_path):
 def test_a_service_error_exits_1_with_type_and_message(gateway, capsys):
     gateway.script("GET", "/batches/job_missing", error(404, "not_found", "no batch job_missing"))
     assert main(["status", "job_missing"]) == 1
-    assert capsys.readouterr().err == "error: not_found: no batch job_missing\n"
+    assert capsys.readouterr().err == "error: not_found: no batch job_missing\n  request id: req-1\n"
 
 
 def test_a_service_error_with_json_is_the_error_body_on_stderr(gateway, capsys):
     gateway.script("POST", "/batches/job_missing/cancel", error(404, "not_found", "no batch job_missing"))
     assert main(["--json", "cancel", "job_missing"]) == 1
     shown = json.loads(capsys.readouterr().err)["error"]
-    assert (shown["type"], shown["status_code"]) == ("not_found", 404)
+    assert (shown["type"], shown["status_code"], shown["request_id"]) == ("not_found", 404, "req-1")
 
 
 def test_results_of_a_running_job_is_a_conflict_exit_1(gateway, capsys):

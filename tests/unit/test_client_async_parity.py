@@ -7,12 +7,13 @@ import inspect
 
 import pytest
 
-from batch_gateway.client import AsyncBatchGatewayClient, BatchGatewayClient
+from batch_gateway.client import AsyncBatchGatewayClient, AsyncWebhooks, BatchGatewayClient, Webhooks
 from batch_gateway.client.async_client import AsyncBatch
 from batch_gateway.client.sync_client import Batch
 from tests.support.replay_gateway import FAKE_AWS_ENV, ReplayGateway, answer
 
 SYNC_ONLY = {"close"}  # async: ``await close()`` / ``async with``, checked below as a coroutine too
+PAGINATED = {"list_jobs", "list_results"}  # async: an AsyncPaginator at once (await it, or async for over it)
 
 
 def _public_calls(cls: type) -> dict[str, inspect.Signature]:
@@ -24,7 +25,8 @@ def _public_calls(cls: type) -> dict[str, inspect.Signature]:
 
 
 @pytest.mark.parametrize(
-    ("sync_cls", "async_cls"), [(BatchGatewayClient, AsyncBatchGatewayClient), (Batch, AsyncBatch)]
+    ("sync_cls", "async_cls"),
+    [(BatchGatewayClient, AsyncBatchGatewayClient), (Batch, AsyncBatch), (Webhooks, AsyncWebhooks)],
 )
 def test_every_sync_call_has_an_awaitable_twin_with_the_same_parameters(sync_cls, async_cls):
     sync_calls, async_calls = _public_calls(sync_cls), _public_calls(async_cls)
@@ -32,6 +34,10 @@ def test_every_sync_call_has_an_awaitable_twin_with_the_same_parameters(sync_cls
     for name, signature in sync_calls.items():
         twin = getattr(async_cls, name)
         if name in {"bind"}:  # returns the twin class, not a coroutine
+            continue
+        if name in PAGINATED:
+            assert inspect.signature(twin).return_annotation.startswith("AsyncPaginator["), name
+            assert list(inspect.signature(twin).parameters) == list(signature.parameters), name
             continue
         assert inspect.iscoroutinefunction(twin) or inspect.isasyncgenfunction(twin), name
         if name in SYNC_ONLY:

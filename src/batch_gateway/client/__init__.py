@@ -9,8 +9,10 @@
     print(results["q1"].text)
 
 Every error is a ``BatchGatewayError`` (the service's own error tree, ``batch_gateway.contract.errors``), with
-``status_code`` and ``request_id`` of the answer it came from; ``BatchWaitTimeoutError`` (a wait ran out of status
-checks) is one too, and also a ``TimeoutError`` (its old name ``BatchWaitTimeout`` still works, deprecated).
+``status_code`` and ``request_id`` of the answer it came from, split by status as the official SDKs split theirs
+(``AuthenticationError``, ``PermissionDeniedError``, ``NotFoundError``, ``ConflictError``, ``RateLimitError``,
+``InternalServerError``, ``APIConnectionError``, ``APITimeoutError``); ``BatchWaitTimeoutError`` (a wait ran out of
+status checks) is one too, and also a ``TimeoutError`` (its old name ``BatchWaitTimeout`` still works, deprecated).
 Defaults are in ``batch_gateway.client._constants``.
 """
 
@@ -18,14 +20,20 @@ from batch_gateway.client import errors as _errors
 from batch_gateway.client._constants import ENDPOINT_ENV
 from batch_gateway.client.async_client import AsyncBatch, AsyncBatchGatewayClient
 from batch_gateway.client.errors import (
+    APIConnectionError,
+    APITimeoutError,
+    AuthenticationError,
     BatchGatewayError,
     BatchWaitTimeoutError,
     BudgetExceededError,
     ConflictError,
     IdempotencyMismatchError,
+    InternalServerError,
     InvalidRequestError,
     LimitExceededError,
     NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
     TransientError,
     UnauthorizedError,
 )
@@ -49,13 +57,22 @@ from batch_gateway.client.models import (
     TextOutput,
     TokenUsage,
     Usage,
+    WebhookSubscription,
 )
+from batch_gateway.client.pagination import AsyncPage, AsyncPaginator, SyncPage
 from batch_gateway.client.sync_client import Batch, BatchGatewayClient
+from batch_gateway.client.webhook_subscriptions import AsyncWebhooks, Webhooks
 from batch_gateway.client.webhooks import WebhookVerificationError, verify_webhook
 
 __all__ = [
     "ENDPOINT_ENV",
+    "APIConnectionError",
+    "APITimeoutError",
     "AsyncBatch",
+    "AsyncPage",
+    "AsyncPaginator",
+    "AsyncWebhooks",
+    "AuthenticationError",
     "Attempt",
     "AsyncBatchGatewayClient",
     "Batch",
@@ -69,6 +86,7 @@ __all__ = [
     "EmbeddingOutput",
     "GatewayLMInvoker",
     "IdempotencyMismatchError",
+    "InternalServerError",
     "InvalidRequestError",
     "ItemStatus",
     "Job",
@@ -78,17 +96,22 @@ __all__ = [
     "LMOutput",
     "LimitExceededError",
     "NotFoundError",
+    "PermissionDeniedError",
+    "RateLimitError",
     "RequestCounts",
     "ResultItem",
     "ResultsDownload",
     "ResultsPage",
     "Retry",
+    "SyncPage",
     "TextOutput",
     "TokenUsage",
     "TransientError",
     "UnauthorizedError",
     "Usage",
+    "WebhookSubscription",
     "WebhookVerificationError",
+    "Webhooks",
     "to_api_request",
     "to_api_requests",
     "verify_webhook",

@@ -21,6 +21,7 @@ from batch_gateway.client._constants import (
     DEFAULT_TIMEOUT,
 )
 from batch_gateway.client.models import BatchStatus, Job, JobsPage, LMOutput, ResultItem, ResultsDownload, ResultsPage
+from batch_gateway.client.pagination import AsyncPage, AsyncPaginator
 from batch_gateway.client.sync_client import (
     Batch,
     BatchGatewayClient,
@@ -29,6 +30,8 @@ from batch_gateway.client.sync_client import (
     in_request_order,
     raise_if_failed,
 )
+from batch_gateway.client.uploads import ProgressCallback
+from batch_gateway.client.webhook_subscriptions import AsyncWebhooks
 
 if TYPE_CHECKING:
     import boto3
@@ -61,14 +64,22 @@ class AsyncBatchGatewayClient:
             backoff_cap=backoff_cap,
         )
         self.batch = AsyncBatch(self.sync.batch)
+        self.webhooks = AsyncWebhooks(self.sync.webhooks)
 
     @property
     def endpoint(self) -> str:
         return self.sync.endpoint
 
-    async def upload(self, path: str | os.PathLike[str], *, part_size: int | None = None) -> str:
-        """See ``BatchGatewayClient.upload``: the upload id for ``create_job(input_file=...)``."""
-        return await asyncio.to_thread(self.sync.upload, path, part_size=part_size)
+    async def upload(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        part_size: int | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> str:
+        """See ``BatchGatewayClient.upload``: the upload id for ``create_job(input_file=...)`` (``on_progress`` is
+        called from the worker thread)."""
+        return await asyncio.to_thread(self.sync.upload, path, part_size=part_size, on_progress=on_progress)
 
     async def create_job(
         self,
@@ -138,15 +149,19 @@ class AsyncBatchGatewayClient:
     ) -> ResultsPage:
         return await asyncio.to_thread(self.sync.results_page, batch_id, limit=limit, next_token=next_token)
 
+    def list_results(self, batch_id: str, *, limit: int | None = None) -> AsyncPaginator[ResultItem]:
+        """An ended job's results: ``await`` it for the first page, ``async for`` over it for every item (each page
+        fetched when the one before is used up). See ``BatchGatewayClient.list_results``."""
+
+        async def fetch(token: str | None) -> AsyncPage[ResultItem]:
+            page = await self.results_page(batch_id, limit=limit, next_token=token)
+            return AsyncPage(list(page.results.values()), page.next_token, fetch, token=token)
+
+        return AsyncPaginator(lambda: fetch(None))
+
     async def iter_results(self, batch_id: str, *, page_size: int | None = None) -> AsyncIterator[ResultItem]:
-        next_token: str | None = None
-        while True:
-            page = await self.results_page(batch_id, limit=page_size, next_token=next_token)
-            for item in page.results.values():
-                yield item
-            if not page.next_token or page.next_token == next_token:
-                return
-            next_token = page.next_token
+        async for item in self.list_results(batch_id, limit=page_size):
+            yield item
 
     async def results_download(self, batch_id: str) -> ResultsDownload:
         return await asyncio.to_thread(self.sync.results_download, batch_id)
@@ -156,15 +171,19 @@ class AsyncBatchGatewayClient:
     ) -> JobsPage:
         return await asyncio.to_thread(self.sync.jobs_page, status=status, limit=limit, next_token=next_token)
 
+    def list_jobs(self, *, status: str | None = None, limit: int | None = None) -> AsyncPaginator[Job]:
+        """The caller's jobs, newest first: ``await`` it for the first page, ``async for`` over it for every job.
+        See ``BatchGatewayClient.list_jobs``."""
+
+        async def fetch(token: str | None) -> AsyncPage[Job]:
+            page = await self.jobs_page(status=status, limit=limit, next_token=token)
+            return AsyncPage(page.batches, page.next_token, fetch, token=token)
+
+        return AsyncPaginator(lambda: fetch(None))
+
     async def iter_jobs(self, *, status: str | None = None, page_size: int | None = None) -> AsyncIterator[Job]:
-        next_token: str | None = None
-        while True:
-            page = await self.jobs_page(status=status, limit=page_size, next_token=next_token)
-            for job in page.batches:
-                yield job
-            if not page.next_token or page.next_token == next_token:
-                return
-            next_token = page.next_token
+        async for job in self.list_jobs(status=status, limit=page_size):
+            yield job
 
     async def cancel_job(self, batch_id: str) -> Job:
         return await asyncio.to_thread(self.sync.cancel_job, batch_id)

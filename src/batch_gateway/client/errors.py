@@ -4,6 +4,12 @@ name, still works and warns that it is deprecated).
 
 The server answers ``{"error": {"type", "message", "details"}}``; ``type`` picks the class from ``ERROR_TYPES``.
 Answers that are not ours (API Gateway's own 403/429/502, a proxy's 504) fall back on the HTTP status.
+
+The error is also split by HTTP status as the official ``openai``/``anthropic`` SDKs split theirs (decision 0131):
+``AuthenticationError`` (401), ``PermissionDeniedError`` (403), ``NotFoundError`` (404), ``ConflictError`` (409),
+``RateLimitError`` (429), ``InternalServerError`` (5xx), and, with no answer at all, ``APIConnectionError`` and its
+``APITimeoutError``. An answer is an instance of both its wire class and its status class (a 503
+``transient_error`` is a ``TransientError`` and an ``InternalServerError``), so either ``except`` catches it.
 """
 
 from __future__ import annotations
@@ -36,20 +42,26 @@ if TYPE_CHECKING:
     from batch_gateway.client.models import Job
 
 __all__ = [
+    "APIConnectionError",
+    "APITimeoutError",
+    "AuthenticationError",
     "BatchGatewayError",
     "BatchWaitTimeoutError",
     "BudgetExceededError",
     "ConflictError",
     "IdempotencyMismatchError",
     "IntegrityError",
+    "InternalServerError",
     "InvalidRequestError",
     "LimitExceededError",
     "NotFoundError",
     "PayloadTooLargeError",
+    "PermissionDeniedError",
     "ProviderAuthError",
     "ProviderError",
     "ProviderOutOfCreditError",
     "ProviderRequestError",
+    "RateLimitError",
     "TransientError",
     "UnauthorizedError",
     "UnsupportedMediaTypeError",
@@ -79,6 +91,89 @@ def __getattr__(name: str) -> type[BatchWaitTimeoutError]:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# --- split by HTTP status, as the official SDKs split theirs ---------------------------------------------------------
+
+
+class APIConnectionError(TransientError):
+    """No answer came back: the endpoint could not be reached or the connection broke (retried before it is raised).
+    ``request_id`` is None: nothing answered."""
+
+
+class APITimeoutError(APIConnectionError):
+    """The connection or a read timed out (``timeout``, per attempt), on every attempt."""
+
+
+class AuthenticationError(UnauthorizedError):
+    """401: no credentials, or ones the API does not accept (a gateway API key it does not know)."""
+
+    http_status = 401
+
+
+class PermissionDeniedError(UnauthorizedError):
+    """403: IAM refused the request (the signature, or a policy that does not allow the route)."""
+
+    http_status = 403
+
+
+class RateLimitError(BatchGatewayError):
+    """429, whoever said it: API Gateway's throttling, a gateway key's rate limit, an owner's limits on creates."""
+
+    http_status = 429
+
+
+class InternalServerError(BatchGatewayError):
+    """5xx: the service or something in front of it failed (transient ones are retried before this is raised)."""
+
+    http_status = 500
+
+
+def _status_class(status: int | None) -> type[BatchGatewayError] | None:
+    if status is None:
+        return None
+    if status >= 500:
+        return InternalServerError
+    return {401: AuthenticationError, 403: PermissionDeniedError, 404: NotFoundError, 409: ConflictError}.get(
+        status, RateLimitError if status == 429 else None
+    )
+
+
+_PAIRS: dict[tuple[type[BatchGatewayError], type[BatchGatewayError]], type[BatchGatewayError]] = {}
+
+
+def _both(wire: type[BatchGatewayError], by_status: type[BatchGatewayError]) -> type[BatchGatewayError]:
+    """A class that is both the wire class and the status class, named as the wire class (made once per pair)."""
+    if issubclass(wire, by_status):
+        return wire
+    if issubclass(by_status, wire):
+        return by_status
+    made = _PAIRS.get((wire, by_status))
+    return made if made is not None else _PAIRS.setdefault((wire, by_status), _make_pair(wire, by_status))
+
+
+def _make_pair(wire: type[BatchGatewayError], by_status: type[BatchGatewayError]) -> type[BatchGatewayError]:
+
+    def __reduce__(self: BatchGatewayError) -> tuple[Any, ...]:  # pickle names the pair, not the made class
+        return (_rebuild, (wire, by_status, self.args, self.__dict__))
+
+    namespace = {
+        "__module__": wire.__module__,
+        "__qualname__": wire.__qualname__,
+        "__doc__": wire.__doc__,
+        "__reduce__": __reduce__,
+    }
+    return type(wire.__name__, (wire, by_status), namespace)
+
+
+def _rebuild(
+    wire: type[BatchGatewayError], by_status: type[BatchGatewayError], args: tuple[Any, ...], state: dict[str, Any]
+) -> BatchGatewayError:
+    cls = _both(wire, by_status)
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
 # An answer that is not in our error shape: its class from its HTTP status (403 is API Gateway's IAM refusal; 429
 # its throttling; 504 a proxy's timeout).
 _BY_STATUS: dict[int, type[BatchGatewayError]] = {
@@ -105,6 +200,9 @@ def build_error(
 ) -> BatchGatewayError:
     """The typed error for a wire ``type`` (or, failing that, the HTTP status)."""
     cls = ERROR_TYPES.get(error_type or "") or _BY_STATUS.get(status_code or 0) or BatchGatewayError
+    by_status = _status_class(status_code)
+    if by_status is not None:
+        cls = _both(cls, by_status)
     return cls(
         message,
         details=details,

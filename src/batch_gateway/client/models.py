@@ -183,6 +183,20 @@ class ResultsPage(_Response):
     next_token: str | None = None
 
 
+class WebhookSubscription(_Response):
+    """A webhook subscription (``/webhooks``, decision 0070): signed deliveries of every job's events to ``url``."""
+
+    id: str
+    url: str
+    events: list[str]
+    description: str | None = None
+    created_at: datetime | None = None
+    secret_rotated_at: datetime | None = None
+    # the signing secret (whsec_...): in create's and rotate_secret's answers only, never again
+    secret: str | None = None
+    previous_secret_expires_at: datetime | None = None  # rotate_secret: the old secret signs too until then
+
+
 class ResultsDownload(_Response):
     """``?format=jsonl``: a presigned URL of the job's ``results.jsonl``."""
 

@@ -28,8 +28,10 @@ from batch_gateway.client.models import (
     ResultsDownload,
     ResultsPage,
 )
+from batch_gateway.client.pagination import SyncPage
 from batch_gateway.client.transport import SignedTransport
-from batch_gateway.client.uploads import upload_file
+from batch_gateway.client.uploads import ProgressCallback, upload_file
+from batch_gateway.client.webhook_subscriptions import Webhooks
 
 if TYPE_CHECKING:
     import boto3
@@ -75,6 +77,7 @@ class BatchGatewayClient:
             backoff_cap=backoff_cap,
         )
         self.batch = Batch(self)
+        self.webhooks = Webhooks(self._transport)
 
     @property
     def endpoint(self) -> str:
@@ -82,10 +85,19 @@ class BatchGatewayClient:
 
     # --- the HTTP API, one method per route ------------------------------------------------------------------------
 
-    def upload(self, path: str | os.PathLike[str], *, part_size: int | None = None) -> str:
+    def upload(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        part_size: int | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> str:
         """``POST /uploads`` and the file's bytes to the presigned S3 URLs (in parts when large); returns the upload
-        id to pass as ``create_job(input_file=...)``. For inputs larger than an inline body (3 MB)."""
-        return upload_file(self._transport, path, part_size=part_size)
+        id to pass as ``create_job(input_file=...)``. For inputs larger than an inline body (3 MB).
+
+        A part S3 fails (5xx, or no answer) is sent again with backoff, ``max_attempts`` times in all.
+        ``on_progress(sent_bytes, total_bytes)`` is called after each part."""
+        return upload_file(self._transport, path, part_size=part_size, on_progress=on_progress)
 
     def create_job(
         self,
@@ -181,15 +193,19 @@ class BatchGatewayClient:
             self._transport.request("GET", _path("batches", batch_id, "results"), query=query)
         )
 
+    def list_results(self, batch_id: str, *, limit: int | None = None) -> SyncPage[ResultItem]:
+        """The first page of an ended job's results (fetched now); iterate it for every result item, each later page
+        fetched when the one before is used up (memory: one page). ``limit``: items a page."""
+
+        def fetch(token: str | None) -> SyncPage[ResultItem]:
+            page = self.results_page(batch_id, limit=limit, next_token=token)
+            return SyncPage(list(page.results.values()), page.next_token, fetch, token=token)
+
+        return fetch(None)
+
     def iter_results(self, batch_id: str, *, page_size: int | None = None) -> Iterator[ResultItem]:
-        """Every result item of an ended job, page after page (memory: one page)."""
-        next_token: str | None = None
-        while True:
-            page = self.results_page(batch_id, limit=page_size, next_token=next_token)
-            yield from page.results.values()
-            if not page.next_token or page.next_token == next_token:
-                return
-            next_token = page.next_token
+        """Every result item of an ended job, page after page (memory: one page); ``iter(list_results(...))``."""
+        yield from self.list_results(batch_id, limit=page_size)
 
     def results_download(self, batch_id: str) -> ResultsDownload:
         """``GET /batches/{id}/results?format=jsonl``: a presigned URL of ``results.jsonl``."""
@@ -204,15 +220,19 @@ class BatchGatewayClient:
         query = {"status": status, "limit": limit, "next_token": next_token}
         return JobsPage.model_validate(self._transport.request("GET", "/batches", query=query))
 
+    def list_jobs(self, *, status: str | None = None, limit: int | None = None) -> SyncPage[Job]:
+        """The first page of the caller's jobs (optionally of one service status), newest first, fetched now; iterate
+        it for every job, each later page fetched when the one before is used up. ``limit``: jobs a page."""
+
+        def fetch(token: str | None) -> SyncPage[Job]:
+            page = self.jobs_page(status=status, limit=limit, next_token=token)
+            return SyncPage(page.batches, page.next_token, fetch, token=token)
+
+        return fetch(None)
+
     def iter_jobs(self, *, status: str | None = None, page_size: int | None = None) -> Iterator[Job]:
-        """Every job of the caller (optionally of one service status), newest first."""
-        next_token: str | None = None
-        while True:
-            page = self.jobs_page(status=status, limit=page_size, next_token=next_token)
-            yield from page.batches
-            if not page.next_token or page.next_token == next_token:
-                return
-            next_token = page.next_token
+        """Every job of the caller (optionally of one service status), newest first: ``iter(list_jobs(...))``."""
+        yield from self.list_jobs(status=status, limit=page_size)
 
     def cancel_job(self, batch_id: str) -> Job:
         """``POST /batches/{id}/cancel``. ``ConflictError`` when the job has already ended."""

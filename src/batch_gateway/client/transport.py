@@ -38,8 +38,9 @@ from batch_gateway.client._constants import (
     SIGNING_SERVICE,
 )
 from batch_gateway.client.errors import (
+    APIConnectionError,
+    APITimeoutError,
     BatchGatewayError,
-    TransientError,
     UnauthorizedError,
     build_error,
     error_from_response,
@@ -192,7 +193,7 @@ class SignedTransport:
             except urllib3.exceptions.SSLError as exc:  # a bad certificate does not heal on retry
                 raise build_error(BatchGatewayError.type, f"TLS error talking to {self.endpoint}: {exc}") from exc
             except urllib3.exceptions.HTTPError as exc:
-                error = build_error(TransientError.type, f"could not reach {self.endpoint}: {exc}")
+                error: BatchGatewayError = connection_error(self.endpoint, exc)
                 cause: BaseException | None = exc
             else:
                 if 200 <= response.status < 300:
@@ -236,6 +237,10 @@ class SignedTransport:
         """One request to a URL the service presigned (an S3 upload URL): sent as it is, not signed again."""
         return self._pool.request(method, url, body=data, redirect=False, preload_content=True)
 
+    def pause_before_retry(self, attempt: int, retry_after: float | None = None) -> None:
+        """Wait as ``request`` waits after failed attempt ``attempt`` (backoff with full jitter, or ``retry_after``)."""
+        self._sleep(self._delay(attempt, retry_after))
+
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(retry_after, self.max_retry_after)
@@ -243,6 +248,16 @@ class SignedTransport:
 
     def close(self) -> None:
         self._pool.clear()
+
+
+def connection_error(endpoint: str, exc: urllib3.exceptions.HTTPError) -> APIConnectionError:
+    """No answer: a timeout (connecting or reading) is ``APITimeoutError``, anything else ``APIConnectionError``."""
+    # urllib3 files a refused connection (NewConnectionError) under its connect timeouts: not a timeout
+    refused = isinstance(exc, urllib3.exceptions.NewConnectionError)
+    timed_out = isinstance(exc, urllib3.exceptions.TimeoutError) and not refused
+    if timed_out:
+        return APITimeoutError(f"timed out talking to {endpoint}: {exc}")
+    return APIConnectionError(f"could not reach {endpoint}: {exc}")
 
 
 def _session_region(session: Any) -> str | None:
