@@ -69,6 +69,12 @@ ENV_PROMPT_CACHE_DEFAULT = "PROMPT_CACHE_DEFAULT"  # the prompt_cache option of 
 PROMPT_CACHE_AUTO, PROMPT_CACHE_OFF = "auto", "off"
 PROMPT_CACHE_MODES = (PROMPT_CACHE_AUTO, PROMPT_CACHE_OFF)  # what a job's `prompt_cache` may be
 DEFAULT_PROMPT_CACHE = PROMPT_CACHE_AUTO
+# Result reuse (decision 0127): the max_age_seconds of jobs that give no reuse option (unset: reuse off), and the
+# most any job may ask (and how long an indexed result is kept).
+ENV_REUSE_DEFAULT_MAX_AGE = "REUSE_DEFAULT_MAX_AGE"
+ENV_REUSE_MAX_AGE = "REUSE_MAX_AGE"
+DEFAULT_REUSE_MAX_AGE = 30 * 24 * 3600  # 30 days
+REUSE_SCOPES = ("owner",)  # what a job's reuse.scope may be: never across owners
 # Input guardrails (decision 0124): the personal-data screen of jobs that name none (context `guardrails`), and the
 # detector that screens ("builtin", "comprehend" or "bedrock-guardrail:<id>:<version>"); unset: off, builtin.
 ENV_GUARDRAILS_PII = "GUARDRAILS_PII"

@@ -173,6 +173,7 @@ class ResultItem(_Response):
     mode: str | None = None  # "on_demand": it ran on its own, not in a batch (Bedrock small jobs); None: in a batch
     attempt_count: int | None = None  # jobs with `retry`: how many attempts it had; this result is the last one's
     attempts: list[Attempt] | None = None  # jobs with `retry`: the earlier attempts' outcomes, oldest first
+    reused_from: str | None = None  # jobs with `reuse`: the earlier job whose stored result answered it (0127)
 
 
 class ResultsPage(_Response):

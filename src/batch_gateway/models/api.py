@@ -211,6 +211,11 @@ class ResultItem(BaseModel):
     attempts: list[AttemptView] | None = Field(
         None, description="jobs with `retry`: the earlier attempts' outcomes, oldest first (empty if none)"
     )
+    reused_from: str | None = Field(
+        None,
+        description="jobs with `reuse` (decision 0127): the id of the owner's earlier job whose stored result "
+        "answered this request, which was not sent (its cost here is 0); absent for an item that was sent",
+    )
 
 
 class ResultsPage(BaseModel):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batch_gateway import provider_specs
-from batch_gateway.constants import PII_MODES, PROMPT_CACHE_MODES
+from batch_gateway.constants import PII_MODES, PROMPT_CACHE_MODES, REUSE_SCOPES
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.provider_options import ALLOWED as ALLOWED_OPTIONS
 from batch_gateway.models.request_extras import EXTRA_KEYS, extras_the_model_drops
@@ -66,6 +66,7 @@ FIELDS = (
     "webhook",
     "prompt_cache",
     "guardrails",
+    "reuse",
 )
 REQUIRED = ("provider", "model", "requests")
 
@@ -88,6 +89,7 @@ class CreateJobInput:
     webhook: Any = None  # the job's own webhook as given; api.webhooks.job_webhook checks it (decision 0070)
     prompt_cache: str | None = None  # "auto" | "off"; None: the deployment's default (decision 0128)
     guardrails: dict[str, str] | None = None  # {"pii": mode} (decision 0124); None: the deployment's default
+    reuse: dict[str, Any] | None = None  # {"scope": "owner", "max_age_seconds": n} (0127); None: the deployment's
 
     @classmethod
     def parse(cls, body: Any) -> CreateJobInput:
@@ -148,6 +150,21 @@ def _check_guardrails(value: Any) -> str | None:
     return None
 
 
+def _check_reuse(value: Any) -> str | None:
+    """``{"scope": "owner", "max_age_seconds": n}`` (decision 0127); the deployment's maximum is checked by the
+    create (it reads the settings)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) - {"scope", "max_age_seconds"}:
+        return 'must be an object such as {"scope": "owner", "max_age_seconds": 86400}'
+    if value.get("scope", "owner") not in REUSE_SCOPES:
+        return "scope must be " + " or ".join(f"'{s}'" for s in REUSE_SCOPES) + " (reuse never crosses owners)"
+    age = value.get("max_age_seconds")
+    if age is not None and (isinstance(age, bool) or not isinstance(age, int) or age <= 0):
+        return "max_age_seconds must be a whole number of seconds above 0"
+    return None
+
+
 def _check_object(value: Any) -> str | None:
     return None if isinstance(value, dict) else "must be an object"
 
@@ -198,6 +215,7 @@ _FIELD_CHECKS = {
     "endpoint": _check_endpoint_name,
     "provider_options": _check_object,
     "guardrails": _check_guardrails,
+    "reuse": _check_reuse,
 }
 
 

@@ -21,6 +21,7 @@ from batch_gateway.ports import (
     ProviderBatchIndex,
     QuotaStore,
     Resolver,
+    ReuseIndex,
     WebhookQueue,
     WebhookSender,
     WebhookStore,
@@ -60,4 +61,5 @@ class Services:
     openai_webhook_secret: Callable[[], str]  # what OpenAI signs the project's webhooks with (decision 0073)
     limits: OwnerLimitStore  # per-owner limits on creates: overrides and each owner's usage (decision 0119)
     pii: PiiDetector  # the input guardrails' personal-data detector (decision 0124)
+    reuse: ReuseIndex  # an owner's stored succeeded results by request hash (decision 0127)
     clock: Callable[[], datetime]  # now, in UTC: what the owner limits' minutes are counted by (tests move it)

@@ -1,4 +1,4 @@
-"""The result-reuse index on DynamoDB, in the jobs table (decision 0127, proposed; not yet wired into a workflow).
+"""The result-reuse index on DynamoDB, in the jobs table (decision 0127): Finalize writes it, Plan reads it.
 
 Layout: ``pk = REUSE#<owner>``, ``sk = <request hash, hex>`` (``service.planning.canonical.request_hash``): the
 succeeded result item of that owner's request (without its id), the job it came from, and ``expires_at`` (epoch
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from batch_gateway.ports import ReusableResult, ReuseIndex
 from batch_gateway.store.jobs import _values
 
 if TYPE_CHECKING:
@@ -24,19 +24,11 @@ BATCH_WRITE = 25
 REUSABLE_STATUS = "succeeded"  # errored, expired and canceled items are never reused
 
 
-@dataclass(frozen=True)
-class ReusableResult:
-    job_id: str
-    item: dict[str, Any]
-    ended_at: int  # epoch seconds
-    expires_at: int
-
-
 def _key(owner: str, digest: bytes) -> dict[str, Any]:
     return _values({"pk": REUSE_PREFIX + owner, "sk": digest.hex()})
 
 
-class DynamoDBReuseIndex:
+class DynamoDBReuseIndex(ReuseIndex):
     def __init__(self, dynamodb_client: DynamoDBClient, table: str) -> None:
         self._db = dynamodb_client
         self.table = table
