@@ -85,6 +85,7 @@ class AsyncBatchGatewayClient:
         webhook: Mapping[str, Any] | None = None,
         prompt_cache: str | None = None,
         guardrails: Mapping[str, str] | None = None,
+        reuse: Mapping[str, Any] | None = None,
     ) -> Job:
         """See ``BatchGatewayClient.create_job``: ``requests``, or ``input_file`` (an upload id from ``upload``)."""
         return await asyncio.to_thread(
@@ -101,6 +102,7 @@ class AsyncBatchGatewayClient:
             webhook=webhook,
             prompt_cache=prompt_cache,
             guardrails=guardrails,
+            reuse=reuse,
         )
 
     async def estimate_job(

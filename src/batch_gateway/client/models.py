@@ -87,6 +87,13 @@ class ChunkInfo(_Response):
     waiting_for_quota: str | None = None
 
 
+class Reuse(_Response):
+    """The job's result reuse (decision 0127): its owner's stored results ended at most ``max_age_seconds`` ago."""
+
+    scope: str = "owner"
+    max_age_seconds: int
+
+
 class Retry(_Response):
     """The job's automatic retry of failed items (decision 0066)."""
 
@@ -125,6 +132,7 @@ class Job(_Response):
     retry: Retry | None = None  # None: failed items are not retried
     prompt_cache: str = "off"  # "auto": cache-aware planning (decision 0128); "off": sent as they are
     guardrails: Guardrails = Field(default_factory=Guardrails)
+    reuse: Reuse | None = None  # None: off; else its owner's stored results answer what they can (decision 0127)
     created_at: datetime | None = None
     updated_at: datetime | None = None
     ended_at: datetime | None = None

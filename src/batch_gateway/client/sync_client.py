@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import boto3
     import botocore.session
 
-JOB_OPTIONS = frozenset({"metadata", "endpoint", "provider_options", "webhook", "prompt_cache", "guardrails"})
+JOB_OPTIONS = frozenset({"metadata", "endpoint", "provider_options", "webhook", "prompt_cache", "guardrails", "reuse"})
 
 
 def _path(*segments: str) -> str:
@@ -100,6 +100,7 @@ class BatchGatewayClient:
         webhook: Mapping[str, Any] | None = None,
         prompt_cache: str | None = None,
         guardrails: Mapping[str, str] | None = None,
+        reuse: Mapping[str, Any] | None = None,
     ) -> Job:
         """``POST /batches``. ``requests`` maps caller ids to ``LMInput`` or API request forms; or ``input_file`` is
         an upload id (``upload(path)``) of a JSONL file of requests. ``webhook``: ``{"url", "events"?}``, the job's
@@ -107,7 +108,9 @@ class BatchGatewayClient:
         answered this once. ``prompt_cache``: "auto" or "off" (cache-aware planning, decision 0128); None: the
         deployment's default.
         answered this once. ``guardrails``: ``{"pii": "off" | "flag" | "redact" | "reject"}``, the input
-        guardrails (decision 0124); absent: the deployment's default.
+        guardrails (decision 0124); absent: the deployment's default. ``reuse``: ``{"scope": "owner",
+        "max_age_seconds": n}``, answer requests from your earlier jobs' stored results (decision 0127); absent: the
+        deployment's default.
 
         Safe to retry: one ``Idempotency-Key`` (a new uuid4 unless given) is sent on every attempt.
         """
@@ -124,6 +127,7 @@ class BatchGatewayClient:
             webhook=webhook,
             prompt_cache=prompt_cache,
             guardrails=guardrails,
+            reuse=reuse,
         )
         key = idempotency_key or str(uuid.uuid4())
         # 409 on create means "this key is still being handled" (e.g. our own earlier attempt that timed out):

@@ -85,6 +85,13 @@ class GuardrailsView(TypedDict):
     redacted: dict[str, int]
 
 
+class ReuseView(TypedDict):
+    """Result reuse (decision 0127): the owner's stored results ended at most ``max_age_seconds`` ago answer."""
+
+    scope: str  # "owner": never across owners
+    max_age_seconds: int
+
+
 class JobWebhookView(TypedDict):
     url: str
     events: list[str]
@@ -107,6 +114,7 @@ class JobView(TypedDict):
     retry: RetryView | None
     prompt_cache: str  # "auto" | "off" (decision 0128)
     guardrails: GuardrailsView
+    reuse: ReuseView | None  # None: off (decision 0127)
     webhook: JobWebhookView | None
     created_at: str
     updated_at: str

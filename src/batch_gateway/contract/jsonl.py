@@ -34,6 +34,7 @@ HEADER_FIELDS: dict[str, tuple[type, ...]] = {
     "provider_options": (dict,),
     "prompt_cache": (str,),  # "auto" | "off" (decision 0128)
     "guardrails": (dict,),  # {"pii": mode} (decision 0124)
+    "reuse": (dict,),  # {"scope": "owner", "max_age_seconds": n} (decision 0127)
 }
 LINE_FIELDS = frozenset({"id", "request"})
 MAX_DETAILS = 100

@@ -49,6 +49,13 @@ class ChunkView(BaseModel):
     )
 
 
+class ReuseView(BaseModel):
+    """The job's result reuse (decision 0127)."""
+
+    scope: Literal["owner"] = Field(description="whose stored results answer: the job's owner's only")
+    max_age_seconds: int = Field(description="results of jobs that ended at most this long before Plan answer")
+
+
 class RetryView(BaseModel):
     """The job's automatic retry of failed items (decision 0066)."""
 
@@ -151,6 +158,7 @@ class JobView(BaseModel):
         "marked for the provider's prompt cache when that pays back; off, the requests are sent as they are",
     )
     guardrails: GuardrailsView = Field(description="the input guardrails its requests were screened under")
+    reuse: ReuseView | None = Field(None, description="result reuse (decision 0127); null: off")
     webhook: JobWebhookView | None = Field(None, description="the job's own webhook; null: none")
     created_at: str
     updated_at: str

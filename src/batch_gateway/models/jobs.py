@@ -666,6 +666,7 @@ class Job(Record):
             "retry": self.retry.public() if self.retry else None,
             "prompt_cache": self.prompt_cache or PROMPT_CACHE_OFF,
             "guardrails": (self.guardrails or _UNSCREENED).public(),
+            "reuse": {"scope": "owner", "max_age_seconds": self.reuse_max_age} if self.reuse_max_age else None,
             "webhook": self.webhook.public() if self.webhook else None,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
