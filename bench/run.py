@@ -5,11 +5,12 @@ Exit code 0 even when a target fails: the table says FAIL and summary.json has `
 Loopback only, except that the Lambda bundles are built with pip the first time (then cached in bench/.cache/).
 
 Options: ``--only STEPS`` runs a subset (comma separated, of create, guardrails, collect, imports, history, assets,
-submit, compat, estimate, plan, lag, scale, infra_cost, overhead, chaos, cache, dedup, reuse; summary.json is then written to
-``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into summary.json, keeping the others
-and saying which steps were rerun when); ``--profile`` also writes cProfile stats of one create and one 100,000-line
-collect to ``bench/.cache/profiles/`` (and, with py-spy on the PATH, py-spy samples of moto and every Lambda worker
-during the overhead step's first create, in ``profiles/overhead/``).
+submit, compat, estimate, plan, lag, scale, infra_cost, overhead, chaos, cache, dedup, reuse; summary.json is then
+written to ``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into summary.json, keeping
+the others and saying which steps were rerun when); ``--profile`` also writes cProfile stats of one create and one
+100,000-line collect to ``bench/.cache/profiles/`` (and, with py-spy on the PATH, py-spy samples of moto and every
+Lambda worker during the overhead step's first create, in ``profiles/overhead/``). ``BENCH_REUSE_N`` sets the reuse
+step's job size (default 10,000), for a quick check.
 """
 
 from __future__ import annotations

@@ -21,7 +21,6 @@ def _create(ctx, **changes):
     return call(create.handler, event, ctx)
 
 
-
 def test_reuse_is_off_unless_asked_and_the_view_shows_what_was_asked(aws, ctx):
     status, job = _create(ctx)
     assert status == 202 and job["reuse"] is None

@@ -77,6 +77,8 @@ def index_results(services: Services, job: Job, ended_at: datetime) -> int:
     """Index the job's succeeded items (its results.jsonl joined, ending at ``ended_at``) by their requests' hashes,
     kept the deployment's maximum age; items answered from the store are not indexed again (their own job's entry
     is the one). How many were written."""
+    if job.reused >= job.request_counts.total:  # every item came from the store: nothing new to index
+        return 0
     hashes = {
         request["id"]: request_hash(job, request)
         for _position, _offset, request in requests_from(services, requests_key(job.id), 0, 0)
