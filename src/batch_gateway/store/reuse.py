@@ -45,14 +45,15 @@ class DynamoDBReuseIndex(ReuseIndex):
         expires_at: int,
     ) -> int:
         """Index the succeeded ones of ``(request hash, result item)``; how many were written."""
-        writes: list[dict[str, Any]] = []
+        by_digest: dict[bytes, dict[str, Any]] = {}  # one write a key: a job's identical requests share one
         for digest, item in results:
-            if item.get("status") != REUSABLE_STATUS:
+            if item.get("status") != REUSABLE_STATUS or digest in by_digest:
                 continue
             stored = {k: v for k, v in item.items() if k != "id"}
             values = _values({"job_id": job_id, "item": json.dumps(stored), "ended_at": ended_at})
             values["expires_at"] = {"N": str(expires_at)}
-            writes.append({"PutRequest": {"Item": {**_key(owner, digest), **values}}})
+            by_digest[digest] = {"PutRequest": {"Item": {**_key(owner, digest), **values}}}
+        writes = list(by_digest.values())
         for start in range(0, len(writes), BATCH_WRITE):
             pending: dict[str, Any] = {self.table: writes[start : start + BATCH_WRITE]}
             while pending:
