@@ -5,11 +5,12 @@ Exit code 0 even when a target fails: the table says FAIL and summary.json has `
 Loopback only, except that the Lambda bundles are built with pip the first time (then cached in bench/.cache/).
 
 Options: ``--only STEPS`` runs a subset (comma separated, of create, guardrails, collect, imports, history, assets,
-submit, compat, estimate, plan, lag, scale, infra_cost, overhead, chaos, cache, dedup; summary.json is then written to
-``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into summary.json, keeping the others
-and saying which steps were rerun when); ``--profile`` also writes cProfile stats of one create and one 100,000-line
-collect to ``bench/.cache/profiles/`` (and, with py-spy on the PATH, py-spy samples of moto and every Lambda worker
-during the overhead step's first create, in ``profiles/overhead/``).
+submit, compat, estimate, plan, lag, scale, infra_cost, overhead, chaos, cache, dedup, reuse; summary.json is then
+written to ``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into summary.json, keeping
+the others and saying which steps were rerun when); ``--profile`` also writes cProfile stats of one create and one
+100,000-line collect to ``bench/.cache/profiles/`` (and, with py-spy on the PATH, py-spy samples of moto and every
+Lambda worker during the overhead step's first create, in ``profiles/overhead/``). ``BENCH_REUSE_N`` sets the reuse
+step's job size (default 10,000), for a quick check.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ STEPS = (
     "chaos",
     "cache",
     "dedup",
+    "reuse",
 )
 CREATE_N = 85_000  # the largest round number whose API Gateway event fits Lambda's 6 MB (a 5.8 MB body)
 COLLECT_SIZES = (10_000, 50_000, 100_000)
@@ -105,6 +107,10 @@ OVERHEAD_MAX_RESULTS_RATIO = 1.0
 DEDUP_N = 10_000
 DEDUP_SHARE = 0.3
 DEDUP_MAX_PLAN_RATIO = 1.5
+# Result reuse (issue 27 item 3, decision 0127): a finished 10,000-request job resubmitted with reuse: no provider
+# call, cost 0, the same results, and accepted to finished at most 1.5 x its create call.
+REUSE_N = 10_000
+REUSE_MAX_TIME_RATIO = 1.5
 CHAOS_TIMEOUT_S = 3600  # three seeds of 16 jobs, each with Submit and Poll claims that may wait out their lease
 
 
@@ -532,6 +538,20 @@ def step_cache(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return values, result
 
 
+def step_reuse(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Result reuse (issue 27 item 3, decision 0127): bench/reuse_bench.py says what is measured."""
+    n = int(os.environ.get("BENCH_REUSE_N") or REUSE_N)
+    _log(f"reuse: a finished {n:,}-request job resubmitted with reuse")
+    result = run_worker("bench.reuse_bench", ["--n", str(n)], timeout=3600)
+    values = {
+        "reuse_provider_calls": result["provider_calls"],
+        "reuse_cost_usd": result["cost_usd"],
+        "reuse_results_identical": result["results_identical"],
+        "reuse_time_ratio": result["time_ratio"],
+    }
+    return values, result
+
+
 def step_chaos(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A large chaos run (issue 30, decision 0122): bench/chaos_bench.py's seeds, each many jobs with faults on a local
     stack of its own; the whole result is also written to bench/results/chaos.json."""
@@ -567,6 +587,7 @@ STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[
     "chaos": step_chaos,
     "cache": step_cache,
     "dedup": step_dedup,
+    "reuse": step_reuse,
 }
 
 # --- targets -------------------------------------------------------------------------------------------------------
@@ -673,6 +694,14 @@ def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[s
         "dedup_plan_cpu_ratio",
         f"<= {DEDUP_MAX_PLAN_RATIO} x a plan without duplicates",
         lambda v: v <= DEDUP_MAX_PLAN_RATIO,
+    )
+    check("reuse_provider_calls", "== 0 (every request answered from stored results)", lambda v: v == 0)
+    check("reuse_cost_usd", "== 0", lambda v: v == 0)
+    check("reuse_results_identical", "every item's text and status the first job's", lambda v: v is True)
+    check(
+        "reuse_time_ratio",
+        f"<= {REUSE_MAX_TIME_RATIO} x its create call (accepted to finished)",
+        lambda v: v <= REUSE_MAX_TIME_RATIO,
     )
     return result
 

@@ -94,6 +94,11 @@ Context keys:
     answers CORS preflights and its answers carry ``Access-Control-Allow-Origin`` for this origin only. Default ``""``:
     no CORS at all. ``https://`` (``http://`` only for localhost), no path, no ``*``. The native API functions get it as
     ``CONSOLE_ORIGIN`` when it is set.
+``reuse``
+    Result reuse (decision 0127): ``{"default_max_age_seconds": null, "max_age_seconds": 2592000}``. The first is the
+    ``max_age_seconds`` of jobs that give no ``reuse`` option (null: reuse off for them, the default); the second
+    the most a job may ask (30 days by default), and how long a result stays in the index. The functions get them
+    as ``REUSE_DEFAULT_MAX_AGE`` and ``REUSE_MAX_AGE`` when they are not the defaults.
 """
 
 from __future__ import annotations
@@ -132,6 +137,7 @@ DEFAULTS: dict[str, Any] = {
     "bedrock_on_demand_concurrency": constants.BEDROCK_ON_DEMAND_CONCURRENCY,
     "retry_default": "",
     "prompt_cache_default": constants.DEFAULT_PROMPT_CACHE,
+    "reuse": {"default_max_age_seconds": None, "max_age_seconds": constants.DEFAULT_REUSE_MAX_AGE},
     "guardrails": {"pii": "off", "detector": "builtin"},
     "provider_headers": {},
     "quotas": "{}",
@@ -175,6 +181,24 @@ _ARCHITECTURES = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Archit
 
 class ConfigError(ValueError):
     """A context value that the stack cannot deploy."""
+
+
+def _reuse(raw: Any) -> tuple[int | None, int]:
+    """Context ``reuse`` (decision 0127): the default max age of jobs without the option (None: off) and the most."""
+    raw = json.loads(raw) if isinstance(raw, str) else raw
+    if not isinstance(raw, dict) or set(raw) - {"default_max_age_seconds", "max_age_seconds"}:
+        raise ConfigError(
+            f"context 'reuse' must be an object of default_max_age_seconds and max_age_seconds, got {raw!r}"
+        )
+    most = raw.get("max_age_seconds", constants.DEFAULT_REUSE_MAX_AGE)
+    default = raw.get("default_max_age_seconds")
+    if isinstance(most, bool) or not isinstance(most, int) or most <= 0:
+        raise ConfigError(f"context 'reuse': max_age_seconds must be seconds above 0, got {most!r}")
+    if default is not None and (isinstance(default, bool) or not isinstance(default, int) or not 0 < default <= most):
+        raise ConfigError(
+            f"context 'reuse': default_max_age_seconds must be null or seconds from 1 to {most}, got {default!r}"
+        )
+    return default, most
 
 
 def _prompt_cache_default(raw: Any) -> str:
@@ -266,6 +290,8 @@ class GatewayConfig:
     bedrock: BedrockConfig = field(default_factory=lambda: BedrockConfig())
     retry_default: str = ""  # JSON of the deployment's retry option, "" for none
     prompt_cache_default: str = constants.DEFAULT_PROMPT_CACHE  # "auto" | "off" (decision 0128)
+    reuse_default_max_age: int | None = None  # result reuse (decision 0127): jobs without the option; None: off
+    reuse_max_age: int = constants.DEFAULT_REUSE_MAX_AGE  # the most a job may ask
     guardrails_pii: str = "off"  # the input guardrails of jobs that name none (decision 0124), as GUARDRAILS_PII
     pii_detector: str = "builtin"  # builtin | comprehend | bedrock-guardrail:<id>:<version>, as PII_DETECTOR
     provider_headers: str = ""  # JSON of the header allow-list (decision 0129), as PROVIDER_HEADERS_JSON; "": none
@@ -347,9 +373,12 @@ class GatewayConfig:
             raise ConfigError(f"context 'reconcile_wait_seconds' must be seconds >= 0 or empty, got {reconcile_wait!r}")
 
         guardrails_pii, pii_detector = _guardrails(value("guardrails"))
+        reuse_default_max_age, reuse_max_age = _reuse(value("reuse"))
         return cls(
             provider_headers=_provider_headers(value("provider_headers")),
             console_origin=_console_origin(value("console_origin")),
+            reuse_default_max_age=reuse_default_max_age,
+            reuse_max_age=reuse_max_age,
             guardrails_pii=guardrails_pii,
             pii_detector=pii_detector,
             reconcile_wait_seconds=reconcile_wait,

@@ -57,6 +57,17 @@ def guardrails_environment(config: GatewayConfig) -> dict[str, str]:
     return found
 
 
+def reuse_environment(config: GatewayConfig) -> dict[str, str]:
+    """Result reuse's deployment default and maximum age (context ``reuse``, decision 0127), when not the defaults
+    (off, 30 days)."""
+    found = {}
+    if config.reuse_default_max_age is not None:
+        found[constants.ENV_REUSE_DEFAULT_MAX_AGE] = str(config.reuse_default_max_age)
+    if config.reuse_max_age != constants.DEFAULT_REUSE_MAX_AGE:
+        found[constants.ENV_REUSE_MAX_AGE] = str(config.reuse_max_age)
+    return found
+
+
 def owner_limits_environment(config: GatewayConfig) -> dict[str, str]:
     """The deployment's default limits per owner (context ``owner_limits``, decision 0119), for the functions that
     admit creates (Create and both doors) and the Limits function, which shows them."""
@@ -158,6 +169,7 @@ class FunctionFactory:
                     if self._config.provider_headers
                     else {}
                 ),
+                **reuse_environment(self._config),
                 **(environment or {}),
             },
         )

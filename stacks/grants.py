@@ -27,6 +27,8 @@ TABLE_WRITE = [
     "dynamodb:BatchWriteItem",
     "dynamodb:ConditionCheckItem",
 ]
+# The result-reuse index (decision 0127): its items' partition keys all start with REUSE# (store/reuse.py).
+REUSE_ITEMS_PREFIX = "REUSE#"
 # Gateway API keys (decision 0045): their items' partition keys all start with APIKEY (stores/api_keys.py).
 KEY_ITEMS_PREFIX = "APIKEY"
 KEYS_ADMIN = ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
@@ -63,6 +65,18 @@ def table(role: iam.IRole, jobs: dynamodb.ITable, key: kms.IKey | None, *, write
         role,
         f"AwsSolutions-IAM5[Resource::{nag.arn_token(jobs)}/index/*]",
         "The table's indexes (<table arn>/index/*): by-owner for list, open-jobs for the sweeper; nothing else.",
+    )
+
+
+def reuse_lookup(role: iam.IRole, jobs: dynamodb.ITable) -> None:
+    """``BatchGetItem`` on the result-reuse index's items only (``dynamodb:LeadingKeys`` = ``REUSE#*``, decision
+    0127); the key's decrypt comes with the function's table grant."""
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=["dynamodb:BatchGetItem"],
+            resources=[jobs.table_arn],
+            conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{REUSE_ITEMS_PREFIX}*"]}},
+        )
     )
 
 

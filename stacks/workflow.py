@@ -107,6 +107,8 @@ class WorkflowConstruct(Construct):
         key = storage.key
         for function in self.functions.values():
             grants.table(function.role, table, key, write=True)
+        # Plan looks up the owner's stored results (decision 0127): BatchGetItem on the index's items only
+        grants.reuse_lookup(self.functions["Plan"].role, table)
         chunk_files = [f"{JOBS_PREFIX}*/chunks/*"]
         grants.objects(
             self.functions["Plan"].role,
@@ -227,6 +229,14 @@ class WorkflowConstruct(Construct):
                 "results, tagged with their expiry when the batch set one (decision 0125); an empty OpenAI file is "
                 "deleted again (service/outputs/doors.py).",
             )
+        grants.objects(
+            self.functions["Finalize"].role,
+            bucket,
+            key,
+            [f"{JOBS_PREFIX}*/requests.jsonl"],
+            grants.OBJECT_READ,
+            "Finalize indexes the job's succeeded results by their requests' hashes (decision 0127).",
+        )
         for function_id in ("Submit", "Poll", "MarkFailed"):
             secrets.grant_read(self.functions[function_id])
         # Every step emits on the stack's own bus: stacks/signals.py gives each one its name and grant.

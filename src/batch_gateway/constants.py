@@ -72,6 +72,12 @@ DEFAULT_PROMPT_CACHE = PROMPT_CACHE_AUTO
 # Provider header pass-through (decision 0129): JSON {provider: {header name: [allowed values] | "*"}} (context
 # `provider_headers`, checked at synth by models.provider_headers.parse_allow_list); unset: no header passes.
 ENV_PROVIDER_HEADERS_JSON = "PROVIDER_HEADERS_JSON"
+# Result reuse (decision 0127): the max_age_seconds of jobs that give no reuse option (unset: reuse off), and the
+# most any job may ask (and how long an indexed result is kept).
+ENV_REUSE_DEFAULT_MAX_AGE = "REUSE_DEFAULT_MAX_AGE"
+ENV_REUSE_MAX_AGE = "REUSE_MAX_AGE"
+DEFAULT_REUSE_MAX_AGE = 30 * 24 * 3600  # 30 days
+REUSE_SCOPES = ("owner",)  # what a job's reuse.scope may be: never across owners
 # Input guardrails (decision 0124): the personal-data screen of jobs that name none (context `guardrails`), and the
 # detector that screens ("builtin", "comprehend" or "bedrock-guardrail:<id>:<version>"); unset: off, builtin.
 ENV_GUARDRAILS_PII = "GUARDRAILS_PII"

@@ -10,6 +10,7 @@ each and ``service.context.Services`` carries them to every use case. The in-mem
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, Self
@@ -356,6 +357,40 @@ class BudgetStore(Protocol):
     def settle(self, owner: str, month: str, reserved: int, spent: int, *, once: str) -> bool:
         """Replace a reservation by what was spent: reserved -= ``reserved``, spent += ``spent``, once per key
         ``once``; whether this call did it (False: done before)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ReusableResult:
+    """An owner's stored succeeded result (decision 0127): the item (without its id) and the job it came from."""
+
+    job_id: str
+    item: dict[str, Any]
+    ended_at: int  # epoch seconds
+    expires_at: int
+
+
+class ReuseIndex(Protocol):
+    """An owner's succeeded results by request hash (decision 0127); never answers another owner's."""
+
+    def put_results(
+        self,
+        owner: str,
+        job_id: str,
+        results: Iterable[tuple[bytes, dict[str, Any]]],
+        *,
+        ended_at: int,
+        expires_at: int,
+    ) -> int:
+        """Index the succeeded ones of ``(request hash, result item)``; how many were written."""
+        ...
+
+    def find(self, owner: str, digests: list[bytes], *, now: int, max_age: int) -> dict[bytes, ReusableResult]:
+        """The owner's results for these hashes, ended at most ``max_age`` seconds before ``now``, not expired."""
+        ...
+
+    def forget_job(self, owner: str, job_id: str, digests: Iterable[bytes]) -> None:
+        """Remove the job's entries (those that still come from it)."""
         ...
 
 

@@ -101,6 +101,10 @@ class Settings:
     reconcile_wait_seconds: float | None = None
     retry_default: dict[str, Any] | None = None  # the retry option of a job that gives none (decision 0066)
     prompt_cache_default: str = c.DEFAULT_PROMPT_CACHE  # the prompt_cache option of a job that gives none (0128)
+    # Result reuse (decision 0127): the max_age_seconds of a job that gives no reuse option (None: off), and the most
+    # a job may ask, which is also how long an indexed result is kept.
+    reuse_default_max_age: int | None = None
+    reuse_max_age: int = c.DEFAULT_REUSE_MAX_AGE
     # Webhooks (decisions 0070, 0071): plain http to loopback (the local stack's template only), and the seconds a
     # failed delivery waits before each next attempt (after the last, the dead-letter queue).
     webhook_loopback_http: bool = False
@@ -150,6 +154,10 @@ class Settings:
             bedrock=bedrock,
             retry_default=_retry_default(env.get(c.ENV_RETRY_DEFAULT)),
             prompt_cache_default=_prompt_cache_default(env.get(c.ENV_PROMPT_CACHE_DEFAULT)),
+            reuse_default_max_age=int(env[c.ENV_REUSE_DEFAULT_MAX_AGE])
+            if env.get(c.ENV_REUSE_DEFAULT_MAX_AGE)
+            else None,
+            reuse_max_age=int(env.get(c.ENV_REUSE_MAX_AGE) or c.DEFAULT_REUSE_MAX_AGE),
             webhook_loopback_http=(env.get(c.ENV_WEBHOOK_LOOPBACK_HTTP) or "").lower() == "true",
             webhook_retry_schedule=_schedule(env.get(c.ENV_WEBHOOK_RETRY_SCHEDULE) or c.DEFAULT_WEBHOOK_RETRY_SCHEDULE),
             webhook_queue_url=env.get(c.ENV_WEBHOOK_QUEUE_URL) or None,

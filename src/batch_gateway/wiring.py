@@ -42,6 +42,7 @@ from batch_gateway.ports import (
     ProviderBatchIndex,
     QuotaStore,
     Resolver,
+    ReuseIndex,
     WebhookQueue,
     WebhookSender,
     WebhookStore,
@@ -146,6 +147,7 @@ def services() -> Services:
         webhook_secret=webhook_secret,
         limits=_on_first_use(_limit_store, s),
         pii=_on_first_use(_pii_detector, s),
+        reuse=_on_first_use(_reuse_index, s),
         clock=utcnow,
     )
     # Every job change is announced on the bus (events.signals, decision 0068) by the functions that have it. One
@@ -187,6 +189,12 @@ def _payload_store(s: Settings) -> PayloadStore:
 
 def _budget_store(s: Settings) -> BudgetStore:
     return DynamoDBBudgetStore(aws.client("dynamodb"), s.table)
+
+
+def _reuse_index(s: Settings) -> ReuseIndex:
+    from batch_gateway.store.reuse import DynamoDBReuseIndex  # noqa: PLC0415 (cold start: COLD_START)
+
+    return DynamoDBReuseIndex(aws.client("dynamodb"), s.table)
 
 
 def _limit_store(s: Settings) -> OwnerLimitStore:

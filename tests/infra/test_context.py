@@ -143,3 +143,27 @@ def test_the_reconcile_wait_reaches_the_functions_that_reconcile_only_when_set()
             variables = resource["Properties"].get("Environment", {}).get("Variables", {})
             wanted = expected if handler in reconciling else None
             assert variables.get(constants.ENV_RECONCILE_WAIT_SECONDS) == wanted, handler
+
+
+def test_reuse_is_checked_at_synth_and_reaches_the_functions_only_when_not_the_defaults():
+    """Decision 0127: off and 30 days (the defaults) set nothing, so the default template is unchanged; a default
+    age and another maximum are set; a default beyond the maximum, or a bad age, never deploys."""
+    from stacks.functions import reuse_environment
+
+    def config(value):
+        return GatewayConfig.from_context(lambda key: value if key == "reuse" else None)
+
+    assert reuse_environment(config(None)) == {}
+    chosen = config({"default_max_age_seconds": 3600, "max_age_seconds": 86400})
+    assert (chosen.reuse_default_max_age, chosen.reuse_max_age) == (3600, 86400)
+    assert reuse_environment(chosen) == {"REUSE_DEFAULT_MAX_AGE": "3600", "REUSE_MAX_AGE": "86400"}
+    for bad in (
+        {"default_max_age_seconds": 90000, "max_age_seconds": 86400},
+        {"max_age_seconds": 0},
+        {"max_age_seconds": "a day"},
+        {"default_max_age_seconds": -1},
+        {"scope": "all"},
+        "[]",
+    ):
+        with pytest.raises(ConfigError, match="reuse"):
+            config(bad)

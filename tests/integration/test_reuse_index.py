@@ -86,3 +86,10 @@ def test_many_results_are_written_and_found_in_batches(index):
     digests = [_hash(ALICE, f"q{i}") for i in range(260)]
     assert _put(index, ALICE, "job_a", [(d, _item()) for d in digests]) == 260
     assert len(index.find(ALICE, digests, now=NOW, max_age=DAY)) == 260
+
+
+def test_a_jobs_identical_requests_are_indexed_once(index):
+    """A job's duplicates (decision 0126) share their first's hash: one entry, not a batch DynamoDB refuses."""
+    digest = _hash(ALICE, "Name a cat")
+    assert _put(index, ALICE, "job_a", [(digest, _item()), (digest, _item())]) == 1
+    assert index.find(ALICE, [digest], now=NOW, max_age=DAY)[digest].job_id == "job_a"

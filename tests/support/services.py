@@ -19,6 +19,7 @@ from batch_gateway_dev.fakes.keys import MemoryKeyStore
 from batch_gateway_dev.fakes.memory import MemoryJobStore, MemoryPayloadStore, MemoryProviderBatchIndex
 from batch_gateway_dev.fakes.owner_limits import MemoryOwnerLimitStore
 from batch_gateway_dev.fakes.quotas import MemoryQuotaStore
+from batch_gateway_dev.fakes.reuse import MemoryReuseIndex
 from batch_gateway_dev.fakes.webhooks import MemoryWebhookQueue, MemoryWebhookStore
 
 
@@ -84,5 +85,6 @@ def memory_services(
         webhook_secret=webhook_secret or unexpected("webhook_secret"),
         limits=MemoryOwnerLimitStore(),  # no override; the deployment's limits come from the settings
         pii=pii or BUILTIN,  # the built-in patterns, as a deployment that names no detector
+        reuse=MemoryReuseIndex(),  # no stored result
         clock=clock or utcnow,  # the wall clock unless a test moves its own
     )

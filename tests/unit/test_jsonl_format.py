@@ -125,7 +125,7 @@ def test_header_fields_are_checked():
         (
             1,
             'unknown header field "modle" (allowed: provider, model, hyperparameters, endpoint, metadata, '
-            "provider_options, prompt_cache, guardrails, provider_headers)",
+            "provider_options, prompt_cache, guardrails, provider_headers, reuse)",
         ),
     ]
 

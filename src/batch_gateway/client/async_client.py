@@ -97,6 +97,7 @@ class AsyncBatchGatewayClient:
         prompt_cache: str | None = None,
         guardrails: Mapping[str, str] | None = None,
         provider_headers: Mapping[str, str] | None = None,
+        reuse: Mapping[str, Any] | None = None,
     ) -> Job:
         """See ``BatchGatewayClient.create_job``: ``requests``, or ``input_file`` (an upload id from ``upload``)."""
         return await asyncio.to_thread(
@@ -114,6 +115,7 @@ class AsyncBatchGatewayClient:
             prompt_cache=prompt_cache,
             guardrails=guardrails,
             provider_headers=provider_headers,
+            reuse=reuse,
         )
 
     async def estimate_job(

@@ -87,6 +87,13 @@ class ChunkInfo(_Response):
     waiting_for_quota: str | None = None
 
 
+class Reuse(_Response):
+    """The job's result reuse (decision 0127): its owner's stored results ended at most ``max_age_seconds`` ago."""
+
+    scope: str = "owner"
+    max_age_seconds: int
+
+
 class Retry(_Response):
     """The job's automatic retry of failed items (decision 0066)."""
 
@@ -126,6 +133,7 @@ class Job(_Response):
     prompt_cache: str = "off"  # "auto": cache-aware planning (decision 0128); "off": sent as they are
     guardrails: Guardrails = Field(default_factory=Guardrails)
     provider_headers: dict[str, str] = Field(default_factory=dict)  # sent to the provider (decision 0129)
+    reuse: Reuse | None = None  # None: off; else its owner's stored results answer what they can (decision 0127)
     created_at: datetime | None = None
     updated_at: datetime | None = None
     ended_at: datetime | None = None
@@ -174,6 +182,7 @@ class ResultItem(_Response):
     mode: str | None = None  # "on_demand": it ran on its own, not in a batch (Bedrock small jobs); None: in a batch
     attempt_count: int | None = None  # jobs with `retry`: how many attempts it had; this result is the last one's
     attempts: list[Attempt] | None = None  # jobs with `retry`: the earlier attempts' outcomes, oldest first
+    reused_from: str | None = None  # jobs with `reuse`: the earlier job whose stored result answered it (0127)
 
 
 class ResultsPage(_Response):

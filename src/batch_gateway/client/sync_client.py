@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import botocore.session
 
 JOB_OPTIONS = frozenset(
-    {"metadata", "endpoint", "provider_options", "webhook", "prompt_cache", "guardrails", "provider_headers"}
+    {"metadata", "endpoint", "provider_options", "webhook", "prompt_cache", "guardrails", "provider_headers", "reuse"}
 )
 
 
@@ -115,6 +115,7 @@ class BatchGatewayClient:
         prompt_cache: str | None = None,
         guardrails: Mapping[str, str] | None = None,
         provider_headers: Mapping[str, str] | None = None,
+        reuse: Mapping[str, Any] | None = None,
     ) -> Job:
         """``POST /batches``. ``requests`` maps caller ids to ``LMInput`` or API request forms; or ``input_file`` is
         an upload id (``upload(path)``) of a JSONL file of requests. ``webhook``: ``{"url", "events"?}``, the job's
@@ -124,7 +125,9 @@ class BatchGatewayClient:
         answered this once. ``guardrails``: ``{"pii": "off" | "flag" | "redact" | "reject"}``, the input
         guardrails (decision 0124); absent: the deployment's default. ``provider_headers``: headers sent to the
         provider with the job's batches, such as ``{"anthropic-beta": "output-300k-2026-03-24"}`` (decision 0129);
-        only those the deployment allows, else 400.
+        only those the deployment allows, else 400. ``reuse``: ``{"scope": "owner",
+        "max_age_seconds": n}``, answer requests from your earlier jobs' stored results (decision 0127); absent: the
+        deployment's default.
 
         Safe to retry: one ``Idempotency-Key`` (a new uuid4 unless given) is sent on every attempt.
         """
@@ -142,6 +145,7 @@ class BatchGatewayClient:
             prompt_cache=prompt_cache,
             guardrails=guardrails,
             provider_headers=provider_headers,
+            reuse=reuse,
         )
         key = idempotency_key or str(uuid.uuid4())
         # 409 on create means "this key is still being handled" (e.g. our own earlier attempt that timed out):

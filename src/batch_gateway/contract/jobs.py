@@ -85,6 +85,13 @@ class GuardrailsView(TypedDict):
     redacted: dict[str, int]
 
 
+class ReuseView(TypedDict):
+    """Result reuse (decision 0127): the owner's stored results ended at most ``max_age_seconds`` ago answer."""
+
+    scope: str  # "owner": never across owners
+    max_age_seconds: int
+
+
 class JobWebhookView(TypedDict):
     url: str
     events: list[str]
@@ -108,6 +115,7 @@ class JobView(TypedDict):
     prompt_cache: str  # "auto" | "off" (decision 0128)
     guardrails: GuardrailsView
     provider_headers: dict[str, str]  # sent to the provider with its batches (decision 0129); {}: none
+    reuse: ReuseView | None  # None: off (decision 0127)
     webhook: JobWebhookView | None
     created_at: str
     updated_at: str

@@ -35,6 +35,7 @@ HEADER_FIELDS: dict[str, tuple[type, ...]] = {
     "prompt_cache": (str,),  # "auto" | "off" (decision 0128)
     "guardrails": (dict,),  # {"pii": mode} (decision 0124)
     "provider_headers": (dict,),  # {header name: value}, allow-listed by the deployment (decision 0129)
+    "reuse": (dict,),  # {"scope": "owner", "max_age_seconds": n} (decision 0127)
 }
 LINE_FIELDS = frozenset({"id", "request"})
 MAX_DETAILS = 100

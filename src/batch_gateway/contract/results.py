@@ -32,6 +32,7 @@ class ResultItem(TypedDict):
     mode: NotRequired[str]  # "on_demand": the request ran on its own, not in a batch (Bedrock small jobs)
     attempt_count: NotRequired[int]  # jobs with `retry`
     attempts: NotRequired[list[AttemptView]]
+    reused_from: NotRequired[str]  # jobs with `reuse`: the job whose stored result answered it (decision 0127)
 
 
 class ResultsPage(TypedDict):

@@ -180,6 +180,20 @@ def _body(variant: str, provider: str, endpoint: str | None) -> dict[str, Any]:
                 "maxProperties": 0,
                 "description": f"{BY_NAME[provider].label} takes no pass-through headers (decision 0129): only {{}}",
             },
+            "reuse": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "scope": {"enum": ["owner"]},
+                    "max_age_seconds": {"type": "integer", "minimum": 1},
+                },
+                "description": "result reuse (decision 0127): a request whose identical request (same provider, "
+                "model, endpoint, hyperparameters, provider options and request) succeeded in one of the owner's "
+                "jobs that ended at most max_age_seconds ago, and whose results are still kept, is answered from "
+                "that result (`reused_from`, cost 0) and not sent. Never across owners. max_age_seconds: at most "
+                "the deployment's maximum (30 days unless the operator set another); absent, the deployment's "
+                "default. Absent reuse: the deployment's default (off unless the operator set one)",
+            },
             "dry_run": _ref("DryRun"),
         },
     }

@@ -49,6 +49,13 @@ class ChunkView(BaseModel):
     )
 
 
+class ReuseView(BaseModel):
+    """The job's result reuse (decision 0127)."""
+
+    scope: Literal["owner"] = Field(description="whose stored results answer: the job's owner's only")
+    max_age_seconds: int = Field(description="results of jobs that ended at most this long before Plan answer")
+
+
 class RetryView(BaseModel):
     """The job's automatic retry of failed items (decision 0066)."""
 
@@ -155,6 +162,7 @@ class JobView(BaseModel):
         description="headers sent to the provider on every call about its batches, as checked against the "
         "deployment's allow-list (decision 0129); {}: none"
     )
+    reuse: ReuseView | None = Field(None, description="result reuse (decision 0127); null: off")
     webhook: JobWebhookView | None = Field(None, description="the job's own webhook; null: none")
     created_at: str
     updated_at: str
@@ -214,6 +222,11 @@ class ResultItem(BaseModel):
     )
     attempts: list[AttemptView] | None = Field(
         None, description="jobs with `retry`: the earlier attempts' outcomes, oldest first (empty if none)"
+    )
+    reused_from: str | None = Field(
+        None,
+        description="jobs with `reuse` (decision 0127): the id of the owner's earlier job whose stored result "
+        "answered this request, which was not sent (its cost here is 0); absent for an item that was sent",
     )
 
 

@@ -575,6 +575,11 @@ class Job(Record):
     # In-job dedup (decision 0126): requests not sent because an identical one of the job is, recorded with the
     # plan's last chunk (0: none, or not planned yet). The view's ``sent`` is ``total`` less these.
     duplicates: int = 0
+    # Result reuse (decision 0127): the job's max_age_seconds (None: off), and the requests Plan answered from the
+    # owner's stored results (their items in reused.jsonl) and what those cost when they ran.
+    reuse_max_age: int | None = None
+    reused: int = 0
+    reused_cost: float = 0.0
     results_joined: JoinProgress | None = None  # None: nothing joined yet
     # A Plan or a Retry round that stopped part way: where the next invocation goes on (decision 0118).
     plan_progress: PlanProgress | None = None
@@ -592,6 +597,11 @@ class Job(Record):
     # before ``i`` are done; ``2i + 1``, group ``i``'s primer is claimed (sent, or about to be).
     cache_step: int = 0
     cache_lease_until: datetime | None = None  # a primer's claim is live until then (as a chunk's, decision 0128)
+
+    @property
+    def not_sent(self) -> int:
+        """Requests Plan did not send: duplicates of the job's own (0126) and those answered from the store (0127)."""
+        return self.duplicates + self.reused
 
     @property
     def primed(self) -> bool:
@@ -644,7 +654,10 @@ class Job(Record):
             "provider": self.provider,
             "model": self.model,
             "endpoint": self.endpoint,
-            "request_counts": {**self.request_counts.public(), "sent": self.request_counts.total - self.duplicates},
+            "request_counts": {
+                **self.request_counts.public(),
+                "sent": self.request_counts.total - self.duplicates - self.reused,
+            },
             # a Plan that stopped part way has recorded some chunks (decision 0118): none is shown before the whole plan
             "chunks": [c.public() for c in chunks or []] if self.plan_progress is None else [],
             # kept on the job by the steps (decision 0081), so a list, which reads no chunks, shows it too
@@ -657,6 +670,7 @@ class Job(Record):
             "prompt_cache": self.prompt_cache or PROMPT_CACHE_OFF,
             "guardrails": (self.guardrails or _UNSCREENED).public(),
             "provider_headers": dict(self.provider_headers),
+            "reuse": {"scope": "owner", "max_age_seconds": self.reuse_max_age} if self.reuse_max_age else None,
             "webhook": self.webhook.public() if self.webhook else None,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batch_gateway import provider_specs
-from batch_gateway.constants import PII_MODES, PROMPT_CACHE_MODES
+from batch_gateway.constants import PII_MODES, PROMPT_CACHE_MODES, REUSE_SCOPES
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.provider_headers import header_values
 from batch_gateway.models.provider_options import ALLOWED as ALLOWED_OPTIONS
@@ -68,6 +68,7 @@ FIELDS = (
     "prompt_cache",
     "guardrails",
     "provider_headers",
+    "reuse",
 )
 REQUIRED = ("provider", "model", "requests")
 
@@ -93,6 +94,7 @@ class CreateJobInput:
     # Headers sent to the provider with the job's batches (decision 0129), checked against the deployment's allow-list
     # by ``models.provider_headers`` when the job is drafted.
     provider_headers: dict[str, str] = field(default_factory=dict)
+    reuse: dict[str, Any] | None = None  # {"scope": "owner", "max_age_seconds": n} (0127); None: the deployment's
 
     @classmethod
     def parse(cls, body: Any) -> CreateJobInput:
@@ -159,6 +161,21 @@ def _check_headers(value: Any) -> str | None:
     return None
 
 
+def _check_reuse(value: Any) -> str | None:
+    """``{"scope": "owner", "max_age_seconds": n}`` (decision 0127); the deployment's maximum is checked by the
+    create (it reads the settings)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) - {"scope", "max_age_seconds"}:
+        return 'must be an object such as {"scope": "owner", "max_age_seconds": 86400}'
+    if value.get("scope", "owner") not in REUSE_SCOPES:
+        return "scope must be " + " or ".join(f"'{s}'" for s in REUSE_SCOPES) + " (reuse never crosses owners)"
+    age = value.get("max_age_seconds")
+    if age is not None and (isinstance(age, bool) or not isinstance(age, int) or age <= 0):
+        return "max_age_seconds must be a whole number of seconds above 0"
+    return None
+
+
 def _check_object(value: Any) -> str | None:
     return None if isinstance(value, dict) else "must be an object"
 
@@ -210,6 +227,7 @@ _FIELD_CHECKS = {
     "provider_options": _check_object,
     "guardrails": _check_guardrails,
     "provider_headers": _check_headers,
+    "reuse": _check_reuse,
 }
 
 

@@ -21,6 +21,7 @@ from batch_gateway.ports import (
     ProviderBatchIndex,
     QuotaStore,
     Resolver,
+    ReuseIndex,
     WebhookQueue,
     WebhookSender,
     WebhookStore,
@@ -62,6 +63,7 @@ class Services:
     webhook_secret: Callable[[str], str]
     limits: OwnerLimitStore  # per-owner limits on creates: overrides and each owner's usage (decision 0119)
     pii: PiiDetector  # the input guardrails' personal-data detector (decision 0124)
+    reuse: ReuseIndex  # an owner's stored succeeded results by request hash (decision 0127)
     clock: Callable[[], datetime]  # now, in UTC: what the owner limits' minutes are counted by (tests move it)
 
     def provider_of(self, job: Job) -> BatchProvider:

@@ -26,6 +26,12 @@ def cache_primer_key(job_id: str, group: int) -> str:
     return f"jobs/{job_id}/cache/primer-{group}.json"
 
 
+def reused_key(job_id: str) -> str:
+    """The result items Plan answered from the owner's stored results (decision 0127), under the chunks' prefix:
+    the join adds them after the chunks' results."""
+    return f"jobs/{job_id}/chunks/reused.jsonl"
+
+
 def chunk_prefix(job_id: str, index: int) -> str:
     return f"jobs/{job_id}/chunks/{index:05d}/"
 

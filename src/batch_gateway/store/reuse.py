@@ -1,4 +1,4 @@
-"""The result-reuse index on DynamoDB, in the jobs table (decision 0127, proposed; not yet wired into a workflow).
+"""The result-reuse index on DynamoDB, in the jobs table (decision 0127): Finalize writes it, Plan reads it.
 
 Layout: ``pk = REUSE#<owner>``, ``sk = <request hash, hex>`` (``service.planning.canonical.request_hash``): the
 succeeded result item of that owner's request (without its id), the job it came from, and ``expires_at`` (epoch
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from batch_gateway.ports import ReusableResult, ReuseIndex
 from batch_gateway.store.jobs import _values
 
 if TYPE_CHECKING:
@@ -21,22 +22,15 @@ if TYPE_CHECKING:
 REUSE_PREFIX = "REUSE#"
 BATCH_GET = 100  # DynamoDB's most keys a BatchGetItem takes
 BATCH_WRITE = 25
+PARALLEL_GETS = 8  # BatchGetItem calls in flight at once (boto3 clients are thread-safe)
 REUSABLE_STATUS = "succeeded"  # errored, expired and canceled items are never reused
-
-
-@dataclass(frozen=True)
-class ReusableResult:
-    job_id: str
-    item: dict[str, Any]
-    ended_at: int  # epoch seconds
-    expires_at: int
 
 
 def _key(owner: str, digest: bytes) -> dict[str, Any]:
     return _values({"pk": REUSE_PREFIX + owner, "sk": digest.hex()})
 
 
-class DynamoDBReuseIndex:
+class DynamoDBReuseIndex(ReuseIndex):
     def __init__(self, dynamodb_client: DynamoDBClient, table: str) -> None:
         self._db = dynamodb_client
         self.table = table
@@ -51,14 +45,15 @@ class DynamoDBReuseIndex:
         expires_at: int,
     ) -> int:
         """Index the succeeded ones of ``(request hash, result item)``; how many were written."""
-        writes: list[dict[str, Any]] = []
+        by_digest: dict[bytes, dict[str, Any]] = {}  # one write a key: a job's identical requests share one
         for digest, item in results:
-            if item.get("status") != REUSABLE_STATUS:
+            if item.get("status") != REUSABLE_STATUS or digest in by_digest:
                 continue
             stored = {k: v for k, v in item.items() if k != "id"}
             values = _values({"job_id": job_id, "item": json.dumps(stored), "ended_at": ended_at})
             values["expires_at"] = {"N": str(expires_at)}
-            writes.append({"PutRequest": {"Item": {**_key(owner, digest), **values}}})
+            by_digest[digest] = {"PutRequest": {"Item": {**_key(owner, digest), **values}}}
+        writes = list(by_digest.values())
         for start in range(0, len(writes), BATCH_WRITE):
             pending: dict[str, Any] = {self.table: writes[start : start + BATCH_WRITE]}
             while pending:
@@ -67,26 +62,38 @@ class DynamoDBReuseIndex:
         return len(writes)
 
     def find(self, owner: str, digests: list[bytes], *, now: int, max_age: int) -> dict[bytes, ReusableResult]:
-        """The owner's results for these hashes, ended at most ``max_age`` seconds before ``now`` and not expired."""
+        """The owner's results for these hashes, ended at most ``max_age`` seconds before ``now`` and not expired.
+        The calls of 100 keys each run side by side (``PARALLEL_GETS``): a Plan's look-up is their sum otherwise."""
         by_hex = {d.hex(): d for d in digests}
-        found: dict[bytes, ReusableResult] = {}
         hexes = list(by_hex)
-        for start in range(0, len(hexes), BATCH_GET):
-            keys = [_key(owner, by_hex[h]) for h in hexes[start : start + BATCH_GET]]
-            pending: dict[str, Any] = {self.table: {"Keys": keys, "ConsistentRead": True}}
-            while pending:
-                answer = self._db.batch_get_item(RequestItems=pending)
-                for raw in answer["Responses"].get(self.table, []):
-                    entry = ReusableResult(
-                        job_id=raw["job_id"]["S"],
-                        item=json.loads(raw["item"]["S"]),
-                        ended_at=int(raw["ended_at"]["N"]),
-                        expires_at=int(raw["expires_at"]["N"]),
-                    )
+        batches = [
+            [_key(owner, by_hex[h]) for h in hexes[start : start + BATCH_GET]]
+            for start in range(0, len(hexes), BATCH_GET)
+        ]
+        found: dict[bytes, ReusableResult] = {}
+        with ThreadPoolExecutor(max_workers=PARALLEL_GETS) as pool:
+            for entries in pool.map(self._get, batches):
+                for sk, entry in entries:
                     if entry.expires_at > now and now - entry.ended_at <= max_age:
-                        found[by_hex[raw["sk"]["S"]]] = entry
-                pending = dict(answer.get("UnprocessedKeys") or {})
+                        found[by_hex[sk]] = entry
         return found
+
+    def _get(self, keys: list[dict[str, Any]]) -> list[tuple[str, ReusableResult]]:
+        """One BatchGetItem of at most 100 keys, and again for the keys DynamoDB left unprocessed."""
+        entries: list[tuple[str, ReusableResult]] = []
+        pending: dict[str, Any] = {self.table: {"Keys": keys, "ConsistentRead": True}}
+        while pending:
+            answer = self._db.batch_get_item(RequestItems=pending)
+            for raw in answer["Responses"].get(self.table, []):
+                entry = ReusableResult(
+                    job_id=raw["job_id"]["S"],
+                    item=json.loads(raw["item"]["S"]),
+                    ended_at=int(raw["ended_at"]["N"]),
+                    expires_at=int(raw["expires_at"]["N"]),
+                )
+                entries.append((raw["sk"]["S"], entry))
+            pending = dict(answer.get("UnprocessedKeys") or {})
+        return entries
 
     def forget_job(self, owner: str, job_id: str, digests: Iterable[bytes]) -> None:
         """Remove the job's entries (its results deleted): only those that still come from it."""

@@ -53,6 +53,7 @@ from batch_gateway.service.limits import admission as limits
 from batch_gateway.service.limits.admission import Admission, give_back
 from batch_gateway.service.money.estimate import job_high_estimate
 from batch_gateway.service.money.ledger import release_new_job, reserve_for_new_job
+from batch_gateway.settings import Settings
 
 logger = Logger(child=True)
 
@@ -77,6 +78,7 @@ class JobDraft:
     prompt_cache: str = PROMPT_CACHE_OFF  # decision 0128
     pii: str = "off"  # the input guardrails' personal-data screen (decision 0124)
     provider_headers: dict[str, str] = field(default_factory=dict)  # checked (decision 0129)
+    reuse_max_age: int | None = None  # result reuse (decision 0127): None, off
 
     def job(self, **recorded: Any) -> Job:
         """The one place a job is built: the draft's settings, plus what the requests (or the input file) tell."""
@@ -97,6 +99,7 @@ class JobDraft:
             door_fields=self.door_fields,
             retry=self.retry,
             prompt_cache=self.prompt_cache,
+            reuse_max_age=self.reuse_max_age,
             webhook=self.webhook,
             **{"guardrails": Guardrails(pii=self.pii), **recorded},
         )
@@ -138,7 +141,22 @@ def draft(
         drop_name=drop_name,
         pii=(spec.guardrails or {}).get("pii") or services.settings.guardrails_pii,
         provider_headers=headers,
+        reuse_max_age=job_reuse(spec.reuse, services.settings),
     )
+
+
+def job_reuse(reuse: dict[str, Any] | None, settings: Settings) -> int | None:
+    """The job's reuse ``max_age_seconds`` (decision 0127): the one asked, else the deployment's default (None: off);
+    ``InvalidRequestError`` beyond the deployment's maximum."""
+    if reuse is None:
+        return settings.reuse_default_max_age
+    age = reuse.get("max_age_seconds") or settings.reuse_default_max_age or settings.reuse_max_age
+    if age > settings.reuse_max_age:
+        raise InvalidRequestError(
+            f"reuse: max_age_seconds is at most {settings.reuse_max_age} on this deployment",
+            details=[{"field": "reuse", "message": f"max_age_seconds must be at most {settings.reuse_max_age}"}],
+        )
+    return int(age)
 
 
 def settings_only(settings: dict[str, Any]) -> CreateJobInput:

@@ -33,6 +33,7 @@ from batch_gateway.service.limits.admission import free_slot
 from batch_gateway.service.money.ledger import settle_job
 from batch_gateway.service.outputs.doors import write_door_outputs
 from batch_gateway.service.planning.cache_groups import with_primers
+from batch_gateway.service.planning.reuse import index_results
 from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.collect import summarize, unanswered_lines
 from batch_gateway.service.workflow.join import OPEN_STATUSES, join_results, joined
@@ -93,10 +94,13 @@ def _finalize(services: Services, job: Job, state: FinalizeState, budget: StepBu
     failed = [c for c in chunks if c.state is ChunkState.FAILED]
     error = f"the provider refused chunk {failed[0].index}: {failed[0].error}" if failed else None
     door = write_door_outputs(services, job)  # before the status: an ended door job has its output files
+    ended_at = utcnow()
+    index_results(services, job, ended_at)  # before the status: a retried Finalize of an ended job does not (0127)
     table = services.prices()
     cost = with_savings(
         with_primers(job, chunks_cost_detail(job.provider, job.model, chunks, table=table), table),  # 0128
         dedup=done.copied_cost,
+        reuse=job.reused_cost,  # what the stored results answered cost when they ran (decision 0127)
     )
     job = services.jobs.update_job(
         job.id,
@@ -106,7 +110,7 @@ def _finalize(services: Services, job: Job, state: FinalizeState, budget: StepBu
         usage=usage,
         cost=cost,
         cost_usd=cost["total"],
-        ended_at=utcnow(),
+        ended_at=ended_at,
         error=error,
         **({"door_fields": door.to_dict()} if door is not None else {}),
     )
@@ -222,6 +226,7 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> boo
     cost = with_savings(
         with_primers(job, chunks_cost_detail(job.provider, job.model, collected, table=table), table),  # 0128
         dedup=done.copied_cost,
+        reuse=job.reused_cost,  # what the stored results answered cost when they ran (decision 0127)
     )
     services.jobs.update_job(
         job.id,

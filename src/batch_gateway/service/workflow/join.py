@@ -21,11 +21,13 @@ from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.jobs import Chunk, Job, JobStatus, JoinProgress, RequestCounts
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import chunk_duplicates_key, chunk_results_key, results_key
+from batch_gateway.service.planning.reuse import reused_lines
 from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.attempts import last_attempts
 
 logger = Logger(child=True)
 OPEN_STATUSES = (JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING)
+REUSED = "succeeded"  # the outcome of an item answered from a stored result (only succeeded ones are stored)
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,12 @@ def join_results(
             ids += len(seen)
             end += 1
         complete = end == len(chunks)
+        if complete:  # the items answered from stored results (decision 0127), after every chunk's
+            for line in reused_lines(services, job):
+                writer.write_line(line)
+                lines += 1
+                ids += 1
+                copied[REUSED] = copied.get(REUSED, 0) + 1
         if complete and (lines != job.request_counts.total or ids != lines):
             raise IntegrityError(
                 f"results of {job.id} have {lines} lines for {ids} ids; the job has {job.request_counts.total} requests"

@@ -41,6 +41,7 @@ from batch_gateway.service.planning.chunks import (
     requests_from,
 )
 from batch_gateway.service.planning.dedup import JobDuplicates
+from batch_gateway.service.planning.reuse import answer_from_store
 from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.state import WorkflowState
 
@@ -75,12 +76,16 @@ def plan_job(
     elif progress.chunks:
         logger.info("plan goes on", extra={"job_id": job.id, "chunks": progress.chunks, "offset": progress.offset})
 
+    # decision 0127: answered from the owner's stored results, never sent (looked up before the first chunk)
+    reused = answer_from_store(services, job, fresh=progress.chunks == 0)
     duplicates = JobDuplicates(job).seen_before(services, key, progress.offset)  # decision 0126
     index = progress.chunks  # of the chunk being filled
     marker = chunk_marker(provider, job.id, index)
     current: ChunkWriter | None = None
     try:
         for position, offset, request in requests_from(services, key, progress.offset, progress.position):
+            if request["id"] in reused:  # every request of its kind is answered: none is anyone's first
+                continue
             first = duplicates.first_of(request)
             if first is not None:  # sent once, with the first of its kind; never the first of a chunk (below)
                 if current is None:
@@ -107,6 +112,8 @@ def plan_job(
         if current is not None:
             chunk, current = current.close(services, job), None
             _record(services, job, chunk, None, duplicates=duplicates.count)
+        elif index == 0:  # every request was answered from the store (0127): a plan of no chunk, sent nothing
+            _record_none(services, job)
     except BaseException:
         if current is not None:
             current.abort()
@@ -165,6 +172,15 @@ def _record(services: Services, job: Job, chunk: Chunk, progress: PlanProgress |
             return False
         raise WriteConflictError(f"chunk {chunk.index} of {job.id} was recorded by another invocation") from None
     return True
+
+
+def _record_none(services: Services, job: Job) -> None:
+    """The plan of a job none of whose requests is sent: no chunk; Submit sends nothing and Finalize ends it."""
+    try:
+        services.jobs.add_planned_chunks(job.id, [], job_statuses=PLANNING_STATUSES, after=0, progress=None)
+    except ConflictError:
+        logger.info("the plan was ended by another invocation", extra={"job_id": job.id})
+    logger.info("every request was answered from stored results; nothing to send", extra={"job_id": job.id})
 
 
 def _discard_leftovers(services: Services, job: Job) -> None:

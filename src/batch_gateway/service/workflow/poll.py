@@ -177,6 +177,8 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
     counts, usage = summarize(chunks)
     duplicates = sum(c.duplicates for c in chunks)  # processing until Finalize copies their firsts' (decision 0126)
     counts = counts.add(RequestCounts(total=duplicates, processing=duplicates))
+    # answered from stored results (decision 0127): processing until Finalize writes them
+    counts = counts.add(RequestCounts(total=job.reused, processing=job.reused))
     # what the job waits for now (decision 0081): in the write Poll makes anyway, so it costs no write of its own
     fields: dict[str, Any] = {"request_counts": counts, "usage": usage, "waiting_for_quota": quota_wait(chunks)}
     collected = [c for c in chunks if c.collected]

@@ -304,5 +304,7 @@ def submit_job(services: Services, state: WorkflowState, budget: StepBudget | No
             )
         except errors.ConflictError:
             pass  # canceled meanwhile: Poll takes it from here
-    wait = 0 if budget.stopped else services.settings.wait_after(0)  # out of time: Poll sends the rest at once
+    # out of time: Poll sends the rest at once; nothing sent (every request answered from stored results, decision
+    # 0127): Poll finds nothing open and the job goes on to Finalize at once
+    wait = 0 if budget.stopped or not job.chunk_count else services.settings.wait_after(0)
     return WorkflowState(job_id=job.id, wait_seconds=wait)

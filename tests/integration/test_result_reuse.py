@@ -1,0 +1,133 @@
+"""Result reuse (decision 0127): a job with ``reuse`` answers the requests an earlier job of the same owner ran
+(succeeded, ended within ``max_age_seconds``) from that job's stored results, and sends only the rest.
+
+The jobs run through the synthesized state machine (``run_definition``) against the simulators; what was sent is
+read from the chunks' provider lines, the files the provider got."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from batch_gateway.models.ids import new_job_id
+from batch_gateway.models.jobs import Job, RequestCounts
+from batch_gateway.service.api.query import get_job
+from batch_gateway.service.layout import chunk_input_key, requests_key, results_key
+from tests.support.planned_jobs import MODELS, neutral_line
+from tests.support.workflow_driver import run_definition
+
+CHUNK_REQUESTS = 2
+DAY = 86_400
+
+
+@pytest.fixture
+def services(aws, monkeypatch, simulator):
+    monkeypatch.setattr(aws.settings, "max_chunk_requests", CHUNK_REQUESTS)
+    simulator.configure(processing_seconds=0)
+    return aws
+
+
+def _job(services, texts: dict[str, str], *, owner: str = "alice", reuse: int | None = None, provider="anthropic"):
+    job_id = new_job_id()
+    lines = [neutral_line(i, t) for i, t in texts.items()]
+    services.payloads.put_bytes(requests_key(job_id), b"".join(line + b"\n" for line in lines))
+    services.jobs.put_new_job(
+        Job(
+            id=job_id,
+            owner=owner,
+            provider=provider,
+            model=MODELS[provider],
+            request_counts=RequestCounts(total=len(lines), processing=len(lines)),
+            reuse_max_age=reuse,
+        )
+    )
+    execution = run_definition({"job_id": job_id})
+    assert execution.status == "SUCCEEDED", execution.steps[-10:]
+    return job_id
+
+
+def _sent(services, job_id: str) -> int:
+    chunks = services.jobs.get_chunks(job_id)
+    return sum(len(services.payloads.get_bytes(chunk_input_key(job_id, c.index)).splitlines()) for c in chunks)
+
+
+def _results(services, job_id: str) -> dict[str, dict]:
+    lines = [json.loads(x) for x in services.payloads.iter_lines(results_key(job_id)) if x]
+    by_id = {line["id"]: line for line in lines}
+    assert len(by_id) == len(lines), "an id has two result lines"
+    return by_id
+
+
+TEXTS = {"a": "Name a cat", "b": "Name a dog", "c": "Name a cow"}
+
+
+def test_a_job_entirely_answered_from_stored_results_sends_nothing_and_ends_with_the_same_results(services):
+    first = _job(services, TEXTS)
+    again = _job(services, {f"re-{k}": v for k, v in TEXTS.items()}, reuse=DAY)
+
+    assert _sent(services, first) == 3 and _sent(services, again) == 0, "a stored result was sent again"
+    assert services.jobs.get_chunks(again) == []
+    before, after = _results(services, first), _results(services, again)
+    for key in TEXTS:
+        reused = after[f"re-{key}"]
+        assert reused["reused_from"] == first
+        assert reused["cost"] == 0
+        assert {**reused, "id": key, "cost": before[key]["cost"]} == {**before[key], "reused_from": first}
+    view = get_job(services, again, "alice")
+    assert view["status"] == "finished"
+    assert view["request_counts"] == {
+        "total": 3,
+        "processing": 0,
+        "succeeded": 3,
+        "errored": 0,
+        "canceled": 0,
+        "expired": 0,
+        "sent": 0,
+    }
+    assert view["cost"]["total"] == 0
+    assert view["cost"]["savings"]["reuse"] == pytest.approx(sum(r["cost"] for r in before.values()), abs=1e-6)
+    assert get_job(services, first, "alice")["cost"]["savings"]["reuse"] == 0
+
+
+def test_a_job_partly_answered_sends_only_the_rest_and_its_duplicates_once(services):
+    first = _job(services, {"a": "Name a cat"})
+    again = _job(services, {"x": "Name a cat", "y": "Name a bird", "z": "Name a bird", "w": "Name a cat"}, reuse=DAY)
+
+    assert _sent(services, again) == 1  # "Name a bird", once (z is its duplicate); both cats answered
+    results = _results(services, again)
+    assert results["x"]["reused_from"] == first and results["w"]["reused_from"] == first
+    assert "reused_from" not in results["y"] and results["y"]["cost"] > 0
+    assert results["z"]["text"] == results["y"]["text"]
+    view = get_job(services, again, "alice")
+    assert view["status"] == "finished"
+    assert (view["request_counts"]["succeeded"], view["request_counts"]["sent"]) == (4, 1)
+    assert view["cost"]["savings"]["reuse"] == pytest.approx(2 * _results(services, first)["a"]["cost"], abs=1e-9)
+
+
+def test_reuse_never_crosses_owners(services):
+    _job(services, TEXTS, owner="bob")
+    mine = _job(services, TEXTS, owner="alice", reuse=DAY)
+
+    assert _sent(services, mine) == 3, "alice was answered bob's results"
+    assert not any("reused_from" in r for r in _results(services, mine).values())
+
+
+def test_a_job_without_reuse_sends_everything_again(services):
+    _job(services, TEXTS)
+    again = _job(services, TEXTS)
+
+    assert _sent(services, again) == 3
+    assert get_job(services, again, "alice")["cost"]["savings"]["reuse"] == 0
+
+
+def test_a_result_older_than_max_age_is_sent_again(services, monkeypatch):
+    first = _job(services, TEXTS)
+    ended = services.jobs.require_job(first).ended_at
+    assert ended is not None
+    later = ended.timestamp() + 120
+    monkeypatch.setattr(services, "clock", lambda: ended.fromtimestamp(later, ended.tzinfo))
+
+    again = _job(services, TEXTS, reuse=60)
+
+    assert _sent(services, again) == 3, "a result older than max_age_seconds was reused"
