@@ -250,7 +250,7 @@ def parse_input(
     for lineno, obj in records:
         if not isinstance(obj, dict):
             where = f"requests[{lineno - 1}]" if inline else f"the input file: line {lineno}"
-            return [], {}, f"Failed to parse {where}: not a JSON object.", []
+            return [], {}, f"Failed to parse {where} is not a JSON object.", []
         if len(items) >= max_requests:
             return [], {}, f"The batch has more than {max_requests} requests.", []
         key = None if inline or obj.get("key") is None else str(obj["key"])
