@@ -622,8 +622,8 @@ class GeminiBatches:
         return {batch.name: batch.timeline(now)[1] for batch in self.batches.values()}
 
     def created_batches(self, now: float) -> list[dict[str, Any]]:
-        """Every batch: its id, its display name (the gateway's name for the chunk; Gemini keeps no metadata) and
-        whether it has ended."""
+        """Every batch: its id, its display name (the gateway's name for the chunk; Gemini keeps no metadata),
+        whether it has ended, whether its requests came inline (no file) and whether it is an embeddings batch."""
         return [
             {
                 "id": b.id,
