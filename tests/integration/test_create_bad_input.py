@@ -149,7 +149,9 @@ CORPUS = [
     ),
     (
         "an OpenAI embeddings option on Gemini",
-        body(provider="google", model="gemini-embedding-001", endpoint="embeddings", provider_options={"dimensions": 8}),
+        body(
+            provider="google", model="gemini-embedding-001", endpoint="embeddings", provider_options={"dimensions": 8}
+        ),
         None,
         400,
         "provider_options dimensions not accepted for google (embeddings)",

@@ -9,7 +9,15 @@ from datetime import UTC, datetime
 
 import boto3
 import pytest
-from openai.types import Batch, Completion, CreateEmbeddingResponse, FileDeleted, FileObject, ModerationCreateResponse, Upload
+from openai.types import (
+    Batch,
+    Completion,
+    CreateEmbeddingResponse,
+    FileDeleted,
+    FileObject,
+    ModerationCreateResponse,
+    Upload,
+)
 from openai.types.chat import ChatCompletion
 from openai.types.uploads import UploadPart
 

@@ -61,14 +61,12 @@ class _Positions:
     (Gemini's inline batches, decision 0130: a few hundred requests at most)."""
 
     def __init__(self, services: Services, job: Job, chunk: Chunk) -> None:
-        self._read = lambda: [
-            line.decode() for line in services.payloads.iter_lines(chunk_ids_key(job.id, chunk.index)) if line
-        ]
+        self._services, self._key = services, chunk_ids_key(job.id, chunk.index)
         self._ids: list[str] | None = None
 
     def custom_id(self, position: int) -> str:
         if self._ids is None:
-            self._ids = self._read()
+            self._ids = [line.decode() for line in self._services.payloads.iter_lines(self._key) if line]
         if not 0 <= position < len(self._ids):
             raise IntegrityError(f"the provider answered position {position} of a chunk of {len(self._ids)}")
         return self._ids[position]
