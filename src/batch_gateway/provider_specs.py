@@ -324,6 +324,10 @@ GOOGLE_GENERATION_OPTIONS = frozenset(
     }
 )
 
+# Gemini's embedding models (the rest of its models generate content)
+_GEMINI_EMBEDDING = "^gemini-embedding-"
+_GEMINI_CHAT = "^(?!gemini-embedding-)"
+
 GOOGLE: Final = ProviderSpec(
     name="google",
     label="Google Gemini",
@@ -341,7 +345,17 @@ GOOGLE: Final = ProviderSpec(
         refusal_detail="not a Gemini model",
         schema=f"^gemini{_MODEL_CHARS}{{0,194}}$",
         routes=r"\Agemini-.+\Z",
-        routes_hint="gemini-*",
+        routes_hint="gemini-* (gemini-embedding-* on /v1/embeddings)",
+    ),
+    endpoints=(CHAT, "embeddings"),
+    # Gemini's embedding models (gemini-embedding-001, ...: ai.google.dev/gemini-api/docs/embeddings) run through
+    # batches.create_embeddings (models/{model}:asyncBatchEmbedContent), the generating models through
+    # batchGenerateContent; neither takes the other's (decision 0130).
+    endpoint_models=MappingProxyType(
+        {
+            CHAT: (_GEMINI_CHAT, "a Gemini model that generates content, not gemini-embedding-*"),
+            "embeddings": (_GEMINI_EMBEDDING, "gemini-embedding-*"),
+        }
     ),
     hyperparameters=MappingProxyType({}),  # Gemini takes temperature 0-2, top_p, top_k and up to 5 stop sequences
     options=MappingProxyType(
@@ -349,6 +363,8 @@ GOOGLE: Final = ProviderSpec(
             # GenerateContentRequest fields: the generation settings go into generationConfig, the others at the
             # request's top (providers.gemini)
             CHAT: GOOGLE_GENERATION_OPTIONS | frozenset({"safetySettings", "cachedContent", "labels"}),
+            # EmbedContentRequest's own fields (the request's content is the text)
+            "embeddings": frozenset({"taskType", "title", "outputDimensionality"}),
         }
     ),
     # Gemini API batch mode (ai.google.dev/gemini-api/docs/rate-limits, tier 1): 100 concurrent batch requests

@@ -13,6 +13,7 @@ import requests
 from google import genai
 from google.genai import types
 
+from batch_gateway.providers.gemini import INLINE_MAX_REQUESTS
 from tests.support.seed_program import run_seed_program
 
 pytestmark = pytest.mark.e2e
@@ -35,10 +36,11 @@ def our_batches(sim, job_id: str) -> list[types.BatchJob]:
 
 def batch_files(sim, batch_id: str) -> list[str]:
     """The input and output files of a batch, as Google names them (the raw answer: the SDK's BatchJob drops the
-    input file)."""
+    input file); none for an inline batch."""
     answer = requests.get(f"{sim.gemini_base_url}/v1beta/{batch_id}", headers={"x-goog-api-key": "k"}, timeout=10)
     metadata = answer.json()["metadata"]
-    return [metadata["inputConfig"]["fileName"], metadata["output"]["responsesFile"]]
+    names = [metadata["inputConfig"].get("fileName"), (metadata.get("output") or {}).get("responsesFile")]
+    return [name for name in names if name]
 
 
 def file_gone(sim, name: str) -> bool:
@@ -54,7 +56,7 @@ def wait_for(condition, what: str, timeout: float = 30.0):
     return value
 
 
-def test_a_gemini_job_finishes_with_results_by_caller_id_and_googles_files_are_deleted(alice, sim):
+def test_a_small_gemini_job_goes_inline_and_finishes_with_results_by_caller_id(alice, sim):
     prompts = {caller: f"question {i}" for i, caller in enumerate(ODD_IDS)} | {f"r{i}": f"q {i}" for i in range(6)}
     job = alice.create(gemini_body(prompts, hyperparameters={"max_tokens": 64, "temperature": 1.5}))
     done = alice.wait(job["id"])
@@ -69,7 +71,21 @@ def test_a_gemini_job_finishes_with_results_by_caller_id_and_googles_files_are_d
     assert usage["input_tokens"] > 0 and usage["output_tokens"] > usage["reasoning_tokens"] > 0  # thoughts billed
     assert results["first one"]["finish_details"] == {"type": "stop"} and results["first one"]["cost"] > 0
     assert done["cost"]["total"] > 0
+    # a chunk this small goes inline (decision 0130): no file at Google, for the input or the answers
+    assert batch_files(sim, chunk["provider_batch_id"]) == []
+    [batch] = [b for b in sim.created_batches()["google"] if b["id"] == chunk["provider_batch_id"].split("/")[-1]]
+    assert batch["inline"] and sim.stats()["google"]["files_uploaded"] == 0
+
+
+def test_a_chunk_over_the_inline_count_goes_as_a_file_and_googles_files_are_deleted(alice, sim):
+    prompts = {f"r{i}": f"q {i}" for i in range(INLINE_MAX_REQUESTS + 1)}
+    done = alice.wait(alice.create(gemini_body(prompts))["id"])
+    assert done["status"] == "finished", done.get("error")
+    [chunk] = done["chunks"]
     files = batch_files(sim, chunk["provider_batch_id"])
+    assert len(files) == 2  # the uploaded input and Google's responses file
+    results = alice.all_results(done["id"])
+    assert set(results) == set(prompts) and all(prompts[k] in r["text"] for k, r in results.items())
     wait_for(lambda: all(file_gone(sim, name) for name in files), f"deleted Google's files {files}")
 
 

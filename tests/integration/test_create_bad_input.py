@@ -121,6 +121,41 @@ CORPUS = [
         400,
         "it takes omni-moderation-*, text-moderation-*",
     ),
+    (
+        "a Gemini chat model on embeddings",
+        body(provider="google", model="gemini-2.5-flash", endpoint="embeddings"),
+        None,
+        400,
+        "model 'gemini-2.5-flash' is not served on endpoint 'embeddings' in a batch; it takes gemini-embedding-*",
+    ),
+    (
+        "a Gemini embedding model on chat",
+        body(provider="google", model="gemini-embedding-001"),
+        None,
+        400,
+        "model 'gemini-embedding-001' is not served on endpoint 'chat'",
+    ),
+    (
+        "a Gemini embeddings request of a conversation",
+        body(
+            provider="google",
+            model="gemini-embedding-001",
+            endpoint="embeddings",
+            requests={"a": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]},
+        ),
+        None,
+        400,
+        "an embeddings request is one text",
+    ),
+    (
+        "an OpenAI embeddings option on Gemini",
+        body(
+            provider="google", model="gemini-embedding-001", endpoint="embeddings", provider_options={"dimensions": 8}
+        ),
+        None,
+        400,
+        "provider_options dimensions not accepted for google (embeddings)",
+    ),
     ("unknown provider option", body(provider_options={"temprature": 1}), None, 400, "not accepted"),
     ("message with bad role", body(requests={"a": [{"role": "bot", "content": "x"}]}), None, 400, "role must be"),
     (

@@ -9,7 +9,15 @@ from datetime import UTC, datetime
 
 import boto3
 import pytest
-from openai.types import Batch, Completion, FileDeleted, FileObject, ModerationCreateResponse, Upload
+from openai.types import (
+    Batch,
+    Completion,
+    CreateEmbeddingResponse,
+    FileDeleted,
+    FileObject,
+    ModerationCreateResponse,
+    Upload,
+)
 from openai.types.chat import ChatCompletion
 from openai.types.uploads import UploadPart
 
@@ -145,12 +153,36 @@ def test_a_gemini_model_runs_on_google_and_answers_chat_completions(aws, ctx):
         assert completion.model == "gemini-2.5-flash" and completion.choices[0].message.content
 
 
-def test_a_gemini_model_on_the_embeddings_endpoint_is_a_400(aws, ctx):
-    body = {"model": "gemini-2.5-flash", "input": "x"}
-    data = json.dumps({"custom_id": "e", "method": "POST", "url": "/v1/embeddings", "body": body}).encode()
-    _, file, _ = _upload_file(ctx, data)
-    code, answer, _ = _create_batch(ctx, file["id"], endpoint="/v1/embeddings")
-    assert code == 400 and "only available with provider 'openai'" in answer["error"]["message"]
+def test_a_gemini_embedding_model_runs_on_google_and_answers_openai_embeddings(aws, ctx, sim):
+    url = "/v1/embeddings"
+    texts = ["first " * 800, "the second " * 400]  # 1,200 and 1,100 tokens in the simulator's count
+    data = _text_lines(url, "gemini-embedding-001", texts, dimensions=16)
+    batch, lines = _run_door_batch(aws, ctx, url, data)
+    assert batch["request_counts"] == {"total": 2, "completed": 2, "failed": 0}
+    answers = [CreateEmbeddingResponse.model_validate(line["response"]["body"]) for line in lines]
+    assert [len(a.data[0].embedding) for a in answers] == [16, 16]  # `dimensions` became outputDimensionality
+    assert answers[0].data[0].embedding != answers[1].data[0].embedding
+    assert answers[0].model == "gemini-embedding-001" and answers[0].usage.prompt_tokens == len(texts[0]) // 4
+    job = aws.jobs.require_job(batch["id"])
+    assert (job.provider, job.endpoint) == ("google", "embeddings")
+    (created,) = sim.created_batches()["google"]
+    assert created["embeddings"] and created["inline"]  # two requests: inline, no file uploaded
+    assert sim.stats()["google"]["files_uploaded"] == 0
+    native = json.loads(status.handler(load_event("api_status.json", batch["id"]), ctx)["body"])
+    # prices.json's gemini-embedding- row, $0.075 per million input tokens; costs are shown to 6 decimals
+    assert native["cost"]["total"] == pytest.approx(2_300 * 0.075 / 1e6, abs=1e-6) and native["cost"]["total"] > 0
+
+
+@pytest.mark.parametrize(
+    ("body_extra", "param"),
+    [({"encoding_format": "base64"}, "line 1: body.encoding_format"), ({"user": "u1"}, "line 1: body.user")],
+)
+def test_openai_only_embedding_fields_on_a_gemini_model_are_a_400_naming_them(aws, ctx, body_extra, param):
+    _, file, _ = _upload_file(ctx, _text_lines("/v1/embeddings", "gemini-embedding-001", ["x"], **body_extra))
+    code, body, _ = _create_batch(ctx, file["id"], endpoint="/v1/embeddings")
+    assert code == 400 and body["error"]["param"] == param, body
+    _, listing, _ = _call(ctx, "GET", "/openai/v1/batches")
+    assert listing["data"] == []
 
 
 def test_chunked_upload_becomes_a_file(aws, ctx):
@@ -306,6 +338,8 @@ def test_a_moderations_batch_answers_moderation_results_and_costs_nothing(aws, c
         ("/v1/completions", "gpt-4o-mini", "line 1: body.model"),
         ("/v1/completions", "gpt-3.5-turbo-instruct", "line 1: body.model"),
         ("/v1/moderations", "text-embedding-3-small", "line 1: body.model"),
+        ("/v1/embeddings", "gemini-2.5-flash", "line 1: body.model"),  # a Gemini chat model
+        ("/v1/chat/completions", "gemini-embedding-001", "line 1: body.model"),  # a Gemini embedding model
     ],
 )
 def test_a_model_the_endpoint_does_not_serve_is_a_400_naming_the_line_and_nothing_starts(aws, ctx, url, model, param):

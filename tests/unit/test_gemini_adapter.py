@@ -13,9 +13,17 @@ from batch_gateway.contract import errors
 from batch_gateway.models.jobs import ItemStatus
 from batch_gateway.providers import make_provider
 from batch_gateway.providers.base import ChunkRef, ProviderBatch
-from batch_gateway.providers.gemini import GeminiBatchProvider, display_name, job_state, to_batch, to_result
+from batch_gateway.providers.gemini import (
+    GeminiBatchProvider,
+    display_name,
+    inline_results,
+    job_state,
+    to_batch,
+    to_result,
+)
 
 MODEL = "gemini-2.5-flash"
+EMBED_MODEL = "gemini-embedding-001"
 
 
 @pytest.fixture
@@ -40,13 +48,34 @@ def line(provider, req: dict, options: dict | None = None) -> dict:
     return provider.to_provider(req["id"], req, model=MODEL, endpoint=None, provider_options=options or {})
 
 
-def ref(job: str = "job_abc123", index: int = 0, count: int = 1) -> ChunkRef:
-    return ChunkRef(job_id=job, index=index, request_count=count, model=MODEL, claimed_at=datetime.now(UTC))
+def ref(
+    job: str = "job_abc123", index: int = 0, count: int = 1, model: str = MODEL, endpoint: str | None = None
+) -> ChunkRef:
+    return ChunkRef(
+        job_id=job, index=index, request_count=count, model=model, endpoint=endpoint, claimed_at=datetime.now(UTC)
+    )
 
 
 def submit(provider, requests: list[dict], **ref_args) -> str:
     lines = [json.dumps(line(provider, r)).encode() for r in requests]
     return provider.submit(iter(lines), ref(count=len(requests), **ref_args))
+
+
+def as_file(provider: GeminiBatchProvider) -> GeminiBatchProvider:
+    """The adapter with inline batches off: every chunk goes as an uploaded file."""
+    provider.inline_max_requests = 0
+    return provider
+
+
+def keyed(results, ids: list[str]) -> dict:
+    """Results by custom_id, an answer keyed only by its position mapped through ``ids`` (what collect does)."""
+    out = {}
+    for r in results:
+        if not r.custom_id:
+            assert r.position is not None, "an answer with neither a key nor a position"
+            r.custom_id = ids[r.position]
+        out[r.custom_id] = r
+    return out
 
 
 def wait_until(provider, batch_id: str, condition, what: str, timeout: float = 10.0) -> ProviderBatch:
@@ -140,9 +169,31 @@ def test_provider_options_go_where_gemini_reads_them_the_requests_own_last(offli
     assert body["safetySettings"] == job["safetySettings"]
 
 
-def test_endpoints_other_than_chat_are_refused(offline):
+def test_endpoints_other_than_chat_and_embeddings_are_refused(offline):
     with pytest.raises(errors.InvalidRequestError, match="not available with provider 'google'"):
-        offline.to_provider("r", request("r"), model=MODEL, endpoint="embeddings", provider_options={})
+        offline.to_provider("r", request("r"), model=MODEL, endpoint="responses", provider_options={})
+
+
+def test_an_embeddings_request_is_an_embed_content_request_with_its_options(offline):
+    req = {**request("e", "Embed me"), "provider_options": {"title": "Doc"}}
+    got = offline.to_provider(
+        "e", req, model=EMBED_MODEL, endpoint="embeddings", provider_options={"taskType": "RETRIEVAL_DOCUMENT"}
+    )
+    assert got == {
+        "key": "e",
+        "request": {
+            "model": f"models/{EMBED_MODEL}",
+            "content": {"parts": [{"text": "Embed me"}]},
+            "taskType": "RETRIEVAL_DOCUMENT",
+            "title": "Doc",
+        },
+    }
+
+
+def test_an_embeddings_request_of_a_conversation_is_refused_naming_the_request(offline):
+    convo = {"id": "c", "messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}
+    with pytest.raises(errors.InvalidRequestError, match="'c': an embeddings request is one user message"):
+        offline.to_provider("c", convo, model=EMBED_MODEL, endpoint="embeddings", provider_options={})
 
 
 def test_the_display_name_is_derived_from_deployment_job_and_chunk():
@@ -248,7 +299,7 @@ def test_a_failed_operation_carries_googles_message_and_counts_from_batch_stats(
 
 def test_a_round_trip_keeps_every_caller_id_and_cleanup_deletes_both_files(provider, sim):
     requests = [request(f"r{i}", f"Say {i}", system="Be brief", max_tokens=32) for i in range(5)]
-    batch_id = submit(provider, requests)
+    batch_id = submit(as_file(provider), requests)
     assert batch_id.startswith("batches/")
     done = wait_ended(provider, batch_id)
     assert done.status == "JOB_STATE_SUCCEEDED" and done.counts.succeeded == 5 and done.counts.processing == 0
@@ -262,7 +313,7 @@ def test_a_round_trip_keeps_every_caller_id_and_cleanup_deletes_both_files(provi
 
 def test_a_line_google_answers_with_an_error_is_an_errored_item(provider, sim):
     done = wait_ended(provider, submit(provider, [request("ok"), request("bad", "please [[error]]")]))
-    results = by_id(provider.results(done))
+    results = keyed(provider.results(done), ["ok", "bad"])
     assert results["ok"].status is ItemStatus.SUCCEEDED
     assert results["bad"].status is ItemStatus.ERRORED and results["bad"].code and results["bad"].message
     assert done.counts.errored == 1
@@ -346,7 +397,7 @@ def test_cancel_keeps_finished_lines_and_cancel_of_an_ended_batch_answers_it(pro
     assert done.status == "JOB_STATE_CANCELLED"
     finished = done.counts.succeeded
     assert 1 <= finished < 10 and done.counts.canceled == 10 - finished
-    kept = by_id(provider.results(done))
+    kept = keyed(provider.results(done), [f"r{i}" for i in range(10)])
     assert len(kept) == finished and all(r.status is ItemStatus.SUCCEEDED for r in kept.values())
     again = provider.cancel(batch_id)
     assert again.ended and again.status == "JOB_STATE_CANCELLED"
@@ -357,7 +408,7 @@ def test_an_expired_batch_keeps_its_finished_lines(provider, sim):
     done = wait_ended(provider, submit(provider, [request(f"r{i}") for i in range(6)]))
     assert done.status == "JOB_STATE_EXPIRED" and done.failed_reason is None
     assert done.counts.succeeded == 3 and done.counts.expired == 3
-    assert set(by_id(provider.results(done))) == {"r0", "r1", "r2"}
+    assert set(keyed(provider.results(done), [f"r{i}" for i in range(6)])) == {"r0", "r1", "r2"}
 
 
 def test_a_failed_batch_carries_googles_message_for_the_operator(provider, sim):
@@ -408,3 +459,87 @@ def test_the_orphan_listing_stops_at_the_callers_budget_between_pages(sim):
     assert sim.stats()["requests"]["GET /v1beta/batches"] == listed + 1
     assert list(ours.owned_open_batches()) == []  # no budget: every page
     assert sim.stats()["requests"]["GET /v1beta/batches"] == listed + 1 + 2
+
+
+# ---- inline batches and embeddings (decision 0130)
+
+
+def test_a_small_chunk_goes_inline_and_each_answer_comes_back_to_its_own_id(provider, sim):
+    requests = [request(f"r{i}", f"Say {i}") for i in range(6)]
+    done = wait_ended(provider, submit(provider, requests))
+    google = sim.stats()["google"]
+    assert google["files_uploaded"] == 0 and google["inline_batches"] == 1
+    results = provider.results(done)
+    by_key = keyed(results, [r["id"] for r in requests])
+    assert set(by_key) == {f"r{i}" for i in range(6)}
+    for i in range(6):  # the simulator's answer quotes its request: each id got its own request's answer
+        assert f"Say {i}" in by_key[f"r{i}"].outputs[0]["text"]
+    provider.cleanup(done)  # nothing to delete, nothing fails
+
+
+def test_inline_answers_that_carry_their_metadata_are_keyed_by_it_not_by_position(provider, sim):
+    sim.configure(google_echo_inline_metadata=True)
+    done = wait_ended(provider, submit(provider, [request("a", "Say a"), request("b", "Say b")]))
+    results = list(provider.results(done))
+    assert [(r.custom_id, r.position) for r in results] == [("a", None), ("b", None)]
+
+
+def test_an_answers_own_key_wins_over_its_position_when_google_reorders():
+    answers = [
+        {"response": {"candidates": [{"content": {"parts": [{"text": "B"}]}}]}, "metadata": {"key": "b"}},
+        {"response": {"candidates": [{"content": {"parts": [{"text": "A"}]}}]}, "metadata": {"key": "a"}},
+        {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": "bad"}},
+    ]
+    got = [(r.custom_id, r.position, r.outputs[0]["text"] if r.outputs else r.code) for r in inline_results(answers)]
+    assert got == [("b", None, "B"), ("a", None, "A"), ("", 2, "INVALID_ARGUMENT")]
+
+
+def test_a_chunk_over_the_inline_size_or_count_goes_as_a_file(provider, sim):
+    provider.inline_max_bytes = 200  # two requests of about 150 bytes each in the inline body
+    done = wait_ended(provider, submit(provider, [request("a", "x" * 40), request("b", "y" * 40)]))
+    assert sim.stats()["google"]["files_uploaded"] == 1
+    assert set(by_id(provider.results(done))) == {"a", "b"}  # a file keeps the keys
+    provider.inline_max_bytes, provider.inline_max_requests = 10_000_000, 1
+    submit(provider, [request("c"), request("d")], index=1)
+    assert sim.stats()["google"]["files_uploaded"] == 2 and sim.stats()["google"]["inline_batches"] == 0
+
+
+def test_a_lost_inline_create_answer_is_adopted_by_its_display_name(provider, sim):
+    sim.add_fault("google", "create_batch", "drop_after_accept")
+    lines = [json.dumps(line(provider, request("a"))).encode()]
+    with pytest.raises(errors.ProviderAmbiguousError):
+        provider.submit(iter(lines), ref(index=0))
+    adopted = provider.find_submitted(ref(index=0))
+    assert adopted is not None and sim.stats()["google"]["inline_batches"] == 1
+    done = wait_ended(provider, adopted)
+    assert [r.position for r in provider.results(done)] == [0]
+
+
+def embed(provider, rid: str, text: str, **options) -> bytes:
+    req = request(rid, text)
+    return json.dumps(
+        provider.to_provider(rid, req, model=EMBED_MODEL, endpoint="embeddings", provider_options=options)
+    ).encode()
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_an_embeddings_chunk_runs_as_an_embeddings_batch_and_answers_vectors(provider, sim, inline):
+    if not inline:
+        as_file(provider)
+    lines = [embed(provider, "e1", "first text", outputDimensionality=16), embed(provider, "e2", "second")]
+    batch_id = provider.submit(iter(lines), ref(count=2, model=EMBED_MODEL, endpoint="embeddings"))
+    done = wait_ended(provider, batch_id)
+    created = sim.stats()["google"]
+    assert created["inline_batches"] == (1 if inline else 0) and created["files_uploaded"] == (0 if inline else 1)
+    results = keyed(provider.results(done), ["e1", "e2"])
+    assert results["e1"].status is ItemStatus.SUCCEEDED and results["e1"].input_tokens == len("first text") // 4
+    (vector,) = results["e1"].outputs
+    assert vector["type"] == "embedding" and len(vector["embedding"]) == 16
+    assert results["e1"].outputs != results["e2"].outputs and results["e2"].output_tokens == 0
+
+
+def test_a_chat_model_is_not_an_embeddings_batch_at_google(provider, sim):
+    lines = [embed(provider, "e1", "text")]
+    with pytest.raises(errors.ProviderNotFoundError):
+        provider.submit(iter(lines), ref(count=1, model=MODEL, endpoint="embeddings"))
+    assert sim.stats()["google"]["batches_created"] == 0

@@ -87,6 +87,7 @@ def _chain(exc: BaseException) -> str:
 
 def test_neither_the_key_nor_the_prompt_appears_in_errors_or_logs(provider, sim, caplog):
     caplog.set_level(logging.DEBUG)
+    provider.inline_max_requests = 0  # as files: the cleanup below has files to fail to delete
     failures: list[BaseException] = []
     sim.add_fault("google", "create_batch", "http_429")
     with pytest.raises(errors.ProviderRateLimitedError) as limited:

@@ -380,3 +380,75 @@ def test_a_new_batch_shows_in_the_list_only_after_the_list_lag_and_is_found_by_i
     assert client.batches.get(name=batch.name).name == batch.name
     sim.configure(list_lag_seconds=0)
     assert [b.name for b in client.batches.list()] == [batch.name]
+
+
+# ---- inline requests and embeddings batches, through the SDK's own calls (decision 0130)
+
+EMBED_MODEL = "gemini-embedding-001"
+
+
+def test_inline_requests_through_the_sdk_answer_inlined_responses_in_order(client, sim):
+    inline = [
+        types.InlinedRequest(contents=f"Say {i}", config=types.GenerateContentConfig(max_output_tokens=64))
+        for i in range(3)
+    ]
+    job = client.batches.create(model=MODEL, src=inline, config={"display_name": "bg-dep-job-1"})
+    done = wait_done(client, job.name)
+    assert done.state == types.JobState.JOB_STATE_SUCCEEDED
+    assert done.dest is not None and done.dest.file_name is None
+    answers = done.dest.inlined_responses
+    assert answers is not None and len(answers) == 3
+    for i, answer in enumerate(answers):  # types.InlinedResponse holding a types.GenerateContentResponse
+        assert isinstance(answer.response, types.GenerateContentResponse) and f"Say {i}" in answer.response.text
+        assert answer.metadata is None  # not echoed unless google_echo_inline_metadata
+    assert sim.stats()["google"]["files_uploaded"] == 0
+    assert [b["inline"] for b in sim.created_batches()["google"]] == [True]
+
+
+def test_inline_metadata_is_echoed_when_the_setting_says_so(client, sim):
+    sim.configure(google_echo_inline_metadata=True)
+    inline = [types.InlinedRequest(contents="Hi", metadata={"key": "k1"})]
+    done = wait_done(client, client.batches.create(model=MODEL, src=inline, config={"display_name": "x"}).name)
+    assert done.dest.inlined_responses[0].metadata == {"key": "k1"}
+
+
+def test_an_inline_embeddings_batch_through_create_embeddings_answers_vectors(client, sim):
+    source = types.EmbeddingsBatchJobSource(
+        inlined_requests=types.EmbedContentBatch(
+            contents=["first", "second"], config=types.EmbedContentConfig(output_dimensionality=12)
+        )
+    )
+    with pytest.warns(Warning):  # the SDK marks create_embeddings experimental
+        job = client.batches.create_embeddings(model=EMBED_MODEL, src=source, config={"display_name": "bg-e-0"})
+    done = wait_done(client, job.name)
+    answers = done.dest.inlined_embed_content_responses
+    assert answers is not None and len(answers) == 2
+    vectors = [a.response.embedding.values for a in answers]  # types.SingleEmbedContentResponse
+    assert all(len(v) == 12 for v in vectors) and vectors[0] != vectors[1]
+    assert [a.response.token_count for a in answers] == [1, 1]
+    assert sim.created_batches()["google"][0]["embeddings"] is True
+
+
+def test_a_file_embeddings_batch_answers_a_responses_file_keyed_by_its_lines(client, sim):
+    lines = [{"key": "e1", "request": {"model": f"models/{EMBED_MODEL}", "content": {"parts": [{"text": "hello"}]}}}]
+    uploaded = upload(client, lines)
+    with pytest.warns(Warning):
+        job = client.batches.create_embeddings(
+            model=EMBED_MODEL, src={"file_name": uploaded.name}, config={"display_name": "bg-e-1"}
+        )
+    done = wait_done(client, job.name)
+    (out,) = output_lines(client, done)
+    assert out["key"] == "e1"
+    response = types.SingleEmbedContentResponse.model_validate(out["response"])
+    assert response.embedding is not None and len(response.embedding.values or []) == 8
+
+
+def test_embedding_and_generating_models_are_refused_by_each_others_create(client, sim):
+    with pytest.raises(errors.ClientError) as refused:
+        client.batches.create(model=EMBED_MODEL, src=[types.InlinedRequest(contents="x")], config={"display_name": "a"})
+    assert refused.value.code == 404
+    with pytest.raises(errors.ClientError), pytest.warns(Warning):
+        client.batches.create_embeddings(
+            model=MODEL, src={"inlined_requests": {"contents": ["x"]}}, config={"display_name": "b"}
+        )
+    assert sim.stats()["google"]["batches_created"] == 0

@@ -320,10 +320,19 @@ def _one_string(body: dict[str, Any], field: str, message: str) -> None:
         raise LineProblemError(f"body.{field}", message)
 
 
-def embeddings_request(body: dict[str, Any]) -> dict[str, Any]:
+def embeddings_request(body: dict[str, Any], provider: str = OPENAI.name) -> dict[str, Any]:
+    """An embeddings body as a gateway request: OpenAI takes its own fields as they are; another provider (Gemini's
+    embedding models, decision 0130) takes ``dimensions`` as its ``outputDimensionality`` and float vectors only."""
     _only(body, EMBEDDING_FIELDS)
     _one_string(body, "input", "must be one string (one embedding per line)")
-    extra = {k: v for k, v in body.items() if k in ("dimensions", "encoding_format", "user")}
+    extra = {k: v for k, v in body.items() if k in ("dimensions", "encoding_format", "user") and v is not None}
+    if provider != OPENAI.name:
+        if "user" in extra:
+            raise LineProblemError("body.user", f"cannot be translated to {BY_NAME[provider].label}")
+        if extra.pop("encoding_format", "float") != "float":
+            raise LineProblemError("body.encoding_format", f"must be 'float' for {BY_NAME[provider].label}")
+        if "dimensions" in extra:
+            extra = {"outputDimensionality": extra.pop("dimensions")}
     return {"prompt": body["input"], **({"provider_options": extra} if extra else {})}
 
 
@@ -394,7 +403,7 @@ def translate_line(line: dict[str, Any], endpoint_url: str, number: int) -> tupl
         for name in extras_the_model_drops(body["model"], request):
             raise LineProblemError(f"body.{name}", "cannot be translated to Amazon Nova (no tools or schema)")
     elif kind == "embeddings":
-        request = embeddings_request(body)
+        request = embeddings_request(body, provider)
     elif kind == "completions":
         request = completions_request(body)
     elif kind == "moderations":

@@ -1,6 +1,6 @@
 """The model decides the provider: a compatible door (OpenAI or Anthropic format) runs each batch on the provider
 whose model its lines name, so an OpenAI-format file naming a Claude model runs on Anthropic, a Bedrock model id runs
-on Bedrock (decision 0045) and a ``gemini-*`` model on Google Gemini (chat only)."""
+on Bedrock (decision 0045) and a ``gemini-*`` model on Google Gemini (chat, and embeddings for gemini-embedding-*)."""
 
 from __future__ import annotations
 

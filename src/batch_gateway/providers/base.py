@@ -134,6 +134,9 @@ class ProviderResult:
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
     reasoning_tokens: int = 0  # part of output_tokens
+    # An answer the provider keyed only by its place in the batch (Gemini's inline batches, decision 0130): its
+    # index in the chunk's requests as sent; ``custom_id`` is then empty and collect maps the position to it.
+    position: int | None = None
 
     @property
     def usage(self) -> Usage:

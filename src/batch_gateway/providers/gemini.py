@@ -1,10 +1,20 @@
 """Google Gemini batch mode adapter (Files + Batches, Gemini Developer API) on the official ``google-genai`` SDK,
 imported on first use (never by the API functions).
 
-A chunk becomes one uploaded JSONL file (lines ``{"key": custom_id, "request": GenerateContentRequest}``: file
-batches keep our ids, inline batches would lose them) and one batch whose display name is derived from the chunk
-(``bg-<deployment>-<job>-<chunk>``). Gemini batches carry no metadata, so the display name is the identity: after a
-lost create answer, ``_reconcile`` adopts only a batch with exactly that name (decision 0078).
+A chunk becomes one batch whose display name is derived from the chunk (``bg-<deployment>-<job>-<chunk>``). Gemini
+batches carry no metadata, so the display name is the identity: after a lost create answer, ``_reconcile`` adopts
+only a batch with exactly that name (decision 0078), whichever way its requests went (decision 0130):
+
+- a small chunk (``inline_max_bytes``, ``inline_max_requests``) goes inline, in the create's own body
+  (``inputConfig.requests.requests[]`` = ``{"request", "metadata": {"key": custom_id}}``), with no file upload;
+  Google answers ``output.inlinedResponses.inlinedResponses[]`` in input order. Each answer is read back by its
+  ``metadata.key`` when Google echoes it and else by its position (``ProviderResult.position``: collect maps it
+  through the chunk's custom_ids in input order);
+- a larger one is one uploaded JSONL file (lines ``{"key": custom_id, "request": ...}``), its answers a file keyed
+  the same way.
+
+An ``embeddings`` chunk (a ``gemini-embedding-*`` model) is an embeddings batch (``batches.create_embeddings``:
+``models/{model}:asyncBatchEmbedContent``), its requests ``EmbedContentRequest`` bodies, inline or a file alike.
 
 Two things the SDK does not give through its public types, read from the raw answer through the SDK's own transport
 (``client._api_client.request``: the same key, base URL, retries and ``google.genai.errors``):
@@ -58,6 +68,14 @@ LIST_PAGE_SIZE = 100
 ORPHAN_LOOKBACK = timedelta(days=3)  # batches end within 24 h (then EXPIRED) plus the time they wait to start
 DISPLAY_NAME_MAX = 128
 MIME_TYPE = "application/jsonl"
+# Inline requests: "suitable for smaller batches that keep the total request size under 20MB"
+# (ai.google.dev/gemini-api/docs/batch-mode). Half of that, measured on the exact create body we send: headroom for
+# how Google counts the request, and the answers come back in one operation the Poll function reads whole.
+INLINE_MAX_BYTES = 10_000_000
+# Inline answers are read in order when Google does not echo their metadata (python-genai issue 2008); answers out
+# of request order were reported only for inline batches of 10,000 and more (python-genai issue 1909): stay far below.
+INLINE_MAX_REQUESTS = 500
+EMBEDDINGS = "embeddings"
 
 OPEN_STATES = frozenset({"JOB_STATE_PENDING", "JOB_STATE_QUEUED", "JOB_STATE_RUNNING", "JOB_STATE_CANCELLING"})
 ENDED_STATES = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
@@ -79,6 +97,10 @@ def _deployment_prefix(deployment_id: str) -> str:
 
 class GeminiBatchProvider(BatchProvider):
     spec = GOOGLE
+    # A chunk at most this large (its inline create body, in bytes) and this many requests goes inline; tests lower
+    # them on an instance to send a small chunk as a file.
+    inline_max_bytes: int = INLINE_MAX_BYTES
+    inline_max_requests: int = INLINE_MAX_REQUESTS
 
     def _create_timeout(self) -> float:
         return CREATE_TIMEOUT_SECONDS
@@ -109,10 +131,13 @@ class GeminiBatchProvider(BatchProvider):
         endpoint: str | None,
         provider_options: dict[str, Any],
     ) -> dict[str, Any]:
+        if endpoint == EMBEDDINGS:
+            return {"key": custom_id, "request": embed_content_request(request, model, provider_options)}
         if endpoint not in (None, "chat"):
             raise errors.InvalidRequestError(
-                f"endpoint '{endpoint}' is not available with provider 'google': Gemini batches generate content",
-                details=[{"field": "endpoint", "message": "google batches support messages only"}],
+                f"endpoint '{endpoint}' is not available with provider '{GOOGLE.name}': Gemini batches generate "
+                "content or embeddings",
+                details=[{"field": "endpoint", "message": "google batches take chat or embeddings"}],
             )
         body = generate_content_request(request)
         for options in (provider_options, request.get("provider_options") or {}):
@@ -121,33 +146,53 @@ class GeminiBatchProvider(BatchProvider):
 
     # --- batches --------------------------------------------------------------------------------------------
 
-    def _stage(self, lines: Iterable[bytes], ref: ChunkRef) -> str:
-        """Upload the chunk as a file (SDK retries are fine here: an orphan file costs nothing and expires); its
-        name (``files/...``)."""
+    def _stage(self, lines: Iterable[bytes], ref: ChunkRef) -> str | _Inline:
+        """A small chunk's inline requests (nothing is uploaded), else the chunk uploaded as a file (SDK retries are
+        fine here: an orphan file costs nothing and expires) and its name (``files/...``)."""
         with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+b") as spool:
+            inline: list[dict[str, Any]] | None = [] if ref.request_count <= self.inline_max_requests else None
+            size = 0
             for line in lines:
                 if line:
                     spool.write(line)
                     spool.write(b"\n")
+                    if inline is not None:  # the inline item's size as the create's body will carry it
+                        item = inline_request(loads(line))
+                        size += len(json.dumps(item, separators=(",", ":"))) + 1
+                        inline = inline if size <= self.inline_max_bytes else None
+                        if inline is not None:
+                            inline.append(item)
+            if inline is not None and 0 < len(inline) <= self.inline_max_requests:
+                return _Inline(inline)
             spool.seek(0)
             uploaded = self._client.files.upload(
                 file=spool, config={"mime_type": MIME_TYPE, "display_name": display_name(ref, self._deployment_id)}
             )
             return str(uploaded.name)
 
-    def _discard(self, staged: str) -> None:
-        self._delete_file(staged)
+    def _discard(self, staged: str | _Inline) -> None:
+        if isinstance(staged, str):
+            self._delete_file(staged)
 
-    def _create(self, staged: str, ref: ChunkRef) -> str:
+    def _create(self, staged: str | _Inline, ref: ChunkRef) -> str:
         from google.genai import types  # noqa: PLC0415 (cold start: the SDK, see _new_client)
 
         once = types.HttpOptions(  # sent once; HttpOptions.timeout is in milliseconds
             retry_options=types.HttpRetryOptions(attempts=1), timeout=int(CREATE_TIMEOUT_SECONDS * 1000)
         )
+        name = display_name(ref, self._deployment_id)
+        embeddings = ref.endpoint == EMBEDDINGS
+        if isinstance(staged, _Inline) or embeddings:
+            # The create's body as the REST API defines it, through the SDK's own transport (its key, base URL and
+            # errors): the SDK's InlinedRequest would re-translate our GenerateContentRequest from its own config
+            # shape, and its EmbedContentBatch takes one config for every request and no per-request metadata.
+            method = "asyncBatchEmbedContent" if embeddings else "batchGenerateContent"
+            answer = self._client._api_client.request(
+                "post", f"models/{ref.model}:{method}", create_body(staged, name), once
+            )
+            return str(json.loads(answer.body or "{}")["name"])
         batch = self._client.batches.create(
-            model=ref.model,
-            src=staged,
-            config=types.CreateBatchJobConfig(display_name=display_name(ref, self._deployment_id), http_options=once),
+            model=ref.model, src=staged, config=types.CreateBatchJobConfig(display_name=name, http_options=once)
         )
         return str(batch.name)
 
@@ -159,9 +204,14 @@ class GeminiBatchProvider(BatchProvider):
         return self._retrieve(batch_id)
 
     def _results(self, batch: ProviderBatch) -> Iterator[ProviderResult]:
-        if "output_file" not in batch.raw:
-            batch = self._retrieve(batch.id)
         output = batch.raw.get("output_file")
+        if not output:  # an inline batch's answers are in the operation itself (read only here: they may be large)
+            op = self._get(batch.id)
+            answers = inlined_responses(op)
+            if answers is not None:
+                yield from inline_results(answers)
+                return
+            output = to_batch(op).raw.get("output_file")
         if not output:
             return  # a failed batch, or one canceled or expired before any line finished: nothing to read
         for line in self._download_lines(output):
@@ -264,6 +314,29 @@ class GeminiBatchProvider(BatchProvider):
                 exc_info=True,
                 extra={"provider_batch_id": batch_id, "file_name": file_name},
             )
+
+
+class _Inline:
+    """A chunk staged for an inline create: its ``InlinedRequest`` bodies in input order."""
+
+    __slots__ = ("requests",)
+
+    def __init__(self, requests: list[dict[str, Any]]) -> None:
+        self.requests = requests
+
+
+def inline_request(line: dict[str, Any]) -> dict[str, Any]:
+    """One batch line (``{"key", "request"}``) as an ``InlinedRequest`` (``{"request", "metadata": {"key"}}``)."""
+    return {"request": line["request"], "metadata": {"key": str(line["key"])}}
+
+
+def create_body(staged: str | _Inline, display: str) -> dict[str, Any]:
+    """The create's body: ``{"batch": {"displayName", "inputConfig": {"requests": {"requests": [...]}}}}`` for
+    inline requests, ``{"fileName"}`` for a file."""
+    source: dict[str, Any] = (
+        {"fileName": staged} if isinstance(staged, str) else {"requests": {"requests": staged.requests}}
+    )
+    return {"batch": {"displayName": display, "inputConfig": source}}
 
 
 class _Stopped(Exception):
@@ -454,10 +527,40 @@ def to_batch(op: dict[str, Any]) -> ProviderBatch:
         created_at=_time(batch.get("createTime")),
         raw={
             "display_name": batch.get("displayName"),
-            "input_file": (batch.get("inputConfig") or {}).get("fileName"),
+            "input_file": _input_file(batch.get("inputConfig") or {}),
             "output_file": output.get("responsesFile"),
+            "inline": "requests" in (batch.get("inputConfig") or {}) or inlined_responses(op) is not None,
         },
     )
+
+
+def _input_file(config: dict[str, Any]) -> str | None:
+    """The input file's name (the embeddings create spells it ``file_name``, proto JSON reads either)."""
+    name = config.get("fileName") or config.get("file_name")
+    return str(name) if name else None
+
+
+def inlined_responses(op: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """An inline batch's answers, in input order (``output.inlinedResponses.inlinedResponses``; an embeddings batch's
+    may be named ``inlinedEmbedContentResponses``, as the SDK reads it); None for a file batch."""
+    output = _metadata(op).get("output") or {}
+    for name in ("inlinedResponses", "inlinedEmbedContentResponses"):
+        holder = output.get(name)
+        if isinstance(holder, dict):
+            return list(holder.get("inlinedResponses") or [])
+    return None
+
+
+def inline_results(answers: list[dict[str, Any]]) -> Iterator[ProviderResult]:
+    """Each inline answer as a result: its own ``metadata.key`` when Google echoed it, else its position (collect
+    maps it through the chunk's custom_ids in input order)."""
+    for position, answer in enumerate(answers):
+        key = (answer.get("metadata") or {}).get("key")
+        line = {k: v for k, v in answer.items() if k in ("response", "error")}
+        result = to_result({"key": "" if key is None else str(key), **line})
+        if key is None:
+            result.position = position
+        yield result
 
 
 _FINISH = {
@@ -507,6 +610,8 @@ def to_result(line: dict[str, Any]) -> ProviderResult:
             message=str(error.get("message") or "Google returned an error for this request"),
         )
     response = line.get("response") or {}
+    if "embedding" in response:
+        return embedding_result(custom_id, response)
     usage = response.get("usageMetadata") or {}
     candidate = (response.get("candidates") or [{}])[0]
     outputs = _outputs(((candidate.get("content") or {}).get("parts")) or [])
@@ -531,3 +636,35 @@ def to_result(line: dict[str, Any]) -> ProviderResult:
         reasoning_tokens=thoughts,
         finish_type=finish,
     )
+
+
+def embedding_result(custom_id: str, response: dict[str, Any]) -> ProviderResult:
+    """An ``EmbedContentResponse`` (``{"embedding": {"values"}, "tokenCount"?}``) as one embedding output, as OpenAI's
+    embeddings are kept; its input tokens are Google's ``tokenCount`` (``SingleEmbedContentResponse.token_count``)."""
+    embedding = response.get("embedding") or {}
+    tokens = _count(response, "tokenCount") or _count(embedding.get("statistics") or {}, "tokenCount")
+    return ProviderResult(
+        custom_id=custom_id,
+        status=ItemStatus.SUCCEEDED,
+        outputs=[{"type": "embedding", "embedding": list(embedding.get("values") or [])}],
+        input_tokens=tokens,
+        finish_type="stop",
+    )
+
+
+# --- embeddings requests (pure) -------------------------------------------------------------------------------
+
+
+def embed_content_request(request: dict[str, Any], model: str, provider_options: dict[str, Any]) -> dict[str, Any]:
+    """One neutral request of one user message as an ``EmbedContentRequest`` (``{"model", "content"}`` and the
+    provider options ``taskType``, ``title``, ``outputDimensionality``)."""
+    messages = request["messages"]
+    if len(messages) != 1 or messages[0]["role"] != "user" or request.get("system"):
+        raise errors.InvalidRequestError(
+            f"request {request.get('id')!r}: an embeddings request is one user message (its text is embedded)",
+            details=[{"field": f"requests.{request.get('id')}", "message": "one user message only"}],
+        )
+    body: dict[str, Any] = {"model": f"models/{model}", "content": {"parts": _text(messages[0]["content"])}}
+    for options in (provider_options, request.get("provider_options") or {}):
+        body.update(options)
+    return body

@@ -18,6 +18,14 @@ Timeline of a batch, in shares of `processing_seconds` (nothing runs in the back
 `cancel_seconds`; with `batch_outcome: "expire"` the batch ends `BATCH_STATE_EXPIRED` with its first half done. Both
 keep the lines that finished before the end in a responses file.
 
+A create may carry its requests inline (`inputConfig.requests.requests[]` = `{"request", "metadata"}`) instead of a
+file: the ended batch then answers `output.inlinedResponses.inlinedResponses[]` in input order, each `{"response"}`
+or `{"error"}`, with the request's `metadata` only when `google_echo_inline_metadata` is set (the REST reference
+promises it; the API was reported to drop it). Embedding models (`gemini-embedding-*`) take
+`POST /v1beta/models/{model}:asyncBatchEmbedContent` (what `batches.create_embeddings` sends), inline or a file of
+`{"key", "request": EmbedContentRequest}` lines; each answer is `{"embedding": {"values"}, "tokenCount"}`
+(`SingleEmbedContentResponse`). Whether each batch was inline is in `created_batches()` (`"inline"`).
+
 Each output line is `{"key": ..., "response": {GenerateContentResponse}}` or `{"key": ..., "error": {"code",
 "message", "status"}}`. A line errors when `item_outcomes` / `first_attempt_outcomes` name its key, by
 `error_every`, when it is not a valid request (no `contents`), or when its text contains `[[error]]`
@@ -36,6 +44,7 @@ import hashlib
 import json
 import secrets
 import string
+import struct
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -85,10 +94,15 @@ THINKING_PREFIXES = ("gemini-2.5", "gemini-3")
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
 FILE_LIFETIME_SECONDS = 48 * 3600  # uploaded files are deleted after 48 hours
+INLINE_MAX_BYTES = 20_000_000  # inline requests: "total request size under 20MB" (ai.google.dev batch-mode guide)
 _LINES_PER_CHUNK = 1000
 _ID_ALPHABET = string.ascii_lowercase + string.digits
 _METADATA_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch"
 _OUTPUT_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatchOutput"
+_EMBED_METADATA_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1main.EmbedContentBatch"
+_EMBED_OUTPUT_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1main.EmbedContentBatchOutput"
+EMBEDDING_PREFIX = "gemini-embedding-"
+EMBEDDING_DIMENSIONS = 8  # the simulated vectors' default length (gemini-embedding-001's is 3072)
 
 PENDING, RUNNING, SUCCEEDED_STATE = "BATCH_STATE_PENDING", "BATCH_STATE_RUNNING", "BATCH_STATE_SUCCEEDED"
 FAILED, CANCELLED, EXPIRED_STATE = "BATCH_STATE_FAILED", "BATCH_STATE_CANCELLED", "BATCH_STATE_EXPIRED"
@@ -133,6 +147,8 @@ class Item:
     function: str | None = None  # the declared function a tool-calling answer calls
     thoughts: bool = False  # generationConfig.thinkingConfig.includeThoughts
     finish: str = "STOP"
+    metadata: Any = None  # an inline request's metadata, echoed when google_echo_inline_metadata is set
+    dimensions: int = 0  # an embedding request's vector length (0: not an embedding)
 
 
 def error(status: int, message: str) -> ApiError:
@@ -212,41 +228,88 @@ def _invalid_request(request: Any) -> str | None:
     return None
 
 
-def parse_input(
-    data: bytes, max_requests: int, model: str = "", scope: str = ""
-) -> tuple[list[Item], dict[int, str], str | None, list[list[Mark]]]:
-    """(items, index -> ERRORED for the lines that answer an error, why the whole batch fails or None, each item's
-    implicitly cached prefixes) of a JSONL input file."""
-    items: list[Item] = []
-    asks: list[list[Mark]] = []
-    errored: dict[int, str] = {}
+def _file_records(data: bytes) -> Iterator[tuple[int, Any]]:
     for lineno, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            yield lineno, json.loads(raw)
         except ValueError:
-            obj = None
+            yield lineno, None
+
+
+def parse_input(
+    data: bytes | list[Any], max_requests: int, model: str = "", scope: str = "", *, embeddings: bool = False
+) -> tuple[list[Item], dict[int, str], str | None, list[list[Mark]]]:
+    """(items, index -> ERRORED for the requests that answer an error, why the whole batch fails or None, each
+    item's implicitly cached prefixes) of a JSONL input file or of inline requests (``InlinedRequest`` objects)."""
+    items: list[Item] = []
+    asks: list[list[Mark]] = []
+    errored: dict[int, str] = {}
+    inline = isinstance(data, list)
+    records = enumerate(data, 1) if isinstance(data, list) else _file_records(data)
+    for lineno, obj in records:
         if not isinstance(obj, dict):
-            return [], {}, f"Failed to parse the input file: line {lineno} is not a JSON object.", []
+            where = f"requests[{lineno - 1}]" if inline else f"the input file: line {lineno}"
+            return [], {}, f"Failed to parse {where} is not a JSON object.", []
         if len(items) >= max_requests:
-            return [], {}, f"The input file has more than {max_requests} requests.", []
-        key = None if obj.get("key") is None else str(obj["key"])
+            return [], {}, f"The batch has more than {max_requests} requests.", []
+        key = None if inline or obj.get("key") is None else str(obj["key"])
         request = obj.get("request")
-        problem = _invalid_request(request)
+        problem = _invalid_embed_request(request) if embeddings else _invalid_request(request)
         if problem is not None or not isinstance(request, dict):
             errored[len(items)] = ERRORED
-            items.append(Item(key, problem=problem))
+            items.append(Item(key, problem=problem, metadata=obj.get("metadata")))
             asks.append([])
             continue
-        item, text = parse_request(key, request)
+        item, text = parse_embed_request(key, request) if embeddings else parse_request(key, request)
+        item.metadata = obj.get("metadata")
         if ERROR_MARKER in text:
             errored[len(items)] = ERRORED
         items.append(item)
-        asks.append(cache_prefixes.gemini_marks(request, model, scope))
+        asks.append([] if embeddings else cache_prefixes.gemini_marks(request, model, scope))
     if not items:
-        return [], {}, "The input file contains no requests.", []
+        return [], {}, "The batch contains no requests.", []
     return items, errored, None, asks
+
+
+def _invalid_embed_request(request: Any) -> str | None:
+    """Google's message for an `EmbedContentRequest` that cannot run; None when it is valid."""
+    if not isinstance(request, dict):
+        return "Invalid JSON payload received. Expected an object for 'request'."
+    content_ = request.get("content")
+    if not isinstance(content_, dict) or not isinstance(content_.get("parts"), list) or not content_["parts"]:
+        return "* EmbedContentRequest.content: content is not specified\n"
+    dims = request.get("outputDimensionality")
+    if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or dims < 1):
+        return "* EmbedContentRequest.output_dimensionality: must be a positive integer.\n"
+    return None
+
+
+def parse_embed_request(key: str | None, request: dict[str, Any]) -> tuple[Item, str]:
+    """What a valid EmbedContentRequest leaves behind (its excerpt, tokens and vector length), and its text."""
+    pieces = _parts_text(request.get("content"))
+    text = "\n".join(pieces)
+    tokens = max(1, sum(len(p) for p in pieces) // 4)
+    item = Item(key, text[: content.EXCERPT_CHARS], tokens)
+    item.dimensions = int(request.get("outputDimensionality") or EMBEDDING_DIMENSIONS)
+    return item, text
+
+
+def embed_response_body(model: str, item: Item) -> dict[str, Any]:
+    """The answer to one EmbedContentRequest of a batch (`SingleEmbedContentResponse`): the vector and its tokens."""
+    return {"embedding": {"values": _vector(model, item.excerpt, item.dimensions)}, "tokenCount": item.tokens}
+
+
+def _vector(model: str, excerpt: str, dimensions: int) -> list[float]:
+    """A deterministic vector of ``dimensions`` values in [-1, 1) derived from the model and the text."""
+    values: list[float] = []
+    block = 0
+    while len(values) < dimensions:
+        digest = hashlib.sha256(f"{model}\n{block}\n{excerpt}".encode()).digest()
+        values.extend(round(v / 2**31 - 1.0, 6) for v in struct.unpack(">8I", digest))
+        block += 1
+    return values[:dimensions]
 
 
 def parse_request(key: str | None, request: dict[str, Any]) -> tuple[Item, str]:
@@ -365,22 +428,47 @@ class _Upload:
 class _Batch:
     __slots__ = (
         "id", "plan", "items", "model", "display_name", "input_file", "failure", "cancel_at", "cancel_seconds",
-        "output_file",
+        "output_file", "embeddings", "echo_metadata",
     )  # fmt: skip
 
     def __init__(
-        self, plan: Plan, items: list[Item], model: str, display_name: str, input_file: str, failure: str | None
+        self,
+        plan: Plan,
+        items: list[Item],
+        model: str,
+        display_name: str,
+        input_file: str | None,
+        failure: str | None,
+        *,
+        embeddings: bool = False,
+        echo_metadata: bool = False,
     ) -> None:
         self.id = _new_id(24)
         self.plan = plan
         self.items = items
         self.model = model
         self.display_name = display_name
-        self.input_file = input_file
+        self.input_file = input_file  # None: the requests came inline
         self.failure = failure  # the message of a batch that fails when its pending phase is over
         self.cancel_at: float | None = None
         self.cancel_seconds = 0.0
         self.output_file: str | None = None
+        self.embeddings = embeddings  # an asyncBatchEmbedContent batch
+        self.echo_metadata = echo_metadata
+
+    @property
+    def inline(self) -> bool:
+        return self.input_file is None
+
+    def inlined_responses(self, cutoff: int) -> list[dict[str, Any]]:
+        """The inline answers of the first ``cutoff`` requests, in input order."""
+        answers = []
+        for i in range(cutoff):
+            answer = self._answer(i, self.plan.outcome(i, cutoff, CANCELED))
+            if self.echo_metadata and self.items[i].metadata is not None:
+                answer["metadata"] = self.items[i].metadata
+            answers.append(answer)
+        return answers
 
     @property
     def name(self) -> str:
@@ -432,14 +520,19 @@ class _Batch:
         line: dict[str, Any] = {}
         if item.key is not None:
             line["key"] = item.key
+        return dumps({**line, **self._answer(index, kind)})
+
+    def _answer(self, index: int, kind: str) -> dict[str, Any]:
+        """`{"response": ...}` or `{"error": ...}` of one request."""
+        item = self.items[index]
         if kind == SUCCEEDED:
-            line["response"] = response_body(self.model, self.id, item)
-        else:
-            status, name, message = _LINE_ERRORS[kind if kind in _LINE_ERRORS else ERRORED]
-            if item.problem is not None and kind == ERRORED:
-                message = item.problem
-            line["error"] = {"code": status, "message": message, "status": name}
-        return dumps(line)
+            if self.embeddings:
+                return {"response": embed_response_body(self.model, item)}
+            return {"response": response_body(self.model, self.id, item)}
+        status, name, message = _LINE_ERRORS[kind if kind in _LINE_ERRORS else ERRORED]
+        if item.problem is not None and kind == ERRORED:
+            message = item.problem
+        return {"error": {"code": status, "message": message, "status": name}}
 
 
 def _page_size(req: Request) -> int:
@@ -502,6 +595,7 @@ class GeminiBatches:
                 Route("GET", f"/{v}/files/{{id}}", "get_file", self.get_file),
                 Route("DELETE", f"/{v}/files/{{id}}", "delete", self.delete_file),
                 Route("POST", f"/{v}/models/{{model}}:batchGenerateContent", "create_batch", self.create),
+                Route("POST", f"/{v}/models/{{model}}:asyncBatchEmbedContent", "create_batch", self.create_embeddings),
                 Route("POST", f"/{v}/models/{{model}}:generateContent", "converse", self.generate),
                 Route("GET", f"/{v}/batches", "list_batches", self.list),
                 Route("POST", f"/{v}/batches/{{id}}:cancel", "cancel_batch", self.cancel),
@@ -524,6 +618,7 @@ class GeminiBatches:
             "files": len(self.files),
             "files_uploaded": self.uploaded,
             "batches": list(self.batches),
+            "inline_batches": sum(1 for b in self.batches.values() if b.inline),
             "generated": self.generated,
             "webhooks": {**self.pusher.settings(), "deliveries": list(self.pusher.deliveries)},
             "cache_entries": len(self.cache),
@@ -533,10 +628,16 @@ class GeminiBatches:
         return {batch.name: batch.timeline(now)[1] for batch in self.batches.values()}
 
     def created_batches(self, now: float) -> list[dict[str, Any]]:
-        """Every batch: its id, its display name (the gateway's name for the chunk; Gemini keeps no metadata) and
-        whether it has ended."""
+        """Every batch: its id, its display name (the gateway's name for the chunk; Gemini keeps no metadata),
+        whether it has ended, whether its requests came inline (no file) and whether it is an embeddings batch."""
         return [
-            {"id": b.id, "mark": b.display_name, "ended": b.timeline(now)[0] not in (PENDING, RUNNING)}
+            {
+                "id": b.id,
+                "mark": b.display_name,
+                "ended": b.timeline(now)[0] not in (PENDING, RUNNING),
+                "inline": b.inline,
+                "embeddings": b.embeddings,
+            }
             for b in self.batches.values()
         ]
 
@@ -683,7 +784,7 @@ class GeminiBatches:
         batch is seen ended with finished lines."""
         state, cutoff, end = batch.timeline(now)
         succeeded, failed = batch.counts(cutoff)
-        if state in ENDED and cutoff and batch.output_file is None:
+        if state in ENDED and cutoff and batch.output_file is None and not batch.inline:
             made = _File(f"{batch.name}-responses", "application/jsonl", source=batch)
             self.files[made.id] = made
             batch.output_file = made.name
@@ -691,10 +792,11 @@ class GeminiBatches:
         if batch.cancel_at is not None and end is None:
             updated = batch.cancel_at
         metadata: dict[str, Any] = {
-            "@type": _METADATA_TYPE,
+            "@type": _EMBED_METADATA_TYPE if batch.embeddings else _METADATA_TYPE,
             "model": f"models/{batch.model}",
             "displayName": batch.display_name,
-            "inputConfig": {"fileName": batch.input_file},
+            # an inline batch's requests are not echoed here (nothing the SDK reads; their answers are)
+            "inputConfig": {"fileName": batch.input_file} if batch.input_file else {},
             "createTime": rfc3339(batch.plan.created),
             "updateTime": rfc3339(updated),
             "batchStats": {
@@ -710,10 +812,16 @@ class GeminiBatches:
         if end is not None:
             metadata["endTime"] = rfc3339(end)
             operation["done"] = True
+        output_type = _EMBED_OUTPUT_TYPE if batch.embeddings else _OUTPUT_TYPE
         if batch.output_file is not None and state in ENDED:
             metadata["output"] = {"responsesFile": batch.output_file}
             if state == SUCCEEDED_STATE:
-                operation["response"] = {"@type": _OUTPUT_TYPE, "responsesFile": batch.output_file}
+                operation["response"] = {"@type": output_type, "responsesFile": batch.output_file}
+        elif batch.inline and state in ENDED and cutoff:
+            answers = {"inlinedResponses": {"inlinedResponses": batch.inlined_responses(cutoff)}}
+            metadata["output"] = answers
+            if state == SUCCEEDED_STATE:
+                operation["response"] = {"@type": output_type, **answers}
         if state == FAILED:
             operation["error"] = {"code": 3, "message": batch.failure}
         elif state == CANCELLED:
@@ -722,13 +830,16 @@ class GeminiBatches:
             operation["error"] = {"code": 4, "message": "Batch expired before all requests were processed."}
         return operation
 
-    def create(self, req: Request, model: str) -> Reply:
+    def create_embeddings(self, req: Request, model: str) -> Reply:
+        """`POST /v1beta/models/{model}:asyncBatchEmbedContent`: an embeddings batch (`batches.create_embeddings`)."""
+        return self.create(req, model, embeddings=True)
+
+    def create(self, req: Request, model: str, *, embeddings: bool = False) -> Reply:
         config = self.state.settings
-        if not model.startswith("gemini-"):
+        method = "asyncBatchEmbedContent" if embeddings else "batchGenerateContent"
+        if not model.startswith("gemini-") or model.startswith(EMBEDDING_PREFIX) != embeddings:
             raise error(
-                404,
-                f"models/{model} is not found for API version {API_VERSION}, "
-                "or is not supported for batchGenerateContent.",
+                404, f"models/{model} is not found for API version {API_VERSION}, or is not supported for {method}."
             )
         try:
             body = parse_json(req.body)
@@ -740,18 +851,30 @@ class GeminiBatches:
         display_name = batch_spec.get("displayName")
         if not isinstance(display_name, str) or not display_name:
             raise error(400, "* GenerateContentBatch.display_name: display_name is required.\n")
+        resource = "EmbedContentBatch" if embeddings else "GenerateContentBatch"
         input_config = batch_spec.get("inputConfig")
-        file_name = input_config.get("fileName") if isinstance(input_config, dict) else None
-        if not isinstance(file_name, str) or not file_name.startswith("files/"):
-            raise error(400, "* GenerateContentBatch.input_config: a fileName of the form files/{id} is required.\n")
-        file_id = file_name.removeprefix("files/")
-        with self.state.lock:
-            source = self.files.get(file_id)
-        if source is None or source.data is None:
-            raise error(400, f"File {file_name} not found or not an uploaded file.")
-        items, errored, failure, asks = parse_input(
-            source.data, settings.limit(config, PROVIDER, "max_requests", REAL_LIMITS), model, scope_of(req)
-        )
+        input_config = input_config if isinstance(input_config, dict) else {}
+        file_name = input_config.get("fileName", input_config.get("file_name"))  # proto JSON reads either spelling
+        inline = input_config.get("requests")
+        if (file_name is None) == (inline is None):
+            raise error(400, f"* {resource}.input_config: exactly one of file_name or requests is required.\n")
+        max_requests = settings.limit(config, PROVIDER, "max_requests", REAL_LIMITS)
+        if inline is not None:
+            requests = inline.get("requests") if isinstance(inline, dict) else None
+            if not isinstance(requests, list):
+                raise error(400, f"* {resource}.input_config.requests.requests: a list of requests is required.\n")
+            if len(req.body) > INLINE_MAX_BYTES:
+                raise error(400, f"Request payload size exceeds the limit: {INLINE_MAX_BYTES} bytes.")
+            data: bytes | list[Any] = requests
+        else:
+            if not isinstance(file_name, str) or not file_name.startswith("files/"):
+                raise error(400, f"* {resource}.input_config: a fileName of the form files/{{id}} is required.\n")
+            with self.state.lock:
+                source = self.files.get(file_name.removeprefix("files/"))
+            if source is None or source.data is None:
+                raise error(400, f"File {file_name} not found or not an uploaded file.")
+            data = source.data
+        items, errored, failure, asks = parse_input(data, max_requests, model, scope_of(req), embeddings=embeddings)
         failure = failure or config["google_batch_failure"]
         now = time.time()
         with self.state.lock:
@@ -780,7 +903,16 @@ class GeminiBatches:
             for item, hit in zip(items, hits, strict=True):
                 item.cached = hit.tokens if hit else 0
         with self.state.lock:
-            batch = _Batch(plan, items, model, display_name, file_name, failure)
+            batch = _Batch(
+                plan,
+                items,
+                model,
+                display_name,
+                None if inline is not None else file_name,
+                failure,
+                embeddings=embeddings,
+                echo_metadata=config["google_echo_inline_metadata"],
+            )
             self.batches[batch.id] = batch
             self.created += 1
             self.pusher.schedule(batch.name, batch.running_at if failure else plan.end)

@@ -44,6 +44,9 @@ DEFAULTS: dict[str, Any] = {
     # may be pending or running at once (a create beyond answers 429 RESOURCE_EXHAUSTED).
     "google_batch_failure": None,
     "google_max_concurrent_batches": 100,
+    # Whether an inline batch's answers carry back each request's `metadata`: the REST reference says they do, but
+    # in 2026 the API was reported to drop it (python-genai issue 2008), leaving only the answers' order.
+    "google_echo_inline_metadata": False,
     # A new batch (a Bedrock job) appears in its provider's list only this many seconds after its create: real lists
     # lag their creates, and a reconcile after a lost create answer must not take "not listed" for "not accepted".
     "list_lag_seconds": 0.0,
@@ -116,6 +119,10 @@ def validate(updates: dict[str, Any], limited: Collection[str]) -> dict[str, Any
             clean[key] = _count(key, value, 1)
         elif key == "bedrock_hour_seconds":
             clean[key] = _number(key, value)
+        elif key == "google_echo_inline_metadata":
+            if not isinstance(value, bool):
+                raise ValueError(f"google_echo_inline_metadata must be true or false, got {value!r}")
+            clean[key] = value
         elif key == "google_batch_failure":
             if value is not None and (not isinstance(value, str) or not value):
                 raise ValueError(f"google_batch_failure must be a non-empty message or null, got {value!r}")

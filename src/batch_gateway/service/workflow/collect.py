@@ -56,6 +56,22 @@ def _idmap(services: Services, job: Job, chunk: Chunk) -> dict[str, str]:
     return json.loads(services.payloads.get_bytes(key)) if services.payloads.exists(key) else {}
 
 
+class _Positions:
+    """The chunk's custom_ids in input order, read the first time an answer keyed only by its position needs one
+    (Gemini's inline batches, decision 0130: a few hundred requests at most)."""
+
+    def __init__(self, services: Services, job: Job, chunk: Chunk) -> None:
+        self._services, self._key = services, chunk_ids_key(job.id, chunk.index)
+        self._ids: list[str] | None = None
+
+    def custom_id(self, position: int) -> str:
+        if self._ids is None:
+            self._ids = [line.decode() for line in self._services.payloads.iter_lines(self._key) if line]
+        if not 0 <= position < len(self._ids):
+            raise IntegrityError(f"the provider answered position {position} of a chunk of {len(self._ids)}")
+        return self._ids[position]
+
+
 class _Answered:
     """Which of a chunk's custom_ids have a result yet, in 9 bytes per request whatever the chunk's size: a sorted
     array of 64-bit id hashes (written by Plan) and one flag byte each."""
@@ -116,7 +132,10 @@ def collect_chunk(
     limited, first_limited = 0, None
     with book, book.wrap(services.payloads.writer(chunk_results_key(job.id, chunk.index))) as out:
         if batch is not None and provider is not None:
+            positions = _Positions(services, job, chunk)
             for result in provider.results(batch):
+                if result.position is not None and not result.custom_id:
+                    result.custom_id = positions.custom_id(result.position)
                 if not answered.first_time(result.custom_id):  # not ours, or a repeat
                     continue
                 message = result.message
