@@ -57,7 +57,9 @@ def _chunk(provider, count: int, tools_at: tuple[int, ...] = ()) -> tuple[ChunkR
         }
         if i in tools_at:
             request["tools"] = [TOOL]
-        lines.append(dumps(provider.to_provider(f"caller-{i}", request, model=CLAUDE, endpoint=None, provider_options={})))
+        lines.append(
+            dumps(provider.to_provider(f"caller-{i}", request, model=CLAUDE, endpoint=None, provider_options={}))
+        )
     return ref, lines
 
 

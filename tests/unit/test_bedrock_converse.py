@@ -8,15 +8,28 @@ from __future__ import annotations
 
 from typing import Any
 
+import boto3
 import pytest
 from botocore.stub import Stubber
+from moto import mock_aws
 
 from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.providers import bedrock as adapter
 from batch_gateway.providers import make_provider
 from batch_gateway.providers.base import ChunkRef
 from batch_gateway.settings import BedrockSettings
-from tests.unit.test_bedrock_adapter import BUCKET, CLAUDE, JOB_ARN, NOVA, ROLE, _provider, _ref, aws  # noqa: F401
+from tests.unit.test_bedrock_adapter import BUCKET, CLAUDE, JOB_ARN, NOVA, ROLE, _provider, _ref
+
+
+@pytest.fixture
+def aws(monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"):
+        monkeypatch.delenv(var, raising=False)
+    with mock_aws():
+        boto3.client("s3").create_bucket(Bucket=BUCKET)
+        yield boto3.client("s3")
+
 
 TOOL = {"name": "lookup", "description": "Look it up", "input_schema": {"type": "object", "properties": {}}}
 
@@ -114,7 +127,10 @@ def _create_params(ref: ChunkRef, kind: str | None) -> dict[str, Any]:
         "clientRequestToken": adapter.request_token(ref),
         "modelId": ref.model,
         "inputDataConfig": {
-            "s3InputDataConfig": {"s3InputFormat": "JSONL", "s3Uri": f"s3://{BUCKET}/{adapter.input_key(ref.job_id, 0)}"}
+            "s3InputDataConfig": {
+                "s3InputFormat": "JSONL",
+                "s3Uri": f"s3://{BUCKET}/{adapter.input_key(ref.job_id, 0)}",
+            }
         },
         "outputDataConfig": {"s3OutputDataConfig": {"s3Uri": f"s3://{BUCKET}/{adapter.output_prefix(ref.job_id, 0)}"}},
         "timeoutDurationInHours": 24,
