@@ -13,6 +13,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
+from batch_gateway.contract import errors
 from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.providers import bedrock as adapter
 from batch_gateway.providers import make_provider
@@ -241,3 +242,19 @@ def test_a_botocore_stubbed_converse_response_is_a_valid_converse_output():
     got.pop("ResponseMetadata", None)
     result = adapter._to_result({"recordId": "q1", "modelOutput": got})
     assert (result.outputs[0]["text"], result.input_tokens, result.output_tokens) == ("A cat", 12, 3)
+
+
+def test_a_chunk_whose_records_change_between_the_check_and_the_staging_is_refused_not_sent_half_converted(aws):
+    provider, control, _ = _provider()
+    plain, with_tools = [_line(f"q{i}") for i in range(150)], [_line(f"q{i}", tools=[TOOL]) for i in range(150)]
+
+    class Changing:  # the first read (the check) sees plain text, the second (the staging) a tool
+        reads = 0
+
+        def __iter__(self):
+            Changing.reads += 1
+            return iter(plain if Changing.reads == 1 else with_tools)
+
+    with control, pytest.raises(errors.IntegrityError, match="q0 changed"):
+        provider.submit(Changing(), _ref())
+    assert Changing.reads == 2  # nothing was created: the Stubber holds no create and raised on none

@@ -274,7 +274,7 @@ class BedrockBatchProvider(BatchProvider):
         """``Converse`` when the deployment wants it and every record of the chunk can be a Converse body; the lines
         are read once for that and once more to stage them, so only lines that can be read again (not an iterator)
         qualify: a chunk is never held whole in memory."""
-        if self._settings.invocation_type != "converse" or iter(lines) is lines:
+        if self._settings.invocation_type != "converse" or isinstance(lines, Iterator):
             return INVOKE_MODEL
         every = all(converse_body(model, loads(line)["modelInput"]) is not None for line in lines if line)
         return CONVERSE if every else INVOKE_MODEL
@@ -541,12 +541,14 @@ def converse_line(model: str, line: bytes) -> bytes:
     """A staged record with its native body replaced by the Converse body (``converse_body`` said it can be)."""
     record = loads(line)
     converse = converse_body(model, record["modelInput"])
-    assert converse is not None  # the chunk was checked whole before staging (``_invocation_type``)
+    if converse is None:  # the chunk was checked whole before staging (``_invocation_type``); its files never change
+        raise errors.IntegrityError(f"record {record.get('recordId')} changed while its chunk was staged")
     return dumps({"recordId": record["recordId"], "modelInput": converse})
 
 
 def converse_request(model: str, body: dict[str, Any]) -> dict[str, Any]:
-    """A batch record's native body as Converse arguments (small jobs run on demand)."""
+    """A batch record's native body as Converse arguments: for small jobs run on demand, and (``converse_body``
+    checks it first) a Converse-type job's records."""
     if model_family(model) == "nova":
         config = dict(body.get("inferenceConfig") or {})
         top_k = config.pop("topK", None)
