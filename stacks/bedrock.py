@@ -79,6 +79,7 @@ class BedrockConstruct(Construct):
             **limits,
             constants.ENV_BEDROCK_ROLE_ARN: self.role.role_arn,
             constants.ENV_BEDROCK_TIMEOUT_HOURS: str(bedrock.timeout_hours),
+            constants.ENV_BEDROCK_INVOCATION_TYPE: bedrock.invocation_type,
             constants.ENV_BEDROCK_ON_DEMAND_CONCURRENCY: str(bedrock.on_demand_concurrency),
         }
         if key is not None:

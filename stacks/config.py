@@ -33,6 +33,10 @@ Context keys:
 ``bedrock_small_jobs``
     What a Bedrock job below the model's minimum records does: ``on_demand`` (default; its requests run through
     Converse at the on-demand price) or ``reject`` (400 at create naming the minimum). Decision 0039.
+``bedrock_invocation_type``
+    The record format of a Bedrock batch job whose every request is plain text: ``converse`` (default; one Converse
+    body for every model family, ``modelInvocationType: Converse``) or ``invoke_model`` (each family's native body).
+    A job with tools, structured output or provider options uses the native body either way. Decision 0132.
 ``bedrock_timeout_hours``
     ``timeoutDurationInHours`` of each Bedrock job, 24-168, default ``24``.
 ``bedrock_min_records`` / ``bedrock_max_records``
@@ -130,6 +134,7 @@ DEFAULTS: dict[str, Any] = {
     "kms": "aws",
     "price_overrides": "{}",
     "bedrock_small_jobs": "on_demand",
+    "bedrock_invocation_type": "converse",
     "bedrock_timeout_hours": constants.BEDROCK_TIMEOUT_HOURS,
     "bedrock_min_records": constants.BEDROCK_MIN_RECORDS,
     "bedrock_max_records": constants.BEDROCK_MAX_RECORDS,
@@ -429,6 +434,7 @@ class BedrockConfig:
     """Bedrock's settings from context, given to the functions as ``BEDROCK_*`` (``batch_gateway.settings``)."""
 
     small_jobs: str = "on_demand"
+    invocation_type: str = "converse"
     timeout_hours: int = constants.BEDROCK_TIMEOUT_HOURS
     min_records: int = constants.BEDROCK_MIN_RECORDS
     max_records: int = constants.BEDROCK_MAX_RECORDS
@@ -442,6 +448,12 @@ class BedrockConfig:
             raise ConfigError(
                 f"context 'bedrock_small_jobs' must be one of {list(constants.BEDROCK_SMALL_JOB_MODES)}, "
                 f"got {value('bedrock_small_jobs')!r}"
+            )
+        invocation_type = str(value("bedrock_invocation_type")).strip().lower()
+        if invocation_type not in constants.BEDROCK_INVOCATION_TYPES:
+            raise ConfigError(
+                f"context 'bedrock_invocation_type' must be one of {list(constants.BEDROCK_INVOCATION_TYPES)}, "
+                f"got {value('bedrock_invocation_type')!r}"
             )
 
         def number(key: str, low: int, high: int | None = None) -> int:
@@ -472,6 +484,7 @@ class BedrockConfig:
             )
         return cls(
             small_jobs=small_jobs,
+            invocation_type=invocation_type,
             timeout_hours=number("bedrock_timeout_hours", 24, 168),
             min_records=min_records,
             max_records=max_records,

@@ -57,6 +57,7 @@ ENV_BEDROCK_MIN_RECORDS = "BEDROCK_MIN_RECORDS"
 ENV_BEDROCK_MAX_RECORDS = "BEDROCK_MAX_RECORDS"
 ENV_BEDROCK_MAX_INPUT_BYTES = "BEDROCK_MAX_INPUT_BYTES"
 ENV_BEDROCK_MAX_JOB_BYTES = "BEDROCK_MAX_JOB_BYTES"
+ENV_BEDROCK_INVOCATION_TYPE = "BEDROCK_INVOCATION_TYPE"  # "converse" (default) or "invoke_model" (decision 0132)
 ENV_BEDROCK_MODEL_LIMITS = "BEDROCK_MODEL_LIMITS"  # JSON: model id -> {"min_records", "max_records", "max_bytes"}
 ENV_BEDROCK_ON_DEMAND_CONCURRENCY = "BEDROCK_ON_DEMAND_CONCURRENCY"
 ENV_BEDROCK_KMS_KEY_ID = "BEDROCK_KMS_KEY_ID"  # the customer-managed key Bedrock encrypts its output with
@@ -128,6 +129,9 @@ BEDROCK_MAX_JOB_BYTES = 5 * 1024**3  # per job
 BEDROCK_TIMEOUT_HOURS = 24
 BEDROCK_ON_DEMAND_CONCURRENCY = 4
 BEDROCK_SMALL_JOB_MODES = ("on_demand", "reject")
+# Which record format a Bedrock batch job of text-only requests uses: one Converse body for every model family, or
+# each family's native InvokeModel body (requests with tools always use the latter: decision 0132).
+BEDROCK_INVOCATION_TYPES = ("converse", "invoke_model")
 ON_DEMAND_BATCH_PREFIX = "on-demand:"  # provider batch ids of chunks run on demand (priced at full, not batch, price)
 OUTBOX_PREFIX = "outbox/"
 UPLOADS_PREFIX = "uploads/"  # POST /uploads: input files uploaded through presigned URLs

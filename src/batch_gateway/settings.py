@@ -28,6 +28,7 @@ class BedrockSettings:
     role_arn: str | None = None  # None: Bedrock is not enabled in this deployment
     timeout_hours: int = c.BEDROCK_TIMEOUT_HOURS
     small_jobs: str = "on_demand"
+    invocation_type: str = "converse"  # for chunks whose every request Converse can carry (decision 0132)
     limits: BedrockLimits = field(default_factory=BedrockLimits)
     model_limits: dict[str, BedrockLimits] = field(default_factory=dict)
     on_demand_concurrency: int = c.BEDROCK_ON_DEMAND_CONCURRENCY
@@ -57,10 +58,16 @@ class BedrockSettings:
             raise ValueError(
                 f"{c.ENV_BEDROCK_SMALL_JOBS} must be one of {c.BEDROCK_SMALL_JOB_MODES}, got {small_jobs!r}"
             )
+        invocation_type = env.get(c.ENV_BEDROCK_INVOCATION_TYPE) or "converse"
+        if invocation_type not in c.BEDROCK_INVOCATION_TYPES:
+            raise ValueError(
+                f"{c.ENV_BEDROCK_INVOCATION_TYPE} must be one of {c.BEDROCK_INVOCATION_TYPES}, got {invocation_type!r}"
+            )
         return cls(
             role_arn=env.get(c.ENV_BEDROCK_ROLE_ARN) or None,
             timeout_hours=number(c.ENV_BEDROCK_TIMEOUT_HOURS, c.BEDROCK_TIMEOUT_HOURS),
             small_jobs=small_jobs,
+            invocation_type=invocation_type,
             limits=limits,
             model_limits={
                 model: BedrockLimits(

@@ -3,7 +3,8 @@ roles through boto3's endpoint settings, and the simulator reads each job's inpu
 S3 as the deployment's Bedrock service role, assumed as bedrock.amazonaws.com, so the role's grants are checked as in
 AWS. Covers: a 250-request job by caller id, a job above the per-job maximum split with every id once, a small job on
 demand (and refused under ``reject``), cancel keeping finished records, a job Bedrock fails, a lost create answer
-yielding one Bedrock job, and the service role's read grant broken on purpose."""
+yielding one Bedrock job, the service role's read grant broken on purpose, and a plain job run as a Converse-type job
+with the result items an InvokeModel job gives while a tool-using job runs as InvokeModel (decision 0132)."""
 
 from __future__ import annotations
 
@@ -166,3 +167,43 @@ def test_a_dropped_bedrock_file_yields_results_in_the_outbox(stack, sim, drop_fo
     assert sorted(by_id) == sorted(f"row-{i}" for i in range(120))
     assert all(item["status"] == "succeeded" for item in by_id.values())
     assert sim.stats()["bedrock"]["batches_created"] == 1
+
+
+def _invocation_types(sim, done: dict) -> list[str | None]:
+    """The ``modelInvocationType`` each of the job's Bedrock jobs was created with (None: left out, InvokeModel)."""
+    ids = {chunk["provider_batch_id"].rsplit("/", 1)[-1] for chunk in done["chunks"]}
+    return [job["invocation_type"] for job in sim.created_batches()["bedrock"] if job["id"] in ids]
+
+
+def _seen(result: dict) -> tuple:
+    """What the user reads of a result item (its text, usage and so cost, finish), not which job it came from."""
+    return (result["status"], result["text"], result["token_usage"], result["finish_details"], result.get("cost"))
+
+
+def test_a_plain_job_runs_as_converse_with_the_items_invoke_model_gives_and_a_tool_job_as_invoke_model(
+    stack, alice, sim
+):
+    converse = finished(alice, bedrock_body(150))
+    assert _invocation_types(sim, converse) == ["Converse"]
+    converse_results = alice.all_results(converse["id"])
+
+    sending = ("submit", "poll")  # Poll sends pending chunks too
+    previous = {m: set_env(stack, m, {constants.ENV_BEDROCK_INVOCATION_TYPE: "invoke_model"}) for m in sending}
+    try:
+        native = finished(alice, bedrock_body(150))
+    finally:
+        for module, before in previous.items():
+            set_env(stack, module, before)
+    assert _invocation_types(sim, native) == [None]
+    native_results = alice.all_results(native["id"])
+    assert sorted(converse_results) == sorted(native_results) == sorted(f"id-{i}" for i in range(150))
+    assert all(_seen(r)[0] == "succeeded" and r["text"] for r in converse_results.values())
+    assert {i: _seen(r) for i, r in converse_results.items()} == {i: _seen(r) for i, r in native_results.items()}
+
+    tool = {"name": "lookup", "description": "Look a word up", "input_schema": {"type": "object", "properties": {}}}
+    body = bedrock_body(120)
+    body["requests"]["id-7"] = {"messages": [{"role": "user", "content": "question 7"}], "tools": [tool]}
+    with_tools = finished(alice, body)
+    results = alice.all_results(with_tools["id"])  # in a Converse-type job, Bedrock refuses id-7's toolConfig
+    assert {i: r["finish_details"] for i, r in results.items() if r["status"] != "succeeded"} == {}
+    assert len(results) == 120 and _invocation_types(sim, with_tools) == [None]

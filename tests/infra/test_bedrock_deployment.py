@@ -90,8 +90,12 @@ def test_the_providers_context_enables_bedrock_and_validates_its_settings():
     config = GatewayConfig.from_context({"providers": "anthropic,openai,bedrock"}.get)
     assert config.providers == ("anthropic", "openai", "bedrock") and config.keyed_providers == ("anthropic", "openai")
     assert config.bedrock.small_jobs == "on_demand" and config.bedrock.timeout_hours == 24
+    assert config.bedrock.invocation_type == "converse"
+    chosen = GatewayConfig.from_context({"providers": "bedrock", "bedrock_invocation_type": "invoke_model"}.get)
+    assert chosen.bedrock.invocation_type == "invoke_model"
     for key, value in (
         ("bedrock_small_jobs", "pad"),
+        ("bedrock_invocation_type", "invoke"),
         ("bedrock_timeout_hours", "12"),
         ("bedrock_min_records", "0"),
         ("bedrock_model_limits", "[1]"),
@@ -220,6 +224,7 @@ def test_every_function_that_reads_bedrock_settings_gets_them(bedrock, service_r
                 constants.ENV_BEDROCK_MIN_RECORDS: "100",
                 constants.ENV_BEDROCK_MAX_RECORDS: "50000",
                 constants.ENV_BEDROCK_TIMEOUT_HOURS: "24",
+                constants.ENV_BEDROCK_INVOCATION_TYPE: "converse",
                 constants.ENV_BEDROCK_ON_DEMAND_CONCURRENCY: "4",
                 constants.ENV_BEDROCK_KMS_KEY_ID: {"Fn::GetAtt": ["EncryptionKey3A692D6E", "Arn"]},
             }, function_id

@@ -113,7 +113,8 @@ def test_a_quota_refusal_at_create_leaves_the_chunk_pending_and_a_later_poll_sen
     [chunk] = services.jobs.get_chunks(job.id)
     assert chunk.state is ChunkState.PENDING and services.jobs.require_job(job.id).status is not JobStatus.FAILED
 
-    control.add_response("create_model_invocation_job", {"jobArn": JOB_ARN + "j1"}, {k: ANY for k in _CREATE_ARGS})
+    sent = {k: ANY for k in _CREATE_ARGS} | {"modelInvocationType": "Converse"}  # plain requests (decision 0132)
+    control.add_response("create_model_invocation_job", {"jobArn": JOB_ARN + "j1"}, sent)
     control.add_response(
         "get_model_invocation_job",
         {

@@ -248,7 +248,8 @@ class BatchProvider(abc.ABC):
     # --- the shared flow ----------------------------------------------------------------------------------------
 
     def submit(self, lines: Iterable[bytes], ref: ChunkRef) -> str:
-        """Create one provider batch from serialized provider lines; return its id.
+        """Create one provider batch from serialized provider lines; return its id. ``lines`` may be read more than
+        once when it is not an iterator (Submit's are streamed from the store again at each read).
 
         Sent once: a lost answer raises ``ProviderAmbiguousError`` (Submit reconciles before any resend), and what
         was staged for it is kept, since an accepted batch may use it. A refused create discards it.

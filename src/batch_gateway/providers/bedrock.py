@@ -5,6 +5,11 @@ payload bucket with the deployment's Bedrock service role. A chunk becomes one J
 prefix and one model invocation job whose name and ``clientRequestToken`` are derived from the chunk: a repeated
 create is idempotent at Bedrock, and after a lost answer the job with that exact name is provably ours.
 
+A chunk whose every request is plain text (no tools, no structured output, no provider options) goes as a
+Converse-type job (``modelInvocationType: Converse``): its records are Converse bodies, one format for every model
+family, unless the deployment says ``invoke_model``. Bedrock refuses ``toolConfig`` in a Converse-type job, so a chunk
+with any request Converse cannot carry sends every record in its family's native InvokeModel body (decision 0132).
+
 A chunk below the model's minimum records per job (a small job) runs on demand through Converse instead, one
 request at a time with bounded concurrency; each answer is written to S3 as it arrives and skipped on a retry, so a
 retried Submit never asks twice for a record already answered (decision 0039).
@@ -118,10 +123,15 @@ def request_token(ref: ChunkRef) -> str:
     return f"{_NAME_SAFE.sub('', ref.job_id)}-{ref.index}"
 
 
+INVOKE_MODEL = "InvokeModel"
+CONVERSE = "Converse"
+
+
 @dataclass
 class _Staged:
     uri: str | None  # the input object, or None for a chunk run on demand
     lines: list[bytes]  # only for a chunk run on demand (below the minimum records: small)
+    invocation_type: str = INVOKE_MODEL  # the job's ``modelInvocationType``: the format of the records staged
 
 
 class _LineReader(io.RawIOBase):
@@ -255,8 +265,19 @@ class BedrockBatchProvider(BatchProvider):
         if self._on_demand(ref):
             return _Staged(uri=None, lines=[line for line in lines if line])
         key = input_key(ref.job_id, ref.index)
-        self._s3.upload_fileobj(_LineReader(lines), self._bucket, key, ExtraArgs={"ContentType": "application/jsonl"})
-        return _Staged(uri=f"s3://{self._bucket}/{key}", lines=[])
+        kind = self._invocation_type(lines, ref.model)
+        records = lines if kind == INVOKE_MODEL else (converse_line(ref.model, line) for line in lines if line)
+        self._s3.upload_fileobj(_LineReader(records), self._bucket, key, ExtraArgs={"ContentType": "application/jsonl"})
+        return _Staged(uri=f"s3://{self._bucket}/{key}", lines=[], invocation_type=kind)
+
+    def _invocation_type(self, lines: Iterable[bytes], model: str) -> str:
+        """``Converse`` when the deployment wants it and every record of the chunk can be a Converse body; the lines
+        are read once for that and once more to stage them, so only lines that can be read again (not an iterator)
+        qualify: a chunk is never held whole in memory."""
+        if self._settings.invocation_type != "converse" or isinstance(lines, Iterator):
+            return INVOKE_MODEL
+        every = all(converse_body(model, loads(line)["modelInput"]) is not None for line in lines if line)
+        return CONVERSE if every else INVOKE_MODEL
 
     def _create(self, staged: _Staged, ref: ChunkRef) -> str:
         if staged.uri is None:
@@ -266,7 +287,11 @@ class BedrockBatchProvider(BatchProvider):
         output: dict[str, Any] = {"s3Uri": f"s3://{self._bucket}/{output_prefix(ref.job_id, ref.index)}"}
         if self._settings.kms_key_id:
             output["s3EncryptionKeyId"] = self._settings.kms_key_id
+        # InvokeModel is Bedrock's default: left out, a create is the request earlier releases sent (the same token
+        # with another body would be refused as a conflict).
+        kind = {"modelInvocationType": CONVERSE} if staged.invocation_type == CONVERSE else {}
         answer = self._create_client.create_model_invocation_job(
+            **kind,
             jobName=job_name(ref, self._deployment_id),
             roleArn=self._settings.role_arn,
             clientRequestToken=request_token(ref),
@@ -472,8 +497,58 @@ def _nova_body(request: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+# What Converse carries of each family's native body (``converse_request``): a body with anything else (tools,
+# structured output as a tool, provider options, content other than text) keeps its native format.
+_CONVERTIBLE = {
+    "claude": frozenset({"anthropic_version", "max_tokens", "messages", "system", "temperature", "top_p", "top_k",
+                         "stop_sequences"}),
+    "nova": frozenset({"schemaVersion", "messages", "inferenceConfig", "system"}),
+}  # fmt: skip
+_NOVA_CONFIG = frozenset({"maxTokens", "temperature", "topP", "topK", "stopSequences"})
+
+
+def _text_only(content: Any, family: str) -> bool:
+    if family == "claude" and isinstance(content, str):
+        return True
+    text_part = {"type", "text"} if family == "claude" else {"text"}
+    return isinstance(content, list) and all(
+        isinstance(part, dict) and set(part) == text_part and isinstance(part.get("text"), str)
+        and part.get("type", "text") == "text"
+        for part in content
+    )  # fmt: skip
+
+
+def converse_body(model: str, body: dict[str, Any]) -> dict[str, Any] | None:
+    """A native batch body as a Converse-type record's ``modelInput`` (a ConverseRequest without ``modelId``), or
+    None when Converse cannot carry all of it: the chunk then stays InvokeModel (decision 0132)."""
+    family = model_family(model)
+    if family is None or not isinstance(body, dict) or not set(body) <= _CONVERTIBLE[family]:
+        return None
+    if family == "nova" and not set(body.get("inferenceConfig") or {}) <= _NOVA_CONFIG:
+        return None
+    system = body.get("system")
+    if system is not None and not (isinstance(system, str) if family == "claude" else _text_only(system, family)):
+        return None
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not all(
+        isinstance(m, dict) and set(m) == {"role", "content"} and _text_only(m["content"], family) for m in messages
+    ):
+        return None
+    return converse_request(model, body)
+
+
+def converse_line(model: str, line: bytes) -> bytes:
+    """A staged record with its native body replaced by the Converse body (``converse_body`` said it can be)."""
+    record = loads(line)
+    converse = converse_body(model, record["modelInput"])
+    if converse is None:  # the chunk was checked whole before staging (``_invocation_type``); its files never change
+        raise errors.IntegrityError(f"record {record.get('recordId')} changed while its chunk was staged")
+    return dumps({"recordId": record["recordId"], "modelInput": converse})
+
+
 def converse_request(model: str, body: dict[str, Any]) -> dict[str, Any]:
-    """A batch record's native body as Converse arguments (small jobs run on demand)."""
+    """A batch record's native body as Converse arguments: for small jobs run on demand, and (``converse_body``
+    checks it first) a Converse-type job's records."""
     if model_family(model) == "nova":
         config = dict(body.get("inferenceConfig") or {})
         top_k = config.pop("topK", None)

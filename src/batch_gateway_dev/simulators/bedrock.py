@@ -146,6 +146,43 @@ def _malformed(detail: str) -> str:
     return f"Malformed input request: {detail}, please reformat your input and try again."
 
 
+def _converse_shape(name: str) -> frozenset[str]:
+    """The member names of a shape of botocore's own `bedrock-runtime` model (the ConverseRequest a Converse-type
+    record's `modelInput` is, without `modelId`; the blocks a message's content holds)."""
+    found = _CONVERSE_SHAPES.get(name)
+    if found is None:
+        import botocore.session  # a development dependency, loaded only when a Converse body is checked
+
+        model = botocore.session.get_session().get_service_model("bedrock-runtime")
+        found = _CONVERSE_SHAPES[name] = frozenset(model.shape_for(name).members)  # type: ignore[attr-defined]
+    return found
+
+
+_CONVERSE_SHAPES: dict[str, frozenset[str]] = {}
+TOOLS_IN_CONVERSE_JOB = (
+    "toolConfig is not supported in batch inference jobs of the Converse invocation type; create the job with the "
+    "InvokeModel invocation type and the model's native request format to use tools"
+)
+
+
+def check_converse_record(body: Any) -> str | None:
+    """Why a Converse-type job's record is refused (Bedrock answers such a record with a 400 error): a ConverseRequest
+    without `modelId`, and no `toolConfig` (batch inference refuses tools in Converse-type jobs); None when valid."""
+    if not isinstance(body, dict):
+        return _malformed("#: expected type: JSONObject")
+    if "toolConfig" in body:
+        return TOOLS_IN_CONVERSE_JOB
+    unknown = sorted(set(body) - (_converse_shape("ConverseRequest") - {"modelId"}))
+    if unknown:
+        return _malformed(f"#: extraneous key [{unknown[0]}] is not permitted")
+    blocks = _converse_shape("ContentBlock")
+    for index, message in enumerate(body.get("messages") or []):
+        for part, block in enumerate(message.get("content") or [] if isinstance(message, dict) else []):
+            if not isinstance(block, dict) or len(block) != 1 or not set(block) <= blocks:
+                return _malformed(f"#/messages/{index}/content/{part}: expected exactly one of {sorted(blocks)}")
+    return None
+
+
 def check_model_input(family: str, converse: bool, body: Any) -> str | None:
     """Why a record's `modelInput` is malformed for the family's InvokeModel (or Converse) body; None when valid."""
     if not isinstance(body, dict):
@@ -197,7 +234,10 @@ def _model_output(family: str, converse: bool, model_id: str, job_id: str, recor
             "stop_sequence": None,
             "usage": {"input_tokens": record.input_tokens, "output_tokens": out},
         }
-    return converse_response(text, record.input_tokens, out)
+    answer = converse_response(text, record.input_tokens, out)
+    if converse:  # a Converse-type job's output is the Converse response, which always carries `metrics`
+        answer["metrics"] = {"latencyMs": 1}
+    return answer
 
 
 def converse_response(text: str, input_tokens: int, output_tokens: int) -> dict[str, Any]:
@@ -542,9 +582,12 @@ class BedrockJobs:
         return {job.id: job.finished(now) for job in self.jobs.values()}
 
     def created_batches(self, now: float) -> list[dict[str, Any]]:
-        """Every job: its id, its name (the gateway's name for the chunk) and whether it has ended (what its schedule
-        reached, its output written or not)."""
-        return [{"id": j.id, "mark": j.name, "ended": j.schedule(now)[0] in ENDED} for j in self.jobs.values()]
+        """Every job: its id, its name (the gateway's name for the chunk), whether it has ended (what its schedule
+        reached, its output written or not) and its `modelInvocationType` as created (None when left out)."""
+        return [
+            {"id": j.id, "mark": j.name, "ended": j.schedule(now)[0] in ENDED, "invocation_type": j.invocation_type}
+            for j in self.jobs.values()
+        ]
 
     def resume(self) -> None:
         """After a stall is lifted: wake each job not ended when its next step is due on its shifted time (the timers
@@ -872,7 +915,9 @@ class BedrockJobs:
             if not isinstance(record_id, str) or not record_id:
                 record_id = content.short_hash(job.id, key, str(lineno), length=11).upper()
             model_input = line["modelInput"]
-            problem = check_model_input(job.family, job.converse, model_input)
+            problem = (check_converse_record(model_input) if job.converse else None) or check_model_input(
+                job.family, job.converse, model_input
+            )
             excerpt, tokens = content.summarize_anthropic(model_input) if problem is None else ("", 1)
             job.records.append(_Record(record_id, model_input, excerpt, tokens, problem))
         return None

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
 from datetime import timedelta
 
 from aws_lambda_powertools import Logger
@@ -182,9 +183,21 @@ def _reconcile(services: Services, job: Job, chunk: Chunk, provider: BatchProvid
     return chunk
 
 
+class ChunkLines:
+    """A chunk's input lines, streamed from the payload store again at each iteration: an adapter may read them twice
+    (Bedrock checks every record before it chooses the job's record format: decision 0132), never whole in memory."""
+
+    def __init__(self, services: Services, key: str) -> None:
+        self._services = services
+        self._key = key
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._services.payloads.iter_lines(self._key)
+
+
 def _send(services: Services, job: Job, chunk: Chunk, provider: BatchProvider) -> Chunk:
     token = chunk.claim_token
-    lines = services.payloads.iter_lines(chunk_input_key(job.id, chunk.index))
+    lines = ChunkLines(services, chunk_input_key(job.id, chunk.index))
     try:
         batch_id = provider.submit(lines, chunk_ref(job, chunk))
     except errors.ProviderAmbiguousError:
