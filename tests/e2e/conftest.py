@@ -10,9 +10,7 @@ from batch_gateway.constants import ENV_MAX_CHUNK_REQUESTS
 from batch_gateway_dev.local.stack import DROP_FOLDER_USER, LocalStack
 from tests.support.api_caller import Caller
 from tests.support.clean_stack import start_clean
-
-PASSED_BETAS = ["output-300k-2026-03-24", "output-128k-2025-02-19"]  # the local stack's allow-list of betas
-CONSOLE_ORIGIN = "https://console.example.com"
+from tests.support.e2e_context import CONSOLE_ORIGIN, PASSED_BETAS
 
 
 @pytest.fixture(scope="session")

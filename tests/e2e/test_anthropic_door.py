@@ -4,12 +4,12 @@ isolation (decisions 0045, 0051, 0052)."""
 
 from __future__ import annotations
 
-import time
-
 import anthropic
 import pytest
 
 from tests.support.api_caller import Caller
+from tests.support.door_clients import anthropic_batch_ended as ended
+from tests.support.door_clients import anthropic_requests as requests_of
 
 pytestmark = pytest.mark.usefixtures("settled")  # no workflow left running into another test
 
@@ -28,26 +28,6 @@ def client(stack, alice) -> anthropic.Anthropic:
     return anthropic.Anthropic(
         base_url=stack.info()["anthropic_base_url"], api_key=gateway_key(stack, alice), max_retries=0
     )
-
-
-def requests_of(n: int, model: str = CLAUDE) -> list[dict]:
-    return [
-        {
-            "custom_id": f"q{i}",
-            "params": {"model": model, "max_tokens": 32, "messages": [{"role": "user", "content": f"Animal {i}?"}]},
-        }
-        for i in range(n)
-    ]
-
-
-def ended(client: anthropic.Anthropic, batch_id: str, timeout: float = 90):
-    deadline = time.monotonic() + timeout
-    while True:
-        batch = client.messages.batches.retrieve(batch_id)
-        if batch.processing_status == "ended":
-            return batch
-        assert time.monotonic() < deadline, f"{batch_id} still {batch.processing_status}"
-        time.sleep(0.5)
 
 
 def test_the_sdk_creates_polls_and_streams_typed_results_by_custom_id(client, alice):

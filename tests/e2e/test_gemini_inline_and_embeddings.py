@@ -11,7 +11,9 @@ import openai
 import pytest
 from openai.types import CreateEmbeddingResponse
 
-from tests.e2e.test_openai_text_endpoints import ENDED, _job_ids, door_client
+from tests.support.door_clients import OPENAI_ENDED as ENDED
+from tests.support.door_clients import native_job_ids as _job_ids
+from tests.support.door_clients import openai_door_client as door_client
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("settled")

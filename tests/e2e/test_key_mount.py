@@ -9,8 +9,8 @@ import pytest
 import requests
 
 from batch_gateway.constants import KEY_MOUNT_PREFIX
-from tests.e2e.conftest import CONSOLE_ORIGIN
 from tests.support.api_caller import Caller, seed_body
+from tests.support.e2e_context import CONSOLE_ORIGIN
 
 DENIED = {"message": "User is not authorized to access this resource"}  # API Gateway: the authorizer's Deny
 

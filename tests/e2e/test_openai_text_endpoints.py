@@ -10,18 +10,12 @@ import openai
 import pytest
 from openai.types import Completion, ModerationCreateResponse
 
-from tests.support.api_caller import Caller
+from tests.support.door_clients import OPENAI_ENDED as ENDED
+from tests.support.door_clients import native_job_ids as _job_ids
+from tests.support.door_clients import openai_door_client as door_client
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("settled")  # no workflow left running into another test
-
-ENDED = ("completed", "failed", "expired", "cancelled")
-
-
-def door_client(stack, owner: Caller) -> openai.OpenAI:
-    """The SDK as a user's code builds it: the door's base URL and a gateway key of ``owner``'s."""
-    key = stack.api_key(owner, name="openai-text-endpoints-e2e")
-    return openai.OpenAI(base_url=stack.info()["openai_base_url"], api_key=key, max_retries=0)
 
 
 def _file(url: str, model: str, texts: list[str], **body) -> bytes:
@@ -99,7 +93,3 @@ def test_image_and_video_batches_are_refused_naming_the_endpoint_both_ways_in(st
     native = alice.request("POST", "/batches", body)
     assert native.status_code == 400 and f"endpoint '{url}' is not supported" in native.json()["error"]["message"]
     assert _job_ids(alice) == jobs_before  # nothing stored or started either way
-
-
-def _job_ids(caller) -> set[str]:
-    return {job["id"] for job in caller.request("GET", "/batches?limit=100").json()["batches"]}

@@ -12,9 +12,10 @@ from __future__ import annotations
 import anthropic
 import pytest
 
-from tests.e2e.conftest import PASSED_BETAS
-from tests.e2e.test_anthropic_door import ended, requests_of
 from tests.support.api_caller import seed_body
+from tests.support.door_clients import anthropic_batch_ended as ended
+from tests.support.door_clients import anthropic_requests as requests_of
+from tests.support.e2e_context import PASSED_BETAS
 
 pytestmark = pytest.mark.usefixtures("settled")
 

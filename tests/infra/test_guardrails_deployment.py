@@ -9,18 +9,8 @@ import json
 import pytest
 
 from batch_gateway import constants
-from stacks.app_factory import SKIP_BUNDLING, build_app
 from stacks.config import ConfigError, GatewayConfig
-from tests.support.synthesized import Synthesized
-
-SCREENERS = ("Create", "AnthropicCompat", "OpenAICompat", "Ingest", "Plan")
-OTHERS = ("Status", "List", "Cancel", "Submit", "Poll", "Finalize", "Sweeper")
-
-
-def _synth(tmp_path, **context) -> Synthesized:
-    app = build_app({**SKIP_BUNDLING, "nag": True, **context}, outdir=str(tmp_path))
-    template = json.loads(json.dumps(app.synth().get_stack_by_name(constants.STACK_NAME).template))
-    return Synthesized(app=app, stack=None, template=None, json=template, nag_error=None)
+from tests.support.synthesized import OTHERS, SCREENERS, synth_with
 
 
 def test_the_default_deployment_screens_nothing_and_grants_no_detector(synthesized):
@@ -32,7 +22,7 @@ def test_the_default_deployment_screens_nothing_and_grants_no_detector(synthesiz
 
 
 def test_a_bedrock_guardrail_is_granted_on_that_guardrail_to_the_screening_functions_only(tmp_path):
-    synthesized = _synth(tmp_path, guardrails='{"pii": "redact", "detector": "bedrock-guardrail:gr-abc123:3"}')
+    synthesized = synth_with(tmp_path, guardrails='{"pii": "redact", "detector": "bedrock-guardrail:gr-abc123:3"}')
     for function_id in SCREENERS:
         statements = [s for s in synthesized.statements(function_id) if "bedrock:ApplyGuardrail" in json.dumps(s)]
         assert len(statements) == 1, function_id
@@ -59,7 +49,8 @@ def test_the_context_is_checked_at_synth():
 
 
 def test_comprehend_is_granted_its_one_action_to_the_screening_functions_only_and_passes_cdk_nag(tmp_path):
-    synthesized = _synth(tmp_path, guardrails='{"pii": "flag", "detector": "comprehend"}')  # nag on: a finding raises
+    # nag on: a finding raises
+    synthesized = synth_with(tmp_path, guardrails='{"pii": "flag", "detector": "comprehend"}')
     for function_id in SCREENERS:
         assert "comprehend:DetectPiiEntities" in synthesized.role_actions(function_id), function_id
         assert not {a for a in synthesized.role_actions(function_id) if a.startswith("comprehend:")} - {

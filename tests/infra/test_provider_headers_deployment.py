@@ -12,7 +12,8 @@ from batch_gateway import constants
 from batch_gateway.models.provider_headers import parse_allow_list
 from batch_gateway.settings import Settings
 from stacks.config import ConfigError, GatewayConfig
-from tests.infra.test_guardrails_deployment import OTHERS, SCREENERS, _synth
+from tests.support.synthesized import OTHERS, SCREENERS
+from tests.support.synthesized import synth_with as _synth
 
 ALLOWED = {"anthropic": {"anthropic-beta": ["output-300k-2026-03-24"], "anthropic-workspace-id": "*"}}
 

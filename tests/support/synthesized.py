@@ -11,6 +11,7 @@ from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
 
 from batch_gateway import constants
+from stacks.app_factory import SKIP_BUNDLING, build_app
 
 ALL_HANDLERS = {
     **constants.API_HANDLERS,
@@ -135,3 +136,16 @@ def resolve_join(value: Any) -> str:
     if "Fn::GetAtt" in value:
         return "${" + ".".join(value["Fn::GetAtt"]) + "}"
     raise AssertionError(f"unexpected intrinsic {value}")
+
+
+# Functions that screen requests for personal data (decision 0124), and some that never do: the deployment tests of
+# guardrails and of provider headers (decision 0129) read both lists.
+SCREENERS = ("Create", "AnthropicCompat", "OpenAICompat", "Ingest", "Plan")
+OTHERS = ("Status", "List", "Cancel", "Submit", "Poll", "Finalize", "Sweeper")
+
+
+def synth_with(tmp_path: Any, **context: Any) -> Synthesized:
+    """The stack synthesized with ``context`` (bundling skipped, cdk-nag on), as its JSON template."""
+    app = build_app({**SKIP_BUNDLING, "nag": True, **context}, outdir=str(tmp_path))
+    template = json.loads(json.dumps(app.synth().get_stack_by_name(constants.STACK_NAME).template))
+    return Synthesized(app=app, stack=None, template=None, json=template, nag_error=None)

@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
-from botocore.stub import ANY, Stubber
+from botocore.stub import ANY
 from moto import mock_aws
 
 from batch_gateway.contract import errors
@@ -24,15 +24,12 @@ from batch_gateway.models.jobs import ItemStatus
 from batch_gateway.models.requests import check_model_for_provider
 from batch_gateway.providers import bedrock as adapter
 from batch_gateway.providers import make_provider
-from batch_gateway.providers.base import ChunkRef
 from batch_gateway.service.layout import chunk_prefix
-from batch_gateway.settings import BedrockLimits, BedrockSettings
+from batch_gateway.settings import BedrockLimits
+from tests.support.bedrock_stubs import BUCKET, CLAUDE, JOB_ARN, NOVA, ROLE
+from tests.support.bedrock_stubs import chunk_ref as _ref
+from tests.support.bedrock_stubs import stubbed_provider as _provider
 
-BUCKET = "payloads"
-ROLE = "arn:aws:iam::123456789012:role/BedrockBatch"
-CLAUDE = "anthropic.claude-3-5-haiku-20241022-v1:0"
-NOVA = "us.amazon.nova-lite-v1:0"
-JOB_ARN = "arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/abc123def456"
 NAME_RE = re.compile(r"[a-zA-Z0-9]{1,63}(-*[a-zA-Z0-9\+\-\.]){0,63}")  # botocore's ModelInvocationJobName
 TOKEN_RE = re.compile(r"[a-zA-Z0-9]{1,256}(-*[a-zA-Z0-9]){0,256}")
 
@@ -46,10 +43,6 @@ def _request(text: str = "Name an animal", **params: Any) -> dict[str, Any]:
     }
 
 
-def _ref(count: int = 150, index: int = 0, model: str = CLAUDE) -> ChunkRef:
-    return ChunkRef(job_id="job_0123456789abcdef01234567", index=index, request_count=count, model=model)
-
-
 @pytest.fixture
 def aws(monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
@@ -58,21 +51,6 @@ def aws(monkeypatch):
     with mock_aws():
         boto3.client("s3").create_bucket(Bucket=BUCKET)
         yield boto3.client("s3")
-
-
-def _provider(**settings: Any) -> tuple[adapter.BedrockBatchProvider, Stubber, Stubber]:
-    """The adapter with its control-plane and runtime clients under Stubbers (the create client is the same one)."""
-    provider = make_provider(
-        "bedrock",
-        api_key="",
-        deployment_id="5f0c1b2a-aaaa-bbbb-cccc-0123456789ab",
-        options={"bucket": BUCKET, "bedrock": BedrockSettings(role_arn=ROLE, **settings)},
-    )
-    assert isinstance(provider, adapter.BedrockBatchProvider)
-    control = boto3.client("bedrock", region_name="us-east-1")
-    runtime = boto3.client("bedrock-runtime", region_name="us-east-1")
-    provider.__dict__.update(_control=control, _create_client=control, _runtime=runtime)
-    return provider, Stubber(control), Stubber(runtime)
 
 
 def _job(status: str, **extra: Any) -> dict[str, Any]:

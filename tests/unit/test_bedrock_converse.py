@@ -19,7 +19,9 @@ from batch_gateway.providers import bedrock as adapter
 from batch_gateway.providers import make_provider
 from batch_gateway.providers.base import ChunkRef
 from batch_gateway.settings import BedrockSettings
-from tests.unit.test_bedrock_adapter import BUCKET, CLAUDE, JOB_ARN, NOVA, ROLE, _provider, _ref
+from tests.support.bedrock_stubs import BUCKET, CLAUDE, JOB_ARN, NOVA, ROLE
+from tests.support.bedrock_stubs import chunk_ref as _ref
+from tests.support.bedrock_stubs import stubbed_provider as _provider
 
 
 @pytest.fixture

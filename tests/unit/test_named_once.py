@@ -90,6 +90,7 @@ def _fixtures_calling(callee: str) -> list[str]:
 OWN_SETUP = {
     "tests/unit/test_simulator_bedrock.py::server": "a simulator that runs Bedrock jobs in a moto server",
     "tests/unit/test_bedrock_adapter.py::aws": "an empty account per test, for botocore Stubbers",
+    "tests/unit/test_bedrock_converse.py::aws": "an empty account per test, for botocore Stubbers",
     "tests/unit/test_bedrock_planner.py::s3": "an empty account per test with only the staging bucket",
     "tests/unit/test_simulator_webhooks.py::pushing": "a simulator whose webhook push survives resets, so not "
     "the shared one",
