@@ -24,7 +24,7 @@ def _batches(sim) -> int:
 
 def test_a_rerun_with_reuse_sends_nothing_and_answers_the_same_but_not_for_another_owner(alice, bob, sim):
     body = seed_body()
-    first = alice.wait(alice.create(body)["id"])
+    first = alice.wait(alice.create({**body, "reuse": REUSE})["id"])  # a job shares its results when it runs with reuse
     assert first["status"] == "finished"
     sent = _batches(sim)
     assert sent >= 1
@@ -53,7 +53,7 @@ def test_a_rerun_with_reuse_sends_nothing_and_answers_the_same_but_not_for_anoth
 
 def test_a_rerun_whose_max_age_the_stored_results_are_older_than_is_sent_again(alice, sim):
     body = seed_body()
-    first = alice.wait(alice.create(body)["id"])
+    first = alice.wait(alice.create({**body, "reuse": REUSE})["id"])
     sent = _batches(sim)
     ended = datetime.fromisoformat(first["ended_at"]).timestamp()
     while time.time() < ended + 2:  # the stored results must be older than the rerun's max_age_seconds (1)

@@ -63,7 +63,7 @@ TEXTS = {"a": "Name a cat", "b": "Name a dog", "c": "Name a cow"}
 
 
 def test_a_job_entirely_answered_from_stored_results_sends_nothing_and_ends_with_the_same_results(services):
-    first = _job(services, TEXTS)
+    first = _job(services, TEXTS, reuse=DAY)
     again = _job(services, {f"re-{k}": v for k, v in TEXTS.items()}, reuse=DAY)
 
     assert _sent(services, first) == 3 and _sent(services, again) == 0, "a stored result was sent again"
@@ -91,7 +91,7 @@ def test_a_job_entirely_answered_from_stored_results_sends_nothing_and_ends_with
 
 
 def test_a_job_partly_answered_sends_only_the_rest_and_its_duplicates_once(services):
-    first = _job(services, {"a": "Name a cat"})
+    first = _job(services, {"a": "Name a cat"}, reuse=DAY)
     again = _job(services, {"x": "Name a cat", "y": "Name a bird", "z": "Name a bird", "w": "Name a cat"}, reuse=DAY)
 
     assert _sent(services, again) == 1  # "Name a bird", once (z is its duplicate); both cats answered
@@ -106,7 +106,7 @@ def test_a_job_partly_answered_sends_only_the_rest_and_its_duplicates_once(servi
 
 
 def test_reuse_never_crosses_owners(services):
-    _job(services, TEXTS, owner="bob")
+    _job(services, TEXTS, owner="bob", reuse=DAY)
     mine = _job(services, TEXTS, owner="alice", reuse=DAY)
 
     assert _sent(services, mine) == 3, "alice was answered bob's results"
@@ -121,8 +121,18 @@ def test_a_job_without_reuse_sends_everything_again(services):
     assert get_job(services, again, "alice")["cost"]["savings"]["reuse"] == 0
 
 
+def test_a_job_without_reuse_shares_nothing_so_a_later_job_with_reuse_sends_everything(services):
+    """Only a job that runs with reuse indexes its results: a deployment that never turns reuse on writes nothing
+    to the index (no write per result item, no cost)."""
+    _job(services, TEXTS)
+    again = _job(services, TEXTS, reuse=DAY)
+
+    assert _sent(services, again) == 3
+    assert not any("reused_from" in r for r in _results(services, again).values())
+
+
 def test_a_result_older_than_max_age_is_sent_again(services, monkeypatch):
-    first = _job(services, TEXTS)
+    first = _job(services, TEXTS, reuse=DAY)
     ended = services.jobs.require_job(first).ended_at
     assert ended is not None
     later = ended.timestamp() + 120

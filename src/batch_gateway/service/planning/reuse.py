@@ -6,7 +6,7 @@ Plan looks the job's requests up once, before its first chunk (``answer_from_sto
 to ``reused.jsonl`` (the stored item under the caller's id, ``reused_from`` the job it came from, cost 0) and the job
 records how many and what they cost; the join adds them after the chunks' results. A Plan that goes on where another
 stopped reads the ids back from that file, so the index changing meanwhile changes nothing. Finalize indexes the
-succeeded items of every job (``index_results``): the owner is in the index's key, so reuse never crosses owners.
+succeeded items of every job that runs with reuse (``index_results``): the owner is in the index's key, so reuse never crosses owners.
 """
 
 from __future__ import annotations
@@ -77,7 +77,10 @@ def reused_lines(services: Services, job: Job) -> Iterator[bytes]:
 def index_results(services: Services, job: Job, ended_at: datetime) -> int:
     """Index the job's succeeded items (its results.jsonl joined, ending at ``ended_at``) by their requests' hashes,
     kept the deployment's maximum age; items answered from the store are not indexed again (their own job's entry
-    is the one). How many were written."""
+    is the one). Only a job that runs with reuse shares its results (a deployment that never turns reuse on writes
+    nothing to the index: no write per item). How many were written."""
+    if not job.reuse_max_age:
+        return 0
     if job.reused >= job.request_counts.total:  # every item came from the store: nothing new to index
         return 0
     request_hash = RequestHasher(job)
