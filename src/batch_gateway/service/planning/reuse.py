@@ -6,7 +6,8 @@ Plan looks the job's requests up once, before its first chunk (``answer_from_sto
 to ``reused.jsonl`` (the stored item under the caller's id, ``reused_from`` the job it came from, cost 0) and the job
 records how many and what they cost; the join adds them after the chunks' results. A Plan that goes on where another
 stopped reads the ids back from that file, so the index changing meanwhile changes nothing. Finalize indexes the
-succeeded items of every job that runs with reuse (``index_results``): the owner is in the index's key, so reuse never crosses owners.
+succeeded items of every job that runs with reuse (``index_results``): the owner is in the index's key, so reuse
+never crosses owners.
 """
 
 from __future__ import annotations
