@@ -30,6 +30,13 @@ def test_reuse_is_off_unless_asked_and_the_view_shows_what_was_asked(aws, ctx):
     assert aws.jobs.require_job(job["id"]).reuse_max_age == 3600
 
 
+def test_an_age_written_as_a_whole_float_is_that_many_seconds(aws, ctx):
+    """JSON Schema's integer admits 348.0 (the documented contract, docs/openapi.json): it is 348 seconds."""
+    status, job = _create(ctx, reuse={"scope": "owner", "max_age_seconds": 348.0})
+    assert status == 202, job
+    assert job["reuse"] == {"scope": "owner", "max_age_seconds": 348}
+
+
 def test_reuse_without_an_age_takes_the_deployments_maximum(aws, ctx):
     status, job = _create(ctx, reuse={"scope": "owner"})
     assert status == 202 and job["reuse"] == {"scope": "owner", "max_age_seconds": 30 * 86_400}

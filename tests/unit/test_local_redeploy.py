@@ -53,7 +53,7 @@ def _redeploy_with(monkeypatch, stack: LocalStack, template: dict) -> None:
     [
         (lambda r: r["Table"]["Properties"].update(BillingMode="PROVISIONED"), "Table"),
         (lambda r: r.pop("Queue"), "Queue"),
-        (lambda r: r.update(Secret={"Type": "AWS::SecretsManager::Secret", "Properties": {}}), "Secret"),
+        (lambda r: r.update(Other={"Type": "AWS::DynamoDB::Table", "Properties": {}}), "Other"),
         (lambda r: r["Bucket"]["Properties"].update(VersioningConfiguration={"Status": "Suspended"}), "Bucket"),
     ],
 )
@@ -156,3 +156,43 @@ def test_a_bucket_whose_lifecycle_rules_alone_change_is_redeployed_not_refused(d
     _redeploy_with(monkeypatch, deployed, template)
     assert steps == ["_name_resources", "_deploy_roles", "_deploy_functions", "_deploy_state_machine", "front"]
     assert deployed._template.raw == template
+
+
+def test_a_secret_and_a_rule_a_release_adds_are_made_and_a_secrets_description_alone_changes_nothing(
+    deployed, monkeypatch
+):
+    """CloudFormation creates what a template gains: a provider's webhook secret, a rule for its events (decision
+    0135); a secret's description changes in place on AWS, and the local stack makes secrets without one."""
+    before = copy.deepcopy(DEPLOYED)
+    before["Resources"]["Kept"] = {"Type": "AWS::SecretsManager::Secret", "Properties": {"Name": "kept"}}
+    deployed._template = Template(before)
+    template = copy.deepcopy(before)
+    template["Resources"]["Kept"]["Properties"]["Description"] = "now described"
+    template["Resources"]["NewSecret"] = {"Type": "AWS::SecretsManager::Secret", "Properties": {"Name": "new-secret"}}
+    template["Resources"]["NewRule"] = {"Type": "AWS::Events::Rule", "Properties": {"EventPattern": {"source": ["x"]}}}
+    steps: list[str] = []
+    for step in ("_name_resources", "_deploy_roles", "_deploy_functions", "_deploy_state_machine"):
+        monkeypatch.setattr(deployed, step, lambda *_, name=step: steps.append(name))
+    monkeypatch.setattr(
+        deployed, "_create_secret", lambda _client, logical_id, _r: steps.append(f"secret {logical_id}")
+    )
+    monkeypatch.setattr(deployed, "_create_rule", lambda _client, logical_id, _p: steps.append(f"rule {logical_id}"))
+    monkeypatch.setattr(deployed, "client", lambda *_: None)
+    monkeypatch.setattr(Template, "routes", lambda self: [])
+    monkeypatch.setattr(Template, "gateway_responses", lambda self: [])
+
+    class _Front:
+        def deploy(self, routes, responses, preflights) -> None:
+            steps.append("front")
+
+    deployed.front = _Front()  # type: ignore[assignment]
+    _redeploy_with(monkeypatch, deployed, template)
+    assert steps == [
+        "_name_resources",
+        "secret NewSecret",  # before the functions whose environment names it
+        "_deploy_roles",
+        "_deploy_functions",
+        "rule NewRule",  # after the functions it may deliver to
+        "_deploy_state_machine",
+        "front",
+    ]

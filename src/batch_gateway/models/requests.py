@@ -171,6 +171,8 @@ def _check_reuse(value: Any) -> str | None:
     if value.get("scope", "owner") not in REUSE_SCOPES:
         return "scope must be " + " or ".join(f"'{s}'" for s in REUSE_SCOPES) + " (reuse never crosses owners)"
     age = value.get("max_age_seconds")
+    if isinstance(age, float) and age.is_integer():  # 348.0 is the integer 348 (JSON Schema's integer)
+        age = int(age)
     if age is not None and (isinstance(age, bool) or not isinstance(age, int) or age <= 0):
         return "max_age_seconds must be a whole number of seconds above 0"
     return None

@@ -70,8 +70,12 @@ PSEUDO_PARAMETERS = {
 # What the local stack makes once, at start: a redeploy that would change one of these is refused (RedeployError).
 # Properties of those resources the local stack never applies, so that a redeploy changing only them changes nothing
 # here, as on AWS it changes them in place: a bucket's lifecycle rules (S3's PutBucketLifecycleConfiguration; moto
-# runs no lifecycle, and the stack makes its buckets without any: tests/infra holds the rules instead).
-NOT_APPLIED_LOCALLY = {"AWS::S3::Bucket": ("LifecycleConfiguration",)}
+# runs no lifecycle, and the stack makes its buckets without any: tests/infra holds the rules instead), a secret's
+# description (the stack makes its secrets without one).
+NOT_APPLIED_LOCALLY = {"AWS::S3::Bucket": ("LifecycleConfiguration",), "AWS::SecretsManager::Secret": ("Description",)}
+# What a redeploy may add, as CloudFormation creates a resource a template gains (a provider's webhook secret, a
+# rule for a provider's events, decision 0135); one it changes or drops is still refused.
+ADDED_ON_REDEPLOY = frozenset({"AWS::SecretsManager::Secret", "AWS::Events::Rule"})
 
 
 def _as_made(resource: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -608,15 +612,7 @@ class LocalStack:
             s3.put_bucket_versioning(Bucket=refs[logical_id], VersioningConfiguration={"Status": "Enabled"})
         secrets = self.client("secretsmanager")
         for logical_id, secret in template.of_type("AWS::SecretsManager::Secret").items():
-            name = str(secret["Properties"].get("Name") or logical_id)
-            push = next((p for p in WEBHOOK_PUSH.values() if p.secret_name == name), None)
-            if push is not None:
-                # As OpenAI and Gemini show a webhook's secret; the simulator signs its batch webhooks with it.
-                value = self.webhook_secrets[push.provider] = "whsec_" + base64.b64encode(os.urandom(32)).decode()
-            else:
-                provider = next((p for p in PROVIDER_KEY_VARS if p in name.lower()), None)
-                value = (self._provider_keys.get(provider) if provider else None) or "simulator-key"
-            refs[logical_id] = secrets.create_secret(Name=name, SecretString=value)["ARN"]
+            self._create_secret(secrets, logical_id, secret)
         ssm = self.client("ssm")
         for logical_id, parameter in template.of_type("AWS::SSM::Parameter").items():
             props = parameter["Properties"]
@@ -662,6 +658,17 @@ class LocalStack:
                 Bucket=res(props["BucketName"]), NotificationConfiguration=res(props["NotificationConfiguration"])
             )
         self._deploy_state_machine(template, create=True)
+
+    def _create_secret(self, secrets: Any, logical_id: str, secret: dict[str, Any]) -> None:
+        name = str(secret["Properties"].get("Name") or logical_id)
+        push = next((p for p in WEBHOOK_PUSH.values() if p.secret_name == name), None)
+        if push is not None:
+            # As OpenAI and Gemini show a webhook's secret; the simulator signs its batch webhooks with it.
+            value = self.webhook_secrets[push.provider] = "whsec_" + base64.b64encode(os.urandom(32)).decode()
+        else:
+            provider = next((p for p in PROVIDER_KEY_VARS if p in name.lower()), None)
+            value = (self._provider_keys.get(provider) if provider else None) or "simulator-key"
+        self._refs[logical_id] = secrets.create_secret(Name=name, SecretString=value)["ARN"]
 
     def _deploy_roles(self, before: Template | None, template: Template) -> None:
         """Create the template's roles that do not exist yet (a role a template drops stays in the account), set every
@@ -752,27 +759,39 @@ class LocalStack:
         definition are replaced, and the API front takes the new routes and gateway responses. What the AWS account
         holds (table, bucket, queues, secrets, the executions running now), the simulators and the callers stay.
 
-        A change the local stack cannot make in place (a table, bucket, queue, secret, parameter, bus, rule, event
-        source or bucket notification of another shape) is refused by name before anything changes
-        (``RedeployError``)."""
+        A secret or rule the new template adds is made (``ADDED_ON_REDEPLOY``); a change the local stack cannot make
+        in place (a table, bucket, queue, secret, parameter, bus, rule, event source or bucket notification of
+        another shape, or one dropped) is refused by name before anything changes (``RedeployError``)."""
         if self._template is None or self.front is None:
             raise RuntimeError("the local stack is not started")
         root = Path(code_root).resolve()
         template = Template(synthesized_template(self.context, root))
         before = self._template
+        added = {
+            logical_id: resource
+            for logical_id, resource in template.resources.items()
+            if logical_id not in before.resources and resource.get("Type") in ADDED_ON_REDEPLOY
+        }
         changed = sorted(
             logical_id
             for logical_id in {*before.resources, *template.resources}
             if {before.resources.get(logical_id, {}).get("Type"), template.resources.get(logical_id, {}).get("Type")}
             & MADE_AT_START_ONLY
+            and logical_id not in added
             and _as_made(before.resources.get(logical_id)) != _as_made(template.resources.get(logical_id))
         )
         if changed:
             raise RedeployError(f"a redeploy replaces code, roles and the workflow, not these resources: {changed}")
         self.code_root = root
         self._name_resources(template)
+        for logical_id, resource in sorted(added.items()):
+            if resource["Type"] == "AWS::SecretsManager::Secret":  # before the functions whose environment names it
+                self._create_secret(self.client("secretsmanager"), logical_id, resource)
         self._deploy_roles(before, template)
         self._deploy_functions(before, template)
+        for logical_id, resource in sorted(added.items()):
+            if resource["Type"] == "AWS::Events::Rule":  # after the functions it may deliver to
+                self._create_rule(self.client("events"), logical_id, self._res(resource["Properties"]))
         self._deploy_state_machine(template)
         self.front.deploy(template.routes(), template.gateway_responses(), template.preflights())
         self._template = template
