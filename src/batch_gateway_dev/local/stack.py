@@ -182,6 +182,7 @@ class LocalStack:
         self._refs: dict[str, str] = {}  # logical id -> what Ref gives (a name, URL or ARN)
         self._attrs: dict[tuple[str, str], str] = {}  # (logical id, attribute) -> what Fn::GetAtt gives
         self._roles: set[str] = set()  # the roles made in the account so far
+        self._made: set[str] = set()  # the secrets and rules made so far (a redeploy adds, never makes one twice)
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
 
@@ -635,6 +636,7 @@ class LocalStack:
 
         for logical_id, rule in template.of_type("AWS::Events::Rule").items():
             self._create_rule(events, logical_id, res(rule["Properties"]))
+            self._made.add(logical_id)
 
         self._deploy_roles(None, template)  # roles and their policies, exactly as synthesized
         self._deploy_functions(None, template)
@@ -669,6 +671,7 @@ class LocalStack:
             provider = next((p for p in PROVIDER_KEY_VARS if p in name.lower()), None)
             value = (self._provider_keys.get(provider) if provider else None) or "simulator-key"
         self._refs[logical_id] = secrets.create_secret(Name=name, SecretString=value)["ARN"]
+        self._made.add(logical_id)
 
     def _deploy_roles(self, before: Template | None, template: Template) -> None:
         """Create the template's roles that do not exist yet (a role a template drops stays in the account), set every
@@ -772,12 +775,20 @@ class LocalStack:
             for logical_id, resource in template.resources.items()
             if logical_id not in before.resources and resource.get("Type") in ADDED_ON_REDEPLOY
         }
+        # ...and one an older release lacks stays in the account (as a role it drops does): redeploying the previous
+        # release over a running stack, then the working tree again, meets both.
+        dropped = {
+            logical_id
+            for logical_id, resource in before.resources.items()
+            if logical_id not in template.resources and resource.get("Type") in ADDED_ON_REDEPLOY
+        }
         changed = sorted(
             logical_id
             for logical_id in {*before.resources, *template.resources}
             if {before.resources.get(logical_id, {}).get("Type"), template.resources.get(logical_id, {}).get("Type")}
             & MADE_AT_START_ONLY
             and logical_id not in added
+            and logical_id not in dropped
             and _as_made(before.resources.get(logical_id)) != _as_made(template.resources.get(logical_id))
         )
         if changed:
@@ -785,13 +796,16 @@ class LocalStack:
         self.code_root = root
         self._name_resources(template)
         for logical_id, resource in sorted(added.items()):
+            if logical_id in self._made:  # made at start or by an earlier redeploy, dropped since: still here
+                continue
             if resource["Type"] == "AWS::SecretsManager::Secret":  # before the functions whose environment names it
                 self._create_secret(self.client("secretsmanager"), logical_id, resource)
         self._deploy_roles(before, template)
         self._deploy_functions(before, template)
         for logical_id, resource in sorted(added.items()):
-            if resource["Type"] == "AWS::Events::Rule":  # after the functions it may deliver to
+            if resource["Type"] == "AWS::Events::Rule" and logical_id not in self._made:  # after the functions
                 self._create_rule(self.client("events"), logical_id, self._res(resource["Properties"]))
+        self._made.update(added)
         self._deploy_state_machine(template)
         self.front.deploy(template.routes(), template.gateway_responses(), template.preflights())
         self._template = template
