@@ -12,7 +12,13 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from batch_gateway.constants import PII_MODES, PROMPT_CACHE_MODES, RETRY_MAX_ATTEMPTS, RETRY_OUTCOMES
+from batch_gateway.constants import (
+    DEFAULT_REUSE_MAX_AGE,
+    PII_MODES,
+    PROMPT_CACHE_MODES,
+    RETRY_MAX_ATTEMPTS,
+    RETRY_OUTCOMES,
+)
 from batch_gateway.edge.openapi_webhooks import WEBHOOK_URL
 from batch_gateway.models.provider_headers import MAX_HEADERS, MAX_VALUE_CHARS
 from batch_gateway.models.provider_options import ALLOWED
@@ -185,7 +191,8 @@ def _body(variant: str, provider: str, endpoint: str | None) -> dict[str, Any]:
                 "additionalProperties": False,
                 "properties": {
                     "scope": {"enum": ["owner"]},
-                    "max_age_seconds": {"type": "integer", "minimum": 1},
+                    # the default deployment's maximum; an operator may set another (context reuse.max_age_seconds)
+                    "max_age_seconds": {"type": "integer", "minimum": 1, "maximum": DEFAULT_REUSE_MAX_AGE},
                 },
                 "description": "result reuse (decision 0127): a request whose identical request (same provider, "
                 "model, endpoint, hyperparameters, provider options and request) succeeded in one of the owner's "
