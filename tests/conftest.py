@@ -31,4 +31,4 @@ moto_dynamodb.install()
 
 # The fixtures every layer shares (one provider simulator, one emulated AWS account, the account Bedrock jobs read
 # from), loaded after the environment above is set.
-pytest_plugins = ["tests.support.fixtures", "tests.support.bedrock_account"]
+pytest_plugins = ["tests.support.fixtures", "tests.support.bedrock_account", "tests.support.bedrock_stubs"]

@@ -3,6 +3,7 @@ through the key authorizer, as a browser console calls it: plain HTTP, no SigV4,
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -38,7 +39,7 @@ class KeyCaller(Caller):
         sent = {"Content-Type": "application/json", "Origin": CONSOLE_ORIGIN, **(headers or {})}
         if self.key is not None:
             sent["Authorization"] = f"Bearer {self.key}"
-        data = raw if raw is not None else (None if body is None else __import__("json").dumps(body).encode())
+        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
         return self.http.request(method, self.base_url + path, data=data, headers=sent, timeout=60)
 
 

@@ -1,5 +1,5 @@
 """The Bedrock adapter under botocore Stubbers, for unit tests without a Bedrock (tests/unit/test_bedrock_adapter.py,
-tests/unit/test_bedrock_converse.py): the account's names, a chunk reference, and the adapter with its control-plane
+tests/unit/test_bedrock_converse.py): the account's names, a chunk reference, the adapter with its control-plane
 and runtime clients stubbed (``Stubber`` validates every parameter against botocore's own service model)."""
 
 from __future__ import annotations
@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import boto3
+import pytest
 from botocore.stub import Stubber
+from moto import mock_aws
 
 from batch_gateway.providers import bedrock as adapter
 from batch_gateway.providers import make_provider
@@ -38,3 +40,15 @@ def stubbed_provider(**settings: Any) -> tuple[adapter.BedrockBatchProvider, Stu
     runtime = boto3.client("bedrock-runtime", region_name="us-east-1")
     provider.__dict__.update(_control=control, _create_client=control, _runtime=runtime)
     return provider, Stubber(control), Stubber(runtime)
+
+
+@pytest.fixture
+def stubbed_s3(monkeypatch):
+    """An empty moto account per test with the payload bucket, and no endpoint override: the Bedrock clients stay
+    real boto3 clients for the Stubbers (``stubbed_provider``). Its S3 client."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"):
+        monkeypatch.delenv(var, raising=False)
+    with mock_aws():
+        boto3.client("s3").create_bucket(Bucket=BUCKET)
+        yield boto3.client("s3")

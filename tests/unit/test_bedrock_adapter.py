@@ -12,11 +12,9 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
 from botocore.stub import ANY
-from moto import mock_aws
 
 from batch_gateway.contract import errors
 from batch_gateway.jsonlines import dumps, loads
@@ -41,16 +39,6 @@ def _request(text: str = "Name an animal", **params: Any) -> dict[str, Any]:
         "system": "Be brief",
         "params": {"max_tokens": 64, **params},
     }
-
-
-@pytest.fixture
-def aws(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"):
-        monkeypatch.delenv(var, raising=False)
-    with mock_aws():
-        boto3.client("s3").create_bucket(Bucket=BUCKET)
-        yield boto3.client("s3")
 
 
 def _job(status: str, **extra: Any) -> dict[str, Any]:
@@ -144,7 +132,7 @@ def test_chunk_files_live_under_the_chunks_prefix():
 # --- create, status, results ------------------------------------------------------------------------------------
 
 
-def test_submit_stages_the_chunk_under_its_prefix_and_creates_one_named_job(aws):
+def test_submit_stages_the_chunk_under_its_prefix_and_creates_one_named_job(stubbed_s3):
     provider, control, _ = _provider(timeout_hours=48)
     ref = _ref()
     lines = [dumps({"recordId": f"r{i}", "modelInput": {"max_tokens": 5}}) for i in range(150)]
@@ -170,7 +158,7 @@ def test_submit_stages_the_chunk_under_its_prefix_and_creates_one_named_job(aws)
     )
     with control:
         assert provider.submit(iter(lines), ref) == JOB_ARN
-    staged = aws.get_object(Bucket=BUCKET, Key=adapter.input_key(ref.job_id, 0))["Body"].read().splitlines()
+    staged = stubbed_s3.get_object(Bucket=BUCKET, Key=adapter.input_key(ref.job_id, 0))["Body"].read().splitlines()
     assert staged == lines
 
 
@@ -189,7 +177,7 @@ def test_submit_stages_the_chunk_under_its_prefix_and_creates_one_named_job(aws)
         ("Expired", True),
     ],
 )
-def test_bedrock_statuses_map_onto_running_and_ended(aws, status, ended):
+def test_bedrock_statuses_map_onto_running_and_ended(stubbed_s3, status, ended):
     provider, control, _ = _provider()
     control.add_response(
         "get_model_invocation_job", _job(status, message="bad record at line 3"), {"jobIdentifier": JOB_ARN}
@@ -201,10 +189,10 @@ def test_bedrock_statuses_map_onto_running_and_ended(aws, status, ended):
     assert batch.failed_reason == ("Amazon Bedrock failed the batch (no error code)" if status == "Failed" else None)
 
 
-def test_ended_job_counts_come_from_the_manifest(aws):
+def test_ended_job_counts_come_from_the_manifest(stubbed_s3):
     provider, control, _ = _provider()
     out = adapter.output_prefix(_ref().job_id, 0) + "abc123def456/"
-    aws.put_object(
+    stubbed_s3.put_object(
         Bucket=BUCKET,
         Key=out + "manifest.json.out",
         Body=dumps(
@@ -222,7 +210,7 @@ def test_ended_job_counts_come_from_the_manifest(aws):
     )
 
 
-def test_results_stream_every_jsonl_out_object_with_outputs_errors_and_usage(aws):
+def test_results_stream_every_jsonl_out_object_with_outputs_errors_and_usage(stubbed_s3):
     provider, control, _ = _provider()
     out = adapter.output_prefix(_ref().job_id, 0) + "abc123def456/"
     claude = {
@@ -244,9 +232,11 @@ def test_results_stream_every_jsonl_out_object_with_outputs_errors_and_usage(aws
         },
     }
     failed = {"recordId": "q3", "modelInput": {}, "error": {"errorCode": 400, "errorMessage": "Malformed input"}}
-    aws.put_object(Bucket=BUCKET, Key=out + "records.jsonl.out", Body=b"\n".join(dumps(x) for x in (claude, nova)))
-    aws.put_object(Bucket=BUCKET, Key=out + "more.jsonl.out", Body=dumps(failed) + b"\n")
-    aws.put_object(Bucket=BUCKET, Key=out + "manifest.json.out", Body=b"{}")
+    stubbed_s3.put_object(
+        Bucket=BUCKET, Key=out + "records.jsonl.out", Body=b"\n".join(dumps(x) for x in (claude, nova))
+    )
+    stubbed_s3.put_object(Bucket=BUCKET, Key=out + "more.jsonl.out", Body=dumps(failed) + b"\n")
+    stubbed_s3.put_object(Bucket=BUCKET, Key=out + "manifest.json.out", Body=b"{}")
     control.add_response("get_model_invocation_job", _job("PartiallyCompleted"), {"jobIdentifier": JOB_ARN})
     with control:
         results = {r.custom_id: r for r in provider.results(provider.status(JOB_ARN))}
@@ -278,14 +268,14 @@ def test_results_stream_every_jsonl_out_object_with_outputs_errors_and_usage(aws
         ("InternalServerException", 500, errors.ProviderUnavailableError),
     ],
 )
-def test_bedrock_error_codes_become_ours(aws, code, status, error):
+def test_bedrock_error_codes_become_ours(stubbed_s3, code, status, error):
     provider, control, _ = _provider()
     control.add_client_error("get_model_invocation_job", service_error_code=code, http_status_code=status)
     with control, pytest.raises(error):
         provider.status(JOB_ARN)
 
 
-def test_a_quota_refusal_at_create_is_a_wait_not_a_failure(aws):
+def test_a_quota_refusal_at_create_is_a_wait_not_a_failure(stubbed_s3):
     provider, control, _ = _provider()
     control.add_client_error("create_model_invocation_job", service_error_code="ServiceQuotaExceededException")
     with control, pytest.raises(errors.TransientError):
@@ -300,7 +290,7 @@ class _Failing:
         raise self.exc
 
 
-def test_a_read_timeout_on_create_is_ambiguous_and_a_refused_connection_is_not(aws):
+def test_a_read_timeout_on_create_is_ambiguous_and_a_refused_connection_is_not(stubbed_s3):
     provider, _, _ = _provider()
     provider.__dict__["_create_client"] = _Failing(ReadTimeoutError(endpoint_url="https://bedrock"))
     with pytest.raises(errors.ProviderAmbiguousError):
@@ -310,7 +300,7 @@ def test_a_read_timeout_on_create_is_ambiguous_and_a_refused_connection_is_not(a
         provider.submit(iter([b'{"recordId":"a","modelInput":{}}']), _ref())
 
 
-def test_reconcile_adopts_only_the_job_with_exactly_the_chunks_name(aws):
+def test_reconcile_adopts_only_the_job_with_exactly_the_chunks_name(stubbed_s3):
     provider, control, _ = _provider()
     ref = _ref(index=1)
     name = adapter.job_name(ref, "5f0c1b2a-aaaa-bbbb-cccc-0123456789ab")
@@ -339,7 +329,7 @@ def _converse_answer(text: str) -> dict[str, Any]:
     }
 
 
-def test_a_small_chunk_runs_on_demand_and_a_retry_never_asks_twice_for_an_answered_record(aws):
+def test_a_small_chunk_runs_on_demand_and_a_retry_never_asks_twice_for_an_answered_record(stubbed_s3):
     provider, _, runtime = _provider(on_demand_concurrency=1, limits=BedrockLimits(min_records=100))
     ref = _ref(count=3)
     provider_lines = [

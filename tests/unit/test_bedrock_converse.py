@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
 
 from batch_gateway.contract import errors
 from batch_gateway.jsonlines import dumps, loads
@@ -22,17 +20,6 @@ from batch_gateway.settings import BedrockSettings
 from tests.support.bedrock_stubs import BUCKET, CLAUDE, JOB_ARN, NOVA, ROLE
 from tests.support.bedrock_stubs import chunk_ref as _ref
 from tests.support.bedrock_stubs import stubbed_provider as _provider
-
-
-@pytest.fixture
-def aws(monkeypatch):
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"):
-        monkeypatch.delenv(var, raising=False)
-    with mock_aws():
-        boto3.client("s3").create_bucket(Bucket=BUCKET)
-        yield boto3.client("s3")
-
 
 TOOL = {"name": "lookup", "description": "Look it up", "input_schema": {"type": "object", "properties": {}}}
 
@@ -149,38 +136,38 @@ def _staged(aws_client: Any, ref: ChunkRef) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("model", [CLAUDE, NOVA])
-def test_a_plain_text_chunk_is_a_converse_job_of_converse_records(aws, model):
+def test_a_plain_text_chunk_is_a_converse_job_of_converse_records(stubbed_s3, model):
     provider, control, _ = _provider()
     ref = _ref(model=model)
     lines = [_line(f"q{i}", model) for i in range(150)]
     control.add_response("create_model_invocation_job", {"jobArn": JOB_ARN}, _create_params(ref, "Converse"))
     with control:  # the Stubber checks modelInvocationType against botocore's enum (InvokeModel | Converse)
         assert provider.submit(lines, ref) == JOB_ARN
-    staged = _staged(aws, ref)
+    staged = _staged(stubbed_s3, ref)
     assert [record["recordId"] for record in staged] == [f"q{i}" for i in range(150)]
     assert all(record["modelInput"] == adapter.converse_body(model, _body(lines[0])) for record in staged)
 
 
-def test_one_tool_using_request_keeps_the_whole_chunk_invoke_model_in_native_bodies(aws):
+def test_one_tool_using_request_keeps_the_whole_chunk_invoke_model_in_native_bodies(stubbed_s3):
     provider, control, _ = _provider()
     ref = _ref()
     lines = [_line(f"q{i}") for i in range(149)] + [_line("q149", tools=[TOOL])]
     control.add_response("create_model_invocation_job", {"jobArn": JOB_ARN}, _create_params(ref, None))
     with control:  # InvokeModel is Bedrock's default: the create leaves modelInvocationType out, as before 0132
         assert provider.submit(lines, ref) == JOB_ARN
-    staged = _staged(aws, ref)
+    staged = _staged(stubbed_s3, ref)
     assert [record["modelInput"] for record in staged] == [_body(line) for line in lines]
     assert staged[-1]["modelInput"]["tools"][0]["name"] == "lookup"
 
 
-def test_a_deployment_set_to_invoke_model_sends_plain_chunks_in_native_bodies(aws):
+def test_a_deployment_set_to_invoke_model_sends_plain_chunks_in_native_bodies(stubbed_s3):
     provider, control, _ = _provider(invocation_type="invoke_model")
     ref = _ref()
     lines = [_line(f"q{i}") for i in range(150)]
     control.add_response("create_model_invocation_job", {"jobArn": JOB_ARN}, _create_params(ref, None))
     with control:
         provider.submit(lines, ref)
-    assert [record["modelInput"] for record in _staged(aws, ref)] == [_body(line) for line in lines]
+    assert [record["modelInput"] for record in _staged(stubbed_s3, ref)] == [_body(line) for line in lines]
 
 
 def test_the_setting_is_read_from_the_environment_and_a_wrong_value_is_refused():
@@ -246,7 +233,7 @@ def test_a_botocore_stubbed_converse_response_is_a_valid_converse_output():
     assert (result.outputs[0]["text"], result.input_tokens, result.output_tokens) == ("A cat", 12, 3)
 
 
-def test_a_chunk_whose_records_change_between_the_check_and_the_staging_is_refused_not_sent_half_converted(aws):
+def test_a_chunk_whose_records_change_between_the_check_and_the_staging_is_refused_not_sent_half_converted(stubbed_s3):
     provider, control, _ = _provider()
     plain, with_tools = [_line(f"q{i}") for i in range(150)], [_line(f"q{i}", tools=[TOOL]) for i in range(150)]
 

@@ -89,8 +89,7 @@ def _fixtures_calling(callee: str) -> list[str]:
 # Test modules whose simulator or account is set up differently from the shared one, and why.
 OWN_SETUP = {
     "tests/unit/test_simulator_bedrock.py::server": "a simulator that runs Bedrock jobs in a moto server",
-    "tests/unit/test_bedrock_adapter.py::aws": "an empty account per test, for botocore Stubbers",
-    "tests/unit/test_bedrock_converse.py::aws": "an empty account per test, for botocore Stubbers",
+    "tests/support/bedrock_stubs.py::stubbed_s3": "an empty account per test, for botocore Stubbers",
     "tests/unit/test_bedrock_planner.py::s3": "an empty account per test with only the staging bucket",
     "tests/unit/test_simulator_webhooks.py::pushing": "a simulator whose webhook push survives resets, so not "
     "the shared one",
