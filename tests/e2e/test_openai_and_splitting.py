@@ -50,11 +50,20 @@ def test_openai_job_of_120001_requests_becomes_three_provider_batches_and_return
     assert sorted(sim.stats()["openai"]["batches"]) == sorted(batch_ids)
     assert sim.stats()["openai"]["files"] == 0  # inputs and outputs deleted at OpenAI once collected
 
-    results = alice.all_results(job["id"], limit=1000)
-    assert len(results) == count and set(results) == {caller_id(i) for i in range(count)}
+    # Every result through the presigned URL (the whole file, as the SDK and CLI fetch it), and the first pages of
+    # the paginated results read the same items (paging through all 121 pages costs the suite about 15 s of CPU;
+    # tests/integration/test_results_pages.py pages through large files).
+    lines = jsonl_results(alice, job["id"])
+    results = {r["id"]: r for r in lines}
+    assert len(lines) == count and set(results) == {caller_id(i) for i in range(count)}
     assert all(r["status"] == "succeeded" for r in results.values())
     for i in (0, 49_999, 50_000, 77_777, 100_000, 120_000):
         assert results[caller_id(i)]["text"] == f"[simulated {GPT}] Reply to: q{i}"
+    first = alice.request("GET", f"/batches/{job['id']}/results?limit=1000").json()
+    second = alice.request("GET", f"/batches/{job['id']}/results?limit=1000&next_token={first['next_token']}").json()
+    paged = {**first["results"], **second["results"]}
+    assert list(paged) == [r["id"] for r in lines[:2000]]
+    assert all(paged[rid]["text"] == results[rid]["text"] for rid in paged)
 
 
 def test_anthropic_job_of_100001_requests_becomes_two_chunks(alice, sim):

@@ -41,48 +41,57 @@ def start_clean(stack) -> None:
         timeout=longest + INIT_TIMEOUT_SECONDS + 10,
         what="the Lambda invocations an earlier test left running to end",
     )
-    _leave_earlier_jobs_alone(stack)
-    _forget_quota_ledgers(stack)
-    _forget_owner_limit_usage(stack)
+    items = _keys_and_open_flags(stack)  # one scan of the table for the three below
+    _leave_earlier_jobs_alone(stack, items)
+    _forget_quota_ledgers(stack, items)
+    _forget_owner_limit_usage(stack, items)
     stack.simulator.reset()
 
 
-def _items(stack, condition: str, **values: str) -> list[dict]:
+def _keys_and_open_flags(stack) -> list[dict]:
+    """Every item's key, and its open-jobs index attribute where it has one: one Scan of the table (it grows with
+    every test of the worker, and moto reads every item of a Scan, filtered or not)."""
     dynamodb = stack.client("dynamodb")
     pages = dynamodb.get_paginator("scan").paginate(
         TableName=stack.table,
-        ProjectionExpression="pk, sk",
-        FilterExpression=condition,
-        **({"ExpressionAttributeValues": {k: {"S": v} for k, v in values.items()}} if values else {}),
+        ProjectionExpression="pk, sk, #open",
+        ExpressionAttributeNames={"#open": OPEN_INDEX_PK},
     )
-    return [key for page in pages for key in page.get("Items", [])]
+    return [item for page in pages for item in page.get("Items", [])]
 
 
-def _leave_earlier_jobs_alone(stack) -> None:
+def _key(item: dict) -> dict:
+    return {"pk": item["pk"], "sk": item["sk"]}
+
+
+def _leave_earlier_jobs_alone(stack, items: list[dict]) -> None:
     """The earlier tests' jobs leave the sparse open-jobs index, both its partitions: a sweep in this test would
     otherwise restart their stopped workflows, which would send their chunks again to a simulator that forgot them, or
     send their end events again. Deployed, the sweeper restarting them is the point; here they belong to tests that
     have ended."""
     dynamodb = stack.client("dynamodb")
-    for key in _items(stack, f"attribute_exists({OPEN_INDEX_PK})"):
-        dynamodb.update_item(TableName=stack.table, Key=key, UpdateExpression=f"REMOVE {OPEN_INDEX_PK}")
+    for item in items:
+        if OPEN_INDEX_PK in item:
+            dynamodb.update_item(TableName=stack.table, Key=_key(item), UpdateExpression=f"REMOVE {OPEN_INDEX_PK}")
 
 
-def _forget_quota_ledgers(stack) -> None:
+def _forget_quota_ledgers(stack, items: list[dict]) -> None:
     """The quota ledgers start empty, as the simulator does: an earlier job's holds, which nothing releases now that
     its workflow is stopped and the sweeper leaves it alone, would keep an Anthropic chunk of 100,000 requests (the
     organisation's whole default limit) waiting for good."""
     dynamodb = stack.client("dynamodb")
     # QUOTA#<provider>#<model> and the QUOTAS list
-    for key in _items(stack, "begins_with(pk, :quota)", **{":quota": "QUOTA"}):
-        dynamodb.delete_item(TableName=stack.table, Key=key)
+    for item in items:
+        if item["pk"]["S"].startswith("QUOTA"):
+            dynamodb.delete_item(TableName=stack.table, Key=_key(item))
 
 
-def _forget_owner_limit_usage(stack) -> None:
+def _forget_owner_limit_usage(stack, items: list[dict]) -> None:
     """Every owner's creates and open jobs start from none (decision 0119): an earlier test's jobs, whose workflows are
     stopped and which the sweeper leaves alone, would hold their owner's open-jobs slots for good, and a worker's
     tests create more than the default's 100 jobs as alice. Operators' overrides stay (a test that sets one uses a
     tenant of its own)."""
     dynamodb = stack.client("dynamodb")
-    for key in _items(stack, "pk = :usage", **{":usage": "LIMITUSAGE"}):
-        dynamodb.delete_item(TableName=stack.table, Key=key)
+    for item in items:
+        if item["pk"]["S"] == "LIMITUSAGE":
+            dynamodb.delete_item(TableName=stack.table, Key=_key(item))

@@ -4,6 +4,7 @@ SigV4 header reader, test helpers and the simulator and AWS-account fixtures eac
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -11,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEV = ROOT / "src" / "batch_gateway_dev"
 
 
+@functools.cache  # several tests read the same folders: each file is read once per worker
 def _python(*folders: str) -> dict[str, str]:
     return {
         str(path.relative_to(ROOT)): path.read_text()
@@ -19,6 +21,11 @@ def _python(*folders: str) -> dict[str, str]:
         # our code only: not what `make bench` or the venvs unpack below these folders (third-party packages)
         if path != Path(__file__).resolve() and not {".cache", "__pycache__", ".venv"} & set(path.parts)
     }
+
+
+@functools.cache
+def _tree(text: str) -> ast.Module:
+    return ast.parse(text)
 
 
 def _holding(pattern: str, *folders: str) -> set[str]:
@@ -36,7 +43,7 @@ def test_one_lambda_context_fake():
     contexts = [
         f"{name}::{node.name}"
         for name, text in _python("src", "bench", "tests").items()
-        for node in ast.walk(ast.parse(text))
+        for node in ast.walk(_tree(text))
         if isinstance(node, ast.ClassDef)
         and any(isinstance(f, ast.FunctionDef) and f.name == "get_remaining_time_in_millis" for f in node.body)
         and "FakeLambdaContext" not in map(ast.unparse, node.bases)
@@ -64,7 +71,7 @@ def test_tests_import_helpers_from_the_support_package_not_from_conftest_or_othe
     )
     assert importing == set(), importing
     helpers = {
-        name: [node.name for node in ast.parse(text).body if isinstance(node, ast.ClassDef)]
+        name: [node.name for node in _tree(text).body if isinstance(node, ast.ClassDef)]
         for name, text in _python("tests").items()
         if name.endswith("conftest.py")
     }
@@ -79,7 +86,7 @@ def _fixtures_calling(callee: str) -> list[str]:
     return [
         f"{name}::{node.name}"
         for name, text in _python("tests").items()
-        for node in ast.walk(ast.parse(text))
+        for node in ast.walk(_tree(text))
         if isinstance(node, ast.FunctionDef)
         and any("fixture" in ast.unparse(d) for d in node.decorator_list)
         and _calls(node, callee)

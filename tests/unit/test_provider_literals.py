@@ -15,6 +15,7 @@ prose). ``bench/`` is not checked: like the tests, a benchmark names the provide
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,6 +109,7 @@ class _Finder(ast.NodeVisitor):
                 self.found.append((node.lineno, ".".join(self._where), name))
 
 
+@functools.cache  # two tests read it
 def provider_literals() -> tuple[list[str], set[tuple[str, str, str]]]:
     """(``file:line: ...`` for each provider name written outside its places, the allowed exceptions met)."""
     offending: list[str] = []

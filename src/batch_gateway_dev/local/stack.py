@@ -169,6 +169,8 @@ class LocalStack:
         self._callers: dict[str, CallerCredentials] = {}  # access key -> caller
         self._callers_by_name: dict[str, CallerCredentials] = {}
         self._lock = threading.Lock()
+        self._clients: dict[tuple[str, ...], Any] = {}  # one client per endpoint, service and keys (``client``)
+        self._clients_lock = threading.Lock()
         self._api_arn = ""
         self._iam: Any = None
         self._generation = 0
@@ -298,15 +300,22 @@ class LocalStack:
     # --- principals ---------------------------------------------------------------------------------------------
 
     def client(self, service: str, credentials: CallerCredentials | None = None) -> Any:
-        """A boto3 client for the local AWS endpoint: the operator's (admin) keys unless a caller is given."""
+        """A boto3 client for the local AWS endpoint: the operator's (admin) keys unless a caller is given. Made once
+        per service and keys, and shared (botocore clients are thread-safe; making one costs ~50 ms of CPU, which
+        the e2e suite paid thousands of times, in every test's clean start and table check)."""
         keys: AccessKeys = (
             {"aws_access_key_id": credentials.access_key, "aws_secret_access_key": credentials.secret_key}
             if credentials
             else self._admin
         )
-        return boto3.client(  # type: ignore[call-overload]  # boto3-stubs types only literal service names
-            service, endpoint_url=self.aws_endpoint_url, region_name=REGION, **keys
-        )
+        cache_key = (self.aws_endpoint_url, service, keys["aws_access_key_id"], keys["aws_secret_access_key"])
+        with self._clients_lock:  # boto3's default session, which makes clients, is not thread-safe
+            made = self._clients.get(cache_key)
+            if made is None:
+                made = self._clients[cache_key] = boto3.client(  # type: ignore[call-overload]  # literal names only
+                    service, endpoint_url=self.aws_endpoint_url, region_name=REGION, **keys
+                )
+        return made
 
     def caller(self, name: str, *, admin: bool = False) -> CallerCredentials:
         """An IAM user made on first use: a tenant, allowed ``execute-api:Invoke`` on every method but the admin
