@@ -210,7 +210,11 @@ def test_a_bedrock_job_that_ends_while_parked_is_woken_by_its_event_and_collecte
     unmatched = [
         ("custom.bedrock", constants.BEDROCK_JOB_EVENT_DETAIL_TYPE, detail),
         (constants.BEDROCK_JOB_EVENT_SOURCE, "Model Customization Job State Change", detail),
-        (constants.BEDROCK_JOB_EVENT_SOURCE, constants.BEDROCK_JOB_EVENT_DETAIL_TYPE, {**detail, "status": "InProgress"}),
+        (
+            constants.BEDROCK_JOB_EVENT_SOURCE,
+            constants.BEDROCK_JOB_EVENT_DETAIL_TYPE,
+            {**detail, "status": "InProgress"},
+        ),
     ]
 
     put = events.put_events(

@@ -269,7 +269,11 @@ def test_each_status_a_job_reaches_is_put_once_in_order_as_bedrocks_state_change
     assert statuses == [status for status in order if status in statuses]
     assert statuses[0] == "Submitted" and "InProgress" in statuses
     end = announced[-1]
-    assert (end["Source"], end["DetailType"], end["Resources"]) == ("aws.bedrock", "Batch Inference Job State Change", [arn])
+    assert (end["Source"], end["DetailType"], end["Resources"]) == (
+        "aws.bedrock",
+        "Batch Inference Job State Change",
+        [arn],
+    )
     assert json.loads(end["Detail"]) == {  # the sample event's detail (How EventBridge for Amazon Bedrock works)
         "version": "0.0",
         "accountId": ACCOUNT,

@@ -235,7 +235,7 @@ def _iso_time(value: Any) -> str:
         try:
             value = float(value)
         except ValueError:
-            return value  # already a date string
+            return str(value)  # already a date string
     return datetime.fromtimestamp(float(value), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
