@@ -1,8 +1,11 @@
 """Noticed at once (decisions 0072, 0073, 0135), through the faithful local stack with IAM enforced: a workflow parked
 on a long poll schedule (600 s) is woken by OpenAI's or Gemini's signed batch webhook (the simulator pushes it to the
-stack's own receiver, signed with the secret the stack keeps in OpenAIWebhookSecret or GeminiWebhookSecret) and
-collects within seconds of the batch's end; a forged webhook gets 400 and wakes nothing; a cancel during a long park
-reaches the provider within seconds (Cancel's role resumes the parked task: states:SendTaskSuccess is granted)."""
+stack's own receiver, signed with the secret the stack keeps in OpenAIWebhookSecret or GeminiWebhookSecret), or by
+Bedrock's ``Batch Inference Job State Change`` event (the simulator puts it on the default bus as Bedrock does; the
+stack's rule, as synthesized, delivers it to the BedrockJobEvents function), and collects within seconds of the
+batch's end; a forged webhook gets 400 and wakes nothing, an event the rule does not match reaches no function; a
+cancel during a long park reaches the provider within seconds (Cancel's role resumes the parked task:
+states:SendTaskSuccess is granted)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+import boto3
 import pytest
 import requests
 
@@ -24,7 +28,12 @@ from tests.support.waiting import wait_for
 pytestmark = pytest.mark.e2e
 
 LONG_PARK = "600"  # seconds between polls: without a wake, nothing is noticed for 10 minutes
-MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-20250514", "google": "gemini-2.5-flash"}
+MODELS = {
+    "openai": "gpt-4o-mini",
+    "anthropic": "claude-sonnet-4-20250514",
+    "google": "gemini-2.5-flash",
+    "bedrock": "anthropic.claude-3-5-haiku-20241022-v1:0",
+}
 
 
 @pytest.fixture
@@ -64,6 +73,16 @@ def parked(stack, caller: Caller, job_id: str) -> tuple[str, str]:
 
 def provider_batch(sim, provider: str, batch_id: str) -> dict[str, Any]:
     """The provider's own view of a batch, asked over the wire."""
+    if provider == "bedrock":
+        bedrock = boto3.client(
+            "bedrock",
+            endpoint_url=sim.bedrock_endpoint_url,
+            region_name="us-east-1",
+            aws_access_key_id="k",
+            aws_secret_access_key="s",
+        )
+        job: dict[str, Any] = bedrock.get_model_invocation_job(jobIdentifier=batch_id)
+        return job
     if provider == "google":
         answer = requests.get(
             f"{sim.gemini_base_url}/v1beta/{batch_id}", timeout=10, headers={"x-goog-api-key": "simulator-key"}
@@ -171,6 +190,58 @@ def test_a_forged_gemini_webhook_gets_400_and_wakes_nothing_and_a_signed_one_wak
 
     assert signed.status_code == 200, signed.text
     wait_for(lambda: job_item(stack, job_id).get("park_token") not in (None, token), 20, "a poll and a new park")
+
+
+def test_a_bedrock_job_that_ends_while_parked_is_woken_by_its_event_and_collected_within_seconds(
+    stack, sim, alice, long_park
+):
+    """The end's event, put by the simulator on the default bus as Bedrock puts it, goes through the rule as
+    synthesized (its pattern, its Lambda target) to BedrockJobEvents, which wakes the job. Before the end, events the
+    rule does not match - another source, another detail type, a status that ends nothing, all naming this job -
+    reach no function and the job stays parked."""
+    sim.configure(processing_seconds=300)  # runs on until ended below: only its end's event can wake the job now
+    job_id = create(alice, "bedrock", n=100)  # Bedrock's minimum for a batch job
+    arn, token = parked(stack, alice, job_id)
+    assert provider_batch(sim, "bedrock", arn)["status"] not in constants.BEDROCK_JOB_ENDED_STATUSES
+    receiver = stack.function("bedrock_job_event")
+    logged = len(stack.logs(receiver))
+    events = stack.client("events")
+    detail = {"version": "0.0", "accountId": arn.split(":")[4], "batchJobArn": arn, "status": "Completed"}
+    unmatched = [
+        ("custom.bedrock", constants.BEDROCK_JOB_EVENT_DETAIL_TYPE, detail),
+        (constants.BEDROCK_JOB_EVENT_SOURCE, "Model Customization Job State Change", detail),
+        (
+            constants.BEDROCK_JOB_EVENT_SOURCE,
+            constants.BEDROCK_JOB_EVENT_DETAIL_TYPE,
+            {**detail, "status": "InProgress"},
+        ),
+    ]
+
+    put = events.put_events(
+        Entries=[
+            {"Source": source, "DetailType": kind, "Detail": json.dumps(body), "Resources": [arn]}
+            for source, kind, body in unmatched
+        ]
+    )
+
+    assert put["FailedEntryCount"] == 0, put
+    # A delivery is an asynchronous invoke, in flight from the moment PutEvents matched it: none is, none ran.
+    assert receiver not in stack.invocations_in_flight()
+    assert len(stack.logs(receiver)) == logged
+    item = job_item(stack, job_id)
+    assert item.get("park_token") == token and not item.get("wake_requested")
+
+    assert sim.end_processing("bedrock") == 1
+    ended_at = time.time()
+    job = alice.wait(job_id, timeout=45)
+    collected_at = time.time()
+
+    assert job["status"] == "finished" and job["request_counts"]["succeeded"] == 100
+    assert provider_batch(sim, "bedrock", arn)["status"] == "Completed"
+    assert collected_at - ended_at < 30, f"collected {collected_at - ended_at:.1f} s after the job ended"
+    put_by_bedrock = [(e["status"], e["failed"]) for e in sim.stats()["bedrock"]["events"] if e["job_arn"] == arn]
+    assert put_by_bedrock[-1] == ("Completed", False), put_by_bedrock
+    assert "push woke the job" in stack.logs(receiver)[logged:]
 
 
 def test_a_webhook_for_a_batch_no_job_here_holds_is_acknowledged(stack, sim):

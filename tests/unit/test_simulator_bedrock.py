@@ -243,6 +243,77 @@ def test_a_job_goes_through_every_status_in_order(bedrock, s3, sim):
     assert [status for i, status in enumerate(statuses) if i == 0 or statuses[i - 1] != status] == order
 
 
+@pytest.fixture
+def announced(sim):
+    """Bedrock's EventBridge events as the simulator puts them, into a list here (the local stack puts them on the
+    default bus instead: tests/e2e/test_noticed_at_once.py); the sink is taken away after the test."""
+    entries: list[dict] = []
+    sim.announce_bedrock_jobs(lambda entry: entries.append(entry) or {"EventId": f"e{len(entries)}"})
+    yield entries
+    sim.announce_bedrock_jobs(None)
+
+
+def statuses_of(entries: list[dict], arn: str) -> list[str]:
+    return [json.loads(e["Detail"])["status"] for e in entries if e["Resources"] == [arn]]
+
+
+def test_each_status_a_job_reaches_is_put_once_in_order_as_bedrocks_state_change_event(bedrock, s3, sim, announced):
+    order = ["Submitted", "Validating", "Scheduled", "InProgress", "Completed"]
+    sim.configure(processing_seconds=3.0)
+    arn = create(bedrock, put_input(s3, [claude_record(f"r{i}") for i in range(5)]))
+
+    job = wait_ended(bedrock, arn)
+
+    statuses = wait_for(lambda: (s := statuses_of(announced, arn)) and s[-1] == "Completed" and s, 5, "the end's event")
+    # Each once, in the job's order; a timer late on a busy machine may let one early phase pass unannounced.
+    assert statuses == [status for status in order if status in statuses]
+    assert statuses[0] == "Submitted" and "InProgress" in statuses
+    end = announced[-1]
+    assert (end["Source"], end["DetailType"], end["Resources"]) == (
+        "aws.bedrock",
+        "Batch Inference Job State Change",
+        [arn],
+    )
+    assert json.loads(end["Detail"]) == {  # the sample event's detail (How EventBridge for Amazon Bedrock works)
+        "version": "0.0",
+        "accountId": ACCOUNT,
+        "batchJobName": job["jobName"],
+        "batchJobArn": arn,
+        "batchModelId": f"arn:aws:bedrock:{REGION}::foundation-model/{CLAUDE}",
+        "status": "Completed",
+        "failureMessage": "",
+        "creationTime": json.loads(end["Detail"])["creationTime"],
+    }
+    assert end["Time"].timestamp() >= job["endTime"].timestamp() - 1
+    assert [(e["status"], e["failed"]) for e in sim.stats()["bedrock"]["events"] if e["job_arn"] == arn][-1] == (
+        "Completed",
+        False,
+    )
+
+
+def test_a_stopped_and_a_failed_job_announce_their_ends(bedrock, s3, sim, announced):
+    sim.configure(processing_seconds=3600, cancel_seconds=3600, bedrock_min_records=3)
+    stopped = create(bedrock, put_input(s3, [claude_record(f"r{i}") for i in range(4)]))
+    failed = create(bedrock, put_input(s3, [claude_record("only")]))  # under the minimum: fails at validation
+    bedrock.stop_model_invocation_job(jobIdentifier=stopped)
+
+    sim.end_processing("bedrock")
+    wait_ended(bedrock, stopped)
+    wait_ended(bedrock, failed)
+
+    assert wait_for(lambda: statuses_of(announced, stopped)[-1] == "Stopped", 5, "the stop's end") is True
+    assert statuses_of(announced, stopped) == ["Submitted", "Stopping", "Stopped"]
+    assert wait_for(lambda: statuses_of(announced, failed)[-1] == "Failed", 5, "the failure's event") is True
+    [end] = [json.loads(e["Detail"]) for e in announced if e["Resources"] == [failed] and "Failed" in e["Detail"]]
+    assert "less than the minimum of 3 records" in end["failureMessage"]
+
+
+def test_without_a_sink_nothing_is_put(bedrock, s3, sim):
+    arn = create(bedrock, put_input(s3, [claude_record("a")]))
+    wait_ended(bedrock, arn)
+    assert sim.stats()["bedrock"]["events"] == []
+
+
 def test_items_finished_counts_a_running_jobs_records(bedrock, s3, sim):
     sim.configure(processing_seconds=1.0)
     arn = create(bedrock, put_input(s3, [claude_record(f"r{i}") for i in range(10)]))

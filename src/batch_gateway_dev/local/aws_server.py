@@ -13,6 +13,7 @@ tests that use moto's in-memory mocks in the parent process.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import logging
@@ -143,6 +144,101 @@ def _event_paths_parsed_once() -> None:
     jsonpath_ng.ext.parse = functools.lru_cache(maxsize=1024)(jsonpath_ng.ext.parse)  # type: ignore[attr-defined]  # patching
 
 
+def _lambda_allows_rule(function: Any, rule_arn: str) -> bool:
+    """Whether the function's resource policy lets EventBridge invoke it for ``rule_arn`` (the template's
+    ``AWS::Lambda::Permission`` for the rule: principal ``events.amazonaws.com``, ``AWS:SourceArn`` the rule)."""
+    from fnmatch import fnmatchcase
+
+    for statement in function.policy.statements:
+        principal = statement.get("Principal")
+        services = principal.get("Service") if isinstance(principal, dict) else None
+        actions = statement.get("Action")
+        if statement.get("Effect") != "Allow" or "events.amazonaws.com" not in _as_list(services):
+            continue
+        if not any(fnmatchcase("lambda:InvokeFunction", str(a)) for a in _as_list(actions)):
+            continue
+        conditions = statement.get("Condition") or {}
+        sources = [
+            pattern
+            for operator, keys in conditions.items()
+            if operator in ("ArnLike", "ArnEquals", "StringEquals", "StringLike")
+            for key, value in keys.items()
+            if key.lower() == "aws:sourcearn"
+            for pattern in _as_list(value)
+        ]
+        if not sources or any(fnmatchcase(rule_arn, str(pattern)) for pattern in sources):
+            return True
+    return False
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [] if value is None else [value]
+
+
+def _rules_invoke_lambda_targets() -> None:
+    """moto's EventBridge matches a rule's pattern and delivers to queues, log groups and buses, but raises for a
+    Lambda function target. As EventBridge does, an event a rule matched (moto's pattern matching, its input
+    transformer) is handed to each Lambda target as an **asynchronous** invoke: the Lambda runtime here runs it with
+    the function's own role and environment and retries a function error as Lambda does (``lambda_runtime``). Only
+    if the function's resource policy lets ``events.amazonaws.com`` invoke it for this rule; a function that does
+    not allow it, or does not exist (a redeploy dropped it), gets nothing, as EventBridge then counts a failed
+    invocation and delivers nothing. The event's ``time`` is the ISO 8601 string EventBridge gives its targets."""
+    from moto.awslambda.exceptions import UnknownFunctionException
+    from moto.awslambda.models import lambda_backends
+    from moto.events.models import Rule
+    from moto.events.utils import EventTemplateParser
+    from moto.utilities.arns import parse_arn
+
+    real = Rule.send_to_targets
+
+    def send_to_targets(self: Any, original_event: Any, transform_input: bool = True) -> None:
+        functions = [t for t in self.targets if parse_arn(t["Arn"]).service == "lambda"]
+        if not functions:
+            real(self, original_event, transform_input)
+            return
+        if len(functions) < len(self.targets):
+            others = copy.copy(self)
+            others.targets = [t for t in self.targets if t not in functions]
+            real(others, original_event, transform_input)
+        if not self.event_pattern.matches_event(original_event):
+            return
+        for target in functions:
+            transformer = target.get("InputTransformer") if transform_input else None
+            if transformer:
+                event = EventTemplateParser.parse(
+                    input_template=transformer.get("InputTemplate"),
+                    input_paths_map=transformer.get("InputPathsMap", {}),
+                    event=original_event,
+                )
+            else:  # the whole event, as EventBridge gives it (moto's default template would drop `account`)
+                event = {k: v for k, v in original_event.items() if k != "ingestion-time"}
+            if isinstance(event, dict) and "time" in event:
+                event["time"] = _iso_time(event["time"])
+            arn = parse_arn(target["Arn"])
+            backend = lambda_backends[arn.account][arn.region]
+            try:
+                function = backend.get_function(target["Arn"])
+            except UnknownFunctionException:  # a redeploy dropped it: EventBridge's delivery fails, nothing runs
+                continue
+            if not _lambda_allows_rule(function, self.arn):
+                continue
+            function.invoke(json.dumps(event), {"X-Amz-Invocation-Type": "Event"}, {})
+
+    Rule.send_to_targets = send_to_targets  # type: ignore[method-assign]  # patching moto
+
+
+def _iso_time(value: Any) -> str:
+    """An event's time as EventBridge writes it (``2026-12-04T10:00:00Z``), from moto's epoch seconds."""
+    from datetime import UTC, datetime
+
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return str(value)  # already a date string
+    return datetime.fromtimestamp(float(value), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _moto_modules_listed_once() -> None:
     """moto's server finds the backend of every request by listing its own package directory (``os.listdir`` and
     an ``isdir`` for each of some 200 entries): about a tenth of the server's CPU in the e2e suite. The directory does
@@ -205,6 +301,7 @@ def main() -> None:
     moto_dynamodb.make_item_operations_atomic()
     _empty_map_keys_keep_their_values()
     _event_paths_parsed_once()
+    _rules_invoke_lambda_targets()  # after install(runtime): the invoke it calls is the runtime's asynchronous one
     print(json.dumps({"endpoint": endpoint}), flush=True)
     try:
         for line in sys.stdin:  # until the parent closes our stdin or dies

@@ -441,9 +441,21 @@ class LocalStack:
             # does it with the keys of the IAM user standing in for that service (local/service_principals.py).
             service = self._create_user(
                 service_user_name("bedrock.amazonaws.com"),
-                _policy({"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": f"arn:aws:iam::{ACCOUNT}:role/*"}),
+                _policy(
+                    {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": f"arn:aws:iam::{ACCOUNT}:role/*"},
+                    {"Effect": "Allow", "Action": "events:PutEvents", "Resource": "*"},
+                ),
             )
             self.simulator.connect_aws(self.aws_endpoint_url, service.access_key, service.secret_key)
+            # ...and puts its jobs' state changes on the account's default bus as the service (decision 0135), where
+            # the stack's rule (BedrockPush) delivers a job's end to its receiver.
+            events = self.client("events", service)
+
+            def put(entry: dict[str, Any]) -> dict[str, Any]:
+                answer: dict[str, Any] = events.put_events(Entries=[entry])["Entries"][0]
+                return answer
+
+            self.simulator.announce_bedrock_jobs(put)
 
     # --- functions ----------------------------------------------------------------------------------------------
 
@@ -603,6 +615,10 @@ class LocalStack:
             name = template.resources[logical_id]["Properties"].get("Name", logical_id)
             refs[logical_id] = name
             attrs[(logical_id, "Arn")] = f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/{name}"
+        for logical_id, rule in template.of_type("AWS::Events::Rule").items():
+            bus = self._res(rule["Properties"].get("EventBusName") or "default")
+            path = logical_id if bus == "default" else f"{bus}/{logical_id}"  # EventBridge's rule ARN
+            attrs[(logical_id, "Arn")] = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{path}"
         for logical_id in template.of_type("AWS::SNS::Topic"):
             refs[logical_id] = f"arn:aws:sns:{REGION}:{ACCOUNT}:{logical_id}"
         for logical_id in template.of_type("AWS::SSM::Parameter"):
@@ -649,6 +665,7 @@ class LocalStack:
 
         self._deploy_roles(None, template)  # roles and their policies, exactly as synthesized
         self._deploy_functions(None, template)
+        self._allow_rule_invokes(template)
         # SQS event sources run as Lambda's pollers do (receive with the function's role, invoke, delete; the queue's
         # redrive policy dead-letters): local/sqs_poller.py, started with the stack.
         for mapping in template.of_type("AWS::Lambda::EventSourceMapping").values():
@@ -815,27 +832,46 @@ class LocalStack:
             if resource["Type"] == "AWS::Events::Rule" and logical_id not in self._made:  # after the functions
                 self._create_rule(self.client("events"), logical_id, self._res(resource["Properties"]))
         self._made.update(added)
+        self._allow_rule_invokes(template)  # a function made again (dropped by an earlier release) has no policy
         self._deploy_state_machine(template)
         self.front.deploy(template.routes(), template.gateway_responses(), template.preflights())
         self._template = template
 
+    def _allow_rule_invokes(self, template: Template) -> None:
+        """The template's ``AWS::Lambda::Permission`` for EventBridge (``events.amazonaws.com``, its rule as
+        ``SourceArn``) on each function, as CloudFormation adds them: the local AWS process delivers a rule's event
+        to a function only if its resource policy allows that rule (``aws_server``). One already there is kept."""
+        lam = self.client("lambda")
+        for logical_id, permission in template.of_type("AWS::Lambda::Permission").items():
+            props = self._res(permission["Properties"])
+            if props.get("Principal") != "events.amazonaws.com":
+                continue  # API Gateway's: the front invokes its functions as API Gateway does
+            try:
+                lam.add_permission(
+                    FunctionName=str(props["FunctionName"]),
+                    StatementId=logical_id[:100],
+                    Action=str(props["Action"]),
+                    Principal="events.amazonaws.com",
+                    SourceArn=str(props["SourceArn"]),
+                )
+            except lam.exceptions.ResourceConflictException:
+                pass  # added at start or by an earlier redeploy
+
     @staticmethod
     def _create_rule(events: Any, logical_id: str, props: dict[str, Any]) -> None:
-        """An EventBridge rule that matches events on a bus (the stack's own, or the default one) and delivers them
-        to SQS queues, as deployed: moto matches the pattern and sends each event to the queue. A schedule rule
-        (the sweeper's) has no pattern to match here: the local stack runs the sweeper on demand."""
+        """An EventBridge rule that matches events on a bus (the stack's own, or the default one, where Bedrock puts
+        its job state changes) and delivers them to its targets, as deployed: moto matches the pattern; it sends an
+        event to an SQS queue itself, and to a Lambda function as an asynchronous invoke the local runtime runs, if the
+        function's policy allows the rule (``aws_server._rules_invoke_lambda_targets``). A schedule rule (the
+        sweeper's) has no pattern to match here: the local stack runs the sweeper on demand."""
         if "EventPattern" not in props:
             return
-        sources = props["EventPattern"].get("source") or []
-        if sources and all(str(source).startswith("aws.") for source in sources):
-            # An AWS service's events (Bedrock's job state changes, decision 0135): only AWS puts them, and the
-            # simulators do not, so nothing would match; the jobs' polls find the ends (tests/integration).
-            return
         targets = props.get("Targets") or []
-        unsupported = [t["Arn"] for t in targets if ":sqs:" not in str(t["Arn"])]
+        unsupported = [t["Arn"] for t in targets if not (":sqs:" in str(t["Arn"]) or ":lambda:" in str(t["Arn"]))]
         if unsupported:
             raise NotImplementedError(
-                f"rule {logical_id}: the local stack delivers events to SQS only, not {unsupported}"
+                f"rule {logical_id}: the local stack delivers events to SQS queues and Lambda functions only, not "
+                f"{unsupported}"
             )
         bus = str(props.get("EventBusName") or "default")
         events.put_rule(
@@ -852,7 +888,7 @@ class LocalStack:
                     {
                         "Id": t["Id"],
                         "Arn": t["Arn"],
-                        **({"SqsParameters": t["SqsParameters"]} if "SqsParameters" in t else {}),
+                        **{k: t[k] for k in ("SqsParameters", "RetryPolicy") if k in t},
                     }
                     for t in targets
                 ],

@@ -13,6 +13,12 @@ once, when this phase is reached), `Scheduled`, then `InProgress` while records 
 `cancel_seconds`; a job still running when `timeoutDurationInHours` (in `bedrock_hour_seconds` each) elapse ends
 `Expired`. Output files are written when the end is first observed (by a poll or the job's own timer), before the
 end status is shown, so whoever sees a terminal status finds the output in S3.
+
+Like Bedrock, the simulator announces each state a job reaches as a ``Batch Inference Job State Change`` event
+(source ``aws.bedrock``) for the account's default EventBridge bus (``job_state_change``, the sample event of "How
+EventBridge for Amazon Bedrock works"): once a sink is set (``BedrockJobs.announce``, which the local stack points at
+``PutEvents`` signed as the service's stand-in, ``SimulatorServer.announce_bedrock_jobs``), each status is put when
+the job's timers, a stop or a caller's poll first see it; without one (the simulator alone) nothing is put.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import threading
 import time
 import traceback
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -351,7 +358,7 @@ class _Job:
         "id", "arn", "name", "model_id", "family", "converse", "role_arn", "token", "fingerprint", "input_uri",
         "output_uri", "timeout_hours", "invocation_type", "submitted", "seconds", "config", "expire_at", "lock",
         "loaded", "validated_at", "records", "files", "plan", "error_indices", "failure", "stop_at", "stop_seconds",
-        "final", "credentials", "pause",
+        "final", "credentials", "pause", "announced",
     )  # fmt: skip
 
     def __init__(self, body: dict[str, Any], arn: str, fingerprint: str, config: dict[str, Any], now: float) -> None:
@@ -385,6 +392,7 @@ class _Job:
         self.final: tuple[str, float, int] | None = None  # frozen (status, since, processed) once the job ended
         self.credentials: dict[str, str] | None = None
         self.pause: BatchClock | None = None  # a lasting stall holds the job's own time (lasting.py)
+        self.announced: str | None = None  # the last status put as an event (guarded by `lock`)
 
     @property
     def load_at(self) -> float:
@@ -492,6 +500,51 @@ class _Job:
         return kind, f"[simulated] record {record.record_id} {reason}"
 
 
+EVENT_SOURCE = "aws.bedrock"
+EVENT_DETAIL_TYPE = "Batch Inference Job State Change"
+_GEO_PREFIXES = ("us.", "eu.", "apac.", "us-gov.", "global.", "jp.", "au.", "ca.")  # a cross-Region inference profile
+
+
+def _model_arn(model_id: str, region: str, account: str) -> str:
+    """``batchModelId`` as Bedrock's sample event shows it: the model's ARN (a foundation model's has no account; the
+    ARN of a cross-Region inference profile, the simulator's choice, does)."""
+    if model_id.startswith("arn:"):
+        return model_id
+    if model_id.startswith(_GEO_PREFIXES):
+        return f"arn:aws:bedrock:{region}:{account}:inference-profile/{model_id}"
+    return f"arn:aws:bedrock:{region}::foundation-model/{model_id}"
+
+
+def _console_time(t: float) -> str:
+    """``creationTime`` as the sample event writes it: ``Aug 28, 2024, 10:47:53 PM`` (UTC)."""
+    d = datetime.fromtimestamp(t, tz=UTC)
+    return f"{d:%b} {d.day}, {d:%Y}, {d.hour % 12 or 12}:{d:%M:%S %p}"
+
+
+def job_state_change(job: _Job, status: str, now: float) -> dict[str, Any]:
+    """The ``PutEvents`` entry of Bedrock's event for ``job`` reaching ``status`` (EventBridge adds ``version``,
+    ``id``, ``account``, ``region`` and the ISO ``time``): the detail of the sample event in "How EventBridge for
+    Amazon Bedrock works" (docs.aws.amazon.com/bedrock/latest/userguide/monitoring-eventbridge-how-it-works.html)."""
+    _, _, _, region, account, _ = job.arn.split(":", 5)
+    detail = {
+        "version": "0.0",
+        "accountId": account,
+        "batchJobName": job.name,
+        "batchJobArn": job.arn,
+        "batchModelId": _model_arn(job.model_id, region, account),
+        "status": status,
+        "failureMessage": (job.failure or "") if status == FAILED else "",
+        "creationTime": _console_time(job.submitted),
+    }
+    return {
+        "Source": EVENT_SOURCE,
+        "DetailType": EVENT_DETAIL_TYPE,
+        "Detail": json.dumps(detail),
+        "Resources": [job.arn],
+        "Time": datetime.fromtimestamp(now, tz=UTC),
+    }
+
+
 def _fingerprint(body: dict[str, Any]) -> str:
     return json.dumps({k: v for k, v in body.items() if k != "clientRequestToken"}, sort_keys=True)
 
@@ -560,6 +613,10 @@ class BedrockJobs:
         self.created = 0
         self.converse_calls = 0  # synchronous calls: Converse and InvokeModel
         self.cache = PromptCache()  # the synchronous calls' prompt cache (batch jobs cache nothing: decision 0123)
+        # Where each job's state changes go, as Bedrock puts them on EventBridge: a PutEvents entry -> the answer's
+        # entry (an ``ErrorCode`` when refused). The deployment's wiring, kept across reset(); None puts nothing.
+        self.announce: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        self.events: list[dict[str, Any]] = []  # every event put since the last reset: job_arn, status, failed
         self.routes = [
             Route("POST", "/model-invocation-job", "create_batch", self.create),
             Route("GET", "/model-invocation-jobs", "list_batches", self.list),
@@ -571,12 +628,18 @@ class BedrockJobs:
 
     def reset(self) -> None:
         self.jobs.clear()
+        self.events = []
         self.created = 0
         self.converse_calls = 0
         self.cache.clear()
 
     def stats(self) -> dict[str, Any]:
-        return {"batches_created": self.created, "batches": list(self.jobs), "converse_calls": self.converse_calls}
+        return {
+            "batches_created": self.created,
+            "batches": list(self.jobs),
+            "converse_calls": self.converse_calls,
+            "events": list(self.events),
+        }
 
     def items_finished(self, now: float) -> dict[str, int]:
         return {job.id: job.finished(now) for job in self.jobs.values()}
@@ -713,6 +776,8 @@ class BedrockJobs:
             job.pause = self.state.lasting.pause(PROVIDER, {job.model_id}, now)
             self.jobs[job.id] = job
             self.created += 1
+        with job.lock:
+            self._announce(job)  # Submitted, before any timer of the job runs
         self._wake(job, job.load_at)
         return json_reply({"jobArn": job.arn})
 
@@ -776,6 +841,7 @@ class BedrockJobs:
             if job.stop_at is None:
                 job.stop_at = now if job.pause is None else job.pause(now)
                 job.stop_seconds = self.state.settings["cancel_seconds"]
+            self._announce(job)  # Stopping
         self._wake(job, job.stop_at + job.stop_seconds)  # the stop's end, on the job's own time
         return json_reply({})
 
@@ -813,8 +879,10 @@ class BedrockJobs:
         now = time.time()
         own = now if job.pause is None else job.pause(now)  # the job's own time (lasting.py); schedule() shifts too
         if not job.loaded and job.stop_at is None and own >= job.load_at:
+            self._announce(job)  # Validating, while the input is read
             self._load(job)
             if job.plan is not None:
+                self._wake(job, job.plan.created)  # InProgress is announced when it starts
                 self._wake(job, min(job.plan.end, job.expire_at))
         if job.final is None:
             status, since, processed = job.schedule(now)
@@ -822,6 +890,26 @@ class BedrockJobs:
                 self._finish(job, status, since, processed)
             elif status == FAILED:
                 job.final = (status, since, 0)
+        self._announce(job)
+
+    def _announce(self, job: _Job) -> None:
+        """Put the job's state change event if its status (as callers see it) is not the one last announced. Called
+        with the job's lock held, so a job's events go out in the order of its statuses, an end only once its output
+        is written and its status shown. A put that fails is Bedrock's best effort: the job's polls find the end."""
+        status = job.timeline(time.time())[0]
+        if status == job.announced:
+            return
+        job.announced = status
+        announce = self.announce
+        if announce is None:
+            return
+        failed = True
+        try:
+            failed = bool(announce(job_state_change(job, status, time.time())).get("ErrorCode"))
+        except Exception:  # the bus did not take it: best effort, as Bedrock's own delivery
+            traceback.print_exc(file=sys.stderr)
+        with self.state.lock:
+            self.events.append({"job_arn": job.arn, "status": status, "failed": failed})
 
     def _load(self, job: _Job) -> None:
         """Read and check the input, then schedule the records. A poll reads the job without its lock while this

@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import sys
 import traceback
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -239,6 +240,14 @@ class SimulatorServer:
         from batch_gateway_dev.simulators.bedrock import AwsAccess
 
         self.state.simulators[BEDROCK.name].aws = AwsAccess(endpoint_url, aws_access_key_id, aws_secret_access_key)
+
+    def announce_bedrock_jobs(self, put: Callable[[dict[str, Any]], dict[str, Any]] | None) -> None:
+        """Put each Bedrock job's ``Batch Inference Job State Change`` events (source ``aws.bedrock``) through
+        ``put``: it takes one ``PutEvents`` entry for the account's default bus and answers that entry's result (an
+        ``ErrorCode`` when refused), as the local stack's ``PutEvents`` signed as the service's stand-in does. None
+        puts nothing (the default). Kept across ``reset()``: it is the deployment's wiring. The events put since the
+        last reset are in ``stats()["bedrock"]["events"]``."""
+        self.state.simulators[BEDROCK.name].announce = put
 
     def push_webhooks(self, provider: str, url: str | None, secret: str | None = None) -> None:
         """Send ``provider``'s signed ``batch.*`` webhook events (OpenAI's or Gemini's: ``simulators/webhook_push.py``)
