@@ -134,7 +134,10 @@ def _steps(history: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def write_input(path: Path, n: int) -> dict[str, Any]:
+    """``n`` distinct requests: the sample's prompts repeat, and the gateway sends a repeated request once (in-job
+    dedup, decision 0126), which the direct SDK does not; distinct, both send all ``n``."""
     body = create_body(n)
+    body["requests"] = {key: f"{prompt} (#{i})" for i, (key, prompt) in enumerate(body["requests"].items())}
     with path.open("w") as out:
         for key, prompt in body["requests"].items():
             out.write(json.dumps({"id": key, "request": prompt}) + "\n")

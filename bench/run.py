@@ -96,10 +96,11 @@ PLAN_MAX_RESUMED_RATIO = 1.2
 PLAN_MAX_PEAK_RSS_MB = 64
 # Overhead vs the direct SDK (issue 15): 100,000 Anthropic requests through the local stack vs the anthropic SDK on the
 # same simulator, bench/overhead_bench.py. (a) POST /batches (an uploaded file) to provider batch over
-# messages.batches.create; (b) the results download over the SDK's results() stream.
+# messages.batches.create; (b) the results download over the SDK's results() stream. (a) was held to 1.5 until issue
+# 26 raised it to 1.2; the requests are distinct (in-job dedup would send a repeated one once, the SDK every time).
 OVERHEAD_N = 100_000
-OVERHEAD_ROUNDS = 3
-OVERHEAD_MAX_CREATE_RATIO = 1.5
+OVERHEAD_ROUNDS = 5  # the median of five: single rounds spread over 0.3x on a shared machine
+OVERHEAD_MAX_CREATE_RATIO = 1.2
 OVERHEAD_MAX_RESULTS_RATIO = 1.0
 # In-job dedup (issue 27 item 4, decision 0126): 10,000 requests, 30 % of them repeating an earlier one, planned;
 # exactly the 7,000 distinct ones are provider lines. Hashing every request costs Plan some CPU: at most 1.5 x the
