@@ -1,5 +1,6 @@
-"""``Usage.to_dict`` and ``Usage.add`` name the fields (collect calls them once a result line); they must answer
-what Record's generic ones answer, for every field, so a field added to ``Usage`` and not to them fails here."""
+"""``Usage.to_dict``, ``Usage.add`` and ``Usage.subtract`` name the fields (collect calls them once a result line);
+they must answer what Record's generic ones answer, for every field, so a field added to ``Usage`` and not to them
+fails here."""
 
 from __future__ import annotations
 
@@ -22,3 +23,11 @@ def test_add_sums_every_field():
     total = left.add(right)
     for field in dataclasses.fields(Usage):
         assert getattr(total, field.name) == getattr(left, field.name) + getattr(right, field.name), field.name
+
+
+def test_subtract_takes_every_field_and_undoes_add():
+    left, right = a_usage(1), a_usage(100)
+    diff = right.subtract(left)
+    for field in dataclasses.fields(Usage):
+        assert getattr(diff, field.name) == getattr(right, field.name) - getattr(left, field.name), field.name
+    assert left.add(right).subtract(right) == left

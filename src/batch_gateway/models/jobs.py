@@ -280,6 +280,21 @@ class Usage(Record):
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 
+    def subtract(self, other: Usage) -> Usage:
+        """This usage less ``other`` (a part of it: a chunk's usage less its long-context part, decision 0129)."""
+        return Usage(
+            input_tokens=self.input_tokens - other.input_tokens,
+            output_tokens=self.output_tokens - other.output_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens - other.cache_creation_input_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens - other.cache_read_input_tokens,
+            reasoning_tokens=self.reasoning_tokens - other.reasoning_tokens,
+        )
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Every input token of the request, cached or not: what Anthropic's 200K long-context threshold counts."""
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "input_tokens": self.input_tokens,
@@ -313,6 +328,10 @@ class Chunk(Record):
     provider_status: str | None = None
     request_counts: RequestCounts = dataclasses.field(default_factory=RequestCounts)
     usage: Usage = dataclasses.field(default_factory=Usage)
+    # The part of ``usage`` billed at the price row's long-context rates (decision 0129, addendum of 2026-12-04): the
+    # requests above ``pricing.LONG_CONTEXT_ABOVE`` input tokens of a job whose headers ask for the long context,
+    # summed by Collect as it reads them. Empty: none (and every chunk collected before the bucket).
+    long_usage: Usage = dataclasses.field(default_factory=Usage)
     claim_token: str | None = None
     claimed_at: datetime | None = None
     lease_until: datetime | None = None  # a SUBMITTING claim is live until then (no lease: a claim from before leases)

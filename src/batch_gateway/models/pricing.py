@@ -31,8 +31,15 @@ PARTS = ("input", "output", "cache_write", "cache_read")  # priced parts of a Us
 MILLION = 1_000_000
 SAVING_SOURCES = ("batch", "cache", "reuse", "dedup")  # a cost's ``savings``, in their order (decision 0126)
 # Long context (decision 0129): a request of more input tokens than this costs its row's ``long_context`` rates, all
-# of its tokens, under a pass-through header that asks for it (Anthropic's 1M-context beta on Sonnet 4 and 4.5).
+# of its tokens, under a pass-through header that asks for it (Anthropic's 1M-context beta on Sonnet 4 and 4.5). The
+# input tokens are the plain ones, cache writes and cache reads together (``Usage.prompt_tokens``), as Anthropic counts.
 LONG_CONTEXT_ABOVE = 200_000
+
+
+def is_long(usage: Usage) -> bool:
+    """One request's usage is above the long-context threshold (it costs the long-context rates when its job's headers
+    ask for the long context)."""
+    return usage.prompt_tokens > LONG_CONTEXT_ABOVE
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -266,11 +273,13 @@ def zero_cost(provider: str, model: str, *, table: PriceTable | None = None) -> 
     return cost_of(provider, model, Usage(), table=table)
 
 
-def item_cost(price: ModelPrice | None, usage: Usage, *, on_demand: bool = False) -> float | None:
-    """One result item's cost in USD (``price`` looked up once per chunk); None without a price."""
+def item_cost(price: ModelPrice | None, usage: Usage, *, on_demand: bool = False, long: bool = False) -> float | None:
+    """One result item's cost in USD (``price`` looked up once per chunk); None without a price. ``long``: the item
+    costs the row's long-context rates (decision 0129; its ordinary ones when it has none)."""
     if price is None:
         return None
-    rates = price.sync if on_demand else price.batch
+    tier = price.long_context if long and price.long_context is not None else price
+    rates = tier.sync if on_demand else tier.batch
     total = (
         usage.input_tokens * rates.input
         + usage.output_tokens * rates.output
@@ -288,16 +297,22 @@ def ran_on_demand(chunk: Chunk) -> bool:
 def chunks_cost_detail(
     provider: str, model: str, chunks: Iterable[Chunk], *, table: PriceTable | None = None
 ) -> CostView:
-    """The cost object for these chunks' usage: each chunk at the price of the way it ran."""
-    batch, on_demand = Usage(), Usage()
+    """The cost object for these chunks' usage: each chunk at the price of the way it ran, its long-context part
+    (``Chunk.long_usage``, decision 0129) at the row's long-context rates and the rest at the ordinary ones."""
+    batch, on_demand, long_batch, long_on_demand = Usage(), Usage(), Usage(), Usage()
     for chunk in chunks:
+        ordinary = chunk.usage.subtract(chunk.long_usage)
         if ran_on_demand(chunk):
-            on_demand = on_demand.add(chunk.usage)
+            on_demand, long_on_demand = on_demand.add(ordinary), long_on_demand.add(chunk.long_usage)
         else:
-            batch = batch.add(chunk.usage)
-    return add_costs(
+            batch, long_batch = batch.add(ordinary), long_batch.add(chunk.long_usage)
+    cost = add_costs(
         cost_of(provider, model, batch, table=table), cost_of(provider, model, on_demand, on_demand=True, table=table)
     )
+    for usage, ran in ((long_batch, False), (long_on_demand, True)):
+        if usage != Usage():  # none: the ordinary sum alone, as before the long bucket
+            cost = add_costs(cost, cost_of(provider, model, usage, on_demand=ran, table=table, long_context=True))
+    return cost
 
 
 def chunks_cost(provider: str, model: str, chunks: Iterable[Chunk], *, table: PriceTable | None = None) -> float | None:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from batch_gateway.constants import PROMPT_CACHE_AUTO
 from batch_gateway.models.jobs import CacheGroup, CachePlan, Job, Usage
-from batch_gateway.models.pricing import MILLION, ModelPrice, add_costs, cost_of
+from batch_gateway.models.pricing import MILLION, ModelPrice, add_costs, cost_of, is_long
+from batch_gateway.models.provider_headers import long_context
 from batch_gateway.providers.base import BatchProvider, CachePrefix
 
 if TYPE_CHECKING:
@@ -165,10 +166,19 @@ def unsure_usage(group: CacheGroup, write_factor: float) -> Usage:
 
 
 def with_primers(job: Job, cost: CostView, table: PriceTable | None) -> CostView:
-    """The job's cost with what its primers cost (synchronous calls: at the synchronous prices)."""
+    """The job's cost with what its primers cost (synchronous calls: at the synchronous prices; a primer above 200K
+    input tokens under the job's long-context header at the long-context ones, decision 0129)."""
     if job.cache_plan is None or not job.cache_plan.groups:
         return cost
     used = job.cache_plan.usage
     if used == Usage():
         return cost
-    return add_costs(cost, cost_of(job.provider, job.model, used, on_demand=True, table=table))
+    long = Usage()
+    if long_context(job.provider, job.provider_headers):
+        for group in job.cache_plan.groups:  # one primer (one request) each
+            if is_long(group.usage):
+                long = long.add(group.usage)
+    cost = add_costs(cost, cost_of(job.provider, job.model, used.subtract(long), on_demand=True, table=table))
+    if long == Usage():
+        return cost
+    return add_costs(cost, cost_of(job.provider, job.model, long, on_demand=True, table=table, long_context=True))

@@ -19,7 +19,8 @@ from batch_gateway.contract.errors import IntegrityError
 from batch_gateway.jsonlines import dumps
 from batch_gateway.models.ids import id_hash, unmarked
 from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, RequestCounts, Usage, utcnow
-from batch_gateway.models.pricing import item_cost, price_for, ran_on_demand
+from batch_gateway.models.pricing import is_long, item_cost, price_for, ran_on_demand
+from batch_gateway.models.provider_headers import long_context
 from batch_gateway.models.results import result_item
 from batch_gateway.models.retry import outcome_of
 from batch_gateway.provider_specs import SPECS
@@ -123,6 +124,9 @@ def collect_chunk(
     answered = _Answered(services.payloads.open_object(chunk_id_hashes_key(job.id, chunk.index)), chunk.request_count)
     tally: dict[str, int] = {s.value: 0 for s in ItemStatus}
     usage = Usage()
+    # Decision 0129: under the job's long-context header a request above 200K input tokens costs the long-context
+    # rates, all of it; its usage goes in the chunk's long bucket as well as in ``usage`` (priced as it is read).
+    asks_long, long_usage = long_context(job.provider, job.provider_headers), Usage()
     price = price_for(job.provider, job.model, table=services.prices())  # once per chunk: item costs (decision 0060)
     on_demand = ran_on_demand(chunk)
     unbilled = 0.0  # providers bill no errored, expired or canceled item
@@ -143,6 +147,7 @@ def collect_chunk(
                     limited, first_limited = limited + 1, first_limited or result
                     message = f"the provider refused this request for its rate limit or quota ({result.code})"
                 result_usage = result.usage  # built once a line (a new Usage each time it is asked for)
+                long = asks_long and is_long(result_usage)
                 out.write_line(
                     dumps(
                         result_item(
@@ -150,7 +155,7 @@ def collect_chunk(
                             result.status,
                             outputs=result.outputs,
                             usage=result_usage,
-                            cost=item_cost(price, result_usage, on_demand=on_demand)
+                            cost=item_cost(price, result_usage, on_demand=on_demand, long=long)
                             if result.status is ItemStatus.SUCCEEDED
                             else unbilled,
                             finish_type=result.finish_type,
@@ -163,6 +168,8 @@ def collect_chunk(
                 tally[result.status.value] += 1
                 if result.status is ItemStatus.SUCCEEDED:
                     usage = usage.add(result_usage)
+                    if long:
+                        long_usage = long_usage.add(result_usage)
         status = unanswered or _UNANSWERED.get(batch.status if batch else "", ItemStatus.ERRORED)
         fallback = "batch_failed" if reason else "missing_result"
         code = (code or fallback) if status is ItemStatus.ERRORED else None
@@ -205,6 +212,7 @@ def collect_chunk(
         state=state,
         request_counts=counts,
         usage=usage,
+        long_usage=long_usage,
         ended_at=utcnow(),
         provider_status=batch.status if batch else (chunk.provider_status or status.value),
         collected=True,
