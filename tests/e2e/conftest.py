@@ -35,12 +35,22 @@ def stack():
 
 
 @pytest.fixture(autouse=True)
+def _note_stack_use(request):
+    """Whether a test of this module ran on the local stack (``_table_left_readable`` checks the table after it)."""
+    if "stack" in request.fixturenames:
+        request.module.ran_on_the_stack = True
+
+
+@pytest.fixture(scope="module", autouse=True)
 def _table_left_readable(request):
-    """After each test on the local stack, the jobs table still reads (an operator's Scan parses). A test that left
-    an item moto answers unparsably fails here, by name, and the item goes, so later tests of the worker do not all
-    fail at random (every Scan, Query and MarkFailed of the table raised in botocore's parser)."""
+    """After each module's tests on the local stack, the jobs table still reads (an operator's Scan parses). A module
+    that left an item moto answers unparsably fails here, by name, and the item goes, so later modules of the worker
+    do not all fail at random (every Scan, Query and MarkFailed of the table raised in botocore's parser). Once a
+    module, not once a test: the table grows with every test of the worker, and a Scan of it after each of ~200 tests
+    was a twentieth of the layer's CPU (moto's fault it guarded against is fixed and tested in
+    tests/integration/test_local_aws_answers.py)."""
     yield
-    if "stack" not in request.fixturenames:
+    if not getattr(request.module, "ran_on_the_stack", False):
         return
     stack = request.getfixturevalue("stack")
     dynamodb = stack.client("dynamodb")
@@ -59,7 +69,11 @@ def _table_left_readable(request):
                 unreadable.append(key)
                 dynamodb.delete_item(TableName=stack.table, Key=key)
     names = ", ".join(f"{k['pk']['S']}/{k['sk']['S']}" for k in unreadable)
-    pytest.fail(f"the jobs table no longer read after this test ({problem}); removed the items: {names}", pytrace=False)
+    pytest.fail(
+        f"the jobs table no longer read after the tests of {request.module.__name__} ({problem}); removed the items: "
+        f"{names}",
+        pytrace=False,
+    )
 
 
 @pytest.fixture
