@@ -51,11 +51,13 @@ from tests.support.waiting import wait_for
 MODELS = {"bedrock": CLAUDE, "google": "gemini-2.5-flash", "openai": "gpt-4o-mini"}
 NOVA = "us.amazon.nova-lite-v1:0"  # a small job of it runs on demand (its min_records, set below)
 # The Poll invocation's time left, on the real clock (as Lambda's). Decision 0115 keeps 5 s (MARGIN_SECONDS) for
-# the step's own writes and makes no call with under 1 s left (MIN_CALL_SECONDS), so a held call gets 9 - 5 = 4 s
+# the step's own writes and makes no call with under 1 s left (MIN_CALL_SECONDS), so a held call gets 13 - 5 = 8 s
 # less what its invocation did before it. Measured with 11 Polls at once and a load average of 12 on this 2-core
-# machine (other suites running): at most 1.33 s before the held call (Gemini's upload, after the claim), so every
-# held call had 2.67 s or more, well above the 1 s floor; 8 s would have left 0.67 s to spare, too little.
-INVOCATION_MS = 9_000
+# machine (other suites running): at most 1.33 s before the held call (Gemini's upload, after the claim). With 9 s
+# the test failed at a load average of 28 (a profiler sampling every process of both layers): some Polls, sharing one
+# interpreter's lock with ten others, spent over 3 s before their call and rightly made none. 13 s leaves 7 s for
+# that; each wave lasts 4 s longer (wall time, no CPU).
+INVOCATION_MS = 13_000
 STALL_SECONDS = 60  # how long the provider holds the call: far past the invocation's end
 
 
