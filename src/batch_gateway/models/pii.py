@@ -72,7 +72,7 @@ _ANY = re.compile(r"[@\d:]|AKIA|ASIA|AIDA|AROA").search
 # the @, then a domain of labels ending in a 2-24 letter top-level label and no word character after it.
 _LOCAL_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-"
 _LOCAL_MAX = 64
-_DOMAIN = re.compile(r"[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,24}(?!\w)").match
+_DOMAIN = re.compile(r"(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,24}(?!\w)").match  # label. ... label. tld
 # group name -> entity type (a type with several branches names each group apart: a name is used once a pattern)
 _KIND = {
     "aws_access_key": AWS_ACCESS_KEY,
@@ -130,10 +130,19 @@ _CHECKS: dict[str, Callable[[str], bool]] = {
 }  # what a found value must pass
 
 
-def _emails(text: str, at: int, found: list[tuple[int, int, str]]) -> None:
-    """Every email in ``text`` from the @ at ``at`` on. Each is read from its @: the run of local-part characters
-    before it (``rstrip`` in C) and the domain matched after it, so no word of the text is tried as a local part."""
-    done = 0
+def find(text: str) -> list[tuple[str, int, int]]:
+    """Every entity in ``text``: (type, start, end), in order, not overlapping (where two families claim one place,
+    the earlier start wins, then the family listed first). A 13-19 digit run whose Luhn check fails is no card (an
+    order number, a timestamp); an IBAN must pass its mod-97 check, an IPv4 address have octets up to 255."""
+    ascii_only = text.isascii()  # in C, one flag of the string: no pass over it
+    first = (_ANY_ASCII if ascii_only else _ANY)(text)
+    if first is None:  # the common case: no family can match
+        return []
+    begin = first.start()  # no @, digit or colon before it: the searches for them start there
+    found: list[tuple[int, int, str]] = []
+    # Emails, each read from its @: the run of local-part characters before it (rstrip, in C) and the domain matched
+    # after it, so no word of the text is tried as a local part.
+    at, done = text.find("@", begin), 0
     while at >= 0:
         before = text[max(0, at - _LOCAL_MAX - 1) : at]
         length = len(before) - len(before.rstrip(_LOCAL_CHARS))
@@ -149,41 +158,33 @@ def _emails(text: str, at: int, found: list[tuple[int, int, str]]) -> None:
             at = text.find("@", done)
         else:
             at = text.find("@", at + 1)
-
-
-def find(text: str) -> list[tuple[str, int, int]]:
-    """Every entity in ``text``: (type, start, end), in order, not overlapping (where two families claim one place,
-    the earlier start wins, then the family listed first). A 13-19 digit run whose Luhn check fails is no card (an
-    order number, a timestamp); an IBAN must pass its mod-97 check, an IPv4 address have octets up to 255."""
-    ascii_only = text.isascii()  # in C, one flag of the string: no pass over it
-    if _ANY_ASCII(text) is None and (ascii_only or _ANY(text) is None):  # the common case: no family can match
-        return []
-    found: list[tuple[int, int, str]] = []
-    at = text.find("@")
-    if at >= 0:
-        _emails(text, at, found)
     digit, (aws_key, iban, numbers, ipv6_gate, ipv6) = _compiled(ascii_only)
-    families = []
+    families: list[tuple[re.Pattern[str], int]] = []  # (pattern, where in the text it is read from)
     if "A" in text:
-        families.append(aws_key)
-    if digit(text) is not None:
-        families += (iban, numbers)
-    if ":" in text and ipv6_gate.search(text):
-        families.append(ipv6)
-    for pattern in families:
-        for match in pattern.finditer(text):
+        families.append((aws_key, 0))
+    if (number := digit(text, begin)) is not None:
+        # Both begin at most two characters before a digit ("GB82", "+44", "(555"): read from there, since a pattern
+        # searched from a position still sees the text before it (its lookbehinds), and nothing can begin earlier.
+        at = number.start()
+        families += ((iban, max(0, at - 2)), (numbers, max(0, at - 1)))
+    if ":" in text and ipv6_gate.search(text, begin):
+        families.append((ipv6, 0))
+    for pattern, origin in families:
+        for match in pattern.finditer(text, origin):
             kind = _KIND[match.lastgroup or ""]
             check = _CHECKS.get(kind)
-            if check is not None and not check(match.group()):
-                continue
-            found.append((match.start(), -match.end(), kind))
+            if check is None or check(match.group()):
+                start, end = match.span()
+                found.append((start, -end, kind))
     if len(found) < 2:
         return [(found[0][2], found[0][0], -found[0][1])] if found else []
     found.sort()
     kept: list[tuple[str, int, int]] = []
+    last = -1
     for start, negative_end, kind in found:
-        if not kept or start >= kept[-1][2]:
-            kept.append((kind, start, -negative_end))
+        if start >= last:
+            last = -negative_end
+            kept.append((kind, start, last))
     return kept
 
 
