@@ -52,8 +52,7 @@ class Screen:
         system = item.get("system")
         if system and (spans := find(system)):
             hits = [(-1, -1, spans)]
-        index = 0
-        for message in item["messages"]:
+        for index, message in enumerate(item["messages"]):
             content = message["content"]
             if isinstance(content, str):
                 if spans := find(content):
@@ -62,7 +61,6 @@ class Screen:
                 for part_index, part in enumerate(content):
                     if spans := find(part["text"]):
                         hits = [*hits, (index, part_index, spans)] if hits else [(index, part_index, spans)]
-            index += 1
         if hits is None:
             return item
         return self._found(item, hits)
