@@ -11,11 +11,12 @@ entity types, and the create stores nothing. A value is never logged, kept or pu
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.jobs import Guardrails
-from batch_gateway.models.pii import placeholder
+from batch_gateway.models.pii import PLACEHOLDERS, placeholder
 from batch_gateway.models.requests import MAX_ERROR_DETAILS
 from batch_gateway.ports import PiiDetector
 from batch_gateway.service.context import Services
@@ -33,6 +34,7 @@ class Screen:
         self.flagged: Counter[str] = Counter()
         self.refused: list[tuple[str, list[str]]] = []  # (request id, its entity types) under reject
         self.refused_count = 0
+        self._find: Callable[[str], list[tuple[str, int, int]]] | None = None  # the detector's, read at first use
 
     @property
     def active(self) -> bool:
@@ -40,29 +42,40 @@ class Screen:
 
     def item(self, item: dict[str, Any]) -> dict[str, Any]:
         """The request as it may be written (redacted under redact); counts what it holds. The common case, nothing
-        found, returns the request as it came without building anything (bench step ``guardrails``)."""
-        find = self.detector.find
-        hits: list[tuple[int, int, list[tuple[str, int, int]]]] = []  # (message or -1 for system, part or -1, spans)
+        found, returns the request as it came without building anything (bench step ``guardrails``): a call of the
+        detector's ``find`` per text and nothing else, the method read once (``services.pii`` is a proxy that builds
+        the detector on first use, and each attribute read through it is a Python call)."""
+        find = self._find
+        if find is None:
+            find = self._find = self.detector.find
+        hits: list[tuple[int, int, list[tuple[str, int, int]]]] | None = None  # (message or -1, part or -1, spans)
         system = item.get("system")
         if system and (spans := find(system)):
-            hits.append((-1, -1, spans))
+            hits = [(-1, -1, spans)]
         for index, message in enumerate(item["messages"]):
             content = message["content"]
             if isinstance(content, str):
                 if spans := find(content):
-                    hits.append((index, -1, spans))
+                    hits = [*hits, (index, -1, spans)] if hits else [(index, -1, spans)]
             else:
                 for part_index, part in enumerate(content):
                     if spans := find(part["text"]):
-                        hits.append((index, part_index, spans))
-        if not hits:
+                        hits = [*hits, (index, part_index, spans)] if hits else [(index, part_index, spans)]
+        if hits is None:
             return item
-        found = Counter(kind for _, _, spans in hits for kind, _, _ in spans)
-        self.flagged.update(found)
+        return self._found(item, hits)
+
+    def _found(self, item: dict[str, Any], hits: list[tuple[int, int, list[tuple[str, int, int]]]]) -> dict[str, Any]:
+        """Count what ``hits`` hold; under reject note the request, under redact the request with each span
+        replaced by its type."""
+        flagged = self.flagged
+        for _, _, spans in hits:
+            for kind, _, _ in spans:
+                flagged[kind] += 1
         if self.mode == REJECT:
             self.refused_count += 1
             if len(self.refused) < MAX_ERROR_DETAILS:
-                self.refused.append((item["id"], sorted(found)))
+                self.refused.append((item["id"], sorted({kind for _, _, spans in hits for kind, _, _ in spans})))
         if self.mode != REDACT:
             return item
         item = {**item, "messages": list(item["messages"])}
@@ -105,7 +118,7 @@ def _redacted(text: str, spans: list[tuple[str, int, int]]) -> str:
     pieces: list[str] = []
     at = 0
     for kind, start, end in spans:
-        pieces += (text[at:start], placeholder(kind))
+        pieces += (text[at:start], PLACEHOLDERS.get(kind) or placeholder(kind))
         at = end
     pieces.append(text[at:])
     return "".join(pieces)
