@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
@@ -36,14 +36,26 @@ MODEL = "claude-sonnet-4-20250514"
 
 @pytest.fixture
 def limited(aws, monkeypatch):
-    """The deployment's default limits as the CDK app sets them on the functions that create jobs."""
+    """The deployment's default limits as the CDK app sets them on the functions that create jobs, on a clock that
+    starts as a UTC minute begins and runs as the real one does: a test's creates all fall in one minute (on the real
+    clock, a minute that turned between two creates let the second through: a test failed by timing)."""
 
     def apply(**limits):
         monkeypatch.setenv(ENV_OWNER_LIMITS_JSON, json.dumps(limits))
         wiring.reset()
-        return wiring.services()
+        services = wiring.services()
+        services.clock = _clock_from(MINUTE_STARTS)
+        return services
 
     return apply
+
+
+MINUTE_STARTS = datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)
+
+
+def _clock_from(start: datetime):
+    began = time.monotonic()
+    return lambda: start + timedelta(seconds=time.monotonic() - began)
 
 
 def _create_event(user: str = "alice") -> dict:
