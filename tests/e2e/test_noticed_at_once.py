@@ -16,13 +16,13 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-import boto3
 import pytest
 import requests
 
 from batch_gateway import constants
 from batch_gateway_dev.simulators.webhook_push import sign
 from tests.support.api_caller import Caller
+from tests.support.bedrock_account import bedrock_console
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -74,14 +74,7 @@ def parked(stack, caller: Caller, job_id: str) -> tuple[str, str]:
 def provider_batch(sim, provider: str, batch_id: str) -> dict[str, Any]:
     """The provider's own view of a batch, asked over the wire."""
     if provider == "bedrock":
-        bedrock = boto3.client(
-            "bedrock",
-            endpoint_url=sim.bedrock_endpoint_url,
-            region_name="us-east-1",
-            aws_access_key_id="k",
-            aws_secret_access_key="s",
-        )
-        job: dict[str, Any] = bedrock.get_model_invocation_job(jobIdentifier=batch_id)
+        job: dict[str, Any] = bedrock_console(sim).get_model_invocation_job(jobIdentifier=batch_id)
         return job
     if provider == "google":
         answer = requests.get(

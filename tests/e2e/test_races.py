@@ -24,6 +24,7 @@ import requests
 from batch_gateway import constants
 from batch_gateway_dev.local.template import REPO_ROOT
 from tests.support.api_caller import Caller
+from tests.support.bedrock_account import bedrock_console
 from tests.support.concurrency import Threads
 from tests.support.waiting import wait_for
 
@@ -105,15 +106,7 @@ def own_results(caller: Caller, job_id: str, tenant: str, n: int = N) -> dict[st
 def provider_batch_status(sim, provider: str, batch_id: str) -> str:
     """What the provider itself says about a batch (asked over the wire, as its console would show it)."""
     if provider == "bedrock":
-        import boto3
-
-        bedrock = boto3.client(
-            "bedrock",
-            endpoint_url=sim.bedrock_endpoint_url,
-            region_name="us-east-1",
-            aws_access_key_id="console",
-            aws_secret_access_key="console",
-        )
+        bedrock = bedrock_console(sim)
         return bedrock.get_model_invocation_job(jobIdentifier=batch_id)["status"]
     if provider == "anthropic":
         answer = requests.get(

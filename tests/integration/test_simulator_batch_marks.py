@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import boto3
 import orjson
 import pytest
 
@@ -14,6 +13,7 @@ from batch_gateway.models.ids import marked_custom_id, new_id_marker
 from batch_gateway.providers import make_provider
 from batch_gateway.providers.base import ChunkRef
 from batch_gateway_dev.simulators import SimulatorServer
+from tests.support.bedrock_account import bedrock_console
 from tests.support.waiting import wait_for
 
 MODELS = {"anthropic": "claude-sonnet-4-20250514", "openai": "gpt-4o-mini", "google": "gemini-2.5-flash"}
@@ -74,13 +74,7 @@ def test_a_bedrock_jobs_mark_is_its_name_and_an_ended_job_says_so():
 
 
 def _bedrock_job_ends_with_its_mark(sim: SimulatorServer) -> None:
-    bedrock = boto3.client(
-        "bedrock",
-        endpoint_url=sim.bedrock_endpoint_url,
-        region_name="us-east-1",
-        aws_access_key_id="k",
-        aws_secret_access_key="s",
-    )
+    bedrock = bedrock_console(sim)
     bedrock.create_model_invocation_job(
         jobName="bg-chaos-job1-0",
         roleArn="arn:aws:iam::123456789012:role/BedrockBatch",

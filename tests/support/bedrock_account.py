@@ -43,6 +43,18 @@ ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/{ROLE_NAME}"
 CLAUDE = "anthropic.claude-3-5-haiku-20241022-v1:0"
 
 
+def bedrock_console(sim: SimulatorServer) -> Any:
+    """A Bedrock control-plane client on the simulator, as its console would ask (any keys: the simulator takes
+    them)."""
+    return boto3.client(
+        "bedrock",
+        endpoint_url=sim.bedrock_endpoint_url,
+        region_name=REGION,
+        aws_access_key_id="console",
+        aws_secret_access_key="console",
+    )
+
+
 def bedrock_trust(service: str = "bedrock.amazonaws.com") -> str:
     """A Bedrock service role's trust policy as the stack writes it: ``service`` may assume the role for this
     account's model invocation jobs (a test names another service to see Bedrock refused)."""
