@@ -44,7 +44,7 @@ demo: $(VENV_STAMP)
 local: $(VENV_STAMP)
 	$(UV) run --frozen batch-gateway local
 
-# The suite a change is checked with, in about 6 minutes on 2 cores: unit, integration and infra. The local stack end
+# The suite a change is checked with, in about 5 minutes on 2 cores: unit, integration and infra. The local stack end
 # to end (about 6 minutes) is its own layer, test-e2e (decision 0091); CI (.ci/run) runs both at once (decision 0109).
 # Three workers on two cores: a worker alone kept a core busy only ~75 % of the time (its tests wait on simulated
 # providers, held calls and real clocks), and a third fills those waits, most of all once the e2e layer has ended.
