@@ -107,6 +107,22 @@ class _Recorder:
         return call
 
 
+def _recorded_steps(monkeypatch, deployed) -> list[str]:
+    """The redeploy's steps and the API front's deploy, stubbed to record their names in order."""
+    steps: list[str] = []
+    for step in ("_name_resources", "_deploy_roles", "_deploy_functions", "_deploy_state_machine"):
+        monkeypatch.setattr(deployed, step, lambda *_, name=step: steps.append(name))
+    monkeypatch.setattr(Template, "routes", lambda self: [])
+    monkeypatch.setattr(Template, "gateway_responses", lambda self: [])
+
+    class _Front:
+        def deploy(self, routes, responses, preflights) -> None:
+            steps.append("front")
+
+    deployed.front = _Front()  # type: ignore[assignment]
+    return steps
+
+
 def _role(name: str) -> dict:
     return {
         "Type": "AWS::IAM::Role",
@@ -142,17 +158,7 @@ def test_a_bucket_whose_lifecycle_rules_alone_change_is_redeployed_not_refused(d
     template = copy.deepcopy(DEPLOYED)
     rule = {"Id": "expire-door-files-after-1d", "Status": "Enabled", "ExpirationInDays": 1}
     template["Resources"]["Bucket"]["Properties"]["LifecycleConfiguration"]["Rules"].append(rule)
-    steps: list[str] = []
-    for step in ("_name_resources", "_deploy_roles", "_deploy_functions", "_deploy_state_machine"):
-        monkeypatch.setattr(deployed, step, lambda *_, name=step: steps.append(name))
-    monkeypatch.setattr(Template, "routes", lambda self: [])
-    monkeypatch.setattr(Template, "gateway_responses", lambda self: [])
-
-    class _Front:
-        def deploy(self, routes, responses, preflights) -> None:
-            steps.append("front")
-
-    deployed.front = _Front()  # type: ignore[assignment]
+    steps = _recorded_steps(monkeypatch, deployed)
     _redeploy_with(monkeypatch, deployed, template)
     assert steps == ["_name_resources", "_deploy_roles", "_deploy_functions", "_deploy_state_machine", "front"]
     assert deployed._template.raw == template
@@ -170,22 +176,12 @@ def test_a_secret_and_a_rule_a_release_adds_are_made_and_a_secrets_description_a
     template["Resources"]["Kept"]["Properties"]["Description"] = "now described"
     template["Resources"]["NewSecret"] = {"Type": "AWS::SecretsManager::Secret", "Properties": {"Name": "new-secret"}}
     template["Resources"]["NewRule"] = {"Type": "AWS::Events::Rule", "Properties": {"EventPattern": {"source": ["x"]}}}
-    steps: list[str] = []
-    for step in ("_name_resources", "_deploy_roles", "_deploy_functions", "_deploy_state_machine"):
-        monkeypatch.setattr(deployed, step, lambda *_, name=step: steps.append(name))
+    steps = _recorded_steps(monkeypatch, deployed)
     monkeypatch.setattr(
         deployed, "_create_secret", lambda _client, logical_id, _r: steps.append(f"secret {logical_id}")
     )
     monkeypatch.setattr(deployed, "_create_rule", lambda _client, logical_id, _p: steps.append(f"rule {logical_id}"))
     monkeypatch.setattr(deployed, "client", lambda *_: None)
-    monkeypatch.setattr(Template, "routes", lambda self: [])
-    monkeypatch.setattr(Template, "gateway_responses", lambda self: [])
-
-    class _Front:
-        def deploy(self, routes, responses, preflights) -> None:
-            steps.append("front")
-
-    deployed.front = _Front()  # type: ignore[assignment]
     _redeploy_with(monkeypatch, deployed, template)
     assert steps == [
         "_name_resources",
