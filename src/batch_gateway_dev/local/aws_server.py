@@ -19,6 +19,8 @@ import json
 import logging
 import sys
 import threading
+from datetime import UTC, datetime
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -147,8 +149,6 @@ def _event_paths_parsed_once() -> None:
 def _lambda_allows_rule(function: Any, rule_arn: str) -> bool:
     """Whether the function's resource policy lets EventBridge invoke it for ``rule_arn`` (the template's
     ``AWS::Lambda::Permission`` for the rule: principal ``events.amazonaws.com``, ``AWS:SourceArn`` the rule)."""
-    from fnmatch import fnmatchcase
-
     for statement in function.policy.statements:
         principal = statement.get("Principal")
         services = principal.get("Service") if isinstance(principal, dict) else None
@@ -229,8 +229,6 @@ def _rules_invoke_lambda_targets() -> None:
 
 def _iso_time(value: Any) -> str:
     """An event's time as EventBridge writes it (``2026-12-04T10:00:00Z``), from moto's epoch seconds."""
-    from datetime import UTC, datetime
-
     if isinstance(value, str):
         try:
             value = float(value)
