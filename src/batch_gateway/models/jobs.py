@@ -411,12 +411,14 @@ class PlanProgress(SubRecord):
     """How far a Plan that stopped part way got (decision 0118): its first ``chunks`` chunks are written and
     recorded (their items exist), and hold the requests before byte ``offset`` of ``requests.jsonl`` as it was at
     ``etag``; the next chunk begins with the request at ``offset``, line ``position`` (0-based, blank lines counted:
-    a position names a mapped custom_id). Removed once the plan is complete (``Job.chunk_count`` set)."""
+    a position names a mapped custom_id), in pass ``group`` (``planning.group_order``). Removed once the plan is
+    complete (``Job.chunk_count`` set)."""
 
     chunks: int
     offset: int
     position: int
     etag: str
+    group: int = 0  # the pass ``offset`` is in, for a job whose cache groups are chunked together (0128's addendum)
 
 
 class RoundChunk(SubRecord):
