@@ -169,8 +169,12 @@ class CacheMarks:
 
 def unsure_usage(group: CacheGroup, write_factor: float) -> Usage:
     """What a primer whose answer was lost is taken to have used: its prefix written (the most it could cost)."""
-    if write_factor > 1:
-        return Usage(cache_creation_input_tokens=group.tokens, output_tokens=PRIMER_OUTPUT_TOKENS)
+    if write_factor > 1:  # a 1-hour write (Anthropic's marker), at the 1-hour rate
+        return Usage(
+            cache_creation_input_tokens=group.tokens,
+            cache_creation_1h_input_tokens=group.tokens,
+            output_tokens=PRIMER_OUTPUT_TOKENS,
+        )
     return Usage(input_tokens=group.tokens, output_tokens=PRIMER_OUTPUT_TOKENS)
 
 
