@@ -149,3 +149,21 @@ def test_the_dry_run_plans_the_grouped_chunks_plan_cuts(aws, ctx, monkeypatch):
     planned = [c.request_count for c in services.jobs.get_chunks(job_id)]
     assert planned == [20, 10]
     assert [c["requests"] for c in estimate["plan"]["chunks"]] == planned
+
+
+def test_a_cache_plan_recorded_by_the_code_before_the_order_is_chunked_in_input_order(aws, ctx, monkeypatch):
+    """Upgrade: a job whose cache plan the previous release recorded (no ``order.bin``) goes on as that release cut
+    it, in input order, every request once and every line still marked."""
+    monkeypatch.setattr(aws.settings, "max_chunk_requests", 5)
+    body = _body(12)
+    planned = _create(ctx, body)["id"]
+    plan.handler({"job_id": planned}, ctx)
+    job_id = _create(ctx, body)["id"]
+    aws.jobs.update_job(job_id, cache_plan=aws.jobs.require_job(planned).cache_plan)  # as the code before left it
+    plan.handler({"job_id": job_id}, ctx)
+
+    chunked = _chunked(aws, job_id)
+    ids = [caller_id for lines in chunked for caller_id, _ in lines]
+    assert ids == [f"r{i}" for i in range(36)]  # input order, each once
+    assert [len(lines) for lines in chunked] == [5] * 7 + [1]
+    assert all(len(_chunks_of(chunked, topic)) >= 7 for topic in TOPICS)  # each group spread over the chunks
