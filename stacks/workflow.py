@@ -135,6 +135,14 @@ class WorkflowConstruct(Construct):
             grants.OBJECT_WRITE,
             "Plan writes each cache group's primer line (decision 0128).",
         )
+        grants.objects(
+            self.functions["Plan"].role,
+            bucket,
+            key,
+            [f"{JOBS_PREFIX}*/cache/order.bin"],
+            grants.OBJECT_READ,
+            "Plan reads the order its cache groups are chunked in when it goes on (decision 0128's addendum).",
+        )
         for function_id in ("Submit", "Poll"):
             grants.objects(
                 self.functions[function_id].role,

@@ -111,14 +111,20 @@ def test_the_steps_that_move_a_job_emit_events_and_finalize_and_mark_failed_writ
         assert "outbox/*" in synthesized.object_grants(function_id)["s3:PutObject"]
 
 
-def test_plan_reads_no_secret_and_only_requests_and_input_files_and_writes_only_requests_chunk_and_primer_files(
+def test_plan_reads_no_secret_only_requests_input_files_and_cache_order_and_writes_requests_chunk_and_cache_files(
     synthesized,
 ):
     assert not _has(synthesized.role_actions("Plan"), "secretsmanager:")
     assert synthesized.object_grants("Plan") == {
         # a large input file (native upload, OpenAI-door file) is read and normalised by Plan (decision 0054)
-        "s3:GetObject": {"jobs/*/requests.jsonl", "uploads/*", "doors/openai/*/files/*.jsonl"},
-        # each cache group's primer line (decision 0128)
+        # and, going on with a job whose cache groups are chunked together, their order (decision 0128's addendum)
+        "s3:GetObject": {
+            "jobs/*/requests.jsonl",
+            "uploads/*",
+            "doors/openai/*/files/*.jsonl",
+            "jobs/*/cache/order.bin",
+        },
+        # each cache group's primer line and the groups' order (decision 0128)
         "s3:PutObject": {"jobs/*/chunks/*", "jobs/*/requests.jsonl", "jobs/*/cache/*"},
         "s3:AbortMultipartUpload": {"jobs/*/chunks/*", "jobs/*/requests.jsonl", "jobs/*/cache/*"},
     }

@@ -167,3 +167,28 @@ def test_a_table_prices_usage_without_cache_tokens_like_before():
     table = PriceTable(version="t", rows=file_table().rows)
     cost = cost_of("openai", "gpt-4o-mini", Usage(input_tokens=1_000_000, output_tokens=1_000_000), table=table)
     assert cost["total"] == 0.375
+
+
+def test_anthropic_one_hour_cache_writes_cost_twice_the_input_and_the_five_minute_part_1_25x():
+    for row in file_table().rows:
+        if row.provider == "anthropic":
+            for rates in (row.batch, row.sync):
+                assert rates.cache_write_1h == pytest.approx(rates.input * 2), row.model
+    price = price_for("anthropic", "claude-sonnet-4-20250514")
+    assert price is not None
+    mixed = Usage(cache_creation_input_tokens=3_000_000, cache_creation_1h_input_tokens=1_000_000)
+    cost = cost_of("anthropic", "claude-sonnet-4-20250514", mixed)
+    assert cost["cache_write"] == pytest.approx(2 * price.batch.cache_write + 1 * price.batch.input * 2)
+    assert cost["total"] == cost["cache_write"]
+    sync = cost_of("anthropic", "claude-sonnet-4-20250514", mixed, on_demand=True)
+    assert sync["cache_write"] == pytest.approx(2 * price.sync.cache_write + 1 * price.sync.input * 2)
+    assert cost["sync_total"] == sync["total"]
+
+
+def test_a_row_without_a_one_hour_rate_prices_a_one_hour_write_as_any_write():
+    table = file_table().merged([{"provider": "openai", "model": "my-model", "input": 1.0, "output": 2.0}])
+    row = table.price_for("openai", "my-model")
+    assert row is not None and row.batch.cache_write_1h == row.batch.cache_write == 1.0
+    assert row.sync.cache_write_1h == 2.0
+    usage = Usage(cache_creation_input_tokens=1_000_000, cache_creation_1h_input_tokens=1_000_000)
+    assert cost_of("openai", "my-model", usage, table=table)["cache_write"] == 1.0

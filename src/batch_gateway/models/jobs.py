@@ -261,13 +261,17 @@ class RequestCounts(Record):
 @dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class Usage(Record):
     """Tokens by how they are billed: ``input_tokens`` at the plain input rate (OpenAI: prompt tokens less cached
-    ones), cache writes and reads apart; ``output_tokens`` includes ``reasoning_tokens`` (informational)."""
+    ones), cache writes and reads apart; ``output_tokens`` includes ``reasoning_tokens`` (informational);
+    ``cache_creation_1h_input_tokens`` is the part of the cache writes written with the 1-hour TTL (Anthropic's
+    ``cache_creation.ephemeral_1h_input_tokens``), priced at the 1-hour write rate (decision 0128's addendum). It is
+    stored and priced, not shown: ``public`` keeps the contract's five counts."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
     reasoning_tokens: int = 0
+    cache_creation_1h_input_tokens: int = 0
 
     # Collect builds, adds and writes one of these per result line: the fields by name, not Record's generic walk
     # (tests/unit/test_usage_fast_paths.py holds both to Record's answers).
@@ -278,6 +282,7 @@ class Usage(Record):
             cache_creation_input_tokens=self.cache_creation_input_tokens + other.cache_creation_input_tokens,
             cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            cache_creation_1h_input_tokens=self.cache_creation_1h_input_tokens + other.cache_creation_1h_input_tokens,
         )
 
     def subtract(self, other: Usage) -> Usage:
@@ -288,6 +293,7 @@ class Usage(Record):
             cache_creation_input_tokens=self.cache_creation_input_tokens - other.cache_creation_input_tokens,
             cache_read_input_tokens=self.cache_read_input_tokens - other.cache_read_input_tokens,
             reasoning_tokens=self.reasoning_tokens - other.reasoning_tokens,
+            cache_creation_1h_input_tokens=self.cache_creation_1h_input_tokens - other.cache_creation_1h_input_tokens,
         )
 
     @property
@@ -302,6 +308,7 @@ class Usage(Record):
             "cache_creation_input_tokens": self.cache_creation_input_tokens,
             "cache_read_input_tokens": self.cache_read_input_tokens,
             "reasoning_tokens": self.reasoning_tokens,
+            "cache_creation_1h_input_tokens": self.cache_creation_1h_input_tokens,
         }
 
     def public(self) -> UsageView:
@@ -411,12 +418,14 @@ class PlanProgress(SubRecord):
     """How far a Plan that stopped part way got (decision 0118): its first ``chunks`` chunks are written and
     recorded (their items exist), and hold the requests before byte ``offset`` of ``requests.jsonl`` as it was at
     ``etag``; the next chunk begins with the request at ``offset``, line ``position`` (0-based, blank lines counted:
-    a position names a mapped custom_id). Removed once the plan is complete (``Job.chunk_count`` set)."""
+    a position names a mapped custom_id), in pass ``group`` (``planning.group_order``). Removed once the plan is
+    complete (``Job.chunk_count`` set)."""
 
     chunks: int
     offset: int
     position: int
     etag: str
+    group: int = 0  # the pass ``offset`` is in, for a job whose cache groups are chunked together (0128's addendum)
 
 
 class RoundChunk(SubRecord):

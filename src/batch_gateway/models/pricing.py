@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 CURRENCY = "USD"
 PARTS = ("input", "output", "cache_write", "cache_read")  # priced parts of a Usage, in the cost object's order
+# A row's rates: the parts, and the 1-hour cache write (Anthropic: 2x input, the 5-minute one 1.25x), which the cost
+# object counts in ``cache_write`` (decision 0128's addendum). A row without it writes every entry at ``cache_write``.
+RATES = (*PARTS, "cache_write_1h")
 MILLION = 1_000_000
 SAVING_SOURCES = ("batch", "cache", "reuse", "dedup")  # a cost's ``savings``, in their order (decision 0126)
 # Long context (decision 0129): a request of more input tokens than this costs its row's ``long_context`` rates, all
@@ -50,6 +53,7 @@ class Rates:
     output: float
     cache_write: float
     cache_read: float
+    cache_write_1h: float
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -86,7 +90,7 @@ class ModelPrice:
         sync_row = row.get("sync") or {}
         if not isinstance(sync_row, Mapping):
             raise ValueError(f"{provider}/{model}: sync is an object of prices")
-        doubled = Rates(**{part: getattr(batch, part) * 2 for part in PARTS})
+        doubled = Rates(**{part: getattr(batch, part) * 2 for part in RATES})
         sync = _rates(sync_row, base.sync if base else None, doubled)
         long_row = row.get("long_context")
         long_context = base.long_context if base else None
@@ -97,7 +101,7 @@ class ModelPrice:
             long_sync_row = long_row.get("sync") or {}
             if not isinstance(long_sync_row, Mapping):
                 raise ValueError(f"{provider}/{model}: long_context.sync is an object of prices")
-            long_doubled = Rates(**{part: getattr(long_batch, part) * 2 for part in PARTS})
+            long_doubled = Rates(**{part: getattr(long_batch, part) * 2 for part in RATES})
             long_sync = _rates(long_sync_row, long_context.sync if long_context else None, long_doubled)
             long_context = LongContext(batch=long_batch, sync=long_sync)
         return cls(
@@ -114,7 +118,7 @@ class ModelPrice:
 
 def _rates(row: Mapping[str, Any], base: Rates | None, fallback: Rates | None) -> Rates:
     values: dict[str, float] = {}
-    for part in PARTS:
+    for part in RATES:
         value = row.get(part)
         if value is None:
             if base is not None:
@@ -123,6 +127,8 @@ def _rates(row: Mapping[str, Any], base: Rates | None, fallback: Rates | None) -
                 value = getattr(fallback, part)
             elif part in ("input", "output"):
                 raise ValueError(f"a new price row needs {part}")
+            elif part == "cache_write_1h":  # no 1-hour tier: a 1-hour write costs what any write does
+                value = values["cache_write"]
             else:  # a cache part not given: cache tokens cost input
                 value = values["input"]
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or value != value:
@@ -198,6 +204,21 @@ def _parts(usage: Usage) -> dict[str, int]:
     }
 
 
+def _priced(usage: Usage, rates: Rates) -> dict[str, float]:
+    """USD of each part of ``usage`` at ``rates``: the cache writes at the 5-minute rate but their 1-hour part, at
+    the 1-hour rate."""
+    one_hour = usage.cache_creation_1h_input_tokens
+    return {
+        "input": usage.input_tokens * rates.input / MILLION,
+        "output": usage.output_tokens * rates.output / MILLION,
+        "cache_write": (
+            (usage.cache_creation_input_tokens - one_hour) * rates.cache_write + one_hour * rates.cache_write_1h
+        )
+        / MILLION,
+        "cache_read": usage.cache_read_input_tokens * rates.cache_read / MILLION,
+    }
+
+
 def unknown_cost(provider: str, model: str) -> CostView:
     return {"currency": CURRENCY, "total": None, "reason": f"no price is known for {provider} model {model!r}"}
 
@@ -220,11 +241,11 @@ def cost_of(
     price = table.price_for(provider, model)
     if price is None:
         return unknown_cost(provider, model)
-    tokens = _parts(usage)
     tier = price.long_context if long_context and price.long_context is not None else price
     rates = tier.sync if on_demand else tier.batch
-    parts = {part: tokens[part] * getattr(rates, part) / MILLION for part in PARTS}
-    sync_total = sum(tokens[part] * getattr(tier.sync, part) for part in PARTS) / MILLION
+    parts = _priced(usage, rates)
+    sync_total = sum(_priced(usage, tier.sync).values())
+    tokens = _parts(usage)
     total = sum(parts.values())
     cache_saving = tokens["cache_read"] * (rates.input - rates.cache_read) / MILLION  # reads at the input price
     return {
@@ -280,10 +301,12 @@ def item_cost(price: ModelPrice | None, usage: Usage, *, on_demand: bool = False
         return None
     tier = price.long_context if long and price.long_context is not None else price
     rates = tier.sync if on_demand else tier.batch
+    one_hour = usage.cache_creation_1h_input_tokens
     total = (
         usage.input_tokens * rates.input
         + usage.output_tokens * rates.output
-        + usage.cache_creation_input_tokens * rates.cache_write
+        + (usage.cache_creation_input_tokens - one_hour) * rates.cache_write
+        + one_hour * rates.cache_write_1h
         + usage.cache_read_input_tokens * rates.cache_read
     ) / MILLION
     return round(total, 10)

@@ -109,6 +109,9 @@ class AnthropicBatchProvider(BatchProvider):
             output_tokens=usage.output_tokens or 0,
             cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
             cache_read_input_tokens=usage.cache_read_input_tokens or 0,
+            cache_creation_1h_input_tokens=(usage.cache_creation.ephemeral_1h_input_tokens or 0)
+            if usage.cache_creation
+            else 0,
         )
 
     def _primer_headers(self) -> dict[str, Any]:
@@ -238,6 +241,12 @@ _RESULT_STATUS = {
 }
 
 
+def one_hour_writes(usage: dict[str, Any]) -> int:
+    """The cache writes a usage reports at the 1-hour TTL (``cache_creation.ephemeral_1h_input_tokens``; 0 when it
+    has no split: every write then counts at the 5-minute rate, as before the split existed)."""
+    return int((usage.get("cache_creation") or {}).get("ephemeral_1h_input_tokens") or 0)
+
+
 def _to_result(line: dict[str, Any]) -> ProviderResult:
     result = line.get("result") or {}
     status = _RESULT_STATUS.get(result.get("type", ""), ItemStatus.ERRORED)
@@ -253,6 +262,7 @@ def _to_result(line: dict[str, Any]) -> ProviderResult:
             output_tokens=int(usage.get("output_tokens") or 0),
             cache_creation_input_tokens=int(usage.get("cache_creation_input_tokens") or 0),
             cache_read_input_tokens=int(usage.get("cache_read_input_tokens") or 0),
+            cache_creation_1h_input_tokens=one_hour_writes(usage),
             finish_type=_FINISH.get(message.get("stop_reason", ""), message.get("stop_reason") or "stop"),
         )
     if status is ItemStatus.ERRORED:

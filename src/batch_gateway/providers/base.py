@@ -134,6 +134,7 @@ class ProviderResult:
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
     reasoning_tokens: int = 0  # part of output_tokens
+    cache_creation_1h_input_tokens: int = 0  # part of cache_creation_input_tokens: written with the 1-hour TTL
     # An answer the provider keyed only by its place in the batch (Gemini's inline batches, decision 0130): its
     # index in the chunk's requests as sent; ``custom_id`` is then empty and collect maps the position to it.
     position: int | None = None
@@ -146,6 +147,7 @@ class ProviderResult:
             cache_creation_input_tokens=self.cache_creation_input_tokens,
             cache_read_input_tokens=self.cache_read_input_tokens,
             reasoning_tokens=self.reasoning_tokens,
+            cache_creation_1h_input_tokens=self.cache_creation_1h_input_tokens,
         )
 
 

@@ -26,6 +26,12 @@ def cache_primer_key(job_id: str, group: int) -> str:
     return f"jobs/{job_id}/cache/primer-{group}.json"
 
 
+def cache_order_key(job_id: str) -> str:
+    """The pass of each request of a job with cache groups, so that a group's requests are chunked together
+    (decision 0128's addendum), written by Plan before its first chunk."""
+    return f"jobs/{job_id}/cache/order.bin"
+
+
 def reused_key(job_id: str) -> str:
     """The result items Plan answered from the owner's stored results (decision 0127), under the chunks' prefix:
     the join adds them after the chunks' results."""

@@ -302,6 +302,7 @@ class DryRun:
         self.cached_bytes = 0  # of the system prompts of the requests after the first that had each
         self._scan: Scan | None = None  # with prompt_cache auto: the prefixes Plan will count (decision 0128)
         self._least = 0  # characters: a shorter provider line holds no cacheable prefix
+        self._prefix_keys: dict[int, list[str]] = {}  # a scanned line's prefixes: the group Plan chunks it in
 
     def open(self, services: Services, job: Job) -> _Discard:
         """Before the requests: the job as it would be recorded (its provider, model, endpoint and options)."""
@@ -338,7 +339,10 @@ class DryRun:
         self.line_lengths.append(len(line))
         if self._scan is not None and len(line) >= self._least:
             provider_view = loads(line)
-            self._scan.add(provider_view, self._planner.cache_prefixes(provider_view, self._template.model))
+            found = self._planner.cache_prefixes(provider_view, self._template.model)
+            self._scan.add(provider_view, found)
+            if found:
+                self._prefix_keys[len(self.line_lengths) - 1] = [prefix.key for prefix in found]
 
     def written(self, job: Job, stats: RequestStats) -> None:
         self.job, self.stats = job, stats
@@ -354,6 +358,29 @@ class DryRun:
         groups = [group for group, _ in primed_groups(self._planner, job.model, self._scan, price)]
         return primed_cache_saving(groups, price, self._planner.primer_write_factor)
 
+    def _in_plan_order(self, services: Services, job: Job) -> tuple[list[int], dict[int, tuple[int, int]]]:
+        """The line lengths in the order Plan chunks them (each primed group's lines together, in the plan's
+        order, then the rest: ``planning.group_order``), and the (requests, bytes) of the group each begins."""
+        if self._scan is None or not self._prefix_keys:
+            return list(self.line_lengths), {}
+        from batch_gateway.service.planning.cache_groups import primed_groups  # noqa: PLC0415 (COLD_START)
+
+        assert self._planner is not None
+        price = services.prices().price_for(job.provider, job.model)
+        keys = {group.key: i for i, (group, _) in enumerate(primed_groups(self._planner, job.model, self._scan, price))}
+        passes: list[list[int]] = [[] for _ in range(len(keys) + 1)]
+        for line, length in enumerate(self.line_lengths):
+            found = self._prefix_keys.get(line, [])
+            group = next((keys[key] for key in reversed(found) if key in keys), len(keys))
+            passes[group].append(length)
+        lengths: list[int] = []
+        begins: dict[int, tuple[int, int]] = {}
+        for group, members in enumerate(passes):
+            if members and group < len(keys):
+                begins[len(lengths)] = (len(members), sum(members) + len(members))
+            lengths.extend(members)
+        return lengths, begins
+
     def report(self, services: Services) -> dict[str, Any]:
         from batch_gateway.service.planning.chunks import (  # noqa: PLC0415 (cold start: see COLD_START)
             boundaries_for,
@@ -364,7 +391,7 @@ class DryRun:
         job, stats = self.job, self.stats
         max_requests, max_bytes = chunk_limits(self._planner, services, job.model)
         boundaries = boundaries_for(self._planner, services, job.model, stats.requests)
-        chunks = boundaries.cut(self.line_lengths)
+        chunks = boundaries.cut(*self._in_plan_order(services, job))
         on_demand = runs_on_demand(services, job.provider, job.model, stats.requests)
         input_tokens = stats.input_tokens_estimate
         return {

@@ -142,26 +142,39 @@ def primed_groups(
 class CacheMarks:
     """Marks each provider line of a planned job for the longest chosen prefix it has (decision 0128)."""
 
-    def __init__(self, provider: BatchProvider, job: Job) -> None:
+    def __init__(self, provider: BatchProvider, job: Job, plan: CachePlan | None = None) -> None:
         self.provider = provider
         self.model = job.model
-        self.keys = {group.key for group in job.cache_plan.groups} if job.cache_plan else set()
+        plan = plan or job.cache_plan
+        groups = plan.groups if plan else []
+        self.keys = {group.key: index for index, group in enumerate(groups)}
 
     def __bool__(self) -> bool:
         return bool(self.keys)
 
     def mark(self, line: dict[str, Any]) -> dict[str, Any]:
-        for prefix in reversed(self.provider.cache_prefixes(line, self.model)):
-            if prefix.key in self.keys:
-                self.provider.mark_cacheable(line, prefix)
-                break
+        self.group_of(line)
         return line
+
+    def group_of(self, line: dict[str, Any]) -> int | None:
+        """Mark ``line`` for the longest chosen prefix it has, and answer that group's index in the plan (None:
+        in no group, left as it is)."""
+        for prefix in reversed(self.provider.cache_prefixes(line, self.model)):
+            index = self.keys.get(prefix.key)
+            if index is not None:
+                self.provider.mark_cacheable(line, prefix)
+                return index
+        return None
 
 
 def unsure_usage(group: CacheGroup, write_factor: float) -> Usage:
     """What a primer whose answer was lost is taken to have used: its prefix written (the most it could cost)."""
-    if write_factor > 1:
-        return Usage(cache_creation_input_tokens=group.tokens, output_tokens=PRIMER_OUTPUT_TOKENS)
+    if write_factor > 1:  # a 1-hour write (Anthropic's marker), at the 1-hour rate
+        return Usage(
+            cache_creation_input_tokens=group.tokens,
+            cache_creation_1h_input_tokens=group.tokens,
+            output_tokens=PRIMER_OUTPUT_TOKENS,
+        )
     return Usage(input_tokens=group.tokens, output_tokens=PRIMER_OUTPUT_TOKENS)
 
 

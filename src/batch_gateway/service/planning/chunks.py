@@ -86,12 +86,30 @@ class ChunkBoundaries:
         ``line_bytes`` bytes (its newline not counted)."""
         return count >= self.size_of(index) or size + line_bytes + 1 > self.max_bytes
 
-    def cut(self, line_lengths: Iterable[int]) -> list[tuple[int, int]]:
-        """(requests, bytes) of each chunk for provider lines of these lengths, as Plan would cut them."""
+    def apart(self, index: int, count: int, size: int, group: tuple[int, int]) -> bool:
+        """Whether chunk ``index``, holding ``count`` requests in ``size`` bytes, must end before a cache group of
+        ``group`` (requests, bytes with their newlines) begins: the group does not fit in what is left of it and
+        would fit in a chunk of its own, so that it is sent in one batch (decision 0128, addendum)."""
+        requests, group_bytes = group
+        if not count:
+            return False
+        fits_here = count + requests <= self.size_of(index) and size + group_bytes <= self.max_bytes
+        fits_alone = requests <= self.size_of(index + 1) and group_bytes <= self.max_bytes
+        return not fits_here and fits_alone
+
+    def cut(
+        self, line_lengths: Iterable[int], groups: dict[int, tuple[int, int]] | None = None
+    ) -> list[tuple[int, int]]:
+        """(requests, bytes) of each chunk for provider lines of these lengths, as Plan would cut them; ``groups``:
+        the (requests, bytes) of the cache group that begins at each of these lines (Plan's order, ``GroupOrder``)."""
         chunks: list[tuple[int, int]] = []
         count = size = 0
-        for length in line_lengths:
-            if count and self.full(len(chunks), count, size, length):
+        for line, length in enumerate(line_lengths):
+            group = groups.get(line) if groups else None
+            if count and (
+                self.full(len(chunks), count, size, length)
+                or (group is not None and self.apart(len(chunks), count, size, group))
+            ):
                 chunks.append((count, size))
                 count = size = 0
             count += 1
@@ -213,21 +231,30 @@ def requests_etag(services: Services, key: str) -> str:
 
 
 def requests_from(
-    services: Services, key: str, offset: int, position: int
+    services: Services,
+    key: str,
+    offset: int,
+    position: int,
+    *,
+    wanted: Callable[[int], bool] | None = None,
+    end: int | None = None,
 ) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """(position, byte offset, request) of each request of the job's requests object from byte ``offset``, the
     start of line ``position`` (0-based, blank lines counted). Read with a ranged GET from the byte before it, which
-    must end a line: a place that is not the start of a line raises ``IntegrityError`` before any request."""
+    must end a line: a place that is not the start of a line raises ``IntegrityError`` before any request.
+    ``wanted``: only the requests at these positions (the others are not parsed); ``end``: none from this byte on."""
     if offset:
         lines = services.payloads.iter_lines_with_offsets(key, offset - 1)
-        end, before = next(lines, (offset, b"?"))
-        if before or end != offset:
+        first_end, before = next(lines, (offset, b"?"))
+        if before or first_end != offset:
             raise IntegrityError(f"byte {offset} of {key} does not begin a line")
     else:
         lines = services.payloads.iter_lines_with_offsets(key, 0)
     start = offset
-    for end, raw in lines:
-        if raw:
+    for after, raw in lines:
+        if end is not None and start >= end:
+            return
+        if raw and (wanted is None or wanted(position)):
             yield position, start, loads(raw)
         position += 1
-        start = end
+        start = after

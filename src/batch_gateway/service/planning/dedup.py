@@ -9,6 +9,7 @@ of the requests, as the chunks' files must be.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from batch_gateway.models.jobs import Job
@@ -35,8 +36,17 @@ class JobDuplicates:
         self.count += 1
         return first
 
-    def seen_before(self, services: Services, key: str, offset: int) -> JobDuplicates:
-        """Read the requests before byte ``offset`` (where the plan goes on) as Plan read them."""
+    def seen_before(
+        self, services: Services, key: str, offset: int, planned: Callable[[int, int], bool] | None = None
+    ) -> JobDuplicates:
+        """Read the requests before byte ``offset`` (where the plan goes on) as Plan read them; ``planned``: which
+        (position, offset) Plan read before, when it reads in cache groups' passes (``GroupOrder.planned_before``;
+        identical requests are of one group, so each pass meets the first of its kind before its copies)."""
+        if planned is not None:
+            for position, start, request in requests_from(services, key, 0, 0):
+                if planned(position, start):
+                    self.first_of(request)
+            return self
         if offset:
             for _position, start, request in requests_from(services, key, 0, 0):
                 if start >= offset:

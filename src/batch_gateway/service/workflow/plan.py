@@ -41,6 +41,7 @@ from batch_gateway.service.planning.chunks import (
     requests_from,
 )
 from batch_gateway.service.planning.dedup import JobDuplicates
+from batch_gateway.service.planning.group_order import load_order, order_requests, save_order
 from batch_gateway.service.planning.reuse import answer_from_store
 from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.state import WorkflowState
@@ -68,6 +69,7 @@ def plan_job(
     if job.prompt_cache == AUTO and job.cache_plan is None and progress is None:
         job = _plan_cache(services, job, provider, key)
     marks = CacheMarks(provider, job)
+    order = load_order(services, job, marks)  # None: one pass in input order (decision 0128's addendum)
     if progress is None:
         _discard_leftovers(services, job)
         progress = PlanProgress(chunks=0, offset=0, position=0, etag=etag)
@@ -78,37 +80,49 @@ def plan_job(
 
     # decision 0127: answered from the owner's stored results, never sent (looked up before the first chunk)
     reused = answer_from_store(services, job, fresh=progress.chunks == 0)
-    duplicates = JobDuplicates(job).seen_before(services, key, progress.offset)  # decision 0126
+    replay = order.planned_before(progress) if order is not None and progress.chunks else None
+    duplicates = JobDuplicates(job).seen_before(services, key, progress.offset, replay)  # decision 0126
+    reads = order.reads(progress) if order is not None else iter([(0, progress.offset, progress.position, None)])
     index = progress.chunks  # of the chunk being filled
     marker = chunk_marker(provider, job.id, index)
     current: ChunkWriter | None = None
     try:
-        for position, offset, request in requests_from(services, key, progress.offset, progress.position):
-            if request["id"] in reused:  # every request of its kind is answered: none is anyone's first
-                continue
-            first = duplicates.first_of(request)
-            if first is not None:  # sent once, with the first of its kind; never the first of a chunk (below)
-                if current is None:
-                    raise IntegrityError(f"request {position} of {job.id} is a duplicate where a chunk begins")
-                current.duplicate(request["id"], first)
-                continue
-            custom_id, line = provider_line(provider, job, request, position, marker, marks.mark if marks else None)
-            if current is not None and boundaries.full(current.index, current.count, current.bytes, len(line)):
-                chunk, current = current.close(services, job), None
-                after = PlanProgress(chunks=index + 1, offset=offset, position=position, etag=etag)
-                if not _record(services, job, chunk, after):
-                    return WorkflowState(job_id=job.id)
-                index += 1
-                marker = chunk_marker(provider, job.id, index)
+        for group, start, start_position, end in reads:
+            wanted = None if order is None else (lambda position, group=group: order.pass_of(position) == group)
+            lines = requests_from(services, key, start, start_position, wanted=wanted, end=end)
+            begins = order.group_begins(group, start) if order is not None else None
+            for position, offset, request in lines:
+                if request["id"] in reused:  # every request of its kind is answered: none is anyone's first
+                    continue
+                first = duplicates.first_of(request)
+                if first is not None:  # sent once, with the first of its kind; never the first of a chunk (below)
+                    if current is None:
+                        raise IntegrityError(f"request {position} of {job.id} is a duplicate where a chunk begins")
+                    current.duplicate(request["id"], first)
+                    continue
                 custom_id, line = provider_line(provider, job, request, position, marker, marks.mark if marks else None)
-            if current is None:
-                if not budget.another():  # never before the first chunk: each invocation records one at least
-                    logger.info("plan stopped before its time limit", extra={"job_id": job.id, "chunks": index})
-                    if loop:
-                        return WorkflowState(job_id=job.id, planned=False)
-                    raise TransientError(f"Plan of {job.id} stopped before its time limit; the retry goes on")
-                current = ChunkWriter(services, job, index, marker)
-            current.add(custom_id, request["id"], line)
+                if current is not None and (
+                    boundaries.full(current.index, current.count, current.bytes, len(line))
+                    or (begins is not None and boundaries.apart(current.index, current.count, current.bytes, begins))
+                ):
+                    chunk, current = current.close(services, job), None
+                    after = PlanProgress(chunks=index + 1, offset=offset, position=position, etag=etag, group=group)
+                    if not _record(services, job, chunk, after):
+                        return WorkflowState(job_id=job.id)
+                    index += 1
+                    marker = chunk_marker(provider, job.id, index)
+                    custom_id, line = provider_line(
+                        provider, job, request, position, marker, marks.mark if marks else None
+                    )
+                begins = None  # a group is kept apart at its first line sent only
+                if current is None:
+                    if not budget.another():  # never before the first chunk: each invocation records one at least
+                        logger.info("plan stopped before its time limit", extra={"job_id": job.id, "chunks": index})
+                        if loop:
+                            return WorkflowState(job_id=job.id, planned=False)
+                        raise TransientError(f"Plan of {job.id} stopped before its time limit; the retry goes on")
+                    current = ChunkWriter(services, job, index, marker)
+                current.add(custom_id, request["id"], line)
         if current is not None:
             chunk, current = current.close(services, job), None
             _record(services, job, chunk, None, duplicates=duplicates.count)
@@ -137,6 +151,9 @@ def _plan_cache(services: Services, job: Job, provider: BatchProvider, key: str)
     plan, primers = cache_plan(provider, job, lines, price)
     for index, line in enumerate(primers):
         services.payloads.put_bytes(cache_primer_key(job.id, index), dumps(line), "application/json")
+    if plan.groups:  # the order its groups are chunked in, before the plan that names them (a resumed Plan reads it)
+        order = order_requests(services, job, provider, key, CacheMarks(provider, job, plan))
+        save_order(services, job, order)
     return _record_cache_plan(services, job, plan)
 
 
