@@ -199,3 +199,55 @@ def test_sets_are_sized_and_compared_by_their_members(dynamodb):
         ExpressionAttributeValues={":many": {"SS": big[:50_000]}},
     )
     assert len(_items(dynamodb)["sets"]["ss"]["SS"]) == 50_000
+
+
+def test_a_query_answers_its_partition_in_sort_key_order_and_an_index_query_every_partition(moto_account):
+    """A query on the table's key reads only its partition (moto kept every item of the table in view): the same
+    items in the same order, pages, reverse order and key conditions as DynamoDB answers them."""
+    client, table = moto_account["dynamodb"], f"partitions-{uuid.uuid4().hex[:8]}"
+    client.create_table(
+        TableName=table,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+            {"AttributeName": "kind", "AttributeType": "S"},
+        ],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by-kind",
+                "KeySchema": [{"AttributeName": "kind", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+    )
+    for pk in ("JOB#b", "JOB#a", "REUSE#x"):
+        for sk in ("CHUNK#2", "JOB", "CHUNK#10", "CHUNK#1"):
+            client.put_item(TableName=table, Item={"pk": {"S": pk}, "sk": {"S": sk}, "kind": {"S": "k"}})
+
+    def sks(**query: Any) -> list[str]:
+        answer = client.query(TableName=table, ExpressionAttributeValues={":p": {"S": "JOB#a"}}, **query)
+        return [f"{item['pk']['S']}/{item['sk']['S']}" for item in answer["Items"]]
+
+    every = ["JOB#a/CHUNK#1", "JOB#a/CHUNK#10", "JOB#a/CHUNK#2", "JOB#a/JOB"]
+    assert sks(KeyConditionExpression="pk = :p") == every
+    assert sks(KeyConditionExpression="pk = :p", ScanIndexForward=False) == every[::-1]
+    chunks = {"KeyConditionExpression": "pk = :p AND begins_with(sk, :c)"}
+    values = {":p": {"S": "JOB#a"}, ":c": {"S": "CHUNK#"}}
+    first = client.query(TableName=table, ExpressionAttributeValues=values, Limit=2, **chunks)
+    rest = client.query(
+        TableName=table, ExpressionAttributeValues=values, ExclusiveStartKey=first["LastEvaluatedKey"], **chunks
+    )
+    assert [i["sk"]["S"] for i in first["Items"] + rest["Items"]] == ["CHUNK#1", "CHUNK#10", "CHUNK#2"]
+    assert client.query(
+        TableName=table, KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "JOB#none"}}
+    )["Items"] == []
+    by_kind = client.query(
+        TableName=table,
+        IndexName="by-kind",
+        KeyConditionExpression="kind = :k AND sk = :s",
+        ExpressionAttributeValues={":k": {"S": "k"}, ":s": {"S": "JOB"}},
+    )
+    assert sorted(item["pk"]["S"] for item in by_kind["Items"]) == ["JOB#a", "JOB#b", "REUSE#x"]
+    client.delete_table(TableName=table)
