@@ -15,10 +15,11 @@ from batch_gateway.models.jobs import Job, RequestCounts
 from batch_gateway.service.api.query import get_job
 from batch_gateway.service.layout import chunk_input_key, requests_key, results_key
 from tests.support.planned_jobs import MODELS, neutral_line
-from tests.support.workflow_driver import run_definition
+from tests.support.workflow_driver import Execution, run_definition
 
 CHUNK_REQUESTS = 2
 DAY = 86_400
+EXECUTIONS: dict[str, Execution] = {}  # job id -> its interpreted execution (the states it went through)
 
 
 @pytest.fixture
@@ -44,6 +45,7 @@ def _job(services, texts: dict[str, str], *, owner: str = "alice", reuse: int | 
     )
     execution = run_definition({"job_id": job_id})
     assert execution.status == "SUCCEEDED", execution.steps[-10:]
+    EXECUTIONS[job_id] = execution
     return job_id
 
 
@@ -88,6 +90,8 @@ def test_a_job_entirely_answered_from_stored_results_sends_nothing_and_ends_with
     assert view["cost"]["total"] == 0
     assert view["cost"]["savings"]["reuse"] == pytest.approx(sum(r["cost"] for r in before.values()), abs=1e-6)
     assert get_job(services, first, "alice")["cost"]["savings"]["reuse"] == 0
+    # nothing to send: Plan's Choice goes straight to Finalize (no Submit, Park, Poll nor Retry to run through)
+    assert [name for name, _ in EXECUTIONS[again].steps] == ["Plan", "Planned?", "Finalize", "Finalized?", "Done"]
 
 
 def test_a_job_partly_answered_sends_only_the_rest_and_its_duplicates_once(services):

@@ -19,6 +19,7 @@ from aws_lambda_powertools import Logger
 
 from batch_gateway.jsonlines import dumps, loads
 from batch_gateway.models.jobs import Job
+from batch_gateway.ports import PayloadWriter
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import requests_key, results_key, reused_key
 from batch_gateway.service.planning.canonical import RequestHasher
@@ -38,12 +39,11 @@ def answer_from_store(services: Services, job: Job, *, fresh: bool) -> frozenset
             return frozenset()
         return frozenset(loads(line)["id"] for line in services.payloads.iter_lines(reused_key(job.id)) if line)
     now = int(services.clock().astimezone(UTC).timestamp())
-    ids: list[str] = []
-    lines: list[bytes] = []
+    ids: set[str] = set()
     cost = 0.0
-    pending: dict[bytes, list[str]] = {}
+    pending: dict[bytes, list[str]] = {}  # at most LOOKUP_BATCH hashes: what Plan holds does not grow with the job
 
-    def look_up() -> None:
+    def look_up(out: PayloadWriter) -> None:
         nonlocal cost
         found = services.reuse.find(job.owner, list(pending), now=now, max_age=job.reuse_max_age or 0)
         for digest, stored in found.items():
@@ -51,19 +51,19 @@ def answer_from_store(services: Services, job: Job, *, fresh: bool) -> frozenset
                 item = {**stored.item, "id": caller_id, "cost": 0.0, "reused_from": stored.job_id}
                 item.pop("attempt_count", None)
                 item.pop("attempts", None)
-                lines.append(dumps(item))
-                ids.append(caller_id)
+                out.write_line(dumps(item))  # streamed to S3 part by part, never held whole
+                ids.add(caller_id)
                 cost += stored.item.get("cost") or 0.0
         pending.clear()
 
     request_hash = RequestHasher(job)
-    for _position, _offset, request in requests_from(services, requests_key(job.id), 0, 0):
-        pending.setdefault(request_hash(request), []).append(request["id"])
-        if len(pending) >= LOOKUP_BATCH:
-            look_up()
-    if pending:
-        look_up()
-    services.payloads.put_bytes(reused_key(job.id), b"".join(line + b"\n" for line in lines), "application/x-ndjson")
+    with services.payloads.writer(reused_key(job.id), background=True) as out:  # aborted on a failure: no file
+        for _position, _offset, request in requests_from(services, requests_key(job.id), 0, 0):
+            pending.setdefault(request_hash(request), []).append(request["id"])
+            if len(pending) >= LOOKUP_BATCH:
+                look_up(out)
+        if pending:
+            look_up(out)
     services.jobs.update_job(job.id, reused=len(ids), reused_cost=round(cost, 10))
     logger.info("reuse looked up", extra={"job_id": job.id, "reused": len(ids)})
     return frozenset(ids)

@@ -114,6 +114,7 @@ def plan_job(
             _record(services, job, chunk, None, duplicates=duplicates.count)
         elif index == 0:  # every request was answered from the store (0127): a plan of no chunk, sent nothing
             _record_none(services, job)
+            return WorkflowState(job_id=job.id, nothing_to_send=True)  # Planned? goes on to Finalize at once
     except BaseException:
         if current is not None:
             current.abort()
