@@ -251,3 +251,33 @@ def test_a_query_answers_its_partition_in_sort_key_order_and_an_index_query_ever
     )
     assert sorted(item["pk"]["S"] for item in by_kind["Items"]) == ["JOB#a", "JOB#b", "REUSE#x"]
     client.delete_table(TableName=table)
+
+
+def test_a_projection_answers_the_named_attributes_as_they_were_written(dynamodb):
+    """Top-level names are picked from the item (moto converted the whole item to JSON and back for each name);
+    a nested path is projected as moto does. Every type keeps its value."""
+    item = {
+        "pk": {"S": "p"},
+        "n": {"N": "12.50"},
+        "b": {"B": b"\x00\xff"},
+        "m": {"M": {"x": {"S": "y"}, "l": {"L": [{"N": "1"}, {"NULL": True}]}}},
+        "ss": {"SS": ["a", "b"]},
+        "left": {"S": "out"},
+    }
+    dynamodb.put_item(TableName=TABLE, Item=item)
+    names = {"#m": "m", "#n": "n"}
+    got = dynamodb.get_item(
+        TableName=TABLE,
+        Key={"pk": {"S": "p"}},
+        ProjectionExpression="pk, #n, b, #m, ss, absent",
+        ExpressionAttributeNames=names,
+    )["Item"]
+    assert set(got) == {"pk", "n", "b", "m", "ss"}
+    whole = dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": "p"}})["Item"]
+    assert got == {k: v for k, v in whole.items() if k != "left"}  # as the item reads without a projection
+    one = {"Keys": [{"pk": {"S": "p"}}], "ProjectionExpression": "#n", "ExpressionAttributeNames": {"#n": "n"}}
+    assert dynamodb.batch_get_item(RequestItems={TABLE: one})["Responses"][TABLE] == [{"n": whole["n"]}]
+    nested = dynamodb.get_item(
+        TableName=TABLE, Key={"pk": {"S": "p"}}, ProjectionExpression="#m.x", ExpressionAttributeNames={"#m": "m"}
+    )["Item"]
+    assert nested == {"m": {"M": {"x": {"S": "y"}}}}

@@ -20,6 +20,10 @@
   paid that twice). Each is computed by the attribute's type at once, by the same rules.
 - **Index projections**: a query on a ``KEYS_ONLY`` or ``INCLUDE`` index turned each whole item into plain JSON
   (deep copies and a deserialiser) to pick a few top-level attributes, then serialised them back. It picks them.
+- **Item projections**: a read with a ``ProjectionExpression`` turned the whole item into plain JSON once per
+  attribute named (a deserialiser over every attribute), then serialised the picked ones back: a result-reuse
+  look-up (decision 0127) paid that 100 times a ``BatchGetItem``. Top-level names are picked as they are; a nested
+  path is projected as moto projects it.
 - **Partition queries**: a query on the table's own key sorted every item of the table by its key (comparing
   attribute values in Python) to keep those of one partition, then sorted them again by their sort key: its cost
   grew with the whole table, where DynamoDB's grows with the partition read. With the result-reuse index in the jobs
@@ -57,6 +61,7 @@ def install() -> None:
     _values_cast_at_once()
     _index_projections_picked()
     _partition_queries_read_their_partition()
+    _item_projections_picked()
 
 
 def _attribute_values_copied() -> None:
@@ -241,6 +246,25 @@ def _index_projections_picked() -> None:
         return picked
 
     SecondaryIndex.project = project  # type: ignore[method-assign]  # patching moto
+
+
+def _item_projections_picked() -> None:
+    from moto.dynamodb.models.dynamo_type import Item, LimitedSizeDict
+
+    real = Item.project
+
+    def project(self: Any, projection_expressions: list[list[str]]) -> Any:
+        if any(len(path) != 1 for path in projection_expressions):  # a nested path: moto's own projection
+            return real(self, projection_expressions)
+        picked: Any = Item.__new__(Item)
+        picked.hash_key, picked.range_key = self.hash_key, self.range_key
+        picked.attrs = LimitedSizeDict()
+        for (name,) in projection_expressions:
+            if name in self.attrs and name not in picked.attrs:
+                dict.__setitem__(picked.attrs, name, copy.deepcopy(self.attrs[name]))
+        return picked
+
+    Item.project = project  # type: ignore[method-assign]  # patching moto
 
 
 def _partition_queries_read_their_partition() -> None:
