@@ -217,7 +217,10 @@ def test_a_query_answers_its_partition_in_sort_key_order_and_an_index_query_ever
         GlobalSecondaryIndexes=[
             {
                 "IndexName": "by-kind",
-                "KeySchema": [{"AttributeName": "kind", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+                "KeySchema": [
+                    {"AttributeName": "kind", "KeyType": "HASH"},
+                    {"AttributeName": "sk", "KeyType": "RANGE"},
+                ],
                 "Projection": {"ProjectionType": "ALL"},
             }
         ],
@@ -240,9 +243,12 @@ def test_a_query_answers_its_partition_in_sort_key_order_and_an_index_query_ever
         TableName=table, ExpressionAttributeValues=values, ExclusiveStartKey=first["LastEvaluatedKey"], **chunks
     )
     assert [i["sk"]["S"] for i in first["Items"] + rest["Items"]] == ["CHUNK#1", "CHUNK#10", "CHUNK#2"]
-    assert client.query(
-        TableName=table, KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "JOB#none"}}
-    )["Items"] == []
+    assert (
+        client.query(
+            TableName=table, KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "JOB#none"}}
+        )["Items"]
+        == []
+    )
     by_kind = client.query(
         TableName=table,
         IndexName="by-kind",
