@@ -84,7 +84,7 @@ def plan_job(
     current: ChunkWriter | None = None
     try:
         for position, offset, request in requests_from(services, key, progress.offset, progress.position):
-            if request["id"] in reused:  # every request of its kind is answered: none is anyone's first
+            if reused.covers(position, request["id"]):  # every request of its kind is answered: none is anyone's first
                 continue
             first = duplicates.first_of(request)
             if first is not None:  # sent once, with the first of its kind; never the first of a chunk (below)
