@@ -8,7 +8,8 @@
                                                                                           +--> Done
        any error after retries -> MarkFailed -> Marked failed? --> JobFailed
                                       ^----- not done ----+
-    *> through Planned?, which sends the execution back to Plan while Plan answers planned: false
+    *> through Planned?, which sends the execution back to Plan while Plan answers planned: false, and straight to
+       Finalize when Plan answers nothing_to_send: true (every request answered from stored results, decision 0127)
 
 Park (decision 0072) waits for a task token at most ``$.wait_seconds``; a wake (cancel, a provider's push) ends it at
 once. Collected? parks again itself (or polls at once when no wait is asked for): three states per poll cycle.
@@ -357,7 +358,12 @@ class WorkflowConstruct(Construct):
             .when(sfn.Condition.number_greater_than("$.wait_seconds", 0), park)
             .otherwise(poll)
         )
-        plan.next(self._until_done("Planned?", plan, submit, flag="$.planned"))
+        # A plan of no chunk (every request answered from stored results, decision 0127) has nothing to submit,
+        # poll or retry: Planned? sends it straight to Finalize (absent, as from the Plan before, it goes to Submit).
+        nothing_to_send = sfn.Condition.and_(
+            sfn.Condition.is_present("$.nothing_to_send"), sfn.Condition.boolean_equals("$.nothing_to_send", True)
+        )
+        plan.next(self._until_done("Planned?", plan, submit, flag="$.planned").when(nothing_to_send, finalize))
         submit.next(wait)
         definition = plan
         poll.next(collected)

@@ -334,6 +334,7 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
         webhook=_webhook_option(args),
         prompt_cache=args.prompt_cache or header.get("prompt_cache"),
         guardrails={"pii": args.pii} if args.pii else header.get("guardrails"),
+        reuse=_reuse_option(args.reuse) or header.get("reuse"),
     )
     if job.webhook and job.webhook.get("secret"):  # answered this once: the caller needs it to verify deliveries
         sys.stderr.write(f"webhook secret (shown once): {job.webhook['secret']}\n")
@@ -347,6 +348,11 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
         return EXIT_OK
 
     return _wait_then_write(args, client, job.id)
+
+
+def _reuse_option(max_age: int | None) -> dict[str, Any] | None:
+    """``--reuse N``: the job option of decision 0127 (the owner's stored results at most N seconds old)."""
+    return None if max_age is None else {"scope": "owner", "max_age_seconds": max_age}
 
 
 def _upload(client: BatchGatewayClient, path: str) -> str:
@@ -578,6 +584,17 @@ def _limit_arg(value: str) -> int | None:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number or 'none'") from None
 
 
+def _positive_int(value: str) -> int:
+    """``--reuse``: a whole number of seconds above 0 (the deployment's maximum is the server's to check)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of seconds") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not above 0")
+    return number
+
+
 def _shown(limit: int | None) -> str:
     return "no limit" if limit is None else str(limit)
 
@@ -793,6 +810,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--prompt-cache",
         choices=["auto", "off"],
         help="cache-aware planning (header: prompt_cache; default: the deployment's, auto unless set off)",
+    )
+    submit.add_argument(
+        "--reuse",
+        type=_positive_int,
+        metavar="MAX_AGE_SECONDS",
+        help="answer requests identical to ones your jobs ran at most this many seconds ago from their stored "
+        "results, at no cost (header: reuse; default: the deployment's, off unless set)",
     )
     submit.add_argument(
         "--pii",

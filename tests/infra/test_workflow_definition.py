@@ -94,15 +94,29 @@ def test_plan_goes_on_through_its_choice_until_it_says_it_has_planned(states):
     """Out of time, Plan answers ``planned: false`` and ``Planned?`` sends it back to itself (decision 0118); any
     other answer goes on to Submit. Not ``done``: the Plan from before answers ``done: false`` when it has planned,
     and under this definition, while a deploy updates the functions, it would be run again and again."""
-    assert states["Planned?"]["Choices"] == [
+    assert states["Planned?"]["Choices"][0] == {
+        "And": [
+            {"Variable": "$.planned", "IsPresent": True},
+            {"Variable": "$.planned", "BooleanEquals": False},
+        ],
+        "Next": "Plan",
+    }
+
+
+def test_a_plan_with_nothing_to_send_goes_straight_to_finalize(states):
+    """Every request answered from stored results (decision 0127): Plan answers ``nothing_to_send: true`` and
+    ``Planned?`` skips Submit, Poll and Retry, which would find no chunk. An answer without it (the Plan from before,
+    while a deploy updates the functions) goes to Submit, as it did: a comparison on a missing field would fail."""
+    assert states["Planned?"]["Choices"][1:] == [
         {
             "And": [
-                {"Variable": "$.planned", "IsPresent": True},
-                {"Variable": "$.planned", "BooleanEquals": False},
+                {"Variable": "$.nothing_to_send", "IsPresent": True},
+                {"Variable": "$.nothing_to_send", "BooleanEquals": True},
             ],
-            "Next": "Plan",
+            "Next": "Finalize",
         }
     ]
+    assert states["Planned?"]["Default"] == "Submit"
 
 
 def test_finalize_and_mark_failed_are_told_that_the_definition_loops_them(synthesized, states):

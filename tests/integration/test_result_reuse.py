@@ -13,12 +13,15 @@ import pytest
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import Job, RequestCounts
 from batch_gateway.service.api.query import get_job
-from batch_gateway.service.layout import chunk_input_key, requests_key, results_key
+from batch_gateway.service.layout import chunk_input_key, requests_key, results_key, reused_positions_key
+from lambdas import plan
+from tests.support.lambda_context import RunningOutContext
 from tests.support.planned_jobs import MODELS, neutral_line
-from tests.support.workflow_driver import run_definition
+from tests.support.workflow_driver import Execution, run_definition
 
 CHUNK_REQUESTS = 2
 DAY = 86_400
+EXECUTIONS: dict[str, Execution] = {}  # job id -> its interpreted execution (the states it went through)
 
 
 @pytest.fixture
@@ -44,6 +47,7 @@ def _job(services, texts: dict[str, str], *, owner: str = "alice", reuse: int | 
     )
     execution = run_definition({"job_id": job_id})
     assert execution.status == "SUCCEEDED", execution.steps[-10:]
+    EXECUTIONS[job_id] = execution
     return job_id
 
 
@@ -88,6 +92,8 @@ def test_a_job_entirely_answered_from_stored_results_sends_nothing_and_ends_with
     assert view["cost"]["total"] == 0
     assert view["cost"]["savings"]["reuse"] == pytest.approx(sum(r["cost"] for r in before.values()), abs=1e-6)
     assert get_job(services, first, "alice")["cost"]["savings"]["reuse"] == 0
+    # nothing to send: Plan's Choice goes straight to Finalize (no Submit, Park, Poll nor Retry to run through)
+    assert [name for name, _ in EXECUTIONS[again].steps] == ["Plan", "Planned?", "Finalize", "Finalized?", "Done"]
 
 
 def test_a_job_partly_answered_sends_only_the_rest_and_its_duplicates_once(services):
@@ -103,6 +109,63 @@ def test_a_job_partly_answered_sends_only_the_rest_and_its_duplicates_once(servi
     assert view["status"] == "finished"
     assert (view["request_counts"]["succeeded"], view["request_counts"]["sent"]) == (4, 1)
     assert view["cost"]["savings"]["reuse"] == pytest.approx(2 * _results(services, first)["a"]["cost"], abs=1e-9)
+
+
+def test_a_plan_that_goes_on_from_a_recorded_chunk_still_skips_the_answered_requests(services, monkeypatch):
+    """Plan given time for one chunk an invocation (decision 0118): the invocations after the first read which
+    requests were answered back from the positions file the first wrote, and send only the rest, once each."""
+    monkeypatch.setattr(services.settings, "max_chunk_requests", 1)
+    first = _job(services, {"a": "Name a cat", "b": "Name a dog"}, reuse=DAY)
+    texts = {"p": "Name a cat", "q": "Name a bird", "r": "Name a dog", "s": "Name a fish", "t": "Name a cat"}
+    job_id = new_job_id()
+    services.payloads.put_bytes(requests_key(job_id), b"".join(neutral_line(i, t) + b"\n" for i, t in texts.items()))
+    services.jobs.put_new_job(
+        Job(
+            id=job_id,
+            owner="alice",
+            provider="anthropic",
+            model=MODELS["anthropic"],
+            request_counts=RequestCounts(total=5, processing=5),
+            reuse_max_age=DAY,
+        )
+    )
+
+    execution = run_definition({"job_id": job_id}, contexts={"Plan": lambda: RunningOutContext(step_ms=100_000)})
+
+    assert execution.status == "SUCCEEDED", execution.steps[-10:]
+    assert execution.invocations("Plan") >= 2, "Plan was not made to go on from a recorded chunk"
+    assert _sent(services, job_id) == 2, "an answered request was sent by a Plan that went on"
+    results = _results(services, job_id)
+    assert {i for i, r in results.items() if r.get("reused_from") == first} == {"p", "r", "t"}
+    assert get_job(services, job_id, "alice")["request_counts"]["sent"] == 2
+
+
+def test_a_plan_left_part_way_by_the_release_before_the_positions_file_skips_the_answered_ids(services, monkeypatch):
+    """Upgrade (0121): a job planned in part by the release that wrote ``reused.jsonl`` alone is planned on by its
+    ids, read back from that file: the answered requests are still not sent."""
+    monkeypatch.setattr(services.settings, "max_chunk_requests", 1)
+    first = _job(services, {"a": "Name a cat"}, reuse=DAY)
+    job_id = new_job_id()
+    texts = {"p": "Name a cat", "q": "Name a bird", "r": "Name a fish", "s": "Name a cat"}
+    services.payloads.put_bytes(requests_key(job_id), b"".join(neutral_line(i, t) + b"\n" for i, t in texts.items()))
+    services.jobs.put_new_job(
+        Job(
+            id=job_id,
+            owner="alice",
+            provider="anthropic",
+            model=MODELS["anthropic"],
+            request_counts=RequestCounts(total=4, processing=4),
+            reuse_max_age=DAY,
+        )
+    )
+    assert plan.handler({"job_id": job_id, "loop": True}, RunningOutContext(step_ms=100_000))["planned"] is False
+    services.payloads.delete(reused_positions_key(job_id))  # as the release before left it
+
+    execution = run_definition({"job_id": job_id})
+
+    assert execution.status == "SUCCEEDED", execution.steps[-10:]
+    assert _sent(services, job_id) == 2
+    assert {i for i, r in _results(services, job_id).items() if r.get("reused_from") == first} == {"p", "s"}
 
 
 def test_reuse_never_crosses_owners(services):

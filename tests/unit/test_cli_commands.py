@@ -128,6 +128,29 @@ def test_prompt_cache_comes_from_the_header_and_the_flag_overrides_it(gateway, t
     assert (first["prompt_cache"], second["prompt_cache"]) == ("off", "auto")
 
 
+def test_reuse_flag_sends_the_owner_scoped_option_and_otherwise_the_header_s(gateway, input_file, tmp_path):
+    """Decision 0127: ``--reuse N`` is ``{"scope": "owner", "max_age_seconds": N}``; without it the header's, else
+    the body leaves it out (the deployment's default)."""
+    with_header = tmp_path / "with_header.jsonl"
+    header = '"reuse": {"scope": "owner", "max_age_seconds": 60}, "hyperparameters"'
+    with_header.write_text(INPUT.replace('"hyperparameters"', header, 1))
+    gateway.script("POST", "/batches", job("job_3", total=2))
+    assert main(["submit", str(input_file), "--reuse", "86400"]) == 0
+    assert main(["submit", str(with_header)]) == 0
+    assert main(["submit", str(input_file)]) == 0
+    bodies = [r.body for r in gateway.requests_to("POST", "/batches")]
+    assert bodies[0]["reuse"] == {"scope": "owner", "max_age_seconds": 86400}
+    assert bodies[1]["reuse"] == {"scope": "owner", "max_age_seconds": 60}
+    assert "reuse" not in bodies[2]
+
+
+@pytest.mark.parametrize("age", ["0", "-5", "1.5", "a day"])
+def test_reuse_flag_refuses_an_age_that_is_not_a_whole_number_above_0_before_sending(gateway, input_file, capsys, age):
+    assert main(["submit", str(input_file), "--reuse", age]) == 2
+    assert "--reuse" in capsys.readouterr().err
+    assert gateway.requests_to("POST", "/batches") == []
+
+
 def test_pii_flag_sends_the_guardrails_option_and_otherwise_the_header_s(gateway, input_file, tmp_path):
     assert main(["submit", str(input_file), "--pii", "redact"]) == 0
     assert gateway.requests_to("POST", "/batches")[0].body["guardrails"] == {"pii": "redact"}

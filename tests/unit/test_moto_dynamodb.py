@@ -199,3 +199,91 @@ def test_sets_are_sized_and_compared_by_their_members(dynamodb):
         ExpressionAttributeValues={":many": {"SS": big[:50_000]}},
     )
     assert len(_items(dynamodb)["sets"]["ss"]["SS"]) == 50_000
+
+
+def test_a_query_answers_its_partition_in_sort_key_order_and_an_index_query_every_partition(moto_account):
+    """A query on the table's key reads only its partition (moto kept every item of the table in view): the same
+    items in the same order, pages, reverse order and key conditions as DynamoDB answers them."""
+    client, table = moto_account["dynamodb"], f"partitions-{uuid.uuid4().hex[:8]}"
+    client.create_table(
+        TableName=table,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+            {"AttributeName": "kind", "AttributeType": "S"},
+        ],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by-kind",
+                "KeySchema": [
+                    {"AttributeName": "kind", "KeyType": "HASH"},
+                    {"AttributeName": "sk", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+    )
+    for pk in ("JOB#b", "JOB#a", "REUSE#x"):
+        for sk in ("CHUNK#2", "JOB", "CHUNK#10", "CHUNK#1"):
+            client.put_item(TableName=table, Item={"pk": {"S": pk}, "sk": {"S": sk}, "kind": {"S": "k"}})
+
+    def sks(**query: Any) -> list[str]:
+        answer = client.query(TableName=table, ExpressionAttributeValues={":p": {"S": "JOB#a"}}, **query)
+        return [f"{item['pk']['S']}/{item['sk']['S']}" for item in answer["Items"]]
+
+    every = ["JOB#a/CHUNK#1", "JOB#a/CHUNK#10", "JOB#a/CHUNK#2", "JOB#a/JOB"]
+    assert sks(KeyConditionExpression="pk = :p") == every
+    assert sks(KeyConditionExpression="pk = :p", ScanIndexForward=False) == every[::-1]
+    chunks = {"KeyConditionExpression": "pk = :p AND begins_with(sk, :c)"}
+    values = {":p": {"S": "JOB#a"}, ":c": {"S": "CHUNK#"}}
+    first = client.query(TableName=table, ExpressionAttributeValues=values, Limit=2, **chunks)
+    rest = client.query(
+        TableName=table, ExpressionAttributeValues=values, ExclusiveStartKey=first["LastEvaluatedKey"], **chunks
+    )
+    assert [i["sk"]["S"] for i in first["Items"] + rest["Items"]] == ["CHUNK#1", "CHUNK#10", "CHUNK#2"]
+    assert (
+        client.query(
+            TableName=table, KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "JOB#none"}}
+        )["Items"]
+        == []
+    )
+    by_kind = client.query(
+        TableName=table,
+        IndexName="by-kind",
+        KeyConditionExpression="kind = :k AND sk = :s",
+        ExpressionAttributeValues={":k": {"S": "k"}, ":s": {"S": "JOB"}},
+    )
+    assert sorted(item["pk"]["S"] for item in by_kind["Items"]) == ["JOB#a", "JOB#b", "REUSE#x"]
+    client.delete_table(TableName=table)
+
+
+def test_a_projection_answers_the_named_attributes_as_they_were_written(dynamodb):
+    """Top-level names are picked from the item (moto converted the whole item to JSON and back for each name);
+    a nested path is projected as moto does. Every type keeps its value."""
+    item = {
+        "pk": {"S": "p"},
+        "n": {"N": "12.50"},
+        "b": {"B": b"\x00\xff"},
+        "m": {"M": {"x": {"S": "y"}, "l": {"L": [{"N": "1"}, {"NULL": True}]}}},
+        "ss": {"SS": ["a", "b"]},
+        "left": {"S": "out"},
+    }
+    dynamodb.put_item(TableName=TABLE, Item=item)
+    names = {"#m": "m", "#n": "n"}
+    got = dynamodb.get_item(
+        TableName=TABLE,
+        Key={"pk": {"S": "p"}},
+        ProjectionExpression="pk, #n, b, #m, ss, absent",
+        ExpressionAttributeNames=names,
+    )["Item"]
+    assert set(got) == {"pk", "n", "b", "m", "ss"}
+    whole = dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": "p"}})["Item"]
+    assert got == {k: v for k, v in whole.items() if k != "left"}  # as the item reads without a projection
+    one = {"Keys": [{"pk": {"S": "p"}}], "ProjectionExpression": "#n", "ExpressionAttributeNames": {"#n": "n"}}
+    assert dynamodb.batch_get_item(RequestItems={TABLE: one})["Responses"][TABLE] == [{"n": whole["n"]}]
+    nested = dynamodb.get_item(
+        TableName=TABLE, Key={"pk": {"S": "p"}}, ProjectionExpression="#m.x", ExpressionAttributeNames={"#m": "m"}
+    )["Item"]
+    assert nested == {"m": {"M": {"x": {"S": "y"}}}}

@@ -38,6 +38,12 @@ def reused_key(job_id: str) -> str:
     return f"jobs/{job_id}/chunks/reused.jsonl"
 
 
+def reused_positions_key(job_id: str) -> str:
+    """Which requests ``reused.jsonl`` answers, a bit each by position in requests.jsonl (decision 0127's
+    addendum): a Plan that goes on from a recorded chunk skips them without holding their ids."""
+    return f"jobs/{job_id}/chunks/reused.positions"
+
+
 def chunk_prefix(job_id: str, index: int) -> str:
     return f"jobs/{job_id}/chunks/{index:05d}/"
 

@@ -24,6 +24,12 @@ BATCH_GET = 100  # DynamoDB's most keys a BatchGetItem takes
 BATCH_WRITE = 25
 PARALLEL_GETS = 8  # BatchGetItem calls in flight at once (boto3 clients are thread-safe)
 REUSABLE_STATUS = "succeeded"  # errored, expired and canceled items are never reused
+# What a look-up reads of an entry: not its partition key (the owner, known): one attribute fewer to send and parse
+# an entry, 10,000 a 10,000-request job (parsing the answers is most of a look-up's CPU in Plan)
+ENTRY_PROJECTION = {
+    "ProjectionExpression": "sk, job_id, #item, ended_at, expires_at",
+    "ExpressionAttributeNames": {"#item": "item"},
+}
 
 
 def _key(owner: str, digest: bytes) -> dict[str, Any]:
@@ -81,7 +87,7 @@ class DynamoDBReuseIndex(ReuseIndex):
     def _get(self, keys: list[dict[str, Any]]) -> list[tuple[str, ReusableResult]]:
         """One BatchGetItem of at most 100 keys, and again for the keys DynamoDB left unprocessed."""
         entries: list[tuple[str, ReusableResult]] = []
-        pending: dict[str, Any] = {self.table: {"Keys": keys, "ConsistentRead": True}}
+        pending: dict[str, Any] = {self.table: {"Keys": keys, "ConsistentRead": True, **ENTRY_PROJECTION}}
         while pending:
             answer = self._db.batch_get_item(RequestItems=pending)
             for raw in answer["Responses"].get(self.table, []):

@@ -20,6 +20,16 @@
   paid that twice). Each is computed by the attribute's type at once, by the same rules.
 - **Index projections**: a query on a ``KEYS_ONLY`` or ``INCLUDE`` index turned each whole item into plain JSON
   (deep copies and a deserialiser) to pick a few top-level attributes, then serialised them back. It picks them.
+- **Item projections**: a read with a ``ProjectionExpression`` turned the whole item into plain JSON once per
+  attribute named (a deserialiser over every attribute), then serialised the picked ones back: a result-reuse
+  look-up (decision 0127) paid that 100 times a ``BatchGetItem``. Top-level names are picked as they are; a nested
+  path is projected as moto projects it.
+- **Partition queries**: a query on the table's own key sorted every item of the table by its key (comparing
+  attribute values in Python) to keep those of one partition, then sorted them again by their sort key: its cost
+  grew with the whole table, where DynamoDB's grows with the partition read. With the result-reuse index in the jobs
+  table (decision 0127: an item a reusable result), every ``get_chunks`` of every job paid for all of them, under the
+  lock that serialises item operations. It starts from the partition's items (moto keeps them by partition key);
+  the sort by sort key that follows is moto's own, so the answer is the same. Index queries and scans are as moto's.
 
 ``install()`` is called by the local AWS process (``aws_server``) and by the test suite for its in-process moto.
 ``tests/integration/test_local_aws_answers.py`` holds every read of every attribute type to what was written, and
@@ -31,6 +41,7 @@ from __future__ import annotations
 import base64
 import copy
 import functools
+import inspect
 import threading
 import types
 from collections.abc import Callable
@@ -49,6 +60,8 @@ def install() -> None:
     _items_checked_once()
     _values_cast_at_once()
     _index_projections_picked()
+    _partition_queries_read_their_partition()
+    _item_projections_picked()
 
 
 def _attribute_values_copied() -> None:
@@ -233,6 +246,58 @@ def _index_projections_picked() -> None:
         return picked
 
     SecondaryIndex.project = project  # type: ignore[method-assign]  # patching moto
+
+
+def _item_projections_picked() -> None:
+    from moto.dynamodb.models.dynamo_type import Item, LimitedSizeDict
+
+    real = Item.project
+
+    def project(self: Any, projection_expressions: list[list[str]]) -> Any:
+        if any(len(path) != 1 for path in projection_expressions):  # a nested path: moto's own projection
+            return real(self, projection_expressions)
+        picked: Any = Item.__new__(Item)
+        picked.hash_key, picked.range_key = self.hash_key, self.range_key
+        picked.attrs = LimitedSizeDict()
+        for (name,) in projection_expressions:
+            if name in self.attrs and name not in picked.attrs:
+                dict.__setitem__(picked.attrs, name, copy.deepcopy(self.attrs[name]))
+        return picked
+
+    Item.project = project  # type: ignore[method-assign]  # patching moto
+
+
+def _partition_queries_read_their_partition() -> None:
+    from moto.dynamodb.models.table import Table
+
+    real_query = Table.query
+    real_all_items = Table.all_items
+    reading = threading.local()  # (table, partition key) while a query on the table's own key runs on this thread
+
+    def all_items(self: Any) -> Any:
+        partition = getattr(reading, "partition", None)
+        if partition is None or partition[0] is not self:
+            return real_all_items(self)
+        held = self.items.get(partition[1])
+        if held is None:
+            return []
+        return list(held.values()) if self.range_key_attr else [held]
+
+    signature = inspect.signature(real_query)
+
+    def query(self: Any, *args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(self, *args, **kwargs).arguments  # the backend passes index_name by position
+        hash_key = bound.get("hash_key")
+        if bound.get("index_name") or hash_key is None:
+            return real_query(self, *args, **kwargs)
+        reading.partition = (self, hash_key)
+        try:
+            return real_query(self, *args, **kwargs)
+        finally:
+            reading.partition = None
+
+    Table.all_items = all_items  # type: ignore[method-assign]  # patching moto
+    Table.query = query  # type: ignore[method-assign]  # patching moto
 
 
 def make_item_operations_atomic(patch: Callable[[Any, str, Any], None] = setattr) -> None:

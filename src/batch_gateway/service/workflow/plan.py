@@ -92,7 +92,7 @@ def plan_job(
             lines = requests_from(services, key, start, start_position, wanted=wanted, end=end)
             begins = order.group_begins(group, start) if order is not None else None
             for position, offset, request in lines:
-                if request["id"] in reused:  # every request of its kind is answered: none is anyone's first
+                if reused.covers(position, request["id"]):  # answered, every one of its kind: none is anyone's first
                     continue
                 first = duplicates.first_of(request)
                 if first is not None:  # sent once, with the first of its kind; never the first of a chunk (below)
@@ -128,6 +128,7 @@ def plan_job(
             _record(services, job, chunk, None, duplicates=duplicates.count)
         elif index == 0:  # every request was answered from the store (0127): a plan of no chunk, sent nothing
             _record_none(services, job)
+            return WorkflowState(job_id=job.id, nothing_to_send=True)  # Planned? goes on to Finalize at once
     except BaseException:
         if current is not None:
             current.abort()

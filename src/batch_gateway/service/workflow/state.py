@@ -34,6 +34,9 @@ class WorkflowState(_Versioned):
     # Plan's answer only: ``False`` when it stopped part way and its Choice (``Planned?``) runs it again (decision
     # 0118); absent otherwise. Not ``done``: the code from before answers ``done: false`` once it has planned.
     planned: bool | None = None
+    # Plan's answer only: ``True`` when the plan has no chunk (every request answered from stored results, decision
+    # 0127): ``Planned?`` goes straight to Finalize, past Submit, Poll and Retry, which would find nothing to do.
+    nothing_to_send: bool | None = None
 
     def out(self) -> dict[str, Any]:
         return stamped(self.model_dump(exclude_none=True))
