@@ -44,7 +44,12 @@ class BatchGatewayStack(Stack):
         # The web console (decision 0138): before the API, whose key mount answers CORS for the console's origin
         # unless the context names another; its files and config.json (the API's URL) after it.
         self.console = (
-            ConsoleConstruct(self, "Console", access_logs_bucket=self.storage.access_logs_bucket)
+            ConsoleConstruct(
+                self,
+                "Console",
+                access_logs_bucket=self.storage.access_logs_bucket,
+                log_retention=config.log_retention,
+            )
             if config.console
             else None
         )

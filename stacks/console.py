@@ -14,6 +14,7 @@ import jsii
 from aws_cdk import Annotations, Duration, IStableStringProducer, Lazy, RemovalPolicy, Stack
 from aws_cdk import aws_cloudfront as cloudfront
 from aws_cdk import aws_cloudfront_origins as origins
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
@@ -45,10 +46,17 @@ class _Later:
 
 class ConsoleConstruct(Construct):
     def __init__(
-        self, scope: Construct, construct_id: str, *, access_logs_bucket: s3.IBucket, build_: ConsoleBuild | None = None
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        access_logs_bucket: s3.IBucket,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        build_: ConsoleBuild | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.build = build_ or build()
+        self._log_retention = log_retention
         self._api_origin = _Later("API origin")
 
         self.bucket = s3.Bucket(
@@ -122,7 +130,9 @@ class ConsoleConstruct(Construct):
     def deploy(self, api_url: str) -> None:
         """The build's files and ``config.json`` into the bucket: the hashed assets first (kept for a year by
         browsers, and never pruned, so a page cached before a deploy still finds its own), then index.html and
-        config.json (``no-cache``), whose deployment invalidates them at CloudFront."""
+        config.json (``no-cache``), whose deployment invalidates them at CloudFront. CDK's deployment handler logs to
+        a log group of the stack's retention (its own default keeps logs two years)."""
+        log_group = logs.LogGroup(self, "DeploymentLogs", retention=self._log_retention)
         assets = s3deploy.BucketDeployment(
             self,
             "Assets",
@@ -133,6 +143,7 @@ class ConsoleConstruct(Construct):
             cache_control=[s3deploy.CacheControl.from_string(IMMUTABLE)],
             prune=False,
             memory_limit=256,
+            log_group=log_group,
         )
         page = s3deploy.BucketDeployment(
             self,
@@ -147,6 +158,7 @@ class ConsoleConstruct(Construct):
             cache_control=[s3deploy.CacheControl.from_string(NO_CACHE)],
             prune=False,
             memory_limit=256,
+            log_group=log_group,
             distribution=self.distribution,
             distribution_paths=["/", f"/{INDEX}", f"/{CONFIG}"],
         )
