@@ -3,7 +3,7 @@ control, a strict response headers policy, and ``config.json`` naming the API, w
 
 Two steps, because the API and the console name each other: ``ConsoleConstruct`` (bucket, headers policy,
 distribution) comes before the API, whose key mount answers CORS for ``origin`` (a token of the distribution's domain);
-``deploy(api_url)`` comes after it. The headers policy's ``connect-src`` is the API's origin, set by ``connect_to``
+``deploy(api_url)`` comes after it. The headers policy's ``connect-src`` names the API's origin, set by ``connect_to``
 once the API exists (a lazy value, so the policy can be made first). CloudFormation's order has no cycle:
 RestApi <- headers policy <- distribution <- the key mount's methods and the functions' CONSOLE_ORIGIN.
 """
@@ -22,9 +22,10 @@ from constructs import Construct
 from stacks import nag
 from stacks.console_build import ASSETS_PREFIX, CONFIG, IMMUTABLE, INDEX, NO_CACHE, ConsoleBuild, build
 
-# The Content-Security-Policy; ``{api}`` is the API's origin (the only place the page may fetch from).
+# The Content-Security-Policy; ``{api}`` is the API's origin. ``connect-src`` has ``'self'`` too: the page's first
+# request is ``fetch("config.json")``, on its own origin, which ``connect-src <api>`` alone would block.
 CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src {api}; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' {api}; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 HSTS_SECONDS = 63072000  # two years, as hstspreload.org asks

@@ -18,7 +18,7 @@ def test_the_console_is_served_with_config_json_naming_this_stacks_api(stack):
     page = requests.get(stack.console_url, timeout=30)
     assert page.status_code == 200 and "<script" in page.text
     api = urlsplit(info["api_url"])
-    assert f"connect-src {api.scheme}://{api.netloc};" in page.headers["Content-Security-Policy"]
+    assert f"connect-src 'self' {api.scheme}://{api.netloc};" in page.headers["Content-Security-Policy"]
     config = requests.get(stack.console_url + "config.json", timeout=30).json()
     assert config["api_url"] == info["api_url"]
 

@@ -18,7 +18,7 @@ from stacks.console import ConsoleConstruct
 from stacks.console_build import ConsoleBuildError, build
 
 CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src https://{api}"
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' https://{api}"
     ".execute-api.{region}.{suffix}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 CACHING_OPTIMIZED = "658327ea-f89d-4fab-a63d-7e88639e58f6"  # CloudFront's managed cache policy: no query strings

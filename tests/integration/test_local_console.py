@@ -17,8 +17,8 @@ from stacks.console_build import CONSOLE_SOURCE, IMMUTABLE, NO_CACHE, build
 
 LOCAL_API = "http://127.0.0.1:4567/v1"  # where a local stack's API would be
 CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src http://127.0.0.1:4567; "
-    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self' http://127.0.0.1:4567; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 SECURITY = {
     "Content-Security-Policy": CSP,
@@ -86,6 +86,17 @@ def test_assets_are_served_under_their_hashed_names_immutable_with_the_same_head
         "text/javascript",
         "application/javascript",
     )
+
+
+def test_the_csp_lets_the_page_fetch_its_own_config_json_and_the_api_alone(console):
+    """The page fetches ``config.json`` (a relative URL, its own origin) before anything: ``connect-src`` must allow
+    ``'self'`` as well as the API, and nothing else."""
+    server, _ = console
+    directives = dict(
+        (d.split()[0], d.split()[1:]) for d in _get(server, "/").headers["Content-Security-Policy"].split("; ")
+    )
+    assert directives["connect-src"] == ["'self'", "http://127.0.0.1:4567"]
+    assert directives["script-src"] == directives["style-src"] == ["'self'"]
 
 
 def test_config_json_names_the_local_api_and_the_build(console):
