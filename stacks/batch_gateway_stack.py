@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
@@ -12,6 +14,7 @@ from stacks.alarms import AlarmsConstruct
 from stacks.api import ApiConstruct
 from stacks.bedrock import BedrockConstruct
 from stacks.config import GatewayConfig
+from stacks.console import ConsoleConstruct, api_origin
 from stacks.dashboard import DashboardConstruct
 from stacks.drop_folder import DropFolderConstruct
 from stacks.encryption import CustomerKey
@@ -38,10 +41,25 @@ class BatchGatewayStack(Stack):
         self.workflow = WorkflowConstruct(
             self, "Workflow", config=config, functions=self.functions, storage=self.storage, secrets=self.secrets
         )
+        # The web console (decision 0138): before the API, whose key mount answers CORS for the console's origin
+        # unless the context names another; its files and config.json (the API's URL) after it.
+        self.console = (
+            ConsoleConstruct(
+                self,
+                "Console",
+                access_logs_bucket=self.storage.access_logs_bucket,
+                log_retention=config.log_retention,
+            )
+            if config.console
+            else None
+        )
+        api_config = config
+        if self.console is not None and not config.console_origin:
+            api_config = dataclasses.replace(config, console_origin=self.console.origin)
         self.api = ApiConstruct(
             self,
             "Api",
-            config=config,
+            config=api_config,
             functions=self.functions,
             storage=self.storage,
             state_machine=self.workflow.state_machine,
@@ -143,6 +161,10 @@ class BatchGatewayStack(Stack):
             functions={f.node.id: f for f in self.node.find_all() if isinstance(f, lambda_.Function)},
             state_machine=self.workflow.state_machine,
         )
+        if self.console is not None:
+            origin = api_origin(self, self.api.rest_api.rest_api_id)
+            self.console.connect_to(origin)
+            self.console.deploy(f"{origin}/{self.api.rest_api.deployment_stage.stage_name}")
         checkov.add_suppressions(self, config)
 
         CfnOutput(self, "ApiUrl", value=self.api.rest_api.url, description="Base URL of the API (stage v1)")
@@ -172,6 +194,10 @@ class BatchGatewayStack(Stack):
             value=self.alarms.topic.topic_arn,
             description="SNS topic of the stack's alarms: subscribe an email, chat or pager endpoint",
         )
+        if self.console is not None:
+            CfnOutput(
+                self, "ConsoleUrl", value=self.console.url, description="The web console: sign in with a gateway key"
+            )
         if key is not None:
             CfnOutput(
                 self,

@@ -78,6 +78,32 @@ _ALWAYS = [
         "No API cache: every response is per caller (IAM identity) and changes as a job runs; a cache would serve "
         "stale status or another caller's page.",
     ),
+    # The web console's distribution (decision 0138), when deployed.
+    Suppression(
+        "CKV_AWS_68",
+        "AWS::CloudFront::Distribution",
+        "The console distribution serves static files only (every API call needs a gateway key at the API); a WAF "
+        "web ACL is an account-level choice (e.g. Firewall Manager) the operator can attach.",
+    ),
+    Suppression(
+        "CKV_AWS_86",
+        "AWS::CloudFront::Distribution",
+        "CloudFront standard logs need an ACL-enabled bucket, which this stack keeps none of; the files are public "
+        "static assets, and the API's access log records every call the console makes.",
+    ),
+    Suppression(
+        "CKV_AWS_174",
+        "AWS::CloudFront::Distribution",
+        "The console uses CloudFront's default *.cloudfront.net certificate, whose TLS policy CloudFront fixes; a "
+        "custom domain and certificate can set TLSv1.2_2021.",
+    ),
+    Suppression(
+        "CKV_AWS_111",
+        "AWS::IAM::Policy",
+        "CDK's BucketDeployment handler creates CloudFront invalidations, which IAM grants on * only; its S3 writes "
+        "are limited to the console bucket.",
+        applies=lambda resource: "/Custom::CDKBucketDeployment" in resource.node.path,
+    ),
     Suppression(
         "CKV_AWS_59",
         "AWS::ApiGateway::Method",

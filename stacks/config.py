@@ -96,8 +96,13 @@ Context keys:
 ``console_origin``
     The web console's browser origin (decision 0134), e.g. ``"https://console.example.com"``: the key mount (``/k/...``)
     answers CORS preflights and its answers carry ``Access-Control-Allow-Origin`` for this origin only. Default ``""``:
-    no CORS at all. ``https://`` (``http://`` only for localhost), no path, no ``*``. The native API functions get it as
-    ``CONSOLE_ORIGIN`` when it is set.
+    the console's own origin (``https://<distribution>.cloudfront.net``, decision 0138) when ``console`` is on, else
+    no CORS at all. ``https://`` (``http://`` only for localhost), no path, no ``*``. The native API functions get it
+    as ``CONSOLE_ORIGIN`` when there is one.
+``console``
+    ``true`` (default) deploys the web console (decision 0138): ``console/``'s build in a private S3 bucket behind a
+    CloudFront distribution (output ``ConsoleUrl``), and, when ``console_origin`` is not set, the key mount's CORS
+    origin is the distribution's ``https://`` origin. ``false`` leaves the console out.
 ``reuse``
     Result reuse (decision 0127): ``{"default_max_age_seconds": null, "max_age_seconds": 2592000}``. The first is the
     ``max_age_seconds`` of jobs that give no ``reuse`` option (null: reuse off for them, the default); the second
@@ -152,6 +157,7 @@ DEFAULTS: dict[str, Any] = {
     "webhook_loopback_http": False,
     "webhook_retry_schedule": constants.DEFAULT_WEBHOOK_RETRY_SCHEDULE,
     "console_origin": "",
+    "console": True,
 }
 
 KMS_MODES = ("aws", "customer")
@@ -308,6 +314,7 @@ class GatewayConfig:
     owner_limits: str = json.dumps(constants.DEFAULT_OWNER_LIMITS, separators=(",", ":"), sort_keys=True)
     reconcile_wait_seconds: str = ""  # as RECONCILE_WAIT_SECONDS; "": each provider's own wait (decision 0111)
     console_origin: str = ""  # the key mount's one CORS origin (decision 0134), as CONSOLE_ORIGIN; "": no CORS
+    console: bool = True  # the web console's bucket and distribution (decision 0138)
 
     @classmethod
     def from_context(cls, get: Any) -> GatewayConfig:
@@ -377,11 +384,17 @@ class GatewayConfig:
         if not valid_wait:
             raise ConfigError(f"context 'reconcile_wait_seconds' must be seconds >= 0 or empty, got {reconcile_wait!r}")
 
+        console = value("console")
+        if isinstance(console, str):
+            if console.strip().lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                raise ConfigError(f"context 'console' must be true or false, got {console!r}")
+            console = console.strip().lower() in ("true", "1", "yes", "on")
         guardrails_pii, pii_detector = _guardrails(value("guardrails"))
         reuse_default_max_age, reuse_max_age = _reuse(value("reuse"))
         return cls(
             provider_headers=_provider_headers(value("provider_headers")),
             console_origin=_console_origin(value("console_origin")),
+            console=bool(console),
             reuse_default_max_age=reuse_default_max_age,
             reuse_max_age=reuse_max_age,
             guardrails_pii=guardrails_pii,

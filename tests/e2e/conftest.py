@@ -10,7 +10,7 @@ from batch_gateway.constants import ENV_MAX_CHUNK_REQUESTS
 from batch_gateway_dev.local.stack import DROP_FOLDER_USER, LocalStack
 from tests.support.api_caller import Caller
 from tests.support.clean_stack import start_clean
-from tests.support.e2e_context import CONSOLE_ORIGIN, PASSED_BETAS
+from tests.support.e2e_context import PASSED_BETAS
 
 
 @pytest.fixture(scope="session")
@@ -21,9 +21,9 @@ def stack():
     # No per-owner limits by default (decision 0119): the same few callers create every test's jobs on a worker's
     # stack, faster than any real tenant, so a deployment's default would refuse by timing;
     # tests/e2e/test_owner_limits.py sets its tenant's limits with POST /limits.
-    # A console origin (decision 0134): the key mount answers CORS for it (tests/e2e/test_key_mount.py).
+    # No console_origin: the key mount answers CORS for the stack's own console server (decisions 0134, 0138), so
+    # a browser test can call the API from the console (tests/e2e/test_key_mount.py).
     context = {
-        "console_origin": CONSOLE_ORIGIN,
         "webhook_retry_schedule": "1,1,1",
         "reconcile_wait_seconds": "5",
         "owner_limits": '{"creates_per_minute": null, "open_jobs": null}',

@@ -25,6 +25,7 @@ def _routes(synthesized) -> dict[tuple[str, str], dict]:
     return {
         (m["Properties"]["HttpMethod"], path_of(m["Properties"]["ResourceId"])): m["Properties"]
         for m in synthesized.of_type("AWS::ApiGateway::Method").values()
+        if m["Properties"]["HttpMethod"] != "OPTIONS"  # the console's CORS preflights (decisions 0134, 0138)
     }
 
 

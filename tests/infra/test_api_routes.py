@@ -64,6 +64,7 @@ def _routes(synthesized) -> dict[tuple[str, str], dict]:
     return {
         (m["Properties"]["HttpMethod"], paths[m["Properties"]["ResourceId"]["Ref"]]): m["Properties"]
         for m in synthesized.of_type("AWS::ApiGateway::Method").values()
+        if m["Properties"]["HttpMethod"] != "OPTIONS"  # the console's CORS preflights (decisions 0134, 0138)
     }
 
 
@@ -185,6 +186,7 @@ def test_stack_outputs_api_url_bucket_table_state_machine_and_alarm_topic(synthe
         "AlarmTopicArn",
         "EventBusName",  # decision 0068 (tests/infra/test_signals_deployment.py checks its value)
         "DashboardName",  # decision 0069 (tests/infra/test_dashboard_and_alarms.py)
+        "ConsoleUrl",  # decision 0138 (tests/infra/test_console_deployment.py)
     }
     stage_id, _ = synthesized.by_path("Api/RestApi/DeploymentStage.v1/Resource")
     assert {"Ref": stage_id} in outputs["ApiUrl"]["Value"]["Fn::Join"][1]

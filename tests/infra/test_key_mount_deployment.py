@@ -66,7 +66,7 @@ def test_every_native_route_has_a_key_mount_twin_on_the_same_function_behind_the
         assert mounted.get("RequestParameters", {}) == native.get("RequestParameters", {}) == parameters
     mounted_paths = {path for _, path in methods if path.startswith(PREFIX + "/")}
     assert not [p for p in mounted_paths if p[len(PREFIX) :].startswith((*KEY_AUTHORIZED_PREFIXES, "/providers/"))]
-    assert {(m, p) for m, p in methods if p.startswith(PREFIX + "/")} == {
+    assert {(m, p) for m, p in methods if p.startswith(PREFIX + "/") and m != "OPTIONS"} == {
         (m, PREFIX + p) for m, p, _, _ in NATIVE_ROUTES
     }
 
@@ -92,10 +92,16 @@ def _gateway_response_headers(template: dict) -> dict[str, dict]:
     }
 
 
-def test_without_a_console_origin_there_is_no_cors_anywhere(synthesized):
-    assert not [route for route in _methods(synthesized.json) if route[0] == "OPTIONS"]
-    assert not [t for t, params in _gateway_response_headers(synthesized.json).items() if params], "CORS headers"
-    for function_id, env in _environments(synthesized.json).items():
+@pytest.fixture(scope="module")
+def without_console() -> dict:
+    return synth_template({"nag": False, "console": False})
+
+
+def test_without_a_console_or_a_console_origin_there_is_no_cors_anywhere(without_console):
+    """With the console (the default) the origin is the console's own (tests/infra/test_console_deployment.py)."""
+    assert not [route for route in _methods(without_console) if route[0] == "OPTIONS"]
+    assert not [t for t, params in _gateway_response_headers(without_console).items() if params], "CORS headers"
+    for function_id, env in _environments(without_console).items():
         assert constants.ENV_CONSOLE_ORIGIN not in env, function_id
 
 

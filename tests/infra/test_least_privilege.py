@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from batch_gateway import constants
-from tests.support.synthesized import CDK_NOTIFICATIONS_HANDLER, FUNCTION_SCOPES
+from tests.support.synthesized import CDK_BUCKET_DEPLOYMENT_HANDLER, CDK_NOTIFICATIONS_HANDLER, FUNCTION_SCOPES
 
 
 def _has(actions: set[str], prefix: str) -> bool:
@@ -146,8 +146,9 @@ def test_functions_that_touch_provider_batches_know_their_deployment(synthesized
 
 def test_lambda_roles_carry_no_managed_policies(synthesized):
     for role_id, role in synthesized.of_type("AWS::IAM::Role").items():
-        if role_id.startswith(CDK_NOTIFICATIONS_HANDLER):
-            continue  # CDK's own deploy-time custom resource, acknowledged with a reason in stacks/drop_folder.py
+        if role_id.startswith((CDK_NOTIFICATIONS_HANDLER, CDK_BUCKET_DEPLOYMENT_HANDLER)):
+            continue  # CDK's own deploy-time custom resources, acknowledged with a reason (stacks/drop_folder.py,
+            # stacks/console.py)
         assert "ManagedPolicyArns" not in role["Properties"], role_id
 
 

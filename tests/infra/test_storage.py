@@ -73,7 +73,7 @@ def test_jobs_table_is_on_demand_with_pitr_aws_managed_encryption_and_retained(s
 
 def test_buckets_are_encrypted_private_versioned_and_retained(synthesized):
     buckets = synthesized.of_type("AWS::S3::Bucket")
-    assert len(buckets) == 2  # payload + its access logs
+    assert len(buckets) == 3  # payload, its access logs, the console's (decision 0138)
     for bucket in buckets.values():
         props = bucket["Properties"]
         assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
@@ -148,7 +148,7 @@ def test_a_door_file_tagged_to_expire_after_n_days_has_a_rule_that_deletes_it_th
 
 def test_bucket_policies_deny_requests_without_tls(synthesized):
     policies = synthesized.of_type("AWS::S3::BucketPolicy").values()
-    assert len(policies) == 2
+    assert len(policies) == 3  # the payload bucket's, its access log bucket's, the console's (decision 0138)
     for policy in policies:
         statements = policy["Properties"]["PolicyDocument"]["Statement"]
         assert any(

@@ -227,6 +227,7 @@ def test_state_machine_is_standard_traced_and_logs_all_events_without_execution_
 
 def test_every_log_group_keeps_logs_for_the_configured_retention(synthesized):
     log_groups = synthesized.of_type("AWS::Logs::LogGroup").values()
-    # our functions (ALL_HANDLERS: API, key authorizer, workflow, ingest, sweeper), API access logs, state machine
-    assert len(log_groups) == len(ALL_HANDLERS) + 2
+    # our functions (ALL_HANDLERS: API, key authorizer, workflow, ingest, sweeper), API access logs, state machine,
+    # CDK's console deployment handler (decision 0138)
+    assert len(log_groups) == len(ALL_HANDLERS) + 3
     assert {lg["Properties"]["RetentionInDays"] for lg in log_groups} == {30}

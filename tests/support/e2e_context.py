@@ -3,4 +3,3 @@
 from __future__ import annotations
 
 PASSED_BETAS = ["output-300k-2026-03-24", "output-128k-2025-02-19"]  # the stack's allow-list of betas (decision 0129)
-CONSOLE_ORIGIN = "https://console.example.com"  # the key mount's one CORS origin (decision 0134)

@@ -35,6 +35,8 @@ FUNCTION_SCOPES = {
 }
 # CDK's singleton custom resource that writes the bucket's notification configuration at deploy time.
 CDK_NOTIFICATIONS_HANDLER = "BucketNotificationsHandler050a0587b7544547bf325f094a3db834"
+# CDK's singleton handler of the console's BucketDeployments (decision 0138), which copies its files at deploy time.
+CDK_BUCKET_DEPLOYMENT_HANDLER = "CustomCDKBucketDeployment8693BB64968944B69AAFB0CC9EB8756C"
 
 
 @dataclass
@@ -104,7 +106,8 @@ class Synthesized:
         return grants
 
     def routes(self) -> dict[tuple[str, str], dict[str, Any]]:
-        """(HTTP method, full resource path) -> the API method's properties."""
+        """(HTTP method, full resource path) -> the API method's properties; the key mount's CORS preflights
+        (``OPTIONS``, a static ``MOCK`` answer and no function: decisions 0134, 0138) are not routes."""
         resources = self.of_type("AWS::ApiGateway::Resource")
 
         def path_of(ref: dict[str, Any]) -> str:
@@ -116,6 +119,7 @@ class Synthesized:
         return {
             (m["Properties"]["HttpMethod"], path_of(m["Properties"]["ResourceId"])): m["Properties"]
             for m in self.of_type("AWS::ApiGateway::Method").values()
+            if m["Properties"]["HttpMethod"] != "OPTIONS"
         }
 
     def state_machine_definition(self) -> dict[str, Any]:

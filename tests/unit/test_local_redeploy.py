@@ -113,7 +113,7 @@ def _recorded_steps(monkeypatch, deployed) -> list[str]:
     for step in ("_name_resources", "_deploy_roles", "_deploy_functions", "_deploy_state_machine"):
         monkeypatch.setattr(deployed, step, lambda *_, name=step: steps.append(name))
     monkeypatch.setattr(Template, "routes", lambda self: [])
-    monkeypatch.setattr(Template, "gateway_responses", lambda self: [])
+    monkeypatch.setattr(Template, "gateway_responses", lambda self, *_: [])
 
     class _Front:
         def deploy(self, routes, responses, preflights) -> None:
@@ -192,3 +192,19 @@ def test_a_secret_and_a_rule_a_release_adds_are_made_and_a_secrets_description_a
         "_deploy_state_machine",
         "front",
     ]
+
+
+def test_a_bucket_a_release_adds_is_made_and_one_it_changes_is_still_refused(deployed, monkeypatch):
+    """The console's bucket (decision 0138) is new in the release that adds the console: a redeploy from an older
+    release makes it, as CloudFormation creates it; the buckets made at start still may not change."""
+    template = copy.deepcopy(DEPLOYED)
+    template["Resources"]["ConsoleBucket"] = {"Type": "AWS::S3::Bucket", "Properties": {}}
+    steps = _recorded_steps(monkeypatch, deployed)
+    monkeypatch.setattr(deployed, "_create_bucket", lambda logical_id: steps.append(f"bucket {logical_id}"))
+    _redeploy_with(monkeypatch, deployed, template)
+    assert steps[:2] == ["_name_resources", "bucket ConsoleBucket"]
+
+    changed = copy.deepcopy(template)
+    changed["Resources"]["ConsoleBucket"]["Properties"] = {"VersioningConfiguration": {"Status": "Suspended"}}
+    with pytest.raises(RedeployError, match="ConsoleBucket"):
+        _redeploy_with(monkeypatch, deployed, changed)

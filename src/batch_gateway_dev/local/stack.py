@@ -30,6 +30,7 @@ import boto3
 import requests
 
 from batch_gateway.provider_specs import OPENAI, SPECS, WEBHOOK_PUSH
+from batch_gateway_dev.local.console import ConsoleServer, ConsoleSite, console_site, local_headers
 from batch_gateway_dev.local.front import ApiFront, Principal
 from batch_gateway_dev.local.lambda_runtime import ENVIRONMENTS_FILE, IN_FLIGHT_FILE, code_zip
 from batch_gateway_dev.local.resources import create_table
@@ -37,6 +38,8 @@ from batch_gateway_dev.local.service_principals import service_user_name
 from batch_gateway_dev.local.sqs_poller import Mapping as SqsMapping
 from batch_gateway_dev.local.sqs_poller import SqsPoller
 from batch_gateway_dev.local.template import REPO_ROOT, Template, resolve, synthesized_template
+from stacks.console_build import ConsoleBuild
+from stacks.console_build import build as build_console
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -75,7 +78,10 @@ PSEUDO_PARAMETERS = {
 NOT_APPLIED_LOCALLY = {"AWS::S3::Bucket": ("LifecycleConfiguration",), "AWS::SecretsManager::Secret": ("Description",)}
 # What a redeploy may add, as CloudFormation creates a resource a template gains (a provider's webhook secret, a
 # rule for a provider's events, decision 0135); one it changes or drops is still refused.
-ADDED_ON_REDEPLOY = frozenset({"AWS::SecretsManager::Secret", "AWS::Events::Rule"})
+# A bucket too: the console's (decision 0138), which a release before the console lacks.
+ADDED_ON_REDEPLOY = frozenset({"AWS::SecretsManager::Secret", "AWS::Events::Rule", "AWS::S3::Bucket"})
+# What the console distribution's DomainName resolves to here, until it is the console server's origin (``_res``).
+CONSOLE_DOMAIN = "console.local.invalid"
 
 
 def _as_made(resource: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -185,6 +191,8 @@ class LocalStack:
         self._attrs: dict[tuple[str, str], str] = {}  # (logical id, attribute) -> what Fn::GetAtt gives
         self._roles: set[str] = set()  # the roles made in the account so far
         self._made: set[str] = set()  # the secrets and rules made so far (a redeploy adds, never makes one twice)
+        self.console: ConsoleServer | None = None  # the web console's files (decision 0138), when the template has it
+        self._console: tuple[ConsoleSite, ConsoleBuild] | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
 
@@ -199,6 +207,7 @@ class LocalStack:
             local_env.update(
                 {variable: self.simulator.base_url(spec.name) for spec in SPECS for variable in spec.base_url_env}
             )
+        self._prepare_console(template)
         self._start_aws(local_env)
         self._create_resources(template)
         self._create_principals()
@@ -223,11 +232,12 @@ class LocalStack:
             identify=self._identify,
             authorize=self._invoke_authorizer,
             iam_allows=self._iam_allows,
-            gateway_responses=template.gateway_responses(),
-            preflights=template.preflights(),
+            gateway_responses=template.gateway_responses(self._res),
+            preflights=template.preflights(self._res),
             host=self.host,
             port=self.port,
         ).start()
+        self._publish_console(template)
         for provider, secret in self.webhook_secrets.items() if self.simulator else ():
             # OpenAI's project webhook and Gemini's static one, pointed at this stack's receivers (decisions 0073,
             # 0135), as an operator sets them up.
@@ -235,6 +245,9 @@ class LocalStack:
         return self
 
     def stop(self) -> None:
+        if self.console:
+            self.console.stop()
+            self.console = None
         if self.front:
             self.front.stop()
             self.front = None
@@ -275,12 +288,23 @@ class LocalStack:
         """The OpenAIWebhookSecret's value, when openai is enabled."""
         return self.webhook_secrets.get(OPENAI.name)
 
+    @property
+    def console_url(self) -> str | None:
+        """The web console (decision 0138), served as the template's distribution serves it; None without one."""
+        return self.console.url if self.console else None
+
+    @property
+    def console_origin(self) -> str | None:
+        """The console's origin, the key mount's CORS origin unless the context names another."""
+        return self.console.origin if self.console else None
+
     def info(self) -> dict[str, Any]:
         caller = self.caller(DEFAULT_CALLER)
         drop = self.caller(DROP_FOLDER_USER)
         api_url = self.front.url if self.front else None
         return {
             "api_url": api_url,
+            "console_url": self.console_url,
             # What to give the official SDKs (decision 0045): base_url of openai.OpenAI / anthropic.Anthropic.
             "openai_base_url": f"{api_url}/openai/v1" if api_url else None,
             "anthropic_base_url": f"{api_url}/anthropic" if api_url else None,
@@ -581,7 +605,48 @@ class LocalStack:
         ).raise_for_status()
 
     def _res(self, value: Any) -> Any:
-        return resolve(value, self._refs, self._attrs, PSEUDO_PARAMETERS)
+        return self._localize(resolve(value, self._refs, self._attrs, PSEUDO_PARAMETERS))
+
+    def _localize(self, value: Any) -> Any:
+        """The console distribution's ``https://`` origin is the console server's (plain HTTP on loopback)."""
+        if isinstance(value, str) and CONSOLE_DOMAIN in value and self.console is not None:
+            return value.replace(f"https://{CONSOLE_DOMAIN}", self.console.origin).replace(
+                CONSOLE_DOMAIN, self.console.origin.removeprefix("http://")
+            )
+        if isinstance(value, list):
+            return [self._localize(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self._localize(v) for k, v in value.items()}
+        return value
+
+    # --- the web console (decision 0138) ------------------------------------------------------------------------
+
+    def _prepare_console(self, template: Template) -> None:
+        """Build the console the template deploys (from ``code_root``'s ``console/``, as ``cdk synth`` did) and bind
+        its server, so its origin is known before the functions and the API that name it are deployed."""
+        site = console_site(template.resources)
+        if site is None:
+            self._console = None
+            return
+        build = build_console(self.code_root / "console")
+        if not site.names_build(build):
+            raise RuntimeError(
+                f"the template deploys another console build than {self.code_root / 'console'} gives ({build.digest})"
+            )
+        self._console = (site, build)
+        if self.console is None:
+            self.console = ConsoleServer(self.host)
+
+    def _publish_console(self, template: Template) -> None:
+        """Serve the build with the template's headers; the CSP's ``connect-src`` names this stack's API where the
+        template names the deployed API's origin (its ``ApiUrl`` output's)."""
+        if self._console is None or self.console is None or self.front is None:
+            return
+        site, build = self._console
+        deployed = str(self._res(template.raw["Outputs"]["ApiUrl"]["Value"]))
+        headers = local_headers(site, self._res, deployed, self.front.url)
+        self.console.publish(site, build, headers, api_url=self.front.url)
+        self.console.start()
 
     def _name_resources(self, template: Template) -> None:
         """Names and ARNs first (CloudFormation would know them before wiring anything together); the same logical id
@@ -623,6 +688,9 @@ class LocalStack:
             refs[logical_id] = f"arn:aws:sns:{REGION}:{ACCOUNT}:{logical_id}"
         for logical_id in template.of_type("AWS::SSM::Parameter"):
             refs[logical_id] = logical_id  # a generated (simple) name, as CloudFormation gives one
+        for logical_id in template.of_type("AWS::CloudFront::Distribution"):
+            refs[logical_id] = logical_id
+            attrs[(logical_id, "DomainName")] = CONSOLE_DOMAIN
 
     def _create_resources(self, template: Template) -> None:
         res = self._res
@@ -634,8 +702,7 @@ class LocalStack:
             create_table(dynamodb, refs[logical_id], table["Properties"])
         s3 = self.client("s3")
         for logical_id in template.of_type("AWS::S3::Bucket"):
-            s3.create_bucket(Bucket=refs[logical_id])
-            s3.put_bucket_versioning(Bucket=refs[logical_id], VersioningConfiguration={"Status": "Enabled"})
+            self._create_bucket(logical_id)
         secrets = self.client("secretsmanager")
         for logical_id, secret in template.of_type("AWS::SecretsManager::Secret").items():
             self._create_secret(secrets, logical_id, secret)
@@ -686,6 +753,12 @@ class LocalStack:
                 Bucket=res(props["BucketName"]), NotificationConfiguration=res(props["NotificationConfiguration"])
             )
         self._deploy_state_machine(template, create=True)
+
+    def _create_bucket(self, logical_id: str) -> None:
+        s3 = self.client("s3")
+        s3.create_bucket(Bucket=self._refs[logical_id])
+        s3.put_bucket_versioning(Bucket=self._refs[logical_id], VersioningConfiguration={"Status": "Enabled"})
+        self._made.add(logical_id)
 
     def _create_secret(self, secrets: Any, logical_id: str, secret: dict[str, Any]) -> None:
         name = str(secret["Properties"].get("Name") or logical_id)
@@ -820,12 +893,15 @@ class LocalStack:
         if changed:
             raise RedeployError(f"a redeploy replaces code, roles and the workflow, not these resources: {changed}")
         self.code_root = root
+        self._prepare_console(template)
         self._name_resources(template)
         for logical_id, resource in sorted(added.items()):
             if logical_id in self._made:  # made at start or by an earlier redeploy, dropped since: still here
                 continue
             if resource["Type"] == "AWS::SecretsManager::Secret":  # before the functions whose environment names it
                 self._create_secret(self.client("secretsmanager"), logical_id, resource)
+            if resource["Type"] == "AWS::S3::Bucket":
+                self._create_bucket(logical_id)
         self._deploy_roles(before, template)
         self._deploy_functions(before, template)
         for logical_id, resource in sorted(added.items()):
@@ -834,7 +910,8 @@ class LocalStack:
         self._made.update(added)
         self._allow_rule_invokes(template)  # a function made again (dropped by an earlier release) has no policy
         self._deploy_state_machine(template)
-        self.front.deploy(template.routes(), template.gateway_responses(), template.preflights())
+        self.front.deploy(template.routes(), template.gateway_responses(self._res), template.preflights(self._res))
+        self._publish_console(template)
         self._template = template
 
     def _allow_rule_invokes(self, template: Template) -> None:

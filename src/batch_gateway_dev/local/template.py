@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,9 @@ def _fingerprint(context: dict[str, Any], root: Path = REPO_ROOT) -> str:
     sources = [root / "cdk.json", root / "uv.lock", root / "src/batch_gateway/constants.py"]
     sources += [root / "src/batch_gateway/provider_specs.py"]  # the CDK app reads it too
     sources += sorted((root / "stacks").glob("*.py"))
+    sources += sorted((root / "console").glob("*"))  # the console's build is named in the template (decision 0138)
     for path in sources:
-        if path.exists():  # a checkout from before provider_specs.py
+        if path.is_file():  # a checkout from before provider_specs.py (or before console/)
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -102,6 +104,10 @@ def _synthesize_elsewhere(context: dict[str, Any], root: Path) -> dict[str, Any]
         raise RuntimeError(f"cdk synth of {root} failed:\n{done.stderr.decode(errors='replace')[-4000:]}")
     template: dict[str, Any] = json.loads(done.stdout)
     return template
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 @dataclass
@@ -181,15 +187,16 @@ class Template:
         definition: str = props.get("DefinitionString") or json.dumps(props["Definition"])
         return logical_id, definition
 
-    def gateway_responses(self) -> dict[str, GatewayResponse]:
-        """Response type (``AUTHORIZER_CONFIGURATION_ERROR``, ``DEFAULT_4XX``, ...) -> the API's gateway response."""
+    def gateway_responses(self, resolve: Callable[[Any], Any] = _as_is) -> dict[str, GatewayResponse]:
+        """Response type (``AUTHORIZER_CONFIGURATION_ERROR``, ``DEFAULT_4XX``, ...) -> the API's gateway response;
+        ``resolve``: the stack's resolver of the header values (a console origin is the distribution's domain)."""
         responses = {}
         for resource in self.of_type("AWS::ApiGateway::GatewayResponse").values():
             props = resource["Properties"]
             status = props.get("StatusCode")
             template = (props.get("ResponseTemplates") or {}).get("application/json")
             headers = {
-                name.removeprefix("gatewayresponse.header."): str(value).strip("'")
+                name.removeprefix("gatewayresponse.header."): str(resolve(value)).strip("'")
                 for name, value in (props.get("ResponseParameters") or {}).items()
                 if name.startswith("gatewayresponse.header.")
             }
@@ -203,9 +210,9 @@ class Template:
             return f"{self._path_of(props['ParentId'])}/{props['PathPart']}"
         return ""  # the API's root resource
 
-    def preflights(self) -> list[Preflight]:
+    def preflights(self, resolve: Callable[[Any], Any] = _as_is) -> list[Preflight]:
         """The API's CORS preflight methods: ``OPTIONS`` with a ``MOCK`` integration whose one integration response
-        sets static headers (``method.response.header.X: "'value'"``)."""
+        sets static headers (``method.response.header.X: "'value'"``, resolved by ``resolve``)."""
         found = []
         for method in self.of_type("AWS::ApiGateway::Method").values():
             props = method["Properties"]
@@ -214,7 +221,7 @@ class Template:
                 continue
             [answer] = integration["IntegrationResponses"]
             headers = {
-                name.removeprefix("method.response.header."): str(value).strip("'")
+                name.removeprefix("method.response.header."): str(resolve(value)).strip("'")
                 for name, value in (answer.get("ResponseParameters") or {}).items()
             }
             found.append(Preflight(self._path_of(props["ResourceId"]) or "/", int(answer["StatusCode"]), headers))
