@@ -66,8 +66,11 @@
     return heading;
   }
 
+  let noticeAge = 0; // a notice outlives the one navigation that follows it (e.g. "Created job_...")
+
   function say(text) {
     notice.textContent = text || "";
+    noticeAge = 0;
   }
 
   function errorBox(error) {
@@ -153,6 +156,7 @@
     clearTimeout(timer);
     timer = null;
     generation += 1;
+    if (++noticeAge > 1) notice.textContent = "";
     const [path, query] = (location.hash || "").replace(/^#/, "").split("?");
     const params = new URLSearchParams(query || "");
     const signedIn = Boolean(key());
@@ -440,9 +444,8 @@
     try {
       const j = await api("GET", "/batches/" + encodeURIComponent(id));
       if (!current(gen)) return;
-      if (j.dataset) {
-        tools.insertBefore(h("button", { type: "button", id: "download-csv", onclick: () => fetchDownload("csv") }, "Download CSV"), jsonl.nextSibling);
-      }
+      // A dataset job's table with result columns (decision 0136); any other job answers the API's 400, shown.
+      tools.insertBefore(h("button", { type: "button", id: "download-csv", onclick: () => fetchDownload("csv") }, "Download CSV"), jsonl.nextSibling);
       const token = (pageTokens[listing] || [null])[page];
       const data = await api("GET", "/batches/" + encodeURIComponent(id) + "/results?limit=" + RESULTS_PAGE +
         (token ? "&next_token=" + encodeURIComponent(token) : ""));

@@ -131,6 +131,7 @@ def test_sign_in_create_watch_read_download_cancel(stack, page, watched, sim, tm
 
     sign_in(page, alice_key)
     assert page.evaluate("Object.values(sessionStorage)") == [alice_key]  # the tab's session storage only
+    assert page.evaluate("localStorage.length + document.cookie.length") == 0
     assert alice_key not in page.url
 
     # New job from a JSONL file: the dry-run estimate comes first, then the create.
@@ -209,6 +210,7 @@ def test_an_admin_key_mints_a_key_and_a_plain_key_sees_403(stack, page, watched)
     sign_in(page, stack.api_key(stack.caller("ops", admin=True), admin=True))
     page.get_by_role("link", name="Admin").click()
     expect(page.locator("#keys table")).to_be_visible()
+    expect(page.locator("#budgets table")).to_be_visible()
     page.get_by_label("Owner (IAM user or role ARN)").fill(alice.principal)
     page.get_by_label("Name", exact=True).fill("minted in the console")
     page.get_by_role("button", name="Mint key").click()

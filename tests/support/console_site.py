@@ -8,6 +8,7 @@ the hosting sets."""
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -39,6 +40,15 @@ def content_security_policy(api_url: str) -> str:
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
         f"connect-src 'self' {api_origin}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     )
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A browser that drops a connection it no longer needs (a page left mid-load) is no error of the site."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class ConsoleSite:
@@ -77,7 +87,7 @@ class ConsoleSite:
             def log_message(self, *_: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.origin = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.url = self.origin + "/"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
