@@ -232,9 +232,9 @@
     const tokens = (pageTokens[listing] = pageTokens[listing] || [null]);
     tokens[page + 1] = nextToken || undefined;
     return h("div", { class: "pager" },
-      h("button", { type: "button", disabled: page === 0, onclick: () => go(page - 1) }, "Previous page"),
+      h("button", { type: "button", disabled: page === 0, onclick: () => { generation += 1; go(page - 1); } }, "Previous page"),
       h("span", {}, "Page " + (page + 1)),
-      h("button", { type: "button", disabled: !nextToken, onclick: () => go(page + 1) }, "Next page"));
+      h("button", { type: "button", disabled: !nextToken, onclick: () => { generation += 1; go(page + 1); } }, "Next page"));
   }
 
   function done(counts) {
@@ -360,6 +360,7 @@
     const heading = render("Job " + id, actions, out, live);
     focusHeading(heading);
     let shownStatus = null;
+    let reads = 0; // only the latest read paints and schedules the next (a cancel reads at once, beside the timer)
 
     async function cancel() {
       out.replaceChildren();
@@ -374,15 +375,17 @@
 
     async function refresh() {
       clearTimeout(timer);
+      const read = ++reads;
       let j;
       try {
         j = await api("GET", "/batches/" + encodeURIComponent(id));
       } catch (e) {
-        if (current(gen)) live.replaceChildren(errorBox(e));
-        if (current(gen) && e.status !== 404 && e.status !== 401 && e.status !== 403) timer = setTimeout(refresh, REFRESH_MS * 2);
+        if (!current(gen) || read !== reads) return;
+        live.replaceChildren(errorBox(e));
+        if (e.status !== 404 && e.status !== 401 && e.status !== 403) timer = setTimeout(refresh, REFRESH_MS * 2);
         return;
       }
-      if (!current(gen)) return;
+      if (!current(gen) || read !== reads) return;
       const ended = ENDED.includes(j.status);
       if (j.status !== shownStatus) {
         shownStatus = j.status;
@@ -391,7 +394,8 @@
           ended ? h("a", { href: "#/jobs/" + encodeURIComponent(id) + "/results", class: "button", id: "results-link" }, "Results") : null,
           ["queued", "in_progress"].includes(j.status) ? h("button", { type: "button", id: "cancel", class: "danger", onclick: cancel }, "Cancel job") : null,
           h("a", { href: "#/jobs" }, "All jobs")].filter(Boolean));
-        if (focused && document.getElementById(focused) === null && actions.firstChild) actions.firstChild.focus();
+        const next = actions.querySelector("a, button");
+        if (focused && document.getElementById(focused) === null && next) next.focus(); // the Cancel button went
       }
       live.replaceChildren(...jobDetails(j));
       if (!ended) timer = setTimeout(refresh, REFRESH_MS);

@@ -249,7 +249,11 @@ def test_result_text_with_markup_is_shown_as_text_and_runs_nothing(stack, page, 
         key,
         "POST",
         "/batches",
-        seed_body(requests={INJECTION: INJECTION}, metadata={"note": INJECTION}),
+        # 51 items: the results come 50 a page, the markup on the first
+        seed_body(
+            requests={INJECTION: INJECTION, **{f"n{n:02d}": f"plain {n}" for n in range(50)}},
+            metadata={"note": INJECTION},
+        ),
     )
     assert made.status_code == 202, made.text
     job_id = made.json()["id"]
@@ -258,12 +262,18 @@ def test_result_text_with_markup_is_shown_as_text_and_runs_nothing(stack, page, 
     expect(page.locator("#job-status")).to_have_text("finished", timeout=WAIT_MS)
     expect(page.locator("#job-live")).to_contain_text(INJECTION)  # the metadata value, as text
     page.get_by_role("link", name="Results").click()
-    item = page.locator("article.item")
-    expect(item).to_have_count(1)
+    items = page.locator("article.item")
+    expect(items).to_have_count(50)
+    item = items.filter(has_text="onerror")
     expect(item.locator("h3")).to_contain_text(INJECTION)  # the request id
     expect(item.locator(".text")).to_contain_text(INJECTION)  # the simulator's reply quotes the prompt
     assert page.locator("img").count() == 0
     assert page.evaluate("document.images.length") == 0
+    page.get_by_role("button", name="Next page").click()  # the results' paging
+    expect(items).to_have_count(1)
+    expect(page.get_by_role("button", name="Next page")).to_be_disabled()
+    page.get_by_role("button", name="Previous page").click()
+    expect(items).to_have_count(50)
     assert watched.dialogs == [] and watched.errors == []
 
 
