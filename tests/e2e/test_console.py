@@ -159,6 +159,24 @@ def test_sign_in_create_watch_read_download_cancel(stack, page, watched, sim, tm
         {"id": f"row-{n}", "request": f"Name an animal that starts with {c}"} for n, c in enumerate("ABCDE")
     ]
     page.get_by_role("link", name="New job").first.click()
+    # Bad input: bad lines are listed by number before anything is sent; the API's 400 is shown with its field.
+    bad = b'{"id": "a", "request": "hi"}\nnot json\n{"id": "a", "request": "again"}\n'
+    page.get_by_label("Input file (JSONL or CSV)").set_input_files(
+        {"name": "bad.jsonl", "mimeType": "application/jsonl", "buffer": bad}
+    )
+    page.get_by_label("Model").fill("claude-sonnet-4-20250514")
+    page.get_by_role("button", name="Estimate (dry run)").click()
+    expect(page.get_by_role("alert")).to_contain_text("line 2: not valid JSON")
+    expect(page.get_by_role("alert")).to_contain_text('line 3: id "a" again')
+    page.get_by_label("Input file (JSONL or CSV)").set_input_files(
+        {"name": "one.jsonl", "mimeType": "application/jsonl", "buffer": b'{"id": "a", "request": "hi"}'}
+    )
+    page.get_by_label("Max tokens per request (optional)").fill("-5")
+    page.get_by_role("button", name="Estimate (dry run)").click()
+    expect(page.get_by_role("alert")).to_contain_text("400 invalid_request")
+    expect(page.get_by_role("alert")).to_contain_text("max_tokens")
+    expect(page.get_by_role("button", name="Create job")).to_be_disabled()
+    page.get_by_label("Max tokens per request (optional)").fill("")
     page.get_by_label("Input file (JSONL or CSV)").set_input_files(
         {
             "name": "animals.jsonl",
