@@ -18,10 +18,11 @@ LINT_TEMPLATE := BatchGatewayStack.template.json
 CHECKOV := BC_SKIP_MAPPING=TRUE CKV_SKIP_PACKAGE_UPDATE_CHECK=true $(LINT_VENV)/bin/checkov --framework cloudformation \
 	--skip-download --quiet --compact
 
-.PHONY: help install demo local test test-all test-unit test-integration test-infra test-e2e test-gllm chaos synth lint bench clean
+.PHONY: help install demo local test test-all test-unit test-integration test-infra test-e2e test-gllm chaos synth lint bench clean \
+	console-screenshots
 
 help:
-	@echo "make demo | local | test (test-unit | test-integration | test-infra) | test-e2e | test-all | test-gllm | chaos | synth | lint | bench | clean"
+	@echo "make demo | local | test (test-unit | test-integration | test-infra) | test-e2e | test-all | test-gllm | chaos | synth | lint | bench | console-screenshots | clean"
 
 $(VENV_STAMP): pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -31,6 +32,15 @@ $(VENV_STAMP): pyproject.toml uv.lock
 $(LINT_STAMP): pyproject.toml uv.lock $(VENV_STAMP)
 	UV_PROJECT_ENVIRONMENT=$(LINT_VENV) $(UV) sync --frozen --only-group lint --no-install-project --quiet
 	@touch $@
+
+# Debian's Chromium for the console's browser tests and screenshots (decision 0137), driven by Playwright for Python
+# with executable_path: no browser download at run time (`playwright install` is never run). CI runs as root on a
+# clean machine; elsewhere sudo asks.
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	$$([ "$$(id -u)" = 0 ] || echo sudo) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $$([ "$$(id -u)" = 0 ] || echo sudo -E) apt-get install -y -qq --no-install-recommends chromium
+	@test -x $@
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -66,7 +76,7 @@ test-infra: $(VENV_STAMP) $(LINT_STAMP)
 
 # Three workers on two cores: the layer mostly waits on the local stack's clocks (leases, timeouts, provider
 # processing), and a third stack overlaps those waits (decision 0109's addendum).
-test-e2e: $(VENV_STAMP)
+test-e2e: $(VENV_STAMP) $(CHROMIUM)
 	$(UV) run --frozen pytest -n 3 -q tests/e2e
 
 # The seed example program with gllm-inference's own invokers (OpenAILMInvoker with base_url, AnthropicLMInvoker with
@@ -111,6 +121,11 @@ lint: $(VENV_STAMP) $(LINT_STAMP)
 	$(UV) run --frozen cfn-lint -i W3005 -- cdk.out/lint/$(LINT_TEMPLATE) cdk.out/lint-kms/$(LINT_TEMPLATE)
 	$(CHECKOV) -f cdk.out/lint/$(LINT_TEMPLATE)
 	$(CHECKOV) -f cdk.out/lint-kms/$(LINT_TEMPLATE)
+
+# A local stack, the console in Debian's Chromium, a job or two, and a PNG of each page in docs/screenshots/ (README's
+# "Console" section shows them).
+console-screenshots: $(VENV_STAMP) $(CHROMIUM)
+	$(UV) run --frozen python -m tests.support.console_screenshots docs/screenshots
 
 bench: $(VENV_STAMP)
 	$(UV) run --frozen python -m bench
