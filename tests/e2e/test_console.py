@@ -17,43 +17,18 @@ from playwright.sync_api import Page, expect, sync_playwright
 from batch_gateway.constants import KEY_MOUNT_PREFIX
 from batch_gateway_dev.local.stack import LocalStack
 from tests.support.api_caller import seed_body
-from tests.support.console_site import ConsoleSite, launch_chromium
+from tests.support.console_site import launch_chromium
 
 INJECTION = "<img src=x onerror=alert(1)>"
 WAIT_MS = 60_000  # a job of the simulators ends within seconds; this only bounds a failure
 
 
 @pytest.fixture(scope="module")
-def console_site() -> Iterator[ConsoleSite]:
-    with ConsoleSite() as site:
-        yield site
-
-
-@pytest.fixture(scope="module")
-def stack(console_site: ConsoleSite) -> Iterator[LocalStack]:
-    """This module's own local stack, its key mount's CORS origin the console's (the session stack's origin is a
-    name no page here is served from). Goes once the stack serves the console itself (``stack.console_url``)."""
-    context = {
-        "console_origin": console_site.origin,
-        "reconcile_wait_seconds": "5",
-        "owner_limits": '{"creates_per_minute": null, "open_jobs": null}',
-    }
-    with LocalStack(poll_schedule="1", processing_seconds=0.5, context=context, quiet=True) as local:
-        console_site.api_url = local.info()["api_url"]
-        yield local
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _table_left_readable():
-    """conftest's check that a module left the shared stack's table readable: this module's stack is its own and
-    goes with it (the check would look at it after its teardown)."""
-    yield
-
-
-@pytest.fixture(scope="module")
-def console_url(stack: LocalStack, console_site: ConsoleSite) -> str:
-    """Where the console is served, against ``stack``'s API (later: ``stack.console_url``)."""
-    return console_site.url
+def console_url(stack: LocalStack) -> str:
+    """Where the session stack serves the console: its build, config.json and the template's headers (decision 0138);
+    the key mount's CORS origin is that origin."""
+    assert stack.console_url, "the local stack serves the console"
+    return stack.console_url
 
 
 class Watched:
