@@ -57,7 +57,10 @@ def test_read_only_routes_cannot_write_or_scan_the_table_and_retrieve_reads_only
         assert {a for a in actions if a.startswith("dynamodb:")} == {"dynamodb:GetItem", "dynamodb:Query"}
     assert not _has(synthesized.role_actions("Status"), "s3:")
     assert not _has(synthesized.role_actions("List"), "s3:")
-    assert synthesized.object_grants("Retrieve") == {"s3:GetObject": {"jobs/*/results.jsonl"}}
+    # and a dataset job's CSV (decision 0136)
+    assert synthesized.object_grants("Retrieve") == {
+        "s3:GetObject": {"jobs/*/results.jsonl", "jobs/*/dataset/results.csv"}
+    }
 
 
 def test_no_function_scans_the_table_or_lists_or_reads_the_whole_bucket(synthesized):
@@ -73,9 +76,10 @@ def test_no_function_scans_the_table_or_lists_or_reads_the_whole_bucket(synthesi
 def test_create_writes_only_a_jobs_requests_and_cancel_touches_only_the_table(synthesized):
     assert synthesized.object_grants("Create") == {
         "s3:GetObject": {"uploads/*"},  # an uploaded input file (POST /batches with input_file)
-        "s3:PutObject": {"jobs/*/requests.jsonl"},
-        "s3:AbortMultipartUpload": {"jobs/*/requests.jsonl"},
-        "s3:DeleteObject": {"jobs/*/requests.jsonl"},
+        # a dataset job's table, kept as it came (decision 0136)
+        "s3:PutObject": {"jobs/*/requests.jsonl", "jobs/*/dataset/input.*"},
+        "s3:AbortMultipartUpload": {"jobs/*/requests.jsonl", "jobs/*/dataset/input.*"},
+        "s3:DeleteObject": {"jobs/*/requests.jsonl", "jobs/*/dataset/input.*"},
     }
     cancel = synthesized.role_actions("Cancel")
     assert "dynamodb:UpdateItem" in cancel and not _has(cancel, "s3:")
@@ -109,6 +113,15 @@ def test_the_steps_that_move_a_job_emit_events_and_finalize_and_mark_failed_writ
         assert (constants.ENV_EVENT_BUS_NAME in env) == emits, function_id
     for function_id in ("Finalize", "MarkFailed"):
         assert "outbox/*" in synthesized.object_grants(function_id)["s3:PutObject"]
+
+
+def test_finalize_and_mark_failed_read_a_datasets_table_and_write_only_its_csv(synthesized):
+    """Decision 0136: the table as it came is read, never written; the CSV with the results is written."""
+    for function_id in ("Finalize", "MarkFailed"):
+        grants = synthesized.object_grants(function_id)
+        assert "jobs/*/dataset/input.*" in grants["s3:GetObject"], function_id
+        assert "jobs/*/dataset/results.csv" in grants["s3:PutObject"], function_id
+        assert not any(k.startswith("jobs/*/dataset/input") for k in grants["s3:PutObject"]), function_id
 
 
 def test_plan_reads_no_secret_and_only_requests_and_input_files_and_writes_only_requests_chunk_and_primer_files(
