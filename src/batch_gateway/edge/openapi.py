@@ -233,11 +233,21 @@ def _upload_schemas() -> dict[str, Any]:
             "type": "object",
             "required": ["provider", "model", "dataset"],
             "not": {"required": ["requests"]},
+            "additionalProperties": False,
             "properties": {
                 "dataset": _ref("Dataset"),
-                "input_file": {"type": "string", "pattern": "^upl_[0-9a-f]{32}$"},
+                "input_file": {
+                    "type": "string",
+                    "pattern": "^upl_[0-9a-f]{32}$",
+                    "description": "an upload of the caller's holding the table (dataset.format: csv or jsonl), up "
+                    "to 16 MiB (the table is read while the create waits)",
+                },
                 "provider": {"enum": list(PROVIDERS)},
                 "model": {"type": "string"},
+                "endpoint": {"type": ["string", "null"]},
+                "hyperparameters": {"type": "object"},
+                "metadata": _ref("Metadata"),
+                "provider_options": {"type": "object"},
                 "dry_run": _ref("DryRun"),
             },
             "description": "POST /batches with a dataset instead of requests; every other field of a create body "

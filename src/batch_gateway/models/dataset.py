@@ -117,11 +117,17 @@ def parse_dataset(value: Any, *, input_file: bool) -> DatasetInput:
     if system is not None:
         if not isinstance(system, str):
             raise _bad("dataset.system", "must be a string")
-        Template.parse(system, "dataset.system")
+        if system.strip():  # an empty one is none
+            Template.parse(system, "dataset.system")
     id_column = value.get("id_column")
     if id_column is not None and (not isinstance(id_column, str) or not id_column):
         raise _bad("dataset.id_column", "must be the name of a column")
-    spec = Dataset(template=value["template"], format=fmt, system=system or None, id_column=id_column)
+    spec = Dataset(
+        template=value["template"],
+        format=fmt,
+        system=system if system and system.strip() else None,
+        id_column=id_column,
+    )
     return DatasetInput(spec=spec, csv=csv_text, records=records)
 
 
