@@ -7,14 +7,17 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 import requests
 
 from batch_gateway.client import AsyncBatchGatewayClient, BatchGatewayClient
+from batch_gateway_dev.local.stack import DROP_FOLDER_USER
 
 pytestmark = pytest.mark.e2e
 MODEL = {"provider": "anthropic", "model": "claude-sonnet-4-20250514"}
@@ -153,3 +156,23 @@ def test_the_cli_submits_a_csv_with_a_template_and_writes_the_same_csv_back(stac
     )
     assert again.returncode == 0, again.stderr
     assert again.stdout == out.read_bytes()
+
+
+def test_a_csv_dropped_with_its_settings_file_gets_its_csv_back_in_the_outbox(stack, sim, drop_folder_owner):
+    s3 = stack.client("s3", stack.caller(DROP_FOLDER_USER))  # the pipeline writes with its own keys
+    settings = {"batch_gateway": {**MODEL, "dataset": {"template": "Summarise: {text}", "id_column": "id"}}}
+    s3.put_object(Bucket=stack.bucket, Key="inbox/sheets/awkward.csv.json", Body=json.dumps(settings).encode())
+    s3.put_object(Bucket=stack.bucket, Key="inbox/sheets/awkward.csv", Body=AWKWARD.encode())
+    receipt = json.loads(_wait_for(s3, stack.bucket, "outbox/sheets/awkward.receipt.json"))
+    assert receipt["status"] == "accepted" and receipt["requests"] == 6, receipt
+    _check_round_trip(_wait_for(s3, stack.bucket, "outbox/sheets/awkward.results.csv"), AWKWARD, RESULT_COLUMNS)
+
+
+def _wait_for(s3, bucket, key, timeout=60):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except s3.exceptions.NoSuchKey:
+            assert time.monotonic() < deadline, f"{key} did not appear"
+            time.sleep(0.3)  # polling for an object to appear: the observable condition

@@ -96,7 +96,7 @@ def test_uploads_only_writes_under_uploads_so_its_presigned_urls_can_do_nothing_
 def test_ingest_reads_only_the_drop_folder_and_writes_only_requests_and_receipts(synthesized):
     grants = synthesized.object_grants("Ingest")
     assert grants["s3:GetObject"] == {"inbox/*"} and grants["s3:GetObjectVersion"] == {"inbox/*"}
-    assert grants["s3:PutObject"] == {"jobs/*/requests.jsonl", "outbox/*.receipt.json"}
+    assert grants["s3:PutObject"] == {"jobs/*/requests.jsonl", "jobs/*/dataset/input.*", "outbox/*.receipt.json"}
 
 
 def test_only_the_functions_that_call_providers_read_provider_secrets(synthesized):

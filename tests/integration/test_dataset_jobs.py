@@ -12,7 +12,7 @@ import boto3
 import pytest
 
 from batch_gateway.service.layout import upload_key
-from lambdas import create, retrieve
+from lambdas import create, ingest, retrieve
 from tests.support.events import ALICE, call, executions, load_event
 from tests.support.workflow_driver import run_workflow
 
@@ -174,3 +174,56 @@ def test_csv_results_of_a_job_that_is_not_a_dataset_job_are_a_400_that_says_so(a
     assert code == 400
     assert "not a dataset job" in answer["error"]["message"]
     assert answer["error"]["details"] == [{"field": "format", "message": "csv is for dataset jobs"}]
+
+
+# -- the drop folder -------------------------------------------------------------------------------------------------
+
+SETTINGS = {"batch_gateway": {**MODEL, "dataset": {"template": "Summarise: {text}", "id_column": "id"}}}
+
+
+def _drop(key: str, body: bytes) -> dict:
+    boto3.client("s3").put_object(Bucket="payloads", Key=key, Body=body)
+    event = load_event("sqs_drop_folder.json")
+    message = json.loads(event["Records"][0]["body"])
+    message["Records"][0]["s3"]["object"]["key"] = key
+    message["Records"][0]["s3"]["object"].pop("eTag")
+    event["Records"][0]["body"] = json.dumps(message)
+    return event
+
+
+def _outbox(name: str) -> bytes:
+    return boto3.client("s3").get_object(Bucket="payloads", Key=f"outbox/{name}")["Body"].read()
+
+
+def test_a_dropped_csv_with_its_settings_file_runs_and_its_csv_lands_in_the_outbox(aws, ctx):
+    boto3.client("s3").put_object(Bucket="payloads", Key="inbox/team/rows.csv.json", Body=json.dumps(SETTINGS))
+    assert ingest.handler(_drop("inbox/team/rows.csv", AWKWARD.encode()), ctx) == {"batchItemFailures": []}
+    receipt = json.loads(_outbox("team/rows.receipt.json"))
+    assert receipt["status"] == "accepted" and receipt["requests"] == 5, receipt
+    assert run_workflow(receipt["job_id"], ctx)["status"] == "finished"
+    rows = list(csv.reader(io.StringIO(_outbox("team/rows.results.csv").decode().removeprefix("\ufeff"), newline="")))
+    assert [r[0] for r in rows] == ["id", "a1", "a2", "a3", "a4", "a5"] and rows[3][1] == "two\r\nlines"
+
+
+def test_a_dropped_csv_without_its_settings_file_gets_a_receipt_saying_so_and_starts_nothing(aws, ctx):
+    started = len(executions(aws))
+    ingest.handler(_drop("inbox/alone.csv", AWKWARD.encode()), ctx)
+    receipt = json.loads(_outbox("alone.receipt.json"))
+    assert receipt["status"] == "rejected" and "drop alone.csv.json first" in receipt["error"]
+    assert len(executions(aws)) == started
+
+
+def test_a_dropped_jsonl_of_records_with_a_dataset_header_names_bad_rows_by_line(aws, ctx):
+    lines = [SETTINGS, {"id": "a", "text": "one"}, {"id": "a", "text": "two"}, {"id": "", "text": "three"}]
+    body = "\n".join(json.dumps(line) for line in lines).encode()
+    ingest.handler(_drop("inbox/records.jsonl", body), ctx)
+    receipt = json.loads(_outbox("records.receipt.json"))
+    assert receipt["status"] == "rejected", receipt
+    assert receipt["errors"] == [
+        {"row": 3, "message": "duplicate id 'a' (first on row 2)"},
+        {"row": 4, "message": "id column 'id': ids must be non-empty strings"},
+    ]
+    good = "\n".join(json.dumps(line) for line in [SETTINGS, {"id": "a", "text": "one"}, {"id": "b", "text": "x"}])
+    ingest.handler(_drop("inbox/records2.jsonl", good.encode()), ctx)
+    receipt = json.loads(_outbox("records2.receipt.json"))
+    assert receipt["status"] == "accepted" and receipt["requests"] == 2, receipt

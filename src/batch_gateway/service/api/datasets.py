@@ -21,7 +21,7 @@ from batch_gateway.models.jsonl import iter_jsonl_lines
 from batch_gateway.service.api.create import JobDraft, create, draft, settings_only
 from batch_gateway.service.api.uploads import UPLOAD_ID_RE, check_upload_size
 from batch_gateway.service.context import Services
-from batch_gateway.service.intake.requests import RequestSink
+from batch_gateway.service.intake.requests import STORED, RequestSink
 from batch_gateway.service.layout import dataset_input_key, upload_key
 
 CHUNK_BYTES = 1 << 16
@@ -47,6 +47,34 @@ def create_dataset_job(
         return run_dataset_create(services, job_draft, sink, lambda: services.payloads.open_object(key), copy_from=key)
     table = _inline_bytes(given)
     return run_dataset_create(services, job_draft, sink, lambda: io.BytesIO(table), put=table)
+
+
+def dataset_from_drop(
+    services: Services,
+    *,
+    owner: str,
+    key: str,
+    header: dict[str, Any],
+    defaults: dict[str, Any],
+    drop_name: str,
+    job_id: str,
+    source: str,
+) -> Job:
+    """A dataset job from the drop folder: a CSV with its settings file, or a JSONL file of records whose first line
+    carries the settings; ``header`` holds the job's settings and its ``dataset`` (template, system, id_column)."""
+    settings = {**defaults, **{name: value for name, value in header.items() if name != "dataset"}}
+    if "provider" not in settings or "model" not in settings:
+        raise InvalidRequestError(
+            "say which provider and model to use: in the settings, or a key like inbox/<provider>/<model>/<file>",
+            details=[{"row": 1, "message": "provider and model are required"}],
+        )
+    fmt = "csv" if key.endswith(".csv") else "jsonl"
+    dataset = header.get("dataset")
+    given = parse_dataset({**dataset, "format": fmt} if isinstance(dataset, dict) else dataset, input_file=True)
+    spec = settings_only(settings)
+    job_draft = draft(services, owner=owner, spec=spec, source=source, drop_name=drop_name, job_id=job_id)
+    job_draft = dataclasses.replace(job_draft, dataset=given.spec)
+    return run_dataset_create(services, job_draft, STORED, lambda: services.payloads.open_object(key), copy_from=key)
 
 
 def run_dataset_create(
