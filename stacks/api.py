@@ -212,8 +212,9 @@ class ApiConstruct(Construct):
             bucket,
             key,
             [f"{JOBS_PREFIX}*/dataset/input.*"],
-            [*grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
-            "Create keeps a dataset job's table as it came (decision 0136), and deletes it when the job cannot start.",
+            [*grants.OBJECT_READ, *grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
+            "Create keeps a dataset job's table as it came (decision 0136), reads its rows from that copy, and deletes "
+            "it when the job cannot start.",
         )
         state_machine.grant_start_execution(fns["Create"])
         grants.objects(

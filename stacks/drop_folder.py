@@ -1,4 +1,4 @@
-"""The S3 drop folder: ``<prefix>*.jsonl`` (and a dataset's ``*.csv``) -> S3 event -> SQS (+ dead-letter queue) -> Ingest Lambda.
+"""The S3 drop folder: ``<prefix>*.jsonl`` (and a dataset's ``*.csv``) -> S3 event -> SQS (+ DLQ) -> Ingest Lambda.
 
 SQS between S3 and the Lambda absorbs bursts and retries; partial batch responses keep one bad message from holding
 back the others, and after five receives a message moves to the dead-letter queue (kept 14 days, alarmable).
@@ -118,8 +118,9 @@ class DropFolderConstruct(Construct):
             bucket,
             key,
             [f"{JOBS_PREFIX}*/dataset/input.*"],
-            [*grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
-            "Ingest keeps a dropped dataset's table (decision 0136), and deletes it again when the job cannot start.",
+            [*grants.OBJECT_READ, *grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
+            "Ingest keeps a dropped dataset's table (decision 0136), reads its rows from that copy, and deletes it "
+            "again when the job cannot start.",
         )
         grants.objects(
             role,

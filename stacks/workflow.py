@@ -224,8 +224,9 @@ class WorkflowConstruct(Construct):
                 bucket,
                 key,
                 [f"{JOBS_PREFIX}*/dataset/results.csv"],
-                grants.OBJECT_WRITE,
-                f"{function_id} writes a dataset job's table with its results as results.csv (decision 0136).",
+                [*grants.OBJECT_READ, *grants.OBJECT_WRITE],
+                f"{function_id} writes a dataset job's table with its results as results.csv (decision 0136), and "
+                "copies it to a drop-folder job's outbox.",
             )
             grants.objects(
                 self.functions[function_id].role,

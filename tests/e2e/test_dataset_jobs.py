@@ -18,6 +18,7 @@ import requests
 
 from batch_gateway.client import AsyncBatchGatewayClient, BatchGatewayClient
 from batch_gateway_dev.local.stack import DROP_FOLDER_USER
+from tests.support.uploads import start_upload
 
 pytestmark = pytest.mark.e2e
 MODEL = {"provider": "anthropic", "model": "claude-sonnet-4-20250514"}
@@ -176,3 +177,15 @@ def _wait_for(s3, bucket, key, timeout=60):
         except s3.exceptions.NoSuchKey:
             assert time.monotonic() < deadline, f"{key} did not appear"
             time.sleep(0.3)  # polling for an object to appear: the observable condition
+
+
+def test_an_uploaded_csv_becomes_a_dataset_job_read_from_the_copy_the_job_keeps(stack, alice):
+    data = AWKWARD.encode()
+    upload = start_upload(alice, len(data))
+    assert requests.put(upload["url"], data=data, timeout=30).status_code == 200
+    body = {**MODEL, "input_file": upload["id"], "dataset": {"format": "csv", "template": "{text}", "id_column": "id"}}
+    job = alice.create(body)
+    assert job["request_counts"]["total"] == 6
+    assert alice.wait(job["id"])["status"] == "finished"
+    download = alice.request("GET", f"/batches/{job['id']}/results?format=csv").json()
+    _check_round_trip(requests.get(download["url"], timeout=30).content, AWKWARD, RESULT_COLUMNS)

@@ -5,7 +5,7 @@ from tests.support.synthesized import CDK_NOTIFICATIONS_HANDLER
 
 
 def test_jsonl_and_csv_files_under_the_drop_prefix_notify_the_event_queue(synthesized):
-    """JSONL files of requests, and a dataset's CSV (decision 0136); a CSV's settings file (.csv.json) starts nothing."""
+    """JSONL files of requests and a dataset's CSV (decision 0136); a CSV's settings file (.csv.json) starts none."""
     (notifications,) = synthesized.of_type("Custom::S3BucketNotifications").values()
     configs = notifications["Properties"]["NotificationConfiguration"]["QueueConfigurations"]
     queue_id, _ = synthesized.by_path("DropFolder/Events/Resource")

@@ -75,8 +75,9 @@ def test_no_function_scans_the_table_or_lists_or_reads_the_whole_bucket(synthesi
 
 def test_create_writes_only_a_jobs_requests_and_cancel_touches_only_the_table(synthesized):
     assert synthesized.object_grants("Create") == {
-        "s3:GetObject": {"uploads/*"},  # an uploaded input file (POST /batches with input_file)
-        # a dataset job's table, kept as it came (decision 0136)
+        # an uploaded input file (POST /batches with input_file); a dataset job's table, kept as it came and read
+        # from that copy (decision 0136)
+        "s3:GetObject": {"uploads/*", "jobs/*/dataset/input.*"},
         "s3:PutObject": {"jobs/*/requests.jsonl", "jobs/*/dataset/input.*"},
         "s3:AbortMultipartUpload": {"jobs/*/requests.jsonl", "jobs/*/dataset/input.*"},
         "s3:DeleteObject": {"jobs/*/requests.jsonl", "jobs/*/dataset/input.*"},
@@ -95,7 +96,8 @@ def test_uploads_only_writes_under_uploads_so_its_presigned_urls_can_do_nothing_
 
 def test_ingest_reads_only_the_drop_folder_and_writes_only_requests_and_receipts(synthesized):
     grants = synthesized.object_grants("Ingest")
-    assert grants["s3:GetObject"] == {"inbox/*"} and grants["s3:GetObjectVersion"] == {"inbox/*"}
+    assert grants["s3:GetObject"] == {"inbox/*", "jobs/*/dataset/input.*"}  # a dropped dataset's copy (0136)
+    assert grants["s3:GetObjectVersion"] == {"inbox/*"}
     assert grants["s3:PutObject"] == {"jobs/*/requests.jsonl", "jobs/*/dataset/input.*", "outbox/*.receipt.json"}
 
 
@@ -116,10 +118,12 @@ def test_the_steps_that_move_a_job_emit_events_and_finalize_and_mark_failed_writ
 
 
 def test_finalize_and_mark_failed_read_a_datasets_table_and_write_only_its_csv(synthesized):
-    """Decision 0136: the table as it came is read, never written; the CSV with the results is written."""
+    """Decision 0136: the table as it came is read, never written; the CSV with the results is written (and read
+    again, to copy a drop-folder job's into the outbox)."""
     for function_id in ("Finalize", "MarkFailed"):
         grants = synthesized.object_grants(function_id)
         assert "jobs/*/dataset/input.*" in grants["s3:GetObject"], function_id
+        assert "jobs/*/dataset/results.csv" in grants["s3:GetObject"], function_id  # copied to the outbox
         assert "jobs/*/dataset/results.csv" in grants["s3:PutObject"], function_id
         assert not any(k.startswith("jobs/*/dataset/input") for k in grants["s3:PutObject"]), function_id
 

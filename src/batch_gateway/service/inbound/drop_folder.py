@@ -95,6 +95,7 @@ def ingest_object(
     except (InvalidRequestError, BudgetExceededError) as error:  # the file, or its owner's budget: not retried
         receipt.update(status="rejected", error=error.message, errors=error.details)
     except Exception:
+        logger.exception("could not ingest a dropped file; a redelivery tries again", extra={"drop": name})
         services.jobs.release_marker(claim, token)  # let the redelivery try again at once
         raise
     try:
