@@ -207,6 +207,15 @@ class ApiConstruct(Construct):
             [*grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
             "Create writes a job's requests, and deletes them again when the job cannot start.",
         )
+        grants.objects(
+            fns["Create"].role,
+            bucket,
+            key,
+            [f"{JOBS_PREFIX}*/dataset/input.*"],
+            [*grants.OBJECT_READ, *grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
+            "Create keeps a dataset job's table as it came (decision 0136), reads its rows from that copy, and deletes "
+            "it when the job cannot start.",
+        )
         state_machine.grant_start_execution(fns["Create"])
         grants.objects(
             fns["Create"].role,
@@ -297,9 +306,9 @@ class ApiConstruct(Construct):
             fns["Retrieve"].role,
             bucket,
             key,
-            [f"{JOBS_PREFIX}*/results.jsonl"],
+            [f"{JOBS_PREFIX}*/results.jsonl", f"{JOBS_PREFIX}*/dataset/results.csv"],
             grants.OBJECT_READ,
-            "Retrieve reads a job's results file and nothing else (never the requests).",
+            "Retrieve reads a job's results file (a dataset job's CSV too) and nothing else (never the requests).",
         )
         grants.table(fns["Cancel"].role, table, key, write=True)
         # Resume the job's parked task with its stored token (decision 0072), or restart a workflow that is not parked.

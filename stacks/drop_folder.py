@@ -1,4 +1,4 @@
-"""The S3 drop folder: ``<prefix>*.jsonl`` -> S3 event -> SQS (+ dead-letter queue) -> Ingest Lambda.
+"""The S3 drop folder: ``<prefix>*.jsonl`` (and a dataset's ``*.csv``) -> S3 event -> SQS (+ DLQ) -> Ingest Lambda.
 
 SQS between S3 and the Lambda absorbs bursts and retries; partial batch responses keep one bad message from holding
 back the others, and after five receives a message moves to the dead-letter queue (kept 14 days, alarmable).
@@ -68,6 +68,11 @@ class DropFolderConstruct(Construct):
             s3n.SqsDestination(self.queue),
             s3.NotificationKeyFilter(prefix=config.drop_folder_prefix, suffix=".jsonl"),
         )
+        bucket.add_event_notification(  # a dataset's CSV (decision 0136); its settings file (.csv.json) starts nothing
+            s3.EventType.OBJECT_CREATED,
+            s3n.SqsDestination(self.queue),
+            s3.NotificationKeyFilter(prefix=config.drop_folder_prefix, suffix=".csv"),
+        )
 
         self.function = functions.create(
             self,
@@ -107,6 +112,15 @@ class DropFolderConstruct(Construct):
             [f"{JOBS_PREFIX}*/requests.jsonl"],
             [*grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
             "Ingest writes the job's requests, and deletes them again when the job cannot start.",
+        )
+        grants.objects(
+            role,
+            bucket,
+            key,
+            [f"{JOBS_PREFIX}*/dataset/input.*"],
+            [*grants.OBJECT_READ, *grants.OBJECT_WRITE, *grants.OBJECT_DELETE],
+            "Ingest keeps a dropped dataset's table (decision 0136), reads its rows from that copy, and deletes it "
+            "again when the job cannot start.",
         )
         grants.objects(
             role,

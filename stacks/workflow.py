@@ -224,6 +224,23 @@ class WorkflowConstruct(Construct):
                 self.functions[function_id].role,
                 bucket,
                 key,
+                [f"{JOBS_PREFIX}*/dataset/input.*"],
+                grants.OBJECT_READ,
+                f"{function_id} reads a dataset job's table to write it back with its results (decision 0136).",
+            )
+            grants.objects(
+                self.functions[function_id].role,
+                bucket,
+                key,
+                [f"{JOBS_PREFIX}*/dataset/results.csv"],
+                [*grants.OBJECT_READ, *grants.OBJECT_WRITE],
+                f"{function_id} writes a dataset job's table with its results as results.csv (decision 0136), and "
+                "copies it to a drop-folder job's outbox.",
+            )
+            grants.objects(
+                self.functions[function_id].role,
+                bucket,
+                key,
                 [f"{constants.OUTBOX_PREFIX}*"],
                 grants.OBJECT_WRITE,
                 "drop-folder results and errors go to the outbox under the dropped file's name.",

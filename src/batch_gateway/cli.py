@@ -17,6 +17,8 @@ lists them with an example.
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import os
 import shutil
@@ -290,6 +292,10 @@ def _estimate_text(estimate: dict[str, Any]) -> str:
 
 
 def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    if args.template is not None:
+        return _submit_dataset(args, client)
+    if args.system is not None or args.id_column is not None:
+        raise UsageError("--system and --id-column are for dataset jobs: pass --template too")
     large = args.file != "-" and os.path.isfile(args.file) and os.path.getsize(args.file) > INLINE_MAX_BYTES
     parsed = ParsedFile(header=_read_header(args.file)) if large else _read_input(args.file)
     header = parsed.header or {}
@@ -355,6 +361,88 @@ def _reuse_option(max_age: int | None) -> dict[str, Any] | None:
     return None if max_age is None else {"scope": "owner", "max_age_seconds": max_age}
 
 
+def _submit_dataset(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    """``submit rows.csv --template "Summarise: {text}"``: one request per row (decision 0136). A CSV up to
+    ``INLINE_MAX_BYTES`` goes in the body, a larger one (and a JSONL file of records) as an upload."""
+    if not args.provider or not args.model:
+        raise UsageError("a dataset job needs --provider and --model (a table has no header line of settings)")
+    if args.file == "-":
+        raise UsageError("a dataset is read from a file, not stdin")
+    fmt = "jsonl" if args.file.endswith((".jsonl", ".ndjson")) else "csv"
+    dataset: dict[str, Any] = {"template": args.template}
+    if args.system is not None:
+        dataset["system"] = args.system
+    if args.id_column is not None:
+        dataset["id_column"] = args.id_column
+    try:
+        inline = fmt == "csv" and os.path.getsize(args.file) <= INLINE_MAX_BYTES
+        if inline:
+            with open(args.file, encoding="utf-8", newline="") as stream:
+                dataset["csv"] = stream.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{args.file} is not UTF-8 text (byte {exc.start + 1}): save it as 'CSV UTF-8'") from None
+    input_file = None
+    if not inline:
+        dataset["format"] = fmt
+        input_file = _upload(client, args.file)
+    options: dict[str, Any] = {
+        "provider": args.provider,
+        "model": args.model,
+        "hyperparameters": _json_arg(args.hyperparameters or "{}", "--hyperparameters") or None,
+        "metadata": _json_arg(args.metadata or "{}", "--metadata") or None,
+        "endpoint": args.api_endpoint,
+        "input_file": input_file,
+        "dataset": dataset,
+    }
+    if args.dry_run:
+        if args.wait:
+            raise UsageError("--dry-run starts nothing to wait for: drop --wait")
+        estimate = client.estimate_job(None, **options)
+        if args.json:
+            _json_out(estimate)
+        else:
+            _out(_estimate_text(estimate))
+        return EXIT_OK
+    job = client.create_job(
+        None,
+        **options,
+        idempotency_key=args.idempotency_key,
+        webhook=_webhook_option(args),
+        prompt_cache=args.prompt_cache,
+        guardrails={"pii": args.pii} if args.pii else None,
+        reuse=_reuse_option(args.reuse),
+    )
+    if not args.wait:
+        if args.json:
+            _json_out(_job_json(job))
+        else:
+            _out(f"submitted {job.id}: {job.request_counts.total} rows to {job.provider} {job.model} ({job.status})")
+        return EXIT_OK
+    args.csv = True  # a table in, the same table out
+    return _wait_then_write(args, client, job.id)
+
+
+def _write_csv(client: BatchGatewayClient, batch_id: str, path: str | None) -> int:
+    """A dataset job's table with its results (decision 0136), as the bytes the service wrote; how many rows."""
+    data = client.results_csv(batch_id)
+    if path in (None, "-"):
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        partial = f"{path}.part"
+        try:
+            with open(partial, "wb") as stream:
+                stream.write(data)
+            os.replace(partial, path)
+        finally:
+            if os.path.exists(partial):
+                os.remove(partial)
+    return max(len(list(csv.reader(io.StringIO(data.decode("utf-8-sig"), newline="")))) - 1, 0)
+
+
 def _upload(client: BatchGatewayClient, path: str) -> str:
     return client.upload(path, on_progress=UploadProgress(sys.stderr, os.path.basename(path), tty=sys.stderr.isatty()))
 
@@ -372,7 +460,11 @@ def _wait_then_write(args: argparse.Namespace, client: BatchGatewayClient, batch
     progress.close()
     if job.status == JobStatus.FAILED:
         raise error_from_job(job.error, batch_id=job.id)
-    tally = _write_results(client, job.id, args.output)
+    if getattr(args, "csv", False):
+        rows = _write_csv(client, job.id, args.output)
+        tally = {"rows": rows}
+    else:
+        tally = _write_results(client, job.id, args.output)
     where = f" -> {args.output}" if args.output not in (None, "-") else ""
     cost = _cost_text(job)
     _err(f"{job.id} {job.status}: {_tally_text(tally)}{where}" + (f"; cost {cost}" if cost else ""))
@@ -453,6 +545,11 @@ def cmd_status(args: argparse.Namespace, client: BatchGatewayClient) -> int:
 
 
 def cmd_results(args: argparse.Namespace, client: BatchGatewayClient) -> int:
+    if args.csv:
+        rows = _write_csv(client, args.batch_id, args.output)
+        if args.output not in (None, "-"):
+            _err(f"{args.batch_id}: {rows} rows -> {args.output}")
+        return EXIT_OK
     tally = _write_results(client, args.batch_id, args.output)
     if args.output not in (None, "-"):
         _err(f"{args.batch_id}: {_tally_text(tally)} -> {args.output}")
@@ -725,10 +822,13 @@ _WAIT_EXIT_CODES = (
 )
 _EXAMPLES: dict[str, str] = {
     "submit": "batch-gateway submit requests.jsonl --wait -o results.jsonl\n"
-    "  batch-gateway submit requests.jsonl --provider openai --model gpt-4o-mini --dry-run",
+    "  batch-gateway submit requests.jsonl --provider openai --model gpt-4o-mini --dry-run\n"
+    '  batch-gateway submit rows.csv --provider openai --model gpt-4o-mini --template "Summarise: {text}" '
+    "--id-column id --wait -o results.csv",
     "wait": "batch-gateway wait job_0123456789abcdef01234567 -o results.jsonl   # after Ctrl-C stopped submit --wait",
     "status": "batch-gateway status job_0123456789abcdef01234567 --json",
-    "results": "batch-gateway results job_0123456789abcdef01234567 -o results.jsonl",
+    "results": "batch-gateway results job_0123456789abcdef01234567 -o results.jsonl\n"
+    "  batch-gateway results job_0123456789abcdef01234567 --csv -o results.csv   # a dataset job's table",
     "list": "batch-gateway list --status in_progress --limit 20",
     "cancel": "batch-gateway cancel job_0123456789abcdef01234567",
     "keys": "batch-gateway keys create --owner arn:aws:iam::123456789012:role/search --name search",
@@ -790,8 +890,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"batch-gateway {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    submit = _command(commands, "submit", common, help="submit a JSONL file of requests")
-    submit.add_argument("file", metavar="FILE.jsonl", help="requests, one per line ('-' for stdin)")
+    submit = _command(
+        commands, "submit", common, help="submit a JSONL file of requests, or a CSV with a prompt --template"
+    )
+    submit.add_argument(
+        "file", metavar="FILE", help="requests, one per line ('-' for stdin); with --template a CSV or records"
+    )
     submit.add_argument("--provider", choices=list(PROVIDERS), help="overrides the header's provider")
     submit.add_argument("--model", help="overrides the header's model")
     submit.add_argument("--hyperparameters", metavar="JSON", help="merged over the header's hyperparameters")
@@ -824,6 +928,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="input guardrails (header: guardrails): flag, redact or reject personal data before anything is stored "
         "(default: the deployment's)",
     )
+    submit.add_argument(
+        "--template",
+        metavar="TEXT",
+        help="a dataset job (FILE is a CSV, or a JSONL file of records): one request per row, this prompt with the "
+        "row's {column} values; {{ and }} are literal braces. With --wait the results are the same CSV",
+    )
+    submit.add_argument("--system", metavar="TEXT", help="with --template: the system prompt (may hold {column})")
+    submit.add_argument("--id-column", metavar="NAME", help="with --template: the column of request ids (default: row)")
     submit.add_argument("--wait", action="store_true", help="wait for the job to end, then write its results")
     submit.add_argument(
         "--dry-run",
@@ -845,6 +957,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     wait.add_argument("batch_id", metavar="ID")
     wait.add_argument("-o", "--output", metavar="OUT.jsonl", help="results file (default: stdout)")
+    wait.add_argument("--csv", action="store_true", help="a dataset job's results as its table (decision 0136)")
     wait.add_argument(
         "--poll-interval",
         type=float,
@@ -861,6 +974,9 @@ def build_parser() -> argparse.ArgumentParser:
     results = _command(commands, "results", common, help="write an ended job's results as JSONL")
     results.add_argument("batch_id", metavar="ID")
     results.add_argument("-o", "--output", metavar="FILE", help="default: stdout")
+    results.add_argument(
+        "--csv", action="store_true", help="a dataset job's results as its table with result columns (decision 0136)"
+    )
     results.set_defaults(handler=cmd_results)
 
     listing = _command(commands, "list", common, help="list your jobs, newest first")

@@ -4,14 +4,19 @@ from batch_gateway import constants
 from tests.support.synthesized import CDK_NOTIFICATIONS_HANDLER
 
 
-def test_jsonl_files_under_the_drop_prefix_notify_the_event_queue(synthesized):
+def test_jsonl_and_csv_files_under_the_drop_prefix_notify_the_event_queue(synthesized):
+    """JSONL files of requests and a dataset's CSV (decision 0136); a CSV's settings file (.csv.json) starts none."""
     (notifications,) = synthesized.of_type("Custom::S3BucketNotifications").values()
-    [queue_config] = notifications["Properties"]["NotificationConfiguration"]["QueueConfigurations"]
-    assert queue_config["Events"] == ["s3:ObjectCreated:*"]
-    rules = {r["Name"]: r["Value"] for r in queue_config["Filter"]["Key"]["FilterRules"]}
-    assert rules == {"prefix": constants.DEFAULT_DROP_PREFIX, "suffix": ".jsonl"}
+    configs = notifications["Properties"]["NotificationConfiguration"]["QueueConfigurations"]
     queue_id, _ = synthesized.by_path("DropFolder/Events/Resource")
-    assert queue_config["QueueArn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+    suffixes = []
+    for queue_config in configs:
+        assert queue_config["Events"] == ["s3:ObjectCreated:*"]
+        rules = {r["Name"]: r["Value"] for r in queue_config["Filter"]["Key"]["FilterRules"]}
+        assert rules["prefix"] == constants.DEFAULT_DROP_PREFIX
+        suffixes.append(rules["suffix"])
+        assert queue_config["QueueArn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+    assert sorted(suffixes) == [".csv", ".jsonl"]
     assert any(k.startswith(CDK_NOTIFICATIONS_HANDLER) for k in synthesized.resources)
 
 

@@ -57,7 +57,10 @@ def test_read_only_routes_cannot_write_or_scan_the_table_and_retrieve_reads_only
         assert {a for a in actions if a.startswith("dynamodb:")} == {"dynamodb:GetItem", "dynamodb:Query"}
     assert not _has(synthesized.role_actions("Status"), "s3:")
     assert not _has(synthesized.role_actions("List"), "s3:")
-    assert synthesized.object_grants("Retrieve") == {"s3:GetObject": {"jobs/*/results.jsonl"}}
+    # and a dataset job's CSV (decision 0136)
+    assert synthesized.object_grants("Retrieve") == {
+        "s3:GetObject": {"jobs/*/results.jsonl", "jobs/*/dataset/results.csv"}
+    }
 
 
 def test_no_function_scans_the_table_or_lists_or_reads_the_whole_bucket(synthesized):
@@ -72,10 +75,12 @@ def test_no_function_scans_the_table_or_lists_or_reads_the_whole_bucket(synthesi
 
 def test_create_writes_only_a_jobs_requests_and_cancel_touches_only_the_table(synthesized):
     assert synthesized.object_grants("Create") == {
-        "s3:GetObject": {"uploads/*"},  # an uploaded input file (POST /batches with input_file)
-        "s3:PutObject": {"jobs/*/requests.jsonl"},
-        "s3:AbortMultipartUpload": {"jobs/*/requests.jsonl"},
-        "s3:DeleteObject": {"jobs/*/requests.jsonl"},
+        # an uploaded input file (POST /batches with input_file); a dataset job's table, kept as it came and read
+        # from that copy (decision 0136)
+        "s3:GetObject": {"uploads/*", "jobs/*/dataset/input.*"},
+        "s3:PutObject": {"jobs/*/requests.jsonl", "jobs/*/dataset/input.*"},
+        "s3:AbortMultipartUpload": {"jobs/*/requests.jsonl", "jobs/*/dataset/input.*"},
+        "s3:DeleteObject": {"jobs/*/requests.jsonl", "jobs/*/dataset/input.*"},
     }
     cancel = synthesized.role_actions("Cancel")
     assert "dynamodb:UpdateItem" in cancel and not _has(cancel, "s3:")
@@ -91,8 +96,9 @@ def test_uploads_only_writes_under_uploads_so_its_presigned_urls_can_do_nothing_
 
 def test_ingest_reads_only_the_drop_folder_and_writes_only_requests_and_receipts(synthesized):
     grants = synthesized.object_grants("Ingest")
-    assert grants["s3:GetObject"] == {"inbox/*"} and grants["s3:GetObjectVersion"] == {"inbox/*"}
-    assert grants["s3:PutObject"] == {"jobs/*/requests.jsonl", "outbox/*.receipt.json"}
+    assert grants["s3:GetObject"] == {"inbox/*", "jobs/*/dataset/input.*"}  # a dropped dataset's copy (0136)
+    assert grants["s3:GetObjectVersion"] == {"inbox/*"}
+    assert grants["s3:PutObject"] == {"jobs/*/requests.jsonl", "jobs/*/dataset/input.*", "outbox/*.receipt.json"}
 
 
 def test_only_the_functions_that_call_providers_read_provider_secrets(synthesized):
@@ -109,6 +115,17 @@ def test_the_steps_that_move_a_job_emit_events_and_finalize_and_mark_failed_writ
         assert (constants.ENV_EVENT_BUS_NAME in env) == emits, function_id
     for function_id in ("Finalize", "MarkFailed"):
         assert "outbox/*" in synthesized.object_grants(function_id)["s3:PutObject"]
+
+
+def test_finalize_and_mark_failed_read_a_datasets_table_and_write_only_its_csv(synthesized):
+    """Decision 0136: the table as it came is read, never written; the CSV with the results is written (and read
+    again, to copy a drop-folder job's into the outbox)."""
+    for function_id in ("Finalize", "MarkFailed"):
+        grants = synthesized.object_grants(function_id)
+        assert "jobs/*/dataset/input.*" in grants["s3:GetObject"], function_id
+        assert "jobs/*/dataset/results.csv" in grants["s3:GetObject"], function_id  # copied to the outbox
+        assert "jobs/*/dataset/results.csv" in grants["s3:PutObject"], function_id
+        assert not any(k.startswith("jobs/*/dataset/input") for k in grants["s3:PutObject"]), function_id
 
 
 def test_plan_reads_no_secret_only_requests_input_files_and_cache_order_and_writes_requests_chunk_and_cache_files(

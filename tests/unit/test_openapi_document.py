@@ -241,7 +241,7 @@ def test_an_empty_results_format_is_refused_like_any_format_not_in_the_document(
     services.jobs.update_job(job.id, status=JobStatus.FINISHED.value)
     with services.payloads.writer(results_key(job.id)) as writer:
         writer.write_line(b'{"id": "a", "status": "succeeded"}')
-    assert _query_schema("/batches/{id}/results", "format")["enum"] == ["json", "jsonl"]
+    assert _query_schema("/batches/{id}/results", "format")["enum"] == ["json", "jsonl", "csv"]  # csv: 0136
     with pytest.raises(InvalidRequestError, match="format must be"):
         get_results(services, job.id, owner, fmt="")
 

@@ -98,6 +98,7 @@ class AsyncBatchGatewayClient:
         guardrails: Mapping[str, str] | None = None,
         provider_headers: Mapping[str, str] | None = None,
         reuse: Mapping[str, Any] | None = None,
+        dataset: Mapping[str, Any] | None = None,
     ) -> Job:
         """See ``BatchGatewayClient.create_job``: ``requests``, or ``input_file`` (an upload id from ``upload``)."""
         return await asyncio.to_thread(
@@ -116,6 +117,7 @@ class AsyncBatchGatewayClient:
             guardrails=guardrails,
             provider_headers=provider_headers,
             reuse=reuse,
+            dataset=dataset,
         )
 
     async def estimate_job(
@@ -129,6 +131,7 @@ class AsyncBatchGatewayClient:
         endpoint: str | None = None,
         provider_options: Mapping[str, Any] | None = None,
         input_file: str | None = None,
+        dataset: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """See ``BatchGatewayClient.estimate_job``: the dry run of ``create_job`` with these arguments."""
         return await asyncio.to_thread(
@@ -141,6 +144,7 @@ class AsyncBatchGatewayClient:
             endpoint=endpoint,
             provider_options=provider_options,
             input_file=input_file,
+            dataset=dataset,
         )
 
     async def get_job(self, batch_id: str) -> Job:
@@ -165,8 +169,12 @@ class AsyncBatchGatewayClient:
         async for item in self.list_results(batch_id, limit=page_size):
             yield item
 
-    async def results_download(self, batch_id: str) -> ResultsDownload:
-        return await asyncio.to_thread(self.sync.results_download, batch_id)
+    async def results_download(self, batch_id: str, *, format: str = "jsonl") -> ResultsDownload:
+        return await asyncio.to_thread(self.sync.results_download, batch_id, format=format)
+
+    async def results_csv(self, batch_id: str) -> bytes:
+        """See ``BatchGatewayClient.results_csv``: a dataset job's table with its results (decision 0136)."""
+        return await asyncio.to_thread(self.sync.results_csv, batch_id)
 
     async def jobs_page(
         self, *, status: str | None = None, limit: int | None = None, next_token: str | None = None

@@ -30,7 +30,7 @@ from batch_gateway.client.models import (
 )
 from batch_gateway.client.pagination import SyncPage
 from batch_gateway.client.transport import SignedTransport
-from batch_gateway.client.uploads import ProgressCallback, upload_file
+from batch_gateway.client.uploads import ProgressCallback, fetch_presigned, upload_file
 from batch_gateway.client.webhook_subscriptions import Webhooks
 
 if TYPE_CHECKING:
@@ -116,11 +116,16 @@ class BatchGatewayClient:
         guardrails: Mapping[str, str] | None = None,
         provider_headers: Mapping[str, str] | None = None,
         reuse: Mapping[str, Any] | None = None,
+        dataset: Mapping[str, Any] | None = None,
     ) -> Job:
         """``POST /batches``. ``requests`` maps caller ids to ``LMInput`` or API request forms; or ``input_file`` is
-        an upload id (``upload(path)``) of a JSONL file of requests. ``webhook``: ``{"url", "events"?}``, the job's
-        own webhook; the answer's ``job.webhook["secret"]`` verifies its deliveries (``verify_webhook``), and is
-        answered this once. ``prompt_cache``: "auto" or "off" (cache-aware planning, decision 0128); None: the
+        an upload id (``upload(path)``) of a JSONL file of requests; or ``dataset`` makes one request per row of a
+        table (decision 0136): ``{"csv": text | "records": [...], "template": "Summarise: {text}", "system"?,
+        "id_column"?}``, or with ``input_file`` an uploaded CSV (``"format": "csv"``) or JSONL of records
+        (``"jsonl"``); its results come back as the same CSV (``results_csv``). ``webhook``: ``{"url",
+        "events"?}``, the job's own webhook; the answer's ``job.webhook["secret"]`` verifies its deliveries
+        (``verify_webhook``), and is answered this once. ``prompt_cache``: "auto" or "off" (cache-aware planning,
+        decision 0128); None: the
         deployment's default.
         answered this once. ``guardrails``: ``{"pii": "off" | "flag" | "redact" | "reject"}``, the input
         guardrails (decision 0124); absent: the deployment's default. ``provider_headers``: headers sent to the
@@ -146,6 +151,7 @@ class BatchGatewayClient:
             guardrails=guardrails,
             provider_headers=provider_headers,
             reuse=reuse,
+            dataset=dataset,
         )
         key = idempotency_key or str(uuid.uuid4())
         # 409 on create means "this key is still being handled" (e.g. our own earlier attempt that timed out):
@@ -166,6 +172,7 @@ class BatchGatewayClient:
         endpoint: str | None = None,
         provider_options: Mapping[str, Any] | None = None,
         input_file: str | None = None,
+        dataset: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """``POST /batches`` with ``"dry_run": true``: what ``create_job`` with the same arguments would plan and
         cost, checked as a create is (the same errors), with nothing stored or started. The answer's ``plan``
@@ -182,6 +189,7 @@ class BatchGatewayClient:
             metadata=metadata,
             endpoint=endpoint,
             provider_options=provider_options,
+            dataset=dataset,
         )
         answer: dict[str, Any] = self._transport.request("POST", "/batches", body={**body, "dry_run": True})
         return answer
@@ -211,11 +219,19 @@ class BatchGatewayClient:
         """Every result item of an ended job, page after page (memory: one page); ``iter(list_results(...))``."""
         yield from self.list_results(batch_id, limit=page_size)
 
-    def results_download(self, batch_id: str) -> ResultsDownload:
-        """``GET /batches/{id}/results?format=jsonl``: a presigned URL of ``results.jsonl``."""
+    def results_download(self, batch_id: str, *, format: str = "jsonl") -> ResultsDownload:
+        """``GET /batches/{id}/results?format=jsonl``: a presigned URL of ``results.jsonl``; ``format="csv"``: of a
+        dataset job's table with the result columns appended (decision 0136)."""
         return ResultsDownload.model_validate(
-            self._transport.request("GET", _path("batches", batch_id, "results"), query={"format": "jsonl"})
+            self._transport.request("GET", _path("batches", batch_id, "results"), query={"format": format})
         )
+
+    def results_csv(self, batch_id: str) -> bytes:
+        """A dataset job's results as its table (decision 0136): every input row in its order, its columns as they
+        came, then ``text``, ``status``, ``error``, ``input_tokens``, ``output_tokens`` and ``cost`` (a column the
+        input already has is prefixed ``result_``). UTF-8 CSV bytes, a byte order mark first if the input had one."""
+        download = self.results_download(batch_id, format="csv")
+        return fetch_presigned(self._transport, download.url, f"the CSV of {batch_id}")
 
     def jobs_page(
         self, *, status: str | None = None, limit: int | None = None, next_token: str | None = None
@@ -342,13 +358,18 @@ def _create_body(
     **optional: Any,
 ) -> dict[str, Any]:
     """The ``POST /batches`` body of ``create_job`` / ``estimate_job``."""
-    if (requests is None) == (input_file is None):
-        raise TypeError(f"{method}() takes requests or input_file (exactly one)")
+    dataset = optional.pop("dataset", None)
+    if dataset is not None and requests is not None:
+        raise TypeError(f"{method}() takes requests or dataset, not both")
+    if dataset is None and (requests is None) == (input_file is None):
+        raise TypeError(f"{method}() takes requests, input_file or dataset")
     body: dict[str, Any] = {"provider": provider, "model": model}
+    if dataset is not None:
+        body["dataset"] = dict(dataset)
     if input_file is not None:
         body["input_file"] = input_file
-    else:
-        body["requests"] = to_api_requests(requests or {})
+    elif requests is not None:
+        body["requests"] = to_api_requests(requests)
     body.update({key: dict(value) if isinstance(value, Mapping) else value for key, value in optional.items() if value})
     return body
 

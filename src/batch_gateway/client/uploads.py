@@ -65,7 +65,15 @@ def upload_file(
     return str(upload["id"])
 
 
-def _send(transport: SignedTransport, method: str, url: str, data: bytes, doing: str) -> urllib3.BaseHTTPResponse:
+def fetch_presigned(transport: SignedTransport, url: str, doing: str) -> bytes:
+    """The object a presigned GET URL names (a dataset job's CSV, decision 0136), retried as an upload's parts are.
+    A download's 200 is its content, whatever it holds (a result's text may read ``<Error>``)."""
+    return _send(transport, "GET", url, b"", doing, download=True).data
+
+
+def _send(
+    transport: SignedTransport, method: str, url: str, data: bytes, doing: str, *, download: bool = False
+) -> urllib3.BaseHTTPResponse:
     """One request to a presigned URL, retried on 5xx and on no answer (``max_attempts`` in all)."""
     for attempt in range(1, transport.max_attempts + 1):
         cause: BaseException | None = None
@@ -78,7 +86,7 @@ def _send(transport: SignedTransport, method: str, url: str, data: bytes, doing:
             cause = exc
         else:
             # S3 may answer a complete 200 and still fail it (an <Error> body): its docs say to retry that too.
-            if answer.status == 200 and b"<Error>" not in answer.data:
+            if answer.status == 200 and (download or b"<Error>" not in answer.data):
                 return answer
             error = _s3_error(doing, answer.status, answer.data)
             if answer.status < 500 and answer.status != 200:

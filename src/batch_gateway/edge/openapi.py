@@ -184,6 +184,75 @@ def _upload_schemas() -> dict[str, Any]:
             "description": "POST /batches with an uploaded file instead of requests; the body's fields win over "
             "the file's header line",
         },
+        "Dataset": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["template"],
+            "properties": {
+                "csv": {
+                    "type": "string",
+                    "description": "the table as CSV text (RFC 4180, UTF-8, a byte order mark allowed), its first row "
+                    "the header naming the columns",
+                },
+                "records": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": {"type": ["string", "number", "boolean", "null"]},
+                    },
+                    "description": "the table as records: the first record's keys are the columns; a later record may "
+                    "leave a column out (an empty value) but not add one",
+                },
+                "format": {
+                    "enum": ["csv", "jsonl"],
+                    "default": "csv",
+                    "description": "with input_file only: the uploaded file is a CSV, or a JSONL file of records",
+                },
+                "template": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "the user message of each row's request: {column} placeholders name columns (no "
+                    "attribute, index, conversion or format); {{ and }} are literal braces; an unknown column is a 400",
+                },
+                "system": {"type": "string", "description": "the system prompt of each request; may hold placeholders"},
+                "id_column": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "the column holding each row's request id (unique, 1-256 characters, no control "
+                    "characters); absent: the row's number (CSV: the header is row 1, the first data row 2)",
+                },
+            },
+            "description": "a dataset job (decision 0136): one request per row, the template filled with its columns. "
+            "Exactly one of csv and records, or neither with the body's input_file. Bad rows answer 400 with "
+            '`details: [{"row": n, "message": ...}]` (at most 100), and nothing is stored or started. The results '
+            "come back as the same table with text, status, error, input_tokens, output_tokens and cost appended "
+            "(GET /batches/{id}/results?format=csv)",
+        },
+        "CreateBatchFromDataset": {
+            "type": "object",
+            "required": ["provider", "model", "dataset"],
+            "not": {"required": ["requests"]},
+            "additionalProperties": False,
+            "properties": {
+                "dataset": _ref("Dataset"),
+                "input_file": {
+                    "type": "string",
+                    "pattern": "^upl_[0-9a-f]{32}$",
+                    "description": "an upload of the caller's holding the table (dataset.format: csv or jsonl), up "
+                    "to 16 MiB (the table is read while the create waits)",
+                },
+                "provider": {"enum": list(PROVIDERS)},
+                "model": {"type": "string"},
+                "endpoint": {"type": ["string", "null"]},
+                "hyperparameters": {"type": "object"},
+                "metadata": _ref("Metadata"),
+                "provider_options": {"type": "object"},
+                "dry_run": _ref("DryRun"),
+            },
+            "description": "POST /batches with a dataset instead of requests; every other field of a create body "
+            "(hyperparameters, metadata, retry, webhook, ...) applies as it does there",
+        },
     }
 
 
@@ -796,7 +865,13 @@ def document() -> dict[str, Any]:
                         "required": True,
                         "content": {
                             "application/json": {
-                                "schema": {"oneOf": [_ref("CreateBatchBody"), _ref("CreateBatchFromUpload")]}
+                                "schema": {
+                                    "oneOf": [
+                                        _ref("CreateBatchBody"),
+                                        _ref("CreateBatchFromUpload"),
+                                        _ref("CreateBatchFromDataset"),
+                                    ]
+                                }
                             }
                         },
                     },
@@ -843,13 +918,20 @@ def document() -> dict[str, Any]:
                     "parameters": [
                         _ID,
                         *_page(DEFAULT_PAGE, MAX_PAGE),
-                        {"name": "format", "in": "query", "schema": {"type": "string", "enum": ["json", "jsonl"]}},
+                        {
+                            "name": "format",
+                            "in": "query",
+                            "schema": {"type": "string", "enum": ["json", "jsonl", "csv"]},
+                            "description": "jsonl: a presigned URL of results.jsonl; csv (dataset jobs, decision "
+                            "0136): a presigned URL of the table with the result columns appended, every row in its "
+                            "order (400 for a job that is not a dataset job)",
+                        },
                     ],
                     "responses": {
                         "200": {
                             "description": "a page of results (at most `limit`, and at most 4 MiB of "
                             "results so the answer fits Lambda's 6 MB response; follow "
-                            "next_token until it is null), or with format=jsonl a "
+                            "next_token until it is null), or with format=jsonl or csv a "
                             "presigned URL",
                             "content": {
                                 "application/json": {

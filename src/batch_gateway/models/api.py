@@ -244,7 +244,10 @@ class ResultsPage(BaseModel):
 class ResultsDownload(BaseModel):
     id: str
     status: str
-    url: str = Field(description="presigned S3 URL of results.jsonl, for the job's owner only")
+    url: str = Field(
+        description="presigned S3 URL of results.jsonl (format=jsonl) or of a dataset job's results.csv (format=csv), "
+        "for the job's owner only"
+    )
     expires_in: int
 
 

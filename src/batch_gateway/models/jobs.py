@@ -489,6 +489,18 @@ class InputFile(SubRecord):
     problem_count: int | None = None
 
 
+class Dataset(SubRecord):
+    """A dataset job's recipe (decision 0136): one request per row of a CSV (``format`` "csv") or of a list of
+    records ("jsonl"), the ``template`` (and the optional ``system`` prompt) filled with the row's columns, its id
+    from ``id_column`` (None: the row's number). The input is kept as it came under ``jobs/<id>/dataset/``;
+    Finalize writes it back with the result columns appended (``results.csv``)."""
+
+    template: str
+    format: str = "csv"
+    system: str | None = None
+    id_column: str | None = None
+
+
 class Guardrails(SubRecord):
     """The job's input guardrails (decision 0124): the ``pii`` mode it was screened under (off, flag, redact,
     reject) and, by entity type, how many values the screen found (``flagged``) and replaced with their type
@@ -616,6 +628,7 @@ class Job(Record):
     door: str | None = None
     door_fields: DoorFields = dataclasses.field(default_factory=DoorFields)
     input_file: InputFile | None = None  # None: the requests came with the create
+    dataset: Dataset | None = None  # a dataset job's template and columns (decision 0136); None: requests given
     retry: Retry | None = None  # None: no retries
     # Cache-aware planning (decision 0128): the job's option ("auto" | "off"; None: a job from before it, off) and what
     # Plan found for it (None: not looked yet, or off).

@@ -21,6 +21,16 @@ def results_key(job_id: str) -> str:
     return f"jobs/{job_id}/results.jsonl"
 
 
+def dataset_input_key(job_id: str, fmt: str) -> str:
+    """A dataset job's table as it came (decision 0136): ``input.csv``, or ``input.jsonl`` for records."""
+    return f"jobs/{job_id}/dataset/input.{fmt}"
+
+
+def dataset_results_key(job_id: str) -> str:
+    """A dataset job's table with the result columns appended, written by Finalize (decision 0136)."""
+    return f"jobs/{job_id}/dataset/results.csv"
+
+
 def cache_primer_key(job_id: str, group: int) -> str:
     """The provider line Plan chose as cache group ``group``'s primer (decision 0128), sent by Submit."""
     return f"jobs/{job_id}/cache/primer-{group}.json"

@@ -10,6 +10,7 @@ from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.jobs import Job
 from batch_gateway.models.requests import CreateJobInput, consume
 from batch_gateway.service.api.create import create, draft
+from batch_gateway.service.api.datasets import create_dataset_job
 from batch_gateway.service.api.uploads import create_job_from_upload
 from batch_gateway.service.context import Services
 from batch_gateway.service.intake.requests import STORED, RequestSink
@@ -37,6 +38,8 @@ def create_job(services: Services, *, owner: str, body: Any, source: str = "api"
     """A job from a ``POST /batches`` body: inline ``requests``, or an uploaded ``input_file``. The body's
     ``dry_run`` flag itself is read by the caller, which passes a ``DryRun`` sink (see :func:`estimate_job`)."""
     body = _without_dry_run(body)
+    if isinstance(body, dict) and "dataset" in body:  # one request per row of a table (decision 0136)
+        return create_dataset_job(services, owner=owner, body=body, sink=sink, source=source)
     if isinstance(body, dict) and "input_file" in body:
         return create_job_from_upload(services, owner=owner, body=body, sink=sink)
     spec = CreateJobInput.parse(body)

@@ -22,6 +22,7 @@ from batch_gateway.contract.errors import BatchGatewayError, InvalidRequestError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import (
     DROP_FOLDER_SOURCE,
+    Dataset,
     DoorFields,
     Guardrails,
     InputFile,
@@ -79,6 +80,7 @@ class JobDraft:
     pii: str = "off"  # the input guardrails' personal-data screen (decision 0124)
     provider_headers: dict[str, str] = field(default_factory=dict)  # checked (decision 0129)
     reuse_max_age: int | None = None  # result reuse (decision 0127): None, off
+    dataset: Dataset | None = None  # a dataset job (decision 0136): the requests are its rows, filled in
 
     def job(self, **recorded: Any) -> Job:
         """The one place a job is built: the draft's settings, plus what the requests (or the input file) tell."""
@@ -101,7 +103,7 @@ class JobDraft:
             prompt_cache=self.prompt_cache,
             reuse_max_age=self.reuse_max_age,
             webhook=self.webhook,
-            **{"guardrails": Guardrails(pii=self.pii), **recorded},
+            **{"guardrails": Guardrails(pii=self.pii), "dataset": self.dataset, **recorded},
         )
 
 

@@ -11,7 +11,7 @@ from batch_gateway.models.jobs import Chunk, Job, JobStatus
 from batch_gateway.models.pricing import zero_cost
 from batch_gateway.ports import OffsetOutOfRangeError
 from batch_gateway.service.context import Services
-from batch_gateway.service.layout import results_key
+from batch_gateway.service.layout import dataset_results_key, results_key
 
 if TYPE_CHECKING:
     from batch_gateway.contract.jobs import JobsPage, JobView
@@ -84,11 +84,15 @@ def get_results(
             f"results are available once the batch has ended; it is {job.status.value}",
             details=[{"field": "status", "message": job.status.value}],
         )
-    if fmt not in (None, "json", "jsonl"):
-        raise InvalidRequestError("format must be 'json' (default) or 'jsonl'")
-    if fmt == "jsonl":
+    if fmt not in (None, "json", "jsonl", "csv"):
+        raise InvalidRequestError(
+            "format must be 'json' (default), 'jsonl' or 'csv' (dataset jobs)",
+            details=[{"field": "format", "message": "unknown format"}],
+        )
+    if fmt in ("jsonl", "csv"):
+        key = _csv_key(services, job) if fmt == "csv" else results_key(job_id)
         expires = services.settings.presign_expiry
-        url = services.payloads.presign_get(results_key(job_id), expires)
+        url = services.payloads.presign_get(key, expires)
         return {"id": job_id, "status": job.status.value, "url": url, "expires_in": expires}
 
     size = _page_size(limit, default=DEFAULT_PAGE, maximum=MAX_PAGE)
@@ -110,6 +114,23 @@ def get_results(
     except OffsetOutOfRangeError:
         raise _bad_token() from None
     return {"id": job_id, "status": job.status.value, "results": results, "next_token": token}
+
+
+def _csv_key(services: Services, job: Job) -> str:
+    """A dataset job's table with its results (decision 0136), once the workflow has written it."""
+    if job.dataset is None:
+        raise InvalidRequestError(
+            f"batch {job.id} is not a dataset job (it was created with requests, not a dataset): its results come as "
+            "JSON or JSONL (format=jsonl), not as a CSV",
+            details=[{"field": "format", "message": "csv is for dataset jobs"}],
+        )
+    key = dataset_results_key(job.id)
+    if not services.payloads.exists(key):  # a failed job between its results' join and its CSV: moments
+        raise ConflictError(
+            f"the CSV of batch {job.id} is not written yet; try again shortly",
+            details=[{"field": "status", "message": job.status.value}],
+        )
+    return key
 
 
 def _failed_job_has_results(services: Services, job: Job) -> bool:

@@ -123,7 +123,7 @@ def _declared_size(services: Services, owner: str, upload_id: str) -> int | None
     return int(json.loads(services.payloads.get_bytes(key))["size"])
 
 
-def _check_size(services: Services, *, owner: str, upload_id: str, size: int) -> None:
+def check_upload_size(services: Services, *, owner: str, upload_id: str, size: int) -> None:
     """Refuse an uploaded object of another size than declared, or over the cap, before reading any of it: S3
     enforces the signed lengths, this holds where a store does not, and for an upload completed without a part."""
     declared = _declared_size(services, owner, upload_id)
@@ -160,7 +160,7 @@ def create_job_from_upload(services: Services, *, owner: str, body: dict[str, An
     if found is None:
         raise NotFoundError(f"upload '{upload_id}' not found (was its upload completed?)")
     size = found[1]
-    _check_size(services, owner=owner, upload_id=upload_id, size=size)
+    check_upload_size(services, owner=owner, upload_id=upload_id, size=size)
     overrides = {name: value for name, value in body.items() if name != "input_file"}
     missing = (
         "say which provider and model to use: in the body, or in the file's first line "

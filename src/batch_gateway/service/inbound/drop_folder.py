@@ -16,6 +16,7 @@ import json
 import posixpath
 import secrets
 from datetime import timedelta
+from itertools import islice
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -24,8 +25,11 @@ from aws_lambda_powertools import Logger
 from batch_gateway.contract.errors import BudgetExceededError, InvalidRequestError, TransientError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import DROP_FOLDER_SOURCE, iso, utcnow
+from batch_gateway.models.jsonl import iter_jsonl_lines
 from batch_gateway.models.requests import PROVIDERS
+from batch_gateway.service.api.datasets import dataset_from_drop
 from batch_gateway.service.api.files import job_from_file
+from batch_gateway.service.api.uploads import HEADER_SEARCH_LINES
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import outbox_key
 
@@ -37,9 +41,12 @@ CLAIM_LEASE = timedelta(minutes=5, seconds=30)
 
 
 def drop_name_for(key: str, prefix: str) -> str:
-    """``inbox/team/file.jsonl`` -> ``team/file``: where its receipt and results go under ``outbox/``."""
+    """``inbox/team/file.jsonl`` (or ``.csv``) -> ``team/file``: where its receipt and results go under ``outbox/``."""
     name = key[len(prefix) :] if key.startswith(prefix) else posixpath.basename(key)
-    return name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+    for suffix in (".jsonl", ".csv"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def settings_from_key(name: str) -> dict[str, str]:
@@ -88,6 +95,7 @@ def ingest_object(
     except (InvalidRequestError, BudgetExceededError) as error:  # the file, or its owner's budget: not retried
         receipt.update(status="rejected", error=error.message, errors=error.details)
     except Exception:
+        logger.exception("could not ingest a dropped file; a redelivery tries again", extra={"drop": name})
         services.jobs.release_marker(claim, token)  # let the redelivery try again at once
         raise
     try:
@@ -102,12 +110,54 @@ def ingest_object(
     return receipt
 
 
+def _dataset_settings(services: Services, key: str, version: str | None) -> dict[str, Any] | None:
+    """A dropped dataset's settings (decision 0136), or None for a file of requests: a CSV's are in the settings file
+    beside it (``rows.csv`` -> ``rows.csv.json``, dropped first), a JSONL file's in its first line when that line's
+    ``batch_gateway`` object holds a ``dataset``. Both: ``{"batch_gateway": {"provider", "model", ...,
+    "dataset": {"template", "system"?, "id_column"?}}}``."""
+    if key.endswith(".csv"):
+        side = key + ".json"
+        if not services.payloads.exists(side):
+            raise InvalidRequestError(
+                f"a dropped CSV needs its settings file: drop {posixpath.basename(side)} first, holding "
+                '{"batch_gateway": {"provider": ..., "model": ..., "dataset": {"template": "..."}}}',
+                details=[{"row": 1, "message": f"no {posixpath.basename(side)} beside the CSV"}],
+            )
+        found = _settings_object(services.payloads.get_bytes(side))
+        if found is None:
+            raise InvalidRequestError(
+                f'{posixpath.basename(side)} must hold {{"batch_gateway": {{... "dataset": {{...}}}}}}',
+                details=[{"row": 1, "message": "not a settings object with a dataset"}],
+            )
+        return found
+    stream = services.payloads.open_object(key, version)
+    try:
+        for line in islice(iter_jsonl_lines(stream), HEADER_SEARCH_LINES):
+            if line.strip():
+                return _settings_object(line)
+        return None
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+
+
+def _settings_object(data: bytes) -> dict[str, Any] | None:
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        return None
+    header = parsed.get("batch_gateway") if isinstance(parsed, dict) else None
+    return header if isinstance(header, dict) and "dataset" in header else None
+
+
 def _start(
     services: Services, key: str, name: str, version: str | None, size: int | None, job_id: str
 ) -> dict[str, Any]:
-    if not key.endswith(".jsonl"):
+    if not key.endswith((".jsonl", ".csv")):
         raise InvalidRequestError(
-            "drop-folder files must be JSONL files named *.jsonl", details=[{"line": 1, "message": "not a .jsonl file"}]
+            "drop-folder files must be JSONL files named *.jsonl (or dataset CSVs, *.csv)",
+            details=[{"line": 1, "message": "not a .jsonl or .csv file"}],
         )
     if size is not None and size > MAX_DROP_BYTES:
         raise InvalidRequestError(
@@ -116,6 +166,19 @@ def _start(
         )
     if not services.settings.drop_owner:
         raise InvalidRequestError("this deployment has no drop-folder owner configured (DROP_FOLDER_OWNER)")
+    header = _dataset_settings(services, key, version)
+    if header is not None:  # a dataset job (decision 0136): a CSV with its settings file, or records
+        job = dataset_from_drop(
+            services,
+            owner=services.settings.drop_owner,
+            key=key,
+            header=header,
+            defaults=settings_from_key(name),
+            drop_name=name,
+            job_id=job_id,
+            source=DROP_FOLDER_SOURCE,
+        )
+        return {"status": "accepted", "job_id": job.id, "requests": job.request_counts.total}
     job = job_from_file(
         services,
         owner=services.settings.drop_owner,

@@ -28,9 +28,10 @@ from batch_gateway.models.jobs import (
 )
 from batch_gateway.models.pricing import chunks_cost_detail, with_savings
 from batch_gateway.service.context import Services
-from batch_gateway.service.layout import chunk_results_key, outbox_key, results_key
+from batch_gateway.service.layout import chunk_results_key, dataset_results_key, outbox_key, results_key
 from batch_gateway.service.limits.admission import free_slot
 from batch_gateway.service.money.ledger import settle_job
+from batch_gateway.service.outputs.dataset import write_dataset_results
 from batch_gateway.service.outputs.doors import write_door_outputs
 from batch_gateway.service.planning.cache_groups import with_primers
 from batch_gateway.service.planning.reuse import index_results
@@ -94,6 +95,7 @@ def _finalize(services: Services, job: Job, state: FinalizeState, budget: StepBu
     failed = [c for c in chunks if c.state is ChunkState.FAILED]
     error = f"the provider refused chunk {failed[0].index}: {failed[0].error}" if failed else None
     door = write_door_outputs(services, job)  # before the status: an ended door job has its output files
+    write_dataset_results(services, job)  # before the status too: an ended dataset job has its CSV (decision 0136)
     ended_at = utcnow()
     index_results(services, job, ended_at)  # before the status: a retried Finalize of an ended job does not (0127)
     table = services.prices()
@@ -117,9 +119,17 @@ def _finalize(services: Services, job: Job, state: FinalizeState, budget: StepBu
     settle_job(services, job)  # the budget's reservation becomes the actual cost (decision 0064)
     free_slot(services, job)  # the owner may hold one more open job (decision 0119)
     if job.drop_name:
-        services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))
+        _to_outbox(services, job)
     logger.info("job ended", extra={"job_id": job.id, "status": status.value, **counts.to_dict()})
     return {"job_id": job.id, "status": status.value, "done": True}
+
+
+def _to_outbox(services: Services, job: Job) -> None:
+    """A drop-folder job's results under the dropped file's name: results.jsonl, and a dataset's results.csv."""
+    assert job.drop_name is not None
+    services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))
+    if job.dataset is not None:
+        services.payloads.copy(dataset_results_key(job.id), outbox_key(job.drop_name, "results.csv"))
 
 
 def _progress(job: Job, chunks: list[Chunk]) -> int:
@@ -214,6 +224,7 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> boo
     if done is None:
         return False
     door = write_door_outputs(services, services.jobs.require_job(job.id))
+    write_dataset_results(services, job)  # decision 0136
     collected = [c for c in chunks if c.collected]
     counts, usage = summarize(collected)
     counts = counts.add(done.copied)  # the duplicates' outcomes are their firsts' (decision 0126)
@@ -238,6 +249,6 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> boo
         **({"door_fields": door.to_dict()} if door is not None else {}),
     )
     if job.drop_name:
-        services.payloads.copy(results_key(job.id), outbox_key(job.drop_name, "results.jsonl"))
+        _to_outbox(services, job)
     logger.info("kept the results of a failed job", extra={"job_id": job.id, **counts.to_dict()})
     return True
