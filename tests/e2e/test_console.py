@@ -5,6 +5,8 @@ Content-Security-Policy holds. One browser and one page for the module (the e2e 
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 from collections.abc import Iterator
@@ -91,7 +93,7 @@ ANIMALS_CSV = 'id,letter,note\nA1,A,first\nB2,B,"with, a comma"\nC3,C,third\n'
 
 def create_from_a_csv(page: Page, model: str) -> None:
     """The new-job page with a CSV and a template (dataset jobs, decision 0136): the dry-run estimate, then the
-    create; the page then shows the job. The flow's first step once the dataset API is on main."""
+    create; the page then shows the job."""
     page.get_by_role("link", name="New job").first.click()
     page.get_by_label("Input file (JSONL or CSV)").set_input_files(
         {"name": "animals.csv", "mimeType": "text/csv", "buffer": ANIMALS_CSV.encode()}
@@ -207,6 +209,29 @@ def test_sign_in_create_watch_read_download_cancel(stack, page, watched, sim, tm
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     assert page.evaluate("sessionStorage.length") == 0
+    assert watched.dialogs == [] and watched.errors == [] and watched.csp == []
+
+
+def test_a_job_from_a_csv_and_a_template_comes_back_as_the_same_table(stack, page, watched, tmp_path):
+    """Issue 29's spreadsheet user: a CSV and a template, the dry-run estimate, the job watched to its end, its
+    results read, and the table downloaded with result columns: every input row, in order, its columns unchanged."""
+    sign_in(page, stack.api_key(stack.caller("carol")))
+    create_from_a_csv(page, "claude-sonnet-4-20250514")
+    expect(page.locator("#job-status")).to_have_text("finished", timeout=WAIT_MS)
+    expect(page.locator("#job-live")).to_contain_text("3 of 3 done")
+    page.get_by_role("link", name="Results").click()
+    expect(page.locator("article.item")).to_have_count(3)
+    expect(page.locator("article.item").first).to_contain_text("Name an animal that starts with A")
+    with page.expect_download() as download_info:
+        page.get_by_role("button", name="Download CSV").click()
+    saved = tmp_path / "results.csv"
+    download_info.value.save_as(saved)
+    with saved.open(newline="", encoding="utf-8") as table:
+        rows = list(csv.DictReader(table))
+    given = list(csv.DictReader(io.StringIO(ANIMALS_CSV)))
+    assert [{k: row[k] for k in ("id", "letter", "note")} for row in rows] == given  # every row, in order, unchanged
+    assert [row["status"] for row in rows] == ["succeeded"] * 3
+    assert all(f"starts with {row['letter']}" in row["text"] for row in rows)
     assert watched.dialogs == [] and watched.errors == [] and watched.csp == []
 
 
