@@ -322,11 +322,7 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
             endpoint=args.api_endpoint or header.get("endpoint"),
             provider_options=header.get("provider_options"),
         )
-        if args.json:
-            _json_out(estimate)
-        else:
-            _out(_estimate_text(estimate))
-        return EXIT_OK
+        return _print_estimate(args, estimate)
     job = client.create_job(
         None if large else parsed.requests,
         input_file=_upload(client, args.file) if large else None,
@@ -354,6 +350,15 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
         return EXIT_OK
 
     return _wait_then_write(args, client, job.id)
+
+
+def _print_estimate(args: argparse.Namespace, estimate: dict[str, Any]) -> int:
+    """A dry run's answer: as JSON with ``--json``, else the estimate's lines."""
+    if args.json:
+        _json_out(estimate)
+    else:
+        _out(_estimate_text(estimate))
+    return EXIT_OK
 
 
 def _reuse_option(max_age: int | None) -> dict[str, Any] | None:
@@ -400,11 +405,7 @@ def _submit_dataset(args: argparse.Namespace, client: BatchGatewayClient) -> int
         if args.wait:
             raise UsageError("--dry-run starts nothing to wait for: drop --wait")
         estimate = client.estimate_job(None, **options)
-        if args.json:
-            _json_out(estimate)
-        else:
-            _out(_estimate_text(estimate))
-        return EXIT_OK
+        return _print_estimate(args, estimate)
     job = client.create_job(
         None,
         **options,

@@ -14,15 +14,15 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from batch_gateway.contract.errors import InvalidRequestError, NotFoundError
+from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.dataset import DatasetInput, TableReader, parse_dataset, requests_of, row_problems, text_lines
 from batch_gateway.models.jobs import Dataset, Job
 from batch_gateway.models.jsonl import iter_jsonl_lines
 from batch_gateway.service.api.create import JobDraft, create, draft, settings_only
-from batch_gateway.service.api.uploads import UPLOAD_ID_RE, check_upload_size
+from batch_gateway.service.api.uploads import completed_upload
 from batch_gateway.service.context import Services
 from batch_gateway.service.intake.requests import STORED, RequestSink
-from batch_gateway.service.layout import dataset_input_key, upload_key
+from batch_gateway.service.layout import dataset_input_key
 
 CHUNK_BYTES = 1 << 16
 
@@ -143,20 +143,11 @@ def _inline_bytes(given: DatasetInput) -> bytes:
 
 
 def _upload(services: Services, owner: str, upload_id: Any) -> str:
-    if not isinstance(upload_id, str) or not UPLOAD_ID_RE.fullmatch(upload_id):
-        raise InvalidRequestError(
-            "input_file must be the id of an upload (POST /uploads), 'upl_' and 32 hex digits",
-            details=[{"field": "input_file", "message": "not an upload id"}],
-        )
-    key = upload_key(owner, upload_id)
-    found = services.payloads.head(key)
-    if found is None:
-        raise NotFoundError(f"upload '{upload_id}' not found (was its upload completed?)")
-    check_upload_size(services, owner=owner, upload_id=upload_id, size=found[1])
+    key, size = completed_upload(services, owner, upload_id)
     limit = services.settings.sync_input_max_bytes
-    if found[1] > limit:
+    if size > limit:
         raise InvalidRequestError(
-            f"a dataset file is read while the create waits, up to {limit:,} bytes; this one holds {found[1]:,}: "
+            f"a dataset file is read while the create waits, up to {limit:,} bytes; this one holds {size:,}: "
             "split it into several jobs",
             details=[{"field": "input_file", "message": f"larger than {limit} bytes"}],
         )

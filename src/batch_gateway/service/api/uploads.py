@@ -141,15 +141,9 @@ def check_upload_size(services: Services, *, owner: str, upload_id: str, size: i
         )
 
 
-def create_job_from_upload(services: Services, *, owner: str, body: dict[str, Any], sink: RequestSink = STORED) -> Job:
-    """``POST /batches`` with ``input_file`` instead of ``requests``: the uploaded JSONL file (drop-folder format) is
-    checked line by line like a dropped file; the body's fields win over the file's header line."""
-    upload_id = body.get("input_file")
-    if "requests" in body:
-        raise InvalidRequestError(
-            "give either requests or input_file, not both",
-            details=[{"field": "requests", "message": "not allowed with input_file"}],
-        )
+def completed_upload(services: Services, owner: str, upload_id: Any) -> tuple[str, int]:
+    """The key and size of the caller's completed upload ``upload_id`` (``input_file``), held to its declared size:
+    a 400 for what is not an upload id or not the declared size, a 404 for another caller's or an unfinished one."""
     if not isinstance(upload_id, str) or not UPLOAD_ID_RE.fullmatch(upload_id):
         raise InvalidRequestError(
             "input_file must be the id of an upload (POST /uploads), 'upl_' and 32 hex digits",
@@ -159,8 +153,20 @@ def create_job_from_upload(services: Services, *, owner: str, body: dict[str, An
     found = services.payloads.head(key)
     if found is None:
         raise NotFoundError(f"upload '{upload_id}' not found (was its upload completed?)")
-    size = found[1]
-    check_upload_size(services, owner=owner, upload_id=upload_id, size=size)
+    check_upload_size(services, owner=owner, upload_id=upload_id, size=found[1])
+    return key, found[1]
+
+
+def create_job_from_upload(services: Services, *, owner: str, body: dict[str, Any], sink: RequestSink = STORED) -> Job:
+    """``POST /batches`` with ``input_file`` instead of ``requests``: the uploaded JSONL file (drop-folder format) is
+    checked line by line like a dropped file; the body's fields win over the file's header line."""
+    upload_id = body.get("input_file")
+    if "requests" in body:
+        raise InvalidRequestError(
+            "give either requests or input_file, not both",
+            details=[{"field": "requests", "message": "not allowed with input_file"}],
+        )
+    key, size = completed_upload(services, owner, upload_id)
     overrides = {name: value for name, value in body.items() if name != "input_file"}
     missing = (
         "say which provider and model to use: in the body, or in the file's first line "
