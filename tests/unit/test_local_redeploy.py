@@ -76,6 +76,21 @@ def test_another_tree_runs_only_on_the_same_locked_dependencies_whatever_its_own
         check_runnable(tmp_path)
 
 
+def test_a_tree_locked_before_a_dev_only_package_was_added_still_runs_on_this_venv(tmp_path: Path):
+    """The previous release's lock lacks packages ours added for our own tests (playwright and its greenlet, for the
+    console's browser tests): everything it pins is pinned alike here, so its functions and CDK app run on what they
+    were locked to. A package it pins that ours pins otherwise, or lacks, is still refused."""
+    blocks = (REPO_ROOT / "uv.lock").read_text().split("\n[[package]]\n")
+    older = [b for b in blocks if not b.startswith(('name = "playwright"\n', 'name = "greenlet"\n'))]
+    assert len(older) == len(blocks) - 2
+    (tmp_path / "uv.lock").write_text("\n[[package]]\n".join(older))
+    check_runnable(tmp_path)
+    extra = 'name = "left-out-here"\nversion = "1.0"\nsource = { registry = "https://pypi.org/simple" }\n'
+    (tmp_path / "uv.lock").write_text("\n[[package]]\n".join([*older, extra]))
+    with pytest.raises(CheckoutError, match="locks other dependencies"):
+        check_runnable(tmp_path)
+
+
 def test_the_previous_release_is_the_newest_released_entry_of_the_changelog(tmp_path: Path):
     changelog = tmp_path / "CHANGELOG.md"
     changelog.write_text(

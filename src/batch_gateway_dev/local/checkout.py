@@ -79,16 +79,31 @@ def release_checkout(commit: str) -> Path:
 
 def check_runnable(root: Path) -> None:
     """Refuse a tree whose locked dependencies are not this venv's: its functions and CDK app would run on other
-    libraries than its own ``uv.lock`` names. The project's own version may differ (a release bumps it)."""
+    libraries than its own ``uv.lock`` names. Every package it pins must be pinned alike here, and the project's own
+    runtime dependencies must be the same; this venv may hold more (a package a later tree added for its own tests,
+    such as playwright, is nothing the earlier tree imports). The project's own version may differ (a release bumps
+    it)."""
     theirs, ours = Path(root) / "uv.lock", REPO_ROOT / "uv.lock"
-    if not theirs.exists() or _locked(theirs) != _locked(ours):
+    if not theirs.exists() or not _pins_alike(_locked(theirs), _locked(ours)):
         raise CheckoutError(
             f"{root} locks other dependencies than {ours}: the local stack runs another tree only on this venv, "
-            "so only a tree with the same uv.lock"
+            "so only a tree whose every pin this uv.lock shares"
         )
 
 
-def _locked(lock: Path) -> list[Any]:
-    """What ``uv.lock`` pins, but the project's own version (its editable package's)."""
+def _pins_alike(theirs: dict[str, Any], ours: dict[str, Any]) -> bool:
+    return all(ours.get(name) == pinned for name, pinned in theirs.items())
+
+
+def _locked(lock: Path) -> dict[str, Any]:
+    """What ``uv.lock`` pins, by package name; for the project's own (editable) package, only its runtime
+    dependencies (not its version, not its development groups)."""
     packages = tomllib.loads(lock.read_text()).get("package", [])
-    return [{**p, "version": None} if p.get("source") == {"editable": "."} else p for p in packages]
+    return {
+        p["name"]: (
+            {k: p.get(k) for k in ("dependencies", "optional-dependencies")}
+            if p.get("source") == {"editable": "."}
+            else p
+        )
+        for p in packages
+    }

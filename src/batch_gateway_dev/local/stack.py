@@ -103,7 +103,6 @@ MADE_AT_START_ONLY = frozenset(
         "AWS::SQS::Queue",
         "AWS::Events::Rule",
         "AWS::Lambda::EventSourceMapping",
-        "Custom::S3BucketNotifications",
     }
 )
 
@@ -700,7 +699,6 @@ class LocalStack:
         dynamodb = self.client("dynamodb")
         for logical_id, table in template.of_type("AWS::DynamoDB::Table").items():
             create_table(dynamodb, refs[logical_id], table["Properties"])
-        s3 = self.client("s3")
         for logical_id in template.of_type("AWS::S3::Bucket"):
             self._create_bucket(logical_id)
         secrets = self.client("secretsmanager")
@@ -747,12 +745,26 @@ class LocalStack:
                     report_item_failures="ReportBatchItemFailures" in (props.get("FunctionResponseTypes") or []),
                 )
             )
+        self._put_bucket_notifications(None, template)
+        self._deploy_state_machine(template, create=True)
+
+    def _put_bucket_notifications(self, before: Template | None, template: Template) -> None:
+        """Each ``Custom::S3BucketNotifications``' configuration on its bucket, as CDK's handler puts it at create and
+        again at every update (a redeploy may add a notification, as dataset jobs added the drop folder's ``*.csv``);
+        one the template dropped leaves its bucket with none, as the handler's delete does."""
+        s3 = self.client("s3")
         for notifications in template.of_type("Custom::S3BucketNotifications").values():
             props = notifications["Properties"]
             s3.put_bucket_notification_configuration(
-                Bucket=res(props["BucketName"]), NotificationConfiguration=res(props["NotificationConfiguration"])
+                Bucket=self._res(props["BucketName"]),
+                NotificationConfiguration=self._res(props["NotificationConfiguration"]),
             )
-        self._deploy_state_machine(template, create=True)
+        if before is not None:
+            for logical_id, notifications in before.of_type("Custom::S3BucketNotifications").items():
+                if logical_id not in template.resources:
+                    s3.put_bucket_notification_configuration(
+                        Bucket=self._res(notifications["Properties"]["BucketName"]), NotificationConfiguration={}
+                    )
 
     def _create_bucket(self, logical_id: str) -> None:
         s3 = self.client("s3")
@@ -862,8 +874,8 @@ class LocalStack:
         holds (table, bucket, queues, secrets, the executions running now), the simulators and the callers stay.
 
         A secret or rule the new template adds is made (``ADDED_ON_REDEPLOY``); a change the local stack cannot make
-        in place (a table, bucket, queue, secret, parameter, bus, rule, event source or bucket notification of
-        another shape, or one dropped) is refused by name before anything changes (``RedeployError``)."""
+        in place (a table, bucket, queue, secret, parameter, bus, rule or event source of another shape, or one
+        dropped) is refused by name before anything changes (``RedeployError``)."""
         if self._template is None or self.front is None:
             raise RuntimeError("the local stack is not started")
         root = Path(code_root).resolve()
@@ -904,6 +916,7 @@ class LocalStack:
                 self._create_bucket(logical_id)
         self._deploy_roles(before, template)
         self._deploy_functions(before, template)
+        self._put_bucket_notifications(before, template)  # after the functions and queues it names
         for logical_id, resource in sorted(added.items()):
             if resource["Type"] == "AWS::Events::Rule" and logical_id not in self._made:  # after the functions
                 self._create_rule(self.client("events"), logical_id, self._res(resource["Properties"]))
