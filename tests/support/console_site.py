@@ -17,6 +17,8 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
 def launch_chromium(playwright: Any) -> Any:
     """Debian's Chromium, headless, through Playwright (no browser download: ``playwright install`` is never run)."""
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

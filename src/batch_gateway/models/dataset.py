@@ -133,6 +133,8 @@ def parse_dataset(value: Any, *, input_file: bool) -> DatasetInput:
 
 @dataclass
 class Row:
+    """One row of a table: its spreadsheet row number (the header is row 1), its request id and its fields."""
+
     number: int
     id: str
     values: list[str]
