@@ -59,7 +59,7 @@ local: $(VENV_STAMP)
 # Three workers on two cores: a worker alone kept a core busy only ~75 % of the time (its tests wait on simulated
 # providers, held calls and real clocks), and a third fills those waits, most of all once the e2e layer has ended.
 test: $(VENV_STAMP) $(LINT_STAMP)
-	$(UV) run --frozen pytest -n 3 -q tests/unit tests/integration tests/infra
+	$(UV) run --frozen pytest -n 3 -q --durations=15 tests/unit tests/integration tests/infra
 
 test-all: test test-e2e
 
@@ -77,7 +77,7 @@ test-infra: $(VENV_STAMP) $(LINT_STAMP)
 # Three workers on two cores: the layer mostly waits on the local stack's clocks (leases, timeouts, provider
 # processing), and a third stack overlaps those waits (decision 0109's addendum).
 test-e2e: $(VENV_STAMP) $(CHROMIUM)
-	$(UV) run --frozen pytest -n 3 -q tests/e2e
+	$(UV) run --frozen pytest -n 3 -q --durations=15 tests/e2e
 
 # The seed example program with gllm-inference's own invokers (OpenAILMInvoker with base_url, AnthropicLMInvoker with
 # ANTHROPIC_BASE_URL) through both doors. gllm-inference brings ~500 MB of dependencies (langchain, pandas, ...), so
