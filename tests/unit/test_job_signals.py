@@ -142,8 +142,10 @@ def test_a_jump_past_several_marks_records_them_in_one_write(monkeypatch):
     monkeypatch.setattr(inner, "update_job", lambda job_id, **kw: writes.append(sorted(kw)) or real(job_id, **kw))
     services.jobs.update_job(job.id, request_counts=RequestCounts(total=4, succeeded=3, errored=1))
     assert captured.marks(job.id) == [25, 50, 75]
-    assert [w for w in writes if "progress_signalled" in w] == [["progress_signalled"]]
-    assert services.jobs.require_job(job.id).progress_signalled == 75
+    assert [w for w in writes if "progress_signalled" in w] == [["add_events", "progress_signalled"]]
+    recorded = services.jobs.require_job(job.id)
+    assert recorded.progress_signalled == 75
+    assert [e.progress for e in recorded.events if e.type == "progress"] == [25, 50, 75]  # in that same write
 
 
 def test_a_failed_emit_after_some_marks_records_the_marks_that_went_out():
