@@ -127,13 +127,16 @@ class CostView(BaseModel):
     reason: str | None = Field(None, description="why there is no total")
 
 
+JobStatusName = Literal["queued", "in_progress", "canceling", "finished", "canceled", "expired", "failed"]
+
+
 class JobEventView(BaseModel):
     type: Literal["status", "progress"]
-    status: Literal["queued", "in_progress", "canceling", "finished", "canceled", "expired", "failed"] = Field(
+    status: JobStatusName = Field(
         description="the status the event announced; a progress event: the job's status when it passed the mark"
     )
-    previous_status: Literal["queued", "in_progress", "canceling", "finished", "canceled", "expired", "failed"] | None = (
-        Field(description="a status event's: the status it replaced; null for the first status the job kept")
+    previous_status: JobStatusName | None = Field(
+        description="a status event's: the status it replaced; null for the first status the job kept"
     )
     progress: int | None = Field(description="a progress event's mark, 25, 50 or 75 (% of items done); else null")
     at: str = Field(description="when the change was written (RFC 3339)")

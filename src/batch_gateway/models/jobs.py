@@ -609,7 +609,8 @@ def status_event(job_id: str, status: JobStatus | str, at: datetime) -> JobEvent
 
 
 def progress_event(job_id: str, mark: int, status: JobStatus, at: datetime) -> JobEvent:
-    return JobEvent(type="progress", status=status, progress=mark, at=at, event_id=event_id(job_id, "progress", str(mark)))
+    mark_id = event_id(job_id, "progress", str(mark))
+    return JobEvent(type="progress", status=status, progress=mark, at=at, event_id=mark_id)
 
 
 def events_view(events: list[JobEvent]) -> list[JobEventView]:
