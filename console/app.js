@@ -346,9 +346,17 @@
     }
     const meta = Object.entries(j.metadata || {});
     if (meta.length) nodes.push(table("Metadata", ["Name", "Value"], meta.map(([k, v]) => [k, String(v)])));
-    if (Array.isArray(j.events) && j.events.length) {
-      nodes.push(table("Events", ["Time", "Event"], j.events.map((e) => [e.time || e.timestamp || "", e.type || e.status || JSON.stringify(e)])));
-    }
+    // the status changes and progress marks announced for the job, oldest first (decision 0139); text only
+    const events = Array.isArray(j.events) ? j.events : [];
+    const eventsTable = table("Events", ["Time", "Event", "Status / progress", "Event id"], events.map((e) => [
+      String(e.at || ""),
+      e.type === "progress" ? "progress" : "status changed",
+      e.type === "progress" ? String(e.progress) + " % done (" + String(e.status) + ")"
+        : (e.previous_status ? String(e.previous_status) + " \u2192 " : "") + String(e.status),
+      String(e.event_id || ""),
+    ]));
+    eventsTable.id = "job-events";
+    nodes.push(eventsTable);
     return nodes;
   }
 

@@ -531,6 +531,8 @@ def _status_lines(job: Job) -> Iterable[tuple[str, str]]:
         yield name, value.isoformat() if value else "-"
     if job.error:
         yield "error", json.dumps(job.error, ensure_ascii=False) if isinstance(job.error, dict) else str(job.error)
+    if job.events:  # oldest first (decision 0139): "queued, in_progress, 25%, 50%, 75%, finished"
+        yield "events", ", ".join(f"{e.progress}%" if e.type == "progress" else e.status for e in job.events)
 
 
 def cmd_status(args: argparse.Namespace, client: BatchGatewayClient) -> int:

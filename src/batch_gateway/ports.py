@@ -20,7 +20,7 @@ from batch_gateway.contract.errors import NotFoundError, TransientError
 if TYPE_CHECKING:  # annotations only: a function loads the models its stores and use cases need, not every port's
     from batch_gateway.models.api_keys import ApiKey
     from batch_gateway.models.budgets import Budget, MonthUsage
-    from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, PlanProgress
+    from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobEvent, JobStatus, PlanProgress
     from batch_gateway.models.owner_limits import LimitOverride, LimitRefusal, LimitUsage, OwnerLimits
     from batch_gateway.models.quotas import ChunkKey, Hold, Ledger, OwnerUsage, QuotaCost
     from batch_gateway.models.webhook_attempts import Outcome
@@ -57,12 +57,15 @@ class JobStore(Protocol):
         *,
         expect: Iterable[JobStatus] | None = None,
         unchanged: dict[str, Any] | None = None,
+        add_events: Sequence[JobEvent] = (),
         **fields: Any,
     ) -> Job:
         """Set fields (None removes one) and ``updated_at``; with ``expect``, only while the job is in one of those
         statuses; with ``unchanged``, only while those attributes still hold those values (None: absent); else
-        ``ConflictError`` and nothing changes. A terminal status takes the job out of ``open_job_ids_page``. The
-        job as written."""
+        ``ConflictError`` and nothing changes. A terminal status takes the job out of ``open_job_ids_page``. A new
+        status appends its event to the job's ``events`` in the same write; ``add_events`` (progress marks) are
+        appended only while ``progress_signalled`` is below their first mark (decision 0139). The job as
+        written."""
         ...
 
     def store_park_token(self, job_id: str, token: str, entered_at: datetime) -> Job:

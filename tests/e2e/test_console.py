@@ -176,6 +176,14 @@ def test_sign_in_create_watch_read_download_cancel(stack, page, watched, sim, tm
     expect(page.locator("#job-status")).to_have_text("finished", timeout=WAIT_MS)
     job_id = page.url.rsplit("/", 1)[1]
     expect(page.locator("#job-live")).to_contain_text("5 of 5 done")
+    # Its events, oldest first (decision 0139): every status it took and the marks it passed, as the API keeps them.
+    kept = by_key(stack, alice_key, "GET", f"/batches/{job_id}").json()["events"]
+    assert [e["status"] for e in kept if e["type"] == "status"] == ["queued", "in_progress", "finished"]
+    events = page.locator("#job-events tbody tr")
+    expect(events).to_have_count(len(kept))
+    expect(events.first).to_contain_text("queued")
+    expect(events.last).to_contain_text("in_progress \u2192 finished")
+    expect(page.locator("#job-events")).to_contain_text(kept[-1]["event_id"])
     page.get_by_role("link", name="Results").click()
     expect(page.locator("article.item")).to_have_count(5)
     expect(page.locator("article.item").first).to_contain_text("row-0")

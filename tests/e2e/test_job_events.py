@@ -79,9 +79,19 @@ def _checked(events: list[dict]) -> None:
 
 def test_a_finished_job_announces_queued_in_progress_finished_and_each_progress_mark_once(alice, bus):
     job = alice.create(seed_body(requests={f"r{i}": f"{PROMPT} {i}" for i in range(4)}))
-    assert alice.wait(job["id"])["status"] == "finished"
+    view = alice.wait(job["id"])
+    assert view["status"] == "finished"
     events = bus.until_ended(job["id"], "finished")
     _checked(events)
+    # the job keeps what the bus got, same ids, oldest first (decision 0139)
+    assert [(e["type"], e["status"], e["progress"]) for e in view["events"]] == [
+        ("status", "queued", None),
+        ("status", "in_progress", None),
+        *(("progress", "in_progress", m) for m in (25, 50, 75)),
+        ("status", "finished", None),
+    ]
+    assert {e["event_id"] for e in view["events"]} == {e["detail"]["event_id"] for e in events}
+    assert PROMPT not in json.dumps(view["events"])
     assert bus.statuses(job["id"]) == {(None, "queued"), ("queued", "in_progress"), ("in_progress", "finished")}
     marks = sorted(e["detail"]["progress"] for e in events if e["detail-type"] == EVENT_PROGRESS)
     assert marks == [25, 50, 75]
@@ -95,8 +105,18 @@ def test_a_canceled_job_announces_canceling_then_canceled(alice, sim, bus):
     job = alice.create(seed_body())
     alice.wait(job["id"], until={"in_progress"})
     assert alice.request("POST", f"/batches/{job['id']}/cancel").status_code == 202
-    assert alice.wait(job["id"], timeout=60)["status"] == "canceled"
-    _checked(bus.until_ended(job["id"], "canceled"))
+    view = alice.wait(job["id"], timeout=60)
+    assert view["status"] == "canceled"
+    events = bus.until_ended(job["id"], "canceled")
+    _checked(events)
+    statuses = [(e["previous_status"], e["status"]) for e in view["events"] if e["type"] == "status"]
+    assert statuses == [
+        (None, "queued"),
+        ("queued", "in_progress"),
+        ("in_progress", "canceling"),
+        ("canceling", "canceled"),
+    ]
+    assert {e["event_id"] for e in view["events"]} == {e["detail"]["event_id"] for e in events}
     assert bus.statuses(job["id"]) == {
         (None, "queued"),
         ("queued", "in_progress"),

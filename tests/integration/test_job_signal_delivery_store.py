@@ -14,7 +14,7 @@ import pytest
 from batch_gateway.constants import EVENT_STATUS_CHANGED
 from batch_gateway.contract.errors import ConflictError
 from batch_gateway.models.ids import new_job_id
-from batch_gateway.models.jobs import Job, JobStatus, RequestCounts
+from batch_gateway.models.jobs import MAX_JOB_EVENTS, Job, JobStatus, RequestCounts, event_id, progress_event, utcnow
 from batch_gateway.ports import JobStore
 from batch_gateway.service.events.signals import signalling
 from batch_gateway.service.workflow.sweep import sweep
@@ -103,3 +103,87 @@ def test_a_lost_end_event_is_sent_again_by_the_sweep_exactly_once(jobs):
     assert bus.statuses == [(None, "queued"), ("queued", "in_progress"), ("in_progress", "finished")]
     assert jobs.require_job(job.id).signalled_status is JobStatus.FINISHED
     assert jobs.unannounced_job_ids_page(100, None)[0] == []
+
+
+# --- the events a job keeps (decision 0139) ---------------------------------------------------------------------------
+
+
+def test_each_status_write_appends_its_event_in_the_same_write_and_a_new_job_starts_with_queued(jobs):
+    job = a_job()
+    jobs.put_new_job(job)
+    written = jobs.update_job(job.id, status=JobStatus.IN_PROGRESS)
+    assert [(e.type, e.status.value) for e in written.events] == [("status", "queued"), ("status", "in_progress")]
+    assert written.events[-1].at == written.updated_at  # the write's own time: one write, not a second one
+    jobs.update_job(job.id, error="x")  # no status: nothing appended
+    jobs.update_job(job.id, status=JobStatus.CANCELING)
+    jobs.update_job(job.id, status=JobStatus.CANCELED)
+    view = jobs.require_job(job.id).public(zero_cost={"currency": "USD", "total": 0.0})["events"]
+    assert [(e["previous_status"], e["status"]) for e in view] == [
+        (None, "queued"),
+        ("queued", "in_progress"),
+        ("in_progress", "canceling"),
+        ("canceling", "canceled"),
+    ]
+    assert [e["event_id"] for e in view] == [event_id(job.id, "status", e["status"]) for e in view]
+
+
+def test_a_status_and_its_event_are_one_request_so_neither_is_kept_without_the_other(jobs, monkeypatch):
+    """One conditional UpdateItem writes the status and appends its event: a failure can lose both, never one."""
+    job = a_job()
+    jobs.put_new_job(job)
+    requests: list[str] = []
+    if isinstance(jobs, DynamoDBJobStore):
+        real = jobs._db.update_item
+        monkeypatch.setattr(jobs._db, "update_item", lambda **kw: requests.append(kw["UpdateExpression"]) or real(**kw))
+    written = jobs.update_job(job.id, status=JobStatus.IN_PROGRESS)
+    assert [e.status.value for e in written.events] == ["queued", "in_progress"]  # the write's own answer
+    if isinstance(jobs, DynamoDBJobStore):
+        assert len(requests) == 1 and "list_append" in requests[0]
+
+
+def test_a_status_written_twice_records_it_once(jobs):
+    """A retried step writes the same status again: the transition guard refuses the second write, and with it
+    its event; the job keeps one entry."""
+    job = a_job()
+    jobs.put_new_job(job)
+    jobs.update_job(job.id, status=JobStatus.IN_PROGRESS, expect=[JobStatus.QUEUED])
+    with pytest.raises(ConflictError):
+        jobs.update_job(job.id, status=JobStatus.IN_PROGRESS, expect=[JobStatus.QUEUED])
+    with pytest.raises(ConflictError):
+        jobs.update_job(job.id, status=JobStatus.IN_PROGRESS)
+    assert [e.status.value for e in jobs.require_job(job.id).events] == ["queued", "in_progress"]
+
+
+def test_progress_marks_are_recorded_once_with_their_mark(jobs):
+    job = a_job()
+    jobs.put_new_job(job)
+    jobs.update_job(job.id, status=JobStatus.IN_PROGRESS)
+    now = utcnow()
+    marks = [progress_event(job.id, m, JobStatus.IN_PROGRESS, now) for m in (25, 50)]
+    jobs.update_job(job.id, progress_signalled=50, add_events=marks)
+    with pytest.raises(ConflictError):  # a second writer with the same marks: refused, nothing appended
+        jobs.update_job(job.id, progress_signalled=50, add_events=marks)
+    jobs.update_job(job.id, progress_signalled=75, add_events=[progress_event(job.id, 75, JobStatus.IN_PROGRESS, now)])
+    kept = jobs.require_job(job.id).events
+    assert [(e.type, e.progress) for e in kept] == [("status", None), ("status", None)] + [
+        ("progress", m) for m in (25, 50, 75)
+    ]
+    assert len(kept) <= MAX_JOB_EVENTS
+
+
+def test_a_job_of_the_previous_release_without_the_list_shows_none_then_keeps_what_follows(jobs, moto_account):
+    job = a_job()
+    jobs.put_new_job(job)
+    if isinstance(jobs, MemoryJobStore):
+        jobs._jobs[job.id].pop("events")
+    else:
+        moto_account["dynamodb"].update_item(
+            TableName=jobs.table,
+            Key={"pk": {"S": f"JOB#{job.id}"}, "sk": {"S": "JOB"}},
+            UpdateExpression="REMOVE events",
+        )
+    old = jobs.require_job(job.id)
+    assert old.events == [] and old.public(zero_cost={"currency": "USD", "total": 0.0})["events"] == []
+    jobs.update_job(job.id, status=JobStatus.IN_PROGRESS)  # the list is made by the first write that appends
+    view = jobs.require_job(job.id).public(zero_cost={"currency": "USD", "total": 0.0})["events"]
+    assert [(e["previous_status"], e["status"]) for e in view] == [(None, "in_progress")]

@@ -72,3 +72,22 @@ def test_the_sdk_job_gives_its_savings_by_source_and_none_for_a_job_from_before_
     assert job.cost is not None and job.cost["savings"]["batch"] == 7.81
     before = Job.model_validate({"id": "job_2", "status": "finished", "provider": "anthropic", "model": "m"})
     assert before.savings == {} and Job.model_validate({**before.model_dump(), "cost": {"total": 1.0}}).savings == {}
+
+
+def test_status_lists_the_jobs_events_oldest_first_and_an_older_server_s_job_reads_as_none():
+    """The job's events (decision 0139) as the SDK reads them, sync and async alike (one ``Job`` model)."""
+    events = [
+        {"type": "status", "status": "queued", "previous_status": None, "progress": None, "at": "2026-12-04T10:00:00Z",
+         "event_id": "evt_a"},
+        {"type": "status", "status": "in_progress", "previous_status": "queued", "progress": None,
+         "at": "2026-12-04T10:00:01Z", "event_id": "evt_b"},
+        {"type": "progress", "status": "in_progress", "previous_status": None, "progress": 50,
+         "at": "2026-12-04T10:00:02Z", "event_id": "evt_c"},
+        {"type": "status", "status": "finished", "previous_status": "in_progress", "progress": None,
+         "at": "2026-12-04T10:00:03Z", "event_id": "evt_d"},
+    ]  # fmt: skip
+    assert _lines(events=events)["events"] == "queued, in_progress, 50%, finished"
+    job = Job.model_validate({"id": "job_1", "status": "finished", "provider": "anthropic", "model": "m"})
+    assert job.events == [] and "events" not in _lines()
+    read = Job.model_validate({"id": "job_1", "status": "finished", "provider": "a", "model": "m", "events": events})
+    assert [e.event_id for e in read.events] == ["evt_a", "evt_b", "evt_c", "evt_d"] and read.events[2].progress == 50

@@ -142,8 +142,10 @@ def test_a_jump_past_several_marks_records_them_in_one_write(monkeypatch):
     monkeypatch.setattr(inner, "update_job", lambda job_id, **kw: writes.append(sorted(kw)) or real(job_id, **kw))
     services.jobs.update_job(job.id, request_counts=RequestCounts(total=4, succeeded=3, errored=1))
     assert captured.marks(job.id) == [25, 50, 75]
-    assert [w for w in writes if "progress_signalled" in w] == [["progress_signalled"]]
-    assert services.jobs.require_job(job.id).progress_signalled == 75
+    assert [w for w in writes if "progress_signalled" in w] == [["add_events", "progress_signalled"]]
+    recorded = services.jobs.require_job(job.id)
+    assert recorded.progress_signalled == 75
+    assert [e.progress for e in recorded.events if e.type == "progress"] == [25, 50, 75]  # in that same write
 
 
 def test_a_failed_emit_after_some_marks_records_the_marks_that_went_out():
@@ -238,3 +240,29 @@ def test_job_metrics_name_the_status_and_never_a_prompt(capsys):
     assert [(m["status"], m["service"]) for m in ended] == [("failed", "batch-gateway")]
     assert [m["RequestsFinished"] for m in lines if "RequestsFinished" in m] == [[2.0]]
     assert [m["JobCostUSD"] for m in lines if "JobCostUSD" in m] == [[0.5]]
+
+
+def test_a_full_list_page_of_jobs_with_every_event_kept_stays_well_under_the_answer_and_query_limits():
+    """Decision 0139's bound: at most MAX_JOB_EVENTS entries a job, so ``GET /batches``'s largest page (100 jobs)
+    stays far below Lambda's 6 MB answer, and the items below DynamoDB's 1 MB a Query page."""
+    from datetime import UTC, datetime
+
+    from batch_gateway.models.jobs import MAX_JOB_EVENTS, progress_event, status_event
+    from batch_gateway.service.api.query import LIST_MAX_PAGE
+    from batch_gateway.store.jobs import _to_item
+
+    now = datetime.now(UTC)
+    views, items = [], []
+    for n in range(LIST_MAX_PAGE):
+        job = Job(id=f"job_{n:026d}", owner="arn:aws:iam::123456789012:role/o", provider="anthropic", model="m")
+        statuses = ("queued", "in_progress", "canceling")
+        job.events = [status_event(job.id, s, now) for s in statuses]
+        job.events += [progress_event(job.id, m, JobStatus.CANCELING, now) for m in (25, 50, 75)]
+        job.events.append(status_event(job.id, "canceled", now))
+        assert len(job.events) == MAX_JOB_EVENTS
+        views.append(job.public(zero_cost={"currency": "USD", "total": 0.0}))
+        items.append(_to_item(job.to_dict()))
+    events_bytes = len(json.dumps([v["events"] for v in views]))
+    assert events_bytes < 200_000  # about 1.25 KB a job
+    assert len(json.dumps({"batches": views, "next_token": None})) < 1_000_000
+    assert len(json.dumps(items)) < 500_000

@@ -109,6 +109,17 @@ class Guardrails(_Response):
     redacted: dict[str, int] = Field(default_factory=dict)  # values replaced with their type, by entity type
 
 
+class JobEvent(_Response):
+    """One event announced for a job (decision 0139): the ``event_id`` is the bus's and the webhooks'."""
+
+    type: str  # "status" | "progress"
+    status: str
+    previous_status: str | None = None
+    progress: int | None = None  # 25, 50 or 75 for a progress event
+    at: datetime | None = None
+    event_id: str
+
+
 class Job(_Response):
     """A batch job as ``GET /batches/{id}`` answers it."""
 
@@ -140,6 +151,8 @@ class Job(_Response):
     error: dict[str, Any] | str | None = None
     # the job's own webhook: {"url", "events"}, and "secret" in create's answer only (decision 0070)
     webhook: dict[str, Any] | None = None
+    # its status changes and progress marks, oldest first (decision 0139); [] for a job from before them
+    events: list[JobEvent] = Field(default_factory=list)
 
     @property
     def batch_status(self) -> BatchStatus:

@@ -98,6 +98,17 @@ class JobWebhookView(TypedDict):
     secret: NotRequired[str]  # in create's answer only
 
 
+class JobEventView(TypedDict):
+    """One event announced for the job (decision 0139), with the ``event_id`` the bus and the webhooks carry."""
+
+    type: str  # "status" | "progress"
+    status: str  # the new status; a progress event: the job's status then
+    previous_status: str | None  # a status event's: the status it replaced (None: the first the job kept)
+    progress: int | None  # 25 | 50 | 75 for a progress event
+    at: str
+    event_id: str
+
+
 class JobView(TypedDict):
     id: str
     status: str  # a contract.statuses.JobStatus value
@@ -121,6 +132,7 @@ class JobView(TypedDict):
     updated_at: str
     ended_at: str | None
     error: str | None
+    events: list[JobEventView]  # oldest first; [] for a job created before them
 
 
 class JobsPage(TypedDict):

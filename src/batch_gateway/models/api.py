@@ -127,6 +127,24 @@ class CostView(BaseModel):
     reason: str | None = Field(None, description="why there is no total")
 
 
+JobStatusName = Literal["queued", "in_progress", "canceling", "finished", "canceled", "expired", "failed"]
+
+
+class JobEventView(BaseModel):
+    type: Literal["status", "progress"]
+    status: JobStatusName = Field(
+        description="the status the event announced; a progress event: the job's status when it passed the mark"
+    )
+    previous_status: JobStatusName | None = Field(
+        description="a status event's: the status it replaced; null for the first status the job kept"
+    )
+    progress: int | None = Field(description="a progress event's mark, 25, 50 or 75 (% of items done); else null")
+    at: str = Field(description="when the change was written (RFC 3339)")
+    event_id: str = Field(
+        description="the id the same event has on the EventBridge bus and in webhook deliveries (docs/events.md)"
+    )
+
+
 class JobView(BaseModel):
     id: str
     status: Literal["queued", "in_progress", "canceling", "finished", "canceled", "expired", "failed"]
@@ -171,6 +189,10 @@ class JobView(BaseModel):
         description="why the job failed, in the gateway's words: a provider's refusal names the provider, its "
         "status and error type or code, never the provider's own message, which goes to the operator's log "
         "(decision 0112)"
+    )
+    events: list[JobEventView] = Field(
+        description="the status changes and progress marks announced for the job, oldest first, each with its "
+        "event_id (decision 0139): at most 7; [] for a job created before the release that keeps them"
     )
 
 

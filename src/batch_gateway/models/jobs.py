@@ -9,6 +9,7 @@ callers is validated at the edge (``models.requests``). The view they show is th
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import typing
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
         ChunkView,
         CostView,
         GuardrailsView,
+        JobEventView,
         JobView,
         JobWebhookView,
         RequestCountsView,
@@ -578,6 +580,59 @@ class JobWebhook(SubRecord):
 
 _UNSCREENED = Guardrails()
 
+# A job keeps the events announced for it (decision 0139): one per status it takes - statuses only move forward
+# (JOB_TRANSITIONS has no cycle), so at most 4 (queued, in_progress, canceling, its end) - and one per progress mark
+# (25, 50, 75): at most MAX_JOB_EVENTS entries on the job's item, a few hundred bytes.
+MAX_JOB_EVENTS = 7
+
+
+def event_id(job_id: str, kind: str, value: str) -> str:
+    """Stable per (job, status) or (job, progress mark): the same change announced twice has the same id (the bus,
+    the webhooks and the job's own list of events share it)."""
+    return "evt_" + hashlib.sha256(f"{job_id}|{kind}|{value}".encode()).hexdigest()[:32]
+
+
+class JobEvent(SubRecord):
+    """One event announced for a job, as the job keeps it: ids, a status or a mark and a time, never prompt text.
+    The status it replaced is not stored: the list is in order, so the view reads it from the entry before."""
+
+    type: str  # "status" | "progress"
+    status: JobStatus  # the new status; a progress entry: the job's status when it passed the mark
+    progress: int | None = None  # 25 | 50 | 75 for a progress entry
+    at: datetime
+    event_id: str
+
+
+def status_event(job_id: str, status: JobStatus | str, at: datetime) -> JobEvent:
+    status = JobStatus(status)
+    return JobEvent(type="status", status=status, at=at, event_id=event_id(job_id, "status", status.value))
+
+
+def progress_event(job_id: str, mark: int, status: JobStatus, at: datetime) -> JobEvent:
+    mark_id = event_id(job_id, "progress", str(mark))
+    return JobEvent(type="progress", status=status, progress=mark, at=at, event_id=mark_id)
+
+
+def events_view(events: list[JobEvent]) -> list[JobEventView]:
+    """The job view's ``events``: oldest first, each status entry with the status the one before it set."""
+    shown: list[JobEventView] = []
+    previous: str | None = None
+    for entry in events:  # in the order the item's writes appended them
+        status = entry.status.value
+        shown.append(
+            {
+                "type": entry.type,
+                "status": status,
+                "previous_status": previous if entry.type == "status" else None,
+                "progress": entry.progress,
+                "at": iso(entry.at),
+                "event_id": entry.event_id,
+            }
+        )
+        if entry.type == "status":
+            previous = status
+    return shown
+
 
 @dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class Job(Record):
@@ -679,6 +734,10 @@ class Job(Record):
     # Quotas (decision 0081): the first waiting chunk's reason (``quota_wait``), written by Submit's and Poll's own job
     # writes, so the list of jobs, which reads no chunks, shows it; None once nothing of the job waits.
     waiting_for_quota: str | None = None
+    # The events announced for the job, oldest first (decision 0139): each status entry is appended by the write that
+    # sets the status, each progress entry by the write that records its mark as announced. Empty: a job created
+    # before them (its events from that release on are kept).
+    events: list[JobEvent] = dataclasses.field(default_factory=list)
 
     def public(self, chunks: list[Chunk] | None = None, *, zero_cost: CostView | None = None) -> JobView:
         """The job view. ``zero_cost``: what nothing costs at the job's model's price, shown until a chunk is
@@ -717,4 +776,5 @@ class Job(Record):
             "updated_at": iso(self.updated_at),
             "ended_at": iso(self.ended_at),
             "error": self.error,
+            "events": events_view(self.events),
         }

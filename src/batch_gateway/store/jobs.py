@@ -14,7 +14,7 @@ import base64
 import dataclasses
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -25,10 +25,12 @@ from batch_gateway.models.jobs import (
     Chunk,
     ChunkState,
     Job,
+    JobEvent,
     JobStatus,
     PlanProgress,
     epoch_micros,
     iso,
+    status_event,
     statuses_before,
     utcnow,
 )
@@ -131,11 +133,17 @@ def _dump(model: Job | Chunk) -> dict[str, Any]:
 
 
 def _update_parts(
-    fields: dict[str, Any], copies: dict[str, str] | None = None
+    fields: dict[str, Any], copies: dict[str, str] | None = None, appends: dict[str, list[Any]] | None = None
 ) -> tuple[str, dict[str, str], dict[str, Any]]:
     """UPDATE expression, names and values for ``fields`` (a None value removes the attribute); ``copies`` (target
-    -> source attribute) come first and read the source as the item held it before this write."""
+    -> source attribute) come first and read the source as the item held it before this write; ``appends`` (list
+    attribute -> entries) adds entries at the end of a list, which a record of an earlier release may lack."""
     sets, removes, names, values = [], [], {}, {}
+    for i, (target, entries) in enumerate((appends or {}).items()):
+        if entries:
+            names[f"#a{i}"] = target
+            values[f":a{i}"], values[":none"] = entries, []
+            sets.append(f"#a{i} = list_append(if_not_exists(#a{i}, :none), :a{i})")
     for i, (target, source) in enumerate((copies or {}).items()):
         names[f"#c{i}"], names[f"#s{i}"] = target, source
         sets.append(f"#c{i} = #s{i}")
@@ -164,6 +172,8 @@ class DynamoDBJobStore(JobStore):
     # --- jobs ---------------------------------------------------------------------------------------------------
 
     def put_new_job(self, job: Job) -> None:
+        if not job.events:  # its first event, queued, is kept from the start (decision 0139)
+            job.events = [status_event(job.id, job.status, job.created_at)]
         item = _to_item({"pk": _pk(job.id), "sk": JOB_SK, OPEN_INDEX_PK: "open", **_dump(job)})
         try:
             self._db.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)")
@@ -206,13 +216,19 @@ class DynamoDBJobStore(JobStore):
         *,
         expect: Iterable[JobStatus] | None = None,
         unchanged: dict[str, Any] | None = None,
+        add_events: Sequence[JobEvent] = (),
         **fields: Any,
     ) -> Job:
         """Set fields (None removes one); with ``expect``, only while the job is in one of those statuses; with
         ``unchanged``, only while those attributes still hold those values (None: absent). A new status is written
-        only from a status it may follow (``JOB_TRANSITIONS``)."""
-        fields["updated_at"] = iso(utcnow())
+        only from a status it may follow (``JOB_TRANSITIONS``), and appends its event to the job's ``events`` in the
+        same write (decision 0139); ``add_events`` appends progress events, only while ``progress_signalled`` is
+        below their first mark (so two writers never record one twice)."""
+        now = utcnow()
+        fields["updated_at"] = iso(now)
         status = fields.get("status")
+        events = [status_event(job_id, status, now)] if status is not None else []
+        events += add_events
         if status is not None and JobStatus(status).terminal:
             fields[OPEN_INDEX_PK] = UNANNOUNCED  # leaves the open jobs, listed unannounced until its event went out
         signalled = fields.get("signalled_status")
@@ -224,8 +240,16 @@ class DynamoDBJobStore(JobStore):
             if not expect:
                 raise ConflictError(f"job {job_id} cannot move to status {JobStatus(status).value}")
         # A status write records the status it replaced, read by the write itself (no read before it to race).
-        expression, names, values = _update_parts(fields, {"previous_status": "status"} if status is not None else None)
+        expression, names, values = _update_parts(
+            fields,
+            {"previous_status": "status"} if status is not None else None,
+            {"events": [e.to_dict() for e in events]},
+        )
         condition = "attribute_exists(pk)"
+        marks = [e.progress for e in add_events if e.progress is not None]
+        if marks:
+            names["#marked"], values[":mark"] = "progress_signalled", min(marks)
+            condition += " AND (attribute_not_exists(#marked) OR #marked < :mark)"
         if expect is not None:
             statuses = sorted(JobStatus(s).value for s in expect)
             names["#status"] = "status"

@@ -18,7 +18,7 @@ import io
 import json
 import operator
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from enum import Enum
@@ -30,10 +30,12 @@ from batch_gateway.models.jobs import (
     Chunk,
     ChunkState,
     Job,
+    JobEvent,
     JobStatus,
     PlanProgress,
     epoch_micros,
     iso,
+    status_event,
     statuses_before,
     utcnow,
 )
@@ -83,6 +85,8 @@ class MemoryJobStore(JobStore):
         with self._lock:
             if job.id in self._jobs:
                 raise ConflictError(f"job {job.id} exists already")
+            if not job.events:  # its first event, queued, from the start, like the DynamoDB store
+                job.events = [status_event(job.id, job.status, job.created_at)]
             self._jobs[job.id] = _plain(job.to_dict())
 
     def get_job(self, job_id: str, *, consistent: bool = True) -> Job | None:
@@ -106,9 +110,13 @@ class MemoryJobStore(JobStore):
         *,
         expect: Iterable[JobStatus] | None = None,
         unchanged: dict[str, Any] | None = None,
+        add_events: Sequence[JobEvent] = (),
         **fields: Any,
     ) -> Job:
-        fields["updated_at"] = utcnow()
+        fields["updated_at"] = now = utcnow()
+        events = [status_event(job_id, fields["status"], now)] if fields.get("status") is not None else []
+        events += add_events
+        marks = [e.progress for e in add_events if e.progress is not None]
         if fields.get("status") is not None:  # a new status only from one it may follow, like the DynamoDB store
             allowed = statuses_before(fields["status"])
             expect = allowed if expect is None else allowed & {JobStatus(s) for s in expect}
@@ -118,9 +126,13 @@ class MemoryJobStore(JobStore):
                 raise ConflictError(f"job {job_id} is not in an expected status for this change")
             if any(item.get(name) != value for name, value in (unchanged or {}).items()):
                 raise ConflictError(f"job {job_id} changed meanwhile")
+            if marks and int(item.get("progress_signalled", 0)) >= min(marks):
+                raise ConflictError(f"job {job_id} has these progress marks recorded already")
             if fields.get("status") is not None:  # the status this write replaced, like the DynamoDB store
                 item["previous_status"] = item["status"]
             _set(item, fields)
+            if events:  # in the same write as its status or its marks (decision 0139)
+                item["events"] = [*item.get("events", []), *(_plain(e) for e in events)]
             return Job.from_dict(copy.deepcopy(item))
 
     def store_park_token(self, job_id: str, token: str, entered_at: datetime) -> Job:

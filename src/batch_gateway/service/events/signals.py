@@ -17,8 +17,7 @@ the status unannounced: the job's next write by any step with the bus sends its 
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -37,17 +36,23 @@ from batch_gateway.constants import (
     PROGRESS_MARKS,
 )
 from batch_gateway.contract.errors import ConflictError
-from batch_gateway.models.jobs import Chunk, ChunkState, Job, JobStatus, PlanProgress, iso
+from batch_gateway.models.jobs import (
+    Chunk,
+    ChunkState,
+    Job,
+    JobEvent,
+    JobStatus,
+    PlanProgress,
+    event_id,
+    iso,
+    progress_event,
+    utcnow,
+)
 from batch_gateway.models.pricing import zero_cost
 from batch_gateway.ports import JobStore
 from batch_gateway.service.context import Services
 
 logger = Logger(child=True)
-
-
-def event_id(job_id: str, kind: str, value: str) -> str:
-    """Stable per (job, status) or (job, progress mark): the same change announced twice has the same id."""
-    return "evt_" + hashlib.sha256(f"{job_id}|{kind}|{value}".encode()).hexdigest()[:32]
 
 
 def done_percent(job: Job) -> float:
@@ -116,8 +121,18 @@ def job_changed(
         if not _emit(services, EVENT_PROGRESS, detail(services, after, previous=None, progress=mark)):
             break  # not recorded: the next change (poll) sends it and the marks after it again
         sent = mark
-    if sent:  # one write for every mark that went out (Poll's closing writes stay within its step budget's margin)
-        store.update_job(after.id, progress_signalled=sent)
+    if sent:  # one write for every mark that went out (Poll's closing writes stay within its step budget's margin),
+        # which records them on the job too (decision 0139): only while no other writer recorded them meanwhile
+        now = utcnow()
+        marks = [m for m in PROGRESS_MARKS if after.progress_signalled < m <= sent]
+        try:
+            store.update_job(
+                after.id,
+                progress_signalled=sent,
+                add_events=[progress_event(after.id, m, after.status, now) for m in marks],
+            )
+        except ConflictError:
+            pass  # another writer recorded these marks (and their events) first
 
 
 def announce_status(services: Services, job: Job, *, store: JobStore | None = None) -> bool:
@@ -176,9 +191,10 @@ class SignallingJobStore(JobStore):
         *,
         expect: Iterable[JobStatus] | None = None,
         unchanged: dict[str, Any] | None = None,
+        add_events: Sequence[JobEvent] = (),
         **fields: Any,
     ) -> Job:
-        after = self.inner.update_job(job_id, expect=expect, unchanged=unchanged, **fields)
+        after = self.inner.update_job(job_id, expect=expect, unchanged=unchanged, add_events=add_events, **fields)
         created = job_id in self._unstarted
         self._unstarted.discard(job_id)
         status_written = fields.get("status") is not None

@@ -19,6 +19,7 @@ from batch_gateway.contract.errors import ConflictError, IntegrityError, Transie
 from batch_gateway.models.jobs import (
     Chunk,
     ChunkState,
+    DoorFields,
     ItemStatus,
     Job,
     JobStatus,
@@ -114,7 +115,7 @@ def _finalize(services: Services, job: Job, state: FinalizeState, budget: StepBu
         cost_usd=cost["total"],
         ended_at=ended_at,
         error=error,
-        **({"door_fields": door.to_dict()} if door is not None else {}),
+        **_door_fields(door),
     )
     settle_job(services, job)  # the budget's reservation becomes the actual cost (decision 0064)
     free_slot(services, job)  # the owner may hold one more open job (decision 0119)
@@ -246,9 +247,14 @@ def _keep_what_finished(services: Services, job: Job, budget: StepBudget) -> boo
         usage=usage,
         cost=cost,
         cost_usd=cost["total"],
-        **({"door_fields": door.to_dict()} if door is not None else {}),
+        **_door_fields(door),
     )
     if job.drop_name:
         _to_outbox(services, job)
     logger.info("kept the results of a failed job", extra={"job_id": job.id, **counts.to_dict()})
     return True
+
+
+def _door_fields(door: DoorFields | None) -> dict[str, Any]:
+    """``door_fields`` for the job's write when a door's fields changed; else nothing (the stored ones stay)."""
+    return {"door_fields": door.to_dict()} if door is not None else {}
