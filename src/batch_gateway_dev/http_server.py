@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -96,6 +97,12 @@ class LoopbackServer(ThreadingHTTPServer):
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away before its answer was written (a browser leaving a page mid-load, a caller's
+        timeout) is nothing to report: the answer had nowhere to go. Anything else is printed as before."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
     @property
     def host(self) -> str:
