@@ -164,7 +164,7 @@ class BatchGatewayStack(Stack):
         if self.console is not None:
             origin = api_origin(self, self.api.rest_api.rest_api_id)
             self.console.connect_to(origin)
-            self.console.deploy(f"{origin}/{self.api.rest_api.deployment_stage.stage_name}")
+            self.console.deploy(f"{origin}/{self.api.rest_api.deployment_stage.stage_name}", config.providers)
         checkov.add_suppressions(self, config)
 
         CfnOutput(self, "ApiUrl", value=self.api.rest_api.url, description="Base URL of the API (stage v1)")

@@ -10,6 +10,8 @@ RestApi <- headers policy <- distribution <- the key mount's methods and the fun
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import jsii
 from aws_cdk import Annotations, Duration, IStableStringProducer, Lazy, RemovalPolicy, Stack
 from aws_cdk import aws_cloudfront as cloudfront
@@ -20,7 +22,16 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
 from stacks import nag
-from stacks.console_build import ASSETS_PREFIX, CONFIG, IMMUTABLE, INDEX, NO_CACHE, ConsoleBuild, build
+from stacks.console_build import (
+    ASSETS_PREFIX,
+    CONFIG,
+    IMMUTABLE,
+    INDEX,
+    NO_CACHE,
+    ConsoleBuild,
+    build,
+    console_config,
+)
 
 # The Content-Security-Policy; ``{api}`` is the API's origin. ``connect-src`` has ``'self'`` too: the page's first
 # request is ``fetch("config.json")``, on its own origin, which ``connect-src <api>`` alone would block.
@@ -128,7 +139,7 @@ class ConsoleConstruct(Construct):
         """The API's origin (``https://<id>.execute-api.<region>.<suffix>``): the CSP's ``connect-src``."""
         self._api_origin.value = api_origin
 
-    def deploy(self, api_url: str) -> None:
+    def deploy(self, api_url: str, providers: Sequence[str]) -> None:
         """The build's files and ``config.json`` into the bucket: the hashed assets first (kept for a year by
         browsers, and never pruned, so a page cached before a deploy still finds its own), then index.html and
         config.json (``no-cache``), whose deployment invalidates them at CloudFront. CDK's deployment handler logs to
@@ -151,7 +162,7 @@ class ConsoleConstruct(Construct):
             "Page",
             sources=[
                 self._asset(),
-                s3deploy.Source.json_data(CONFIG, {"api_url": api_url, "version": self.build.version}),
+                s3deploy.Source.json_data(CONFIG, console_config(api_url, self.build.version, providers)),
             ],
             destination_bucket=self.bucket,
             include=[INDEX, CONFIG],

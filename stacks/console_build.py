@@ -10,12 +10,16 @@ goes to ``<tmp>/batch-gateway-console/<digest>/`` (made once, atomically) and is
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 CONSOLE_SOURCE = Path(__file__).resolve().parent.parent / "console"
 INDEX = "index.html"
@@ -103,3 +107,13 @@ def build(source: Path = CONSOLE_SOURCE, out_root: Path | None = None) -> Consol
             if not directory.is_dir():
                 raise
     return ConsoleBuild(directory=directory, digest=hexdigest, assets=assets)
+
+
+def console_config(api_url: str, version: str, providers: Sequence[str]) -> dict[str, Any]:
+    """``config.json``: the API's stage URL, the build's version, the deployment's providers and, for each, the
+    model names of the price table the page offers (a model id that begins with a name is priced by its row; a row
+    that is only a prefix, such as ``gemini-embedding-``, is offered by no name). The stack writes it at deploy and
+    the local stack serves the same."""
+    rows = json.loads(resources.files("batch_gateway.models").joinpath("prices.json").read_text())["rows"]
+    models = {p: [r["model"] for r in rows if r["provider"] == p and not r["model"].endswith("-")] for p in providers}
+    return {"api_url": api_url, "version": version, "providers": list(providers), "models": models}

@@ -99,6 +99,8 @@ def create_from_a_csv(page: Page, model: str) -> None:
     page.get_by_label("Input file (JSONL or CSV)").set_input_files(
         {"name": "animals.csv", "mimeType": "text/csv", "buffer": ANIMALS_CSV.encode()}
     )
+    # the model is chosen from the price table's names for the deployment's provider (config.json), or typed
+    expect(page.locator("#models option[value='claude-sonnet-4']")).to_have_count(1)
     page.get_by_label("Model").fill(model)
     page.get_by_label("Prompt template").fill("Name an animal that starts with {letter}")
     page.get_by_label("System prompt (optional)").fill("Be brief")

@@ -268,7 +268,7 @@ def _template_of(made_root: Path, out: Path) -> dict:
     logs = s3.Bucket(stack, "Logs")
     console = ConsoleConstruct(stack, "Console", access_logs_bucket=logs, build_=build(made_root, out))
     console.connect_to("https://api.example.com")
-    console.deploy("https://api.example.com/v1")
+    console.deploy("https://api.example.com/v1", ["anthropic"])
     return app.synth().get_stack_by_name("ConsoleOnly").template
 
 

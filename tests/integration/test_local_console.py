@@ -47,7 +47,8 @@ def console(template):
 
     deployed_api = res(template["Outputs"]["ApiUrl"]["Value"])
     server = ConsoleServer()
-    server.publish(site, made, local_headers(site, res, deployed_api, LOCAL_API), api_url=LOCAL_API)
+    headers = local_headers(site, res, deployed_api, LOCAL_API)
+    server.publish(site, made, headers, api_url=LOCAL_API, providers=["anthropic", "openai"])
     server.start()
     yield server, made
     server.stop()
@@ -103,7 +104,15 @@ def test_config_json_names_the_local_api_and_the_build(console):
     server, made = console
     config = _get(server, "/config.json")
     assert config.status_code == 200
-    assert config.json() == {"api_url": LOCAL_API, "version": made.version}
+    answer = config.json()
+    assert {k: answer[k] for k in ("api_url", "version", "providers")} == {
+        "api_url": LOCAL_API,
+        "version": made.version,
+        "providers": ["anthropic", "openai"],
+    }
+    # the page's model choices: the price table's model names of each provider
+    assert set(answer["models"]) == {"anthropic", "openai"}
+    assert "claude-sonnet-4" in answer["models"]["anthropic"] and "gpt-4o-mini" in answer["models"]["openai"]
     assert config.headers["Cache-Control"] == NO_CACHE
     assert config.headers["Content-Type"] == "application/json"
 

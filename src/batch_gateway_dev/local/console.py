@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from batch_gateway_dev.http_server import LoopbackServer, QuietHandler
-from stacks.console_build import CONFIG, ConsoleBuild
+from stacks.console_build import CONFIG, ConsoleBuild, console_config
 
 
 @dataclass(frozen=True)
@@ -166,10 +166,13 @@ class ConsoleServer:
     def url(self) -> str:
         return f"{self.origin}/"
 
-    def publish(self, site: ConsoleSite, build: ConsoleBuild, headers: dict[str, str], api_url: str) -> None:
-        """Serve what ``site``'s deployments put in the bucket from ``build``, plus ``config.json`` naming
-        ``api_url``; ``headers``: the site's security headers, resolved for this stack."""
-        config = json.dumps({"api_url": api_url, "version": build.version}).encode()
+    def publish(
+        self, site: ConsoleSite, build: ConsoleBuild, headers: dict[str, str], api_url: str, providers: list[str]
+    ) -> None:
+        """Serve what ``site``'s deployments put in the bucket from ``build``, plus the ``config.json`` the stack
+        writes, naming ``api_url`` and ``providers`` (the deployment's); ``headers``: the site's security headers,
+        resolved for this stack."""
+        config = json.dumps(console_config(api_url, build.version, providers)).encode()
         files: dict[str, _File] = {}
         for deployment in site.deployments:
             for name, path in build.files().items():

@@ -29,6 +29,7 @@ from typing import Any, TypedDict
 import boto3
 import requests
 
+from batch_gateway.constants import ENV_ENABLED_PROVIDERS
 from batch_gateway.provider_specs import OPENAI, SPECS, WEBHOOK_PUSH
 from batch_gateway_dev.local.console import ConsoleServer, ConsoleSite, console_site, local_headers
 from batch_gateway_dev.local.front import ApiFront, Principal
@@ -644,7 +645,7 @@ class LocalStack:
         site, build = self._console
         deployed = str(self._res(template.raw["Outputs"]["ApiUrl"]["Value"]))
         headers = local_headers(site, self._res, deployed, self.front.url)
-        self.console.publish(site, build, headers, api_url=self.front.url)
+        self.console.publish(site, build, headers, api_url=self.front.url, providers=_enabled_providers(template))
         self.console.start()
 
     def _name_resources(self, template: Template) -> None:
@@ -983,6 +984,15 @@ class LocalStack:
                     for t in targets
                 ],
             )
+
+
+def _enabled_providers(template: Template) -> list[str]:
+    """The deployment's providers, as the functions that create jobs are told them (``ENABLED_PROVIDERS``)."""
+    for function in template.of_type("AWS::Lambda::Function").values():
+        variables = (function["Properties"].get("Environment") or {}).get("Variables") or {}
+        if ENV_ENABLED_PROVIDERS in variables:
+            return str(variables[ENV_ENABLED_PROVIDERS]).split(",")
+    return []
 
 
 def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> None:
