@@ -125,7 +125,7 @@ class WorkflowConstruct(Construct):
             key,
             [f"{JOBS_PREFIX}*/results.jsonl"],
             grants.OBJECT_READ,
-            "Plan answers an unchanged resubmission from the earlier job's results (decision 0127's whole-job addendum).",
+            "Plan answers an unchanged resubmission from the earlier job's results (0127's whole-job addendum).",
         )
         grants.objects(
             self.functions["Plan"].role,

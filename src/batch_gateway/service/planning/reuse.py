@@ -19,8 +19,8 @@ look-up a request.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 import hashlib
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 from aws_lambda_powertools import Logger
@@ -199,7 +199,7 @@ def index_results(services: Services, job: Job, ended_at: datetime) -> int:
                 seen["items"] += 1
                 seen["succeeded"] += item.get("status") == REUSABLE_STATUS
                 if "reused_from" not in item:
-                    cost += float(item.get("cost") or 0.0)  # type: ignore[arg-type]
+                    cost += float(item.get("cost") or 0.0)
                     if item["id"] in hashes:
                         yield hashes[item["id"]], item
 
