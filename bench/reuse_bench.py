@@ -85,6 +85,7 @@ def measure(n: int) -> dict[str, Any]:
         "first_status": first["job"].status,
         "first_cost_usd": first["job"].cost["total"] if first["job"].cost else None,
         "first_accepted_to_finished_s": round(first["accepted_to_finished_s"], 2),
+        "first_create_s": round(first["create_s"], 3),  # the rerun's create call against the first's
         "status": job.status,
         "provider_calls": provider_calls,
         "cost_usd": job.cost["total"] if job.cost else None,

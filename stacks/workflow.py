@@ -123,6 +123,14 @@ class WorkflowConstruct(Construct):
             self.functions["Plan"].role,
             bucket,
             key,
+            [f"{JOBS_PREFIX}*/results.jsonl"],
+            grants.OBJECT_READ,
+            "Plan answers an unchanged resubmission from the earlier job's results (0127's whole-job addendum).",
+        )
+        grants.objects(
+            self.functions["Plan"].role,
+            bucket,
+            key,
             chunk_files,
             grants.OBJECT_WRITE,
             "Plan writes each chunk's provider lines and id lists.",

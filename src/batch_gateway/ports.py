@@ -373,8 +373,29 @@ class ReusableResult:
     expires_at: int
 
 
+@dataclass(frozen=True)
+class ReusableJob:
+    """An owner's job whose every item succeeded (decision 0127's whole-job addendum): the job its results are in
+    and what its items cost when they ran (those it answered from stored results included)."""
+
+    job_id: str
+    cost: float
+    ended_at: int  # epoch seconds
+    expires_at: int
+
+
 class ReuseIndex(Protocol):
     """An owner's succeeded results by request hash (decision 0127); never answers another owner's."""
+
+    def put_job(
+        self, owner: str, fingerprint: bytes, job_id: str, *, cost: float, ended_at: int, expires_at: int
+    ) -> None:
+        """Index the owner's job whose every item succeeded under its whole-job fingerprint."""
+        ...
+
+    def find_job(self, owner: str, fingerprint: bytes, *, now: int, max_age: int) -> ReusableJob | None:
+        """The owner's job with this fingerprint, ended at most ``max_age`` seconds before ``now``, not expired."""
+        ...
 
     def put_results(
         self,

@@ -134,9 +134,11 @@ def test_plan_reads_no_secret_only_requests_input_files_and_cache_order_and_writ
     assert not _has(synthesized.role_actions("Plan"), "secretsmanager:")
     assert synthesized.object_grants("Plan") == {
         # a large input file (native upload, OpenAI-door file) is read and normalised by Plan (decision 0054)
-        # and, going on with a job whose cache groups are chunked together, their order (decision 0128's addendum)
+        # and, going on with a job whose cache groups are chunked together, their order (decision 0128's addendum);
+        # an earlier identical job's results, answering a resubmission whole (decision 0127's whole-job addendum)
         "s3:GetObject": {
             "jobs/*/requests.jsonl",
+            "jobs/*/results.jsonl",
             "uploads/*",
             "doors/openai/*/files/*.jsonl",
             "jobs/*/cache/order.bin",

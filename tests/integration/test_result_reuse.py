@@ -204,3 +204,115 @@ def test_a_result_older_than_max_age_is_sent_again(services, monkeypatch):
     again = _job(services, TEXTS, reuse=60)
 
     assert _sent(services, again) == 3, "a result older than max_age_seconds was reused"
+
+
+# -- the whole-job entry (0127's whole-job addendum): an unchanged resubmission answered by one read --------------
+
+
+class _IndexCalls:
+    """The reuse index port's look-ups while a job runs: whole-job reads and per-request look-ups (and digests)."""
+
+    def __init__(self, services, monkeypatch) -> None:
+        self.whole: list[str | None] = []  # the job each whole-job read answered with (None: a miss)
+        self.per_request: list[int] = []  # digests asked, a look-up
+        index = services.reuse
+        find_job, find = index.find_job, index.find
+
+        def spy_find_job(*args, **kwargs):
+            entry = find_job(*args, **kwargs)
+            self.whole.append(entry.job_id if entry else None)
+            return entry
+
+        def spy_find(owner, digests, **kwargs):
+            self.per_request.append(len(digests))
+            return find(owner, digests, **kwargs)
+
+        monkeypatch.setattr(index, "find_job", spy_find_job)
+        monkeypatch.setattr(index, "find", spy_find)
+
+
+def test_an_unchanged_resubmission_is_answered_through_the_whole_job_entry_by_one_read(services, monkeypatch):
+    first = _job(services, TEXTS, reuse=DAY)
+    calls = _IndexCalls(services, monkeypatch)
+
+    again = _job(services, TEXTS, reuse=DAY)
+
+    assert calls.whole == [first] and calls.per_request == [], "not answered by the one whole-job read"
+    assert _sent(services, again) == 0
+    before, after = _results(services, first), _results(services, again)
+    assert set(after) == set(before)
+    for key, item in after.items():
+        assert item["reused_from"] == first and item["cost"] == 0
+        assert {**item, "cost": before[key]["cost"]} == {**before[key], "reused_from": first}
+    view = get_job(services, again, "alice")
+    assert (view["status"], view["request_counts"]["succeeded"], view["request_counts"]["sent"]) == ("finished", 3, 0)
+    assert view["cost"]["savings"]["reuse"] == pytest.approx(sum(r["cost"] for r in before.values()), abs=1e-9)
+    assert [name for name, _ in EXECUTIONS[again].steps] == ["Plan", "Planned?", "Finalize", "Finalized?", "Done"]
+
+
+def test_a_job_with_an_errored_item_writes_no_whole_job_entry_and_its_rerun_sends_that_request(
+    services, monkeypatch, simulator
+):
+    simulator.configure(item_outcomes={"b": "errored"})  # OpenAI's custom ids are the caller's
+    first = _job(services, TEXTS, reuse=DAY, provider="openai")
+    assert _results(services, first)["b"]["status"] == "errored"
+    simulator.configure(item_outcomes={})
+    calls = _IndexCalls(services, monkeypatch)
+
+    again = _job(services, TEXTS, reuse=DAY, provider="openai")
+
+    assert calls.whole == [None] and calls.per_request, "a job with an errored item was answered whole"
+    assert _sent(services, again) == 1
+    results = _results(services, again)
+    assert "reused_from" not in results["b"] and results["b"]["status"] == "succeeded"
+    assert results["a"]["reused_from"] == first and results["c"]["reused_from"] == first
+
+
+def test_another_owners_identical_job_is_never_answered_from_the_whole_job_entry(services, monkeypatch):
+    _job(services, TEXTS, owner="bob", reuse=DAY)
+    calls = _IndexCalls(services, monkeypatch)
+
+    mine = _job(services, TEXTS, owner="alice", reuse=DAY)
+
+    assert calls.whole == [None], "alice's job was answered from bob's whole-job entry"
+    assert _sent(services, mine) == 3
+    assert not any("reused_from" in r for r in _results(services, mine).values())
+
+
+def test_a_whole_job_entry_older_than_max_age_is_not_used(services, monkeypatch):
+    first = _job(services, TEXTS, reuse=DAY)
+    ended = services.jobs.require_job(first).ended_at
+    assert ended is not None
+    monkeypatch.setattr(services, "clock", lambda: ended.fromtimestamp(ended.timestamp() + 120, ended.tzinfo))
+    calls = _IndexCalls(services, monkeypatch)
+
+    again = _job(services, TEXTS, reuse=60)
+
+    assert calls.whole == [None]
+    assert _sent(services, again) == 3
+
+
+def test_the_earlier_results_gone_falls_back_to_the_per_request_look_up_and_still_finishes(services, monkeypatch):
+    first = _job(services, TEXTS, reuse=DAY)
+    services.payloads.delete(results_key(first))
+    calls = _IndexCalls(services, monkeypatch)
+
+    again = _job(services, TEXTS, reuse=DAY)
+
+    assert calls.whole == [first] and calls.per_request, "the whole-job hit was not followed by the fallback"
+    view = get_job(services, again, "alice")
+    assert (view["status"], view["request_counts"]["succeeded"]) == ("finished", 3)
+    assert set(_results(services, again)) == set(TEXTS)
+
+
+def test_one_request_changed_misses_the_whole_job_entry_and_sends_only_that_one(services, monkeypatch):
+    first = _job(services, TEXTS, reuse=DAY)
+    calls = _IndexCalls(services, monkeypatch)
+
+    again = _job(services, {**TEXTS, "c": "Name a goat"}, reuse=DAY)
+
+    assert calls.whole == [None] and calls.per_request
+    assert _sent(services, again) == 1
+    results = _results(services, again)
+    assert results["a"]["reused_from"] == first and results["b"]["reused_from"] == first
+    assert "reused_from" not in results["c"] and results["c"]["status"] == "succeeded"

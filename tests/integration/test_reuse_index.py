@@ -93,3 +93,17 @@ def test_a_jobs_identical_requests_are_indexed_once(index):
     digest = _hash(ALICE, "Name a cat")
     assert _put(index, ALICE, "job_a", [(digest, _item()), (digest, _item())]) == 1
     assert index.find(ALICE, [digest], now=NOW, max_age=DAY)[digest].job_id == "job_a"
+
+
+def test_a_whole_job_entry_answers_its_owner_only_within_max_age_and_before_expiry(index):
+    fingerprint = b"\x01" * 32
+    index.put_job(BOB, fingerprint, "job_b", cost=0.25, ended_at=NOW - 60, expires_at=NOW + DAY)
+
+    found = index.find_job(BOB, fingerprint, now=NOW, max_age=DAY)
+    assert found is not None and (found.job_id, found.cost, found.ended_at) == ("job_b", 0.25, NOW - 60)
+    assert index.find_job(ALICE, fingerprint, now=NOW, max_age=DAY) is None, "another owner's whole job answered"
+    assert index.find_job(BOB, b"\x02" * 32, now=NOW, max_age=DAY) is None
+    assert index.find_job(BOB, fingerprint, now=NOW, max_age=59) is None, "older than max_age_seconds"
+    assert index.find_job(BOB, fingerprint, now=NOW + DAY, max_age=2 * DAY) is None, "past expires_at"
+    # a per-request look-up never reads a whole-job entry (its sort key is not a request hash)
+    assert index.find(BOB, [fingerprint[:16]], now=NOW, max_age=DAY) == {}

@@ -4,6 +4,10 @@ Layout: ``pk = REUSE#<owner>``, ``sk = <request hash, hex>`` (``service.planning
 succeeded result item of that owner's request (without its id), the job it came from, and ``expires_at`` (epoch
 seconds). The owner is part of the partition key, so a look-up cannot reach another owner's result whatever else
 it asks. An entry past ``expires_at`` is not answered (a TTL on the attribute would only tidy up).
+
+A job whose every item succeeded also has one whole-job entry (0127's whole-job addendum): ``pk = REUSE#<owner>``,
+``sk = JOB#<fingerprint, hex>`` (``service.planning.reuse.job_fingerprint``), the job, what its items cost and
+``ended_at``/``expires_at``: an unchanged resubmission is answered by one GetItem instead of a look-up a request.
 """
 
 from __future__ import annotations
@@ -13,13 +17,14 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from batch_gateway.ports import ReusableResult, ReuseIndex
+from batch_gateway.ports import ReusableJob, ReusableResult, ReuseIndex
 from batch_gateway.store.jobs import _values
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 REUSE_PREFIX = "REUSE#"
+JOB_PREFIX = "JOB#"  # the whole-job entries' sort keys; a request hash's hex never starts with it
 BATCH_GET = 100  # DynamoDB's most keys a BatchGetItem takes
 BATCH_WRITE = 25
 PARALLEL_GETS = 8  # BatchGetItem calls in flight at once (boto3 clients are thread-safe)
@@ -36,10 +41,36 @@ def _key(owner: str, digest: bytes) -> dict[str, Any]:
     return _values({"pk": REUSE_PREFIX + owner, "sk": digest.hex()})
 
 
+def _job_key(owner: str, fingerprint: bytes) -> dict[str, Any]:
+    return _values({"pk": REUSE_PREFIX + owner, "sk": JOB_PREFIX + fingerprint.hex()})
+
+
 class DynamoDBReuseIndex(ReuseIndex):
     def __init__(self, dynamodb_client: DynamoDBClient, table: str) -> None:
         self._db = dynamodb_client
         self.table = table
+
+    def put_job(
+        self, owner: str, fingerprint: bytes, job_id: str, *, cost: float, ended_at: int, expires_at: int
+    ) -> None:
+        """The whole-job entry of the owner's job whose every item succeeded (a later one replaces it)."""
+        values = _values({"job_id": job_id, "ended_at": ended_at})
+        values["cost"] = {"N": repr(float(cost))}
+        values["expires_at"] = {"N": str(expires_at)}
+        self._db.put_item(TableName=self.table, Item={**_job_key(owner, fingerprint), **values})
+
+    def find_job(self, owner: str, fingerprint: bytes, *, now: int, max_age: int) -> ReusableJob | None:
+        """One consistent GetItem of the owner's whole-job entry; None when absent, too old or expired."""
+        raw = self._db.get_item(TableName=self.table, Key=_job_key(owner, fingerprint), ConsistentRead=True).get("Item")
+        if raw is None:
+            return None
+        entry = ReusableJob(
+            job_id=raw["job_id"]["S"],
+            cost=float(raw["cost"]["N"]),
+            ended_at=int(raw["ended_at"]["N"]),
+            expires_at=int(raw["expires_at"]["N"]),
+        )
+        return entry if entry.expires_at > now and now - entry.ended_at <= max_age else None
 
     def put_results(
         self,

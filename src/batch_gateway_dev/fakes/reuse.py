@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from batch_gateway.ports import ReusableResult, ReuseIndex
+from batch_gateway.ports import ReusableJob, ReusableResult, ReuseIndex
 
 REUSABLE_STATUS = "succeeded"
 
@@ -13,6 +13,16 @@ REUSABLE_STATUS = "succeeded"
 class MemoryReuseIndex(ReuseIndex):
     def __init__(self) -> None:
         self.entries: dict[tuple[str, bytes], ReusableResult] = {}
+        self.jobs: dict[tuple[str, bytes], ReusableJob] = {}
+
+    def put_job(
+        self, owner: str, fingerprint: bytes, job_id: str, *, cost: float, ended_at: int, expires_at: int
+    ) -> None:
+        self.jobs[(owner, fingerprint)] = ReusableJob(job_id, cost, ended_at, expires_at)
+
+    def find_job(self, owner: str, fingerprint: bytes, *, now: int, max_age: int) -> ReusableJob | None:
+        entry = self.jobs.get((owner, fingerprint))
+        return entry if entry and entry.expires_at > now and now - entry.ended_at <= max_age else None
 
     def put_results(
         self,

@@ -21,19 +21,25 @@ CALLER_ONLY = "id"  # the field of a normalised request that names it and change
 PERSON = b"bgw-request"
 
 
+def job_part(job: Job) -> bytes:
+    """What every request of ``job`` is sent with, canonical: the part of a request's hash that is the job's (and of
+    the whole-job fingerprint, ``reuse.job_fingerprint``: one definition for both)."""
+    where = {
+        "provider": job.provider,
+        "model": job.model,
+        "endpoint": job.endpoint,
+        "hyperparameters": job.hyperparameters,
+        "provider_options": job.provider_options,
+    }
+    return dumps_sorted(where) + b"\n"
+
+
 class RequestHasher:
     """``request_hash`` for the requests of one job: the job's part hashed once, then each request's after it."""
 
     def __init__(self, job: Job) -> None:
-        where = {
-            "provider": job.provider,
-            "model": job.model,
-            "endpoint": job.endpoint,
-            "hyperparameters": job.hyperparameters,
-            "provider_options": job.provider_options,
-        }
         self._job_part = hashlib.blake2b(digest_size=HASH_BYTES, person=PERSON)
-        self._job_part.update(dumps_sorted(where) + b"\n")
+        self._job_part.update(job_part(job))
 
     def __call__(self, request: dict[str, Any]) -> bytes:
         sent = dict(request)
