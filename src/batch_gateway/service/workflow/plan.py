@@ -80,6 +80,9 @@ def plan_job(
 
     # decision 0127: answered from the owner's stored results, never sent (looked up before the first chunk)
     reused = answer_from_store(services, job, fresh=progress.chunks == 0)
+    if progress.chunks == 0 and reused.count and reused.count == job.request_counts.total:
+        _record_none(services, job)  # every request answered (0127): no pass over the requests, nothing to send
+        return WorkflowState(job_id=job.id, nothing_to_send=True)
     replay = order.planned_before(progress) if order is not None and progress.chunks else None
     duplicates = JobDuplicates(job).seen_before(services, key, progress.offset, replay)  # decision 0126
     reads = order.reads(progress) if order is not None else iter([(0, progress.offset, progress.position, None)])
