@@ -66,23 +66,25 @@ def plan_job(
     key = requests_key(job.id)
     etag = requests_etag(services, key)
     progress = job.plan_progress
+    if progress is None:
+        _discard_leftovers(services, job)
+    # decision 0127: answered from the owner's stored results, never sent (looked up before the first chunk, and
+    # before the cache plan: a job every request of which is answered sends nothing, primes nothing, reads no more)
+    reused = answer_from_store(services, job, fresh=progress is None or progress.chunks == 0)
+    if (progress is None or progress.chunks == 0) and reused.count and reused.count == job.request_counts.total:
+        _record_none(services, job)
+        return WorkflowState(job_id=job.id, nothing_to_send=True)  # Planned? goes on to Finalize at once
     if job.prompt_cache == AUTO and job.cache_plan is None and progress is None:
         job = _plan_cache(services, job, provider, key)
     marks = CacheMarks(provider, job)
     order = load_order(services, job, marks)  # None: one pass in input order (decision 0128's addendum)
     if progress is None:
-        _discard_leftovers(services, job)
         progress = PlanProgress(chunks=0, offset=0, position=0, etag=etag)
     elif progress.etag != etag:
         raise IntegrityError(f"the requests of {job.id} changed while it was planned part way")
     elif progress.chunks:
         logger.info("plan goes on", extra={"job_id": job.id, "chunks": progress.chunks, "offset": progress.offset})
 
-    # decision 0127: answered from the owner's stored results, never sent (looked up before the first chunk)
-    reused = answer_from_store(services, job, fresh=progress.chunks == 0)
-    if progress.chunks == 0 and reused.count and reused.count == job.request_counts.total:
-        _record_none(services, job)  # every request answered (0127): no pass over the requests, nothing to send
-        return WorkflowState(job_id=job.id, nothing_to_send=True)
     replay = order.planned_before(progress) if order is not None and progress.chunks else None
     duplicates = JobDuplicates(job).seen_before(services, key, progress.offset, replay)  # decision 0126
     reads = order.reads(progress) if order is not None else iter([(0, progress.offset, progress.position, None)])
