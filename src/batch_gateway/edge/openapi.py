@@ -37,6 +37,19 @@ _MODELS: list[type[BaseModel]] = [
 ]
 
 
+def _settings_of_a_create_from_a_file() -> dict[str, Any]:
+    """The job settings a create from an upload or a dataset takes beside its input (the others are the create's)."""
+    return {
+        "provider": {"enum": list(PROVIDERS)},
+        "model": {"type": "string"},
+        "endpoint": {"type": ["string", "null"]},
+        "hyperparameters": {"type": "object"},
+        "metadata": _ref("Metadata"),
+        "provider_options": {"type": "object"},
+        "dry_run": _ref("DryRun"),
+    }
+
+
 def _ref(model: type[BaseModel] | str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{model if isinstance(model, str) else model.__name__}"}
 
@@ -173,13 +186,7 @@ def _upload_schemas() -> dict[str, Any]:
                     "the lines if one is bad (decision 0054); another caller's upload answers 404; an upload of "
                     "another size than declared, or over 1 GiB, answers 400 naming both sizes (decision 0113)",
                 },
-                "provider": {"enum": list(PROVIDERS)},
-                "model": {"type": "string"},
-                "endpoint": {"type": ["string", "null"]},
-                "hyperparameters": {"type": "object"},
-                "metadata": _ref("Metadata"),
-                "provider_options": {"type": "object"},
-                "dry_run": _ref("DryRun"),
+                **_settings_of_a_create_from_a_file(),
             },
             "description": "POST /batches with an uploaded file instead of requests; the body's fields win over "
             "the file's header line",
@@ -242,13 +249,7 @@ def _upload_schemas() -> dict[str, Any]:
                     "description": "an upload of the caller's holding the table (dataset.format: csv or jsonl), up "
                     "to 16 MiB (the table is read while the create waits)",
                 },
-                "provider": {"enum": list(PROVIDERS)},
-                "model": {"type": "string"},
-                "endpoint": {"type": ["string", "null"]},
-                "hyperparameters": {"type": "object"},
-                "metadata": _ref("Metadata"),
-                "provider_options": {"type": "object"},
-                "dry_run": _ref("DryRun"),
+                **_settings_of_a_create_from_a_file(),
             },
             "description": "POST /batches with a dataset instead of requests; every other field of a create body "
             "(hyperparameters, metadata, retry, webhook, ...) applies as it does there",
