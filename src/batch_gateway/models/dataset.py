@@ -22,6 +22,7 @@ from typing import Any
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.contract.jsonl import split_lines
 from batch_gateway.models.jobs import Dataset
+from batch_gateway.models.jsonl import iter_jsonl_lines
 from batch_gateway.models.requests import check_caller_id
 
 FORMATS = ("csv", "jsonl")
@@ -405,3 +406,14 @@ def result_columns(columns: list[str]) -> list[str]:
         taken.add(name)
         names.append(name)
     return names
+
+
+READ_BYTES = 1 << 16  # a table is read from its stream in pieces of this size
+
+
+def open_table(spec: Dataset, stream: Any) -> TableReader:
+    """The reader of a table of ``spec``'s format over a binary stream (an S3 body, a file, ``io.BytesIO``)."""
+    if spec.format == "csv":
+        read = stream.read
+        return TableReader.of_csv(spec, text_lines(iter(lambda: read(READ_BYTES), b"")))
+    return TableReader.of_jsonl(spec, iter_jsonl_lines(stream))

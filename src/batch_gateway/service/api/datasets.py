@@ -11,20 +11,16 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-from collections.abc import Callable, Iterator
 from typing import Any
 
 from batch_gateway.contract.errors import InvalidRequestError
-from batch_gateway.models.dataset import DatasetInput, TableReader, parse_dataset, requests_of, row_problems, text_lines
-from batch_gateway.models.jobs import Dataset, Job
-from batch_gateway.models.jsonl import iter_jsonl_lines
+from batch_gateway.models.dataset import DatasetInput, TableReader, open_table, parse_dataset, requests_of, row_problems
+from batch_gateway.models.jobs import Job
 from batch_gateway.service.api.create import JobDraft, create, draft, settings_only
 from batch_gateway.service.api.uploads import completed_upload
 from batch_gateway.service.context import Services
 from batch_gateway.service.intake.requests import STORED, RequestSink
 from batch_gateway.service.layout import dataset_input_key
-
-CHUNK_BYTES = 1 << 16
 
 
 def create_dataset_job(
@@ -44,9 +40,9 @@ def create_dataset_job(
     job_draft = dataclasses.replace(job_draft, dataset=given.spec)
     if upload_id is not None:
         key = _upload(services, owner, upload_id)
-        return run_dataset_create(services, job_draft, sink, lambda: services.payloads.open_object(key), copy_from=key)
+        return run_dataset_create(services, job_draft, sink, copy_from=key)
     table = _inline_bytes(given)
-    return run_dataset_create(services, job_draft, sink, lambda: io.BytesIO(table), put=table)
+    return run_dataset_create(services, job_draft, sink, table=table)
 
 
 def dataset_from_drop(
@@ -74,31 +70,31 @@ def dataset_from_drop(
     spec = settings_only(settings)
     job_draft = draft(services, owner=owner, spec=spec, source=source, drop_name=drop_name, job_id=job_id)
     job_draft = dataclasses.replace(job_draft, dataset=given.spec)
-    return run_dataset_create(services, job_draft, STORED, lambda: services.payloads.open_object(key), copy_from=key)
+    return run_dataset_create(services, job_draft, STORED, copy_from=key)
 
 
 def run_dataset_create(
     services: Services,
     job_draft: JobDraft,
     sink: RequestSink,
-    opener: Callable[[], Any],
     *,
-    put: bytes | None = None,
+    table: bytes | None = None,
     copy_from: str | None = None,
 ) -> Job:
-    """Keep the table (a real create), read its rows into the create pipeline, and record the row count; any
-    failure deletes the kept table."""
+    """Keep the table (a real create: ``table``'s bytes, or a copy of the object ``copy_from``), read its rows into
+    the create pipeline from what the job keeps, and record the row count; any failure deletes the kept table."""
     spec = job_draft.dataset
     assert spec is not None
     kept = dataset_input_key(job_draft.job_id, spec.format)
+    read_from = copy_from
     if sink.keeps:
         if copy_from is not None:
             services.payloads.copy(copy_from, kept)
-            opener = lambda: services.payloads.open_object(kept)  # noqa: E731 (read what the job keeps)
-        elif put is not None:
-            services.payloads.put_bytes(kept, put, "text/csv" if spec.format == "csv" else "application/x-ndjson")
+            read_from = kept  # the rows the job runs are the rows Finalize writes back
+        elif table is not None:
+            services.payloads.put_bytes(kept, table, "text/csv" if spec.format == "csv" else "application/x-ndjson")
     try:
-        stream = opener()
+        stream = io.BytesIO(table or b"") if read_from is None else services.payloads.open_object(read_from)
         reader = open_table(spec, stream)
         try:
             return create(services, job_draft, requests_of(reader), sink, problems=reader.problems)
@@ -108,18 +104,6 @@ def run_dataset_create(
         if sink.keeps:
             services.payloads.delete(kept)
         raise
-
-
-def open_table(spec: Dataset, stream: Any) -> TableReader:
-    """The table's reader over a binary stream (a file, an S3 body) of its format."""
-    if spec.format == "csv":
-        return TableReader.of_csv(spec, text_lines(chunks_of(stream)))
-    return TableReader.of_jsonl(spec, iter_jsonl_lines(stream))
-
-
-def chunks_of(stream: Any) -> Iterator[bytes]:
-    read = stream.read
-    return iter(lambda: read(CHUNK_BYTES), b"")
 
 
 def _inline_bytes(given: DatasetInput) -> bytes:

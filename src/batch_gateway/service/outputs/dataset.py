@@ -18,14 +18,12 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.models.dataset import TableReader, result_columns, text_lines
+from batch_gateway.models.dataset import open_table, result_columns
 from batch_gateway.models.jobs import Job
-from batch_gateway.models.jsonl import iter_jsonl_lines
 from batch_gateway.service.context import Services
 from batch_gateway.service.layout import dataset_input_key, dataset_results_key, results_key
 
 logger = Logger(child=True)
-CHUNK_BYTES = 1 << 16
 FLUSH_BYTES = 1 << 20  # CSV text handed to the writer in pieces of about this size
 INSERT_BATCH = 1000
 MISSING = ("", "missing", "no result was recorded for this row", "", "", "")
@@ -86,11 +84,7 @@ def result_values(item: dict[str, Any]) -> list[str]:
 def _write_table(services: Services, job: Job, index: sqlite3.Connection) -> int:
     spec = job.dataset
     assert spec is not None
-    stream = services.payloads.open_object(dataset_input_key(job.id, spec.format))
-    if spec.format == "csv":
-        reader = TableReader.of_csv(spec, text_lines(iter(lambda: stream.read(CHUNK_BYTES), b"")))
-    else:
-        reader = TableReader.of_jsonl(spec, iter_jsonl_lines(stream))
+    reader = open_table(spec, services.payloads.open_object(dataset_input_key(job.id, spec.format)))
     buffer = io.StringIO()
     out = csv.writer(buffer, lineterminator="\r\n")  # RFC 4180, as spreadsheets write it
     rows = 0
