@@ -49,11 +49,16 @@ def job_fingerprint(services: Services, job: Job) -> bytes:
     """What makes two jobs the same job: the request hash's job part (``canonical.job_part``) and every line of the
     normalised ``requests.jsonl`` (a create normalises the same file to the same bytes), caller ids and order
     included; streamed. The owner is not in it: it is in the entry's key."""
-    digest = hashlib.sha256(FINGERPRINT_PERSON + job_part(job))
+    digest = _fingerprint_of(job)
     for line in services.payloads.iter_lines(requests_key(job.id)):
         if line:
             digest.update(line + b"\n")
     return digest.digest()
+
+
+def _fingerprint_of(job: Job) -> hashlib._Hash:
+    """The fingerprint's digest before the request lines (each line is added with its line break)."""
+    return hashlib.sha256(FINGERPRINT_PERSON + job_part(job))
 
 
 def _answer_whole(services: Services, job: Job, now: int) -> Answered | None:
@@ -182,10 +187,13 @@ def index_results(services: Services, job: Job, ended_at: datetime) -> int:
     if job.reused >= job.request_counts.total:  # every item came from the store: nothing new to index
         return 0
     request_hash = RequestHasher(job)
-    hashes = {
-        request["id"]: request_hash(request)
-        for _position, _offset, request in requests_from(services, requests_key(job.id), 0, 0)
-    }
+    fingerprint = _fingerprint_of(job)  # the whole job's, from the same one pass over its requests
+    hashes = {}
+    for line in services.payloads.iter_lines(requests_key(job.id)):
+        if line:
+            fingerprint.update(line + b"\n")
+            request = loads(line)
+            hashes[request["id"]] = request_hash(request)
     ended = int(ended_at.timestamp())
     expires = ended + services.settings.reuse_max_age
     seen = {"items": 0, "succeeded": 0}
@@ -207,6 +215,6 @@ def index_results(services: Services, job: Job, ended_at: datetime) -> int:
     total = job.request_counts.total
     if total and seen["items"] == total and seen["succeeded"] == total:  # every item succeeded: the whole job
         services.reuse.put_job(
-            job.owner, job_fingerprint(services, job), job.id, cost=round(cost, 10), ended_at=ended, expires_at=expires
+            job.owner, fingerprint.digest(), job.id, cost=round(cost, 10), ended_at=ended, expires_at=expires
         )
     return written
