@@ -77,6 +77,11 @@ ENV_PROVIDER_HEADERS_JSON = "PROVIDER_HEADERS_JSON"
 # most any job may ask (and how long an indexed result is kept).
 ENV_REUSE_DEFAULT_MAX_AGE = "REUSE_DEFAULT_MAX_AGE"
 ENV_REUSE_MAX_AGE = "REUSE_MAX_AGE"
+ENV_LANES_JSON = "LANES_JSON"  # the synchronous lanes and the deadline planner (decision 0140)
+# Lanes (decision 0140): the ways a job may send its requests, in order of cost
+LANE_BATCH, LANE_FLEX, LANE_SYNC, LANE_FAILOVER = "batch", "flex", "sync", "failover"
+LANES = (LANE_BATCH, LANE_FLEX, LANE_SYNC, LANE_FAILOVER)
+DEFAULT_LANES = (LANE_BATCH, LANE_FLEX, LANE_SYNC)
 DEFAULT_REUSE_MAX_AGE = 30 * 24 * 3600  # 30 days
 REUSE_SCOPES = ("owner",)  # what a job's reuse.scope may be: never across owners
 # Input guardrails (decision 0124): the personal-data screen of jobs that name none (context `guardrails`), and the

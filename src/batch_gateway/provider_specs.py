@@ -433,3 +433,22 @@ WEBHOOK_PUSH: MappingProxyType[str, WebhookPush] = MappingProxyType(
         ),
     }
 )
+
+
+# --- failover (decision 0140) ----------------------------------------------------------------------------------------
+# The same model served by more than one provider: a job whose lanes allow "failover" may send its items to the
+# other provider's equivalent when its own fails outright. Each family is a tuple of (provider name, a Python regex
+# its model ids fullmatch, the model id a failover sends there). Filled in with the providers' published ids.
+EQUIVALENT_MODELS: tuple[tuple[tuple[str, str, str], ...], ...] = ()
+
+
+def failover_model(provider: str, model: str, enabled: tuple[str, ...] | frozenset[str]) -> tuple[str, str] | None:
+    """(provider, model) another enabled provider serves ``model`` of ``provider`` as, or None."""
+    import re
+
+    for family in EQUIVALENT_MODELS:
+        if any(name == provider and re.fullmatch(pattern, model) for name, pattern, _ in family):
+            for name, _, target in family:
+                if name != provider and name in enabled:
+                    return name, target
+    return None

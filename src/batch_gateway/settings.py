@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from batch_gateway import constants as c
@@ -19,6 +19,32 @@ class BedrockLimits:
     min_records: int = c.BEDROCK_MIN_RECORDS
     max_records: int = c.BEDROCK_MAX_RECORDS
     max_bytes: int = min(c.BEDROCK_MAX_INPUT_BYTES, c.BEDROCK_MAX_JOB_BYTES)  # one input file per Bedrock job
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaneSettings:
+    """How the synchronous lanes run and how the deadline planner reckons (decision 0140); the deployment's
+    ``LANES_JSON`` (an object of these names) overrides the defaults."""
+
+    concurrency: int = 16  # synchronous calls at once per lane chunk
+    latency_seconds: float = 10.0  # a synchronous call's expected time, until the lane's own is observed
+    cancel_seconds: float = 120.0  # a cancel's expected time to end a batch and its items to be collected
+    outage_polls: int = 3  # polls in a row whose calls to the provider fail as unavailable: it has failed outright
+    start_timeout_seconds: float | None = None  # a batch not started (nothing done) by then has failed outright
+    flex_timeout_seconds: float = 900.0  # a Flex call's client timeout (OpenAI's guide: slow answers)
+
+    @classmethod
+    def from_json(cls, raw: str | None) -> LaneSettings:
+        if not raw:
+            return cls()
+        values = json.loads(raw)
+        if not isinstance(values, dict):
+            raise ValueError(f"{c.ENV_LANES_JSON} must be a JSON object")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"{c.ENV_LANES_JSON}: unknown setting {', '.join(unknown)}")
+        return cls(**values)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,6 +144,7 @@ class Settings:
     webhook_retry_schedule: list[int] = field(default_factory=lambda: _schedule(c.DEFAULT_WEBHOOK_RETRY_SCHEDULE))
     webhook_queue_url: str | None = None
     bedrock: BedrockSettings = field(default_factory=BedrockSettings)
+    lanes: LaneSettings = field(default_factory=LaneSettings)
     # Quotas (decisions 0080, 0081): limit overrides {provider: {model or "*": {limit: n or null}}} over
     # models.quotas' defaults (checked at synth by models.quotas.parse_overrides), and fairness weights per owner.
     quotas: dict[str, dict[str, dict[str, int | None]]] = field(default_factory=dict)
@@ -159,6 +186,7 @@ class Settings:
                 float(env[c.ENV_RECONCILE_WAIT_SECONDS]) if env.get(c.ENV_RECONCILE_WAIT_SECONDS) else None
             ),
             bedrock=bedrock,
+            lanes=LaneSettings.from_json(env.get(c.ENV_LANES_JSON)),
             retry_default=_retry_default(env.get(c.ENV_RETRY_DEFAULT)),
             prompt_cache_default=_prompt_cache_default(env.get(c.ENV_PROMPT_CACHE_DEFAULT)),
             reuse_default_max_age=int(env[c.ENV_REUSE_DEFAULT_MAX_AGE])

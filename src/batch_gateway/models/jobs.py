@@ -324,6 +324,23 @@ class Usage(Record):
         }
 
 
+class ChunkMove(SubRecord):
+    """The planner moved a chunk's unanswered items to another lane (decision 0140): when, where to, and why. Its
+    provider batch is canceled then; Poll collects what it finished, and the rest become a lane chunk (``written``:
+    added, at ``lane_chunks``). A batch whose cancel has not ended by ``detach_at`` is detached: all its items go to
+    the lane, and an answer it still gives for one of them is billed twice."""
+
+    at: datetime
+    lane: str  # "flex" | "sync" | "batch" (a failover to another provider's batch lane)
+    provider: str  # where the items go (the job's own, or another for a failover)
+    model: str
+    reason: str  # "deadline" | "outage" | "auth" | "not_started"
+    detach_at: datetime | None = None
+    detached: bool = False
+    written: bool = False
+    lane_chunks: list[int] = dataclasses.field(default_factory=list)
+
+
 @dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class Chunk(Record):
     """A part of a job sent to the provider as one batch (or, on Bedrock, run request by request)."""
@@ -376,10 +393,23 @@ class Chunk(Record):
     waiting_for_quota: str | None = None
     quota_refusals: int = 0
     refused_batches: list[str] = dataclasses.field(default_factory=list)
+    # Lanes (decision 0140): how its requests are sent - "batch" (a provider batch), "flex" or "sync" (one
+    # synchronous call each, every answer stored as it arrives) - and, for a failover chunk, on which provider and
+    # model (None: the job's). ``move``: the planner moved its unanswered items to another lane.
+    lane: str = "batch"
+    provider: str | None = None
+    model: str | None = None
+    move: ChunkMove | None = None
+    status_failures: int = 0  # polls in a row whose call to its provider failed as unavailable (3: an outage)
 
     @property
     def open(self) -> bool:
         return not self.collected
+
+    @property
+    def holds_job(self) -> bool:
+        """The job waits for it: open, and not a batch detached by a move (its items are a lane chunk's now)."""
+        return not self.collected and not (self.move is not None and self.move.detached)
 
     @property
     def waits(self) -> bool:
@@ -551,6 +581,33 @@ class CacheGroup(SubRecord):
     usage: Usage = dataclasses.field(default_factory=Usage)
 
 
+class LaneMoveEntry(SubRecord):
+    """One move the planner made (decision 0140), as the job view's ``plan.moves`` lists it."""
+
+    at: datetime
+    chunk: int
+    from_lane: str
+    to_lane: str
+    provider: str
+    model: str
+    items: int
+    reason: str
+
+
+class LanePlan(SubRecord):
+    """What the planner saw and did (decision 0140): the latest predicted end of the job's batches (None: nothing
+    predicts one, as under a stall), the moves, the items answered twice (the count, what they cost, the first
+    ``BILLED_TWICE_LISTED`` caller ids; the whole list is ``jobs/<id>/billed_twice.jsonl``), and why a move was held
+    back (``max_cost_usd``), if one was."""
+
+    predicted_end: datetime | None = None
+    moves: list[LaneMoveEntry] = dataclasses.field(default_factory=list)
+    billed_twice: int = 0
+    billed_twice_usd: float = 0.0
+    billed_twice_ids: list[str] = dataclasses.field(default_factory=list)
+    held: str | None = None
+
+
 class CachePlan(SubRecord):
     """What Plan found for a job with ``prompt_cache: auto`` (decision 0128): the groups it primes (empty: none worth
     it). How far their primers are is the job's ``cache_step``."""
@@ -693,6 +750,13 @@ class Job(Record):
     # before ``i`` are done; ``2i + 1``, group ``i``'s primer is claimed (sent, or about to be).
     cache_step: int = 0
     cache_lease_until: datetime | None = None  # a primer's claim is live until then (as a chunk's, decision 0128)
+    # Deadlines and lanes (decision 0140): when the job must be done (None: no deadline), the lanes it may use in
+    # order of cost (empty: the batch lane only, as every job before them), the most it may cost (None: no
+    # ceiling), and what the planner saw and did (None: nothing yet).
+    deadline: datetime | None = None
+    lanes: list[str] = dataclasses.field(default_factory=list)
+    max_cost_usd: float | None = None
+    plan: LanePlan | None = None
 
     @property
     def not_sent(self) -> int:

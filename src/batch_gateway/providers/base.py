@@ -151,6 +151,17 @@ class ProviderResult:
         )
 
 
+@dataclass(frozen=True)
+class Answer:
+    """One line answered through a synchronous lane (decision 0140). ``line``: the answer in the shape of the
+    provider's own batch output line for that request (so ``parse_answer`` reads it as Collect reads a batch's);
+    None when it was not answered and is worth asking again later, ``why`` then saying so: ``"rate_limited"`` (429),
+    ``"flex_unavailable"`` (OpenAI Flex's 429 resource unavailable) or ``"unavailable"`` (5xx, outage, a timeout)."""
+
+    line: dict[str, Any] | None
+    why: str | None = None
+
+
 class BatchProvider(abc.ABC):
     """One adapter per provider batch API. Callers see only ``batch_gateway.contract.errors`` types."""
 
@@ -243,6 +254,30 @@ class BatchProvider(abc.ABC):
 
     def _prime(self, line: dict[str, Any]) -> Usage:
         raise errors.ProviderRequestError(f"{self.label} has no primer")
+
+    # --- lanes (decision 0140): one request at a time through the provider's ordinary API ----------------------
+
+    def lanes(self, endpoint: str | None) -> frozenset[str]:
+        """The synchronous lanes this provider serves for a job's endpoint: ``{"sync"}``, plus ``"flex"`` where it has
+        a cheaper synchronous tier (OpenAI's Chat Completions and Responses)."""
+        return frozenset({"sync"})
+
+    def answer(self, line: dict[str, Any], *, lane: str, idempotency_key: str) -> Answer:
+        """Send one provider line (as Plan wrote it for this provider's batch, parsed) through ``lane``'s synchronous
+        API and answer it as the provider's batch would (``Answer.line``). ``idempotency_key`` is sent where the
+        provider takes one. A refusal of the request itself (400, a content filter) is an answered error line;
+        a deployment-level failure (auth, access denied) raises ``errors.ProviderAuthError``."""
+        return self._answer(line, lane=lane, idempotency_key=idempotency_key)
+
+    def parse_answer(self, line: dict[str, Any]) -> ProviderResult:
+        """A stored ``Answer.line`` as Collect's result (the adapter's own batch-line parser)."""
+        return self._parse_answer(line)
+
+    def _answer(self, line: dict[str, Any], *, lane: str, idempotency_key: str) -> Answer:
+        raise errors.ProviderRequestError(f"{self.label} has no synchronous lane")
+
+    def _parse_answer(self, line: dict[str, Any]) -> ProviderResult:
+        raise errors.ProviderRequestError(f"{self.label} has no synchronous lane")
 
     def _errors(self, *, creating: bool = False) -> mapped_errors:
         return mapped_errors(self.sdk, self.label, creating=creating, name=self.name)
@@ -397,6 +432,8 @@ class BatchProvider(abc.ABC):
 
 SHARED_FLOW = frozenset(
     {
+        "answer",
+        "parse_answer",
         "submit",
         "status",
         "results",

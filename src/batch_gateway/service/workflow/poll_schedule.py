@@ -61,6 +61,29 @@ def _rate(first: Sample, last: Sample) -> float:
     return (last.done - first.done) / elapsed if elapsed > 0 and last.done > first.done else 0.0
 
 
+def _earliest_end(samples: list[Sample]) -> float | None:
+    """The earliest end (epoch seconds) the counts allow, from the faster of the two rates; None: no progress seen.
+    The counts are whole requests (the next may be nearly done) and the current one may have been reached well
+    before the newest sample (from the first sample that shows it)."""
+    if len(samples) < 2:
+        return None
+    last = samples[-1]
+    rate = max(_rate(samples[0], last), _rate(samples[-2], last))
+    if rate <= 0:
+        return None
+    since = next(s.at for s in samples if s.done == last.done)
+    return since + max(0, last.total - last.done - 1) / rate
+
+
+def predicted_end(raw: Sequence[Sequence[float]], now: float) -> float | None:
+    """When the chunk's batch should end by its progress (epoch seconds; ``now`` once every request is counted), or
+    None when its samples predict nothing (queued, stalled, a single sample): the deadline planner's input."""
+    samples = _samples(raw)
+    if samples and samples[-1].total > 0 and samples[-1].done >= samples[-1].total:
+        return now
+    return _earliest_end(samples)
+
+
 def chunk_wait(raw: Sequence[Sequence[float]], now: float, floor: float) -> float | None:
     """Seconds until this chunk should be looked at again, or None when its samples predict nothing."""
     samples = _samples(raw)
@@ -74,15 +97,10 @@ def chunk_wait(raw: Sequence[Sequence[float]], now: float, floor: float) -> floa
                 break
             full_since = sample.at
         return max(floor, (now - full_since) / 2)
-    if len(samples) < 2:
+    end = _earliest_end(samples)
+    if end is None:
         return None
-    rate = max(_rate(samples[0], last), _rate(samples[-2], last))
-    if rate <= 0:
-        return None
-    # The earliest end the counts allow: they are whole requests (the next may be nearly done) and the current one
-    # may have been reached well before this poll (from the first sample that shows it).
-    since = next(s.at for s in samples if s.done == last.done)
-    remaining = since + max(0, last.total - last.done - 1) / rate - now
+    remaining = end - now
     if remaining > APPROACH_SECONDS:
         return remaining / 2
     if remaining > 0:
