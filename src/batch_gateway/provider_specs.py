@@ -18,6 +18,7 @@ It sits below ``models`` and ``settings`` (``.importlinter``), which read it, so
 
 from __future__ import annotations
 
+import re
 from types import MappingProxyType
 from typing import Final, NamedTuple
 
@@ -444,8 +445,6 @@ EQUIVALENT_MODELS: tuple[tuple[tuple[str, str, str], ...], ...] = ()
 
 def failover_model(provider: str, model: str, enabled: tuple[str, ...] | frozenset[str]) -> tuple[str, str] | None:
     """(provider, model) another enabled provider serves ``model`` of ``provider`` as, or None."""
-    import re
-
     for family in EQUIVALENT_MODELS:
         if any(name == provider and re.fullmatch(pattern, model) for name, pattern, _ in family):
             for name, _, target in family:
