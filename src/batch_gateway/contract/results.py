@@ -33,6 +33,11 @@ class ResultItem(TypedDict):
     attempt_count: NotRequired[int]  # jobs with `retry`
     attempts: NotRequired[list[AttemptView]]
     reused_from: NotRequired[str]  # jobs with `reuse`: the job whose stored result answered it (decision 0127)
+    # jobs with a deadline or lanes (decision 0140): the lane that answered it ("batch", "flex", "sync"), and the
+    # provider and model it ran on (another provider's after a failover)
+    lane: NotRequired[str]
+    provider: NotRequired[str]
+    model: NotRequired[str]
 
 
 class ResultsPage(TypedDict):

@@ -337,8 +337,12 @@ class ChunkMove(SubRecord):
     reason: str  # "deadline" | "outage" | "auth" | "not_started"
     detach_at: datetime | None = None
     detached: bool = False
+    # The lane chunks: the job's chunk_count when their round began (they are chunks lane_start..), and whether
+    # they are added (a crash between the add and this record is told by the job's chunk_count having moved on).
+    lane_start: int | None = None
     written: bool = False
     lane_chunks: list[int] = dataclasses.field(default_factory=list)
+    billed_counted: bool = False  # a detached batch collected later: its answers are counted as billed twice
 
 
 @dataclasses.dataclass(kw_only=True, eq=False, repr=False)
@@ -408,7 +412,10 @@ class Chunk(Record):
 
     @property
     def holds_job(self) -> bool:
-        """The job waits for it: open, and not a batch detached by a move (its items are a lane chunk's now)."""
+        """The job waits for it: open, and not a batch detached by a move (its items are a lane chunk's now); or
+        moved, and its lane chunks not added yet (decision 0140)."""
+        if self.move is not None and not self.move.written:
+            return True
         return not self.collected and not (self.move is not None and self.move.detached)
 
     @property

@@ -19,7 +19,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, cast
 
-from batch_gateway.constants import ON_DEMAND_BATCH_PREFIX
+from batch_gateway.constants import LANE_SYNC, ON_DEMAND_BATCH_PREFIX
 from batch_gateway.models.jobs import Chunk, Usage
 from batch_gateway.provider_specs import BY_NAME
 
@@ -313,11 +313,28 @@ def item_cost(price: ModelPrice | None, usage: Usage, *, on_demand: bool = False
 
 
 def ran_on_demand(chunk: Chunk) -> bool:
-    """A chunk whose requests ran one by one at on-demand prices (a Bedrock small job), not as a provider batch."""
-    return (chunk.provider_batch_id or "").startswith(ON_DEMAND_BATCH_PREFIX)
+    """A chunk whose requests ran one by one at on-demand prices (a Bedrock small job, or a chunk of the ``sync``
+    lane: decision 0140), not as a provider batch. The ``flex`` lane is priced as a batch."""
+    return chunk.lane == LANE_SYNC or (chunk.provider_batch_id or "").startswith(ON_DEMAND_BATCH_PREFIX)
 
 
 def chunks_cost_detail(
+    provider: str, model: str, chunks: Iterable[Chunk], *, table: PriceTable | None = None
+) -> CostView:
+    """The cost object for these chunks, a failover chunk (decision 0140) at its own provider's and model's prices:
+    the sum of ``_ran_cost_detail`` over each (provider, model) the chunks ran on, the job's own first."""
+    by_model: dict[tuple[str, str], list[Chunk]] = {(provider, model): []}
+    for chunk in chunks:
+        by_model.setdefault((chunk.provider or provider, chunk.model or model), []).append(chunk)
+    groups = iter(by_model.items())
+    _, own = next(groups)
+    cost = _ran_cost_detail(provider, model, own, table=table)
+    for (other_provider, other_model), ran in groups:
+        cost = add_costs(cost, _ran_cost_detail(other_provider, other_model, ran, table=table))
+    return cost
+
+
+def _ran_cost_detail(
     provider: str, model: str, chunks: Iterable[Chunk], *, table: PriceTable | None = None
 ) -> CostView:
     """The cost object for these chunks' usage: each chunk at the price of the way it ran, its long-context part

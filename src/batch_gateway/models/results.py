@@ -24,6 +24,7 @@ def result_item(
     code: str | None = None,
     message: str | None = None,
     mode: str | None = None,
+    lane: tuple[str, str, str] | None = None,
 ) -> ResultItem:
     """Build a result item as a plain dict (collect writes 100,000 of these; no model object per line)."""
     outputs = outputs or []
@@ -43,6 +44,8 @@ def result_item(
     }
     if mode:  # only when a request did not run as a batch (Bedrock small jobs: "on_demand")
         item["mode"] = mode
+    if lane is not None:  # a job with a deadline or lanes (decision 0140): how, where and on what it ran
+        item["lane"], item["provider"], item["model"] = lane
     return item
 
 

@@ -129,6 +129,8 @@ def collect_chunk(
     asks_long, long_usage = long_context(job.provider, job.provider_headers), Usage()
     price = price_for(job.provider, job.model, table=services.prices())  # once per chunk: item costs (decision 0060)
     on_demand = ran_on_demand(chunk)
+    # a job with a deadline or lanes (decision 0140): each item says how, where and on what it ran
+    lane = (chunk.lane, job.provider, job.model) if job.deadline is not None or job.lanes else None
     unbilled = 0.0  # providers bill no errored, expired or canceled item
     book = AttemptBook(services, job, chunk)  # a retrying job's attempts (decision 0066)
     # Errored for the provider's own limits (a rate limit, the account's quota): the results name the code, the log
@@ -162,6 +164,7 @@ def collect_chunk(
                             code=result.code,
                             message=message,
                             mode=result.mode,
+                            lane=lane,
                         )
                     )
                 )
@@ -186,6 +189,7 @@ def collect_chunk(
                             code=code,
                             message=message,
                             cost=unbilled,
+                            lane=lane,
                         )
                     )
                 )
@@ -258,6 +262,9 @@ def summarize(chunks: list[Chunk]) -> tuple[RequestCounts, Usage]:
     """Request counts by each item's latest outcome (a retried item counts once: its retry chunk took it over)."""
     counts, usage = RequestCounts(), Usage()
     for chunk in chunks:
+        if chunk.move is not None and chunk.move.detached:  # its items are a lane chunk's (decision 0140); what
+            usage = usage.add(chunk.usage)  # it still answered was billed all the same
+            continue
         if chunk.collected:
             counts = counts.add(chunk.request_counts)
         else:

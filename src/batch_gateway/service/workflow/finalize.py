@@ -81,7 +81,7 @@ def finalize_job(services: Services, state: FinalizeState, budget: StepBudget | 
 
 def _finalize(services: Services, job: Job, state: FinalizeState, budget: StepBudget | None) -> dict[str, Any]:
     chunks = services.jobs.get_chunks(job.id)
-    if any(c.open for c in chunks):
+    if any(c.holds_job for c in chunks):
         raise IntegrityError(f"job {job.id} has chunks whose results are not collected")
     before = _progress(job, chunks)
     done = join_results(services, job, chunks, budget or StepBudget())

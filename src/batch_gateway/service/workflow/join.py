@@ -92,6 +92,9 @@ def join_results(
         for chunk in chunks[start:]:
             if not budget.another():
                 break
+            if chunk.move is not None and chunk.move.detached:  # every item of it is a lane chunk's (decision 0140)
+                end += 1
+                continue
             seen: set[bytes] = set()
             for line in read(chunk):
                 if line:

@@ -16,6 +16,7 @@ from batch_gateway.service.context import Services
 from batch_gateway.service.planning.cache_groups import with_primers
 from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.collect import collect_chunk, log_failed_batch, summarize
+from batch_gateway.service.workflow.lanes import LaneNotDone, is_lane_chunk
 from batch_gateway.service.workflow.poll_schedule import Sample, next_wait, record
 from batch_gateway.service.workflow.primers import prime_groups
 from batch_gateway.service.workflow.quota_gate import (
@@ -25,6 +26,7 @@ from batch_gateway.service.workflow.quota_gate import (
     release_chunk,
     requeue_refused,
 )
+from batch_gateway.service.workflow.replan import announce_replanned, chunk_provider, planned, poll_floor, replan
 from batch_gateway.service.workflow.state import WorkflowState
 from batch_gateway.service.workflow.submit import claim_lease, submit_chunk, unlisted_long_enough, waiting
 
@@ -138,12 +140,29 @@ def _refresh_in_time(
         )
         return chunk
     try:
-        return _refresh(services, job, chunk, provider, canceling, blocked, budget)
-    except (errors.TransientError, errors.ConflictError):  # a write lost a race: look again next poll
+        refreshed = _refresh(services, job, chunk, provider, canceling, blocked, budget)
+    except (errors.TransientError, errors.ConflictError) as exc:  # a write lost a race: look again next poll
         logger.warning(
             "chunk refresh failed; retrying at the next poll", extra={"job_id": job.id, "chunk": chunk.index}
         )
-        return services.jobs.get_chunk(job.id, chunk.index) or chunk
+        current = services.jobs.get_chunk(job.id, chunk.index) or chunk
+        if planned(job) and _unavailable(exc):  # the planner counts polls in a row that found it down (0140)
+            return _count_failure(services, current, current.status_failures + 1)
+        return current
+    if refreshed.status_failures and not refreshed.collected:
+        return _count_failure(services, refreshed, 0)
+    return refreshed
+
+
+def _unavailable(exc: Exception) -> bool:
+    return isinstance(exc, errors.ProviderUnavailableError) or (isinstance(exc, LaneNotDone) and exc.unavailable)
+
+
+def _count_failure(services: Services, chunk: Chunk, failures: int) -> Chunk:
+    try:
+        return services.jobs.update_chunk(chunk, fenced=True, status_failures=failures)
+    except errors.ConflictError:
+        return services.jobs.get_chunk(chunk.job_id, chunk.index) or chunk
 
 
 def _admitted_already(services: Services, job: Job, chunk: Chunk) -> bool:
@@ -169,10 +188,14 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
         job = prime_groups(services, job, provider, budget, claim_lease(services, budget)) or job
     blocked = not job.primed and not canceling
     for chunk in services.jobs.get_chunks(job.id):
-        if chunk.open and not budget.stopped:
-            held_back = blocked and not _admitted_already(services, job, chunk)
-            chunk = _refresh_in_time(services, job, chunk, provider, canceling, budget, held_back)
-        blocked = blocked or waiting(chunk)
+        chunk, blocked = _refresh_one(services, job, chunk, provider, canceling, budget, blocked)
+        chunks.append(chunk)
+    # The deadline planner (decision 0140): moves, then the lane chunks it added, sent in this same poll.
+    replanned = replan(services, job, chunks, budget)
+    seen = len(chunks)
+    chunks = replanned.chunks[:seen]
+    for chunk in replanned.chunks[seen:]:
+        chunk, blocked = _refresh_one(services, job, chunk, provider, canceling, budget, blocked)
         chunks.append(chunk)
     counts, usage = summarize(chunks)
     duplicates = sum(c.duplicates for c in chunks)  # processing until Finalize copies their firsts' (decision 0126)
@@ -188,6 +211,8 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
         fields["cost_usd"] = fields["cost"]["total"]
     if job.status is JobStatus.QUEUED and any(c.state is ChunkState.SUBMITTED for c in chunks):
         fields["status"] = JobStatus.IN_PROGRESS
+    if replanned.plan is not None and replanned.plan != job.plan:
+        fields["plan"] = replanned.plan
     try:
         services.jobs.update_job(
             job.id, expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING], **fields
@@ -195,11 +220,38 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
     except errors.ConflictError:
         fields.pop("status", None)  # canceled between our read and write: keep its status
         services.jobs.update_job(job.id, **fields)
-    done = not any(c.open for c in chunks)
+    for entry in replanned.moves:
+        announce_replanned(services, job, entry)
+    done = not any(c.holds_job for c in chunks)
     if budget.stopped and not done:
         return WorkflowState(job_id=job.id, polls=state.polls, wait_seconds=0, done=False)
     polls = state.polls + 1
     wait = next_wait(
         [c.progress_samples for c in chunks if c.open], polls, services.settings.poll_schedule, utcnow().timestamp()
     )
+    if any(c.open and is_lane_chunk(c) for c in chunks):  # a lane chunk with requests left: go on soon
+        wait = min(wait, int(poll_floor(services)))
+    if replanned.wake_in is not None:  # at a chunk's latest safe move time at the latest (decision 0140)
+        wait = max(int(poll_floor(services)), min(wait, int(replanned.wake_in) + 1))
     return WorkflowState(job_id=job.id, polls=polls, wait_seconds=wait, done=done)
+
+
+def _refresh_one(
+    services: Services,
+    job: Job,
+    chunk: Chunk,
+    provider: BatchProvider,
+    canceling: bool,
+    budget: StepBudget,
+    blocked: bool,
+) -> tuple[Chunk, bool]:
+    """Refresh one chunk (its own provider's, for a lane or failover chunk: decision 0140); whether the chunks after
+    it are held back."""
+    if chunk.open and not budget.stopped:
+        held_back = blocked and not _admitted_already(services, job, chunk)
+        if planned(job):
+            sent, chunk_provider_ = chunk_provider(services, job, chunk, budget)
+            chunk = _refresh_in_time(services, sent, chunk, chunk_provider_, canceling, budget, held_back)
+        else:
+            chunk = _refresh_in_time(services, job, chunk, provider, canceling, budget, held_back)
+    return chunk, blocked or waiting(chunk)

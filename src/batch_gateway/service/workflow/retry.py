@@ -28,7 +28,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -82,7 +84,7 @@ def retry_job(services: Services, state: WorkflowState, budget: StepBudget | Non
     and polls again (the poll schedule starts over for the new round)."""
     job = services.jobs.require_job(state.job_id)
     chunks = services.jobs.get_chunks(job.id)
-    if any(c.open for c in chunks):  # a chunk added after Poll looked (a concurrent round): poll it first
+    if any(c.holds_job for c in chunks):  # a chunk added after Poll looked (a concurrent round): poll it first
         return WorkflowState(job_id=job.id, polls=state.polls, wait_seconds=0, done=False)
     if job.status not in SENDING_STATUSES or not retries(job.retry) or not chunks:
         return _done(job, state)
@@ -121,15 +123,54 @@ def retry_job(services: Services, state: WorkflowState, budget: StepBudget | Non
     return WorkflowState(job_id=job.id, polls=0, wait_seconds=services.settings.wait_after(0), done=False)
 
 
+@dataclass(frozen=True)
+class LaneTarget:
+    """Where a lane round's chunks go (decision 0140): their lane, and the provider and model for a failover (None:
+    the job's); ``replaces``: whether they take over counted outcomes (False for a detached batch's items, whose
+    outcomes never counted)."""
+
+    lane: str
+    provider: str | None = None
+    model: str | None = None
+    replaces: bool = True
+
+
+def write_round(
+    services: Services,
+    job: Job,
+    wanted: dict[str, dict[str, Any]],
+    attempt: int,
+    budget: StepBudget,
+    target: LaneTarget | None = None,
+) -> list[Chunk] | None:
+    """``_write_round`` for the deadline planner's moves (decision 0140): the same recorded, resumable round, its
+    chunks on ``target``'s lane (and provider)."""
+    return _write_round(services, job, wanted, attempt, budget, target)
+
+
 def _write_round(
-    services: Services, job: Job, wanted: dict[str, dict[str, Any]], attempt: int, budget: StepBudget
+    services: Services,
+    job: Job,
+    wanted: dict[str, dict[str, Any]],
+    attempt: int,
+    budget: StepBudget,
+    target: LaneTarget | None = None,
 ) -> list[Chunk] | None:
     """The chosen requests as chunks ``job.chunk_count``.., in request order, cut like Plan cuts them, from where
     the job's ``round_progress`` says an earlier invocation of this round stopped. None when the budget stopped it
     (after one chunk at least, recorded: the next invocation goes on); ``ConflictError`` when the round was added
     meanwhile or the job stopped sending."""
-    provider = services.planner_for(job.provider)
-    max_requests, max_bytes = chunk_limits(provider, services, job.model)
+    sent = job
+    if target is not None and (target.provider or target.model):  # a failover: its lines are the other provider's
+        sent = dataclasses.replace(
+            job,
+            provider=target.provider or job.provider,
+            model=target.model or job.model,
+            provider_options={},
+            provider_headers={},
+        )
+    provider = services.planner_for(sent.provider)
+    max_requests, max_bytes = chunk_limits(provider, services, sent.model)
     key = requests_key(job.id)
     etag = requests_etag(services, key)
     progress = job.round_progress
@@ -139,7 +180,7 @@ def _write_round(
         raise IntegrityError(f"the requests of {job.id} changed while a retry round was written part way")
     elif progress.chunks:
         logger.info("retry round goes on", extra={"job_id": job.id, "chunks": len(progress.chunks)})
-    chunks = [_restored(provider, job, progress.start + i, attempt, c) for i, c in enumerate(progress.chunks)]
+    chunks = [_restored(provider, job, progress.start + i, attempt, c, target) for i, c in enumerate(progress.chunks)]
     index = progress.start + len(chunks)  # of the chunk being filled
     marker = chunk_marker(provider, job.id, index)
     current: _Round | None = None
@@ -148,11 +189,11 @@ def _write_round(
             record = wanted.get(request["id"])
             if record is None:
                 continue
-            custom_id, line = provider_line(provider, job, request, position, marker)
+            custom_id, line = provider_line(provider, sent, request, position, marker)
             if current is not None and (
                 current.writer.count >= max_requests or current.writer.bytes + len(line) + 1 > max_bytes
             ):
-                chunk, current = current.close(services, job, attempt), None
+                chunk, current = current.close(services, job, attempt, target), None
                 chunks.append(chunk)
                 progress = RoundProgress(
                     start=progress.start,
@@ -166,7 +207,7 @@ def _write_round(
                 )
                 index += 1
                 marker = chunk_marker(provider, job.id, index)
-                custom_id, line = provider_line(provider, job, request, position, marker)
+                custom_id, line = provider_line(provider, sent, request, position, marker)
             if current is None:
                 if len(chunks) >= MAX_CHUNKS_PER_ROUND:
                     break  # the rest keep their last outcome (a round of 99 full chunks is millions of items)
@@ -176,7 +217,7 @@ def _write_round(
                 current = _Round(services, job, index, marker)
             current.add(custom_id, request["id"], line, record)
         if current is not None:
-            chunks.append(current.close(services, job, attempt))
+            chunks.append(current.close(services, job, attempt, target))
     except BaseException:
         if current is not None:
             current.abort()
@@ -185,13 +226,15 @@ def _write_round(
 
 
 def _written(chunk: Chunk) -> RoundChunk:
-    assert chunk.replaces is not None
-    return RoundChunk(request_count=chunk.request_count, byte_size=chunk.byte_size, replaces=chunk.replaces)
+    replaces = chunk.replaces or RequestCounts()  # none: a detached batch's items (decision 0140)
+    return RoundChunk(request_count=chunk.request_count, byte_size=chunk.byte_size, replaces=replaces)
 
 
-def _restored(provider: BatchProvider, job: Job, index: int, attempt: int, written: RoundChunk) -> Chunk:
+def _restored(
+    provider: BatchProvider, job: Job, index: int, attempt: int, written: RoundChunk, target: LaneTarget | None
+) -> Chunk:
     """A chunk an earlier invocation of this round wrote, as its ``_Round.close`` made it."""
-    return Chunk(
+    chunk = Chunk(
         job_id=job.id,
         index=index,
         request_count=written.request_count,
@@ -200,6 +243,15 @@ def _restored(provider: BatchProvider, job: Job, index: int, attempt: int, writt
         attempt=attempt,
         replaces=written.replaces,
     )
+    return _on_lane(chunk, target)
+
+
+def _on_lane(chunk: Chunk, target: LaneTarget | None) -> Chunk:
+    if target is not None:
+        chunk.lane, chunk.provider, chunk.model = target.lane, target.provider, target.model
+        if not target.replaces:
+            chunk.replaces = None
+    return chunk
 
 
 class _Round:
@@ -215,12 +267,12 @@ class _Round:
         self.attempts.write_line(dumps({"id": caller_id, "attempts": record["attempts"]}))
         self.replaces[record["status"]] += 1
 
-    def close(self, services: Services, job: Job, attempt: int) -> Chunk:
+    def close(self, services: Services, job: Job, attempt: int, target: LaneTarget | None = None) -> Chunk:
         self.attempts.close()
         chunk = self.writer.close(services, job)
         chunk.attempt = attempt
         chunk.replaces = RequestCounts(total=chunk.request_count, **self.replaces)
-        return chunk
+        return _on_lane(chunk, target)
 
     def abort(self) -> None:
         self.writer.abort()

@@ -23,6 +23,7 @@ from datetime import timedelta
 from aws_lambda_powertools import Logger
 
 from batch_gateway import constants
+from batch_gateway.constants import LANE_BATCH
 from batch_gateway.contract import errors
 from batch_gateway.models.jobs import UNSENT_STATES, Chunk, ChunkState, Job, JobStatus, utcnow
 from batch_gateway.providers.base import BatchProvider, ChunkRef
@@ -118,7 +119,8 @@ def submit_chunk(
                 return chunk
         elif chunk.state is not ChunkState.PENDING or not send:
             return chunk
-        decision = admit_chunk(services, job, chunk)
+        # a lane chunk takes no batch capacity: its calls are bounded by the lane's concurrency (decision 0140)
+        decision = admit_chunk(services, job, chunk) if chunk.lane == LANE_BATCH else Reserved(fresh=False)
         if isinstance(decision, Wait):
             return wait_chunk(services, job, chunk, decision.reason, decision.ledger)
         reserved = decision

@@ -1,0 +1,103 @@
+"""Deadlines and lanes in the workflow (decision 0140): the planner in Poll moves a stalled batch's items to the sync
+lane (cancel, collect what finished, send the rest), a provider that fails outright moves to failover, and a job
+with no deadline runs exactly as before. The handlers in process against moto and the simulators."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from batch_gateway import wiring
+from batch_gateway.models.jobs import utcnow
+from batch_gateway.service.layout import results_key
+from lambdas import create, finalize, plan, poll, retry, submit
+from tests.support.events import call, load_event
+from tests.support.workflow_driver import run_workflow
+
+LANES = {"concurrency": 4, "latency_seconds": 0.1, "cancel_seconds": 5, "outage_polls": 2}
+
+
+@pytest.fixture
+def lanes_env(monkeypatch):
+    monkeypatch.setenv("LANES_JSON", json.dumps(LANES))
+    monkeypatch.setenv("POLL_SCHEDULE", "1")
+    wiring.reset()
+    yield
+    wiring.reset()
+
+
+def _job(ctx, n: int = 5, **body) -> str:
+    event = load_event("api_create.json")
+    data = json.loads(event["body"])
+    data["requests"] = {f"r{i}": f"Say {i}." for i in range(n)}
+    data.update(body)
+    event["body"] = json.dumps(data)
+    status, answer = call(create.handler, event, ctx)
+    assert status == 202, answer
+    return answer["id"]
+
+
+def _with(aws, job_id: str, **fields) -> None:
+    aws.jobs.update_job(job_id, **fields)
+
+
+def _results(aws, job_id) -> dict:
+    return {json.loads(x)["id"]: json.loads(x) for x in aws.payloads.iter_lines(results_key(job_id)) if x}
+
+
+def _until_sent(job_id, ctx, aws) -> dict:
+    state = plan.handler({"job_id": job_id}, ctx)
+    state = submit.handler(state, ctx)
+    assert all(c.provider_batch_id for c in aws.jobs.get_chunks(job_id))
+    return state
+
+
+def _poll_to_end(state, ctx, polls: int = 200) -> dict:
+    for _ in range(polls):
+        state = poll.handler(state, ctx)
+        if state["done"]:
+            state = retry.handler(state, ctx)
+            if state["done"]:
+                return finalize.handler(state, ctx)
+    raise AssertionError("the job did not end")
+
+
+def test_a_stalled_batch_past_its_move_time_is_canceled_and_its_items_answered_by_the_sync_lane(
+    aws, ctx, sim, lanes_env
+):
+    sim.configure(processing_seconds=3600)  # the batch would take an hour
+    job_id = _job(ctx)
+    _with(aws, job_id, deadline=utcnow() + timedelta(seconds=3), lanes=["batch", "sync"])
+    state = _until_sent(job_id, ctx, aws)
+    sim.add_lasting_fault("anthropic", "stall")
+    ended = _poll_to_end(state, ctx)
+
+    assert ended["status"] == "finished"
+    job = aws.jobs.require_job(job_id)
+    chunks = aws.jobs.get_chunks(job_id)
+    assert [(c.lane, c.request_count) for c in chunks] == [("batch", 5), ("sync", 5)]
+    assert chunks[0].move is not None and chunks[0].move.reason == "deadline" and chunks[0].cancel_requested_at
+    assert [(m.from_lane, m.to_lane, m.items) for m in job.plan.moves] == [("batch", "sync", 5)]
+    results = _results(aws, job_id)
+    assert sorted(results) == [f"r{i}" for i in range(5)]
+    assert {(r["status"], r["lane"], r["provider"]) for r in results.values()} == {("succeeded", "sync", "anthropic")}
+    calls = sim.sync_calls()["anthropic"]
+    assert calls["count"] == 5  # each item asked once
+    assert job.request_counts.succeeded == 5 and job.request_counts.total == 5
+    assert job.cost["total"] == pytest.approx(sum(r["cost"] for r in results.values()))
+
+
+def test_a_batch_on_track_is_never_moved_and_costs_what_a_plain_batch_does(aws, ctx, sim, lanes_env):
+    job_id = _job(ctx)
+    _with(aws, job_id, deadline=utcnow() + timedelta(hours=2), lanes=["batch", "sync"])
+    plain = _job(ctx)
+    assert run_workflow(job_id, ctx)["status"] == "finished"
+    assert run_workflow(plain, ctx)["status"] == "finished"
+    job, other = aws.jobs.require_job(job_id), aws.jobs.require_job(plain)
+    assert [c.lane for c in aws.jobs.get_chunks(job_id)] == ["batch"]
+    assert job.plan is None or not job.plan.moves
+    assert job.cost["total"] == other.cost["total"]
+    assert {r["lane"] for r in _results(aws, job_id).values()} == {"batch"}
+    assert all("lane" not in r for r in _results(aws, plain).values())  # no deadline: lines as before
