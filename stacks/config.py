@@ -108,6 +108,11 @@ Context keys:
     ``max_age_seconds`` of jobs that give no ``reuse`` option (null: reuse off for them, the default); the second
     the most a job may ask (30 days by default), and how long a result stays in the index. The functions get them
     as ``REUSE_DEFAULT_MAX_AGE`` and ``REUSE_MAX_AGE`` when they are not the defaults.
+``lanes``
+    The synchronous lanes and the deadline planner (decision 0140), an object of ``settings.LaneSettings``' names:
+    ``concurrency`` (16 calls at once per lane chunk), ``latency_seconds`` (10: a call's expected time),
+    ``cancel_seconds`` (120: a cancel's expected time to end a batch), ``outage_polls`` (3), ``start_timeout_seconds``
+    (null: off), ``flex_timeout_seconds`` (900). Default ``{}``. Poll gets it as ``LANES_JSON`` when not empty.
 """
 
 from __future__ import annotations
@@ -123,7 +128,8 @@ from aws_cdk import aws_logs as logs
 from batch_gateway import constants, provider_specs
 from batch_gateway.models.owner_limits import LimitsError, parse_limits  # the admin route's check (decision 0119)
 from batch_gateway.models.provider_headers import parse_allow_list  # the functions' own check (decision 0129)
-from batch_gateway.models.quotas import parse_overrides  # the one check of a quota document (decision 0081)
+from batch_gateway.models.quotas import parse_overrides
+from batch_gateway.settings import LaneSettings  # the one check of a quota document (decision 0081)
 
 KNOWN_PROVIDERS = provider_specs.PROVIDERS
 KEYED_PROVIDERS = provider_specs.KEYED  # providers with an API key in Secrets Manager (Bedrock has none)
@@ -148,6 +154,7 @@ DEFAULTS: dict[str, Any] = {
     "retry_default": "",
     "prompt_cache_default": constants.DEFAULT_PROMPT_CACHE,
     "reuse": {"default_max_age_seconds": None, "max_age_seconds": constants.DEFAULT_REUSE_MAX_AGE},
+    "lanes": {},
     "guardrails": {"pii": "off", "detector": "builtin"},
     "provider_headers": {},
     "quotas": "{}",
@@ -192,6 +199,19 @@ _ARCHITECTURES = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Archit
 
 class ConfigError(ValueError):
     """A context value that the stack cannot deploy."""
+
+
+def _lanes(raw: Any) -> str:
+    """Context ``lanes`` (decision 0140): checked as the functions read it (``settings.LaneSettings``)."""
+    raw = json.loads(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
+    if not isinstance(raw, dict):
+        raise ConfigError(f"context 'lanes' must be an object, got {raw!r}")
+    text = json.dumps(raw, separators=(",", ":"), sort_keys=True) if raw else ""
+    try:
+        LaneSettings.from_json(text)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"context 'lanes': {exc}") from exc
+    return text
 
 
 def _reuse(raw: Any) -> tuple[int | None, int]:
@@ -303,6 +323,7 @@ class GatewayConfig:
     prompt_cache_default: str = constants.DEFAULT_PROMPT_CACHE  # "auto" | "off" (decision 0128)
     reuse_default_max_age: int | None = None  # result reuse (decision 0127): jobs without the option; None: off
     reuse_max_age: int = constants.DEFAULT_REUSE_MAX_AGE  # the most a job may ask
+    lanes: str = ""  # LANES_JSON (decision 0140): "" for the defaults
     guardrails_pii: str = "off"  # the input guardrails of jobs that name none (decision 0124), as GUARDRAILS_PII
     pii_detector: str = "builtin"  # builtin | comprehend | bedrock-guardrail:<id>:<version>, as PII_DETECTOR
     provider_headers: str = ""  # JSON of the header allow-list (decision 0129), as PROVIDER_HEADERS_JSON; "": none
@@ -392,6 +413,7 @@ class GatewayConfig:
         guardrails_pii, pii_detector = _guardrails(value("guardrails"))
         reuse_default_max_age, reuse_max_age = _reuse(value("reuse"))
         return cls(
+            lanes=_lanes(value("lanes")),
             provider_headers=_provider_headers(value("provider_headers")),
             console_origin=_console_origin(value("console_origin")),
             console=bool(console),

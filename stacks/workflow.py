@@ -83,6 +83,8 @@ class WorkflowConstruct(Construct):
         table, bucket = storage.table, storage.bucket
         handlers = constants.WORKFLOW_HANDLERS
         poll_env = {constants.ENV_POLL_SCHEDULE: config.poll_schedule}
+        if config.lanes:  # the synchronous lanes and the deadline planner run in Poll (decision 0140)
+            poll_env[constants.ENV_LANES_JSON] = config.lanes
         # the ones that send: quotas and the reconcile wait too
         deployment = {**deployment_environment(), **quota_environment(config), **reconcile_environment(config)}
 

@@ -44,6 +44,14 @@ class LaneSettings:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"{c.ENV_LANES_JSON}: unknown setting {', '.join(unknown)}")
+        for name, number in values.items():
+            nullable = name == "start_timeout_seconds"
+            if (number is None and not nullable) or (
+                number is not None and (isinstance(number, bool) or not isinstance(number, (int, float)) or number <= 0)
+            ):
+                raise ValueError(f"{c.ENV_LANES_JSON}: {name} must be a number > 0, got {number!r}")
+            if name in ("concurrency", "outage_polls") and not isinstance(number, int):
+                raise ValueError(f"{c.ENV_LANES_JSON}: {name} must be a whole number, got {number!r}")
         return cls(**values)
 
 
