@@ -5,6 +5,7 @@ with no deadline runs exactly as before. The handlers in process against moto an
 from __future__ import annotations
 
 import json
+import time
 from datetime import timedelta
 
 import pytest
@@ -54,13 +55,25 @@ def _until_sent(job_id, ctx, aws) -> dict:
     return state
 
 
-def _poll_to_end(state, ctx, polls: int = 200) -> dict:
-    for _ in range(polls):
+def _poll_until(state, ctx, condition, timeout: float = 60.0) -> dict:
+    """Poll as the state machine would (without its waits) until ``condition()`` holds."""
+    give_up = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < give_up, "the condition never held"
+        state = poll.handler(state, ctx)
+        time.sleep(0.05)
+    return state
+
+
+def _poll_to_end(state, ctx, timeout: float = 60.0) -> dict:
+    give_up = time.monotonic() + timeout
+    while time.monotonic() < give_up:
         state = poll.handler(state, ctx)
         if state["done"]:
             state = retry.handler(state, ctx)
             if state["done"]:
                 return finalize.handler(state, ctx)
+        time.sleep(0.05)
     raise AssertionError("the job did not end")
 
 
@@ -101,3 +114,33 @@ def test_a_batch_on_track_is_never_moved_and_costs_what_a_plain_batch_does(aws, 
     assert job.cost["total"] == other.cost["total"]
     assert {r["lane"] for r in _results(aws, job_id).values()} == {"batch"}
     assert all("lane" not in r for r in _results(aws, plain).values())  # no deadline: lines as before
+
+
+def test_a_batch_whose_cancel_was_lost_is_detached_and_what_it_still_answers_is_billed_twice(
+    aws, ctx, sim, lanes_env, monkeypatch
+):
+    monkeypatch.setenv("LANES_JSON", json.dumps({**LANES, "cancel_seconds": 0.5}))
+    wiring.reset()
+    sim.configure(processing_seconds=3600)
+    job_id = _job(ctx)
+    _with(aws, job_id, deadline=utcnow() + timedelta(seconds=3), lanes=["batch", "sync"])
+    state = _until_sent(job_id, ctx, aws)
+    sim.add_fault("anthropic", "cancel_batch", "http_503", times=50)  # the cancel is lost: the batch runs on
+    sim.add_fault("anthropic", "converse", "http_429", times=50)  # and the lane is slow to answer at first
+    state = _poll_until(state, ctx, lambda: (c := aws.jobs.get_chunks(job_id)[0]).move is not None and c.move.detached)
+    chunks = aws.jobs.get_chunks(job_id)
+    assert chunks[0].move.detached and chunks[0].cancel_requested_at is None
+    assert [c.lane for c in chunks] == ["batch", "sync"] and not chunks[1].collected
+    sim.end_processing("anthropic")  # the detached batch ends after all, every item answered
+    ended = _poll_to_end(state, ctx)
+
+    assert ended["status"] == "finished"
+    job = aws.jobs.require_job(job_id)
+    results = _results(aws, job_id)
+    assert {(r["lane"], r["status"]) for r in results.values()} == {("sync", "succeeded")}  # the lane's answers kept
+    assert job.plan.billed_twice == 5 and sorted(job.plan.billed_twice_ids) == sorted(results)
+    batch_cost = aws.jobs.get_chunks(job_id)[0]
+    assert job.plan.billed_twice_usd > 0
+    assert job.cost["total"] == pytest.approx(sum(r["cost"] for r in results.values()) + job.plan.billed_twice_usd)
+    assert job.request_counts.total == 5 and job.request_counts.succeeded == 5  # each item counted once
+    assert batch_cost.move.billed_counted
