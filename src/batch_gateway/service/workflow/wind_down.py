@@ -18,7 +18,9 @@ from batch_gateway.providers.base import BatchProvider, ProviderBatch
 from batch_gateway.service.context import Services
 from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.collect import collect_chunk, log_failed_batch
+from batch_gateway.service.workflow.lanes import is_lane_chunk
 from batch_gateway.service.workflow.quota_gate import forget_waiting, release_chunk
+from batch_gateway.service.workflow.replan import chunk_provider, planned
 from batch_gateway.service.workflow.submit import UNSENT, submit_chunk
 
 logger = Logger(child=True)
@@ -37,7 +39,24 @@ def wind_down(services: Services, job: Job, reason: str, budget: StepBudget) -> 
         if chunk.waiting_for_quota:  # it will never be sent: its owner's wait must not hold the others back
             forget_waiting(services, job)
         try:
-            chunk = _settle(services, job, chunk, provider, reason)
+            if planned(job):  # a lane or failover chunk: on its own provider; a lane's stored answers kept (0140)
+                sent, own = chunk_provider(services, job, chunk, budget)
+                if is_lane_chunk(chunk):
+                    answered = own.status("settled")  # what it answered so far is paid for: keep it
+                    chunk = collect_chunk(
+                        services,
+                        sent,
+                        chunk,
+                        own,
+                        answered,
+                        unanswered=ItemStatus.ERRORED,
+                        reason=reason,
+                        code=JOB_FAILED,
+                    )
+                else:
+                    chunk = _settle(services, sent, chunk, own, reason)
+            else:
+                chunk = _settle(services, job, chunk, provider, reason)
             release_chunk(services, job, chunk)  # settled: whatever it held is given back (decision 0081)
         except errors.BatchGatewayError as exc:  # a lost race or a provider error: Finalize's join covers its items
             logger.warning(
