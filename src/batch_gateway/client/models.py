@@ -196,6 +196,9 @@ class ResultItem(_Response):
     attempt_count: int | None = None  # jobs with `retry`: how many attempts it had; this result is the last one's
     attempts: list[Attempt] | None = None  # jobs with `retry`: the earlier attempts' outcomes, oldest first
     reused_from: str | None = None  # jobs with `reuse`: the earlier job whose stored result answered it (0127)
+    lane: str | None = None  # jobs with a deadline or lanes (0140): "batch", "flex" or "sync"; None otherwise
+    provider: str | None = None  # jobs with a deadline or lanes: where it ran (another provider after a failover)
+    model: str | None = None  # jobs with a deadline or lanes: the model it ran on
 
 
 class ResultsPage(_Response):

@@ -250,6 +250,15 @@ class ResultItem(BaseModel):
         description="jobs with `reuse` (decision 0127): the id of the owner's earlier job whose stored result "
         "answered this request, which was not sent (its cost here is 0); absent for an item that was sent",
     )
+    lane: Literal["batch", "flex", "sync"] | None = Field(
+        None,
+        description="jobs with a deadline or lanes (decision 0140): the lane that answered it; absent otherwise",
+    )
+    provider: str | None = Field(
+        None,
+        description="jobs with a deadline or lanes: the provider it ran on (another one's after a failover)",
+    )
+    model: str | None = Field(None, description="jobs with a deadline or lanes: the model it ran on")
 
 
 class ResultsPage(BaseModel):

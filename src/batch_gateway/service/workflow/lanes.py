@@ -86,7 +86,7 @@ def _custom_id(line: dict[str, Any]) -> str:
     raise errors.IntegrityError("a lane line carries no custom id")
 
 
-class LaneNotDone(errors.TransientError):
+class LaneNotDoneError(errors.TransientError):
     """A lane chunk's send left requests unanswered (rate limited, Flex without capacity, the provider unavailable,
     out of time): it goes back to pending and the next poll goes on. ``unavailable``: nothing was answered and every
     call found the provider unavailable, which Poll counts toward an outage (decision 0140)."""
@@ -166,7 +166,7 @@ class LaneBatches:
                 "lane requests left for the next poll",
                 extra={"job_id": job.id, "chunk": chunk.index, "lane": chunk.lane, "left": left, **why},
             )
-            raise LaneNotDone(
+            raise LaneNotDoneError(
                 f"{self.label} {chunk.lane} lane: {left} requests not answered yet ({', '.join(sorted(why))}); "
                 "they are sent at the next poll",
                 unavailable=why.get("unavailable", 0) == len(todo),  # nothing answered, all unavailable: an outage?
@@ -195,7 +195,7 @@ class LaneBatches:
 
     def stored_results(self) -> Iterator[ProviderResult]:
         """Every answer stored so far (a lane chunk moved on part answered is collected from these)."""
-        mode = "on_demand" if self._chunk.lane == LANE_SYNC else self._chunk.lane
+        mode = "on_demand" if self._chunk.lane == LANE_SYNC else None  # flex is priced and shown as a batch
         for key in self._services.payloads.list_keys(lane_prefix(self._job.id, self._chunk.index)):
             result = self._provider.parse_answer(loads(self._services.payloads.get_bytes(key)))
             result.mode = mode

@@ -16,7 +16,7 @@ from batch_gateway.service.context import Services
 from batch_gateway.service.planning.cache_groups import with_primers
 from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.collect import collect_chunk, log_failed_batch, summarize
-from batch_gateway.service.workflow.lanes import LaneNotDone, is_lane_chunk
+from batch_gateway.service.workflow.lanes import LaneNotDoneError, is_lane_chunk
 from batch_gateway.service.workflow.poll_schedule import Sample, next_wait, record
 from batch_gateway.service.workflow.primers import prime_groups
 from batch_gateway.service.workflow.quota_gate import (
@@ -155,7 +155,7 @@ def _refresh_in_time(
 
 
 def _unavailable(exc: Exception) -> bool:
-    return isinstance(exc, errors.ProviderUnavailableError) or (isinstance(exc, LaneNotDone) and exc.unavailable)
+    return isinstance(exc, errors.ProviderUnavailableError) or (isinstance(exc, LaneNotDoneError) and exc.unavailable)
 
 
 def _count_failure(services: Services, chunk: Chunk, failures: int) -> Chunk:
