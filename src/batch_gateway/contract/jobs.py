@@ -109,6 +109,41 @@ class JobEventView(TypedDict):
     event_id: str
 
 
+class LaneMoveView(TypedDict):
+    """One move the deadline planner made (decision 0140): a chunk's unanswered items sent to another lane."""
+
+    at: str
+    chunk: int
+    from_lane: str
+    to_lane: str
+    provider: str
+    model: str
+    items: int
+    reason: str  # "deadline" | "outage" | "auth" | "not_started"
+
+
+class BilledTwiceView(TypedDict):
+    """Items answered by both a canceled batch and the lane they moved to (decision 0140): billed twice."""
+
+    count: int
+    cost_usd: float
+    ids: list[str]  # the first ones (the whole list is the job's billed_twice.jsonl)
+
+
+class PlanView(TypedDict):
+    """A job with a deadline or lanes (decision 0142): what the planner predicts and did, and the job's items and
+    cost by lane and by provider (from its chunks; the list of jobs, which reads no chunks, shows them empty)."""
+
+    deadline: str | None
+    predicted_end: str | None  # the latest predicted end of its batches; None: nothing predicts one yet
+    items_per_lane: dict[str, int]
+    cost_per_lane: dict[str, float]
+    cost_per_provider: dict[str, float]
+    billed_twice: BilledTwiceView
+    moves: list[LaneMoveView]
+    held: str | None  # why a move was held back (max_cost_usd), if one was
+
+
 class JobView(TypedDict):
     id: str
     status: str  # a contract.statuses.JobStatus value
@@ -133,6 +168,11 @@ class JobView(TypedDict):
     ended_at: str | None
     error: str | None
     events: list[JobEventView]  # oldest first; [] for a job created before them
+    # A job with a deadline, lanes or a cost ceiling only (decision 0142); a job without them has none of these keys.
+    deadline: NotRequired[str | None]
+    lanes: NotRequired[list[str]]
+    max_cost_usd: NotRequired[float | None]
+    plan: NotRequired[PlanView]
 
 
 class JobsPage(TypedDict):

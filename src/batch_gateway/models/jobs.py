@@ -18,7 +18,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 # The statuses are part of the API contract, shared with the SDK; the server imports them from here too.
-from batch_gateway.constants import PROMPT_CACHE_OFF
+from batch_gateway.constants import LANE_BATCH, PROMPT_CACHE_OFF
 from batch_gateway.contract.statuses import TERMINAL_JOB_STATUSES as TERMINAL_JOB_STATUSES
 from batch_gateway.contract.statuses import ItemStatus as ItemStatus
 from batch_gateway.contract.statuses import JobStatus as JobStatus
@@ -32,10 +32,13 @@ if TYPE_CHECKING:
         JobEventView,
         JobView,
         JobWebhookView,
+        LaneMoveView,
+        PlanView,
         RequestCountsView,
         RetryView,
         UsageView,
     )
+    from batch_gateway.models.lane_plan import LaneTotals
 else:
     # The view's shapes are TypedDicts: plain dicts at run time, so no API function loads them (decision 0105). The
     # stored cost is one, and Record.from_dict reads the field's type hint: a dict, kept as it is.
@@ -803,16 +806,28 @@ class Job(Record):
     # before them (its events from that release on are kept).
     events: list[JobEvent] = dataclasses.field(default_factory=list)
 
-    def public(self, chunks: list[Chunk] | None = None, *, zero_cost: CostView | None = None) -> JobView:
+    @property
+    def has_lanes(self) -> bool:
+        """It gave a deadline, lanes or a cost ceiling (decision 0142): its view shows them and the plan."""
+        return self.deadline is not None or bool(self.lanes) or self.max_cost_usd is not None
+
+    def public(
+        self,
+        chunks: list[Chunk] | None = None,
+        *,
+        zero_cost: CostView | None = None,
+        lane_totals: LaneTotals | None = None,
+    ) -> JobView:
         """The job view. ``zero_cost``: what nothing costs at the job's model's price, shown until a chunk is
-        collected (``service.query.job_view``; decision 0060); needed only then."""
+        collected (``service.query.job_view``; decision 0060); needed only then. ``lane_totals``: its chunks' items
+        and cost by lane and provider (``models.lane_plan``), shown in the plan of a job that ``has_lanes``."""
         if self.cost is not None:
             cost, cost_usd = self.cost, self.cost_usd
         elif zero_cost is not None:
             cost, cost_usd = zero_cost, zero_cost["total"]
         else:
             raise ValueError(f"job {self.id} has no cost yet: its view needs its model's zero cost")
-        return {
+        view: JobView = {
             "id": self.id,
             "status": self.status.value,
             "provider": self.provider,
@@ -841,4 +856,41 @@ class Job(Record):
             "ended_at": iso(self.ended_at),
             "error": self.error,
             "events": events_view(self.events),
+        }
+        if self.has_lanes:  # a job without them shows exactly what it showed before them (decision 0142)
+            view["deadline"] = iso(self.deadline)
+            view["lanes"] = list(self.lanes) or [LANE_BATCH]
+            view["max_cost_usd"] = self.max_cost_usd
+            view["plan"] = self.plan_view(lane_totals)
+        return view
+
+    def plan_view(self, totals: LaneTotals | None = None) -> PlanView:
+        """The view's ``plan`` (decision 0142): the planner's record (``LanePlan``) and ``totals`` (none: empty)."""
+        plan = self.plan or LanePlan()
+        moves: list[LaneMoveView] = [
+            {
+                "at": iso(move.at),
+                "chunk": move.chunk,
+                "from_lane": move.from_lane,
+                "to_lane": move.to_lane,
+                "provider": move.provider,
+                "model": move.model,
+                "items": move.items,
+                "reason": move.reason,
+            }
+            for move in plan.moves
+        ]
+        return {
+            "deadline": iso(self.deadline),
+            "predicted_end": iso(plan.predicted_end),
+            "items_per_lane": dict(totals["items_per_lane"]) if totals else {},
+            "cost_per_lane": dict(totals["cost_per_lane"]) if totals else {},
+            "cost_per_provider": dict(totals["cost_per_provider"]) if totals else {},
+            "billed_twice": {
+                "count": plan.billed_twice,
+                "cost_usd": plan.billed_twice_usd,
+                "ids": list(plan.billed_twice_ids),
+            },
+            "moves": moves,
+            "held": plan.held,
         }
