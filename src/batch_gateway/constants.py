@@ -10,6 +10,7 @@ METRICS_NAMESPACE = "BatchGateway"
 EVENT_SOURCE = "batch-gateway"
 EVENT_STATUS_CHANGED = "Batch Job Status Changed"
 EVENT_PROGRESS = "Batch Job Progress"
+EVENT_REPLANNED = "Batch Job Replanned"  # the deadline planner moved items to another lane (decision 0142)
 PROGRESS_MARKS = (25, 50, 75)
 # Custom metrics (namespace METRICS_NAMESPACE, dimension service=SERVICE_NAME on each; batch_gateway.metrics, decision
 # 0069) the dashboard and alarms read. Extra dimensions: status (JobsEnded), provider (the Provider* ones, NoticeLag).

@@ -101,8 +101,8 @@ class JobWebhookView(TypedDict):
 class JobEventView(TypedDict):
     """One event announced for the job (decision 0139), with the ``event_id`` the bus and the webhooks carry."""
 
-    type: str  # "status" | "progress"
-    status: str  # the new status; a progress event: the job's status then
+    type: str  # "status" | "progress" | "replanned" (decision 0142)
+    status: str  # the new status; a progress or replanned event: the job's status then
     previous_status: str | None  # a status event's: the status it replaced (None: the first the job kept)
     progress: int | None  # 25 | 50 | 75 for a progress event
     at: str

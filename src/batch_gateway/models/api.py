@@ -131,7 +131,7 @@ JobStatusName = Literal["queued", "in_progress", "canceling", "finished", "cance
 
 
 class JobEventView(BaseModel):
-    type: Literal["status", "progress"]
+    type: Literal["status", "progress", "replanned"]
     status: JobStatusName = Field(
         description="the status the event announced; a progress event: the job's status when it passed the mark"
     )

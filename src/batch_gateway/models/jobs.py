@@ -644,6 +644,9 @@ _UNSCREENED = Guardrails()
 # (JOB_TRANSITIONS has no cycle), so at most 4 (queued, in_progress, canceling, its end) - and one per progress mark
 # (25, 50, 75): at most MAX_JOB_EVENTS entries on the job's item, a few hundred bytes.
 MAX_JOB_EVENTS = 7
+# A job with lanes (decision 0142) keeps its first MAX_REPLANNED_EVENTS moves' ``replanned`` entries too (every move is
+# announced on the bus and listed in the view's plan.moves): at most MAX_JOB_EVENTS + MAX_REPLANNED_EVENTS entries.
+MAX_REPLANNED_EVENTS = 3
 
 
 def event_id(job_id: str, kind: str, value: str) -> str:
@@ -656,8 +659,8 @@ class JobEvent(SubRecord):
     """One event announced for a job, as the job keeps it: ids, a status or a mark and a time, never prompt text.
     The status it replaced is not stored: the list is in order, so the view reads it from the entry before."""
 
-    type: str  # "status" | "progress"
-    status: JobStatus  # the new status; a progress entry: the job's status when it passed the mark
+    type: str  # "status" | "progress" | "replanned" (decision 0142)
+    status: JobStatus  # the new status; a progress or replanned entry: the job's status then
     progress: int | None = None  # 25 | 50 | 75 for a progress entry
     at: datetime
     event_id: str
@@ -671,6 +674,11 @@ def status_event(job_id: str, status: JobStatus | str, at: datetime) -> JobEvent
 def progress_event(job_id: str, mark: int, status: JobStatus, at: datetime) -> JobEvent:
     mark_id = event_id(job_id, "progress", str(mark))
     return JobEvent(type="progress", status=status, progress=mark, at=at, event_id=mark_id)
+
+
+def replanned_event(job_id: str, move: int, status: JobStatus, at: datetime) -> JobEvent:
+    """The entry of the job's ``move``-th move (0-based, its index in ``plan.moves``; decision 0142)."""
+    return JobEvent(type="replanned", status=status, at=at, event_id=event_id(job_id, "replanned", str(move)))
 
 
 def events_view(events: list[JobEvent]) -> list[JobEventView]:
@@ -783,6 +791,9 @@ class Job(Record):
     limit_slot: bool = False
     # The highest progress mark (25, 50, 75 % of items done) announced on the bus (service.signals, decision 0068).
     progress_signalled: int = 0
+    # The moves of ``plan.moves`` whose ``Batch Job Replanned`` event went out (decision 0142), recorded after the emit
+    # as the progress marks are: a move not announced yet is sent again by the job's next signalled write.
+    replanned_signalled: int = 0
     # At-least-once status events (decision 0068): the last status whose event went out (recorded after it did,
     # only while it is the job's status, so it never moves backwards) and the status the last status write replaced
     # (recorded by that write itself). A job whose status is not its signalled_status announces it at its next write,
