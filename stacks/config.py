@@ -127,10 +127,10 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 
 from batch_gateway import constants, provider_specs
+from batch_gateway.models.lanes import lanes_problem  # a job's own check of its lanes (decision 0142)
 from batch_gateway.models.owner_limits import LimitsError, parse_limits  # the admin route's check (decision 0119)
 from batch_gateway.models.provider_headers import parse_allow_list  # the functions' own check (decision 0129)
 from batch_gateway.models.quotas import parse_overrides  # the one check of a quota document (decision 0081)
-from batch_gateway.models.requests import lanes_problem  # a job's own check of its lanes (decision 0142)
 
 KNOWN_PROVIDERS = provider_specs.PROVIDERS
 KEYED_PROVIDERS = provider_specs.KEYED  # providers with an API key in Secrets Manager (Bedrock has none)

@@ -570,7 +570,7 @@ def _event_text(kind: str, status: str, progress: int | None) -> str:
     return {"progress": f"{progress}%", "replanned": "replanned"}.get(kind, status)
 
 
-def _usd(amounts: dict[str, float]) -> str:
+def _usd_by(amounts: dict[str, float]) -> str:
     return ", ".join(f"{name} ${amount:.4f}" for name, amount in amounts.items()) or "-"
 
 
@@ -585,8 +585,8 @@ def _plan_lines(job: Job) -> Iterable[tuple[str, str]]:
         yield "max cost", f"${job.max_cost_usd:.4f}"
     yield "predicted end", plan.predicted_end.isoformat() if plan.predicted_end else "- (nothing predicts one yet)"
     yield "items per lane", ", ".join(f"{lane} {n}" for lane, n in plan.items_per_lane.items()) or "-"
-    yield "cost per lane", _usd(plan.cost_per_lane)
-    yield "cost per provider", _usd(plan.cost_per_provider)
+    yield "cost per lane", _usd_by(plan.cost_per_lane)
+    yield "cost per provider", _usd_by(plan.cost_per_provider)
     twice = plan.billed_twice
     if twice.count:
         yield "billed twice", f"{twice.count} items, ${twice.cost_usd:.4f} ({', '.join(twice.ids)})"

@@ -130,6 +130,15 @@ class BilledTwiceView(TypedDict):
     ids: list[str]  # the first ones (the whole list is the job's billed_twice.jsonl)
 
 
+class LaneTotals(TypedDict):
+    """A job's items and cost by lane and by provider, from its chunks (``models.lane_plan.lane_totals``): the plan's
+    three totals."""
+
+    items_per_lane: dict[str, int]
+    cost_per_lane: dict[str, float]
+    cost_per_provider: dict[str, float]
+
+
 class PlanView(TypedDict):
     """A job with a deadline or lanes (decision 0142): what the planner predicts and did, and the job's items and
     cost by lane and by provider (from its chunks; the list of jobs, which reads no chunks, shows them empty)."""

@@ -27,6 +27,7 @@ from batch_gateway.constants import (
     RETRY_OUTCOMES,
 )
 from batch_gateway.edge.openapi_webhooks import WEBHOOK_URL
+from batch_gateway.models.lanes import lanes_problem
 from batch_gateway.models.provider_headers import MAX_HEADERS, MAX_VALUE_CHARS
 from batch_gateway.models.provider_options import ALLOWED
 from batch_gateway.models.requests import (
@@ -38,7 +39,6 @@ from batch_gateway.models.requests import (
     ONE_TEXT_ENDPOINTS,
     PROVIDER_HYPERPARAMETER_LIMITS,
     RFC3339_RE,
-    lanes_problem,
 )
 from batch_gateway.models.webhooks import EVENT_TYPES as WEBHOOK_EVENT_TYPES
 from batch_gateway.provider_specs import BEDROCK, BY_NAME, CHAT, SPECS
@@ -116,7 +116,7 @@ def _hyperparameters(provider: str, endpoint: str | None, *, stored: bool) -> di
 
 
 def _ordered_lanes() -> list[list[str]]:
-    """Every ``lanes`` list the service takes (models.requests.lanes_problem), few enough to name: the schema's enum."""
+    """Every ``lanes`` list the service takes (models.lanes.lanes_problem), few enough to name: the schema's enum."""
     every = [list(p) for n in range(1, len(LANES) + 1) for p in permutations(LANES, n)]
     return [lanes for lanes in every if lanes_problem(lanes) is None]
 

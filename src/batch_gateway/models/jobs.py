@@ -33,12 +33,12 @@ if TYPE_CHECKING:
         JobView,
         JobWebhookView,
         LaneMoveView,
+        LaneTotals,
         PlanView,
         RequestCountsView,
         RetryView,
         UsageView,
     )
-    from batch_gateway.models.lane_plan import LaneTotals
 else:
     # The view's shapes are TypedDicts: plain dicts at run time, so no API function loads them (decision 0105). The
     # stored cost is one, and Record.from_dict reads the field's type hint: a dict, kept as it is.

@@ -9,16 +9,10 @@ planner moved on (``Chunk.move``), those it did not answer itself: the lane chun
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TypedDict
 
+from batch_gateway.contract.jobs import LaneTotals
 from batch_gateway.models.jobs import Chunk, Job
 from batch_gateway.models.pricing import PriceTable, chunks_cost
-
-
-class LaneTotals(TypedDict):
-    items_per_lane: dict[str, int]
-    cost_per_lane: dict[str, float]
-    cost_per_provider: dict[str, float]
 
 
 def chunk_items(chunk: Chunk) -> int:

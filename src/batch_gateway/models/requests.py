@@ -15,8 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from batch_gateway import provider_specs
-from batch_gateway.constants import LANE_BATCH, LANES, MIN_DEADLINE_SECONDS, PII_MODES, PROMPT_CACHE_MODES, REUSE_SCOPES
+from batch_gateway.constants import MIN_DEADLINE_SECONDS, PII_MODES, PROMPT_CACHE_MODES, REUSE_SCOPES
 from batch_gateway.contract.errors import InvalidRequestError
+from batch_gateway.models.lanes import lanes_problem
 from batch_gateway.models.provider_headers import header_values
 from batch_gateway.models.provider_options import ALLOWED as ALLOWED_OPTIONS
 from batch_gateway.models.request_extras import EXTRA_KEYS, extras_the_model_drops
@@ -225,22 +226,6 @@ def _check_deadline_seconds(value: Any) -> str | None:
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < MIN_DEADLINE_SECONDS:
         return f"must be a whole number of seconds, at least {MIN_DEADLINE_SECONDS}"
-    return None
-
-
-def lanes_problem(value: Any) -> str | None:
-    """``lanes`` (decision 0142): a non-empty list of distinct lanes; those but ``batch`` in order of cost (flex,
-    sync, failover), ``batch`` anywhere among them. None when it is one."""
-    named = " or ".join(f"'{lane}'" for lane in LANES)
-    if not isinstance(value, list) or not value:
-        return f"must be a non-empty list of lanes, each {named}"
-    if not all(isinstance(lane, str) and lane in LANES for lane in value):
-        return f"each lane must be {named}"
-    if len(set(value)) != len(value):
-        return "must name each lane once"
-    ranks = [LANES.index(lane) for lane in value if lane != LANE_BATCH]
-    if ranks != sorted(ranks):
-        return "must list flex, sync and failover in that order (of cost); batch may stand anywhere"
     return None
 
 
