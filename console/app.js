@@ -9,7 +9,7 @@
   const STATUSES = ["queued", "in_progress", "canceling", "finished", "canceled", "expired", "failed"];
   const PROVIDERS = ["anthropic", "openai", "bedrock", "google"];
   const EVENTS = [
-    "batch.ended", "batch.status_changed", "batch.progress", "batch.queued", "batch.in_progress",
+    "batch.ended", "batch.status_changed", "batch.progress", "batch.replanned", "batch.queued", "batch.in_progress",
     "batch.canceling", "batch.finished", "batch.canceled", "batch.expired", "batch.failed",
   ];
   const REFRESH_MS = 2000; // a job that has not ended is read again this often
@@ -350,8 +350,9 @@
     const events = Array.isArray(j.events) ? j.events : [];
     const eventsTable = table("Events", ["Time", "Event", "Status / progress", "Event id"], events.map((e) => [
       String(e.at || ""),
-      e.type === "progress" ? "progress" : "status changed",
+      e.type === "progress" ? "progress" : e.type === "replanned" ? "replanned (decision 0142)" : "status changed",
       e.type === "progress" ? String(e.progress) + " % done (" + String(e.status) + ")"
+        : e.type === "replanned" ? "items moved to another lane (" + String(e.status) + ")"
         : (e.previous_status ? String(e.previous_status) + " \u2192 " : "") + String(e.status),
       String(e.event_id || ""),
     ]));

@@ -22,6 +22,7 @@ from stacks.config import GatewayConfig
 from stacks.functions import (
     API_SIZING,
     FunctionFactory,
+    door_deadline_environment,
     enabled_providers_environment,
     owner_limits_environment,
     quota_limits_environment,
@@ -157,6 +158,7 @@ class ApiConstruct(Construct):
                     constants.ENV_PRESIGN_EXPIRY: str(constants.DEFAULT_PRESIGN_EXPIRY),
                     **enabled_providers_environment(config),
                     **owner_limits_environment(config),
+                    **door_deadline_environment(config),  # the doors' jobs' deadline and lanes (decision 0142)
                 },
             ),
             # Keeps the caller's files under doors/openai/, creates and cancels door jobs, signs file content URLs.
@@ -166,6 +168,7 @@ class ApiConstruct(Construct):
                     constants.ENV_STATE_MACHINE_ARN: state_machine.state_machine_arn,
                     **enabled_providers_environment(config),
                     **owner_limits_environment(config),
+                    **door_deadline_environment(config),  # the doors' jobs' deadline and lanes (decision 0142)
                 },
             ),
             # Signs upload URLs with its own role: they allow what that role may do (write under uploads/), no more.

@@ -93,6 +93,12 @@ Context keys:
 ``prompt_cache_default``
     The ``prompt_cache`` option of jobs that give none: ``auto`` (the default: cache-aware planning, decision 0128) or
     ``off``. The functions get it as ``PROMPT_CACHE_DEFAULT`` when it is not the default.
+``door_deadline``
+    The deadline and lanes of the compatible doors' jobs (decision 0142), whose wire formats carry neither:
+    ``{"deadline_seconds": null, "lanes": null}`` (the default: none, the doors' jobs as before). ``deadline_seconds``:
+    60 to 172800 (the 24-hour batch window plus a day) after the create; ``lanes``: as a job's ``lanes`` option, e.g.
+    ``["batch", "sync"]`` (absent under a deadline: batch, flex, sync). Only the doors take it; a native API job gives
+    its own. Both door functions get them as ``DOOR_DEADLINE_SECONDS`` and ``DOOR_LANES`` when set.
 ``console_origin``
     The web console's browser origin (decision 0134), e.g. ``"https://console.example.com"``: the key mount (``/k/...``)
     answers CORS preflights and its answers carry ``Access-Control-Allow-Origin`` for this origin only. Default ``""``:
@@ -126,10 +132,11 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 
 from batch_gateway import constants, provider_specs
+from batch_gateway.models.lanes import lanes_problem  # a job's own check of its lanes (decision 0142)
 from batch_gateway.models.owner_limits import LimitsError, parse_limits  # the admin route's check (decision 0119)
 from batch_gateway.models.provider_headers import parse_allow_list  # the functions' own check (decision 0129)
-from batch_gateway.models.quotas import parse_overrides
-from batch_gateway.settings import LaneSettings  # the one check of a quota document (decision 0081)
+from batch_gateway.models.quotas import parse_overrides  # the one check of a quota document (decision 0081)
+from batch_gateway.settings import LaneSettings  # the functions' own check of LANES_JSON (decision 0140)
 
 KNOWN_PROVIDERS = provider_specs.PROVIDERS
 KEYED_PROVIDERS = provider_specs.KEYED  # providers with an API key in Secrets Manager (Bedrock has none)
@@ -155,6 +162,7 @@ DEFAULTS: dict[str, Any] = {
     "prompt_cache_default": constants.DEFAULT_PROMPT_CACHE,
     "reuse": {"default_max_age_seconds": None, "max_age_seconds": constants.DEFAULT_REUSE_MAX_AGE},
     "lanes": {},
+    "door_deadline": {"deadline_seconds": None, "lanes": None},
     "guardrails": {"pii": "off", "detector": "builtin"},
     "provider_headers": {},
     "quotas": "{}",
@@ -230,6 +238,31 @@ def _reuse(raw: Any) -> tuple[int | None, int]:
             f"context 'reuse': default_max_age_seconds must be null or seconds from 1 to {most}, got {default!r}"
         )
     return default, most
+
+
+def _door_deadline(raw: Any) -> tuple[int | None, str]:
+    """Context ``door_deadline`` as (deadline_seconds or None, lanes comma-separated or ""), checked as a job's
+    options are (decision 0142)."""
+    if raw is None:
+        return None, ""
+    if isinstance(raw, str):
+        raw = json.loads(raw) if raw.strip() else {}
+    if not isinstance(raw, dict) or set(raw) - {"deadline_seconds", "lanes"}:
+        raise ConfigError(f"context 'door_deadline' must be an object of deadline_seconds and lanes, got {raw!r}")
+    seconds, lanes = raw.get("deadline_seconds"), raw.get("lanes")
+    most = constants.BATCH_WINDOW_HOURS * 3600 + constants.DEADLINE_BEYOND_WINDOW_SECONDS
+    if seconds is not None and (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int)
+        or not constants.MIN_DEADLINE_SECONDS <= seconds <= most
+    ):
+        raise ConfigError(
+            f"context 'door_deadline': deadline_seconds must be null or {constants.MIN_DEADLINE_SECONDS} to {most}, "
+            f"got {seconds!r}"
+        )
+    if lanes is not None and (why := lanes_problem(lanes)):
+        raise ConfigError(f"context 'door_deadline': lanes {why}, got {lanes!r}")
+    return seconds, ",".join(lanes or [])
 
 
 def _prompt_cache_default(raw: Any) -> str:
@@ -324,6 +357,8 @@ class GatewayConfig:
     reuse_default_max_age: int | None = None  # result reuse (decision 0127): jobs without the option; None: off
     reuse_max_age: int = constants.DEFAULT_REUSE_MAX_AGE  # the most a job may ask
     lanes: str = ""  # LANES_JSON (decision 0140): "" for the defaults
+    door_deadline_seconds: int | None = None  # the doors' jobs' deadline after create (decision 0142); None: none
+    door_lanes: str = ""  # their lanes, comma-separated; "": a job's default
     guardrails_pii: str = "off"  # the input guardrails of jobs that name none (decision 0124), as GUARDRAILS_PII
     pii_detector: str = "builtin"  # builtin | comprehend | bedrock-guardrail:<id>:<version>, as PII_DETECTOR
     provider_headers: str = ""  # JSON of the header allow-list (decision 0129), as PROVIDER_HEADERS_JSON; "": none
@@ -412,8 +447,11 @@ class GatewayConfig:
             console = console.strip().lower() in ("true", "1", "yes", "on")
         guardrails_pii, pii_detector = _guardrails(value("guardrails"))
         reuse_default_max_age, reuse_max_age = _reuse(value("reuse"))
+        door_deadline_seconds, door_lanes = _door_deadline(value("door_deadline"))
         return cls(
             lanes=_lanes(value("lanes")),
+            door_deadline_seconds=door_deadline_seconds,
+            door_lanes=door_lanes,
             provider_headers=_provider_headers(value("provider_headers")),
             console_origin=_console_origin(value("console_origin")),
             console=bool(console),

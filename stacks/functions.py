@@ -68,6 +68,17 @@ def reuse_environment(config: GatewayConfig) -> dict[str, str]:
     return found
 
 
+def door_deadline_environment(config: GatewayConfig) -> dict[str, str]:
+    """The compatible doors' deadline and lanes (context ``door_deadline``, decision 0142), when set: the two door
+    functions only (a native API job gives its own)."""
+    found = {}
+    if config.door_deadline_seconds is not None:
+        found[constants.ENV_DOOR_DEADLINE_SECONDS] = str(config.door_deadline_seconds)
+    if config.door_lanes:
+        found[constants.ENV_DOOR_LANES] = config.door_lanes
+    return found
+
+
 def owner_limits_environment(config: GatewayConfig) -> dict[str, str]:
     """The deployment's default limits per owner (context ``owner_limits``, decision 0119), for the functions that
     admit creates (Create and both doors) and the Limits function, which shows them."""

@@ -35,7 +35,7 @@ from stacks.storage import StorageConstruct
 # fails a batch whose deliveries went out.
 DELIVERY_SIZING = Sizing(memory_mb=256, timeout=Duration.seconds(60))
 BATCH_SIZE = 5
-DETAIL_TYPES = ["Batch Job Status Changed", "Batch Job Progress"]  # models/webhooks.py DETAIL_*
+DETAIL_TYPES = ["Batch Job Status Changed", "Batch Job Progress", "Batch Job Replanned"]  # models/webhooks.py DETAIL_*
 
 
 @jsii.implements(events.IRuleTarget)

@@ -75,8 +75,16 @@ def _webhook_option(args: argparse.Namespace) -> dict[str, Any] | None:
     return webhook
 
 
+_LANE_KEYS = ("deadline", "lanes", "max_cost_usd", "plan")  # only on a job that has them (decision 0142)
+
+
 def _job_json(job: Job) -> dict[str, Any]:
-    return job.model_dump(mode="json")
+    """The job as the service answered it: a job without a deadline, lanes or a ceiling has none of their keys."""
+    dumped = job.model_dump(mode="json")
+    for key in _LANE_KEYS:
+        if key not in job.model_fields_set:
+            dumped.pop(key, None)
+    return dumped
 
 
 @contextmanager
@@ -337,6 +345,7 @@ def cmd_submit(args: argparse.Namespace, client: BatchGatewayClient) -> int:
         prompt_cache=args.prompt_cache or header.get("prompt_cache"),
         guardrails={"pii": args.pii} if args.pii else header.get("guardrails"),
         reuse=_reuse_option(args.reuse) or header.get("reuse"),
+        **_lane_options(args, header),
     )
     if job.webhook and job.webhook.get("secret"):  # answered this once: the caller needs it to verify deliveries
         sys.stderr.write(f"webhook secret (shown once): {job.webhook['secret']}\n")
@@ -359,6 +368,26 @@ def _print_estimate(args: argparse.Namespace, estimate: dict[str, Any]) -> int:
     else:
         _out(_estimate_text(estimate))
     return EXIT_OK
+
+
+def _lane_options(args: argparse.Namespace, header: dict[str, Any]) -> dict[str, Any]:
+    """``--deadline`` (RFC 3339, or a whole number of seconds: ``deadline_seconds``), ``--lanes a,b`` and
+    ``--max-cost-usd`` (decision 0142), each over the header's; the service checks the values."""
+    options: dict[str, Any] = {
+        "deadline": header.get("deadline"),
+        "deadline_seconds": header.get("deadline_seconds"),
+        "lanes": header.get("lanes"),
+        "max_cost_usd": header.get("max_cost_usd"),
+    }
+    if args.deadline is not None:
+        text = args.deadline.strip()
+        seconds = text.isdigit()
+        options["deadline"], options["deadline_seconds"] = (None, int(text)) if seconds else (text, None)
+    if args.lanes is not None:
+        options["lanes"] = [lane.strip() for lane in args.lanes.split(",") if lane.strip()]
+    if args.max_cost_usd is not None:
+        options["max_cost_usd"] = args.max_cost_usd
+    return options
 
 
 def _reuse_option(max_age: int | None) -> dict[str, Any] | None:
@@ -414,6 +443,7 @@ def _submit_dataset(args: argparse.Namespace, client: BatchGatewayClient) -> int
         prompt_cache=args.prompt_cache,
         guardrails={"pii": args.pii} if args.pii else None,
         reuse=_reuse_option(args.reuse),
+        **_lane_options(args, {}),
     )
     if not args.wait:
         if args.json:
@@ -531,8 +561,44 @@ def _status_lines(job: Job) -> Iterable[tuple[str, str]]:
         yield name, value.isoformat() if value else "-"
     if job.error:
         yield "error", json.dumps(job.error, ensure_ascii=False) if isinstance(job.error, dict) else str(job.error)
-    if job.events:  # oldest first (decision 0139): "queued, in_progress, 25%, 50%, 75%, finished"
-        yield "events", ", ".join(f"{e.progress}%" if e.type == "progress" else e.status for e in job.events)
+    yield from _plan_lines(job)
+    if job.events:  # oldest first (decision 0139): "queued, in_progress, 25%, 50%, replanned, 75%, finished"
+        yield "events", ", ".join(_event_text(e.type, e.status, e.progress) for e in job.events)
+
+
+def _event_text(kind: str, status: str, progress: int | None) -> str:
+    return {"progress": f"{progress}%", "replanned": "replanned"}.get(kind, status)
+
+
+def _usd_by(amounts: dict[str, float]) -> str:
+    return ", ".join(f"{name} ${amount:.4f}" for name, amount in amounts.items()) or "-"
+
+
+def _plan_lines(job: Job) -> Iterable[tuple[str, str]]:
+    """A job with a deadline, lanes or a ceiling (decision 0142): them and its plan."""
+    if job.plan is None:
+        return
+    plan = job.plan
+    yield "deadline", job.deadline.isoformat() if job.deadline else "-"
+    yield "lanes", ", ".join(job.lanes or [])
+    if job.max_cost_usd is not None:
+        yield "max cost", f"${job.max_cost_usd:.4f}"
+    yield "predicted end", plan.predicted_end.isoformat() if plan.predicted_end else "- (nothing predicts one yet)"
+    yield "items per lane", ", ".join(f"{lane} {n}" for lane, n in plan.items_per_lane.items()) or "-"
+    yield "cost per lane", _usd_by(plan.cost_per_lane)
+    yield "cost per provider", _usd_by(plan.cost_per_provider)
+    twice = plan.billed_twice
+    if twice.count:
+        yield "billed twice", f"{twice.count} items, ${twice.cost_usd:.4f} ({', '.join(twice.ids)})"
+    for move in plan.moves:
+        at = move.at.isoformat() if move.at else "-"
+        where = f"{move.provider} {move.model}"
+        yield (
+            "move",
+            f"{at} chunk {move.chunk}: {move.items} items {move.from_lane} -> {move.to_lane} ({where}; {move.reason})",
+        )
+    if plan.held:
+        yield "held", plan.held
 
 
 def cmd_status(args: argparse.Namespace, client: BatchGatewayClient) -> int:
@@ -924,6 +990,24 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MAX_AGE_SECONDS",
         help="answer requests identical to ones your jobs ran at most this many seconds ago from their stored "
         "results, at no cost (header: reuse; default: the deployment's, off unless set)",
+    )
+    submit.add_argument(
+        "--deadline",
+        metavar="WHEN",
+        help="when the job must be done: RFC 3339 with an offset (2026-12-06T09:00:00Z) or a number of seconds from "
+        "now; at most the provider's batch window plus a day (header: deadline / deadline_seconds)",
+    )
+    submit.add_argument(
+        "--lanes",
+        metavar="LANES",
+        help="the ways the job may send its requests, comma separated in order of cost: batch,flex,sync,failover "
+        "(default under a deadline: batch,flex,sync; header: lanes)",
+    )
+    submit.add_argument(
+        "--max-cost-usd",
+        type=float,
+        metavar="USD",
+        help="the most the job may cost: a move to a dearer lane that would cross it is held (header: max_cost_usd)",
     )
     submit.add_argument(
         "--pii",

@@ -10,6 +10,7 @@ METRICS_NAMESPACE = "BatchGateway"
 EVENT_SOURCE = "batch-gateway"
 EVENT_STATUS_CHANGED = "Batch Job Status Changed"
 EVENT_PROGRESS = "Batch Job Progress"
+EVENT_REPLANNED = "Batch Job Replanned"  # the deadline planner moved items to another lane (decision 0142)
 PROGRESS_MARKS = (25, 50, 75)
 # Custom metrics (namespace METRICS_NAMESPACE, dimension service=SERVICE_NAME on each; batch_gateway.metrics, decision
 # 0069) the dashboard and alarms read. Extra dimensions: status (JobsEnded), provider (the Provider* ones, NoticeLag).
@@ -82,6 +83,15 @@ ENV_LANES_JSON = "LANES_JSON"  # the synchronous lanes and the deadline planner 
 LANE_BATCH, LANE_FLEX, LANE_SYNC, LANE_FAILOVER = "batch", "flex", "sync", "failover"
 LANES = (LANE_BATCH, LANE_FLEX, LANE_SYNC, LANE_FAILOVER)
 DEFAULT_LANES = (LANE_BATCH, LANE_FLEX, LANE_SYNC)
+# Deadlines (decision 0142): a provider's batch window (the time it gives a batch to end: 24 h for Anthropic, OpenAI
+# and Gemini; Bedrock's is the deployment's BEDROCK_TIMEOUT_HOURS), and how far beyond it a deadline may be set.
+BATCH_WINDOW_HOURS = 24
+DEADLINE_BEYOND_WINDOW_SECONDS = 24 * 3600
+MIN_DEADLINE_SECONDS = 60
+# The deadline and lanes of the compatible doors' jobs (their wire formats carry none; decision 0142): context
+# `door_deadline` {"deadline_seconds": n | null, "lanes": [...] | null}; unset: none, as the doors' jobs before them.
+ENV_DOOR_DEADLINE_SECONDS = "DOOR_DEADLINE_SECONDS"
+ENV_DOOR_LANES = "DOOR_LANES"  # comma-separated, e.g. "batch,sync"
 DEFAULT_REUSE_MAX_AGE = 30 * 24 * 3600  # 30 days
 REUSE_SCOPES = ("owner",)  # what a job's reuse.scope may be: never across owners
 # Input guardrails (decision 0124): the personal-data screen of jobs that name none (context `guardrails`), and the

@@ -170,6 +170,16 @@ class Settings:
     provider_headers: dict[str, Any] = field(default_factory=dict)
     # The console's browser origin (decision 0134): the key mount's answers carry CORS headers for it; "": none.
     console_origin: str = ""
+    # The deadline (seconds after create) and lanes of the compatible doors' jobs (decision 0142); None: none.
+    door_deadline_seconds: int | None = None
+    door_lanes: tuple[str, ...] | None = None
+
+    def batch_window_seconds(self, provider: str) -> int:
+        """How long ``provider`` gives a batch to end (decision 0142): Bedrock's job timeout on this deployment,
+        24 hours for the others. A job's deadline is at most this plus a day away."""
+        if provider == BEDROCK.name:
+            return self.bedrock.timeout_hours * 3600
+        return c.BATCH_WINDOW_HOURS * 3600
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -201,6 +211,10 @@ class Settings:
             if env.get(c.ENV_REUSE_DEFAULT_MAX_AGE)
             else None,
             reuse_max_age=int(env.get(c.ENV_REUSE_MAX_AGE) or c.DEFAULT_REUSE_MAX_AGE),
+            door_deadline_seconds=(
+                int(env[c.ENV_DOOR_DEADLINE_SECONDS]) if env.get(c.ENV_DOOR_DEADLINE_SECONDS) else None
+            ),
+            door_lanes=_door_lanes(env.get(c.ENV_DOOR_LANES)),
             webhook_loopback_http=(env.get(c.ENV_WEBHOOK_LOOPBACK_HTTP) or "").lower() == "true",
             webhook_retry_schedule=_schedule(env.get(c.ENV_WEBHOOK_RETRY_SCHEDULE) or c.DEFAULT_WEBHOOK_RETRY_SCHEDULE),
             webhook_queue_url=env.get(c.ENV_WEBHOOK_QUEUE_URL) or None,
@@ -304,3 +318,14 @@ def _weights(text: str | None) -> dict[str, float]:
 def _schedule(text: str) -> list[int]:
     values = [int(float(v)) for v in text.split(",") if v.strip()]
     return [max(0, v) for v in values] or [30]
+
+
+def _door_lanes(text: str | None) -> tuple[str, ...] | None:
+    """``DOOR_LANES``: comma-separated lanes (checked at synth by the CDK app); unset: None."""
+    if not text:
+        return None
+    lanes = tuple(lane.strip() for lane in text.split(",") if lane.strip())
+    unknown = [lane for lane in lanes if lane not in c.LANES]
+    if unknown or not lanes:
+        raise ValueError(f"{c.ENV_DOOR_LANES} must name lanes among {', '.join(c.LANES)}, got {text!r}")
+    return lanes

@@ -45,7 +45,11 @@ def test_the_local_stacks_template_allows_it():
 def test_bus_events_reach_the_webhook_queue_and_failures_the_dead_letter_queue_after_the_schedule(synthesized):
     rules = [r["Properties"] for r in synthesized.of_type("AWS::Events::Rule").values()]
     [rule] = [r for r in rules if "Batch Job Status Changed" in json.dumps(r.get("EventPattern", {}))]
-    assert rule["EventPattern"]["detail-type"] == ["Batch Job Status Changed", "Batch Job Progress"]
+    assert rule["EventPattern"]["detail-type"] == [
+        "Batch Job Status Changed",
+        "Batch Job Progress",
+        "Batch Job Replanned",
+    ]
     assert "Ref" in rule["EventBusName"]  # the stack's own bus, not the default one
     queue_id, queue = synthesized.by_path("Webhooks/Queue/Resource")
     steps = len(constants.DEFAULT_WEBHOOK_RETRY_SCHEDULE.split(","))

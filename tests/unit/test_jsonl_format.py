@@ -125,7 +125,8 @@ def test_header_fields_are_checked():
         (
             1,
             'unknown header field "modle" (allowed: provider, model, hyperparameters, endpoint, metadata, '
-            "provider_options, prompt_cache, guardrails, provider_headers, reuse)",
+            "provider_options, prompt_cache, guardrails, provider_headers, reuse, deadline, deadline_seconds, lanes, "
+            "max_cost_usd)",
         ),
     ]
 

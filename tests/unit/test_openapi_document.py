@@ -116,6 +116,11 @@ ACCEPTED = {
     "a provider option of 1e-130": _body(provider_options={"metadata": {"n": -1e-130, "m": 10**38 - 1}}),
     "an integer written 64.0 (JSON has one number type)": _body(hyperparameters={"max_tokens": 64.0, "top_k": 5.0}),
     "a per-request integer written 64.0": _body(requests={"a": {"prompt": "Hi", "max_tokens": 64.0}}),
+    "a deadline in seconds with lanes and a ceiling": _body(
+        deadline_seconds=3600, lanes=["batch", "sync", "failover"], max_cost_usd=0.5
+    ),
+    "deadline_seconds of two days, the most": _openai(deadline_seconds=48 * 3600, lanes=["flex", "batch", "sync"]),
+    "lanes without a deadline": _body(lanes=["sync", "batch"]),
 }
 
 REFUSED = {
@@ -196,6 +201,14 @@ REFUSED = {
     "an unknown field": _body(priority=1),
     "hyperparameters null": _body(hyperparameters=None),
     "no model": {"provider": "anthropic", "requests": {"a": "Hi"}},
+    "a deadline without an offset": _body(deadline="2030-01-01T00:00:00"),
+    "deadline and deadline_seconds": _body(deadline="2030-01-01T00:00:00Z", deadline_seconds=3600),
+    "deadline_seconds under a minute": _body(deadline_seconds=59),
+    "deadline_seconds over two days": _body(deadline_seconds=48 * 3600 + 1),
+    "sync before flex": _openai(lanes=["sync", "flex"]),
+    "a lane twice": _body(lanes=["batch", "batch"]),
+    "no lanes": _body(lanes=[]),
+    "max_cost_usd 0": _body(max_cost_usd=0),
 }
 
 

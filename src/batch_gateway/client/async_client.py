@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from batch_gateway.client._constants import (
@@ -99,6 +100,10 @@ class AsyncBatchGatewayClient:
         provider_headers: Mapping[str, str] | None = None,
         reuse: Mapping[str, Any] | None = None,
         dataset: Mapping[str, Any] | None = None,
+        deadline: datetime | str | None = None,
+        deadline_seconds: int | None = None,
+        lanes: Sequence[str] | None = None,
+        max_cost_usd: float | None = None,
     ) -> Job:
         """See ``BatchGatewayClient.create_job``: ``requests``, or ``input_file`` (an upload id from ``upload``)."""
         return await asyncio.to_thread(
@@ -118,6 +123,10 @@ class AsyncBatchGatewayClient:
             provider_headers=provider_headers,
             reuse=reuse,
             dataset=dataset,
+            deadline=deadline,
+            deadline_seconds=deadline_seconds,
+            lanes=lanes,
+            max_cost_usd=max_cost_usd,
         )
 
     async def estimate_job(

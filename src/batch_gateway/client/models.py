@@ -120,6 +120,40 @@ class JobEvent(_Response):
     event_id: str
 
 
+class LaneMove(_Response):
+    """One move the deadline planner made (decision 0140): a chunk's unanswered items sent to another lane."""
+
+    at: datetime | None = None
+    chunk: int
+    from_lane: str
+    to_lane: str
+    provider: str
+    model: str
+    items: int
+    reason: str  # deadline | outage | auth | not_started
+
+
+class BilledTwice(_Response):
+    """Items answered by both a canceled batch and the lane they moved to (decision 0140)."""
+
+    count: int = 0
+    cost_usd: float = 0.0
+    ids: list[str] = Field(default_factory=list)  # the first ones
+
+
+class Plan(_Response):
+    """A job's deadline plan (decision 0142): predicted end, items and cost per lane and per provider, moves."""
+
+    deadline: datetime | None = None
+    predicted_end: datetime | None = None  # None: nothing predicts one yet
+    items_per_lane: dict[str, int] = Field(default_factory=dict)
+    cost_per_lane: dict[str, float] = Field(default_factory=dict)
+    cost_per_provider: dict[str, float] = Field(default_factory=dict)
+    billed_twice: BilledTwice = Field(default_factory=BilledTwice)
+    moves: list[LaneMove] = Field(default_factory=list)
+    held: str | None = None  # why a move was held back (max_cost_usd)
+
+
 class Job(_Response):
     """A batch job as ``GET /batches/{id}`` answers it."""
 
@@ -153,6 +187,11 @@ class Job(_Response):
     webhook: dict[str, Any] | None = None
     # its status changes and progress marks, oldest first (decision 0139); [] for a job from before them
     events: list[JobEvent] = Field(default_factory=list)
+    # a job with a deadline, lanes or a cost ceiling (decision 0142); None for any other
+    deadline: datetime | None = None
+    lanes: list[str] | None = None
+    max_cost_usd: float | None = None
+    plan: Plan | None = None
 
     @property
     def batch_status(self) -> BatchStatus:

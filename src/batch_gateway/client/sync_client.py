@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -38,8 +39,22 @@ if TYPE_CHECKING:
     import botocore.session
 
 JOB_OPTIONS = frozenset(
-    {"metadata", "endpoint", "provider_options", "webhook", "prompt_cache", "guardrails", "provider_headers", "reuse"}
+    {
+        "metadata",
+        "endpoint",
+        "provider_options",
+        "webhook",
+        "prompt_cache",
+        "guardrails",
+        "provider_headers",
+        "reuse",
+        "deadline",
+        "deadline_seconds",
+        "lanes",
+        "max_cost_usd",
+    }
 )
+_NUMBER_OPTIONS = frozenset({"deadline_seconds", "max_cost_usd"})  # sent even when 0 (the service says why not)
 
 
 def _path(*segments: str) -> str:
@@ -117,6 +132,10 @@ class BatchGatewayClient:
         provider_headers: Mapping[str, str] | None = None,
         reuse: Mapping[str, Any] | None = None,
         dataset: Mapping[str, Any] | None = None,
+        deadline: datetime | str | None = None,
+        deadline_seconds: int | None = None,
+        lanes: Sequence[str] | None = None,
+        max_cost_usd: float | None = None,
     ) -> Job:
         """``POST /batches``. ``requests`` maps caller ids to ``LMInput`` or API request forms; or ``input_file`` is
         an upload id (``upload(path)``) of a JSONL file of requests; or ``dataset`` makes one request per row of a
@@ -132,7 +151,10 @@ class BatchGatewayClient:
         provider with the job's batches, such as ``{"anthropic-beta": "output-300k-2026-03-24"}`` (decision 0129);
         only those the deployment allows, else 400. ``reuse``: ``{"scope": "owner",
         "max_age_seconds": n}``, answer requests from your earlier jobs' stored results (decision 0127); absent: the
-        deployment's default.
+        deployment's default. ``deadline`` (an aware ``datetime`` or RFC 3339 text) or ``deadline_seconds``: when the
+        job must be done, at most the provider's batch window plus a day away; ``lanes``: the ways it may use, such
+        as ``["batch", "sync"]`` (default under a deadline: batch, flex, sync); ``max_cost_usd``: the most it may
+        cost (decision 0142). The job's ``plan`` then shows the predicted end, items and cost per lane, and moves.
 
         Safe to retry: one ``Idempotency-Key`` (a new uuid4 unless given) is sent on every attempt.
         """
@@ -152,6 +174,10 @@ class BatchGatewayClient:
             provider_headers=provider_headers,
             reuse=reuse,
             dataset=dataset,
+            deadline=deadline,
+            deadline_seconds=deadline_seconds,
+            lanes=lanes,
+            max_cost_usd=max_cost_usd,
         )
         key = idempotency_key or str(uuid.uuid4())
         # 409 on create means "this key is still being handled" (e.g. our own earlier attempt that timed out):
@@ -370,7 +396,22 @@ def _create_body(
         body["input_file"] = input_file
     elif requests is not None:
         body["requests"] = to_api_requests(requests)
-    body.update({key: dict(value) if isinstance(value, Mapping) else value for key, value in optional.items() if value})
+    deadline = optional.pop("deadline", None)
+    if isinstance(deadline, datetime):
+        if deadline.tzinfo is None:
+            raise TypeError(f"{method}(): deadline must be an aware datetime (with a tzinfo), or RFC 3339 text")
+        optional["deadline"] = deadline.isoformat()
+    elif deadline is not None:
+        optional["deadline"] = deadline
+    if optional.get("lanes") is not None:
+        optional["lanes"] = list(optional["lanes"])
+    body.update(
+        {
+            key: dict(value) if isinstance(value, Mapping) else value
+            for key, value in optional.items()
+            if value or (key in _NUMBER_OPTIONS and value is not None)
+        }
+    )
     return body
 
 

@@ -101,12 +101,56 @@ class JobWebhookView(TypedDict):
 class JobEventView(TypedDict):
     """One event announced for the job (decision 0139), with the ``event_id`` the bus and the webhooks carry."""
 
-    type: str  # "status" | "progress"
-    status: str  # the new status; a progress event: the job's status then
+    type: str  # "status" | "progress" | "replanned" (decision 0142)
+    status: str  # the new status; a progress or replanned event: the job's status then
     previous_status: str | None  # a status event's: the status it replaced (None: the first the job kept)
     progress: int | None  # 25 | 50 | 75 for a progress event
     at: str
     event_id: str
+
+
+class LaneMoveView(TypedDict):
+    """One move the deadline planner made (decision 0140): a chunk's unanswered items sent to another lane."""
+
+    at: str
+    chunk: int
+    from_lane: str
+    to_lane: str
+    provider: str
+    model: str
+    items: int
+    reason: str  # "deadline" | "outage" | "auth" | "not_started"
+
+
+class BilledTwiceView(TypedDict):
+    """Items answered by both a canceled batch and the lane they moved to (decision 0140): billed twice."""
+
+    count: int
+    cost_usd: float
+    ids: list[str]  # the first ones (the whole list is the job's billed_twice.jsonl)
+
+
+class LaneTotals(TypedDict):
+    """A job's items and cost by lane and by provider, from its chunks (``models.lane_plan.lane_totals``): the plan's
+    three totals."""
+
+    items_per_lane: dict[str, int]
+    cost_per_lane: dict[str, float]
+    cost_per_provider: dict[str, float]
+
+
+class PlanView(TypedDict):
+    """A job with a deadline or lanes (decision 0142): what the planner predicts and did, and the job's items and
+    cost by lane and by provider (from its chunks; the list of jobs, which reads no chunks, shows them empty)."""
+
+    deadline: str | None
+    predicted_end: str | None  # the latest predicted end of its batches; None: nothing predicts one yet
+    items_per_lane: dict[str, int]
+    cost_per_lane: dict[str, float]
+    cost_per_provider: dict[str, float]
+    billed_twice: BilledTwiceView
+    moves: list[LaneMoveView]
+    held: str | None  # why a move was held back (max_cost_usd), if one was
 
 
 class JobView(TypedDict):
@@ -133,6 +177,11 @@ class JobView(TypedDict):
     ended_at: str | None
     error: str | None
     events: list[JobEventView]  # oldest first; [] for a job created before them
+    # A job with a deadline, lanes or a cost ceiling only (decision 0142); a job without them has none of these keys.
+    deadline: NotRequired[str | None]
+    lanes: NotRequired[list[str]]
+    max_cost_usd: NotRequired[float | None]
+    plan: NotRequired[PlanView]
 
 
 class JobsPage(TypedDict):

@@ -36,11 +36,16 @@ HEADER_FIELDS: dict[str, tuple[type, ...]] = {
     "guardrails": (dict,),  # {"pii": mode} (decision 0124)
     "provider_headers": (dict,),  # {header name: value}, allow-listed by the deployment (decision 0129)
     "reuse": (dict,),  # {"scope": "owner", "max_age_seconds": n} (decision 0127)
+    # deadlines and lanes (decision 0142): their values are checked as the create body's
+    "deadline": (str,),  # RFC 3339 with an offset
+    "deadline_seconds": (int,),
+    "lanes": (list,),
+    "max_cost_usd": (int, float),
 }
 LINE_FIELDS = frozenset({"id", "request"})
 MAX_DETAILS = 100
 
-_TYPE_NAMES: dict[type, str] = {str: "a string", dict: "an object"}
+_TYPE_NAMES: dict[type, str] = {str: "a string", dict: "an object", int: "a number", list: "a list"}
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ def _settings_of_a_create_from_a_file() -> dict[str, Any]:
         "hyperparameters": {"type": "object"},
         "metadata": _ref("Metadata"),
         "provider_options": {"type": "object"},
+        **openapi_create.lane_options(),
         "dry_run": _ref("DryRun"),
     }
 

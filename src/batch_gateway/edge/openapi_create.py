@@ -10,16 +10,24 @@ one per provider and endpoint, because the limits differ between them (Anthropic
 from __future__ import annotations
 
 import sys
+from itertools import permutations
 from typing import Any
 
 from batch_gateway.constants import (
+    BATCH_WINDOW_HOURS,
+    BEDROCK_TIMEOUT_HOURS,
+    DEADLINE_BEYOND_WINDOW_SECONDS,
+    DEFAULT_LANES,
     DEFAULT_REUSE_MAX_AGE,
+    LANES,
+    MIN_DEADLINE_SECONDS,
     PII_MODES,
     PROMPT_CACHE_MODES,
     RETRY_MAX_ATTEMPTS,
     RETRY_OUTCOMES,
 )
 from batch_gateway.edge.openapi_webhooks import WEBHOOK_URL
+from batch_gateway.models.lanes import lanes_problem
 from batch_gateway.models.provider_headers import MAX_HEADERS, MAX_VALUE_CHARS
 from batch_gateway.models.provider_options import ALLOWED
 from batch_gateway.models.requests import (
@@ -30,9 +38,10 @@ from batch_gateway.models.requests import (
     MAX_REQUEST_CHARS,
     ONE_TEXT_ENDPOINTS,
     PROVIDER_HYPERPARAMETER_LIMITS,
+    RFC3339_RE,
 )
 from batch_gateway.models.webhooks import EVENT_TYPES as WEBHOOK_EVENT_TYPES
-from batch_gateway.provider_specs import BY_NAME, CHAT, SPECS
+from batch_gateway.provider_specs import BEDROCK, BY_NAME, CHAT, SPECS
 
 # The model names each provider takes (models.requests.check_model_for_provider), as ECMA-262 patterns: its spec's.
 MODEL_PATTERNS = {spec.name: spec.models.schema for spec in SPECS}
@@ -106,6 +115,55 @@ def _hyperparameters(provider: str, endpoint: str | None, *, stored: bool) -> di
     return properties
 
 
+def _ordered_lanes() -> list[list[str]]:
+    """Every ``lanes`` list the service takes (models.lanes.lanes_problem), few enough to name: the schema's enum."""
+    every = [list(p) for n in range(1, len(LANES) + 1) for p in permutations(LANES, n)]
+    return [lanes for lanes in every if lanes_problem(lanes) is None]
+
+
+def _lanes_schema() -> dict[str, Any]:
+    return {
+        "enum": _ordered_lanes(),
+        "description": "the ways the job may send its requests (decision 0142): batch (a provider batch), flex "
+        "(OpenAI's Flex tier; skipped where the provider has none), sync (one synchronous call each, at twice "
+        "the batch price), failover (another enabled provider serving an equivalent model, checked when it is "
+        "needed, not at create). Distinct; flex, sync and failover in that order, batch anywhere. Absent: "
+        f"{list(DEFAULT_LANES)} under a deadline, the batch lane only without one",
+    }
+
+
+def lane_options(provider: str | None = None) -> dict[str, Any]:
+    """The deadline and lane options (decision 0142), as every create path takes them. ``provider``: its bound on
+    ``deadline_seconds`` on a default deployment (None: the largest of any)."""
+    window = {BEDROCK.name: BEDROCK_TIMEOUT_HOURS * 3600}.get(provider or "", BATCH_WINDOW_HOURS * 3600)
+    most = window + DEADLINE_BEYOND_WINDOW_SECONDS
+    bound = (
+        "at most the provider's batch window plus a day away (24 hours for Anthropic, OpenAI and Gemini; Bedrock's "
+        "job timeout on the deployment, context bedrock_timeout_hours)"
+    )
+    return {
+        "deadline": {
+            "type": "string",
+            "pattern": RFC3339_RE.pattern.replace("\\A", "^").replace("\\Z", "$"),
+            "description": "when the job must be done (decision 0142): RFC 3339 with an offset, in the future, "
+            f"{bound}. Not with deadline_seconds. Stored and shown in UTC",
+        },
+        "deadline_seconds": {
+            "type": "integer",
+            "minimum": MIN_DEADLINE_SECONDS,
+            **({"maximum": most} if provider else {}),
+            "description": f"the deadline as seconds from the create (decision 0142), {bound}",
+        },
+        "lanes": _ref("Lanes"),
+        "max_cost_usd": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": "the most the job may cost (decision 0142): a move to a dearer lane that would cross it is "
+            "held back (the view's plan.held says so)",
+        },
+    }
+
+
 def _request(variant: str, provider: str, endpoint: str | None) -> dict[str, Any]:
     """One request of a body of this shape: a prompt, content parts, messages, or a request object."""
     embeddings = endpoint in ONE_TEXT_ENDPOINTS  # one text: embeddings, completions, moderations
@@ -144,6 +202,7 @@ def _body(variant: str, provider: str, endpoint: str | None) -> dict[str, Any]:
         "title": variant,
         "additionalProperties": False,
         "required": ["provider", "model", "requests", *(["endpoint"] if endpoint else [])],
+        "not": {"required": ["deadline", "deadline_seconds"]},  # one or the other (decision 0142)
         "properties": {
             "provider": {"const": provider},
             "model": model,
@@ -201,6 +260,7 @@ def _body(variant: str, provider: str, endpoint: str | None) -> dict[str, Any]:
                 "the deployment's maximum (30 days unless the operator set another); absent, the deployment's "
                 "default. Absent reuse: the deployment's default (off unless the operator set one)",
             },
+            **lane_options(provider),
             "dry_run": _ref("DryRun"),
         },
     }
@@ -229,6 +289,7 @@ def schemas() -> dict[str, Any]:
         for n in range(MAX_LEADING_SYSTEM_MESSAGES + 1)
     ]
     found: dict[str, Any] = {
+        "Lanes": _lanes_schema(),
         "RequestId": {
             "type": "string",
             "minLength": 1,

@@ -131,7 +131,7 @@ JobStatusName = Literal["queued", "in_progress", "canceling", "finished", "cance
 
 
 class JobEventView(BaseModel):
-    type: Literal["status", "progress"]
+    type: Literal["status", "progress", "replanned"]
     status: JobStatusName = Field(
         description="the status the event announced; a progress event: the job's status when it passed the mark"
     )
@@ -143,6 +143,50 @@ class JobEventView(BaseModel):
     event_id: str = Field(
         description="the id the same event has on the EventBridge bus and in webhook deliveries (docs/events.md)"
     )
+
+
+LaneName = Literal["batch", "flex", "sync", "failover"]
+
+
+class LaneMoveView(BaseModel):
+    """One move the deadline planner made (decision 0140)."""
+
+    at: str = Field(description="when (RFC 3339)")
+    chunk: int = Field(description="the chunk whose unanswered items moved")
+    from_lane: LaneName
+    to_lane: LaneName
+    provider: str = Field(description="where the items went (the job's provider, or another's for a failover)")
+    model: str
+    items: int = Field(description="how many items moved")
+    reason: Literal["deadline", "outage", "auth", "not_started"] = Field(
+        description="deadline: its batch would end too late; outage, auth, not_started: its provider failed outright"
+    )
+
+
+class BilledTwiceView(BaseModel):
+    """Items a canceled batch answered after the lane they moved to had answered them too (decision 0140)."""
+
+    count: int
+    cost_usd: float = Field(description="what the second answers cost (in the job's cost)")
+    ids: list[str] = Field(description="the first of their ids; all of them: the job's billed_twice.jsonl")
+
+
+class PlanView(BaseModel):
+    """The deadline plan (decision 0142): predicted end, items and cost per lane and per provider, moves."""
+
+    deadline: str | None = Field(description="the job's deadline (RFC 3339, UTC); null: none")
+    predicted_end: str | None = Field(
+        description="the latest predicted end of its batches; null: nothing predicts one yet (or a stall)"
+    )
+    items_per_lane: dict[str, int] = Field(
+        description="lane -> items it holds or answered (a chunk whose items moved on counts those it answered); "
+        "{} in a list of batches, which reads no chunks"
+    )
+    cost_per_lane: dict[str, float] = Field(description="lane -> USD so far; {} in a list of batches")
+    cost_per_provider: dict[str, float] = Field(description="provider -> USD so far; {} in a list of batches")
+    billed_twice: BilledTwiceView
+    moves: list[LaneMoveView]
+    held: str | None = Field(description="why a move was held back (its cost would cross max_cost_usd); null: none")
 
 
 class JobView(BaseModel):
@@ -193,6 +237,17 @@ class JobView(BaseModel):
     events: list[JobEventView] = Field(
         description="the status changes and progress marks announced for the job, oldest first, each with its "
         "event_id (decision 0139): at most 7; [] for a job created before the release that keeps them"
+    )
+    # decision 0142: present only for a job with a deadline, lanes or max_cost_usd
+    deadline: str | None = Field(
+        None, description="when the job must be done (RFC 3339, UTC); only on a job with a deadline, lanes or a ceiling"
+    )
+    lanes: list[LaneName] | None = Field(
+        None, description="the lanes it may use, in order of cost; only on a job with a deadline, lanes or a ceiling"
+    )
+    max_cost_usd: float | None = Field(None, description="the most it may cost; null: no ceiling")
+    plan: PlanView | None = Field(
+        None, description="the deadline plan (decision 0142); only on a job with a deadline, lanes or a ceiling"
     )
 
 

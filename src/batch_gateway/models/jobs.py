@@ -18,7 +18,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 # The statuses are part of the API contract, shared with the SDK; the server imports them from here too.
-from batch_gateway.constants import PROMPT_CACHE_OFF
+from batch_gateway.constants import LANE_BATCH, PROMPT_CACHE_OFF
 from batch_gateway.contract.statuses import TERMINAL_JOB_STATUSES as TERMINAL_JOB_STATUSES
 from batch_gateway.contract.statuses import ItemStatus as ItemStatus
 from batch_gateway.contract.statuses import JobStatus as JobStatus
@@ -32,6 +32,9 @@ if TYPE_CHECKING:
         JobEventView,
         JobView,
         JobWebhookView,
+        LaneMoveView,
+        LaneTotals,
+        PlanView,
         RequestCountsView,
         RetryView,
         UsageView,
@@ -648,6 +651,9 @@ _UNSCREENED = Guardrails()
 # (JOB_TRANSITIONS has no cycle), so at most 4 (queued, in_progress, canceling, its end) - and one per progress mark
 # (25, 50, 75): at most MAX_JOB_EVENTS entries on the job's item, a few hundred bytes.
 MAX_JOB_EVENTS = 7
+# A job with lanes (decision 0142) keeps its first MAX_REPLANNED_EVENTS moves' ``replanned`` entries too (every move is
+# announced on the bus and listed in the view's plan.moves): at most MAX_JOB_EVENTS + MAX_REPLANNED_EVENTS entries.
+MAX_REPLANNED_EVENTS = 3
 
 
 def event_id(job_id: str, kind: str, value: str) -> str:
@@ -660,8 +666,8 @@ class JobEvent(SubRecord):
     """One event announced for a job, as the job keeps it: ids, a status or a mark and a time, never prompt text.
     The status it replaced is not stored: the list is in order, so the view reads it from the entry before."""
 
-    type: str  # "status" | "progress"
-    status: JobStatus  # the new status; a progress entry: the job's status when it passed the mark
+    type: str  # "status" | "progress" | "replanned" (decision 0142)
+    status: JobStatus  # the new status; a progress or replanned entry: the job's status then
     progress: int | None = None  # 25 | 50 | 75 for a progress entry
     at: datetime
     event_id: str
@@ -675,6 +681,11 @@ def status_event(job_id: str, status: JobStatus | str, at: datetime) -> JobEvent
 def progress_event(job_id: str, mark: int, status: JobStatus, at: datetime) -> JobEvent:
     mark_id = event_id(job_id, "progress", str(mark))
     return JobEvent(type="progress", status=status, progress=mark, at=at, event_id=mark_id)
+
+
+def replanned_event(job_id: str, move: int, status: JobStatus, at: datetime) -> JobEvent:
+    """The entry of the job's ``move``-th move (0-based, its index in ``plan.moves``; decision 0142)."""
+    return JobEvent(type="replanned", status=status, at=at, event_id=event_id(job_id, "replanned", str(move)))
 
 
 def events_view(events: list[JobEvent]) -> list[JobEventView]:
@@ -787,6 +798,9 @@ class Job(Record):
     limit_slot: bool = False
     # The highest progress mark (25, 50, 75 % of items done) announced on the bus (service.signals, decision 0068).
     progress_signalled: int = 0
+    # The moves of ``plan.moves`` whose ``Batch Job Replanned`` event went out (decision 0142), recorded after the emit
+    # as the progress marks are: a move not announced yet is sent again by the job's next signalled write.
+    replanned_signalled: int = 0
     # At-least-once status events (decision 0068): the last status whose event went out (recorded after it did,
     # only while it is the job's status, so it never moves backwards) and the status the last status write replaced
     # (recorded by that write itself). A job whose status is not its signalled_status announces it at its next write,
@@ -810,16 +824,28 @@ class Job(Record):
     # before them (its events from that release on are kept).
     events: list[JobEvent] = dataclasses.field(default_factory=list)
 
-    def public(self, chunks: list[Chunk] | None = None, *, zero_cost: CostView | None = None) -> JobView:
+    @property
+    def has_lanes(self) -> bool:
+        """It gave a deadline, lanes or a cost ceiling (decision 0142): its view shows them and the plan."""
+        return self.deadline is not None or bool(self.lanes) or self.max_cost_usd is not None
+
+    def public(
+        self,
+        chunks: list[Chunk] | None = None,
+        *,
+        zero_cost: CostView | None = None,
+        lane_totals: LaneTotals | None = None,
+    ) -> JobView:
         """The job view. ``zero_cost``: what nothing costs at the job's model's price, shown until a chunk is
-        collected (``service.query.job_view``; decision 0060); needed only then."""
+        collected (``service.query.job_view``; decision 0060); needed only then. ``lane_totals``: its chunks' items
+        and cost by lane and provider (``models.lane_plan``), shown in the plan of a job that ``has_lanes``."""
         if self.cost is not None:
             cost, cost_usd = self.cost, self.cost_usd
         elif zero_cost is not None:
             cost, cost_usd = zero_cost, zero_cost["total"]
         else:
             raise ValueError(f"job {self.id} has no cost yet: its view needs its model's zero cost")
-        return {
+        view: JobView = {
             "id": self.id,
             "status": self.status.value,
             "provider": self.provider,
@@ -848,4 +874,41 @@ class Job(Record):
             "ended_at": iso(self.ended_at),
             "error": self.error,
             "events": events_view(self.events),
+        }
+        if self.has_lanes:  # a job without them shows exactly what it showed before them (decision 0142)
+            view["deadline"] = iso(self.deadline)
+            view["lanes"] = list(self.lanes) or [LANE_BATCH]
+            view["max_cost_usd"] = self.max_cost_usd
+            view["plan"] = self.plan_view(lane_totals)
+        return view
+
+    def plan_view(self, totals: LaneTotals | None = None) -> PlanView:
+        """The view's ``plan`` (decision 0142): the planner's record (``LanePlan``) and ``totals`` (none: empty)."""
+        plan = self.plan or LanePlan()
+        moves: list[LaneMoveView] = [
+            {
+                "at": iso(move.at),
+                "chunk": move.chunk,
+                "from_lane": move.from_lane,
+                "to_lane": move.to_lane,
+                "provider": move.provider,
+                "model": move.model,
+                "items": move.items,
+                "reason": move.reason,
+            }
+            for move in plan.moves
+        ]
+        return {
+            "deadline": iso(self.deadline),
+            "predicted_end": iso(plan.predicted_end),
+            "items_per_lane": dict(totals["items_per_lane"]) if totals else {},
+            "cost_per_lane": dict(totals["cost_per_lane"]) if totals else {},
+            "cost_per_provider": dict(totals["cost_per_provider"]) if totals else {},
+            "billed_twice": {
+                "count": plan.billed_twice,
+                "cost_usd": plan.billed_twice_usd,
+                "ids": list(plan.billed_twice_ids),
+            },
+            "moves": moves,
+            "held": plan.held,
         }

@@ -11,11 +11,13 @@ import math
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from batch_gateway import provider_specs
-from batch_gateway.constants import PII_MODES, PROMPT_CACHE_MODES, REUSE_SCOPES
+from batch_gateway.constants import MIN_DEADLINE_SECONDS, PII_MODES, PROMPT_CACHE_MODES, REUSE_SCOPES
 from batch_gateway.contract.errors import InvalidRequestError
+from batch_gateway.models.lanes import lanes_problem
 from batch_gateway.models.provider_headers import header_values
 from batch_gateway.models.provider_options import ALLOWED as ALLOWED_OPTIONS
 from batch_gateway.models.request_extras import EXTRA_KEYS, extras_the_model_drops
@@ -69,6 +71,10 @@ FIELDS = (
     "guardrails",
     "provider_headers",
     "reuse",
+    "deadline",
+    "deadline_seconds",
+    "lanes",
+    "max_cost_usd",
 )
 REQUIRED = ("provider", "model", "requests")
 
@@ -95,6 +101,12 @@ class CreateJobInput:
     # by ``models.provider_headers`` when the job is drafted.
     provider_headers: dict[str, str] = field(default_factory=dict)
     reuse: dict[str, Any] | None = None  # {"scope": "owner", "max_age_seconds": n} (0127); None: the deployment's
+    # Deadlines and lanes (decision 0142): as given (their bounds against now and the provider's batch window are
+    # checked by the create, ``service.api.create.job_deadline``); None: not given.
+    deadline: str | None = None  # RFC 3339 with an offset
+    deadline_seconds: int | None = None
+    lanes: list[str] | None = None
+    max_cost_usd: float | None = None
 
     @classmethod
     def parse(cls, body: Any) -> CreateJobInput:
@@ -109,6 +121,8 @@ class CreateJobInput:
         for name, check in _FIELD_CHECKS.items():
             if name in body and (why := check(body[name])):
                 problems.append(_detail(name, why))
+        if body.get("deadline") is not None and body.get("deadline_seconds") is not None:
+            problems.append(_detail("deadline_seconds", "give deadline or deadline_seconds, not both"))
         retry = None
         if body.get("retry") is not None:  # decision 0066
             try:
@@ -121,6 +135,10 @@ class CreateJobInput:
                 details=problems[:MAX_ERROR_DETAILS],
             )
         given = {name: body[name] for name in FIELDS if name in body and body[name] is not None}
+        if "deadline_seconds" in given:
+            given["deadline_seconds"] = int(given["deadline_seconds"])
+        if "max_cost_usd" in given:
+            given["max_cost_usd"] = float(given["max_cost_usd"])
         return cls(**{**given, "retry": retry})
 
 
@@ -178,6 +196,51 @@ def _check_reuse(value: Any) -> str | None:
     return None
 
 
+# RFC 3339's date-time (section 5.6): a full date, a time with seconds, and an offset ("Z" or +hh:mm)
+RFC3339_RE = re.compile(r"\A\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})\Z")
+
+
+def parse_rfc3339(value: str) -> datetime | None:
+    """``value`` as an aware datetime, or None when it is not an RFC 3339 date-time with an offset."""
+    if not RFC3339_RE.fullmatch(value):
+        return None
+    try:
+        return datetime.fromisoformat(value.upper().replace(" ", "T"))
+    except ValueError:  # a shape that matches but no such date or time (2026-02-30, 25:00)
+        return None
+
+
+def _check_deadline(value: Any) -> str | None:
+    """``deadline`` (decision 0142): an RFC 3339 date-time with an offset; how far away is the create's check."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or parse_rfc3339(value[:64]) is None:
+        return "must be an RFC 3339 date-time with an offset, such as '2026-12-06T09:00:00Z'"
+    return None
+
+
+def _check_deadline_seconds(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():  # 3600.0 is the integer 3600 (JSON Schema's integer)
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_DEADLINE_SECONDS:
+        return f"must be a whole number of seconds, at least {MIN_DEADLINE_SECONDS}"
+    return None
+
+
+def _check_lanes(value: Any) -> str | None:
+    return None if value is None else lanes_problem(value)
+
+
+def _check_max_cost(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, _NUMBER) or not math.isfinite(value) or value <= 0:
+        return "must be a number of USD above 0"
+    return None
+
+
 def _check_object(value: Any) -> str | None:
     return None if isinstance(value, dict) else "must be an object"
 
@@ -230,6 +293,10 @@ _FIELD_CHECKS = {
     "guardrails": _check_guardrails,
     "provider_headers": _check_headers,
     "reuse": _check_reuse,
+    "deadline": _check_deadline,
+    "deadline_seconds": _check_deadline_seconds,
+    "lanes": _check_lanes,
+    "max_cost_usd": _check_max_cost,
 }
 
 

@@ -3,6 +3,8 @@
 - ``Batch Job Status Changed``: every change of a job's status, from its creation (``queued``, no previous status)
   to its end (``finished``, ``canceled``, ``expired`` or ``failed``).
 - ``Batch Job Progress``: a job passed 25, 50 or 75 % of its items done (``progress``), once per mark.
+- ``Batch Job Replanned``: the deadline planner moved a chunk's unanswered items to another lane (decision 0142),
+  once per move (``JobReplannedSignal``: the same fields, the deadline and the ``move``).
 
 ``events.signals`` builds these details as plain dicts (the API functions import no pydantic, decision 0007); this
 model is their documented schema, for consumers (the webhook deliveries, tests) and ``docs``. Never any prompt or
@@ -50,3 +52,24 @@ class JobSignal(BaseModel):
     ended_at: str | None
     provider: str
     model: str
+
+
+class SignalMove(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    at: str
+    chunk: int
+    from_lane: Literal["batch", "flex", "sync", "failover"]
+    to_lane: Literal["batch", "flex", "sync", "failover"]
+    provider: str = Field(description="Where the items went: the job's provider, or another's for a failover.")
+    model: str
+    items: int
+    reason: Literal["deadline", "outage", "auth", "not_started"]
+
+
+class JobReplannedSignal(JobSignal):
+    """A ``Batch Job Replanned`` event's ``detail`` (decision 0142): ``previous_status`` and ``progress`` are None,
+    ``event_id`` is stable per (job, move)."""
+
+    deadline: str | None = Field(description="The job's deadline (RFC 3339, UTC); None: none (a failover only).")
+    move: SignalMove

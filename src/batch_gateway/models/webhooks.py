@@ -6,7 +6,9 @@ Event names a subscription (or a job's ``webhook``) may ask for, and the bus eve
 - ``batch.<status>`` (``batch.queued``, ``batch.in_progress``, ``batch.canceling``, ``batch.finished``,
   ``batch.canceled``, ``batch.expired``, ``batch.failed``): a status change to that status;
 - ``batch.ended``: a status change to any terminal status (finished, canceled, expired, failed);
-- ``batch.progress``: every ``Batch Job Progress`` event (25, 50 and 75 % of the items done).
+- ``batch.progress``: every ``Batch Job Progress`` event (25, 50 and 75 % of the items done);
+- ``batch.replanned``: every ``Batch Job Replanned`` event (the deadline planner moved items to another lane,
+  decision 0142); like ``batch.progress``, only a subscription that names it gets it.
 
 A delivery's ``type`` is the specific name (``batch.finished``, ``batch.progress``), whichever name matched.
 
@@ -30,13 +32,16 @@ from batch_gateway.models.jobs import Record, iso, utcnow
 
 DETAIL_STATUS_CHANGED = "Batch Job Status Changed"
 DETAIL_PROGRESS = "Batch Job Progress"
+DETAIL_REPLANNED = "Batch Job Replanned"
 EVENT_SOURCE = "batch-gateway"
 
 STATUS_CHANGED = "batch.status_changed"
 PROGRESS = "batch.progress"
 ENDED = "batch.ended"
+REPLANNED = "batch.replanned"
 STATUS_EVENTS = tuple(f"batch.{status.value}" for status in JobStatus)
-EVENT_TYPES = (STATUS_CHANGED, ENDED, PROGRESS, *STATUS_EVENTS)
+EVENT_TYPES = (STATUS_CHANGED, ENDED, PROGRESS, REPLANNED, *STATUS_EVENTS)
+NAMED_ONLY = (PROGRESS, REPLANNED)  # delivered only to a subscription that names them
 DEFAULT_JOB_EVENTS = (STATUS_CHANGED,)
 
 SECRET_PREFIX = "whsec_"
@@ -102,6 +107,8 @@ def event_type(detail_type: str, detail: dict[str, Any]) -> str | None:
     """The delivery ``type`` of a bus event, or None for one webhooks do not carry."""
     if detail_type == DETAIL_PROGRESS:
         return PROGRESS
+    if detail_type == DETAIL_REPLANNED:
+        return REPLANNED
     if detail_type == DETAIL_STATUS_CHANGED and detail.get("status") in {s.value for s in JobStatus}:
         return f"batch.{detail['status']}"
     return None
@@ -111,7 +118,7 @@ def wants(events: list[str], kind: str) -> bool:
     """Whether a subscription to ``events`` gets a delivery of type ``kind``."""
     if kind in events:
         return True
-    if kind == PROGRESS:
+    if kind in NAMED_ONLY:
         return False
     if STATUS_CHANGED in events:
         return True

@@ -13,11 +13,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from batch_gateway.constants import PROMPT_CACHE_OFF
+from batch_gateway.constants import DEADLINE_BEYOND_WINDOW_SECONDS, DEFAULT_LANES, PROMPT_CACHE_OFF
 from batch_gateway.contract.errors import BatchGatewayError, InvalidRequestError, TransientError
 from batch_gateway.models.ids import new_job_id
 from batch_gateway.models.jobs import (
@@ -42,6 +43,7 @@ from batch_gateway.models.requests import (
     check_storable,
     hyperparameter_limits,
     job_hyperparameters,
+    parse_rfc3339,
 )
 from batch_gateway.models.retry import job_retry
 from batch_gateway.provider_specs import BY_NAME
@@ -81,6 +83,9 @@ class JobDraft:
     provider_headers: dict[str, str] = field(default_factory=dict)  # checked (decision 0129)
     reuse_max_age: int | None = None  # result reuse (decision 0127): None, off
     dataset: Dataset | None = None  # a dataset job (decision 0136): the requests are its rows, filled in
+    deadline: datetime | None = None  # decision 0142: UTC; None, no deadline
+    lanes: tuple[str, ...] = ()  # () : the batch lane only, as every job before lanes
+    max_cost_usd: float | None = None
 
     def job(self, **recorded: Any) -> Job:
         """The one place a job is built: the draft's settings, plus what the requests (or the input file) tell."""
@@ -103,6 +108,9 @@ class JobDraft:
             prompt_cache=self.prompt_cache,
             reuse_max_age=self.reuse_max_age,
             webhook=self.webhook,
+            deadline=self.deadline,
+            lanes=list(self.lanes),
+            max_cost_usd=self.max_cost_usd,
             **{"guardrails": Guardrails(pii=self.pii), "dataset": self.dataset, **recorded},
         )
 
@@ -127,6 +135,7 @@ def draft(
     check_provider_options(spec.provider, spec.endpoint, spec.provider_options)
     headers = check_provider_headers(spec.provider, spec.provider_headers, services.settings.provider_headers)
     params = job_hyperparameters(spec.hyperparameters, spec.provider, hyperparameter_limits(spec.provider, headers))
+    deadline, lanes = job_deadline(spec, services.settings, services.clock(), door=door is not None)
     check_storable({"hyperparameters": params, "metadata": spec.metadata, "provider_options": spec.provider_options})
     return JobDraft(
         owner=owner,
@@ -144,7 +153,45 @@ def draft(
         pii=(spec.guardrails or {}).get("pii") or services.settings.guardrails_pii,
         provider_headers=headers,
         reuse_max_age=job_reuse(spec.reuse, services.settings),
+        deadline=deadline,
+        lanes=lanes,
+        max_cost_usd=spec.max_cost_usd,
     )
+
+
+def job_deadline(
+    spec: CreateJobInput, settings: Settings, now: datetime, *, door: bool = False
+) -> tuple[datetime | None, tuple[str, ...]]:
+    """The job's deadline (UTC; None: none) and lanes (decision 0142). ``deadline`` or ``deadline_seconds`` must be
+    in the future and at most the provider's batch window plus a day away (``InvalidRequestError`` naming the field
+    given). Lanes: those given; else ``DEFAULT_LANES`` under a deadline, and none (the batch lane only, as before
+    lanes) without. A compatible door's job that gives neither takes the deployment's door defaults."""
+    deadline_seconds, lanes = spec.deadline_seconds, spec.lanes
+    if door and spec.deadline is None and deadline_seconds is None:
+        deadline_seconds = settings.door_deadline_seconds
+    if door and lanes is None and settings.door_lanes is not None:
+        lanes = list(settings.door_lanes)
+    most = settings.batch_window_seconds(spec.provider) + DEADLINE_BEYOND_WINDOW_SECONDS
+    deadline: datetime | None = None
+    if spec.deadline is not None:
+        field_name, deadline = "deadline", parse_rfc3339(spec.deadline)
+    elif deadline_seconds is not None:
+        field_name, deadline = "deadline_seconds", now + timedelta(seconds=deadline_seconds)
+    if deadline is not None:
+        deadline = deadline.astimezone(UTC)
+        why = None
+        if deadline <= now:
+            why = "must be in the future"
+        elif deadline - now > timedelta(seconds=most):
+            why = (
+                f"must be at most {most // 3600} hours away ({spec.provider}'s batch window of "
+                f"{settings.batch_window_seconds(spec.provider) // 3600} hours, plus a day)"
+            )
+        if why:
+            raise InvalidRequestError(f"{field_name} {why}", details=[{"field": field_name, "message": why}])
+    if lanes is None:
+        return deadline, DEFAULT_LANES if deadline is not None else ()
+    return deadline, tuple(lanes)
 
 
 def job_reuse(reuse: dict[str, Any] | None, settings: Settings) -> int | None:
@@ -192,7 +239,7 @@ def create(
         job = job_draft.job(
             request_counts=RequestCounts(total=stats.requests, processing=stats.requests),
             estimate_usd=job_high_estimate(
-                services, template.provider, template.model, stats, template.provider_headers
+                services, template.provider, template.model, stats, template.provider_headers, lanes=template.lanes
             ),
             guardrails=screen.result(),
         )

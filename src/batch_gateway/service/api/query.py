@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from batch_gateway.contract.errors import ConflictError, InvalidRequestError
 from batch_gateway.models.jobs import Chunk, Job, JobStatus
+from batch_gateway.models.lane_plan import lane_totals
 from batch_gateway.models.pricing import zero_cost
 from batch_gateway.ports import OffsetOutOfRangeError
 from batch_gateway.service.context import Services
@@ -30,7 +31,8 @@ def job_view(services: Services, job: Job, chunks: list[Chunk] | None = None) ->
     (every part 0), or ``total`` None with the reason for a model without a price: ``null`` never reads "not yet"
     (decision 0060). The stored ``Job.cost`` stays None until then (budgets tell "never collected" by it)."""
     zero = zero_cost(job.provider, job.model, table=services.prices()) if job.cost is None else None
-    return job.public(chunks, zero_cost=zero)
+    totals = lane_totals(job, chunks, table=services.prices()) if job.has_lanes and chunks else None
+    return job.public(chunks, zero_cost=zero, lane_totals=totals)
 
 
 def get_job(services: Services, job_id: str, owner: str) -> JobView:

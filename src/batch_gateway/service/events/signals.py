@@ -13,6 +13,11 @@ the status unannounced: the job's next write by any step with the bus sends its 
 ``event_id``), and an ended job - which no step with the bus writes again - is listed in the open-jobs index's
 ``unannounced`` partition until then, where the sweeper finds it (``announce_status``). A progress mark is recorded
 (``progress_signalled``) only after its event went out, so a failed one is sent again at the next poll.
+
+``Batch Job Replanned`` (decision 0142): Poll records a move of the deadline planner in ``plan.moves`` and calls
+``announce_replanned``, which sends the event of every move not yet announced (``replanned_signalled``, recorded
+after the emit, as the progress marks are), so a failed emit is sent again by that call for a later move or by the
+job's next signalled write (Poll's counts, its status), with the same ``event_id`` (job, the move's index).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from aws_lambda_powertools import Logger
 from batch_gateway import metrics
 from batch_gateway.constants import (
     EVENT_PROGRESS,
+    EVENT_REPLANNED,
     EVENT_STATUS_CHANGED,
     METRIC_JOB_COST,
     METRIC_JOBS_CREATED,
@@ -37,15 +43,18 @@ from batch_gateway.constants import (
 )
 from batch_gateway.contract.errors import ConflictError
 from batch_gateway.models.jobs import (
+    MAX_REPLANNED_EVENTS,
     Chunk,
     ChunkState,
     Job,
     JobEvent,
     JobStatus,
+    LaneMoveEntry,
     PlanProgress,
     event_id,
     iso,
     progress_event,
+    replanned_event,
     utcnow,
 )
 from batch_gateway.models.pricing import zero_cost
@@ -113,6 +122,7 @@ def job_changed(
     if created or status_written:
         _status_metrics(created, after)
     announce_status(services, after, store=store)
+    announce_moves(services, after, store=store)
     if after.status.terminal:
         return
     percent = done_percent(after)
@@ -148,6 +158,65 @@ def announce_status(services: Services, job: Job, *, store: JobStore | None = No
     except ConflictError:
         pass  # the job moved on meanwhile: the write that moved it announces its newer status
     return True
+
+
+def move_detail(services: Services, job: Job, index: int, move: LaneMoveEntry) -> dict[str, Any]:
+    """The ``Batch Job Replanned`` detail of the job's ``index``-th move (``models.signals.JobReplannedSignal``): the
+    status detail's ids, counts and cost, the deadline and the move; never prompt text."""
+    body = detail(services, job, previous=None, progress=None)
+    body["event_id"] = event_id(job.id, "replanned", str(index))
+    body["deadline"] = iso(job.deadline)
+    body["move"] = {
+        "at": iso(move.at),
+        "chunk": move.chunk,
+        "from_lane": move.from_lane,
+        "to_lane": move.to_lane,
+        "provider": move.provider,
+        "model": move.model,
+        "items": move.items,
+        "reason": move.reason,
+    }
+    return body
+
+
+def announce_replanned(services: Services, job: Job, move: LaneMoveEntry) -> None:
+    """Announce a move of the deadline planner (decision 0142): ``job`` as the write that appended ``move`` to its
+    ``plan.moves`` returned it. Puts ``Batch Job Replanned`` on the bus (its webhooks, ``batch.replanned``, follow
+    from the bus, as the status events') for every move not yet announced, this one included, then records them
+    (``replanned_signalled``) with their entries in the job's events. Never raises: a failed emit is counted
+    (``SignalsFailed``) and sent again by the job's next signalled write."""
+    moves = job.plan.moves if job.plan is not None else []
+    if move not in moves:  # not recorded on this job: announced once, nothing to resume it from
+        logger.warning("a move not in the job's plan: announced without a record", extra={"job_id": job.id})
+        _emit(services, EVENT_REPLANNED, move_detail(services, job, len(moves), move))
+        return
+    try:
+        announce_moves(services, job)
+    except Exception as error:  # the move stands: a signal never fails the step that made it
+        logger.error("replanned signal failed", extra={"job_id": job.id, "error_type": type(error).__name__})
+        metrics.record(METRIC_SIGNALS_FAILED)
+
+
+def announce_moves(services: Services, job: Job, *, store: JobStore | None = None) -> None:
+    """Send the events of the job's moves from ``replanned_signalled`` on, in order, stopping at the first that fails,
+    and record those that went out (only while no other writer recorded them: its ``ConflictError`` is ignored)."""
+    moves = job.plan.moves if job.plan is not None else []
+    first = job.replanned_signalled
+    sent = first
+    for index in range(first, len(moves)):
+        if not _emit(services, EVENT_REPLANNED, move_detail(services, job, index, moves[index])):
+            break
+        sent = index + 1
+    if sent == first:
+        return
+    now = utcnow()
+    kept = [replanned_event(job.id, i, job.status, now) for i in range(first, sent) if i < MAX_REPLANNED_EVENTS]
+    try:
+        (store or services.jobs).update_job(
+            job.id, unchanged={"replanned_signalled": first}, replanned_signalled=sent, add_events=kept
+        )
+    except ConflictError:
+        pass  # another writer recorded these moves (and their entries) first
 
 
 def _status_metrics(created: bool, after: Job) -> None:

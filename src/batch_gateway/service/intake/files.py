@@ -67,7 +67,7 @@ def read_input_file(services: Services, job: Job) -> Job:
         request_counts=RequestCounts(total=total, processing=total),
         input_file=dataclasses.replace(ref, read=True),
         guardrails=screen.result(),
-        estimate_usd=job_high_estimate(services, job.provider, job.model, stats, job.provider_headers),
+        estimate_usd=job_high_estimate(services, job.provider, job.model, stats, job.provider_headers, lanes=job.lanes),
     )
 
 

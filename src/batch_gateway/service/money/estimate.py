@@ -18,10 +18,10 @@ from __future__ import annotations
 import dataclasses
 import json
 from array import array
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from batch_gateway.constants import PROMPT_CACHE_AUTO
+from batch_gateway.constants import LANE_FAILOVER, LANE_SYNC, PROMPT_CACHE_AUTO
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.jsonlines import loads
 from batch_gateway.models.jobs import Usage
@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from batch_gateway.service.planning.cache_groups import Scan
     from batch_gateway.service.planning.canonical import RequestHasher
 
+# Lanes whose requests may be sent one by one at the synchronous price (decision 0142; a failover's provider is
+# reserved at the job's own model's synchronous price, the equivalents being priced alike)
+SYNC_PRICED_LANES = frozenset({LANE_SYNC, LANE_FAILOVER})
 BYTES_PER_TOKEN = 4  # the estimate: English prose and JSON run 3.5-4.5 bytes a token
 # The system prompt Anthropic adds to a request with tools (264-530 tokens by model, its tool-use docs); OpenAI's is
 # smaller. The estimate adds the typical figure, the ceiling a figure above the largest.
@@ -233,10 +236,18 @@ def high_estimate_usd(
 
 
 def job_high_estimate(
-    services: Services, provider: str, model: str, stats: RequestStats, headers: Mapping[str, str] | None = None
+    services: Services,
+    provider: str,
+    model: str,
+    stats: RequestStats,
+    headers: Mapping[str, str] | None = None,
+    *,
+    lanes: Collection[str] = (),
 ) -> float | None:
-    """``high_estimate_usd`` with this deployment's prices, and on-demand prices for a job run request by request."""
-    on_demand = runs_on_demand(services, provider, model, stats.requests)
+    """``high_estimate_usd`` with this deployment's prices: on-demand prices for a job run request by request, and
+    for one whose lanes let it send requests one by one (``sync`` or ``failover``, decision 0142: a budget reserves
+    the highest lane's price the job may use; the end settles what it paid)."""
+    on_demand = runs_on_demand(services, provider, model, stats.requests) or bool(set(lanes) & SYNC_PRICED_LANES)
     return high_estimate_usd(provider, model, stats, on_demand=on_demand, table=services.prices(), headers=headers)
 
 

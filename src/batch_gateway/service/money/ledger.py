@@ -91,7 +91,7 @@ def reserve_retry_round(services: Services, job: Job, items: list[str]) -> bool:
     if budget is None:
         return True
     estimate = job_high_estimate(
-        services, job.provider, job.model, _stats_of(services, job, set(items)), job.provider_headers
+        services, job.provider, job.model, _stats_of(services, job, set(items)), job.provider_headers, lanes=job.lanes
     )
     if estimate is None:
         logger.info("retry round not run: the model has no price to reserve", extra={"job_id": job.id})
