@@ -12,6 +12,7 @@ import pytest
 
 from batch_gateway import wiring
 from batch_gateway.models.jobs import utcnow
+from batch_gateway.service.api.query import job_view
 from batch_gateway.service.layout import results_key
 from lambdas import create, finalize, plan, poll, retry, submit
 from tests.support.events import call, load_event
@@ -100,6 +101,10 @@ def test_a_stalled_batch_past_its_move_time_is_canceled_and_its_items_answered_b
     assert calls["count"] == 5  # each item asked once
     assert job.request_counts.succeeded == 5 and job.request_counts.total == 5
     assert job.cost["total"] == pytest.approx(sum(r["cost"] for r in results.values()))
+    plan = job_view(aws, job, chunks)["plan"]
+    assert (plan["items_per_lane"], plan["billed_twice"]["count"]) == ({"batch": 0, "sync": 5}, 0)
+    assert sum(plan["cost_per_provider"].values()) == pytest.approx(job.cost["total"], abs=1e-9)
+    assert [(m["to_lane"], m["reason"]) for m in plan["moves"]] == [("sync", "deadline")]
 
 
 def test_a_batch_on_track_is_never_moved_and_costs_what_a_plain_batch_does(aws, ctx, sim, lanes_env):

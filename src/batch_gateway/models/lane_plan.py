@@ -20,7 +20,9 @@ def chunk_items(chunk: Chunk) -> int:
     counts = chunk.request_counts
     if chunk.move is None:
         return counts.total
-    return counts.succeeded + counts.errored + counts.expired
+    if chunk.move.detached:  # every item went on to the lane; what it still answered was billed twice
+        return 0
+    return counts.succeeded + counts.errored
 
 
 def lane_totals(job: Job, chunks: Iterable[Chunk], *, table: PriceTable | None = None) -> LaneTotals:

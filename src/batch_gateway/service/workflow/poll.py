@@ -13,6 +13,7 @@ from batch_gateway.models.jobs import Chunk, ChunkState, ItemStatus, Job, JobSta
 from batch_gateway.models.pricing import chunks_cost_detail
 from batch_gateway.providers.base import BatchProvider
 from batch_gateway.service.context import Services
+from batch_gateway.service.events.signals import announce_replanned
 from batch_gateway.service.planning.cache_groups import with_primers
 from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.collect import collect_chunk, log_failed_batch, summarize
@@ -26,7 +27,7 @@ from batch_gateway.service.workflow.quota_gate import (
     release_chunk,
     requeue_refused,
 )
-from batch_gateway.service.workflow.replan import announce_replanned, chunk_provider, planned, poll_floor, replan
+from batch_gateway.service.workflow.replan import chunk_provider, planned, poll_floor, replan
 from batch_gateway.service.workflow.state import WorkflowState
 from batch_gateway.service.workflow.submit import claim_lease, submit_chunk, unlisted_long_enough, waiting
 
@@ -214,14 +215,14 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
     if replanned.plan is not None and replanned.plan != job.plan:
         fields["plan"] = replanned.plan
     try:
-        services.jobs.update_job(
+        written = services.jobs.update_job(
             job.id, expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING], **fields
         )
     except errors.ConflictError:
         fields.pop("status", None)  # canceled between our read and write: keep its status
-        services.jobs.update_job(job.id, **fields)
-    for entry in replanned.moves:
-        announce_replanned(services, job, entry)
+        written = services.jobs.update_job(job.id, **fields)
+    for entry in replanned.moves:  # after the write that recorded them (at least once: decision 0142)
+        announce_replanned(services, written, entry)
     done = not any(c.holds_job for c in chunks)
     if budget.stopped and not done:
         return WorkflowState(job_id=job.id, polls=state.polls, wait_seconds=0, done=False)

@@ -133,14 +133,6 @@ def replan(services: Services, job: Job, chunks: list[Chunk], budget: StepBudget
     return Replanned(out, plan, wake_in, moves)
 
 
-def announce_replanned(services: Services, job: Job, entry: LaneMoveEntry) -> None:
-    """A move is news: the ``batch.replanned`` event and webhook (decision 0140)."""
-    logger.info(
-        "batch.replanned",
-        extra={"job_id": job.id, "chunk": entry.chunk, "to_lane": entry.to_lane, "reason": entry.reason},
-    )
-
-
 # --- 1. decide ------------------------------------------------------------------------------------------------------
 
 
