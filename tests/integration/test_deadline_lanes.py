@@ -13,8 +13,9 @@ import pytest
 from batch_gateway import wiring
 from batch_gateway.models.jobs import utcnow
 from batch_gateway.service.api.query import job_view
-from batch_gateway.service.layout import results_key
-from lambdas import create, finalize, plan, poll, retry, submit
+from batch_gateway.service.layout import chunk_ids_key, results_key
+from batch_gateway.service.workflow.lanes import answer_key
+from lambdas import cancel, create, finalize, plan, poll, retry, submit
 from tests.support.events import call, load_event
 from tests.support.workflow_driver import run_workflow
 
@@ -149,3 +150,43 @@ def test_a_batch_whose_cancel_was_lost_is_detached_and_what_it_still_answers_is_
     assert job.cost["total"] == pytest.approx(sum(r["cost"] for r in results.values()) + job.plan.billed_twice_usd)
     assert job.request_counts.total == 5 and job.request_counts.succeeded == 5  # each item counted once
     assert batch_cost.move.billed_counted
+
+
+def test_a_cancel_keeps_what_the_lane_answered_so_far_and_cancels_the_rest(aws, ctx, sim, lanes_env):
+    sim.configure(processing_seconds=3600)
+    job_id = _job(ctx)
+    _with(aws, job_id, deadline=utcnow() + timedelta(seconds=3), lanes=["batch", "sync"])
+    state = _until_sent(job_id, ctx, aws)
+    sim.add_lasting_fault("anthropic", "stall")
+    sim.add_fault("anthropic", "converse", "http_429", times=1000)  # the lane answers nothing by itself
+    state = _poll_until(state, ctx, lambda: len(aws.jobs.get_chunks(job_id)) == 2)
+    lane = aws.jobs.get_chunks(job_id)[1]
+    assert lane.lane == "sync" and not lane.collected
+    custom_ids = [x.decode() for x in aws.payloads.iter_lines(chunk_ids_key(job_id, 1)) if x]
+    for custom_id in custom_ids[:2]:  # what an earlier step of the lane had answered, stored before it counted
+        aws.payloads.put_bytes(answer_key(job_id, 1, custom_id), json.dumps(_answered(custom_id)).encode())
+    assert call(cancel.handler, load_event("api_cancel.json", job_id), ctx)[0] == 202
+    ended = run_workflow(job_id, ctx)  # the fresh execution after a cancel
+
+    assert ended["status"] == "canceled"
+    results = _results(aws, job_id)
+    kept = {i for i, r in results.items() if r["status"] == "succeeded"}
+    assert len(kept) == 2 and {results[i]["lane"] for i in kept} == {"sync"}
+    assert {r["status"] for i, r in results.items() if i not in kept} == {"canceled"}
+    job = aws.jobs.require_job(job_id)
+    assert (job.request_counts.succeeded, job.request_counts.canceled) == (2, 3)
+    assert job.cost["total"] == pytest.approx(sum(results[i]["cost"] for i in kept)) and job.cost["total"] > 0
+
+
+def _answered(custom_id: str) -> dict:
+    """An Anthropic Messages answer as the lane stores it (the provider's batch result line)."""
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-20250514",
+        "content": [{"type": "text", "text": "A lion."}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 12, "output_tokens": 3},
+    }
+    return {"custom_id": custom_id, "result": {"type": "succeeded", "message": message}}

@@ -52,6 +52,10 @@ def _refresh(
             if chunk.waiting_for_quota:  # it waits no more: its owner's wait must not hold the others back
                 forget_waiting(services, job)
             release_chunk(services, job, chunk)  # a hold left by a crash or a lost create that came to nothing
+            if is_lane_chunk(chunk):  # what its lane answered so far is paid for: kept (decision 0140)
+                return collect_chunk(
+                    services, job, chunk, provider, provider.status("canceled"), unanswered=ItemStatus.CANCELED
+                )
             return collect_chunk(services, job, chunk, None, None, unanswered=ItemStatus.CANCELED)
         if chunk.state is not ChunkState.SUBMITTED:
             return chunk
