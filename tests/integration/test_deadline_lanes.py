@@ -190,3 +190,26 @@ def _answered(custom_id: str) -> dict:
         "usage": {"input_tokens": 12, "output_tokens": 3},
     }
     return {"custom_id": custom_id, "result": {"type": "succeeded", "message": message}}
+
+
+def test_a_batch_stalled_part_way_keeps_what_it_finished_and_only_the_rest_go_to_the_lane(aws, ctx, sim, lanes_env):
+    sim.configure(processing_seconds=6)  # 5 items, one every ~1.2 s
+    job_id = _job(ctx)
+    _with(aws, job_id, lanes=["batch", "sync"])
+    state = _until_sent(job_id, ctx, aws)
+    state = _poll_until(state, ctx, lambda: aws.jobs.get_chunks(job_id)[0].request_counts.succeeded >= 2)
+    sim.add_lasting_fault("anthropic", "stall")  # frozen part way
+    _with(aws, job_id, deadline=utcnow() + timedelta(seconds=3))  # and now short of time
+    ended = _poll_to_end(state, ctx)
+
+    assert ended["status"] == "finished"
+    first, lane = aws.jobs.get_chunks(job_id)
+    finished = first.request_counts.succeeded
+    assert 2 <= finished < 5 and first.request_counts.canceled == 5 - finished
+    assert (lane.lane, lane.request_count) == ("sync", 5 - finished)
+    results = _results(aws, job_id)
+    by_lane = {lane_name: sum(1 for r in results.values() if r["lane"] == lane_name) for lane_name in ("batch", "sync")}
+    assert by_lane == {"batch": finished, "sync": 5 - finished}  # the batch's answers kept, not asked again
+    assert {r["status"] for r in results.values()} == {"succeeded"}
+    assert sim.sync_calls()["anthropic"]["count"] == 5 - finished
+    assert aws.jobs.require_job(job_id).plan.billed_twice == 0
