@@ -95,6 +95,7 @@ def test_a_stalled_batch_past_its_move_time_is_canceled_and_its_items_answered_b
     assert [(c.lane, c.request_count) for c in chunks] == [("batch", 5), ("sync", 5)]
     assert chunks[0].move is not None and chunks[0].move.reason == "deadline" and chunks[0].cancel_requested_at
     assert [(m.from_lane, m.to_lane, m.items) for m in job.plan.moves] == [("batch", "sync", 5)]
+    assert job.plan.lane_rps["sync"] > 0  # the lane's observed speed: the next move's throughput
     results = _results(aws, job_id)
     assert sorted(results) == [f"r{i}" for i in range(5)]
     assert {(r["status"], r["lane"], r["provider"]) for r in results.values()} == {("succeeded", "sync", "anthropic")}

@@ -616,6 +616,9 @@ class LanePlan(SubRecord):
     billed_twice_usd: float = 0.0
     billed_twice_ids: list[str] = dataclasses.field(default_factory=list)
     held: str | None = None
+    # The lanes' observed speed (requests answered per second, over this job's lane sends so far): the planner's
+    # throughput for a lane once it has been seen, instead of the settings' concurrency over expected latency.
+    lane_rps: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 class CachePlan(SubRecord):

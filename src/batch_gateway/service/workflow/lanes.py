@@ -28,6 +28,7 @@ import contextvars
 import dataclasses
 import hashlib
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -111,6 +112,7 @@ class LaneBatches:
     ) -> None:
         self._services, self._job, self._chunk, self._provider = services, job, chunk, provider
         self._budget = budget or StepBudget()
+        self.observed: tuple[int, float] | None = None  # (answered, seconds) by this send: the lane's speed
         self.name, self.label, self.spec = provider.name, provider.label, provider.spec
 
     # --- what Submit calls ------------------------------------------------------------------------------------
@@ -130,6 +132,7 @@ class LaneBatches:
         why: dict[str, int] = {}
         lock = threading.Lock()
         stop = threading.Event()
+        started = time.monotonic()
 
         def one(line: dict[str, Any]) -> None:
             if stop.is_set() or not self._budget.another():
@@ -161,6 +164,8 @@ class LaneBatches:
                 for future in [pool.submit(contextvars.copy_context().run, one, line) for line in todo]:
                     future.result()  # a deployment-level failure (auth) fails the send as a whole
         left = sum(why.values())
+        if len(todo) > left:
+            self.observed = (len(todo) - left, max(time.monotonic() - started, 1e-3))
         if left:
             logger.info(
                 "lane requests left for the next poll",

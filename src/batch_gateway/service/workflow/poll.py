@@ -27,7 +27,7 @@ from batch_gateway.service.workflow.quota_gate import (
     release_chunk,
     requeue_refused,
 )
-from batch_gateway.service.workflow.replan import chunk_provider, planned, poll_floor, replan
+from batch_gateway.service.workflow.replan import chunk_provider, planned, poll_floor, replan, with_speeds
 from batch_gateway.service.workflow.state import WorkflowState
 from batch_gateway.service.workflow.submit import claim_lease, submit_chunk, unlisted_long_enough, waiting
 
@@ -192,15 +192,16 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
     if not job.primed and not canceling:
         job = prime_groups(services, job, provider, budget, claim_lease(services, budget)) or job
     blocked = not job.primed and not canceling
+    observed: dict[str, list[tuple[int, float]]] = {}  # the lanes' speed as seen by this poll's sends
     for chunk in services.jobs.get_chunks(job.id):
-        chunk, blocked = _refresh_one(services, job, chunk, provider, canceling, budget, blocked)
+        chunk, blocked = _refresh_one(services, job, chunk, provider, canceling, budget, blocked, observed)
         chunks.append(chunk)
     # The deadline planner (decision 0140): moves, then the lane chunks it added, sent in this same poll.
     replanned = replan(services, job, chunks, budget)
     seen = len(chunks)
     chunks = replanned.chunks[:seen]
     for chunk in replanned.chunks[seen:]:
-        chunk, blocked = _refresh_one(services, job, chunk, provider, canceling, budget, blocked)
+        chunk, blocked = _refresh_one(services, job, chunk, provider, canceling, budget, blocked, observed)
         chunks.append(chunk)
     counts, usage = summarize(chunks)
     duplicates = sum(c.duplicates for c in chunks)  # processing until Finalize copies their firsts' (decision 0126)
@@ -216,8 +217,9 @@ def poll_job(services: Services, state: WorkflowState, budget: StepBudget | None
         fields["cost_usd"] = fields["cost"]["total"]
     if job.status is JobStatus.QUEUED and any(c.state is ChunkState.SUBMITTED for c in chunks):
         fields["status"] = JobStatus.IN_PROGRESS
-    if replanned.plan is not None and replanned.plan != job.plan:
-        fields["plan"] = replanned.plan
+    plan = with_speeds(replanned.plan, observed)  # the lanes' speed, as this poll's sends saw it
+    if plan is not None and plan != job.plan:
+        fields["plan"] = plan
     try:
         written = services.jobs.update_job(
             job.id, expect=[JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.CANCELING], **fields
@@ -249,6 +251,7 @@ def _refresh_one(
     canceling: bool,
     budget: StepBudget,
     blocked: bool,
+    observed: dict[str, list[tuple[int, float]]],
 ) -> tuple[Chunk, bool]:
     """Refresh one chunk (its own provider's, for a lane or failover chunk: decision 0140); whether the chunks after
     it are held back."""
@@ -257,6 +260,9 @@ def _refresh_one(
         if planned(job):
             sent, chunk_provider_ = chunk_provider(services, job, chunk, budget)
             chunk = _refresh_in_time(services, sent, chunk, chunk_provider_, canceling, budget, held_back)
+            seen = getattr(chunk_provider_, "observed", None)  # a lane's speed, for the planner (decision 0140)
+            if seen is not None:
+                observed.setdefault(chunk.lane, []).append(seen)
         else:
             chunk = _refresh_in_time(services, job, chunk, provider, canceling, budget, held_back)
     return chunk, blocked or waiting(chunk)

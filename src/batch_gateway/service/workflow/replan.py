@@ -92,6 +92,21 @@ def poll_floor(services: Services) -> float:
     return float(min(FLOOR_SECONDS, min(services.settings.poll_schedule or [FLOOR_SECONDS])))
 
 
+def with_speeds(plan: LanePlan | None, observed: dict[str, list[tuple[int, float]]]) -> LanePlan | None:
+    """``plan`` having learnt each lane's speed from the sends a poll made (answered, seconds): half the new, half
+    what was seen before, so one slow send does not rule."""
+    if plan is None or not observed:
+        return plan
+    speeds = dict(plan.lane_rps)
+    for lane, sends in observed.items():
+        rate = sum(n for n, _ in sends) / max(sum(s for _, s in sends), 1e-3)
+        seen = speeds.get(lane)
+        speeds[lane] = round(rate if seen is None else (rate + seen) / 2, 4)
+    learnt = dataclasses.replace(plan)
+    learnt.lane_rps = speeds
+    return learnt
+
+
 def replan(services: Services, job: Job, chunks: list[Chunk], budget: StepBudget) -> Replanned:
     if not planned(job):
         return Replanned(chunks, None, None, [])
@@ -196,8 +211,8 @@ def _decide(
     target = _next_lane(services, job, chunk)
     if target is None:
         return None, None, None
-    lane_seconds = settings.latency_seconds
-    throughput = max(1, settings.concurrency) / max(lane_seconds, 1e-3)
+    # the lane's observed speed once seen, else its concurrency over a call's expected time
+    throughput = plan.lane_rps.get(target.lane) or max(1, settings.concurrency) / max(settings.latency_seconds, 1e-3)
     remaining = max(0, chunk.request_count - _done(chunk))
     seen = outlook(
         now=now.timestamp(),
