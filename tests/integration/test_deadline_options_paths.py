@@ -9,7 +9,9 @@ import json
 import boto3
 
 from lambdas import create, ingest
-from tests.integration.test_drop_folder_files import _drop, _jobs, _receipt
+from tests.support.drop_folder import drop_event as _drop
+from tests.support.drop_folder import job_count as _jobs
+from tests.support.drop_folder import receipt as _receipt
 from tests.support.events import call, load_event
 
 

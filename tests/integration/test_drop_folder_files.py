@@ -7,32 +7,11 @@ import boto3
 import pytest
 
 from lambdas import ingest
-from tests.support.events import load_event
+from tests.support.drop_folder import drop_event as _drop
+from tests.support.drop_folder import job_count as _jobs
+from tests.support.drop_folder import receipt as _receipt
 
 HEADER = '{"batch_gateway": {"provider": "anthropic", "model": "claude-sonnet-4-20250514"}}'
-
-
-def _drop(key: str, body: bytes) -> dict:
-    s3 = boto3.client("s3")
-    s3.put_object(Bucket="payloads", Key=key, Body=body)
-    event = load_event("sqs_drop_folder.json")
-    message = json.loads(event["Records"][0]["body"])
-    message["Records"][0]["s3"]["object"]["key"] = key.replace(" ", "+")
-    message["Records"][0]["s3"]["object"].pop("eTag")
-    event["Records"][0]["body"] = json.dumps(message)
-    return event
-
-
-def _receipt(name: str) -> dict:
-    return json.loads(
-        boto3.client("s3").get_object(Bucket="payloads", Key=f"outbox/{name}.receipt.json")["Body"].read()
-    )
-
-
-def _jobs() -> int:
-    return boto3.client("dynamodb").scan(
-        TableName="jobs", Select="COUNT", FilterExpression="sk = :j", ExpressionAttributeValues={":j": {"S": "JOB"}}
-    )["Count"]
 
 
 def test_a_good_file_starts_one_job_owned_by_the_drop_folder_principal(aws, ctx):

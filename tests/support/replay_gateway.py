@@ -208,3 +208,14 @@ class ReplayGateway:
     def _identify(self, access_key: str) -> _Principal | None:
         secret = self.credentials.get(access_key)
         return _Principal(access_key, access_key, secret) if secret is not None else None
+
+
+# A CLI submit file: the header and two requests.
+INPUT = "\n".join(
+    [
+        '{"batch_gateway": {"provider": "anthropic", "model": "claude-test", "hyperparameters": {"max_tokens": 64}}}',
+        '{"id": "request_A", "request": "Name an animal that starts with A"}',
+        '{"id": "request_B", "request": [{"role": "system", "content": "Be brief"}, {"role": "user", "content": "B"}]}',
+        "",
+    ]
+)

@@ -11,16 +11,7 @@ import pytest
 
 from batch_gateway.cli import Progress, main
 from batch_gateway.client.models import Job
-from tests.support.replay_gateway import FAKE_AWS_ENV, ReplayGateway, error, item, job, jobs, results
-
-INPUT = "\n".join(
-    [
-        '{"batch_gateway": {"provider": "anthropic", "model": "claude-test", "hyperparameters": {"max_tokens": 64}}}',
-        '{"id": "request_A", "request": "Name an animal that starts with A"}',
-        '{"id": "request_B", "request": [{"role": "system", "content": "Be brief"}, {"role": "user", "content": "B"}]}',
-        "",
-    ]
-)
+from tests.support.replay_gateway import FAKE_AWS_ENV, INPUT, ReplayGateway, error, item, job, jobs, results
 
 
 @pytest.fixture(autouse=True)

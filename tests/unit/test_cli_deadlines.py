@@ -15,9 +15,8 @@ from batch_gateway.client.models import Job
 from batch_gateway.models.jobs import Chunk, LaneMoveEntry, LanePlan, RequestCounts, Usage
 from batch_gateway.models.jobs import Job as StoredJob
 from batch_gateway.service.api.query import job_view
-from tests.support.replay_gateway import FAKE_AWS_ENV, ReplayGateway, item, job, results
+from tests.support.replay_gateway import FAKE_AWS_ENV, INPUT, ReplayGateway, item, job, results
 from tests.support.services import memory_services
-from tests.unit.test_cli_commands import INPUT
 
 T = datetime(2026, 12, 5, 1, 0, tzinfo=UTC)
 

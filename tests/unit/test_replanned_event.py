@@ -25,7 +25,7 @@ from batch_gateway.service.api.query import get_job
 from batch_gateway.service.events import webhook_delivery
 from batch_gateway.service.events.signals import announce_replanned, signalling
 from tests.support.services import memory_services
-from tests.unit.test_webhooks import ALICE, Fakes
+from tests.support.webhook_fakes import ALICE, Fakes
 
 T = datetime(2026, 12, 5, 1, 0, tzinfo=UTC)
 

@@ -17,14 +17,12 @@ from batch_gateway.models.webhook_attempts import Outcome
 from batch_gateway.service.api import webhooks
 from batch_gateway.service.events import webhook_delivery
 from batch_gateway.service.events.webhook_urls import check_url
-from batch_gateway.settings import Settings
 from batch_gateway.store import webhook_http
 from batch_gateway.store.webhook_http import HttpWebhookSender
-from batch_gateway_dev.fakes.webhooks import FixedResolver
 from tests.support.services import memory_services
+from tests.support.webhook_fakes import ALICE, Fakes
 from tests.support.webhook_receiver import WebhookReceiver
 
-ALICE = "arn:aws:iam::123456789012:user/alice"
 BOB = "arn:aws:iam::123456789012:user/bob"
 
 
@@ -35,34 +33,6 @@ def _event(job_id="job_1", status="finished", owner=ALICE):
         "time": "2026-12-01T10:00:00Z",
         "detail": {"event_id": f"evt_{job_id}_{status}", "job_id": job_id, "owner": owner, "status": status},
     }
-
-
-class Fakes:
-    """In-memory services whose DNS answers a public address and whose sender records what it was asked to send."""
-
-    def __init__(self, schedule=(5, 300)):
-        self.sent: list[tuple[str, str, bytes, dict]] = []
-        self.answers = [Outcome(True, 200, "200")]
-        self.resolver = FixedResolver("93.184.216.34")
-        self.services = memory_services(
-            settings=Settings(table="jobs", bucket="payloads", webhook_retry_schedule=list(schedule)),
-            resolver=self.resolver,
-            webhook_sender=self,
-        )
-        self.store = self.services.webhooks
-        self.jobs = self.services.jobs
-        self.queue = self.services.webhook_queue.messages
-        self.later = self.services.webhook_queue.later
-        self.counted: list[str] = []
-
-    def send(self, url, addresses, body, headers, *, until):
-        self.sent.append((url.url, str(addresses[0]), body, headers))
-        return self.answers[min(len(self.sent) - 1, len(self.answers) - 1)]
-
-    def handle(self, body: str, receipt_handle: str, receive_count: int) -> None:
-        webhook_delivery.handle_message(
-            self.services, body, receipt_handle, receive_count, counted=lambda name, n: self.counted.append(name)
-        )
 
 
 def test_a_subscription_answers_its_secret_once_and_lists_without_it():

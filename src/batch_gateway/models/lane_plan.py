@@ -9,10 +9,13 @@ planner moved on (``Chunk.move``), those it did not answer itself: the lane chun
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from batch_gateway.contract.jobs import LaneTotals
 from batch_gateway.models.jobs import Chunk, Job
 from batch_gateway.models.pricing import PriceTable, chunks_cost
+
+if TYPE_CHECKING:  # the API functions load this module: the contract's types are annotations here
+    from batch_gateway.contract.jobs import LaneTotals
 
 
 def chunk_items(chunk: Chunk) -> int:
