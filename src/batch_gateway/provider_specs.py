@@ -439,8 +439,33 @@ WEBHOOK_PUSH: MappingProxyType[str, WebhookPush] = MappingProxyType(
 # --- failover (decision 0140) ----------------------------------------------------------------------------------------
 # The same model served by more than one provider: a job whose lanes allow "failover" may send its items to the
 # other provider's equivalent when its own fails outright. Each family is a tuple of (provider name, a Python regex
-# its model ids fullmatch, the model id a failover sends there). Filled in with the providers' published ids.
-EQUIVALENT_MODELS: tuple[tuple[tuple[str, str, str], ...], ...] = ()
+# its model ids fullmatch, the model id a failover sends there): the Claude models both Anthropic and Bedrock serve,
+# by the ids the providers publish (Anthropic's dated id, its alias, ``-latest``; Bedrock's model id, in-region or
+# through a cross-region inference profile: us., eu., apac., global.).
+_CLAUDE_ON_BOTH = (
+    ("claude-opus-4-5", "20251101"),
+    ("claude-opus-4-1", "20250805"),
+    ("claude-opus-4", "20250514"),
+    ("claude-sonnet-4-5", "20250929"),
+    ("claude-sonnet-4", "20250514"),
+    ("claude-haiku-4-5", "20251001"),
+    ("claude-3-7-sonnet", "20250219"),
+    ("claude-3-5-haiku", "20241022"),
+    ("claude-3-haiku", "20240307"),
+)
+
+
+def _claude_family(name: str, date: str) -> tuple[tuple[str, str, str], ...]:
+    dated = f"{name}-{date}"
+    return (
+        (ANTHROPIC.name, rf"{re.escape(name)}(?:-{date}|-latest|-0)?", dated),
+        (BEDROCK.name, rf"(?:(?:us|eu|apac|global)\.)?anthropic\.{re.escape(dated)}-v1:0", f"anthropic.{dated}-v1:0"),
+    )
+
+
+EQUIVALENT_MODELS: tuple[tuple[tuple[str, str, str], ...], ...] = tuple(
+    _claude_family(name, date) for name, date in _CLAUDE_ON_BOTH
+)
 
 
 def failover_model(provider: str, model: str, enabled: tuple[str, ...] | frozenset[str]) -> tuple[str, str] | None:

@@ -14,6 +14,7 @@ from batch_gateway.models.request_extras import anthropic_extras
 from batch_gateway.provider_specs import ANTHROPIC
 from batch_gateway.providers import claude_cache
 from batch_gateway.providers.base import (
+    Answer,
     BatchProvider,
     CachePrefix,
     ChunkRef,
@@ -122,6 +123,26 @@ class AnthropicBatchProvider(BatchProvider):
 
         kept = [b for b in self._headers[BETA_HEADER].split(",") if b not in BATCH_ONLY_BETAS]
         return {"extra_headers": {BETA_HEADER: ",".join(kept) if kept else anthropic.omit}}
+
+    # --- lanes (decisions 0140, 0141) ------------------------------------------------------------------------
+
+    def _answer(self, line: dict[str, Any], *, model: str, lane: str) -> Answer:
+        """The line's ``params`` through the Messages API (the batch's own request, with the job's headers); the
+        answer as the batch's result line for it."""
+        message = self._client.messages.create(**line["params"], **self._primer_headers())
+        return Answer(
+            {
+                "custom_id": line["custom_id"],
+                "result": {"type": "succeeded", "message": message.model_dump(mode="json")},
+            }
+        )
+
+    def _parse_answer(self, line: dict[str, Any]) -> ProviderResult:
+        return _to_result(line)
+
+    def _refusal(self, line: dict[str, Any], code: str, message: str) -> dict[str, Any]:
+        error = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+        return {"custom_id": line["custom_id"], "result": {"type": "errored", "error": error}}
 
     # --- batches --------------------------------------------------------------------------------------------
 

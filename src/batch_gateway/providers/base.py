@@ -262,21 +262,40 @@ class BatchProvider(abc.ABC):
         a cheaper synchronous tier (OpenAI's Chat Completions and Responses)."""
         return frozenset({"sync"})
 
-    def answer(self, line: dict[str, Any], *, lane: str, idempotency_key: str) -> Answer:
-        """Send one provider line (as Plan wrote it for this provider's batch, parsed) through ``lane``'s synchronous
-        API and answer it as the provider's batch would (``Answer.line``). ``idempotency_key`` is sent where the
-        provider takes one. A refusal of the request itself (400, a content filter) is an answered error line;
-        a deployment-level failure (auth, access denied) raises ``errors.ProviderAuthError``."""
-        return self._answer(line, lane=lane, idempotency_key=idempotency_key)
+    def answer(self, line: dict[str, Any], *, model: str, lane: str) -> Answer:
+        """Send one provider line (as Plan wrote it for this provider's batch of ``model``, parsed) through
+        ``lane``'s synchronous API and answer it as the provider's batch would (``Answer.line``). A refusal of the
+        request itself (400, 404, 413, a content filter) is an answered error line in the batch's own error shape; a
+        429, a 5xx, a lost connection or a timeout is no answer (``Answer.why``: ask again later); a deployment-level
+        failure (auth, out of credit) raises.
+
+        No idempotency key is sent: neither Anthropic's nor OpenAI's API documents one for these calls, and neither
+        SDK sets one (their ``_idempotency_header`` is None); the lane's stored answers are the guarantee
+        (decision 0141)."""
+        try:
+            with self._errors():
+                return self._answer(line, model=model, lane=lane)
+        except errors.ProviderRateLimitedError:
+            return Answer(None, "rate_limited")
+        except (errors.ProviderUnavailableError, errors.ProviderAmbiguousError):
+            return Answer(None, "unavailable")
+        except (errors.ProviderAuthError, errors.ProviderOutOfCreditError):
+            raise
+        except (errors.ProviderRequestError, errors.ProviderNotFoundError) as exc:
+            return Answer(self._refusal(line, exc.type, exc.message))
 
     def parse_answer(self, line: dict[str, Any]) -> ProviderResult:
         """A stored ``Answer.line`` as Collect's result (the adapter's own batch-line parser)."""
         return self._parse_answer(line)
 
-    def _answer(self, line: dict[str, Any], *, lane: str, idempotency_key: str) -> Answer:
+    def _answer(self, line: dict[str, Any], *, model: str, lane: str) -> Answer:
         raise errors.ProviderRequestError(f"{self.label} has no synchronous lane")
 
     def _parse_answer(self, line: dict[str, Any]) -> ProviderResult:
+        raise errors.ProviderRequestError(f"{self.label} has no synchronous lane")
+
+    def _refusal(self, line: dict[str, Any], code: str, message: str) -> dict[str, Any]:
+        """The provider's batch output line for a request it refused (``code``, ``message``)."""
         raise errors.ProviderRequestError(f"{self.label} has no synchronous lane")
 
     def _errors(self, *, creating: bool = False) -> mapped_errors:

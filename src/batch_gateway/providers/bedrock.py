@@ -41,6 +41,7 @@ from batch_gateway.models.request_extras import anthropic_extras, plain_extras
 from batch_gateway.provider_specs import BEDROCK
 from batch_gateway.providers.anthropic import claude_output
 from batch_gateway.providers.base import (
+    Answer,
     BatchProvider,
     ChunkRef,
     Found,
@@ -373,6 +374,20 @@ class BedrockBatchProvider(BatchProvider):
                 manifest = loads(self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read())
                 batch.counts = _counts(batch.status, manifest)
                 return
+
+    # --- lanes (decisions 0140, 0141) ------------------------------------------------------------------------
+
+    def _answer(self, line: dict[str, Any], *, model: str, lane: str) -> Answer:
+        """The record's native body through InvokeModel (the body a batch of InvokeModel records runs, whatever it
+        carries: tools too); the answer as the batch's output record."""
+        response = self._runtime.invoke_model(modelId=model, body=dumps(line["modelInput"]))
+        return Answer({"recordId": line["recordId"], "modelOutput": loads(response["body"].read())})
+
+    def _parse_answer(self, line: dict[str, Any]) -> ProviderResult:
+        return _to_result(line)
+
+    def _refusal(self, line: dict[str, Any], code: str, message: str) -> dict[str, Any]:
+        return {"recordId": line["recordId"], "error": {"errorCode": 400, "errorMessage": f"{code}: {message}"}}
 
     # --- small jobs: on demand through Converse -------------------------------------------------------------------
 

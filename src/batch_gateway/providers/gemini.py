@@ -47,6 +47,7 @@ from batch_gateway.jsonlines import loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts
 from batch_gateway.provider_specs import GOOGLE, GOOGLE_GENERATION_OPTIONS
 from batch_gateway.providers.base import (
+    Answer,
     BatchProvider,
     ChunkRef,
     Found,
@@ -143,6 +144,23 @@ class GeminiBatchProvider(BatchProvider):
         for options in (provider_options, request.get("provider_options") or {}):
             apply_options(body, options)
         return {"key": custom_id, "request": body}
+
+    # --- lanes (decisions 0140, 0141) ------------------------------------------------------------------------
+
+    def _answer(self, line: dict[str, Any], *, model: str, lane: str) -> Answer:
+        """The line's ``request`` (the batch's own ``GenerateContentRequest`` or ``EmbedContentRequest``) through
+        ``generateContent`` or ``embedContent``, as Google's REST API takes it (the batch's body, unchanged); the
+        answer as the batch output line Google writes for it."""
+        request = line["request"]
+        method = "embedContent" if "content" in request and "contents" not in request else "generateContent"
+        answer = self._client._api_client.request("post", f"models/{model}:{method}", request, None)
+        return Answer({"key": line["key"], "response": json.loads(answer.body or "{}")})
+
+    def _parse_answer(self, line: dict[str, Any]) -> ProviderResult:
+        return to_result(line)
+
+    def _refusal(self, line: dict[str, Any], code: str, message: str) -> dict[str, Any]:
+        return {"key": line["key"], "error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}
 
     # --- batches --------------------------------------------------------------------------------------------
 

@@ -16,12 +16,14 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from batch_gateway.constants import LANE_FLEX, LANE_SYNC
 from batch_gateway.contract import errors
 from batch_gateway.jsonlines import loads
 from batch_gateway.models.jobs import ItemStatus, RequestCounts, Usage
 from batch_gateway.models.request_extras import openai_chat_extras, plain_extras
 from batch_gateway.provider_specs import OPENAI
 from batch_gateway.providers.base import (
+    Answer,
     BatchProvider,
     CachePrefix,
     ChunkRef,
@@ -49,6 +51,8 @@ URLS = {
     "moderations": "/v1/moderations",
 }
 CREATE_TIMEOUT_SECONDS = 120.0
+FLEX_TIMEOUT_SECONDS = 900.0  # OpenAI's Flex guide: answers may take long; raise the client's timeout
+FLEX_ENDPOINTS = frozenset({"chat", "responses"})  # the Flex tier's APIs (OpenAI's Flex processing guide)
 SPOOL_BYTES = 8 * 1024 * 1024  # chunk files above this go to the temp dir instead of memory
 RECONCILE_SLACK = timedelta(minutes=1)  # clock skew between our claim and OpenAI's created_at
 MAX_REASONS = 5
@@ -207,6 +211,49 @@ class OpenAIBatchProvider(BatchProvider):
             output_tokens=used.completion_tokens if used else 0,
             cache_read_input_tokens=cached,
         )
+
+    # --- lanes (decisions 0140, 0141) ------------------------------------------------------------------------
+
+    def lanes(self, endpoint: str | None) -> frozenset[str]:
+        """Flex (``service_tier: "flex"``, batch prices) takes Chat Completions and Responses only."""
+        return frozenset({LANE_FLEX, LANE_SYNC}) if (endpoint or "chat") in FLEX_ENDPOINTS else frozenset({LANE_SYNC})
+
+    def _answer(self, line: dict[str, Any], *, model: str, lane: str) -> Answer:
+        """The line's ``body`` posted to its ``url`` (the batch's own request), on the Flex tier for ``flex``;
+        the answer as the batch output line OpenAI writes for it."""
+        import openai  # noqa: PLC0415 (cold start: the SDK, see _new_client)
+
+        body = dict(line["body"])
+        options: dict[str, Any] = {}
+        if lane == LANE_FLEX:
+            body["service_tier"] = "flex"
+            options["timeout"] = FLEX_TIMEOUT_SECONDS  # Flex answers slowly; the invocation's deadline still bounds it
+        try:
+            answer = self._client.post(line["url"].removeprefix("/v1"), cast_to=object, body=body, options=options)
+        except openai.RateLimitError as exc:
+            if lane == LANE_FLEX and _code(exc) == "resource_unavailable":
+                return Answer(None, "flex_unavailable")
+            raise
+        return Answer(
+            {
+                "id": f"batch_req_{line['custom_id']}",
+                "custom_id": line["custom_id"],
+                "response": {"status_code": 200, "request_id": "", "body": answer},
+                "error": None,
+            }
+        )
+
+    def _parse_answer(self, line: dict[str, Any]) -> ProviderResult:
+        return _to_result(line)
+
+    def _refusal(self, line: dict[str, Any], code: str, message: str) -> dict[str, Any]:
+        error = {"message": message, "type": "invalid_request_error", "code": code}
+        return {
+            "id": f"batch_req_{line['custom_id']}",
+            "custom_id": line["custom_id"],
+            "response": {"status_code": 400, "request_id": "", "body": {"error": error}},
+            "error": None,
+        }
 
     # --- batches --------------------------------------------------------------------------------------------
 
@@ -458,6 +505,17 @@ _FINISH = {
     "function_call": "tool_calls",
     "content_filter": "content_filter",
 }
+
+
+def _code(exc: Exception) -> str | None:
+    """An OpenAI error's ``code`` (``resource_unavailable``: Flex has no capacity now)."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error")
+        inner: dict[str, Any] = error if isinstance(error, dict) else body
+        return str(inner.get("code") or inner.get("type") or "") or None
+    code = getattr(exc, "code", None)
+    return str(code) if code else None
 
 
 def _to_result(line: dict[str, Any]) -> ProviderResult:

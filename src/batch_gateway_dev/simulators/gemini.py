@@ -597,6 +597,7 @@ class GeminiBatches:
                 Route("POST", f"/{v}/models/{{model}}:batchGenerateContent", "create_batch", self.create),
                 Route("POST", f"/{v}/models/{{model}}:asyncBatchEmbedContent", "create_batch", self.create_embeddings),
                 Route("POST", f"/{v}/models/{{model}}:generateContent", "converse", self.generate),
+                Route("POST", f"/{v}/models/{{model}}:embedContent", "converse", self.embed),
                 Route("GET", f"/{v}/batches", "list_batches", self.list),
                 Route("POST", f"/{v}/batches/{{id}}:cancel", "cancel_batch", self.cancel),
                 Route("GET", f"/{v}/batches/{{id}}", "get_batch", self.retrieve),
@@ -943,6 +944,26 @@ class GeminiBatches:
         reply = json_reply(response_body(model, "generate-" + secrets.token_hex(8), item, limit))
         reply.completed = self.cache.later(written(marks, hit), self.state.clock.now)
         return reply
+
+    def embed(self, req: Request, model: str) -> Reply:
+        """`POST /v1beta/models/{model}:embedContent` (the lanes' synchronous embeddings, decision 0141): an
+        `EmbedContentResponse`, the vector a batch line of the same request gets. Google's answer carries no token
+        count (its batch line's `tokenCount` is a batch field), so neither does this one."""
+        if not model.startswith(EMBEDDING_PREFIX):
+            raise error(
+                404, f"models/{model} is not found for API version {API_VERSION}, or is not supported for embedContent."
+            )
+        try:
+            request = parse_json(req.body)
+        except BadBody as exc:
+            raise error(400, str(exc)) from None
+        problem = _invalid_embed_request(request)
+        if problem is not None or not isinstance(request, dict):
+            raise error(400, problem or "Invalid JSON payload received.")
+        item, _text = parse_embed_request(None, request)
+        with self.state.lock:
+            self.generated += 1
+        return json_reply({"embedding": embed_response_body(model, item)["embedding"]})
 
     def resume(self) -> None:
         """After a stall is lifted: look at each batch again when its shifted end comes, for its webhook (the look

@@ -18,8 +18,8 @@ batch for that path:
   stored answers are skipped.
 
 The answer store, not a provider batch, is what makes a lane exactly-once: a retried send reads what exists first.
-Where the provider takes an idempotency key, the adapter sends one derived from the job, chunk and custom id, so a
-call cut off after the provider answered is not billed again either.
+(No provider documents an idempotency key for these calls: a call cut off after the provider answered may be billed
+and asked again, as any synchronous client's retry would be.)
 """
 
 from __future__ import annotations
@@ -141,9 +141,7 @@ class LaneBatches:
                     why["out_of_time"] = why.get("out_of_time", 0) + 1
                 return
             custom_id = _custom_id(line)
-            answer: Answer = self._provider.answer(
-                line, lane=chunk.lane, idempotency_key=f"{job.id}-{chunk.index}-{custom_id}"[:255]
-            )
+            answer: Answer = self._provider.answer(line, model=job.model, lane=chunk.lane)
             if answer.line is None:
                 with lock:
                     reason = answer.why or "unavailable"
