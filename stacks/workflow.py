@@ -213,6 +213,17 @@ class WorkflowConstruct(Construct):
                 [*grants.OBJECT_READ, *grants.OBJECT_WRITE],
                 f"{function_id} reads chunk files and writes each chunk's collected results.",
             )
+        for function_id in ("Poll", "MarkFailed"):  # the deadline planner's moves and lanes (decision 0140)
+            grants.objects(
+                self.functions[function_id].role,
+                bucket,
+                key,
+                [f"{JOBS_PREFIX}*/requests.jsonl"],
+                grants.OBJECT_READ,
+                f"{function_id} writes a move's lane chunks from the job's requests, as Retry writes a round.",
+            )
+            # a lane chunk's stored answers (jobs/<id>/chunks/<n>/lane/): listed to send only the unanswered
+            grants.list_objects(self.functions[function_id].role, bucket, f"{JOBS_PREFIX}*/chunks/*/lane/*")
         for function_id in ("Finalize", "MarkFailed"):
             grants.objects(
                 self.functions[function_id].role,

@@ -607,8 +607,8 @@ class LaneMoveEntry(SubRecord):
 class LanePlan(SubRecord):
     """What the planner saw and did (decision 0140): the latest predicted end of the job's batches (None: nothing
     predicts one, as under a stall), the moves, the items answered twice (the count, what they cost, the first
-    ``BILLED_TWICE_LISTED`` caller ids; the whole list is ``jobs/<id>/billed_twice.jsonl``), and why a move was held
-    back (``max_cost_usd``), if one was."""
+    ``BILLED_TWICE_LISTED`` caller ids; the whole list is each detached chunk's ``billed_twice.jsonl``), and why a
+    move was held back (``max_cost_usd``), if one was."""
 
     predicted_end: datetime | None = None
     moves: list[LaneMoveEntry] = dataclasses.field(default_factory=list)

@@ -7,10 +7,10 @@ batch for that path:
 
 - ``submit``: every request without a stored answer is sent through the adapter (``BatchProvider.answer``),
   ``LaneSettings.concurrency`` at a time, while the step has time. Each answer is written to
-  ``jobs/<id>/lanes/<chunk>/<hash of its custom id>.json`` with a conditional put that succeeds only when no answer is
-  there yet, before it counts. When every request has one, the lane's id (``lane:<lane>:<job>:<chunk>``) comes back.
-  Otherwise the send raises ``ProviderUnavailableError`` (transient): the chunk goes back to ``pending`` holding
-  nothing, and the next poll goes on with what is left. The answers already stored are never asked again.
+  ``jobs/<id>/chunks/<chunk>/lane/<hash of its custom id>.json`` with a conditional put that succeeds only when no
+  answer is there yet, before it counts. When every request has one, the lane's id (``lane:<lane>:<job>:<chunk>``)
+  comes back. Otherwise the send raises ``LaneNotDoneError`` (transient): the chunk goes back to ``pending``
+  holding nothing, and the next poll goes on with what is left. The answers already stored are never asked again.
 - ``status``: a lane id is always ended (Submit records it only once every request is answered).
 - ``results``: the stored answers, each read by the adapter's own batch-line parser (``parse_answer``).
 - ``cancel`` and ``cleanup``: nothing runs at a provider, so nothing to do.
@@ -43,6 +43,7 @@ from batch_gateway.models.jobs import Chunk, Job, RequestCounts
 from batch_gateway.ports import WriteConflictError
 from batch_gateway.providers.base import Answer, BatchProvider, ChunkRef, ProviderBatch, ProviderResult, Reconciliation
 from batch_gateway.service.context import Services
+from batch_gateway.service.layout import chunk_prefix
 from batch_gateway.service.step_budget import StepBudget
 
 logger = Logger(child=True)
@@ -50,7 +51,9 @@ LANE_ID_PREFIX = "lane:"
 
 
 def lane_prefix(job_id: str, index: int) -> str:
-    return f"jobs/{job_id}/lanes/{index:05d}/"
+    """Where a lane chunk's answers are kept: with its other files (the functions that read and write chunk files
+    may read and write these)."""
+    return chunk_prefix(job_id, index) + "lane/"
 
 
 def answer_key(job_id: str, index: int, custom_id: str) -> str:

@@ -44,7 +44,7 @@ from batch_gateway.models.jobs import (
 from batch_gateway.provider_specs import failover_model
 from batch_gateway.providers.base import BatchProvider, ProviderBatch
 from batch_gateway.service.context import Services
-from batch_gateway.service.layout import chunk_idmap_key, chunk_ids_key, chunk_results_key
+from batch_gateway.service.layout import chunk_idmap_key, chunk_ids_key, chunk_prefix, chunk_results_key
 from batch_gateway.service.step_budget import StepBudget
 from batch_gateway.service.workflow.collect import collect_chunk
 from batch_gateway.service.workflow.deadlines import outlook
@@ -54,7 +54,7 @@ from batch_gateway.service.workflow.retry import SENDING_STATUSES, LaneTarget, w
 
 logger = Logger(child=True)
 UNANSWERED = (ItemStatus.CANCELED.value, ItemStatus.EXPIRED.value)
-BILLED_TWICE_LISTED = 100  # caller ids the job view lists; the whole list is in billed_twice/<chunk>.jsonl
+BILLED_TWICE_LISTED = 100  # caller ids the job view lists; the whole list is each chunk's billed_twice.jsonl
 
 
 class Target(NamedTuple):
@@ -387,7 +387,7 @@ def _record(chunk: Chunk, caller_id: str, status: str, item: dict[str, Any] | No
 
 
 def billed_twice_key(job_id: str, index: int) -> str:
-    return f"jobs/{job_id}/billed_twice/{index:05d}.jsonl"
+    return chunk_prefix(job_id, index) + "billed_twice.jsonl"
 
 
 def _count_billed_twice(services: Services, job: Job, chunk: Chunk, plan: LanePlan) -> Chunk:
