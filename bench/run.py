@@ -5,7 +5,8 @@ Exit code 0 even when a target fails: the table says FAIL and summary.json has `
 Loopback only, except that the Lambda bundles are built with pip the first time (then cached in bench/.cache/).
 
 Options: ``--only STEPS`` runs a subset (comma separated, of create, guardrails, collect, imports, history, assets,
-submit, compat, estimate, plan, lag, scale, infra_cost, overhead, chaos, cache, dedup, reuse; summary.json is then
+submit, compat, estimate, plan, lag, scale, infra_cost, overhead, chaos, cache, dedup, reuse, deadline, failover;
+summary.json is then
 written to ``bench/results/partial.json`` instead; ``--merge`` folds the subset's figures into summary.json, keeping
 the others and saying which steps were rerun when); ``--profile`` also writes cProfile stats of one create and one
 100,000-line collect to ``bench/.cache/profiles/`` (and, with py-spy on the PATH, py-spy samples of moto and every
@@ -28,7 +29,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import assets_bench, chaos_bench, imports_bench, infra_cost, lag_bench, scale_sim, workflow_bench
+from bench import (
+    assets_bench,
+    chaos_bench,
+    deadline_bench,
+    imports_bench,
+    infra_cost,
+    lag_bench,
+    scale_sim,
+    workflow_bench,
+)
 from bench.common import (
     CACHE_DIR,
     MB,
@@ -62,7 +72,10 @@ STEPS = (
     "cache",
     "dedup",
     "reuse",
+    "deadline",
+    "failover",
 )
+FAILOVER_N = 1_000  # Claude requests per door job of the failover step (issue 28)
 CREATE_N = 85_000  # the largest round number whose API Gateway event fits Lambda's 6 MB (a 5.8 MB body)
 COLLECT_SIZES = (10_000, 50_000, 100_000)
 BEDROCK_COLLECT_N = 50_000  # Bedrock's default maximum records per job: one job's output file
@@ -553,6 +566,39 @@ def step_reuse(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return values, result
 
 
+def step_deadline(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Deadlines under a stall (issue 28, decision 0140): 10,000 requests, a 2-hour deadline, a stall at 40 %, on a
+    simulated clock with the planner's real rule (bench/deadline_bench.py says the model); the whole result is also
+    written to bench/results/deadline.json."""
+    result = deadline_bench.measure()
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    (RESULTS_DIR / "deadline.json").write_text(json.dumps(result, indent=1) + "\n")
+    values = {
+        "deadline_on_time_share": result["on_time_share"],
+        "deadline_cost_ratio_to_all_sync": result["cost_ratio_to_all_sync"],
+        "deadline_billed_twice_share": result["billed_twice_share"],
+        "deadline_no_stall_cost_ratio_to_plain_batch": result["no_stall_cost_ratio_to_plain_batch"],
+        "deadline_broken_ignore_prediction_on_time_share": result["broken_ignore_prediction_on_time_share"],
+    }
+    details = {k: v for k, v in result.items() if k != "rows"}
+    details["rows"] = {
+        row: {k: v for k, v in figures.items() if not k.endswith("_runs")} for row, figures in result["rows"].items()
+    }
+    return values, details
+
+
+def step_failover(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Failover under an outage (issue 28, decision 0140): bench/failover_bench.py says what is measured."""
+    _log("failover: Claude jobs through both doors while Anthropic goes down")
+    result = run_worker("bench.failover_bench", ["--n", str(FAILOVER_N)], timeout=1800)
+    values = {
+        "failover_items_on_the_other_provider": result["items_on_the_other_provider"],
+        "failover_door_lines_parse": result["door_lines_parse"],
+        "failover_costs_add_up": result["costs_add_up"],
+    }
+    return values, result
+
+
 def step_chaos(ctx: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A large chaos run (issue 30, decision 0122): bench/chaos_bench.py's seeds, each many jobs with faults on a local
     stack of its own; the whole result is also written to bench/results/chaos.json."""
@@ -589,6 +635,8 @@ STEP_FUNCTIONS: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], dict[
     "cache": step_cache,
     "dedup": step_dedup,
     "reuse": step_reuse,
+    "deadline": step_deadline,
+    "failover": step_failover,
 }
 
 # --- targets -------------------------------------------------------------------------------------------------------
@@ -696,6 +744,17 @@ def targets(values: dict[str, Any], details: dict[str, Any]) -> dict[str, dict[s
         f"<= {DEDUP_MAX_PLAN_RATIO} x a plan without duplicates",
         lambda v: v <= DEDUP_MAX_PLAN_RATIO,
     )
+    check(
+        "deadline_on_time_share",
+        ">= 0.995 (items delivered by the deadline, under a stall at 40 %)",
+        lambda v: v >= 0.995,
+    )
+    check("deadline_cost_ratio_to_all_sync", "<= 0.85 (the job's cost / all synchronous)", lambda v: v <= 0.85)
+    check("deadline_billed_twice_share", "<= 0.005 (each listed in deadline.json)", lambda v: v <= 0.005)
+    check("deadline_no_stall_cost_ratio_to_plain_batch", "<= 1.01 (no early fallback)", lambda v: v <= 1.01)
+    check("failover_items_on_the_other_provider", "every item, on the equivalent model", lambda v: v is True)
+    check("failover_door_lines_parse", "every door output line with the SDK's types", lambda v: v is True)
+    check("failover_costs_add_up", "per-provider costs == the job's cost", lambda v: v is True)
     check("reuse_provider_calls", "== 0 (every request answered from stored results)", lambda v: v == 0)
     check("reuse_cost_usd", "== 0", lambda v: v == 0)
     check("reuse_results_identical", "every item's text and status the first job's", lambda v: v is True)
