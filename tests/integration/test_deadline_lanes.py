@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 
 from batch_gateway import wiring
+from batch_gateway.client.models import ResultItem
 from batch_gateway.models.jobs import utcnow
 from batch_gateway.service.api.query import job_view
 from batch_gateway.service.layout import chunk_ids_key, results_key
@@ -145,6 +146,7 @@ def test_a_batch_whose_cancel_was_lost_is_detached_and_what_it_still_answers_is_
     job = aws.jobs.require_job(job_id)
     results = _results(aws, job_id)
     assert {(r["lane"], r["status"]) for r in results.values()} == {("sync", "succeeded")}  # the lane's answers kept
+    assert all(ResultItem.model_validate(r).attempts for r in results.values())  # the SDK reads every line
     assert job.plan.billed_twice == 5 and sorted(job.plan.billed_twice_ids) == sorted(results)
     batch_cost = aws.jobs.get_chunks(job_id)[0]
     assert job.plan.billed_twice_usd > 0

@@ -268,7 +268,9 @@ class AttemptView(BaseModel):
     """An earlier attempt of a retried item."""
 
     attempt: int
-    status: Literal["errored", "expired"]
+    status: Literal["errored", "expired", "canceled"] = Field(
+        description="canceled: a batch the deadline planner canceled before it answered (decision 0140)"
+    )
     finish_details: dict[str, Any]
     token_usage: TokenUsage
 

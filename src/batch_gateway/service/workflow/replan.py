@@ -39,6 +39,7 @@ from batch_gateway.models.jobs import (
     Job,
     LaneMoveEntry,
     LanePlan,
+    Usage,
     utcnow,
 )
 from batch_gateway.provider_specs import failover_model
@@ -378,7 +379,7 @@ def _record(chunk: Chunk, caller_id: str, status: str, item: dict[str, Any] | No
         "attempt": chunk.attempt,
         "status": status,
         "finish_details": finish,
-        "token_usage": (item or {}).get("token_usage"),
+        "token_usage": (item or {}).get("token_usage") or Usage().public(),  # a detached batch's: none known
     }
     return {"id": caller_id, "status": status, "attempts": [*((item or {}).get("attempts") or []), outcome]}
 
