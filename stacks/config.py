@@ -118,7 +118,7 @@ Context keys:
     The synchronous lanes and the deadline planner (decision 0140), an object of ``settings.LaneSettings``' names:
     ``concurrency`` (16 calls at once per lane chunk), ``latency_seconds`` (10: a call's expected time),
     ``cancel_seconds`` (120: a cancel's expected time to end a batch), ``outage_polls`` (3), ``start_timeout_seconds``
-    (null: off), ``flex_timeout_seconds`` (900). Default ``{}``. Poll gets it as ``LANES_JSON`` when not empty.
+    (null: off). Default ``{}``. Poll gets it as ``LANES_JSON`` when not empty.
 """
 
 from __future__ import annotations

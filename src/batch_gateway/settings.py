@@ -31,7 +31,6 @@ class LaneSettings:
     cancel_seconds: float = 120.0  # a cancel's expected time to end a batch and its items to be collected
     outage_polls: int = 3  # polls in a row whose calls to the provider fail as unavailable: it has failed outright
     start_timeout_seconds: float | None = None  # a batch not started (nothing done) by then has failed outright
-    flex_timeout_seconds: float = 900.0  # a Flex call's client timeout (OpenAI's guide: slow answers)
 
     @classmethod
     def from_json(cls, raw: str | None) -> LaneSettings:

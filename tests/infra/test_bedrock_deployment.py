@@ -202,8 +202,9 @@ def test_the_functions_touch_only_the_chunks_bedrock_files_and_list_only_their_p
     }
     for function_id in SCOPES:
         lists = [s for s in bedrock.function_statements(function_id) if s["Action"] == "s3:ListBucket"]
+        lane = [{"StringLike": {"s3:prefix": ["jobs/*/chunks/*/lane/*"]}}]  # a lane chunk's answers (decision 0140)
         expected = (
-            [{"StringLike": {"s3:prefix": ["jobs/*/chunks/*/bedrock/*"]}}]
+            [*(lane if function_id != "Submit" else []), {"StringLike": {"s3:prefix": ["jobs/*/chunks/*/bedrock/*"]}}]
             if function_id in ("Submit", "Poll", "MarkFailed")
             else [{"StringLike": {"s3:prefix": ["doors/openai/*"]}}]  # the door lists a caller's files
             if function_id == "OpenAICompat"

@@ -67,7 +67,8 @@ def test_no_function_scans_the_table_or_lists_or_reads_the_whole_bucket(synthesi
     for function_id in FUNCTION_SCOPES:
         actions = synthesized.role_actions(function_id)
         assert "dynamodb:Scan" not in actions, function_id
-        lists = {"s3:ListBucket"} if function_id == "OpenAICompat" else set()  # its own prefix only (its test)
+        # each its own prefix only (their tests): the door a caller's files, Poll and MarkFailed a lane's answers
+        lists = {"s3:ListBucket"} if function_id in ("OpenAICompat", "Poll", "MarkFailed") else set()
         assert not {a for a in actions if a.startswith("s3:List") or a.endswith("*")} - {"xray:*"} - lists, function_id
         for action, keys in synthesized.object_grants(function_id).items():
             assert "*" not in keys or action in lists, f"{function_id} has {action} on the whole bucket"
@@ -221,3 +222,10 @@ def test_the_sweeper_may_invoke_itself_only_and_read_a_page_of_jobs_at_once(synt
         in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
     ]
     assert batch_gets == [{"Fn::GetAtt": [table, "Arn"]}]
+
+
+def test_poll_and_mark_failed_list_only_a_lane_chunks_answers(synthesized):
+    for function_id in ("Poll", "MarkFailed"):
+        lists = [s for s in synthesized.statements(function_id) if s["Action"] == "s3:ListBucket"]
+        assert [s["Condition"] for s in lists] == [{"StringLike": {"s3:prefix": ["jobs/*/chunks/*/lane/*"]}}]
+        assert "jobs/*/requests.jsonl" in synthesized.object_grants(function_id)["s3:GetObject"]  # a move's round
