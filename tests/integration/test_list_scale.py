@@ -1,5 +1,5 @@
 """``GET /batches`` costs the same per page whatever the owner's total (issue 15, decision 0083): one Query of at
-most ``limit`` items read on the by-owner index, no other read per job, whether the owner has 500 jobs or ten times
+most ``limit`` items read on the by-owner index, no other read per job, whether the owner has 300 jobs or ten times
 as many (moto; the per-page reads DynamoDB bills are the items a Query evaluates, its ``ScannedCount``). With a
 ``status`` filter a page's Limit counts the items evaluated, so a rare status gives short or empty pages with a
 ``next_token``: each page still reads at most ``limit``."""
@@ -103,8 +103,8 @@ def _pages_read(store: DynamoDBJobStore, total: int) -> list[tuple[Counter[str],
 
 
 def test_a_page_of_an_owners_jobs_reads_the_same_whatever_the_owners_total(store):
-    small = _pages_read(store, 500)
-    large = _pages_read(store, 5_000)  # the same owner, ten times as many jobs (the first 500 among them)
+    small = _pages_read(store, 300)
+    large = _pages_read(store, 3_000)  # the same owner, ten times as many jobs (the first 300 among them)
     for calls, scanned, listed in small + large:
         assert calls == Counter({"Query": 1})  # one Query per page, no read per job
         assert scanned == [50] and listed == 50

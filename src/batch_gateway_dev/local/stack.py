@@ -874,9 +874,10 @@ class LocalStack:
         definition are replaced, and the API front takes the new routes and gateway responses. What the AWS account
         holds (table, bucket, queues, secrets, the executions running now), the simulators and the callers stay.
 
-        A secret or rule the new template adds is made (``ADDED_ON_REDEPLOY``); a change the local stack cannot make
-        in place (a table, bucket, queue, secret, parameter, bus, rule or event source of another shape, or one
-        dropped) is refused by name before anything changes (``RedeployError``)."""
+        A secret or rule the new template adds is made (``ADDED_ON_REDEPLOY``), a rule whose pattern or targets
+        changed is put again; a change the local stack cannot make in place (a table, bucket, queue, secret, parameter,
+        bus or event source of another shape, or one dropped) is refused by name before anything changes
+        (``RedeployError``)."""
         if self._template is None or self.front is None:
             raise RuntimeError("the local stack is not started")
         root = Path(code_root).resolve()
@@ -894,6 +895,15 @@ class LocalStack:
             for logical_id, resource in before.resources.items()
             if logical_id not in template.resources and resource.get("Type") in ADDED_ON_REDEPLOY
         }
+        # A rule on both sides whose pattern or targets changed is put again, as CloudFormation updates a rule in
+        # place (the webhooks' rule names the event types: decision 0142 added batch.replanned).
+        updated_rules = {
+            logical_id: resource
+            for logical_id, resource in template.resources.items()
+            if resource.get("Type") == "AWS::Events::Rule"
+            and before.resources.get(logical_id, {}).get("Type") == "AWS::Events::Rule"
+            and _as_made(before.resources[logical_id]) != _as_made(resource)
+        }
         changed = sorted(
             logical_id
             for logical_id in {*before.resources, *template.resources}
@@ -901,6 +911,7 @@ class LocalStack:
             & MADE_AT_START_ONLY
             and logical_id not in added
             and logical_id not in dropped
+            and logical_id not in updated_rules
             and _as_made(before.resources.get(logical_id)) != _as_made(template.resources.get(logical_id))
         )
         if changed:
@@ -921,6 +932,8 @@ class LocalStack:
         for logical_id, resource in sorted(added.items()):
             if resource["Type"] == "AWS::Events::Rule" and logical_id not in self._made:  # after the functions
                 self._create_rule(self.client("events"), logical_id, self._res(resource["Properties"]))
+        for logical_id, resource in sorted(updated_rules.items()):  # put again: the same name, the new pattern
+            self._create_rule(self.client("events"), logical_id, self._res(resource["Properties"]))
         self._made.update(added)
         self._allow_rule_invokes(template)  # a function made again (dropped by an earlier release) has no policy
         self._deploy_state_machine(template)

@@ -5,6 +5,7 @@ chunk's ``retryable.jsonl``, which the Retry step reads (``workflow.retry``)."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import Any, cast
 
 from batch_gateway.jsonlines import dumps, loads
@@ -16,6 +17,16 @@ from batch_gateway.service.context import Services
 from batch_gateway.service.layout import attempts_key, chunk_idmap_key, chunk_ids_key, retryable_key
 
 
+def caller_ids(services: Services, job: Job, chunk: Chunk) -> Iterator[str]:
+    """The caller ids of the chunk's requests, in input order (its custom ids, through its id map)."""
+    key = chunk_idmap_key(job.id, chunk.index)
+    idmap: dict[str, str] = loads(services.payloads.get_bytes(key)) if services.payloads.exists(key) else {}
+    for line in services.payloads.iter_lines(chunk_ids_key(job.id, chunk.index)):
+        custom_id = line.decode()
+        if custom_id:
+            yield idmap.get(custom_id) or unmarked(custom_id, chunk.id_marker)
+
+
 def last_attempts(services: Services, job: Job, chunks: list[Chunk]) -> dict[bytes, int]:
     """For each retried item (a 12-byte digest of its caller id, as join counts ids): the index of the chunk that
     holds its last attempt. Items never retried are not in it."""
@@ -23,13 +34,8 @@ def last_attempts(services: Services, job: Job, chunks: list[Chunk]) -> dict[byt
     for chunk in sorted(chunks, key=lambda c: c.index):
         if chunk.attempt <= 1:
             continue
-        key = chunk_idmap_key(job.id, chunk.index)
-        idmap: dict[str, str] = loads(services.payloads.get_bytes(key)) if services.payloads.exists(key) else {}
-        for line in services.payloads.iter_lines(chunk_ids_key(job.id, chunk.index)):
-            custom_id = line.decode()
-            if custom_id:
-                caller_id = idmap.get(custom_id) or unmarked(custom_id, chunk.id_marker)
-                last[hashlib.blake2b(caller_id.encode(), digest_size=12).digest()] = chunk.index
+        for caller_id in caller_ids(services, job, chunk):
+            last[hashlib.blake2b(caller_id.encode(), digest_size=12).digest()] = chunk.index
     return last
 
 

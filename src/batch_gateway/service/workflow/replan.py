@@ -30,7 +30,6 @@ from aws_lambda_powertools import Logger
 from batch_gateway.constants import LANE_BATCH, LANE_FAILOVER, LANE_FLEX, LANE_SYNC
 from batch_gateway.contract import errors
 from batch_gateway.jsonlines import dumps, loads
-from batch_gateway.models.ids import unmarked
 from batch_gateway.models.jobs import (
     Chunk,
     ChunkMove,
@@ -45,8 +44,9 @@ from batch_gateway.models.jobs import (
 from batch_gateway.provider_specs import failover_model
 from batch_gateway.providers.base import BatchProvider, ProviderBatch
 from batch_gateway.service.context import Services
-from batch_gateway.service.layout import chunk_idmap_key, chunk_ids_key, chunk_prefix, chunk_results_key
+from batch_gateway.service.layout import chunk_prefix, chunk_results_key
 from batch_gateway.service.step_budget import StepBudget
+from batch_gateway.service.workflow.attempts import caller_ids
 from batch_gateway.service.workflow.collect import collect_chunk
 from batch_gateway.service.workflow.deadlines import outlook
 from batch_gateway.service.workflow.lanes import LaneBatches, is_lane_chunk, sent_as
@@ -359,13 +359,8 @@ def _unanswered(services: Services, job: Job, chunk: Chunk, *, every: bool) -> d
                 if item["status"] in UNANSWERED:
                     wanted[item["id"]] = _record(chunk, item["id"], item["status"], item)
         return wanted
-    key = chunk_idmap_key(job.id, chunk.index)
-    idmap: dict[str, str] = loads(services.payloads.get_bytes(key)) if services.payloads.exists(key) else {}
-    for line in services.payloads.iter_lines(chunk_ids_key(job.id, chunk.index)):
-        custom_id = line.decode()
-        if custom_id:
-            caller_id = idmap.get(custom_id) or unmarked(custom_id, chunk.id_marker)
-            wanted[caller_id] = _record(chunk, caller_id, ItemStatus.CANCELED.value, None)
+    for caller_id in caller_ids(services, job, chunk):
+        wanted[caller_id] = _record(chunk, caller_id, ItemStatus.CANCELED.value, None)
     return wanted
 
 

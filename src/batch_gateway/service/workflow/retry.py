@@ -104,7 +104,7 @@ def retry_job(services: Services, state: WorkflowState, budget: StepBudget | Non
     if not wanted or not may_retry(services, job, list(wanted)):
         return _done(job, state)
     try:
-        new = _write_round(services, job, wanted, round_ + 1, budget or StepBudget())
+        new = write_round(services, job, wanted, round_ + 1, budget or StepBudget())
         if new is None:  # out of time, part of the round written and recorded: Poll (nothing open), then Retry again
             return WorkflowState(job_id=job.id, polls=state.polls, wait_seconds=0, done=False)
         services.jobs.add_chunks(job.id, new, job_statuses=SENDING_STATUSES, chunk_count=job.chunk_count)
@@ -143,23 +143,11 @@ def write_round(
     budget: StepBudget,
     target: LaneTarget | None = None,
 ) -> list[Chunk] | None:
-    """``_write_round`` for the deadline planner's moves (decision 0140): the same recorded, resumable round, its
-    chunks on ``target``'s lane (and provider)."""
-    return _write_round(services, job, wanted, attempt, budget, target)
-
-
-def _write_round(
-    services: Services,
-    job: Job,
-    wanted: dict[str, dict[str, Any]],
-    attempt: int,
-    budget: StepBudget,
-    target: LaneTarget | None = None,
-) -> list[Chunk] | None:
     """The chosen requests as chunks ``job.chunk_count``.., in request order, cut like Plan cuts them, from where
     the job's ``round_progress`` says an earlier invocation of this round stopped. None when the budget stopped it
     (after one chunk at least, recorded: the next invocation goes on); ``ConflictError`` when the round was added
-    meanwhile or the job stopped sending."""
+    meanwhile or the job stopped sending. ``target``: the deadline planner's moves (decision 0140), the same
+    recorded, resumable round with its chunks on the target's lane (and provider)."""
     sent = job
     if target is not None and (target.provider or target.model):  # a failover: its lines are the other provider's
         sent = dataclasses.replace(
