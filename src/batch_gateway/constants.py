@@ -88,6 +88,7 @@ DEFAULT_LANES = (LANE_BATCH, LANE_FLEX, LANE_SYNC)
 BATCH_WINDOW_HOURS = 24
 DEADLINE_BEYOND_WINDOW_SECONDS = 24 * 3600
 MIN_DEADLINE_SECONDS = 60
+MAX_COST_USD = 1_000_000_000  # the most a job's max_cost_usd may say (DynamoDB keeps numbers up to 9.9e125 only)
 # The deadline and lanes of the compatible doors' jobs (their wire formats carry none; decision 0142): context
 # `door_deadline` {"deadline_seconds": n | null, "lanes": [...] | null}; unset: none, as the doors' jobs before them.
 ENV_DOOR_DEADLINE_SECONDS = "DOOR_DEADLINE_SECONDS"

@@ -94,6 +94,8 @@ BAD = {
     "a negative max_cost_usd": ({"max_cost_usd": -1}, "max_cost_usd"),
     "max_cost_usd as a string": ({"max_cost_usd": "5"}, "max_cost_usd"),
     "max_cost_usd as a boolean": ({"max_cost_usd": True}, "max_cost_usd"),
+    # found by the API contract test: DynamoDB keeps numbers up to 9.9e125, and the create failed 503 storing it
+    "max_cost_usd past any budget": ({"max_cost_usd": 1.2423841337641448e308}, "max_cost_usd"),
 }
 
 
