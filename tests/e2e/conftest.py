@@ -30,8 +30,8 @@ def stack():
         # Header pass-through (decision 0129), tests/e2e/test_provider_headers.py: two betas by name, any workspace.
         "provider_headers": json.dumps({"anthropic": {"anthropic-beta": PASSED_BETAS, "anthropic-workspace-id": "*"}}),
         # Deadlines and lanes (decision 0140), tests/e2e/test_deadlines.py: the simulators answer a lane call at once
-        # and a cancel in seconds; a 90 s deadline then moves a stalled batch at about 75 s.
-        "lanes": json.dumps({"concurrency": 8, "latency_seconds": 0.5, "cancel_seconds": 10, "outage_polls": 3}),
+        # and a cancel in seconds; a 75 s deadline then moves a stalled batch at about 60 s.
+        "lanes": json.dumps({"concurrency": 8, "latency_seconds": 0.5, "cancel_seconds": 8, "outage_polls": 3}),
     }
     with LocalStack(poll_schedule="1", processing_seconds=0.5, context=context) as local:
         yield local

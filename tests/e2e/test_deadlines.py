@@ -6,8 +6,8 @@
   another provider: Anthropic to Bedrock's Claude, and back.
 - A job without a deadline or lanes is unchanged: no plan, no new keys, no lane call.
 
-The stack's ``lanes`` context (tests/e2e/conftest.py) makes a lane call's expected time 0.5 s and a cancel's 10 s,
-so a 90-second deadline moves at about 75 s and leaves the lane about 15 s.
+The stack's ``lanes`` context (tests/e2e/conftest.py) makes a lane call's expected time 0.5 s and a cancel's 8 s,
+so a 75-second deadline moves a stalled batch at 57-62 s and leaves about 13 s for the cancel, the lane and the end.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 
 pytestmark = pytest.mark.e2e
 
-DEADLINE_SECONDS = 90
+DEADLINE_SECONDS = 75
 MODELS = {
     "anthropic": "claude-sonnet-4-20250514",
     "openai": "gpt-4o-mini",
