@@ -241,6 +241,18 @@ def _upload_schemas() -> dict[str, Any]:
             "type": "object",
             "required": ["provider", "model", "dataset"],
             "not": {"required": ["requests"]},
+            # the table comes one way (models.dataset.parse_dataset): the upload, or exactly one of csv and records
+            # inline; dataset.format names an upload's format only
+            "if": {"required": ["input_file"]},
+            "then": {"properties": {"dataset": {"not": {"anyOf": [{"required": ["csv"]}, {"required": ["records"]}]}}}},
+            "else": {
+                "properties": {
+                    "dataset": {
+                        "oneOf": [{"required": ["csv"]}, {"required": ["records"]}],
+                        "not": {"required": ["format"]},
+                    }
+                }
+            },
             "additionalProperties": False,
             "properties": {
                 "dataset": _ref("Dataset"),
