@@ -89,6 +89,7 @@ BATCH_WINDOW_HOURS = 24
 DEADLINE_BEYOND_WINDOW_SECONDS = 24 * 3600
 MIN_DEADLINE_SECONDS = 60
 MAX_COST_USD = 1_000_000_000  # the most a job's max_cost_usd may say (DynamoDB keeps numbers up to 9.9e125 only)
+MIN_COST_USD = 0.000001  # the least (a millionth of a dollar; DynamoDB keeps no magnitude below 1e-130)
 # The deadline and lanes of the compatible doors' jobs (their wire formats carry none; decision 0142): context
 # `door_deadline` {"deadline_seconds": n | null, "lanes": [...] | null}; unset: none, as the doors' jobs before them.
 ENV_DOOR_DEADLINE_SECONDS = "DOOR_DEADLINE_SECONDS"

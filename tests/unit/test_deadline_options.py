@@ -96,6 +96,8 @@ BAD = {
     "max_cost_usd as a boolean": ({"max_cost_usd": True}, "max_cost_usd"),
     # found by the API contract test: DynamoDB keeps numbers up to 9.9e125, and the create failed 503 storing it
     "max_cost_usd past any budget": ({"max_cost_usd": 1.2423841337641448e308}, "max_cost_usd"),
+    # and below a millionth of a dollar, as small as DynamoDB cannot keep (5e-324: the create failed 503 storing it)
+    "max_cost_usd below a micro-dollar": ({"max_cost_usd": 5e-324}, "max_cost_usd"),
 }
 
 

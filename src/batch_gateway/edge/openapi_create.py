@@ -21,6 +21,7 @@ from batch_gateway.constants import (
     DEFAULT_REUSE_MAX_AGE,
     LANES,
     MAX_COST_USD,
+    MIN_COST_USD,
     MIN_DEADLINE_SECONDS,
     PII_MODES,
     PROMPT_CACHE_MODES,
@@ -158,7 +159,7 @@ def lane_options(provider: str | None = None) -> dict[str, Any]:
         "lanes": _ref("Lanes"),
         "max_cost_usd": {
             "type": "number",
-            "exclusiveMinimum": 0,
+            "minimum": MIN_COST_USD,
             "maximum": MAX_COST_USD,
             "description": "the most the job may cost (decision 0142): a move to a dearer lane that would cross it is "
             "held back (the view's plan.held says so)",

@@ -15,7 +15,14 @@ from datetime import datetime
 from typing import Any
 
 from batch_gateway import provider_specs
-from batch_gateway.constants import MAX_COST_USD, MIN_DEADLINE_SECONDS, PII_MODES, PROMPT_CACHE_MODES, REUSE_SCOPES
+from batch_gateway.constants import (
+    MAX_COST_USD,
+    MIN_COST_USD,
+    MIN_DEADLINE_SECONDS,
+    PII_MODES,
+    PROMPT_CACHE_MODES,
+    REUSE_SCOPES,
+)
 from batch_gateway.contract.errors import InvalidRequestError
 from batch_gateway.models.lanes import lanes_problem
 from batch_gateway.models.provider_headers import header_values
@@ -240,6 +247,8 @@ def _check_max_cost(value: Any) -> str | None:
         return "must be a number of USD above 0"
     if value > MAX_COST_USD:
         return f"must be at most {MAX_COST_USD} USD"
+    if value < MIN_COST_USD:
+        return f"must be at least {MIN_COST_USD:f} USD"
     return None
 
 
