@@ -603,6 +603,19 @@ class LaneMoveEntry(SubRecord):
     items: int
     reason: str
 
+    def view(self) -> LaneMoveView:
+        """The move as the job view's ``plan.moves`` and the ``batch.replanned`` event show it (decision 0142)."""
+        return {
+            "at": iso(self.at),
+            "chunk": self.chunk,
+            "from_lane": self.from_lane,
+            "to_lane": self.to_lane,
+            "provider": self.provider,
+            "model": self.model,
+            "items": self.items,
+            "reason": self.reason,
+        }
+
 
 class LanePlan(SubRecord):
     """What the planner saw and did (decision 0140): the latest predicted end of the job's batches (None: nothing
@@ -888,19 +901,7 @@ class Job(Record):
     def plan_view(self, totals: LaneTotals | None = None) -> PlanView:
         """The view's ``plan`` (decision 0142): the planner's record (``LanePlan``) and ``totals`` (none: empty)."""
         plan = self.plan or LanePlan()
-        moves: list[LaneMoveView] = [
-            {
-                "at": iso(move.at),
-                "chunk": move.chunk,
-                "from_lane": move.from_lane,
-                "to_lane": move.to_lane,
-                "provider": move.provider,
-                "model": move.model,
-                "items": move.items,
-                "reason": move.reason,
-            }
-            for move in plan.moves
-        ]
+        moves: list[LaneMoveView] = [move.view() for move in plan.moves]
         return {
             "deadline": iso(self.deadline),
             "predicted_end": iso(plan.predicted_end),

@@ -166,16 +166,7 @@ def move_detail(services: Services, job: Job, index: int, move: LaneMoveEntry) -
     body = detail(services, job, previous=None, progress=None)
     body["event_id"] = event_id(job.id, "replanned", str(index))
     body["deadline"] = iso(job.deadline)
-    body["move"] = {
-        "at": iso(move.at),
-        "chunk": move.chunk,
-        "from_lane": move.from_lane,
-        "to_lane": move.to_lane,
-        "provider": move.provider,
-        "model": move.model,
-        "items": move.items,
-        "reason": move.reason,
-    }
+    body["move"] = move.view()
     return body
 
 
